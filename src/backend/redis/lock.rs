@@ -1,0 +1,82 @@
+//! Concurrency Lock on Redis: each step one script.
+
+use std::future::Future;
+
+use redis::Value;
+
+use super::{int, opt_str, script, RedisStore};
+use crate::error::{Error, Result};
+use crate::lock::{Attempt, ExtendResult, LockBackend, LockInfo, Refusal, ReleaseResult};
+
+script!(acquire_script, "lock_acquire.lua");
+script!(release_script, "lock_release.lua");
+script!(extend_script, "lock_extend.lua");
+script!(inspect_script, "lock_inspect.lua");
+
+fn four(reply: &[Value]) -> Result<(i64, u64, u64, Option<String>)> {
+    if reply.len() < 3 {
+        return Err(Error::internal(format!("lock script replied with {} values", reply.len())));
+    }
+    let label = match reply.get(3) {
+        Some(v) => opt_str(v)?.filter(|s| !s.is_empty()),
+        None => None,
+    };
+    Ok((int(&reply[0])?, int(&reply[1])?.max(0) as u64, int(&reply[2])?.max(0) as u64, label))
+}
+
+impl RedisStore {
+    async fn acquire_once(&self, name: &str, owner: &str, lease_ms: u64, label: Option<&str>) -> Result<Attempt> {
+        let mut inv = acquire_script().prepare_invoke();
+        inv.key(self.keys().lock(name)).key(self.keys().lock_fence(name));
+        inv.arg(owner).arg(lease_ms).arg(label.unwrap_or(""));
+        let reply: Vec<Value> = self.run(&inv).await?;
+        let (ok, fence, remaining_ms, holder) = four(&reply)?;
+        Ok(Attempt { acquired: ok == 1, fence, remaining_ms, holder })
+    }
+
+    async fn release_once(&self, name: &str, owner: &str) -> Result<ReleaseResult> {
+        let mut inv = release_script().prepare_invoke();
+        inv.key(self.keys().lock(name)).arg(owner);
+        let code: i64 = self.run(&inv).await?;
+        Ok(match code {
+            1 => ReleaseResult { released: true, reason: None },
+            0 => ReleaseResult { released: false, reason: Some(Refusal::NotHeld) },
+            _ => ReleaseResult { released: false, reason: Some(Refusal::NotOwner) },
+        })
+    }
+
+    async fn extend_once(&self, name: &str, owner: &str, lease_ms: u64) -> Result<ExtendResult> {
+        let mut inv = extend_script().prepare_invoke();
+        inv.key(self.keys().lock(name)).arg(owner).arg(lease_ms);
+        let reply: Vec<i64> = self.run(&inv).await?;
+        let (code, ms) = (reply.first().copied().unwrap_or(0), reply.get(1).copied().unwrap_or(0).max(0) as u64);
+        Ok(match code {
+            1 => ExtendResult { extended: true, remaining_ms: ms, reason: None },
+            0 => ExtendResult { extended: false, remaining_ms: 0, reason: Some(Refusal::NotHeld) },
+            _ => ExtendResult { extended: false, remaining_ms: ms, reason: Some(Refusal::NotOwner) },
+        })
+    }
+
+    async fn inspect_once(&self, name: &str) -> Result<LockInfo> {
+        let mut inv = inspect_script().prepare_invoke();
+        inv.key(self.keys().lock(name)).key(self.keys().lock_fence(name));
+        let reply: Vec<Value> = self.run(&inv).await?;
+        let (locked, fence, remaining_ms, holder) = four(&reply)?;
+        Ok(LockInfo { name: name.to_string(), locked: locked == 1, remaining_ms, fence, holder })
+    }
+}
+
+impl LockBackend for RedisStore {
+    fn try_acquire(&self, name: &str, owner: &str, lease_ms: u64, label: Option<&str>) -> impl Future<Output = Result<Attempt>> + Send {
+        self.acquire_once(name, owner, lease_ms, label)
+    }
+    fn release(&self, name: &str, owner: &str) -> impl Future<Output = Result<ReleaseResult>> + Send {
+        self.release_once(name, owner)
+    }
+    fn extend(&self, name: &str, owner: &str, lease_ms: u64) -> impl Future<Output = Result<ExtendResult>> + Send {
+        self.extend_once(name, owner, lease_ms)
+    }
+    fn inspect(&self, name: &str) -> impl Future<Output = Result<LockInfo>> + Send {
+        self.inspect_once(name)
+    }
+}

@@ -1,0 +1,149 @@
+//! Item Tracker on Redis: one script call per batch.
+
+use std::future::Future;
+
+use redis::Value;
+
+use super::{int, opt_str, script, RedisStore};
+use crate::error::{Error, Result};
+use crate::tracker::{
+    not_owner, Counts, ItemList, ItemOp, ItemState, ItemStatus, ListFilter, ListQuery, OpResult, Outcome, Record,
+    TrackerBackend, MAX_TIMELINE,
+};
+
+script!(apply_script, "tracker_apply.lua");
+script!(read_script, "tracker_read.lua");
+script!(list_script, "tracker_list.lua");
+
+const STATUSES: [&str; 3] = ["in_progress", "completed", "failed"];
+
+fn decode(raw: Option<String>) -> Result<Option<Record>> {
+    match raw {
+        None => Ok(None),
+        Some(s) => serde_json::from_str(&s)
+            .map(Some)
+            .map_err(|e| Error::internal(format!("an item record in Redis could not be read: {e}"))),
+    }
+}
+
+fn state(id: &str, rec: &Option<Record>, now: i64) -> ItemState {
+    match rec {
+        Some(r) => r.to_state(id, now),
+        None => ItemState::unknown(id),
+    }
+}
+
+impl RedisStore {
+    async fn apply_batch(&self, group: &str, ops: &[ItemOp], retention_ms: u64) -> Result<Vec<OpResult>> {
+        let head = self.keys().tracker_group(group);
+        let mut inv = apply_script().prepare_invoke();
+        for s in STATUSES {
+            inv.key(self.keys().item_index(&head, s));
+        }
+        inv.arg(retention_ms).arg(MAX_TIMELINE);
+        for op in ops {
+            inv.key(self.keys().item(&head, op.id()));
+            match op {
+                ItemOp::Claim { id, owner, lease_ms, reclaim_completed } => {
+                    inv.arg("c").arg(id).arg(owner).arg(*lease_ms).arg(if *reclaim_completed { "1" } else { "" });
+                }
+                ItemOp::Complete { id, owner, keep_ms } => {
+                    inv.arg("d").arg(id).arg(owner.as_deref().unwrap_or("")).arg(*keep_ms).arg("");
+                }
+                ItemOp::Fail { id, owner, error, keep_ms } => {
+                    inv.arg("f").arg(id).arg(owner.as_deref().unwrap_or("")).arg(*keep_ms).arg(error);
+                }
+                ItemOp::Unset { id } => {
+                    inv.arg("u").arg(id).arg("").arg(0).arg("");
+                }
+            }
+        }
+        let reply: Vec<Value> = self.run(&inv).await?;
+        if reply.len() != 1 + ops.len() * 3 {
+            return Err(Error::internal(format!("tracker script replied with {} values", reply.len())));
+        }
+        let now = int(&reply[0])?;
+        let mut out = Vec::with_capacity(ops.len());
+        for (i, op) in ops.iter().enumerate() {
+            let code = int(&reply[1 + i * 3])?;
+            let word = opt_str(&reply[2 + i * 3])?.unwrap_or_default();
+            let rec = decode(opt_str(&reply[3 + i * 3])?)?;
+            let id = op.id();
+            let outcome = match code {
+                1 => Outcome::Done,
+                0 if word == "completed" => Outcome::Busy(ItemStatus::Completed),
+                0 => Outcome::Busy(ItemStatus::InProgress),
+                _ => Outcome::Refused(not_owner(group, id, rec.as_ref())),
+            };
+            let owner = match (op, &outcome) {
+                (ItemOp::Claim { owner, .. }, Outcome::Done) => Some(owner.clone()),
+                _ => None,
+            };
+            out.push(OpResult { id: id.to_string(), action: op.action(), outcome, owner, item: state(id, &rec, now) });
+        }
+        Ok(out)
+    }
+
+    async fn read_batch(&self, group: &str, ids: &[String]) -> Result<Vec<ItemState>> {
+        let head = self.keys().tracker_group(group);
+        let mut inv = read_script().prepare_invoke();
+        for id in ids {
+            inv.key(self.keys().item(&head, id));
+        }
+        let reply: Vec<Value> = self.run(&inv).await?;
+        if reply.len() != 1 + ids.len() {
+            return Err(Error::internal(format!("read script replied with {} values", reply.len())));
+        }
+        let now = int(&reply[0])?;
+        ids.iter()
+            .zip(&reply[1..])
+            .map(|(id, v)| Ok(state(id, &decode(opt_str(v)?)?, now)))
+            .collect()
+    }
+
+    async fn list_page(&self, group: &str, q: ListQuery, retention_ms: u64) -> Result<ItemList> {
+        let head = self.keys().tracker_group(group);
+        let mut inv = list_script().prepare_invoke();
+        for s in STATUSES {
+            inv.key(self.keys().item_index(&head, s));
+        }
+        let filter = match q.filter {
+            ListFilter::All => "all",
+            ListFilter::InProgress => "in_progress",
+            ListFilter::Abandoned => "abandoned",
+            ListFilter::Completed => "completed",
+            ListFilter::Failed => "failed",
+        };
+        inv.arg(self.keys().item(&head, "")).arg(filter).arg(q.offset).arg(q.limit).arg(retention_ms);
+        let reply: Vec<Value> = self.run(&inv).await?;
+        if reply.len() < 5 || (reply.len() - 5) % 2 != 0 {
+            return Err(Error::internal(format!("list script replied with {} values", reply.len())));
+        }
+        let now = int(&reply[0])?;
+        let counts = Counts {
+            in_progress: int(&reply[1])? as u64,
+            abandoned: int(&reply[2])? as u64,
+            completed: int(&reply[3])? as u64,
+            failed: int(&reply[4])? as u64,
+        };
+        let mut items = Vec::with_capacity((reply.len() - 5) / 2);
+        for pair in reply[5..].chunks(2) {
+            let id = opt_str(&pair[0])?.unwrap_or_default();
+            items.push(state(&id, &decode(opt_str(&pair[1])?)?, now));
+        }
+        let end = q.offset + q.limit;
+        Ok(ItemList { counts, items, next_offset: if end < counts.of(q.filter) { Some(end) } else { None } })
+    }
+}
+
+impl TrackerBackend for RedisStore {
+    fn apply(&self, group: &str, ops: &[ItemOp], retention_ms: u64) -> impl Future<Output = Result<Vec<OpResult>>> + Send {
+        self.apply_batch(group, ops, retention_ms)
+    }
+    fn read(&self, group: &str, ids: &[String]) -> impl Future<Output = Result<Vec<ItemState>>> + Send {
+        self.read_batch(group, ids)
+    }
+    fn list(&self, group: &str, query: ListQuery, retention_ms: u64) -> impl Future<Output = Result<ItemList>> + Send {
+        self.list_page(group, query, retention_ms)
+    }
+}

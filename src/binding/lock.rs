@@ -1,0 +1,146 @@
+//! Concurrency Lock methods of `Flowguard`.
+
+use napi::bindgen_prelude::*;
+use napi::Env;
+use napi_derive::napi;
+
+use super::client::Flowguard;
+use super::{args, promise};
+use crate::lock::{self as core, AcquireOptions};
+
+#[napi(object)]
+#[allow(dead_code)]
+pub struct LockOptions {
+    /// The lease in ms. Default 600000 (600 s).
+    pub timeout_ms: Option<f64>,
+    /// When the lock is held, keep trying (with backoff and jitter) for up to this many ms. Default 0.
+    pub wait_ms: Option<f64>,
+    /// A label shown to others while this call holds the lock (e.g. a workflow or execution id).
+    pub label: Option<String>,
+}
+
+#[napi(object)]
+pub struct LockResult {
+    pub name: String,
+    pub acquired: bool,
+    /// The owner token: the only key that releases or extends this hold.
+    pub owner: Option<String>,
+    /// The fencing token: strictly increasing per lock name (ours when acquired, the holder's when not).
+    pub fence: f64,
+    /// Ms left on the lease (ours when acquired, the holder's when not).
+    pub remaining_ms: f64,
+    /// The holder's label, when it gave one.
+    pub holder: Option<String>,
+    pub waited_ms: f64,
+    pub attempts: u32,
+}
+
+#[napi(object)]
+pub struct ReleaseResult {
+    pub released: bool,
+    #[napi(ts_type = "'not_held' | 'not_owner'")]
+    pub reason: Option<String>,
+}
+
+#[napi(object)]
+pub struct ExtendResult {
+    pub extended: bool,
+    pub remaining_ms: f64,
+    #[napi(ts_type = "'not_held' | 'not_owner'")]
+    pub reason: Option<String>,
+}
+
+#[napi(object)]
+pub struct LockInfo {
+    pub name: String,
+    pub locked: bool,
+    pub remaining_ms: f64,
+    /// The holder's fencing token, or the last one issued when free (0: never taken).
+    pub fence: f64,
+    pub holder: Option<String>,
+}
+
+fn lock_opts(o: Option<&Unknown>) -> crate::Result<AcquireOptions> {
+    let Some(o) = args::opt_object(o, "options")? else { return Ok(AcquireOptions::default()) };
+    Ok(AcquireOptions {
+        timeout_ms: args::opt_number(&args::prop(&o, "timeoutMs")?, "timeoutMs")?,
+        wait_ms: args::opt_number(&args::prop(&o, "waitMs")?, "waitMs")?,
+        label: args::opt_string(&args::prop(&o, "label")?, "label")?,
+    })
+}
+
+#[napi]
+impl Flowguard {
+    /// Acquires a lock. A held lock is a result (`acquired: false`, with the holder's label and
+    /// time left), not an error.
+    #[napi(ts_args_type = "name: string, options?: LockOptions", ts_return_type = "Promise<LockResult>")]
+    pub fn acquire_lock<'e>(&self, env: &'e Env, name: Unknown<'e>, options: Option<Unknown<'e>>) -> Result<PromiseRaw<'e, LockResult>> {
+        let parsed = (|| Ok((args::string(&name, "name")?, lock_opts(options.as_ref())?)))();
+        let client = self.client.clone();
+        promise(env, async move {
+            let (name, opts) = parsed?;
+            let r = client.acquire_lock(&name, opts).await?;
+            Ok(LockResult {
+                name: r.name,
+                acquired: r.acquired,
+                owner: r.owner,
+                fence: r.fence as f64,
+                remaining_ms: r.remaining_ms as f64,
+                holder: r.holder,
+                waited_ms: r.waited_ms as f64,
+                attempts: r.attempts,
+            })
+        })
+    }
+
+    /// Releases a lock, only with its owner token; otherwise reports why and changes nothing.
+    #[napi(ts_args_type = "name: string, owner: string", ts_return_type = "Promise<ReleaseResult>")]
+    pub fn release_lock<'e>(&self, env: &'e Env, name: Unknown<'e>, owner: Unknown<'e>) -> Result<PromiseRaw<'e, ReleaseResult>> {
+        let parsed = (|| Ok((args::string(&name, "name")?, args::string(&owner, "owner")?)))();
+        let client = self.client.clone();
+        promise(env, async move {
+            let (name, owner) = parsed?;
+            let r = client.release_lock(&name, &owner).await?;
+            Ok(ReleaseResult { released: r.released, reason: r.reason.map(|x| x.as_str().to_string()) })
+        })
+    }
+
+    /// Extends a lock's lease to `timeoutMs` from now, only with its owner token.
+    #[napi(ts_args_type = "name: string, owner: string, options?: { timeoutMs?: number }", ts_return_type = "Promise<ExtendResult>")]
+    pub fn extend_lock<'e>(&self, env: &'e Env, name: Unknown<'e>, owner: Unknown<'e>, options: Option<Unknown<'e>>) -> Result<PromiseRaw<'e, ExtendResult>> {
+        let parsed = (|| {
+            let timeout = match args::opt_object(options.as_ref(), "options")? {
+                Some(o) => args::opt_number(&args::prop(&o, "timeoutMs")?, "timeoutMs")?,
+                None => None,
+            };
+            Ok((args::string(&name, "name")?, args::string(&owner, "owner")?, timeout))
+        })();
+        let client = self.client.clone();
+        promise(env, async move {
+            let (name, owner, timeout) = parsed?;
+            let r: core::ExtendResult = client.extend_lock(&name, &owner, timeout).await?;
+            Ok(ExtendResult {
+                extended: r.extended,
+                remaining_ms: r.remaining_ms as f64,
+                reason: r.reason.map(|x| x.as_str().to_string()),
+            })
+        })
+    }
+
+    /// Whether a lock is held, for how long, and its fencing token.
+    #[napi(ts_args_type = "name: string", ts_return_type = "Promise<LockInfo>")]
+    pub fn get_lock<'e>(&self, env: &'e Env, name: Unknown<'e>) -> Result<PromiseRaw<'e, LockInfo>> {
+        let parsed = args::string(&name, "name");
+        let client = self.client.clone();
+        promise(env, async move {
+            let r = client.get_lock(&parsed?).await?;
+            Ok(LockInfo {
+                name: r.name,
+                locked: r.locked,
+                remaining_ms: r.remaining_ms as f64,
+                fence: r.fence as f64,
+                holder: r.holder,
+            })
+        })
+    }
+}

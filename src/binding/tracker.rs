@@ -1,0 +1,356 @@
+//! Item Tracker methods of `Flowguard`.
+
+use napi::bindgen_prelude::*;
+use napi::Env;
+use napi_derive::napi;
+
+use super::client::Flowguard;
+use super::{args, promise};
+use crate::tracker::{self as core, ItemRequest, Outcome};
+
+#[napi(object)]
+pub struct Transition {
+    /// When, in ms since the epoch (the backend's clock).
+    pub at: f64,
+    #[napi(ts_type = "'in_progress' | 'abandoned' | 'completed' | 'failed'")]
+    pub status: String,
+    pub attempt: u32,
+    pub error: Option<String>,
+}
+
+/// An item's state. `abandoned`: claimed, but its lease ran out before it was completed or failed.
+#[napi(object)]
+pub struct ItemState {
+    pub id: String,
+    #[napi(ts_type = "'none' | 'in_progress' | 'abandoned' | 'completed' | 'failed'")]
+    pub status: String,
+    pub attempts: u32,
+    pub last_error: Option<String>,
+    pub created_at: Option<f64>,
+    pub updated_at: Option<f64>,
+    pub lease_expires_at: Option<f64>,
+    pub finished_at: Option<f64>,
+    /// When the record will be forgotten (retention, or `keepMs` of a completion).
+    pub expires_at: Option<f64>,
+    /// The latest transitions, oldest first (at most 20).
+    pub timeline: Vec<Transition>,
+}
+
+impl From<core::ItemState> for ItemState {
+    fn from(s: core::ItemState) -> Self {
+        ItemState {
+            id: s.id,
+            status: s.status.as_str().to_string(),
+            attempts: s.attempts,
+            last_error: s.last_error,
+            created_at: s.created_at.map(|v| v as f64),
+            updated_at: s.updated_at.map(|v| v as f64),
+            lease_expires_at: s.lease_expires_at.map(|v| v as f64),
+            finished_at: s.finished_at.map(|v| v as f64),
+            expires_at: s.expires_at.map(|v| v as f64),
+            timeline: s
+                .timeline
+                .into_iter()
+                .map(|t| Transition { at: t.at as f64, status: t.status, attempt: t.attempt, error: t.error })
+                .collect(),
+        }
+    }
+}
+
+#[napi(object)]
+#[allow(dead_code)]
+pub struct ClaimOptions {
+    /// The lease in ms: after it the item shows as abandoned and can be claimed again. Default 600000.
+    pub timeout_ms: Option<f64>,
+    /// Claim even an item that is completed. Default false.
+    pub reclaim_completed: Option<bool>,
+}
+
+#[napi(object)]
+pub struct ClaimResult {
+    pub id: String,
+    pub claimed: bool,
+    /// The owner token: pass it to `complete` / `fail` so a stale worker cannot overwrite a newer claim.
+    pub owner: Option<String>,
+    /// Why the claim did not succeed.
+    #[napi(ts_type = "'in_progress' | 'completed'")]
+    pub reason: Option<String>,
+    pub item: ItemState,
+}
+
+impl From<core::ClaimResult> for ClaimResult {
+    fn from(r: core::ClaimResult) -> Self {
+        ClaimResult {
+            id: r.item.id.clone(),
+            claimed: r.claimed,
+            owner: r.owner,
+            reason: r.reason.map(|s| s.as_str().to_string()),
+            item: r.item.into(),
+        }
+    }
+}
+
+#[napi(object)]
+#[allow(dead_code)]
+pub struct FinishOptions {
+    /// The owner token of the claim; when given and a newer claim owns the item, the call is
+    /// refused with `ERR_NOT_OWNER`.
+    pub owner: Option<String>,
+    /// How long the record is kept, in ms (a completed item counts as done until then). Default:
+    /// the client's retention.
+    pub keep_ms: Option<f64>,
+}
+
+#[napi(object)]
+#[allow(dead_code)]
+pub struct ItemRequestInput {
+    pub id: String,
+    #[napi(ts_type = "'in_progress' | 'completed' | 'failed' | 'none'")]
+    pub status: String,
+    pub owner: Option<String>,
+    pub error: Option<String>,
+    pub timeout_ms: Option<f64>,
+    pub keep_ms: Option<f64>,
+    pub reclaim_completed: Option<bool>,
+}
+
+#[napi(object)]
+pub struct ItemResult {
+    pub id: String,
+    #[napi(ts_type = "'claim' | 'complete' | 'fail' | 'unset'")]
+    pub action: String,
+    /// Done. False for a claim that found the item busy, and for a refusal (see `code`).
+    pub ok: bool,
+    /// For claims: whether this call claimed the item.
+    pub claimed: Option<bool>,
+    #[napi(ts_type = "'in_progress' | 'completed'")]
+    pub reason: Option<String>,
+    pub owner: Option<String>,
+    /// The error code of a refusal, e.g. `ERR_NOT_OWNER`.
+    pub code: Option<String>,
+    pub message: Option<String>,
+    pub item: ItemState,
+}
+
+impl From<core::OpResult> for ItemResult {
+    fn from(r: core::OpResult) -> Self {
+        let is_claim = r.action == core::Action::Claim;
+        let (ok, reason, code, message) = match r.outcome {
+            Outcome::Done => (true, None, None, None),
+            Outcome::Busy(s) => (false, Some(s.as_str().to_string()), None, None),
+            Outcome::Refused(e) => (false, None, Some(e.code.as_str().to_string()), Some(e.message)),
+        };
+        ItemResult {
+            id: r.id,
+            action: r.action.as_str().to_string(),
+            ok,
+            claimed: if is_claim { Some(ok) } else { None },
+            reason,
+            owner: r.owner,
+            code,
+            message,
+            item: r.item.into(),
+        }
+    }
+}
+
+#[napi(object)]
+pub struct StatusCounts {
+    pub in_progress: f64,
+    pub abandoned: f64,
+    pub completed: f64,
+    pub failed: f64,
+    pub total: f64,
+}
+
+#[napi(object)]
+#[allow(dead_code)]
+pub struct ListOptions {
+    #[napi(ts_type = "'all' | 'in_progress' | 'abandoned' | 'completed' | 'failed'")]
+    pub status: Option<String>,
+    pub offset: Option<f64>,
+    /// Default 100, at most 10000.
+    pub limit: Option<f64>,
+}
+
+#[napi(object)]
+pub struct ItemList {
+    pub counts: StatusCounts,
+    pub items: Vec<ItemState>,
+    pub next_offset: Option<f64>,
+}
+
+fn claim_opts(o: Option<&Unknown>) -> crate::Result<(Option<f64>, bool)> {
+    let Some(o) = args::opt_object(o, "options")? else { return Ok((None, false)) };
+    Ok((
+        args::opt_number(&args::prop(&o, "timeoutMs")?, "timeoutMs")?,
+        args::opt_bool(&args::prop(&o, "reclaimCompleted")?, "reclaimCompleted")?.unwrap_or(false),
+    ))
+}
+
+fn finish_opts(o: Option<&Unknown>) -> crate::Result<(Option<String>, Option<f64>)> {
+    let Some(o) = args::opt_object(o, "options")? else { return Ok((None, None)) };
+    Ok((
+        args::opt_string(&args::prop(&o, "owner")?, "owner")?,
+        args::opt_number(&args::prop(&o, "keepMs")?, "keepMs")?,
+    ))
+}
+
+fn request(o: &Object, field: &str) -> crate::Result<ItemRequest> {
+    let f = |name: &str| format!("{field}.{name}");
+    Ok(ItemRequest {
+        id: args::string(&args::prop(o, "id")?, &f("id"))?,
+        status: args::string(&args::prop(o, "status")?, &f("status"))?,
+        owner: args::opt_string(&args::prop(o, "owner")?, &f("owner"))?,
+        error: args::opt_string(&args::prop(o, "error")?, &f("error"))?,
+        timeout_ms: args::opt_number(&args::prop(o, "timeoutMs")?, &f("timeoutMs"))?,
+        keep_ms: args::opt_number(&args::prop(o, "keepMs")?, &f("keepMs"))?,
+        reclaim_completed: args::opt_bool(&args::prop(o, "reclaimCompleted")?, &f("reclaimCompleted"))?.unwrap_or(false),
+    })
+}
+
+#[napi]
+impl Flowguard {
+    /// Atomically claims an item for `timeoutMs`. A busy or completed item is a result
+    /// (`claimed: false` with `reason`), not an error.
+    #[napi(ts_args_type = "group: string, id: string, options?: ClaimOptions", ts_return_type = "Promise<ClaimResult>")]
+    pub fn claim<'e>(&self, env: &'e Env, group: Unknown<'e>, id: Unknown<'e>, options: Option<Unknown<'e>>) -> Result<PromiseRaw<'e, ClaimResult>> {
+        let parsed = (|| Ok((args::string(&group, "group")?, args::string(&id, "id")?, claim_opts(options.as_ref())?)))();
+        let client = self.client.clone();
+        promise(env, async move {
+            let (group, id, (timeout_ms, reclaim)) = parsed?;
+            let req = ItemRequest { id, status: "in_progress".into(), timeout_ms, reclaim_completed: reclaim, ..Default::default() };
+            Ok(core::ClaimResult::from(client.set_item(&group, req).await?).into())
+        })
+    }
+
+    /// Claims many items of one group in one atomic step (one round trip on Redis).
+    #[napi(ts_args_type = "group: string, ids: string[], options?: ClaimOptions", ts_return_type = "Promise<ClaimResult[]>")]
+    pub fn claim_many<'e>(&self, env: &'e Env, group: Unknown<'e>, ids: Unknown<'e>, options: Option<Unknown<'e>>) -> Result<PromiseRaw<'e, Vec<ClaimResult>>> {
+        let parsed = (|| Ok((args::string(&group, "group")?, args::strings(&ids, "ids")?, claim_opts(options.as_ref())?)))();
+        let client = self.client.clone();
+        promise(env, async move {
+            let (group, ids, (timeout_ms, reclaim)) = parsed?;
+            Ok(client.claim_many(&group, ids, timeout_ms, reclaim).await?.into_iter().map(Into::into).collect())
+        })
+    }
+
+    /// Marks an item completed and ends its lease. With `owner`, refused with `ERR_NOT_OWNER`
+    /// when a newer claim owns the item.
+    #[napi(ts_args_type = "group: string, id: string, options?: FinishOptions", ts_return_type = "Promise<ItemState>")]
+    pub fn complete<'e>(&self, env: &'e Env, group: Unknown<'e>, id: Unknown<'e>, options: Option<Unknown<'e>>) -> Result<PromiseRaw<'e, ItemState>> {
+        let parsed = (|| Ok((args::string(&group, "group")?, args::string(&id, "id")?, finish_opts(options.as_ref())?)))();
+        let client = self.client.clone();
+        promise(env, async move {
+            let (group, id, (owner, keep_ms)) = parsed?;
+            let req = ItemRequest { id, status: "completed".into(), owner, keep_ms, ..Default::default() };
+            Ok(client.set_item(&group, req).await?.item.into())
+        })
+    }
+
+    /// Marks an item failed with a reason and ends its lease; it can be claimed again. With
+    /// `owner`, refused with `ERR_NOT_OWNER` when a newer claim owns the item.
+    #[napi(ts_args_type = "group: string, id: string, reason: string, options?: FinishOptions", ts_return_type = "Promise<ItemState>")]
+    pub fn fail<'e>(&self, env: &'e Env, group: Unknown<'e>, id: Unknown<'e>, reason: Unknown<'e>, options: Option<Unknown<'e>>) -> Result<PromiseRaw<'e, ItemState>> {
+        let parsed = (|| {
+            Ok((args::string(&group, "group")?, args::string(&id, "id")?, args::string(&reason, "reason")?, finish_opts(options.as_ref())?))
+        })();
+        let client = self.client.clone();
+        promise(env, async move {
+            let (group, id, reason, (owner, keep_ms)) = parsed?;
+            let req = ItemRequest { id, status: "failed".into(), owner, error: Some(reason), keep_ms, ..Default::default() };
+            Ok(client.set_item(&group, req).await?.item.into())
+        })
+    }
+
+    /// Applies many changes to items of one group in one atomic step. Refusals and busy items
+    /// are per-item results; invalid input rejects the whole call before anything is written.
+    #[napi(ts_args_type = "group: string, requests: ItemRequestInput[]", ts_return_type = "Promise<ItemResult[]>")]
+    pub fn set_items<'e>(&self, env: &'e Env, group: Unknown<'e>, requests: Unknown<'e>) -> Result<PromiseRaw<'e, Vec<ItemResult>>> {
+        let parsed = (|| {
+            let group = args::string(&group, "group")?;
+            let reqs = args::objects(&requests, "requests")?
+                .iter()
+                .enumerate()
+                .map(|(i, o)| request(o, &format!("requests[{i}]")))
+                .collect::<crate::Result<Vec<_>>>()?;
+            Ok((group, reqs))
+        })();
+        let client = self.client.clone();
+        promise(env, async move {
+            let (group, reqs) = parsed?;
+            Ok(client.set_items(&group, reqs).await?.into_iter().map(Into::into).collect())
+        })
+    }
+
+    /// Reads one item (status `none` when unknown).
+    #[napi(ts_args_type = "group: string, id: string", ts_return_type = "Promise<ItemState>")]
+    pub fn get_item<'e>(&self, env: &'e Env, group: Unknown<'e>, id: Unknown<'e>) -> Result<PromiseRaw<'e, ItemState>> {
+        let parsed = (|| Ok((args::string(&group, "group")?, args::string(&id, "id")?)))();
+        let client = self.client.clone();
+        promise(env, async move {
+            let (group, id) = parsed?;
+            let mut v = client.get_items(&group, vec![id]).await.map_err(|mut e| {
+                e.message = e.message.replacen("ids[0]", "id", 1);
+                e
+            })?;
+            v.pop().map(Into::into).ok_or_else(|| crate::Error::internal("backend returned no item"))
+        })
+    }
+
+    /// Reads many items of one group in one round trip.
+    #[napi(ts_args_type = "group: string, ids: string[]", ts_return_type = "Promise<ItemState[]>")]
+    pub fn get_items<'e>(&self, env: &'e Env, group: Unknown<'e>, ids: Unknown<'e>) -> Result<PromiseRaw<'e, Vec<ItemState>>> {
+        let parsed = (|| Ok((args::string(&group, "group")?, args::strings(&ids, "ids")?)))();
+        let client = self.client.clone();
+        promise(env, async move {
+            let (group, ids) = parsed?;
+            Ok(client.get_items(&group, ids).await?.into_iter().map(Into::into).collect())
+        })
+    }
+
+    /// Forgets an item. Resolves to whether it had a record.
+    #[napi(ts_args_type = "group: string, id: string", ts_return_type = "Promise<boolean>")]
+    pub fn unset_item<'e>(&self, env: &'e Env, group: Unknown<'e>, id: Unknown<'e>) -> Result<PromiseRaw<'e, bool>> {
+        let parsed = (|| Ok((args::string(&group, "group")?, args::string(&id, "id")?)))();
+        let client = self.client.clone();
+        promise(env, async move {
+            let (group, id) = parsed?;
+            let r = client.set_item(&group, ItemRequest { id, status: "none".into(), ..Default::default() }).await?;
+            Ok(r.item.status != core::ItemStatus::None)
+        })
+    }
+
+    /// One page of a group's items with counts per status.
+    #[napi(ts_args_type = "group: string, options?: ListOptions", ts_return_type = "Promise<ItemList>")]
+    pub fn list_items<'e>(&self, env: &'e Env, group: Unknown<'e>, options: Option<Unknown<'e>>) -> Result<PromiseRaw<'e, ItemList>> {
+        let parsed = (|| {
+            let group = args::string(&group, "group")?;
+            let (status, offset, limit) = match args::opt_object(options.as_ref(), "options")? {
+                None => (None, None, None),
+                Some(o) => (
+                    args::opt_string(&args::prop(&o, "status")?, "status")?,
+                    args::opt_number(&args::prop(&o, "offset")?, "offset")?,
+                    args::opt_number(&args::prop(&o, "limit")?, "limit")?,
+                ),
+            };
+            Ok((group, status, offset, limit))
+        })();
+        let client = self.client.clone();
+        promise(env, async move {
+            let (group, status, offset, limit) = parsed?;
+            let l = client.list_items(&group, status.as_deref(), offset, limit).await?;
+            Ok(ItemList {
+                counts: StatusCounts {
+                    in_progress: l.counts.in_progress as f64,
+                    abandoned: l.counts.abandoned as f64,
+                    completed: l.counts.completed as f64,
+                    failed: l.counts.failed as f64,
+                    total: l.counts.total() as f64,
+                },
+                items: l.items.into_iter().map(Into::into).collect(),
+                next_offset: l.next_offset.map(|v| v as f64),
+            })
+        })
+    }
+}

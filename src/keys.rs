@@ -1,0 +1,185 @@
+//! Redis key layout.
+//!
+//! Every key is `<prefix>{<kind>:<escaped name>}<suffix>`. The part in braces is the Redis Cluster
+//! hash tag, so all keys of one group (or lock, queue shard, state key) share one hash slot.
+//! Escaping `%`, `{`, `}` and `:` in the name is injective and leaves no `}` inside the tag, so
+//! distinct names never share a key whatever characters they hold. Item ids follow the tag after a
+//! fixed separator and need no escaping.
+
+use crate::error::{Error, Result};
+
+pub const DEFAULT_PREFIX: &str = "fg:";
+pub const MAX_PREFIX_BYTES: usize = 256;
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Keys {
+    prefix: String,
+}
+
+pub fn escape(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 8);
+    for ch in name.chars() {
+        match ch {
+            '%' => out.push_str("%25"),
+            '{' => out.push_str("%7B"),
+            '}' => out.push_str("%7D"),
+            ':' => out.push_str("%3A"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+impl Keys {
+    pub fn new(prefix: &str) -> Result<Keys> {
+        if prefix.len() > MAX_PREFIX_BYTES {
+            return Err(Error::invalid(format!(
+                "prefix is {} bytes long; the limit is {MAX_PREFIX_BYTES}",
+                prefix.len()
+            )));
+        }
+        if prefix.contains('{') || prefix.contains('}') {
+            return Err(Error::invalid(
+                "prefix must not contain '{' or '}': flowguard places its own Redis Cluster hash tags",
+            ));
+        }
+        Ok(Keys { prefix: prefix.to_string() })
+    }
+
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// `<prefix>{<kind>:<escaped name>}`: the common head of every key of one named thing.
+    pub fn tagged(&self, kind: &str, name: &str) -> String {
+        let esc = escape(name);
+        let mut k = String::with_capacity(self.prefix.len() + kind.len() + esc.len() + 3);
+        k.push_str(&self.prefix);
+        k.push('{');
+        k.push_str(kind);
+        k.push(':');
+        k.push_str(&esc);
+        k.push('}');
+        k
+    }
+
+    /// Item tracker: the record of one item.
+    pub fn item(&self, group_head: &str, id: &str) -> String {
+        let mut k = String::with_capacity(group_head.len() + 3 + id.len());
+        k.push_str(group_head);
+        k.push_str(":i:");
+        k.push_str(id);
+        k
+    }
+
+    /// Item tracker: the per-status index of a group (`in_progress`, `completed`, `failed`).
+    pub fn item_index(&self, group_head: &str, status: &str) -> String {
+        format!("{group_head}:s:{status}")
+    }
+
+    pub fn tracker_group(&self, group: &str) -> String {
+        self.tagged("t", group)
+    }
+
+    pub fn lock(&self, name: &str) -> String {
+        self.tagged("l", name)
+    }
+
+    pub fn lock_fence(&self, name: &str) -> String {
+        format!("{}:fence", self.tagged("l", name))
+    }
+}
+
+/// The Redis Cluster hash slot of a key (CRC16/XMODEM of the hash tag, mod 16384).
+pub fn hash_slot(key: &[u8]) -> u16 {
+    let tag = match key.iter().position(|&b| b == b'{') {
+        Some(open) => match key[open + 1..].iter().position(|&b| b == b'}') {
+            Some(len) if len > 0 => &key[open + 1..open + 1 + len],
+            _ => key,
+        },
+        None => key,
+    };
+    crc16(tag) % 16384
+}
+
+fn crc16(data: &[u8]) -> u16 {
+    let mut crc: u16 = 0;
+    for &b in data {
+        crc ^= (b as u16) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 { (crc << 1) ^ 0x1021 } else { crc << 1 };
+        }
+    }
+    crc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    fn names() -> Vec<String> {
+        let mut v: Vec<String> = [
+            "a", "a:b", "a%3Ab", "a%b", "{a}", "a}", "{", "}", "%7B", "%", ":", "::", "a:i:b", "a:s:x",
+            "projekt-ü", "日本語", "emoji 🚀", "x{y}z", "%25", "a b", "A",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        v.push("k".repeat(1024));
+        v.push(format!("{}{{", "k".repeat(1023)));
+        v
+    }
+
+    #[test]
+    fn distinct_names_give_distinct_heads_and_keys() {
+        let keys = Keys::new("fg:").unwrap();
+        let ns = names();
+        let heads: HashSet<String> = ns.iter().map(|n| keys.tracker_group(n)).collect();
+        assert_eq!(heads.len(), ns.len());
+        let mut all = HashSet::new();
+        for g in &ns {
+            let head = keys.tracker_group(g);
+            for id in &ns {
+                assert!(all.insert(keys.item(&head, id)), "collision for group {g:?} id {id:?}");
+            }
+            for s in ["in_progress", "completed", "failed"] {
+                assert!(all.insert(keys.item_index(&head, s)));
+            }
+        }
+        let locks: HashSet<String> = ns.iter().flat_map(|n| [keys.lock(n), keys.lock_fence(n)]).collect();
+        assert_eq!(locks.len(), ns.len() * 2);
+        assert!(locks.is_disjoint(&all));
+    }
+
+    #[test]
+    fn one_groups_keys_share_a_slot() {
+        let keys = Keys::new("fg:").unwrap();
+        for g in names() {
+            let head = keys.tracker_group(&g);
+            let slot = hash_slot(head.as_bytes());
+            for id in names() {
+                assert_eq!(hash_slot(keys.item(&head, &id).as_bytes()), slot);
+            }
+            assert_eq!(hash_slot(keys.item_index(&head, "failed").as_bytes()), slot);
+        }
+        for n in names() {
+            assert_eq!(hash_slot(keys.lock(&n).as_bytes()), hash_slot(keys.lock_fence(&n).as_bytes()));
+        }
+    }
+
+    #[test]
+    fn slot_matches_redis_reference_values() {
+        // Values from the Redis Cluster specification / CLUSTER KEYSLOT.
+        assert_eq!(hash_slot(b"123456789"), 12739);
+        assert_eq!(hash_slot(b"{user1000}.following"), hash_slot(b"{user1000}.followers"));
+        assert_eq!(hash_slot(b"foo{}{bar}"), hash_slot(b"foo{}{bar}"));
+    }
+
+    #[test]
+    fn prefix_with_braces_is_refused() {
+        assert!(Keys::new("a{b").is_err());
+        assert!(Keys::new(&"p".repeat(300)).is_err());
+        assert!(Keys::new("").is_ok());
+    }
+}

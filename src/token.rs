@@ -1,0 +1,59 @@
+//! Owner tokens: 128 random bits as 32 lowercase hex characters.
+
+use crate::error::{Error, Result};
+
+pub const TOKEN_LEN: usize = 32;
+
+/// A fresh owner token from the operating system's random source.
+pub fn new_token() -> String {
+    let mut bytes = [0u8; 16];
+    if getrandom::fill(&mut bytes).is_err() {
+        // The OS source failing is practically impossible; fall back to time and address entropy
+        // rather than panicking inside a host process.
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        let addr = &bytes as *const _ as usize as u128;
+        let mixed = t ^ (addr << 64) ^ (t.rotate_left(41));
+        bytes = mixed.to_le_bytes();
+    }
+    hex(&bytes)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(DIGITS[(b >> 4) as usize] as char);
+        s.push(DIGITS[(b & 15) as usize] as char);
+    }
+    s
+}
+
+/// Checks that `token` has the shape of an owner token; `field` names it in the error.
+pub fn check_token(field: &str, token: &str) -> Result<()> {
+    if token.len() == TOKEN_LEN && token.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!(
+            "{field} is not an owner token (expected the 32 hex characters returned by a claim or acquire, got {} characters)",
+            token.chars().count()
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_distinct_and_well_formed() {
+        let a = new_token();
+        let b = new_token();
+        assert_ne!(a, b);
+        check_token("owner", &a).unwrap();
+        assert!(check_token("owner", "ABC").is_err());
+        assert!(check_token("owner", &a.to_uppercase()).is_err());
+    }
+}
