@@ -1,0 +1,4 @@
+//! The semantic suite on the embedded backend.
+mod common;
+
+suite!(None, []);
