@@ -45,8 +45,8 @@ Flowguard.prototype.withLock = async function withLock(name, fn, options) {
   }
   let leaseEnd = Date.now() + timeoutMs
   const schedule = () => {
+    // Not unref'd: while fn runs under the lock, the process has work to do.
     timer = setTimeout(renew, Math.max(1, Math.floor(timeoutMs / 3)))
-    if (typeof timer.unref === 'function') timer.unref()
   }
   schedule()
   let value

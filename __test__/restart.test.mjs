@@ -1,0 +1,78 @@
+// Redis stopped and started again under a live client: calls fail fast with a code while it is
+// down (no hang, no crash, no unhandled rejection) and succeed again soon after it is back.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { spawn, spawnSync } from 'node:child_process'
+import net from 'node:net'
+import { Flowguard, sleep } from './backends.mjs'
+
+const haveRedis = spawnSync('redis-server', ['--version']).status === 0
+if (process.env.CI === 'true' && !haveRedis) throw new Error('CI=true but redis-server is not installed')
+
+function freePort() {
+  return new Promise((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address()
+      s.close(() => resolve(port))
+    })
+  })
+}
+
+async function startRedis(port) {
+  const p = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' })
+  for (let i = 0; i < 100; i++) {
+    const ok = await new Promise((resolve) => {
+      const c = net.connect(port, '127.0.0.1', () => { c.end(); resolve(true) })
+      c.on('error', () => resolve(false))
+    })
+    if (ok) return p
+    await sleep(50)
+  }
+  throw new Error('redis-server did not start')
+}
+
+async function stopRedis(p) {
+  const exited = new Promise((r) => p.once('exit', r))
+  p.kill('SIGKILL')
+  await exited
+}
+
+test('Redis restart under a live client', { skip: !haveRedis && 'redis-server not installed' }, async () => {
+  const unhandled = []
+  const onUnhandled = (e) => unhandled.push(e)
+  process.on('unhandledRejection', onUnhandled)
+  const port = await freePort()
+  let redis = await startRedis(port)
+  try {
+    const fg = await Flowguard.open({ url: `redis://127.0.0.1:${port}`, prefix: 'restart:', connectTimeoutMs: 500, commandTimeoutMs: 1000 })
+    assert.ok((await fg.claim('g', 'before')).claimed)
+
+    await stopRedis(redis)
+    for (let i = 0; i < 5; i++) {
+      const t0 = Date.now()
+      const e = await fg.claim('g', `down-${i}`).then(() => null, (err) => err)
+      const took = Date.now() - t0
+      assert.ok(e, 'a call while Redis is down must fail')
+      assert.equal(e.code, 'ERR_REDIS_UNAVAILABLE', e.message)
+      assert.ok(took < 1500, `failed after ${took} ms`)
+    }
+    // Locks fail the same way.
+    assert.equal((await fg.acquireLock('l').catch((e) => e)).code, 'ERR_REDIS_UNAVAILABLE')
+
+    redis = await startRedis(port)
+    const back = Date.now()
+    let ok = null
+    while (Date.now() - back < 2000) {
+      ok = await fg.claim('g', 'after').catch(() => null)
+      if (ok) break
+      await sleep(50)
+    }
+    assert.ok(ok && ok.claimed, 'calls succeed again within 2 s of Redis being back')
+    // A client opened before the restart keeps working for every call after.
+    assert.ok((await fg.acquireLock('l')).acquired)
+    assert.deepEqual(unhandled, [])
+  } finally {
+    process.off('unhandledRejection', onUnhandled)
+    await stopRedis(redis).catch(() => {})
+  }
+})

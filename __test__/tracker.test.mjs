@@ -1,0 +1,132 @@
+import { test, describe } from 'node:test'
+import assert from 'node:assert/strict'
+import { backends, sleep, rejection } from './backends.mjs'
+
+for (const b of backends()) {
+  describe(`Item Tracker on ${b.name}`, () => {
+    test('50 concurrent claims of one item: exactly one wins', async () => {
+      const fg = await b.open()
+      const results = await Promise.all(Array.from({ length: 50 }, () => fg.claim('race', 'item-1', { timeoutMs: 60000 })))
+      const winners = results.filter((r) => r.claimed)
+      assert.equal(winners.length, 1)
+      assert.match(winners[0].owner, /^[0-9a-f]{32}$/)
+      for (const r of results.filter((r) => !r.claimed)) {
+        assert.equal(r.reason, 'in_progress')
+        assert.equal(r.owner, undefined)
+        assert.equal(r.item.status, 'in_progress')
+      }
+    })
+
+    test('50 concurrent claims from separate clients of one backend: exactly one wins', async () => {
+      const prefix = (await b.open()).prefix
+      const clients = await Promise.all(Array.from({ length: 5 }, () => b.open({ prefix })))
+      const results = await Promise.all(Array.from({ length: 50 }, (_, i) => clients[i % 5].claim('race', 'x')))
+      assert.equal(results.filter((r) => r.claimed).length, 1)
+    })
+
+    test('the weekly loop: claim, complete or fail with reason, re-run only what failed', async () => {
+      const fg = await b.open()
+      const projects = Array.from({ length: 20 }, (_, i) => `project-${i}`)
+      const first = await fg.claimMany('weekly', projects, { timeoutMs: 60000 })
+      assert.equal(first.filter((r) => r.claimed).length, 20)
+      const outcome = first.map((r, i) =>
+        i % 4 === 0
+          ? { id: r.id, status: 'failed', owner: r.owner, error: `quota exceeded for ${r.id}` }
+          : { id: r.id, status: 'completed', owner: r.owner },
+      )
+      const set = await fg.setItems('weekly', outcome)
+      assert.ok(set.every((r) => r.ok))
+
+      const list = await fg.listItems('weekly', { status: 'failed' })
+      assert.deepEqual(list.counts, { inProgress: 0, abandoned: 0, completed: 15, failed: 5, total: 20 })
+      assert.deepEqual(list.items.map((i) => i.id).sort(), ['project-0', 'project-12', 'project-16', 'project-4', 'project-8'])
+      assert.equal(list.items[0].lastError.startsWith('quota exceeded'), true)
+
+      // Second run over the same list: only the failed ones are claimed again.
+      const second = await fg.claimMany('weekly', projects)
+      const again = second.filter((r) => r.claimed).map((r) => r.id)
+      assert.equal(again.length, 5)
+      assert.ok(second.filter((r) => !r.claimed).every((r) => r.reason === 'completed'))
+      const item = await fg.getItem('weekly', 'project-4')
+      assert.equal(item.attempts, 2)
+      assert.deepEqual(item.timeline.map((t) => t.status), ['in_progress', 'failed', 'in_progress'])
+    })
+
+    test('lease expiry: an abandoned item shows as such and is claimable; the stale owner is refused', async () => {
+      const fg = await b.open()
+      const a = await fg.claim('g', 'slow', { timeoutMs: 100 })
+      assert.ok(a.claimed)
+      await sleep(250)
+      assert.equal((await fg.getItem('g', 'slow')).status, 'abandoned')
+      const listed = await fg.listItems('g', { status: 'abandoned' })
+      assert.equal(listed.counts.abandoned, 1)
+      const c = await fg.claim('g', 'slow', { timeoutMs: 60000 })
+      assert.ok(c.claimed)
+      const err = await rejection(fg.complete('g', 'slow', { owner: a.owner }))
+      assert.equal(err.code, 'ERR_NOT_OWNER')
+      assert.match(err.message, /slow/)
+      const err2 = await rejection(fg.fail('g', 'slow', 'late failure', { owner: a.owner }))
+      assert.equal(err2.code, 'ERR_NOT_OWNER')
+      assert.equal((await fg.getItem('g', 'slow')).status, 'in_progress')
+      const done = await fg.complete('g', 'slow', { owner: c.owner })
+      assert.equal(done.status, 'completed')
+    })
+
+    test('setItems reports a stale owner per item and applies the rest', async () => {
+      const fg = await b.open()
+      const [x, y] = await fg.claimMany('g', ['x', 'y'])
+      await fg.unsetItem('g', 'y')
+      await fg.claim('g', 'y')
+      const r = await fg.setItems('g', [
+        { id: 'x', status: 'completed', owner: x.owner },
+        { id: 'y', status: 'completed', owner: y.owner },
+      ])
+      assert.equal(r[0].ok, true)
+      assert.equal(r[1].ok, false)
+      assert.equal(r[1].code, 'ERR_NOT_OWNER')
+      assert.equal(r[1].item.status, 'in_progress')
+    })
+
+    test('completed marks can expire (keepMs) so a loop runs again without clean-up', async () => {
+      const fg = await b.open()
+      const a = await fg.claim('g', 'w')
+      await fg.complete('g', 'w', { owner: a.owner, keepMs: 100 })
+      assert.equal((await fg.claim('g', 'w')).reason, 'completed')
+      await sleep(250)
+      assert.equal((await fg.getItem('g', 'w')).status, 'none')
+      assert.ok((await fg.claim('g', 'w')).claimed)
+    })
+
+    test('retention: finished records are forgotten after retentionMs', async () => {
+      const fg = await b.open({ retentionMs: 100 })
+      await fg.claim('g', 'r')
+      await fg.fail('g', 'r', 'boom')
+      assert.equal((await fg.getItem('g', 'r')).status, 'failed')
+      await sleep(250)
+      assert.equal((await fg.getItem('g', 'r')).status, 'none')
+      assert.equal((await fg.listItems('g')).counts.total, 0)
+    })
+
+    test('unset forgets; get of an unknown item says none', async () => {
+      const fg = await b.open()
+      assert.equal(await fg.unsetItem('g', 'nothing'), false)
+      await fg.claim('g', 'z')
+      assert.equal(await fg.unsetItem('g', 'z'), true)
+      const st = await fg.getItem('g', 'z')
+      assert.deepEqual(st, { id: 'z', status: 'none', attempts: 0, timeline: [] })
+      const many = await fg.getItems('g', ['z', 'z2'])
+      assert.equal(many.length, 2)
+    })
+
+    test('batch claim of 10,000 ids in one call', async () => {
+      const fg = await b.open()
+      const ids = Array.from({ length: 10000 }, (_, i) => `id-${i}`)
+      const r = await fg.claimMany('big', ids)
+      assert.equal(r.length, 10000)
+      assert.ok(r.every((x) => x.claimed))
+      const l = await fg.listItems('big', { limit: 10000 })
+      assert.equal(l.counts.inProgress, 10000)
+      assert.equal(l.items.length, 10000)
+    })
+  })
+}

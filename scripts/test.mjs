@@ -1,0 +1,95 @@
+#!/usr/bin/env node
+// Every test: builds the addon (incremental), starts a throwaway redis-server on a free loopback
+// port unless REDIS_URL is set, then runs the Rust suites (embedded + Redis), the Node suites
+// (both backends) and, when present, the n8n end-to-end suite. Prints one closing line:
+// "flowguard tests: N passed, M failed".
+import { spawn, spawnSync } from 'node:child_process'
+import { mkdtempSync, existsSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, dirname } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import net from 'node:net'
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..')
+const skipN8n = process.env.FLOWGUARD_SKIP_N8N === '1' && process.env.CI !== 'true'
+let passed = 0
+let failed = 0
+const summary = []
+
+function run(name, cmd, args, env, parse) {
+  console.log(`\n=== ${name}: ${cmd} ${args.join(' ')}`)
+  const t0 = Date.now()
+  const r = spawnSync(cmd, args, { cwd: root, env: { ...process.env, ...env }, encoding: 'utf8', maxBuffer: 1 << 30 })
+  process.stdout.write(r.stdout || '')
+  process.stderr.write(r.stderr || '')
+  const counts = parse ? parse((r.stdout || '') + (r.stderr || '')) : { p: 0, f: 0 }
+  if (r.status !== 0 && counts.f === 0) counts.f = 1 // a crash or a build failure counts as a failure
+  passed += counts.p
+  failed += counts.f
+  summary.push(`${name}: ${counts.p} passed, ${counts.f} failed (${((Date.now() - t0) / 1000).toFixed(1)} s)`)
+  return r.status === 0
+}
+
+const cargoCounts = (out) => {
+  let p = 0
+  let f = 0
+  for (const m of out.matchAll(/test result: \w+\. (\d+) passed; (\d+) failed/g)) {
+    p += Number(m[1])
+    f += Number(m[2])
+  }
+  return { p, f }
+}
+const nodeCounts = (out) => ({
+  p: Number((out.match(/^# pass (\d+)/m) || [0, 0])[1]),
+  f: Number((out.match(/^# fail (\d+)/m) || [0, 0])[1]) + Number((out.match(/^# cancelled (\d+)/m) || [0, 0])[1]),
+})
+const lineCounts = (out) => {
+  const m = [...out.matchAll(/(\d+) passed, (\d+) failed/g)].pop()
+  return m ? { p: Number(m[1]), f: Number(m[2]) } : { p: 0, f: 0 }
+}
+
+function freePort() {
+  return new Promise((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address()
+      s.close(() => resolve(port))
+    })
+  })
+}
+
+async function startRedis() {
+  if (spawnSync('redis-server', ['--version']).status !== 0) {
+    console.error('redis-server is not installed: apt-get install -y redis-server (or set REDIS_URL)')
+    process.exit(1)
+  }
+  const port = await freePort()
+  const dir = mkdtempSync(join(tmpdir(), 'flowguard-redis-'))
+  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' })
+  for (let i = 0; i < 100; i++) {
+    if (spawnSync('redis-cli', ['-p', String(port), 'ping'], { encoding: 'utf8' }).stdout?.trim() === 'PONG') break
+    await new Promise((r) => setTimeout(r, 50))
+  }
+  console.log(`throwaway redis-server on 127.0.0.1:${port}`)
+  return { url: `redis://127.0.0.1:${port}`, port, stop: () => { proc.kill('SIGKILL'); rmSync(dir, { recursive: true, force: true }) } }
+}
+
+const redis = process.env.REDIS_URL ? null : await startRedis()
+const env = { REDIS_URL: process.env.REDIS_URL || redis.url }
+if (redis) env.REDIS_PORT = String(redis.port)
+try {
+  if (!run('build addon', 'npx', ['napi', 'build', '--platform', '--js', 'binding.js', '--dts', 'binding.d.ts'], env)) {
+    console.error('the addon did not build')
+  } else {
+    run('cargo test', 'cargo', ['test', '--', '--include-ignored'], env, cargoCounts)
+    run('node --test', process.execPath, ['--test', '--test-reporter=tap', '__test__/'], env, nodeCounts)
+    if (existsSync(join(root, '.ci/n8n-e2e.sh'))) {
+      if (skipN8n) summary.push('n8n e2e: not run (FLOWGUARD_SKIP_N8N=1)')
+      else run('n8n e2e', 'bash', ['.ci/n8n-e2e.sh'], env, lineCounts)
+    }
+  }
+} finally {
+  redis?.stop()
+}
+console.log('\n' + summary.join('\n'))
+console.log(`flowguard tests: ${passed} passed, ${failed} failed`)
+process.exit(failed === 0 && passed > 0 ? 0 : 1)
