@@ -136,7 +136,7 @@ const K = (s) => `hand:${run}:${s}`
 
 const cases = []
 function bench(group, name, unit, fn) {
-  cases.push({ group, name, unit, fn, samples: [], extras: [] })
+  cases.push({ group, name, unit, fn, samples: [], extras: [], cpu: [], redisCpu: [] })
 }
 
 // Lock acquire + release, one at a time.
@@ -169,6 +169,23 @@ bench('lock-serial', 'node-redis', 'pairs/s', async () => {
   return { ops: N_LOCK_SERIAL, seconds: s }
 })
 
+// Breakdown row: ioredis running flowguard's own lock scripts (the same Redis work as flowguard,
+// without the napi binding and the Rust client), to separate script cost from binding cost.
+const acqSrc = readFileSync(join(root, 'src/backend/redis/lua/lock_acquire.lua'), 'utf8')
+const relSrc = readFileSync(join(root, 'src/backend/redis/lua/lock_release.lua'), 'utf8')
+const acqSha = await io.script('LOAD', acqSrc)
+const relSha = await io.script('LOAD', relSrc)
+bench('lock-serial', "ioredis running flowguard's scripts", 'pairs/s', async () => {
+  const key = K(uniq('ls'))
+  const s = await loop(N_LOCK_SERIAL, 1, async () => {
+    const t = token()
+    const a = await io.evalsha(acqSha, 2, key, `${key}:fence`, t, LEASE, '')
+    if (a[0] !== 1) throw new Error('ioredis (flowguard script) lock not acquired')
+    if ((await io.evalsha(relSha, 1, key, t)) !== 1) throw new Error('ioredis (flowguard script) lock not released')
+  })
+  return { ops: N_LOCK_SERIAL, seconds: s }
+})
+
 // Lock acquire + release, 64 in flight (64 workers, each on its own lock).
 bench('lock-64', 'flowguard', 'pairs/s', async () => {
   const base = uniq('lp')
@@ -197,6 +214,18 @@ bench('lock-64', 'node-redis', 'pairs/s', async () => {
     const t = token()
     if ((await nr.set(key, t, { expiration: { type: 'PX', value: LEASE }, condition: 'NX' })) !== 'OK') throw new Error('node-redis lock not acquired')
     if ((await nr.evalSha(cadSha, { keys: [key], arguments: [t] })) !== 1) throw new Error('node-redis lock not released')
+  })
+  return { ops: N_LOCK_PAR, seconds: s }
+})
+
+bench('lock-64', "ioredis running flowguard's scripts", 'pairs/s', async () => {
+  const base = K(uniq('lp'))
+  const s = await loop(N_LOCK_PAR, PAR, async (_, w) => {
+    const key = `${base}-${w}`
+    const t = token()
+    const a = await io.evalsha(acqSha, 2, key, `${key}:fence`, t, LEASE, '')
+    if (a[0] !== 1) throw new Error('ioredis (flowguard script) lock not acquired')
+    if ((await io.evalsha(relSha, 1, key, t)) !== 1) throw new Error('ioredis (flowguard script) lock not released')
   })
   return { ops: N_LOCK_PAR, seconds: s }
 })
@@ -391,10 +420,22 @@ console.log(JSON.stringify(mach))
 
 // Warm-up: every case once at a small share, not counted.
 for (const c of cases) await c.fn()
+async function redisCpuSeconds() {
+  const c = await info(io, 'cpu')
+  return Number(c.used_cpu_user) + Number(c.used_cpu_sys)
+}
 for (let r = 0; r < ROUNDS; r++) {
   for (const c of cases) {
+    const rc0 = await redisCpuSeconds()
+    const c0 = process.cpuUsage()
     const x = await c.fn()
+    const cu = process.cpuUsage(c0)
+    const rc1 = await redisCpuSeconds()
     c.samples.push(x.ops / x.seconds)
+    // CPU per operation: this Node process (all its threads: JS, tokio, GC), and redis-server
+    // (from INFO cpu; includes the two INFO calls, a few µs, spread over the case's operations).
+    c.cpu.push((cu.user + cu.system) / x.ops)
+    c.redisCpu.push(((rc1 - rc0) * 1e6) / x.ops)
     if (x.extra) c.extras.push(x.extra)
   }
   load.push(loadavg()[0])
@@ -429,11 +470,15 @@ lines.push('')
 lines.push(`Run: ${new Date().toISOString()}, git ${mach.git}. Machine: ${mach.cpu}, ${mach.memory}, ${mach.os}; Node ${mach.node}, Redis ${mach.redis}, ${mach.rustc}; ioredis ${mach.ioredis}, node-redis ${mach['node-redis']}.`)
 lines.push(`1-minute load average during the run: ${load.map((l) => l.toFixed(2)).join(', ')} (the 2 cores are shared with other work).`)
 lines.push('')
-lines.push('| case | contender | median | unit | rounds (min – max) |')
-lines.push('|---|---|---:|---|---|')
+lines.push('| case | contender | median | unit | rounds (min – max) | Node CPU µs/op | redis-server CPU µs/op |')
+lines.push('|---|---|---:|---|---|---:|---:|')
+const us = (v) => (v >= 10 ? v.toFixed(0) : v.toFixed(2))
 for (const c of cases) {
-  lines.push(`| ${c.group} | ${c.name} | ${fmt(med[`${c.group}/${c.name}`])} | ${c.unit} | ${fmt(Math.min(...c.samples))} – ${fmt(Math.max(...c.samples))} |`)
+  const redisCol = c.group.startsWith('emb') || c.group === 'napi' && !/Redis|ioredis/.test(c.name) ? '–' : us(median(c.redisCpu))
+  lines.push(`| ${c.group} | ${c.name} | ${fmt(med[`${c.group}/${c.name}`])} | ${c.unit} | ${fmt(Math.min(...c.samples))} – ${fmt(Math.max(...c.samples))} | ${us(median(c.cpu))} | ${redisCol} |`)
 }
+lines.push('')
+lines.push('CPU columns: medians over the rounds of (CPU time ÷ operations); an operation is one pair, item or call as the unit says. Node CPU counts every thread of the benchmark process (JavaScript, the addon\'s tokio worker, V8\'s GC helpers); on a loaded machine it is a steadier measure than wall-clock rate.')
 lines.push('')
 lines.push('Per call (from the napi rows): ' + [
   ['sync getter', 'napi/sync getter (fg.backend)'],
@@ -470,7 +515,7 @@ if (WRITE && !QUICK) {
   if (!doc.includes(start)) doc += `\n${start}\n${end}\n`
   doc = doc.slice(0, doc.indexOf(start) + start.length) + '\n' + block + '\n' + doc.slice(doc.indexOf(end))
   writeFileSync(path, doc)
-  writeFileSync(join(here, 'last-run.json'), JSON.stringify({ machine: mach, load, rounds: ROUNDS, medians: med, samples: Object.fromEntries(cases.map((c) => [`${c.group}/${c.name}`, c.samples])), memory: mem }, null, 2) + '\n')
+  writeFileSync(join(here, 'last-run.json'), JSON.stringify({ machine: mach, load, rounds: ROUNDS, medians: med, cpuUsPerOp: Object.fromEntries(cases.map((c) => [`${c.group}/${c.name}`, median(c.cpu)])), redisCpuUsPerOp: Object.fromEntries(cases.map((c) => [`${c.group}/${c.name}`, median(c.redisCpu)])), samples: Object.fromEntries(cases.map((c) => [`${c.group}/${c.name}`, c.samples])), memory: mem }, null, 2) + '\n')
   console.log(`\nwrote BENCHMARKS.md and bench/last-run.json`)
 }
 

@@ -8,6 +8,7 @@
 mod args;
 mod client;
 mod lock;
+mod settle;
 mod tracker;
 
 use std::future::Future;
@@ -19,6 +20,24 @@ use napi::bindgen_prelude::*;
 use napi::{Env, JsValue};
 
 use crate::error::Error as CoreError;
+
+/// The tokio runtime of the addon: ONE worker thread (napi-rs would start one per core). A Redis
+/// call crosses threads twice anyway (the JavaScript thread hands the command to the connection
+/// task, the reply comes back through the threadsafe function); with one worker the connection
+/// task, the call's task and the timers live on the same thread, so no wake-up bounces between
+/// workers. Measured in BENCHMARKS.md (CPU per call, serial and 64 in flight).
+#[napi_derive::module_init]
+fn init() {
+    let workers = std::env::var("FLOWGUARD_WORKER_THREADS").ok().and_then(|v| v.parse::<usize>().ok()).filter(|n| *n > 0).unwrap_or(1);
+    if let Ok(rt) = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .thread_name("flowguard-io")
+        .enable_all()
+        .build()
+    {
+        napi::bindgen_prelude::create_custom_tokio_runtime(rt);
+    }
+}
 
 /// Turns a core error into a JavaScript `Error` with `code`, as a napi error that rejects with it.
 pub(crate) fn js_error(env: &Env, e: &CoreError) -> napi::Error {
@@ -43,8 +62,9 @@ fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
 ///
 /// The future is polled once right here, inside the tokio runtime's context: work that completes
 /// at once (every embedded-store call) resolves the Promise immediately, with no hop to a tokio
-/// thread and back; anything still pending (Redis round trips, lock waits) continues as a task on
-/// the runtime. Panics are caught in both cases.
+/// thread and back; anything still pending (Redis round trips, lock waits) continues as one task
+/// on the runtime and is settled through the environment's shared threadsafe function (see
+/// `settle`). Panics are caught in both cases.
 pub(crate) fn promise<'e, T, F>(env: &'e Env, fut: F) -> napi::Result<PromiseRaw<'e, T>>
 where
     T: ToNapiValue + Send + 'static,
@@ -56,12 +76,7 @@ where
         std::panic::catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(&mut cx)))
     });
     let outcome = match first {
-        Ok(Poll::Pending) => {
-            return env.spawn_future_with_callback(async move { Ok(settle(fut.await)) }, |env, r: crate::Result<T>| match r {
-                Ok(v) => Ok(v),
-                Err(e) => Err(js_error(env, &e)),
-            });
-        }
+        Ok(Poll::Pending) => return settle::spawn(env, async move { settle(fut.await) }),
         Ok(Poll::Ready(r)) => settle(r),
         Err(p) => Err(CoreError::internal(panic_message(p))),
     };
@@ -80,18 +95,31 @@ fn settled<'e, T: ToNapiValue>(env: &'e Env, outcome: crate::Result<T>) -> napi:
     // SAFETY: called on the JavaScript thread with the live env of this call.
     unsafe {
         check(napi::sys::napi_create_promise(raw_env, &mut deferred, &mut promise))?;
-        match outcome {
-            Ok(v) => match T::to_napi_value(raw_env, v) {
-                Ok(value) => check(napi::sys::napi_resolve_deferred(raw_env, deferred, value))?,
-                Err(e) => {
-                    let err = js_error(env, &CoreError::internal(format!("cannot convert a result: {}", e.reason)));
-                    reject(raw_env, deferred, err)?
-                }
-            },
-            Err(e) => reject(raw_env, deferred, js_error(env, &e))?,
-        }
+        settle_deferred(raw_env, deferred, outcome)?;
     }
     Ok(PromiseRaw::new(raw_env, promise))
+}
+
+/// Resolves or rejects `deferred` with `outcome`.
+///
+/// # Safety
+/// On the JavaScript thread of `raw_env`, with the deferred it made, once.
+pub(crate) unsafe fn settle_deferred<T: ToNapiValue>(
+    raw_env: napi::sys::napi_env,
+    deferred: napi::sys::napi_deferred,
+    outcome: crate::Result<T>,
+) -> napi::Result<()> {
+    let env = Env::from_raw(raw_env);
+    match outcome {
+        Ok(v) => match unsafe { T::to_napi_value(raw_env, v) } {
+            Ok(value) => check(unsafe { napi::sys::napi_resolve_deferred(raw_env, deferred, value) }),
+            Err(e) => {
+                let err = js_error(&env, &CoreError::internal(format!("cannot convert a result: {}", e.reason)));
+                unsafe { reject(raw_env, deferred, err) }
+            }
+        },
+        Err(e) => unsafe { reject(raw_env, deferred, js_error(&env, &e)) },
+    }
 }
 
 unsafe fn reject(env: napi::sys::napi_env, deferred: napi::sys::napi_deferred, err: napi::Error) -> napi::Result<()> {

@@ -145,7 +145,10 @@ async fn connect(url: &str, config: &Config) -> Result<Shared> {
 pub(crate) fn map_error(target: &Target, e: RedisError) -> Error {
     let detail = target.scrub(&e.to_string());
     let code = e.code().unwrap_or("");
-    if e.kind() == redis::ErrorKind::AuthenticationFailed || code == "NOAUTH" || code == "WRONGPASS" {
+    // A server that wants a password and got none refuses the connection's SELECT with
+    // "Authentication required." (its NOAUTH code is not kept by redis-rs there): an auth error too.
+    let auth_required = e.detail().is_some_and(|d| d.starts_with("NOAUTH") || d.starts_with("Authentication required"));
+    if e.kind() == redis::ErrorKind::AuthenticationFailed || code == "NOAUTH" || code == "WRONGPASS" || auth_required {
         return Error::new(ErrorCode::RedisAuth, format!("Redis at {} refused the credentials: {detail}", target.display));
     }
     if e.is_timeout() {
