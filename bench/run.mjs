@@ -25,6 +25,15 @@ const { Flowguard } = require('../index.js')
 const IORedis = require('ioredis')
 const { createClient } = require('redis')
 
+// `npm test` leaves a debug build of the addon in place; benchmark the release build only.
+{
+  const { statSync } = await import('node:fs')
+  const addon = join(root, 'flowguard.linux-x64-gnu.node')
+  if (existsSync(addon) && statSync(addon).size > 16 * 2 ** 20 && process.env.BENCH_ALLOW_DEBUG !== '1') {
+    console.error(`${addon} is ${(statSync(addon).size / 2 ** 20).toFixed(0)} MiB: a debug build (npm test makes one). Run \`npm run build\` first (or set BENCH_ALLOW_DEBUG=1).`)
+    process.exit(2)
+  }
+}
 const ROUNDS = Number(process.env.BENCH_ROUNDS || 5)
 const QUICK = process.env.BENCH_QUICK === '1'
 const WRITE = process.env.BENCH_NO_WRITE !== '1'
