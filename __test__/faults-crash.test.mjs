@@ -1,6 +1,6 @@
-// Crashes: workers SIGKILLed while holding item claims and the lock. After the lease every item
-// is processed (completed exactly once), none is lost, no item or lock is held by two live
-// owners at once, and fencing tokens strictly increase.
+// Crashes: workers SIGKILLed while holding item claims, the lock and Dedup Queue batches. After
+// the lease (visibility timeout) every item and id is processed (completed / acked exactly once),
+// none is lost, none is held by two live owners at once, and fencing tokens strictly increase.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { fork } from 'node:child_process'
@@ -30,6 +30,14 @@ test(`crashes: ${KILLS} SIGKILLs among ${WORKERS} workers over ${ITEMS} items an
     LOCK_LEASE_MS: String(LOCK_LEASE_MS),
   }
   writeFileSync(env.LOG, '')
+  // The Dedup Queue part runs once the queue exists in this build (it landed beside this suite).
+  const probe = await Flowguard.open({ url: process.env.REDIS_URL, prefix: env.FG_PREFIX })
+  const QUEUE_IDS = typeof probe.enqueue === 'function' ? ITEMS : 0
+  if (QUEUE_IDS) {
+    env.QUEUE = 'jobs:{crash}'
+    await probe.enqueue(env.QUEUE, Array.from({ length: QUEUE_IDS }, (_, i) => `job-${i}`))
+  }
+  let queueKills = 0
   const killedAt = new Map() // pid -> hrtime of the kill
   const live = new Set()
   let kills = 0
@@ -46,12 +54,15 @@ test(`crashes: ${KILLS} SIGKILLs among ${WORKERS} workers over ${ITEMS} items an
         live.add(p)
         p.on('message', (m) => {
           if (!live.has(p)) return
-          // Kill on about every other report, alternating what the victim holds: the lock, or claims.
-          const wantLock = lockKills <= claimKills
-          if (kills >= KILLS || (m.kind === 'lock') !== wantLock || Math.random() < 0.5) { try { p.send('go') } catch {} return }
+          // Kill on about every other report, rotating what the victim holds: the lock, item
+          // claims, a queue batch.
+          const least = Math.min(lockKills, claimKills, QUEUE_IDS ? queueKills : Infinity)
+          const want = lockKills === least ? 'lock' : claimKills === least ? 'claim' : 'queue'
+          if (kills >= KILLS || m.kind !== want || Math.random() < 0.5) { try { p.send('go') } catch {} return }
           kills++
           if (m.kind === 'lock') lockKills++
-          else claimKills++
+          else if (m.kind === 'claim') claimKills++
+          else queueKills++
           killedAt.set(p.pid, process.hrtime.bigint())
           live.delete(p)
           p.kill('SIGKILL')
@@ -68,6 +79,7 @@ test(`crashes: ${KILLS} SIGKILLs among ${WORKERS} workers over ${ITEMS} items an
     })
     assert.deepEqual(failures, [])
     assert.ok(lockKills >= 1 && claimKills >= 1, `killed while holding the lock ${lockKills}×, claims ${claimKills}×`)
+    if (QUEUE_IDS) assert.ok(queueKills >= 1, `killed while holding a queue batch ${queueKills}×`)
 
     const fg = await Flowguard.open({ url: process.env.REDIS_URL, prefix: env.FG_PREFIX })
     const { counts } = await fg.listItems(env.GROUP, { limit: 1 })
@@ -121,7 +133,35 @@ test(`crashes: ${KILLS} SIGKILLs among ${WORKERS} workers over ${ITEMS} items an
         assert.ok(hl[i + 1].L > end, `lock held by two live owners at once (fences ${hl[i].fence}, ${hl[i + 1].fence})`)
       }
     }
-    console.log(`# crashes: ${kills} kills (${lockKills} holding the lock, ${claimKills} holding claims), ${exits} worker exits, ${abandonedThenDone} abandoned claims re-processed, ${hl.length} lock holds`)
+    // Queue: per id, the batches that held it in order; each ended with QD by a live reader or
+    // belongs to a killed one; exactly one ack succeeded; the queue is empty.
+    let redelivered = 0
+    if (QUEUE_IDS) {
+      const perId = new Map()
+      for (const s of steps) {
+        if (!['QR', 'QD', 'QA', 'QN'].includes(s[0])) continue
+        const [kind, id, owner, at, pid] = s
+        if (!perId.has(id)) perId.set(id, new Map())
+        const holds = perId.get(id)
+        if (!holds.has(owner)) holds.set(owner, { pid: Number(pid) })
+        holds.get(owner)[kind] = BigInt(at)
+      }
+      assert.equal(perId.size, QUEUE_IDS, 'every queued id was delivered')
+      for (const [id, holds] of perId) {
+        const list = [...holds.values()].sort((a, b) => (a.QR < b.QR ? -1 : 1))
+        assert.equal(list.filter((h) => h.QA).length, 1, `queued id ${id} acked exactly once`)
+        for (let i = 0; i < list.length; i++) {
+          const end = list[i].QD ?? killedAt.get(list[i].pid)
+          assert.ok(end !== undefined, `queued id ${id}: a batch of live reader ${list[i].pid} was never finished`)
+          if (list[i].QD === undefined) redelivered++
+          if (i + 1 < list.length) assert.ok(list[i + 1].QR > end, `queued id ${id} held by two live readers at once`)
+        }
+      }
+      const size = await fg.queueSize(env.QUEUE)
+      assert.equal(size.waiting + size.claimed + size.again, 0, 'the queue is empty')
+      assert.ok(redelivered >= 1, 'ids of a killed reader were delivered again after the visibility timeout')
+    }
+    console.log(`# crashes: ${kills} kills (${lockKills} holding the lock, ${claimKills} holding item claims, ${queueKills} holding queue batches), ${exits} worker exits, ${abandonedThenDone} abandoned claims re-processed, ${redelivered} queued ids redelivered, ${hl.length} lock holds`)
   } finally {
     for (const p of live) p.kill('SIGKILL')
     rmSync(dir, { recursive: true, force: true })

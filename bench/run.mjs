@@ -145,7 +145,7 @@ const K = (s) => `hand:${run}:${s}`
 
 const cases = []
 function bench(group, name, unit, fn) {
-  cases.push({ group, name, unit, fn, samples: [], extras: [], cpu: [], redisCpu: [] })
+  cases.push({ group, name, unit, fn, samples: [], extras: [], cpu: [], redisCpu: [], redisCmd: [] })
 }
 
 // Lock acquire + release, one at a time.
@@ -299,6 +299,47 @@ bench('track-batch', 'ioredis pipeline SET NX PX', 'items/s', async () => {
   return { ops: N_BATCH, seconds: s }
 })
 
+// Dedup Queue: enqueue 10,000 ids of which half are already waiting, vs a ZADD NX loop and a
+// pipelined ZADD NX (the waiting set as a sorted set scored by due time, as users write it).
+const HAS_QUEUE = typeof fg.enqueue === 'function'
+const qIds = Array.from({ length: N_BATCH }, (_, i) => `product-${i}`)
+const qOld = qIds.filter((_, i) => i % 2 === 0)
+if (HAS_QUEUE) {
+  bench('queue-enqueue', 'flowguard enqueue (one call)', 'ids/s', async () => {
+    const q = uniq('q')
+    await fg.enqueue(q, qOld)
+    const t0 = now()
+    const r = await fg.enqueue(q, qIds)
+    const s = (now() - t0) / 1000
+    if (r.added !== N_BATCH / 2 || r.duplicates !== N_BATCH / 2) throw new Error(`flowguard enqueue: ${r.added} added, ${r.duplicates} duplicates`)
+    return { ops: N_BATCH, seconds: s }
+  })
+  bench('queue-enqueue', 'ioredis loop ZADD NX', 'ids/s', async () => {
+    const q = K(uniq('q'))
+    const p = io.pipeline()
+    for (const id of qOld) p.zadd(q, 'NX', Date.now(), id)
+    await p.exec()
+    let added = 0
+    const s = await loop(N_BATCH, 1, async (i) => { added += await io.zadd(q, 'NX', Date.now(), qIds[i]) })
+    if (added !== N_BATCH / 2) throw new Error(`ioredis ZADD NX loop added ${added}`)
+    return { ops: N_BATCH, seconds: s }
+  })
+  bench('queue-enqueue', 'ioredis pipeline ZADD NX', 'ids/s', async () => {
+    const q = K(uniq('q'))
+    const p0 = io.pipeline()
+    for (const id of qOld) p0.zadd(q, 'NX', Date.now(), id)
+    await p0.exec()
+    const t0 = now()
+    const p = io.pipeline()
+    const at = Date.now()
+    for (const id of qIds) p.zadd(q, 'NX', at, id)
+    const r = await p.exec()
+    const s = (now() - t0) / 1000
+    if (r.reduce((a, [, v]) => a + v, 0) !== N_BATCH / 2) throw new Error('ioredis ZADD NX pipeline miscounted')
+    return { ops: N_BATCH, seconds: s }
+  })
+}
+
 // Embedded backend.
 bench('emb-single', 'claim awaited one at a time', 'calls/s', async () => {
   const g = uniq('es')
@@ -396,6 +437,22 @@ async function memory() {
   }
   const m4 = await usedMemory()
   out['hand-rolled SET NX PX key (owner token only, no status/attempts/timeline)'] = (m4 - m3) / N_MEM
+  if (HAS_QUEUE) {
+    const q = uniq('memq')
+    const m5 = await usedMemory()
+    for (let i = 0; i < N_MEM; i += 10000) await fg.enqueue(q, ids.slice(i, i + 10000))
+    const m6 = await usedMemory()
+    out['flowguard queued id (waiting set entry, 1 shard)'] = (m6 - m5) / N_MEM
+    const hq = K(uniq('memq'))
+    const m7 = await usedMemory()
+    for (let i = 0; i < N_MEM; i += 10000) {
+      const p = io.pipeline()
+      for (const id of ids.slice(i, i + 10000)) p.zadd(hq, 'NX', Date.now(), id)
+      await p.exec()
+    }
+    const m8 = await usedMemory()
+    out['hand-rolled ZADD NX entry'] = (m8 - m7) / N_MEM
+  }
   return out
 }
 
@@ -433,18 +490,28 @@ async function redisCpuSeconds() {
   const c = await info(io, 'cpu')
   return Number(c.used_cpu_user) + Number(c.used_cpu_sys)
 }
+/** Microseconds redis-server spent executing commands (INFO commandstats, all but INFO). */
+async function redisCommandUsec() {
+  const s = await info(io, 'commandstats')
+  let usec = 0
+  for (const [k, v] of Object.entries(s)) if (k !== 'cmdstat_info') usec += Number(/usec=(\d+)/.exec(v)?.[1] || 0)
+  return usec
+}
 for (let r = 0; r < ROUNDS; r++) {
   for (const c of cases) {
     const rc0 = await redisCpuSeconds()
+    const ru0 = await redisCommandUsec()
     const c0 = process.cpuUsage()
     const x = await c.fn()
     const cu = process.cpuUsage(c0)
+    const ru1 = await redisCommandUsec()
     const rc1 = await redisCpuSeconds()
     c.samples.push(x.ops / x.seconds)
     // CPU per operation: this Node process (all its threads: JS, tokio, GC), and redis-server
     // (from INFO cpu; includes the two INFO calls, a few µs, spread over the case's operations).
     c.cpu.push((cu.user + cu.system) / x.ops)
     c.redisCpu.push(((rc1 - rc0) * 1e6) / x.ops)
+    c.redisCmd.push((ru1 - ru0) / x.ops)
     if (x.extra) c.extras.push(x.extra)
   }
   load.push(loadavg()[0])
@@ -466,6 +533,7 @@ const targets = [
   ['batch claim vs the ioredis GET-then-SET loop (no target)', ratio('track-batch/flowguard claimMany', 'track-batch/ioredis loop GET then SET'), null, '×'],
   ['batch claim vs an ioredis pipeline of SET NX PX (no target)', ratio('track-batch/flowguard claimMany', 'track-batch/ioredis pipeline SET NX PX'), null, '×'],
   ['claim + complete per item vs ioredis (no target)', ratio('track-serial/flowguard', 'track-serial/ioredis'), null, '×'],
+  ...(HAS_QUEUE ? [['dedup enqueue vs the ioredis ZADD NX loop (no target)', ratio('queue-enqueue/flowguard enqueue (one call)', 'queue-enqueue/ioredis loop ZADD NX'), null, '×'], ['dedup enqueue vs an ioredis pipeline of ZADD NX (no target)', ratio('queue-enqueue/flowguard enqueue (one call)', 'queue-enqueue/ioredis pipeline ZADD NX'), null, '×']] : []),
   ['embedded ≥ 1,000,000 claims/s in batch', med['emb-batch/claimMany of 10,000'], 1000000, ' claims/s'],
   ['embedded ≥ 500,000 single calls/s (awaited one at a time)', med['emb-single/claim awaited one at a time'], 500000, ' calls/s'],
   ['embedded ≥ 500,000 single calls/s (1000 in flight)', med['emb-single/claim, 1000 in flight'], 500000, ' calls/s'],
@@ -479,15 +547,16 @@ lines.push('')
 lines.push(`Run: ${new Date().toISOString()}, git ${mach.git}. Machine: ${mach.cpu}, ${mach.memory}, ${mach.os}; Node ${mach.node}, Redis ${mach.redis}, ${mach.rustc}; ioredis ${mach.ioredis}, node-redis ${mach['node-redis']}.`)
 lines.push(`1-minute load average during the run: ${load.map((l) => l.toFixed(2)).join(', ')} (the 2 cores are shared with other work).`)
 lines.push('')
-lines.push('| case | contender | median | unit | rounds (min – max) | Node CPU µs/op | redis-server CPU µs/op |')
-lines.push('|---|---|---:|---|---|---:|---:|')
+lines.push('| case | contender | median | unit | rounds (min – max) | Node CPU µs/op | redis-server CPU µs/op | of which executing commands µs/op |')
+lines.push('|---|---|---:|---|---|---:|---:|---:|')
 const us = (v) => (v >= 10 ? v.toFixed(0) : v.toFixed(2))
 for (const c of cases) {
   const redisCol = c.group.startsWith('emb') || c.group === 'napi' && !/Redis|ioredis/.test(c.name) ? '–' : us(median(c.redisCpu))
-  lines.push(`| ${c.group} | ${c.name} | ${fmt(med[`${c.group}/${c.name}`])} | ${c.unit} | ${fmt(Math.min(...c.samples))} – ${fmt(Math.max(...c.samples))} | ${us(median(c.cpu))} | ${redisCol} |`)
+  const cmdCol = redisCol === '–' ? '–' : us(median(c.redisCmd))
+  lines.push(`| ${c.group} | ${c.name} | ${fmt(med[`${c.group}/${c.name}`])} | ${c.unit} | ${fmt(Math.min(...c.samples))} – ${fmt(Math.max(...c.samples))} | ${us(median(c.cpu))} | ${redisCol} | ${cmdCol} |`)
 }
 lines.push('')
-lines.push('CPU columns: medians over the rounds of (CPU time ÷ operations); an operation is one pair, item or call as the unit says. Node CPU counts every thread of the benchmark process (JavaScript, the addon\'s tokio worker, V8\'s GC helpers); on a loaded machine it is a steadier measure than wall-clock rate.')
+lines.push('CPU columns: medians over the rounds of (CPU time ÷ operations); an operation is one pair, item or call as the unit says. Node CPU counts every thread of the benchmark process (JavaScript, the addon\'s tokio worker, V8\'s GC helpers); redis-server CPU is INFO cpu (its network handling included), and the last column the part spent executing commands and scripts (INFO commandstats usec). On a loaded machine CPU per operation is a steadier measure than the wall-clock rate.')
 lines.push('')
 lines.push('Per call (from the napi rows): ' + [
   ['sync getter', 'napi/sync getter (fg.backend)'],
@@ -510,7 +579,7 @@ for (const [label, v, goal, unit] of targets) {
   lines.push(`| ${label} | ${fmt(v)}${unit} | ${status} |`)
 }
 lines.push('')
-lines.push(`Redis memory (INFO memory used_memory before and after, ${N_MEM.toLocaleString('en-US')} items of one group):`)
+lines.push(`Redis memory (INFO memory used_memory before and after, ${N_MEM.toLocaleString('en-US')} items of one group / ids of one queue):`)
 lines.push('')
 for (const [k, v] of Object.entries(mem)) lines.push(`- ${k}: ${Math.round(v)} bytes per item`)
 const block = lines.join('\n')
@@ -524,7 +593,7 @@ if (WRITE && !QUICK) {
   if (!doc.includes(start)) doc += `\n${start}\n${end}\n`
   doc = doc.slice(0, doc.indexOf(start) + start.length) + '\n' + block + '\n' + doc.slice(doc.indexOf(end))
   writeFileSync(path, doc)
-  writeFileSync(join(here, 'last-run.json'), JSON.stringify({ machine: mach, load, rounds: ROUNDS, medians: med, cpuUsPerOp: Object.fromEntries(cases.map((c) => [`${c.group}/${c.name}`, median(c.cpu)])), redisCpuUsPerOp: Object.fromEntries(cases.map((c) => [`${c.group}/${c.name}`, median(c.redisCpu)])), samples: Object.fromEntries(cases.map((c) => [`${c.group}/${c.name}`, c.samples])), memory: mem }, null, 2) + '\n')
+  writeFileSync(join(here, 'last-run.json'), JSON.stringify({ machine: mach, load, rounds: ROUNDS, medians: med, cpuUsPerOp: Object.fromEntries(cases.map((c) => [`${c.group}/${c.name}`, median(c.cpu)])), redisCpuUsPerOp: Object.fromEntries(cases.map((c) => [`${c.group}/${c.name}`, median(c.redisCpu)])), redisCommandUsPerOp: Object.fromEntries(cases.map((c) => [`${c.group}/${c.name}`, median(c.redisCmd)])), samples: Object.fromEntries(cases.map((c) => [`${c.group}/${c.name}`, c.samples])), memory: mem }, null, 2) + '\n')
   console.log(`\nwrote BENCHMARKS.md and bench/last-run.json`)
 }
 
