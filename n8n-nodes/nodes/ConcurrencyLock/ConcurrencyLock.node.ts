@@ -201,7 +201,7 @@ export class ConcurrencyLock implements INodeType {
 
 		const failItem = (i: number, error: NodeOperationError) => {
 			if (!this.continueOnFail()) throw error;
-			main[i] = errorItem(items[i], i, error);
+			main[i] = errorItem(this, items[i], i, error);
 		};
 
 		// Read every item's parameters first.

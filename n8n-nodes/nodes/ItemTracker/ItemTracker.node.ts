@@ -294,7 +294,7 @@ export class ItemTracker implements INodeType {
 
 		const fail = (itemIndex: number, error: NodeOperationError) => {
 			if (!this.continueOnFail()) throw error;
-			results[itemIndex] = errorItem(items[itemIndex], itemIndex, error);
+			results[itemIndex] = errorItem(this, items[itemIndex], itemIndex, error);
 		};
 
 		// Read and check every item's parameters first; nothing is written when one is invalid.
@@ -378,7 +378,14 @@ export class ItemTracker implements INodeType {
 				);
 				batch.forEach((p, k) => {
 					const r = out[k];
-					const result = clean({ group, ...r });
+					const result = clean({
+						group,
+						...r,
+						// For Completed / Failed: whether the change was checked against a claim's owner token.
+						...(r.action === 'complete' || r.action === 'fail'
+							? { ownerChecked: p.request.owner !== undefined }
+							: {}),
+					});
 					const i = p.itemIndex;
 					if (r.ok || r.action === 'claim') {
 						// A claim that was not granted is not an error: the item goes to the Skipped output.
@@ -397,7 +404,7 @@ export class ItemTracker implements INodeType {
 							: undefined;
 					const error = new NodeOperationError(this.getNode(), message, { itemIndex: i, description });
 					if (!this.continueOnFail()) throw error;
-					results[i] = errorItem(items[i], i, error, { [fieldOf[i]]: result });
+					results[i] = errorItem(this, items[i], i, error, { [fieldOf[i]]: result });
 				});
 			} catch (error) {
 				if (error instanceof NodeOperationError) throw error;
@@ -408,7 +415,7 @@ export class ItemTracker implements INodeType {
 						description: describeCode(errorCode(error)),
 					});
 					if (!this.continueOnFail()) throw e;
-					results[p.itemIndex] = errorItem(items[p.itemIndex], p.itemIndex, e);
+					results[p.itemIndex] = errorItem(this, items[p.itemIndex], p.itemIndex, e);
 				}
 			}
 		}
@@ -498,7 +505,7 @@ async function list(
 		} catch (error) {
 			const e = asNodeError(ctx, error, i);
 			if (!ctx.continueOnFail()) throw e;
-			out.push(errorItem(items[i], i, e));
+			out.push(errorItem(ctx, items[i], i, e));
 		}
 	}
 	return out;
