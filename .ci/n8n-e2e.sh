@@ -54,6 +54,14 @@ fi
 fg_link_nodes
 export FG_N8N_BIN
 
+# n8n's community-node lint (eslint with @n8n/node-cli's config; see n8n-nodes/eslint.config.mjs).
+if (cd "$NODES" && npx --no-install eslint . >"$RUN_DIR/lint.log" 2>&1); then
+	export FG_LINT_RESULT=pass
+else
+	export FG_LINT_RESULT=fail
+	cat "$RUN_DIR/lint.log" >&2
+fi
+
 set +e
 node "$NODES/e2e/run-e2e.mjs"
 rc=$?
