@@ -153,8 +153,9 @@ Flowguard.prototype.once = async function once(key, fn, options) {
     if (claim.status === 'claimed') {
       let json
       try {
-        // An envelope keeps an undefined result apart from null.
-        json = toJson({ v: await fn() }, 'result')
+        // An envelope keeps an undefined result (stored as {}) apart from null.
+        const result = await fn()
+        json = result === undefined ? '{}' : `{"v":${toJson(result, 'result')}}`
         await this.completeKey(key, claim.owner, json, { ttlMs: opts.ttlMs })
       } catch (err) {
         // fn threw, its result cannot be stored (not JSON, over 1 MiB), or the lease ran out
