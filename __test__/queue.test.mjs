@@ -132,6 +132,13 @@ for (const b of backends()) {
       assert.equal(batch.ids.length, 8)
       const one = await fg.readBatch('q', { shards: 4, shard: 0 })
       assert.deepEqual(one.ids, [])
+      // A limit below the shard count still finds the one due id, whichever shard holds it.
+      for (const id of ['solo-1', 'solo-2', 'solo-3', 'solo-4', 'solo-5', 'solo-6', 'solo-7', 'solo-8']) {
+        await fg.enqueue('solo', id, { shards: 16 })
+        const b1 = await fg.readBatch('solo', { shards: 16, limit: 1 })
+        assert.deepEqual(b1.ids, [id])
+        assert.equal((await fg.ack('solo', b1.owner, b1.ids, { shards: 16 })).done, 1)
+      }
     })
 
     test('a reader that never acks has its ids redelivered after the visibility timeout', async () => {

@@ -344,20 +344,22 @@ impl Client {
         // nobody knows and become due again after the visibility timeout, so nothing is lost.
         let mut items = Vec::new();
         let mut visible_until = i64::MAX;
-        let mut full = Vec::new();
+        // Shards that may hold more due ids: those that filled their quota, and those that had
+        // none (a limit below the shard count), in the rotated order.
+        let rotated: Vec<usize> = (0..targets.len()).map(|i| (i + start) % targets.len()).collect();
+        let mut more: Vec<u32> = rotated.iter().filter(|&&i| quota[i] == 0).map(|&i| targets[i]).collect();
         for (shard, q, r) in first {
             let c = r?;
             if c.items.len() as u64 >= q {
-                full.push(shard);
+                more.push(shard);
             }
             if !c.items.is_empty() {
                 visible_until = visible_until.min(c.visible_until);
             }
             items.extend(c.items.into_iter().map(|(id, due_at)| Delivery { id, shard, due_at }));
         }
-        // Second pass: shards that filled their quota may hold more due ids.
-        let order: Vec<u32> = (0..full.len()).map(|i| full[(i + start) % full.len()]).collect();
-        for shard in order {
+        // Second pass, one shard at a time so the limit is never exceeded.
+        for shard in more {
             let want = limit - items.len() as u64;
             if want == 0 {
                 break;

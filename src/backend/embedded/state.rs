@@ -54,7 +54,7 @@ impl StateTable {
     /// Drops expired entries: the one asked for at once, all of them now and then.
     fn tick(&mut self, key: &str, now: i64) {
         self.ops += 1;
-        if self.ops % SWEEP_EVERY == 0 {
+        if self.ops.is_multiple_of(SWEEP_EVERY) {
             self.values.retain(|_, e| e.live(now));
             self.keys.retain(|_, k| k.expires_at > now);
         }
