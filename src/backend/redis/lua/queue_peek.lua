@@ -3,7 +3,7 @@
 local bad = wrong_shards()
 if bad then return {0, bad} end
 reap()
-local ids = redis.call('ZRANGE', W, 0, tonumber(ARGV[2]) - 1, 'WITHSCORES')
+local ids = redis.call('ZRANGE', W, 0, fmt(tonumber(ARGV[2]) - 1), 'WITHSCORES')
 local out = {1, now}
 for i = 1, #ids, 2 do
   out[#out + 1] = ids[i]
