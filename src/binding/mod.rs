@@ -8,6 +8,8 @@
 mod args;
 mod client;
 mod lock;
+mod queue;
+mod state;
 mod tracker;
 
 use std::future::Future;
