@@ -61,6 +61,13 @@ else
 	export FG_LINT_RESULT=fail
 	cat "$RUN_DIR/lint.log" >&2
 fi
+# Unit tests of the nodes' helpers (Redis URL from the credential, client cache, queue mode).
+if (cd "$NODES" && node --test test/ >"$RUN_DIR/unit.log" 2>&1); then
+	export FG_UNIT_RESULT=pass
+else
+	export FG_UNIT_RESULT=fail
+	tail -40 "$RUN_DIR/unit.log" >&2
+fi
 
 set +e
 node "$NODES/e2e/run-e2e.mjs"

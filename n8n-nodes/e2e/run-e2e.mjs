@@ -224,6 +224,9 @@ function n8nVersion() {
 	return (r.stdout || '').trim().split('\n').pop();
 }
 
+if (process.env.FG_UNIT_RESULT) {
+	check('unit tests of the nodes\' helpers pass (node --test n8n-nodes/test/)', process.env.FG_UNIT_RESULT === 'pass');
+}
 if (process.env.FG_LINT_RESULT) {
 	check("n8n's community-node lint passes (eslint, @n8n/node-cli config)", process.env.FG_LINT_RESULT === 'pass');
 }
@@ -421,15 +424,20 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 async function withServer(fn) {
 	const port = await freePort();
 	const env = { ...process.env, N8N_PORT: String(port), N8N_LISTEN_ADDRESS: '127.0.0.1' };
-	const out = fs.openSync(path.join(userFolder, 'server.log'), 'a');
+	const serverLog = path.join(userFolder, 'server.log');
+	const out = fs.openSync(serverLog, 'a');
+	const logStart = fs.statSync(serverLog).size;
 	const child = spawn(process.execPath, [n8nBin, 'start'], { env, stdio: ['ignore', out, out] });
 	const base = `http://127.0.0.1:${port}`;
 	const t0 = Date.now();
 	let up = false;
 	while (Date.now() - t0 < 120000 && child.exitCode === null) {
 		try {
+			// Ready, and done activating the published workflows (their webhooks are registered
+			// before n8n prints where the editor is).
 			const res = await fetch(`${base}/healthz/readiness`);
-			if (res.ok) {
+			const text = fs.readFileSync(serverLog, 'utf8').slice(logStart);
+			if (res.ok && text.includes('Editor is now accessible')) {
 				up = true;
 				break;
 			}
@@ -438,7 +446,7 @@ async function withServer(fn) {
 		}
 		await sleep(500);
 	}
-	check(`n8n start serves on 127.0.0.1:${port} (ready in ${((Date.now() - t0) / 1000).toFixed(1)} s)`, up);
+	check(`n8n start serves on 127.0.0.1:${port} with the published workflows active (ready in ${((Date.now() - t0) / 1000).toFixed(1)} s)`, up);
 	try {
 		if (up) await fn(base);
 	} finally {
