@@ -234,6 +234,8 @@ if (process.env.FG_LINT_RESULT) {
 {
 	const c = n8n(['import:credentials', `--input=${path.join(workDir, 'credentials.json')}`]);
 	check('import the Redis credentials (n8n credential type "redis")', c.rc === 0, redact(c.stderr).slice(-400));
+	// n8n keeps them encrypted; the plain file is not left on disk.
+	fs.rmSync(path.join(workDir, 'credentials.json'));
 	const w = n8n(['import:workflow', '--separate', `--input=${wfDir}`]);
 	check(`import ${toImport.length} workflows (the examples, their Redis copies and variants)`, w.rc === 0, redact(w.stderr).slice(-400));
 	for (const id of [SUB, SUB + 'R', JOB, JOB + 'R', ROUTE, ROUTE + 'R', LOOP, REPORT]) {
