@@ -62,7 +62,7 @@ else
 	cat "$RUN_DIR/lint.log" >&2
 fi
 # Unit tests of the nodes' helpers (Redis URL from the credential, client cache, queue mode).
-if (cd "$NODES" && node --test test/ >"$RUN_DIR/unit.log" 2>&1); then
+if (cd "$NODES" && node --test test/*.test.js >"$RUN_DIR/unit.log" 2>&1); then
 	export FG_UNIT_RESULT=pass
 else
 	export FG_UNIT_RESULT=fail

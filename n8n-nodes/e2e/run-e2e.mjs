@@ -225,7 +225,7 @@ function n8nVersion() {
 }
 
 if (process.env.FG_UNIT_RESULT) {
-	check('unit tests of the nodes\' helpers pass (node --test n8n-nodes/test/)', process.env.FG_UNIT_RESULT === 'pass');
+	check('unit tests of the nodes\' helpers pass (node --test n8n-nodes/test/*.test.js)', process.env.FG_UNIT_RESULT === 'pass');
 }
 if (process.env.FG_LINT_RESULT) {
 	check("n8n's community-node lint passes (eslint, @n8n/node-cli config)", process.env.FG_LINT_RESULT === 'pass');

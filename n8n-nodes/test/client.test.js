@@ -1,4 +1,4 @@
-// Unit tests of the nodes' shared helpers (run after `npm run build`): node --test test/
+// Unit tests of the nodes' shared helpers (run after `npm run build`): node --test test/*.test.js
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { redisUrlFromCredential, isQueueMode, openClient, openClientCount } = require('../dist/nodes/shared/client');
