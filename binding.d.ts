@@ -35,6 +35,58 @@ export declare class Flowguard {
   /** Whether a lock is held, for how long, and its fencing token. */
   getLock(name: string): Promise<LockInfo>
   /**
+   * Enqueues one id or many: each to shard `fnv1a(id) % shards`, one atomic step per shard.
+   * An id already waiting is not added again.
+   */
+  enqueue(queue: string, ids: string | string[], options?: QueueEnqueueOptions): Promise<QueueEnqueueResult>
+  /**
+   * Atomically claims up to `limit` due ids, oldest first, for the visibility timeout. Two
+   * reads never hold the same id; ids not acked or released in time become due again.
+   */
+  readBatch(queue: string, options?: QueueReadOptions): Promise<QueueBatch>
+  /**
+   * Acks ids read with owner token `owner`: they leave the queue (an id enqueued again while
+   * claimed waits again). Ids not held by `owner` are refused per item.
+   */
+  ack(queue: string, owner: string, ids: string | string[], options?: QueueAckOptions): Promise<QueueSettleResult>
+  /** Releases ids read with owner token `owner`: they become due again (after `delayMs`). */
+  release(queue: string, owner: string, ids: string | string[], options?: QueueReleaseOptions): Promise<QueueSettleResult>
+  /** The next waiting ids by due time, without claiming them. */
+  peek(queue: string, options?: QueuePeekOptions): Promise<QueueEntry[]>
+  /** Counts of waiting (and due), claimed and enqueued-again ids, in total and per shard. */
+  queueSize(queue: string, options?: QueueSizeOptions): Promise<QueueSize>
+  /**
+   * The shard of `id` in a queue of `shards` shards: `fnv1a(id) % shards`, as the npm
+   * package `fnv1a` computes it.
+   */
+  static shardOf(id: string, shards: number): number
+  /** Reads values as JSON text, in one round trip. Prefer `getState` / `getStates`. */
+  getStateJson(keys: string[]): Promise<StateEntry[]>
+  /** Writes a value given as JSON text (at most 1 MiB). Prefer `setState`. */
+  setStateJson(key: string, json: string, options?: StateSetOptions): Promise<StateSetJsonResult>
+  /** Deletes a value. Resolves to whether there was one. */
+  deleteState(key: string): Promise<boolean>
+  /**
+   * Atomically adds `by` (default 1, may be negative) to an integer counter (absent counts as
+   * 0) and resolves to the new value.
+   */
+  increment(key: string, by?: number, options?: IncrementOptions): Promise<number>
+  /**
+   * Idempotency: takes `key` for this caller when it is free (for `leaseMs`, default 600000),
+   * or reports that another caller holds it, or gives the stored result. Prefer `once`.
+   */
+  claimKey(key: string, options?: { leaseMs?: number }): Promise<KeyClaimResult>
+  /**
+   * Idempotency: stores the result (JSON text) of the work done under `owner` for `ttlMs`
+   * (default 24 h). Rejects with `ERR_NOT_OWNER` when the key's lease ran out meanwhile.
+   */
+  completeKey(key: string, owner: string, json: string, options?: { ttlMs?: number }): Promise<void>
+  /**
+   * Idempotency: frees a pending key held by `owner`, so a retry can run. Resolves to whether
+   * it was freed (false: not pending under this owner any more).
+   */
+  releaseKey(key: string, owner: string): Promise<boolean>
+  /**
    * Atomically claims an item for `timeoutMs`. A busy or completed item is a result
    * (`claimed: false` with `reason`), not an error.
    */
@@ -102,6 +154,11 @@ export interface FinishOptions {
   keepMs?: number
 }
 
+export interface IncrementOptions {
+  /** Expire the counter this many ms after it is created (applied when it has no expiry). */
+  ttlMs?: number
+}
+
 export interface ItemList {
   counts: StatusCounts
   items: Array<ItemState>
@@ -147,6 +204,19 @@ export interface ItemState {
   expiresAt?: number
   /** The latest transitions, oldest first (at most 20). */
   timeline: Array<Transition>
+}
+
+export interface KeyClaimResult {
+  /**
+   * `claimed`: this caller runs the work and must `completeKey` or `releaseKey`;
+   * `pending`: another caller runs it; `done`: the stored result is in `json`.
+   */
+  status: 'claimed' | 'pending' | 'done'
+  owner?: string
+  /** Ms left on the lease (claimed: ours; pending: the other caller's). */
+  remainingMs?: number
+  json?: string
+  expiresAt?: number
 }
 
 export interface ListOptions {
@@ -206,9 +276,177 @@ export interface OpenOptions {
   retentionMs?: number
 }
 
+export interface QueueAckOptions {
+  shards?: number
+}
+
+export interface QueueBatch {
+  /** The owner token (receipt) of this read: pass it to `ack` and `release`. */
+  owner: string
+  /** Until when the ids are held, in ms since the epoch (0 when the batch is empty). */
+  visibleUntil: number
+  /** The claimed ids, oldest first. */
+  ids: Array<string>
+  items: Array<QueueItem>
+}
+
+export interface QueueEnqueued {
+  id: string
+  shard: number
+  /**
+   * `added`: new; `duplicate`: already waiting, due time kept; `debounced`: already waiting,
+   * due time moved; `claimed`: held by a reader now, delivered once more after its claim ends.
+   */
+  outcome: 'added' | 'duplicate' | 'debounced' | 'claimed'
+  /** When the id is due, in ms since the epoch (the backend's clock). */
+  dueAt: number
+}
+
+export interface QueueEnqueueOptions {
+  /**
+   * The queue's shard count (1 to 1024). Default 1. Every producer and consumer of a queue
+   * must use the same count.
+   */
+  shards?: number
+  /** Make the ids due this many ms from now. Default 0. */
+  delayMs?: number
+  /**
+   * Move a waiting id's due time to now + `delayMs` on every enqueue (instead of keeping its
+   * first one), so it is read only once updates to it stop. Default false.
+   */
+  debounce?: boolean
+}
+
+export interface QueueEnqueueResult {
+  added: number
+  duplicates: number
+  debounced: number
+  claimed: number
+  /** One entry per id given, in order. */
+  items: Array<QueueEnqueued>
+}
+
+export interface QueueEntry {
+  id: string
+  shard: number
+  dueAt: number
+  /** Due now. */
+  due: boolean
+}
+
+export interface QueueItem {
+  id: string
+  shard: number
+  /** When it became due, in ms since the epoch. */
+  dueAt: number
+}
+
+export interface QueuePeekOptions {
+  shards?: number
+  shard?: number
+  /** Default 100, at most 10000. */
+  limit?: number
+}
+
+export interface QueueReadOptions {
+  shards?: number
+  /** Read only this shard (0 to shards - 1). Default: all shards. */
+  shard?: number
+  /** The most ids to claim (1 to 10000). Default 100. */
+  limit?: number
+  /**
+   * How long the ids are held before they become due again unless acked or released, in ms.
+   * Default 600000.
+   */
+  visibilityTimeoutMs?: number
+}
+
+export interface QueueReleaseOptions {
+  shards?: number
+  /** Make the ids due again this many ms from now. Default 0. */
+  delayMs?: number
+}
+
+export interface QueueSettled {
+  id: string
+  shard: number
+  ok: boolean
+  /**
+   * Why it was not acked or released: not claimed (any more), claimed by another read, or
+   * past its visibility timeout (it will be delivered again).
+   */
+  reason?: 'not_claimed' | 'not_owner' | 'expired'
+  /** The id had been enqueued again while claimed, so it is waiting again. */
+  requeued: boolean
+  /** When the id is due again, if it is waiting again after this call. */
+  dueAt?: number
+}
+
+export interface QueueSettleResult {
+  /** How many ids were acked (or released). */
+  done: number
+  /** How many were refused (see each item's `reason`). */
+  refused: number
+  items: Array<QueueSettled>
+}
+
+export interface QueueShardSize {
+  shard: number
+  /** Ids waiting, due or not. */
+  waiting: number
+  /** Of those, ids due now. */
+  due: number
+  /** Ids held by a reader. */
+  claimed: number
+  /** Claimed ids enqueued again, to be delivered after their claim ends. */
+  again: number
+}
+
+export interface QueueSize {
+  waiting: number
+  due: number
+  claimed: number
+  again: number
+  shards: Array<QueueShardSize>
+}
+
+export interface QueueSizeOptions {
+  shards?: number
+  shard?: number
+}
+
 export interface ReleaseResult {
   released: boolean
   reason?: 'not_held' | 'not_owner'
+}
+
+export interface StateEntry {
+  key: string
+  found: boolean
+  /** The value as JSON text. */
+  json?: string
+  /** When it expires, in ms since the epoch, if it does. */
+  expiresAt?: number
+}
+
+export interface StateSetJsonResult {
+  /** False only with `ifAbsent` when the key held a value (which was kept). */
+  written: boolean
+  /** The JSON the key holds now. */
+  json: string
+  expiresAt?: number
+}
+
+export interface StateSetOptions {
+  /**
+   * Expire this many ms after the write. Without `ttlMs` or `expiresAt` the value does not
+   * expire (and an earlier expiry is cleared).
+   */
+  ttlMs?: number
+  /** Expire at this time, in ms since the epoch; it must be in the future. */
+  expiresAt?: number
+  /** Write only when the key holds no value. Default false. */
+  ifAbsent?: boolean
 }
 
 export interface StatusCounts {

@@ -1,6 +1,7 @@
 'use strict'
 // The package entry: the generated napi-rs binding (binding.js) plus what only JavaScript can do:
-// run a caller's function under a lock, with an AbortSignal that fires when the lock is lost.
+// run a caller's function under a lock, with an AbortSignal that fires when the lock is lost;
+// turn JavaScript values into JSON for Job State and back; run a function once per idempotency key.
 
 const binding = require('./binding.js')
 const { Flowguard } = binding
@@ -63,6 +64,119 @@ Flowguard.prototype.withLock = async function withLock(name, fn, options) {
     }
   }
   return { acquired: true, value, lock, released }
+}
+
+function invalid(message) {
+  const e = new TypeError(message)
+  e.code = 'ERR_INVALID_ARGUMENT'
+  return e
+}
+
+/**
+ * JSON text of a JSON-serializable value. Refuses (ERR_INVALID_ARGUMENT) what JSON.stringify
+ * would drop or mangle silently: undefined, functions, symbols, NaN and ±Infinity, at any depth;
+ * and what it throws on: BigInt and cycles. Objects with toJSON (such as Date) are accepted.
+ */
+function toJson(value, field) {
+  const where = (key) => (key === '' ? field : `${field} (at key ${JSON.stringify(key)})`)
+  let json
+  try {
+    json = JSON.stringify(value, function (key, v) {
+      const t = typeof v
+      if (t === 'undefined' || t === 'function' || t === 'symbol') {
+        throw invalid(`${where(key)} is ${t === 'undefined' ? 'undefined' : 'a ' + t}, which is not JSON`)
+      }
+      if (t === 'number' && !Number.isFinite(v)) throw invalid(`${where(key)} is ${v}, which is not JSON`)
+      return v
+    })
+  } catch (err) {
+    if (err && err.code === 'ERR_INVALID_ARGUMENT') throw err
+    // BigInt ("Do not know how to serialize a BigInt") and cycles ("Converting circular structure").
+    throw invalid(`${field} is not JSON-serializable: ${err && err.message}`)
+  }
+  return json
+}
+
+const parse = (entry) => (entry.found ? JSON.parse(entry.json) : undefined)
+
+/** The value of `key` (undefined when absent or expired). */
+Flowguard.prototype.getState = async function getState(key) {
+  const [entry] = await this.getStateJson([key])
+  return parse(entry)
+}
+
+/** The values of `keys`, in one round trip (undefined for each absent one). */
+Flowguard.prototype.getStates = async function getStates(keys) {
+  return (await this.getStateJson(keys)).map(parse)
+}
+
+/** Writes a JSON-serializable value; resolves to { written, value, expiresAt }. */
+Flowguard.prototype.setState = async function setState(key, value, options) {
+  const r = await this.setStateJson(key, toJson(value, 'value'), options)
+  return { written: r.written, value: r.written ? value : JSON.parse(r.json), expiresAt: r.expiresAt }
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
+
+function onceTimeout(key, waitMs) {
+  const e = new Error(
+    `idempotency key ${JSON.stringify(key)} is still being worked on by another caller after waiting ${waitMs} ms`,
+  )
+  e.code = 'ERR_TIMEOUT'
+  return e
+}
+
+/**
+ * Runs `fn()` once per idempotency key. The first caller runs it and its result is stored for
+ * `ttlMs` (default 24 h); concurrent callers wait (up to `waitMs`, default `leaseMs`) and later
+ * callers get the stored result without running `fn`. When `fn` throws (or its result is not
+ * JSON-serializable), the key is freed so a retry can run, and the error is passed on.
+ * Resolves to { value, ran }.
+ */
+Flowguard.prototype.once = async function once(key, fn, options) {
+  if (typeof fn !== 'function') {
+    throw invalid(`fn must be a function, got ${fn === null ? 'null' : typeof fn}`)
+  }
+  const opts = options || {}
+  const leaseMs = opts.leaseMs != null ? opts.leaseMs : 600000
+  const waitMs = opts.waitMs != null ? opts.waitMs : leaseMs
+  if (typeof waitMs !== 'number' || !(waitMs >= 0)) throw invalid(`waitMs must be a number >= 0, got ${waitMs}`)
+  // Checked before fn runs: a bad ttlMs found only when storing the result would waste the run.
+  const ttlOk = (v) => typeof v === 'number' && v > 0 && v <= 365 * 24 * 3600 * 1000
+  if (opts.ttlMs != null && !ttlOk(opts.ttlMs)) {
+    throw invalid(`ttlMs must be a number of milliseconds from 1 to 365 days, got ${opts.ttlMs}`)
+  }
+  const started = Date.now()
+  for (let attempt = 0; ; attempt++) {
+    const claim = await this.claimKey(key, { leaseMs })
+    if (claim.status === 'done') return { value: JSON.parse(claim.json).v, ran: false }
+    if (claim.status === 'claimed') {
+      let json
+      try {
+        // An envelope keeps an undefined result (stored as {}) apart from null.
+        const result = await fn()
+        json = result === undefined ? '{}' : `{"v":${toJson(result, 'result')}}`
+        await this.completeKey(key, claim.owner, json, { ttlMs: opts.ttlMs })
+      } catch (err) {
+        // fn threw, its result cannot be stored (not JSON, over 1 MiB), or the lease ran out
+        // (ERR_NOT_OWNER: releasing is then refused and changes nothing).
+        try {
+          await this.releaseKey(key, claim.owner)
+        } catch (_) {
+          // The pending marker ends with its lease; the first error matters more.
+        }
+        throw err
+      }
+      // Callers that get the stored result see it through JSON too, so the first caller does.
+      return { value: JSON.parse(json).v, ran: true }
+    }
+    const left = waitMs - (Date.now() - started)
+    if (left <= 0) throw onceTimeout(key, waitMs)
+    // Backoff with jitter, 5 ms doubling to 250 ms, never past the other caller's lease or our wait.
+    const cap = Math.min(250, 5 * 2 ** Math.min(attempt, 6))
+    const pause = cap / 2 + (Math.random() * cap) / 2
+    await sleep(Math.max(1, Math.min(pause, left, claim.remainingMs + 1)))
+  }
 }
 
 module.exports = binding

@@ -76,3 +76,32 @@ test('Redis restart under a live client', { skip: !haveRedis && 'redis-server no
     await stopRedis(redis).catch(() => {})
   }
 })
+
+test('a command Redis does not answer in time fails with ERR_TIMEOUT, and the client recovers', { skip: !haveRedis && 'redis-server not installed' }, async () => {
+  const port = await freePort()
+  const redis = await startRedis(port)
+  try {
+    const fg = await Flowguard.open({ url: `redis://127.0.0.1:${port}`, prefix: 'timeout:', commandTimeoutMs: 200 })
+    assert.ok((await fg.claim('g', 'a')).claimed)
+    // CLIENT PAUSE holds every client's commands for 1 s.
+    const pause = spawnSync('redis-cli', ['-p', String(port), 'CLIENT', 'PAUSE', '1000', 'ALL'], { encoding: 'utf8' })
+    assert.equal(pause.stdout.trim(), 'OK')
+    const t0 = Date.now()
+    const e = await fg.claim('g', 'b').then(() => null, (err) => err)
+    const took = Date.now() - t0
+    assert.ok(e, 'the call must fail')
+    assert.equal(e.code, 'ERR_TIMEOUT', e.message)
+    assert.match(e.message, /200 ms/)
+    assert.ok(took < 900, `failed after ${took} ms`)
+    await sleep(1100)
+    let ok = null
+    for (let i = 0; i < 40 && !ok; i++) {
+      ok = await fg.getItem('g', 'a').catch(() => null)
+      if (!ok) await sleep(50)
+    }
+    assert.ok(ok, 'the client works again once Redis answers')
+    assert.equal(ok.status, 'in_progress')
+  } finally {
+    await stopRedis(redis)
+  }
+})

@@ -76,6 +76,7 @@ async function startRedis() {
 
 const ownRedis = process.env.REDIS_URL ? null : await startRedis()
 const URL_ = process.env.REDIS_URL || ownRedis.url
+for (const sig of ['SIGINT', 'SIGTERM']) process.once(sig, () => { ownRedis?.stop(); process.exit(130) })
 const run = randomBytes(4).toString('hex')
 
 // ---------------------------------------------------------------------------------------------

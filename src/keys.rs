@@ -88,6 +88,30 @@ impl Keys {
     pub fn lock_fence(&self, name: &str) -> String {
         format!("{}:fence", self.tagged("l", name))
     }
+
+    /// Dedup Queue: the head of one shard, `<prefix>{q:<escaped name>:<shard>}`. Each shard is
+    /// its own hash tag (escaped names hold no `:`), so shards spread over cluster slots while
+    /// all keys of one shard share its slot.
+    pub fn queue_shard(&self, queue: &str, shard: u32) -> String {
+        format!("{}{{q:{}:{shard}}}", self.prefix, escape(queue))
+    }
+
+    /// Dedup Queue: one key of a shard: `w` waiting (score: due time), `c` claimed (score:
+    /// visibility deadline), `o` owners of claims, `a` ids enqueued again while claimed (score:
+    /// due time), `m` the shard count the shard was written with.
+    pub fn queue_key(&self, shard_head: &str, part: char) -> String {
+        format!("{shard_head}:{part}")
+    }
+
+    /// Job State: a JSON value or counter.
+    pub fn state(&self, key: &str) -> String {
+        self.tagged("s", key)
+    }
+
+    /// Job State: an idempotency key (pending marker with owner, then the stored result).
+    pub fn idempotency(&self, key: &str) -> String {
+        self.tagged("i", key)
+    }
 }
 
 /// The Redis Cluster hash slot of a key (CRC16/XMODEM of the hash tag, mod 16384).
@@ -166,6 +190,46 @@ mod tests {
         for n in names() {
             assert_eq!(hash_slot(keys.lock(&n).as_bytes()), hash_slot(keys.lock_fence(&n).as_bytes()));
         }
+    }
+
+    #[test]
+    fn queue_and_state_keys_are_distinct() {
+        let keys = Keys::new("fg:").unwrap();
+        let ns = names();
+        let mut all = HashSet::new();
+        for n in &ns {
+            for shard in [0u32, 1, 2, 10, 11, 1023] {
+                let head = keys.queue_shard(n, shard);
+                for part in ['w', 'c', 'o', 'a', 'm'] {
+                    assert!(all.insert(keys.queue_key(&head, part)), "collision for queue {n:?} shard {shard}");
+                }
+            }
+            assert!(all.insert(keys.state(n)), "state {n:?}");
+            assert!(all.insert(keys.idempotency(n)), "idempotency {n:?}");
+            assert!(all.insert(keys.lock(n)));
+            assert!(all.insert(keys.lock_fence(n)));
+            let head = keys.tracker_group(n);
+            for s in ["in_progress", "completed", "failed"] {
+                assert!(all.insert(keys.item_index(&head, s)));
+            }
+        }
+        // Shard 1 of "a:1" and shard 11 of "a" must not meet (the name's ':' is escaped).
+        assert_ne!(keys.queue_shard("a:1", 1), keys.queue_shard("a", 11));
+        assert_ne!(keys.queue_shard("a", 1), keys.queue_shard("a:", 1));
+    }
+
+    #[test]
+    fn one_shards_keys_share_a_slot_and_shards_spread() {
+        let keys = Keys::new("fg:").unwrap();
+        for n in names() {
+            let head = keys.queue_shard(&n, 3);
+            let slot = hash_slot(head.as_bytes());
+            for part in ['w', 'c', 'o', 'a', 'm'] {
+                assert_eq!(hash_slot(keys.queue_key(&head, part).as_bytes()), slot);
+            }
+        }
+        let slots: HashSet<u16> = (0..16).map(|i| hash_slot(keys.queue_shard("products", i).as_bytes())).collect();
+        assert!(slots.len() > 8, "16 shards landed on only {} slots", slots.len());
     }
 
     #[test]

@@ -8,6 +8,8 @@ pub mod client;
 pub mod error;
 pub mod keys;
 pub mod lock;
+pub mod queue;
+pub mod state;
 pub mod token;
 pub mod tracker;
 pub mod validate;

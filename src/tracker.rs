@@ -457,7 +457,7 @@ fn strip_index(mut e: Error) -> Error {
 pub fn not_owner(group: &str, id: &str, rec: Option<&Record>) -> Error {
     let what = match rec {
         Some(r) => format!(
-            "it was claimed again (attempt {}) after this worker's claim; its state was left as it is ({})",
+            "another claim owns it now (attempt {}, {}); its state was left as it is",
             r.a, r.s
         ),
         None => "it has no record any more (it was unset or its record expired)".to_string(),

@@ -8,7 +8,9 @@
 mod args;
 mod client;
 mod lock;
+mod queue;
 mod settle;
+mod state;
 mod tracker;
 
 use std::future::Future;

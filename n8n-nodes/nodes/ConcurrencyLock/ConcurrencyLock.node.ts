@@ -15,7 +15,6 @@ import {
 	errorCode,
 	errorMessage,
 	keyPrefixOption,
-	redisCredential,
 	secondsToMs,
 	testRedisCredential,
 } from '../shared/client';
@@ -42,9 +41,10 @@ export class ConcurrencyLock implements INodeType {
 	description: INodeTypeDescription = {
 		displayName: 'Concurrency Lock',
 		name: 'concurrencyLock',
-		icon: 'file:concurrencyLock.svg',
+		icon: { light: 'file:concurrencyLock.svg', dark: 'file:concurrencyLock.dark.svg' },
 		group: ['transform'],
 		version: 1,
+		usableAsTool: true,
 		subtitle: '={{ $parameter["operation"] + ": " + $parameter["lockName"] }}',
 		description: 'Keep a workflow, or a part of it, from running twice at the same time',
 		defaults: {
@@ -53,7 +53,15 @@ export class ConcurrencyLock implements INodeType {
 		inputs: [NodeConnectionTypes.Main],
 		// With "When Locked: Route to Locked Output", Set has a second output for the items that found the lock held.
 		outputs: `={{ $parameter["operation"] === "set" && $parameter["whenLocked"] === "output" ? [{ type: "${NodeConnectionTypes.Main}", displayName: "Acquired" }, { type: "${NodeConnectionTypes.Main}", displayName: "Locked" }] : ["${NodeConnectionTypes.Main}"] }}`,
-		credentials: [redisCredential],
+		credentials: [
+			{
+				// n8n's own Redis credential type (host, port, user, password, database, SSL).
+				name: 'redis',
+				required: true,
+				testedBy: 'flowguardRedisConnectionTest',
+				displayOptions: { show: { backend: ['redis'] } },
+			},
+		],
 		properties: [
 			backendProperty,
 			{
@@ -95,7 +103,7 @@ export class ConcurrencyLock implements INodeType {
 				type: 'string',
 				required: true,
 				default: '',
-				placeholder: 'e.g. {{ $workflow.id }}',
+				placeholder: 'e.g. {{ $workflow.name }}',
 				description:
 					'Name of the lock. Flows that must not run at the same time use the same name.',
 			},
@@ -201,7 +209,7 @@ export class ConcurrencyLock implements INodeType {
 
 		const failItem = (i: number, error: NodeOperationError) => {
 			if (!this.continueOnFail()) throw error;
-			main[i] = errorItem(items[i], i, error);
+			main[i] = errorItem(this, items[i], i, error);
 		};
 
 		// Read every item's parameters first.

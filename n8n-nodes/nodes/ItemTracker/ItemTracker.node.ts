@@ -6,6 +6,7 @@ import type {
 	INodeTypeDescription,
 } from 'n8n-workflow';
 import { NodeConnectionTypes, NodeOperationError } from 'n8n-workflow';
+import type { ItemResult, ItemState } from 'flowguard';
 
 import {
 	asNodeError,
@@ -15,7 +16,6 @@ import {
 	errorCode,
 	errorMessage,
 	keyPrefixOption,
-	redisCredential,
 	secondsToMs,
 	testRedisCredential,
 } from '../shared/client';
@@ -48,9 +48,10 @@ export class ItemTracker implements INodeType {
 	description: INodeTypeDescription = {
 		displayName: 'Item Tracker',
 		name: 'itemTracker',
-		icon: 'file:itemTracker.svg',
+		icon: { light: 'file:itemTracker.svg', dark: 'file:itemTracker.dark.svg' },
 		group: ['transform'],
 		version: 1,
+		usableAsTool: true,
 		subtitle:
 			'={{ $parameter["operation"] === "set" ? "set " + ({inProgress: "in progress", completed: "completed", failed: "failed"})[$parameter["status"]] : $parameter["operation"] }}',
 		description:
@@ -61,7 +62,15 @@ export class ItemTracker implements INodeType {
 		inputs: [NodeConnectionTypes.Main],
 		// Set In Progress has a second output for the items it did not claim (already in progress or completed).
 		outputs: `={{ $parameter["operation"] === "set" && $parameter["status"] === "inProgress" ? [{ type: "${NodeConnectionTypes.Main}", displayName: "Claimed" }, { type: "${NodeConnectionTypes.Main}", displayName: "Skipped" }] : ["${NodeConnectionTypes.Main}"] }}`,
-		credentials: [redisCredential],
+		credentials: [
+			{
+				// n8n's own Redis credential type (host, port, user, password, database, SSL).
+				name: 'redis',
+				required: true,
+				testedBy: 'flowguardRedisConnectionTest',
+				displayOptions: { show: { backend: ['redis'] } },
+			},
+		],
 		properties: [
 			backendProperty,
 			{
@@ -113,7 +122,7 @@ export class ItemTracker implements INodeType {
 				type: 'string',
 				required: true,
 				default: '',
-				placeholder: 'e.g. {{ $json.id }}',
+				placeholder: 'e.g. {{ $json.projectKey }}',
 				description: 'ID of the item within the group, usually an expression',
 				displayOptions: { show: { operation: ['get', 'set', 'unset'] } },
 			},
@@ -294,7 +303,7 @@ export class ItemTracker implements INodeType {
 
 		const fail = (itemIndex: number, error: NodeOperationError) => {
 			if (!this.continueOnFail()) throw error;
-			results[itemIndex] = errorItem(items[itemIndex], itemIndex, error);
+			results[itemIndex] = errorItem(this, items[itemIndex], itemIndex, error);
 		};
 
 		// Read and check every item's parameters first; nothing is written when one is invalid.
@@ -356,51 +365,22 @@ export class ItemTracker implements INodeType {
 			byGroup.set(p.group, list);
 		}
 		for (const [group, batch] of byGroup) {
+			let states: ItemState[] | undefined;
+			let out: ItemResult[] | undefined;
 			try {
 				if (operation === 'get') {
-					const states = await fg.getItems(
+					states = await fg.getItems(
 						group,
 						batch.map((p) => p.request.id),
 					);
-					batch.forEach((p, k) => {
-						results[p.itemIndex] = withResult(
-							items[p.itemIndex],
-							fieldOf[p.itemIndex],
-							clean({ group, ...states[k] }),
-							p.itemIndex,
-						);
-					});
-					continue;
+				} else {
+					out = await fg.setItems(
+						group,
+						batch.map((p) => p.request),
+					);
 				}
-				const out = await fg.setItems(
-					group,
-					batch.map((p) => p.request),
-				);
-				batch.forEach((p, k) => {
-					const r = out[k];
-					const result = clean({ group, ...r });
-					const i = p.itemIndex;
-					if (r.ok || r.action === 'claim') {
-						// A claim that was not granted is not an error: the item goes to the Skipped output.
-						const item = withResult(items[i], fieldOf[i], result, i);
-						if (r.action === 'claim' && !r.claimed && twoOutputs) skipped.push(item);
-						else results[i] = item;
-						return;
-					}
-					const message =
-						r.code === 'ERR_NOT_OWNER'
-							? `Item "${r.id}" of group "${group}" is now owned by a newer claim: not marked ${p.request.status}`
-							: `Could not set item "${r.id}" of group "${group}": ${r.message ?? r.code ?? 'refused'}`;
-					const description =
-						r.code === 'ERR_NOT_OWNER'
-							? 'The claim this item came from timed out and another run claimed the item again. That run now decides its status; this result is discarded so it does not overwrite the newer one.'
-							: undefined;
-					const error = new NodeOperationError(this.getNode(), message, { itemIndex: i, description });
-					if (!this.continueOnFail()) throw error;
-					results[i] = errorItem(items[i], i, error, { [fieldOf[i]]: result });
-				});
 			} catch (error) {
-				if (error instanceof NodeOperationError) throw error;
+				// The whole call failed (Redis unreachable, invalid input): every item of the batch fails.
 				const message = `Item Tracker ${operation} failed for group "${group}": ${errorMessage(error)}`;
 				for (const p of batch) {
 					const e = new NodeOperationError(this.getNode(), message, {
@@ -408,11 +388,53 @@ export class ItemTracker implements INodeType {
 						description: describeCode(errorCode(error)),
 					});
 					if (!this.continueOnFail()) throw e;
-					results[p.itemIndex] = errorItem(items[p.itemIndex], p.itemIndex, e);
+					results[p.itemIndex] = errorItem(this, items[p.itemIndex], p.itemIndex, e);
 				}
+				continue;
+			}
+			if (states) {
+				batch.forEach((p, k) => {
+					results[p.itemIndex] = withResult(
+						items[p.itemIndex],
+						fieldOf[p.itemIndex],
+						clean({ group, ...states[k] }),
+						p.itemIndex,
+					);
+				});
+				continue;
+			}
+			for (const [k, p] of batch.entries()) {
+				const r = (out as ItemResult[])[k];
+				const i = p.itemIndex;
+				const result = clean({
+					group,
+					...r,
+					// For Completed / Failed: whether the change was checked against a claim's owner token.
+					...(r.action === 'complete' || r.action === 'fail'
+						? { ownerChecked: p.request.owner !== undefined }
+						: {}),
+				});
+				if (r.ok || r.action === 'claim') {
+					// A claim that was not granted is not an error: the item goes to the Skipped output.
+					const item = withResult(items[i], fieldOf[i], result, i);
+					if (r.action === 'claim' && !r.claimed && twoOutputs) skipped.push(item);
+					else results[i] = item;
+					continue;
+				}
+				const notOwner = r.code === 'ERR_NOT_OWNER';
+				const message = notOwner
+					? `Item "${r.id}" of group "${group}" is now owned by a newer claim: not marked ${p.request.status}`
+					: `Could not set item "${r.id}" of group "${group}": ${r.message ?? r.code ?? 'refused'}`;
+				const error = new NodeOperationError(this.getNode(), message, {
+					itemIndex: i,
+					description: notOwner
+						? 'The claim this item came from timed out and another run claimed the item again. That run now decides its status; this result is discarded so it does not overwrite the newer one.'
+						: undefined,
+				});
+				if (!this.continueOnFail()) throw error;
+				results[i] = errorItem(this, items[i], i, error, { [fieldOf[i]]: result });
 			}
 		}
-
 		for (const r of results) if (r) claimed.push(r);
 		return twoOutputs ? [claimed, skipped] : [claimed];
 	}
@@ -498,7 +520,7 @@ async function list(
 		} catch (error) {
 			const e = asNodeError(ctx, error, i);
 			if (!ctx.continueOnFail()) throw e;
-			out.push(errorItem(items[i], i, e));
+			out.push(errorItem(ctx, items[i], i, e));
 		}
 	}
 	return out;

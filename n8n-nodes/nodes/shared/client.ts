@@ -31,14 +31,6 @@ export const backendProperty: INodeProperties = {
 	default: 'embedded',
 };
 
-/** Credential entry shared by both nodes: n8n's own Redis credential type. */
-export const redisCredential = {
-	name: 'redis',
-	required: true,
-	testedBy: 'flowguardRedisConnectionTest',
-	displayOptions: { show: { backend: ['redis'] } },
-};
-
 export const keyPrefixOption: INodeProperties = {
 	displayName: 'Key Prefix',
 	name: 'keyPrefix',

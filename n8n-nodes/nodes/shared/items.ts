@@ -61,19 +61,25 @@ export function findUpstreamResult(
 }
 
 /**
- * The output item of a failed input item when the node continues on fail: the input's JSON with
- * `error` set to the message (for "Continue (using regular output)"), and the error itself on the
- * item, which is what n8n uses to send it to the error output ("Continue (using error output)").
+ * The output item of a failed input item when the node continues on fail.
+ * "Continue (using error output)": the error is set on the item, which is what n8n routes to the
+ * error output (n8n then gives it the input item's JSON and `error`).
+ * "Continue (using regular output)": the input item's JSON with `error` set to the message and the
+ * node's result, so the flow can go on with the item's data. (n8n would replace the JSON of an
+ * item carrying an error object with `{ error }` alone, so none is set here.)
  */
 export function errorItem(
+	ctx: IExecuteFunctions,
 	input: INodeExecutionData,
 	itemIndex: number,
 	error: NodeOperationError,
 	extra: IDataObject = {},
 ): INodeExecutionData {
+	if (ctx.getNode().onError === 'continueErrorOutput') {
+		return { json: { ...extra, error: error.message }, error, pairedItem: { item: itemIndex } };
+	}
 	return {
 		json: { ...input.json, ...extra, error: error.message },
-		error,
 		pairedItem: { item: itemIndex },
 	};
 }

@@ -3,6 +3,8 @@
 //! Each key prefix is its own namespace. Time comes from one clock: this process's system clock.
 
 mod lock;
+mod queue;
+mod state;
 mod tracker;
 
 use std::collections::HashMap;
@@ -11,6 +13,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 pub(crate) use crate::backend::guard;
 
 pub use lock::LockTable;
+pub use queue::QueueTable;
+pub use state::StateTable;
 pub use tracker::TrackerTable;
 
 /// Milliseconds since the Unix epoch by this process's clock.
@@ -26,6 +30,8 @@ pub fn now_ms() -> i64 {
 pub struct Namespace {
     pub tracker: Mutex<TrackerTable>,
     pub locks: Mutex<LockTable>,
+    pub queues: Mutex<QueueTable>,
+    pub state: Mutex<StateTable>,
 }
 
 fn namespaces() -> &'static Mutex<HashMap<String, Arc<Namespace>>> {

@@ -3,6 +3,8 @@
 //! static) or one command; lease times come from the Redis server's clock.
 
 mod lock;
+mod queue;
+mod state;
 mod tracker;
 
 use std::collections::HashMap;

@@ -1,0 +1,77 @@
+// rediss:// against a local TLS redis-server with a CA made for the test. flowguard trusts the
+// system's certificate store; SSL_CERT_FILE points it at another CA file.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { spawn, spawnSync } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import net from 'node:net'
+import { sleep } from './backends.mjs'
+
+const have = (cmd, args) => spawnSync(cmd, args).status === 0
+const ready = have('redis-server', ['--version']) && have('openssl', ['version'])
+if (process.env.CI === 'true' && !ready) throw new Error('CI=true but redis-server or openssl is missing')
+
+function freePort() {
+  return new Promise((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address()
+      s.close(() => resolve(port))
+    })
+  })
+}
+
+function makeCerts(dir) {
+  const sh = (args) => {
+    const r = spawnSync('openssl', args, { cwd: dir, encoding: 'utf8' })
+    if (r.status !== 0) throw new Error(`openssl ${args[0]} failed: ${r.stderr}`)
+  }
+  sh(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', '/CN=flowguard test CA', '-keyout', 'ca.key', '-out', 'ca.pem'])
+  sh(['req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=localhost', '-keyout', 'server.key', '-out', 'server.csr'])
+  writeFileSync(join(dir, 'ext.cnf'), 'subjectAltName=DNS:localhost,IP:127.0.0.1\n')
+  sh(['x509', '-req', '-in', 'server.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '2', '-extfile', 'ext.cnf', '-out', 'server.pem'])
+}
+
+// Runs one call in a child process (SSL_CERT_FILE is read once per process).
+function callWith(url, certFile) {
+  const code = `const { Flowguard } = require(${JSON.stringify(new URL('../index.js', import.meta.url).pathname)});
+    Flowguard.open({ url: process.env.U, connectTimeoutMs: 2000 })
+      .then((fg) => fg.claim('tls', 'a')).then((r) => console.log(JSON.stringify({ ok: r.claimed })))
+      .catch((e) => console.log(JSON.stringify({ code: e.code, message: e.message })))`
+  const env = { ...process.env, U: url }
+  if (certFile) env.SSL_CERT_FILE = certFile
+  else env.SSL_CERT_FILE = '/nonexistent-ca.pem'
+  const r = spawnSync(process.execPath, ['-e', code], { encoding: 'utf8', env, timeout: 15000 })
+  return JSON.parse(r.stdout.trim().split('\n').pop())
+}
+
+test('rediss:// with a trusted CA works; an untrusted certificate is refused', { skip: !ready && 'needs redis-server and openssl' }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'flowguard-tls-'))
+  let server
+  try {
+    makeCerts(dir)
+    const port = await freePort()
+    server = spawn('redis-server', ['--port', '0', '--tls-port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
+      '--tls-cert-file', join(dir, 'server.pem'), '--tls-key-file', join(dir, 'server.key'), '--tls-ca-cert-file', join(dir, 'ca.pem'),
+      '--tls-auth-clients', 'no', '--requirepass', 'tls-Secret-9'], { stdio: 'ignore' })
+    for (let i = 0; i < 100; i++) {
+      const up = await new Promise((res) => { const c = net.connect(port, '127.0.0.1', () => { c.end(); res(true) }); c.on('error', () => res(false)) })
+      if (up) break
+      await sleep(50)
+    }
+    const url = `rediss://:tls-Secret-9@localhost:${port}/0`
+    assert.deepEqual(callWith(url, join(dir, 'ca.pem')), { ok: true })
+    const refused = callWith(url, null)
+    assert.equal(refused.code, 'ERR_REDIS_UNAVAILABLE', refused.message)
+    assert.match(refused.message, /TLS/)
+    assert.ok(!refused.message.includes('tls-Secret-9'))
+    // Plain redis:// to a TLS port does not hang: it fails within the connect timeout.
+    const plain = callWith(`redis://:tls-Secret-9@localhost:${port}/0`, join(dir, 'ca.pem'))
+    assert.ok(plain.code, JSON.stringify(plain))
+    assert.ok(!plain.message.includes('tls-Secret-9'))
+  } finally {
+    server?.kill('SIGKILL')
+    rmSync(dir, { recursive: true, force: true })
+  }
+})

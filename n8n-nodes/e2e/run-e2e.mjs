@@ -1,0 +1,560 @@
+// End-to-end test of n8n-nodes-flowguard in a real n8n (the pinned 2.41.1 of e2e/n8n-install).
+// Run by .ci/n8n-e2e.sh, which installs n8n, builds the package and sets the environment.
+// Imports a Redis credential and the example workflows (as they are: Embedded backend; and a
+// Redis copy of each), executes them with `n8n execute --id --rawOutput`, then starts n8n as a
+// server and fires overlapping webhook runs. Checks the outputs and the Redis keys (redis-cli).
+// Prints `n8n-e2e: N passed, M failed` and exits non-zero on any failure.
+
+import { spawn, spawnSync } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const nodesDir = path.resolve(here, '..');
+const examplesDir = path.join(nodesDir, 'examples');
+const n8nBin = process.env.FG_N8N_BIN;
+const userFolder = process.env.N8N_USER_FOLDER;
+const redisUrl = process.env.REDIS_URL;
+if (!n8nBin || !userFolder) {
+	console.error('run-e2e.mjs: FG_N8N_BIN and N8N_USER_FOLDER must be set (run .ci/n8n-e2e.sh)');
+	process.exit(2);
+}
+if (!redisUrl) {
+	console.error('run-e2e.mjs: REDIS_URL is not set: the Redis half of the suite cannot run, and a missing Redis is a failure');
+	process.exit(2);
+}
+const redis = new URL(redisUrl);
+const redisHost = redis.hostname || '127.0.0.1';
+const redisPort = Number(redis.port || 6379);
+const redisPassword = decodeURIComponent(redis.password || '');
+const redisUser = decodeURIComponent(redis.username || '');
+const redisDb = Number((redis.pathname || '/0').slice(1) || 0);
+const secrets = [redisPassword, 'e2e-wrong-password-5b1d'].filter(Boolean);
+
+const runId = randomBytes(4).toString('hex');
+const prefix = `fge2e-${runId}:`;
+const workDir = path.join(userFolder, 'e2e-files');
+fs.mkdirSync(workDir, { recursive: true });
+const logFile = path.join(userFolder, 'e2e.log');
+const log = (s) => fs.appendFileSync(logFile, s + '\n');
+
+let passed = 0;
+let failed = 0;
+function check(name, ok, detail = '') {
+	if (ok) {
+		passed++;
+		console.log(`  ok   ${name}`);
+	} else {
+		failed++;
+		console.log(`  FAIL ${name}${detail ? `\n       ${detail}` : ''}`);
+	}
+}
+function redact(s) {
+	let out = String(s);
+	for (const x of secrets) out = out.split(x).join('***');
+	return out;
+}
+
+// ---------------------------------------------------------------- n8n helpers
+function n8n(args, extraEnv = {}) {
+	const t0 = Date.now();
+	const r = spawnSync(process.execPath, [n8nBin, ...args], {
+		env: { ...process.env, ...extraEnv },
+		encoding: 'utf8',
+		maxBuffer: 64 * 1024 * 1024,
+	});
+	const ms = Date.now() - t0;
+	log(`$ n8n ${args.join(' ')}  (rc=${r.status}, ${ms} ms)\n--- stdout\n${redact(r.stdout)}\n--- stderr\n${redact(r.stderr)}`);
+	return { rc: r.status, stdout: r.stdout ?? '', stderr: r.stderr ?? '', ms };
+}
+
+/** The JSON that `n8n execute --rawOutput` prints, from the first line that is exactly `{`. */
+function parseRun(stdout) {
+	const lines = stdout.split('\n');
+	const start = lines.findIndex((l) => l === '{');
+	if (start < 0) return undefined;
+	// The JSON ends at the first later line that is exactly `}`.
+	const end = lines.findIndex((l, i) => i > start && l === '}');
+	try {
+		return JSON.parse(lines.slice(start, end + 1).join('\n'));
+	} catch {
+		return undefined;
+	}
+}
+
+const durations = [];
+function execute(id, extraEnv = {}) {
+	const r = n8n(['execute', `--id=${id}`, '--rawOutput'], extraEnv);
+	durations.push(r.ms);
+	const run = parseRun(r.stdout);
+	const runData = run?.data?.resultData?.runData ?? {};
+	const error = run?.data?.resultData?.error;
+	return {
+		...r,
+		run,
+		error,
+		ok: r.rc === 0 && run !== undefined && !error,
+		all: r.stdout + r.stderr,
+		/** Items of output `output` of node `name` (its last run). */
+		out(name, output = 0) {
+			const runs = runData[name];
+			if (!runs?.length) return undefined;
+			return (runs[runs.length - 1].data?.main?.[output] ?? []).map((i) => i.json);
+		},
+		ran: (name) => Array.isArray(runData[name]) && runData[name].length > 0,
+		nodeError(name) {
+			const runs = runData[name];
+			return runs?.[runs.length - 1]?.error;
+		},
+	};
+}
+
+function redisCli(...args) {
+	const a = ['-h', redisHost, '-p', String(redisPort), '-n', String(redisDb), '--no-auth-warning'];
+	if (redisUser) a.push('--user', redisUser);
+	if (redisPassword) a.push('-a', redisPassword);
+	const r = spawnSync('redis-cli', [...a, ...args], { encoding: 'utf8' });
+	if (r.status !== 0) throw new Error(`redis-cli ${args[0]} failed: ${redact(r.stderr)}`);
+	return r.stdout.trim();
+}
+const redisKeys = (pattern) =>
+	redisCli('--scan', '--pattern', pattern)
+		.split('\n')
+		.filter(Boolean);
+
+// ---------------------------------------------------------------- setup
+const REDIS_CRED = { id: 'fgE2eRedisCred01', name: 'flowguard e2e Redis' };
+const BAD_CRED = { id: 'fgE2eRedisBad001', name: 'flowguard e2e Redis (wrong port)' };
+fs.writeFileSync(
+	path.join(workDir, 'credentials.json'),
+	JSON.stringify([
+		{
+			...REDIS_CRED,
+			type: 'redis',
+			data: {
+				host: redisHost,
+				port: redisPort,
+				user: redisUser,
+				password: redisPassword,
+				database: redisDb,
+				ssl: false,
+			},
+		},
+		{
+			...BAD_CRED,
+			type: 'redis',
+			// Nothing listens on port 1; the password must never appear in any output.
+			data: { host: '127.0.0.1', port: 1, password: 'e2e-wrong-password-5b1d', database: 0, ssl: false },
+		},
+	]),
+);
+
+const examples = fs
+	.readdirSync(examplesDir)
+	.filter((f) => f.endsWith('.json'))
+	.map((f) => JSON.parse(fs.readFileSync(path.join(examplesDir, f), 'utf8')));
+const byName = Object.fromEntries(examples.map((w) => [w.id, w]));
+const isFg = (n) => n.type.startsWith('n8n-nodes-flowguard.');
+
+/** A copy of a workflow with every flowguard node on Redis (credential, run-unique key prefix). */
+function redisVariant(wf, cred = REDIS_CRED, suffix = 'R') {
+	const w = structuredClone(wf);
+	w.id = wf.id + suffix;
+	w.name = `${wf.name} [Redis${suffix === 'R' ? '' : ' ' + suffix}]`;
+	for (const n of w.nodes) {
+		if (isFg(n)) {
+			n.parameters.backend = 'redis';
+			n.parameters.options = { ...(n.parameters.options ?? {}), keyPrefix: prefix };
+			n.credentials = { redis: { id: cred.id, name: cred.name } };
+		}
+		if (n.type === 'n8n-nodes-base.executeWorkflow') {
+			n.parameters.workflowId = { ...n.parameters.workflowId, value: n.parameters.workflowId.value + suffix };
+		}
+		if (n.type === 'n8n-nodes-base.webhook') {
+			n.parameters.path += '-redis';
+			n.webhookId = randomUUID();
+		}
+		if (n.webhookId && n.type !== 'n8n-nodes-base.webhook') n.webhookId = randomUUID();
+	}
+	return w;
+}
+/** A copy with the On Error setting of one node changed. */
+function onErrorVariant(wf, nodeName, onError, suffix) {
+	const w = structuredClone(wf);
+	w.id = wf.id + suffix;
+	w.name = `${wf.name} [${suffix}]`;
+	const n = w.nodes.find((x) => x.name === nodeName);
+	if (onError) n.onError = onError;
+	else delete n.onError;
+	return w;
+}
+
+const LOOP = 'fgExLoop000000001';
+const REPORT = 'fgExReport0000001';
+const SUB = 'fgExLockSub000001';
+const CALLER = 'fgExLockCall00001';
+const JOB = 'fgExLockedJob0001';
+const ROUTE = 'fgExLockedRoute01';
+const STALE = 'fgExStale00000001';
+for (const id of [LOOP, REPORT, SUB, CALLER, JOB, ROUTE, STALE]) {
+	if (!byName[id]) {
+		console.error(`example workflow ${id} is missing from ${examplesDir}`);
+		process.exit(2);
+	}
+}
+const toImport = [
+	...examples,
+	...examples.map((w) => redisVariant(w)),
+	onErrorVariant(byName[STALE], 'Complete with the stale token', undefined, 'S'),
+	onErrorVariant(byName[STALE], 'Complete with the stale token', 'continueErrorOutput', 'E'),
+	redisVariant(byName[LOOP], BAD_CRED, 'B'),
+];
+const wfDir = path.join(workDir, 'workflows');
+fs.mkdirSync(wfDir, { recursive: true });
+for (const w of toImport) fs.writeFileSync(path.join(wfDir, `${w.id}.json`), JSON.stringify(w, null, 1));
+
+console.log(`n8n-e2e: n8n ${n8nVersion()} on Node ${process.version}; Redis at ${redisHost}:${redisPort}/${redisDb}, key prefix ${prefix}`);
+
+function n8nVersion() {
+	const r = spawnSync(process.execPath, [n8nBin, '--version'], { encoding: 'utf8' });
+	return (r.stdout || '').trim().split('\n').pop();
+}
+
+if (process.env.FG_UNIT_RESULT) {
+	check('unit tests of the nodes\' helpers pass (node --test n8n-nodes/test/*.test.js)', process.env.FG_UNIT_RESULT === 'pass');
+}
+if (process.env.FG_LINT_RESULT) {
+	check("n8n's community-node lint passes (eslint, @n8n/node-cli config)", process.env.FG_LINT_RESULT === 'pass');
+}
+
+{
+	const c = n8n(['import:credentials', `--input=${path.join(workDir, 'credentials.json')}`]);
+	check('import the Redis credentials (n8n credential type "redis")', c.rc === 0, redact(c.stderr).slice(-400));
+	// n8n keeps them encrypted; the plain file is not left on disk.
+	fs.rmSync(path.join(workDir, 'credentials.json'));
+	const w = n8n(['import:workflow', '--separate', `--input=${wfDir}`]);
+	check(`import ${toImport.length} workflows (the examples, their Redis copies and variants)`, w.rc === 0, redact(w.stderr).slice(-400));
+	for (const id of [SUB, SUB + 'R', JOB, JOB + 'R', ROUTE, ROUTE + 'R', LOOP, REPORT]) {
+		const p = n8n(['publish:workflow', `--id=${id}`]);
+		if (p.rc !== 0) check(`publish workflow ${id}`, false, redact(p.stderr).slice(-400));
+	}
+}
+
+const ids = (items) => (items ?? []).map((j) => j.id ?? j.itemTracker?.id).sort().join(',');
+const sorted = (a) => [...a].sort().join(',');
+
+// ---------------------------------------------------------------- Item Tracker: the project loop
+for (const [backend, id] of [
+	['embedded', LOOP],
+	['redis', LOOP + 'R'],
+]) {
+	const r = execute(id);
+	check(`[${backend}] project loop run 1 succeeds`, r.ok, redact(r.error?.message ?? r.all.slice(-600)));
+	const claimed = r.out('Claim project', 0) ?? [];
+	check(
+		`[${backend}] run 1: Set In Progress claims all 5 projects (first output), none skipped`,
+		claimed.length === 5 && claimed.every((j) => j.itemTracker.claimed === true && /^[0-9a-f]{16,}$/.test(j.itemTracker.owner)) &&
+			(r.out('Claim project', 1) ?? []).length === 0,
+		JSON.stringify(claimed.map((j) => j.itemTracker)).slice(0, 400),
+	);
+	const failedItems = r.out('Mark failed') ?? [];
+	check(
+		`[${backend}] run 1: the 2 projects that fail on purpose are marked failed with their reason`,
+		ids(failedItems) === 'globex,umbrella' &&
+			failedItems.every((j) => j.itemTracker.ok === true && j.itemTracker.item.status === 'failed' && /Simulated failure of .* on attempt 1/.test(j.itemTracker.item.lastError) && j.itemTracker.ownerChecked === true),
+		JSON.stringify(failedItems).slice(0, 400),
+	);
+	const completed = r.out('Mark completed') ?? [];
+	check(
+		`[${backend}] run 1: 3 projects completed, each checked against its claim's token found through the item lineage`,
+		sorted(completed.map((j) => j.itemTracker?.id)) === 'acme,hooli,initech' &&
+			completed.every((j) => j.itemTracker.ok === true && j.itemTracker.item.status === 'completed' && j.itemTracker.ownerChecked === true && j.report),
+		JSON.stringify(completed).slice(0, 400),
+	);
+}
+{
+	const r = execute(LOOP + 'R');
+	const claimed = r.out('Claim project', 0) ?? [];
+	const skipped = r.out('Claim project', 1) ?? [];
+	check(
+		'[redis] run 2: only the 2 failed projects are claimed again (attempt 2); the 3 completed go to the Skipped output',
+		r.ok && ids(claimed) === 'globex,umbrella' && claimed.every((j) => j.itemTracker.item.attempts === 2) &&
+			ids(skipped) === 'acme,hooli,initech' && skipped.every((j) => j.itemTracker.reason === 'completed' && j.itemTracker.claimed === false),
+		JSON.stringify({ claimed: claimed.map((j) => j.id), skipped: skipped.map((j) => j.id), err: r.error?.message }),
+	);
+	check(
+		'[redis] run 2: the re-processed projects succeed and are completed; no Mark failed',
+		ids(r.out('Mark completed')?.map((j) => j.itemTracker)) === 'globex,umbrella' && !r.ran('Mark failed'),
+	);
+	const r3 = execute(LOOP + 'R');
+	check(
+		'[redis] run 3: nothing left to do, all 5 projects skipped as completed',
+		r3.ok && (r3.out('Claim project', 0) ?? []).length === 0 && (r3.out('Claim project', 1) ?? []).length === 5,
+	);
+	const rep = execute(REPORT + 'R');
+	const summary = rep.out('List projects')?.[0];
+	check(
+		'[redis] List: counts per status and the items with their attempts',
+		rep.ok && summary?.counts?.completed === 5 && summary.counts.failed === 0 && summary.counts.total === 5 &&
+			summary.items.length === 5 && summary.items.find((i) => i.id === 'globex')?.attempts === 2,
+		String(JSON.stringify(summary)).slice(0, 400),
+	);
+	const keys = redisKeys(`${prefix}*`);
+	check(
+		'[redis] the loop left its state in Redis under the configured key prefix (redis-cli --scan)',
+		keys.length > 0 && keys.some((k) => k.includes('weekly-projects')),
+		`keys: ${keys.slice(0, 10).join(' ')}`,
+	);
+}
+
+// ---------------------------------------------------------------- Item Tracker: stale token refused
+for (const [backend, id] of [
+	['embedded', STALE],
+	['redis', STALE + 'R'],
+]) {
+	const r = execute(id);
+	const stale = r.out('Complete with the stale token')?.[0];
+	const newer = r.out('Complete with the newer token')?.[0];
+	check(
+		`[${backend}] stale token: completing with the timed-out claim's token is refused (continueOnFail shows the error)`,
+		r.ok && /now owned by a newer claim/.test(stale?.error ?? '') && stale?.itemTracker?.code === 'ERR_NOT_OWNER' &&
+			stale.itemTracker.item.status === 'in_progress',
+		String(JSON.stringify(stale ?? r.error?.message)).slice(0, 400),
+	);
+	check(
+		`[${backend}] stale token: the newer claim's owner completes the item (attempt 2)`,
+		newer?.itemTracker?.ok === true && newer.itemTracker.item.status === 'completed' && newer.itemTracker.item.attempts === 2 && newer.itemTracker.ownerChecked === true,
+		String(JSON.stringify(newer)).slice(0, 400),
+	);
+}
+{
+	const r = execute(STALE + 'S');
+	check(
+		'stale token without continueOnFail: the execution fails with a NodeOperationError naming the node and the newer claim',
+		!r.ok && /now owned by a newer claim/.test(r.all) && !r.ran('Complete with the newer token'),
+		redact(r.all.slice(-500)),
+	);
+	const e = execute(STALE + 'E');
+	const errOut = e.out('Complete with the stale token', 1) ?? [];
+	check(
+		'stale token with On Error = "Continue (using error output)": the refused item goes to the error output',
+		e.ok && errOut.length === 1 && /now owned by a newer claim/.test(errOut[0].error ?? '') && (e.out('Complete with the stale token', 0) ?? []).length === 0,
+		JSON.stringify({ main: e.out('Complete with the stale token', 0), err: errOut }).slice(0, 400),
+	);
+}
+
+// ---------------------------------------------------------------- Concurrency Lock via the sub-workflow
+for (const [backend, id] of [
+	['embedded', CALLER],
+	['redis', CALLER + 'R'],
+]) {
+	const r = execute(id);
+	const took = r.out('Take the lock')?.[0];
+	const again = r.out('Take the lock again')?.[0];
+	const rel = r.out('Release the lock')?.[0];
+	check(
+		`[${backend}] sub-workflow {action:"set", key, timeout} via Execute Workflow takes the lock (owner and fencing token in the output)`,
+		r.ok && took?.lock?.acquired === true && typeof took.lock.owner === 'string' && took.lock.fence >= 1 && took.lock.remainingMs > 590000,
+		String(JSON.stringify(took ?? r.error?.message ?? r.all.slice(-400))).slice(0, 400),
+	);
+	check(
+		`[${backend}] while it is held, a second "set" through the sub-workflow fails with "Already Executing"`,
+		/Already Executing/.test(again?.error ?? ''),
+		String(JSON.stringify(again)).slice(0, 400),
+	);
+	check(
+		`[${backend}] "unset" through the sub-workflow with the owner token releases the lock`,
+		rel?.lock?.released === true,
+		String(JSON.stringify(rel)).slice(0, 300),
+	);
+	if (backend === 'redis') {
+		const lockKeys = redisKeys(`${prefix}*nightly-sync*`);
+		const r2 = execute(id);
+		const took2 = r2.out('Take the lock')?.[0];
+		check(
+			'[redis] a later run takes the released lock again, with a higher fencing token',
+			r2.ok && took2?.lock?.acquired === true && took2.lock.fence > took.lock.fence,
+			JSON.stringify({ first: took?.lock?.fence, second: took2?.lock?.fence }),
+		);
+		check('[redis] the lock lives in Redis under the key prefix (redis-cli)', lockKeys.length > 0, `keys: ${lockKeys.join(' ')}`);
+	}
+}
+
+// ---------------------------------------------------------------- Both nodes: bad input, bad credential, queue mode
+{
+	// `n8n execute` falls back to regular mode but still connects to the queue's Redis at start:
+	// point it at the test Redis, under the run's prefix (deleted at the end).
+	const r = execute(LOOP, {
+		EXECUTIONS_MODE: 'queue',
+		QUEUE_BULL_REDIS_HOST: redisHost,
+		QUEUE_BULL_REDIS_PORT: String(redisPort),
+		QUEUE_BULL_REDIS_DB: String(redisDb),
+		...(redisUser ? { QUEUE_BULL_REDIS_USERNAME: redisUser } : {}),
+		...(redisPassword ? { QUEUE_BULL_REDIS_PASSWORD: redisPassword } : {}),
+		QUEUE_BULL_PREFIX: `${prefix}bull`,
+	});
+	check(
+		'[embedded] in queue mode (EXECUTIONS_MODE=queue) the Embedded backend is refused with the reason',
+		!r.ok && /queue mode/.test(r.all) && /Set Backend to Redis/.test(r.all),
+		redact(r.all.slice(-500)),
+	);
+	const b = execute(LOOP + 'B');
+	check(
+		'[redis] an unreachable Redis fails the node with a message naming it, and the password appears nowhere',
+		!b.ok && /Could not connect to Redis/.test(b.all) && !b.all.includes('e2e-wrong-password-5b1d'),
+		redact(b.all.slice(-500)),
+	);
+}
+
+// ---------------------------------------------------------------- n8n as a server: overlapping runs
+async function freePort() {
+	return await new Promise((resolve, reject) => {
+		const s = net.createServer();
+		s.once('error', reject);
+		s.listen(0, '127.0.0.1', () => {
+			const { port } = s.address();
+			s.close(() => resolve(port));
+		});
+	});
+}
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function withServer(fn) {
+	const port = await freePort();
+	const env = { ...process.env, N8N_PORT: String(port), N8N_LISTEN_ADDRESS: '127.0.0.1' };
+	const serverLog = path.join(userFolder, 'server.log');
+	const out = fs.openSync(serverLog, 'a');
+	const logStart = fs.statSync(serverLog).size;
+	const child = spawn(process.execPath, [n8nBin, 'start'], { env, stdio: ['ignore', out, out] });
+	const base = `http://127.0.0.1:${port}`;
+	const t0 = Date.now();
+	let up = false;
+	while (Date.now() - t0 < 120000 && child.exitCode === null) {
+		try {
+			// Ready, and done activating the published workflows (their webhooks are registered
+			// before n8n prints where the editor is).
+			const res = await fetch(`${base}/healthz/readiness`);
+			const text = fs.readFileSync(serverLog, 'utf8').slice(logStart);
+			if (res.ok && text.includes('Editor is now accessible')) {
+				up = true;
+				break;
+			}
+		} catch {
+			// not listening yet
+		}
+		await sleep(500);
+	}
+	check(`n8n start serves on 127.0.0.1:${port} with the published workflows active (ready in ${((Date.now() - t0) / 1000).toFixed(1)} s)`, up);
+	try {
+		if (up) await fn(base);
+	} finally {
+		child.kill('SIGTERM');
+		const exited = await Promise.race([new Promise((r) => child.once('exit', () => r(true))), sleep(20000).then(() => false)]);
+		if (!exited) child.kill('SIGKILL');
+	}
+}
+
+/** Executions of a workflow in n8n's database, with whether their data holds `text`. */
+function executionsOf(workflowId, text) {
+	const db = new DatabaseSync(path.join(userFolder, '.n8n', 'database.sqlite'), { readOnly: true });
+	try {
+		return db
+			.prepare(
+				'select e.id as id, e.status as status, instr(d.data, ?) > 0 as has from execution_entity e join execution_data d on d.executionId = e.id where e.workflowId = ? order by e.id',
+			)
+			.all(text, workflowId);
+	} finally {
+		db.close();
+	}
+}
+
+async function post(url, body = {}) {
+	const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+	const text = await res.text();
+	let json;
+	try {
+		json = JSON.parse(text);
+	} catch {
+		json = undefined;
+	}
+	log(`POST ${url} -> ${res.status} ${redact(text).slice(0, 2000)}`);
+	return { status: res.status, text, json };
+}
+
+await withServer(async (base) => {
+	for (const [backend, sfx] of [
+		['embedded', ''],
+		['redis', '-redis'],
+	]) {
+		// Two overlapping runs: the second starts while the first holds the lock for 3 s.
+		const first = post(`${base}/webhook/flowguard-locked-job${sfx}`);
+		await sleep(800);
+		let heldKeys = [];
+		if (backend === 'redis') heldKeys = redisKeys(`${prefix}*locked-job*`);
+		const second = await post(`${base}/webhook/flowguard-locked-job${sfx}`);
+		const a = await first;
+		check(
+			`[${backend}] overlapping runs: the first run completes and releases its lock`,
+			a.status === 200 && /"released":\s*true/.test(a.text),
+			`${a.status} ${a.text.slice(0, 300)}`,
+		);
+		const execs = executionsOf(backend === 'redis' ? JOB + 'R' : JOB, 'Already Executing');
+		check(
+			`[${backend}] overlapping runs: the second run fails with "Already Executing" (HTTP 500; the error read from n8n's execution record)`,
+			second.status === 500 && execs.filter((e) => e.status === 'error' && e.has).length === 1 && execs.filter((e) => e.status === 'success').length === 1,
+			`${second.status} ${second.text.slice(0, 300)} executions: ${JSON.stringify(execs)}`,
+		);
+		const third = await post(`${base}/webhook/flowguard-locked-job${sfx}`);
+		check(`[${backend}] after the first run released it, a new run takes the lock`, third.status === 200 && /"released":\s*true/.test(third.text), `${third.status} ${third.text.slice(0, 200)}`);
+		if (backend === 'redis') {
+			check('[redis] while the first run held it, the lock was a key in Redis (redis-cli)', heldKeys.length > 0, `keys: ${heldKeys.join(' ')}`);
+		}
+
+		// Locked output: the overlapping run is routed, not failed.
+		const f = post(`${base}/webhook/flowguard-locked-job-route${sfx}`);
+		await sleep(800);
+		const s = await post(`${base}/webhook/flowguard-locked-job-route${sfx}`);
+		const fr = await f;
+		check(
+			`[${backend}] "When Locked: Route to Locked Output": the overlapping run takes the Locked output with the holder and time left`,
+			s.status === 200 && /"skipped":\s*true/.test(s.text) && /execution/.test(s.text) && fr.status === 200 && /"released":\s*true/.test(fr.text),
+			`${s.status} ${s.text.slice(0, 300)} | first: ${fr.status} ${fr.text.slice(0, 200)}`,
+		);
+	}
+
+	// Embedded state lives as long as the n8n process: a second run of the loop re-processes only what failed.
+	const l1 = await post(`${base}/webhook/flowguard-project-loop`);
+	const s1 = await post(`${base}/webhook/flowguard-project-report`);
+	const l2 = await post(`${base}/webhook/flowguard-project-loop`);
+	const s2 = await post(`${base}/webhook/flowguard-project-report`);
+	const c1 = (Array.isArray(s1.json) ? s1.json[0] : s1.json)?.counts;
+	const c2 = (Array.isArray(s2.json) ? s2.json[0] : s2.json)?.counts;
+	check(
+		'[embedded] in one n8n process: run 1 of the loop leaves 3 completed and 2 failed',
+		l1.status === 200 && c1?.completed === 3 && c1?.failed === 2,
+		`${l1.status} ${JSON.stringify(c1)}`,
+	);
+	check(
+		'[embedded] run 2 processes only the failed ones: 5 completed, 0 failed',
+		l2.status === 200 && c2?.completed === 5 && c2?.failed === 0,
+		`${l2.status} ${JSON.stringify(c2)}`,
+	);
+});
+
+// ---------------------------------------------------------------- clean-up and summary
+try {
+	const keys = redisKeys(`${prefix}*`);
+	for (let i = 0; i < keys.length; i += 200) redisCli('DEL', ...keys.slice(i, i + 200));
+} catch (e) {
+	console.log(`  (could not delete the test keys: ${redact(e.message)})`);
+}
+const total = durations.reduce((a, b) => a + b, 0);
+console.log(
+	`n8n-e2e: ${durations.length} n8n executions, ${(total / 1000).toFixed(1)} s in total (${(total / durations.length / 1000).toFixed(1)} s each); log: ${logFile}`,
+);
+console.log(`n8n-e2e: ${passed} passed, ${failed} failed`);
+process.exit(failed === 0 && passed > 0 ? 0 : 1);

@@ -1,0 +1,54 @@
+// Unit tests of the nodes' shared helpers (run after `npm run build`): node --test test/*.test.js
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const { redisUrlFromCredential, isQueueMode, openClient, openClientCount } = require('../dist/nodes/shared/client');
+
+test('Redis URL from n8n\'s Redis credential: password only', () => {
+	assert.equal(
+		redisUrlFromCredential({ host: 'redis.local', port: 6380, password: 'p@ss:w/rd', database: 2, ssl: false }),
+		'redis://:p%40ss%3Aw%2Frd@redis.local:6380/2',
+	);
+});
+
+test('Redis URL: user and password, TLS, TLS verification disabled', () => {
+	assert.equal(
+		redisUrlFromCredential({ host: 'h', port: 6379, user: 'app', password: 'x', database: 0, ssl: true, disableTlsVerification: true }),
+		'rediss://app:x@h:6379/0#insecure',
+	);
+	assert.equal(redisUrlFromCredential({ host: 'h', port: 6379, ssl: true }), 'rediss://h:6379/0');
+});
+
+test('Redis URL: defaults and IPv6 host', () => {
+	assert.equal(redisUrlFromCredential({}), 'redis://localhost:6379/0');
+	assert.equal(redisUrlFromCredential({ host: '::1', port: 7000 }), 'redis://[::1]:7000/0');
+});
+
+test('queue mode is read from EXECUTIONS_MODE', () => {
+	const before = process.env.EXECUTIONS_MODE;
+	try {
+		process.env.EXECUTIONS_MODE = 'queue';
+		assert.equal(isQueueMode(), true);
+		process.env.EXECUTIONS_MODE = 'regular';
+		assert.equal(isQueueMode(), false);
+	} finally {
+		if (before === undefined) delete process.env.EXECUTIONS_MODE;
+		else process.env.EXECUTIONS_MODE = before;
+	}
+});
+
+test('clients are cached by settings: the same settings give the same client', async () => {
+	const n = openClientCount();
+	const a = await openClient({ backend: 'embedded', prefix: 'unit-a:' });
+	const b = await openClient({ backend: 'embedded', prefix: 'unit-a:' });
+	const c = await openClient({ backend: 'embedded', prefix: 'unit-b:' });
+	assert.equal(a, b);
+	assert.notEqual(a, c);
+	assert.equal(openClientCount(), n + 2);
+	assert.equal(a.backend, 'embedded');
+});
+
+test('a failed open is not cached', async () => {
+	const n = openClientCount();
+	await assert.rejects(openClient({ backend: 'redis', url: 'redis://127.0.0.1:1/0', prefix: 'x:' }), (e) => typeof e.code === 'string');
+	assert.equal(openClientCount(), n);
+});

@@ -1,0 +1,18 @@
+-- Dedup Queue: claim up to ARGV[3] due ids of one shard, oldest first, for ARGV[4] ms, for the
+-- owner token ARGV[2]. Reply: 1, the visibility deadline, then id and due time per claimed id.
+local bad = wrong_shards()
+if bad then return {0, bad} end
+reap()
+local deadline = now + tonumber(ARGV[4])
+local ids = redis.call('ZRANGEBYSCORE', W, '-inf', fmt(now), 'WITHSCORES', 'LIMIT', 0, ARGV[3])
+local out = {1, deadline}
+for i = 1, #ids, 2 do
+  local id = ids[i]
+  redis.call('ZREM', W, id)
+  redis.call('ZADD', C, fmt(deadline), id)
+  redis.call('HSET', O, id, ARGV[2])
+  out[#out + 1] = id
+  out[#out + 1] = tonumber(ids[i + 1])
+end
+tidy()
+return out

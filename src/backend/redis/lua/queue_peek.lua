@@ -1,0 +1,13 @@
+-- Dedup Queue: the first ARGV[2] waiting ids of one shard by due time, without claiming.
+-- Reply: 1, now, then id and due time per id.
+local bad = wrong_shards()
+if bad then return {0, bad} end
+reap()
+local ids = redis.call('ZRANGE', W, 0, fmt(tonumber(ARGV[2]) - 1), 'WITHSCORES')
+local out = {1, now}
+for i = 1, #ids, 2 do
+  out[#out + 1] = ids[i]
+  out[#out + 1] = tonumber(ids[i + 1])
+end
+tidy()
+return out
