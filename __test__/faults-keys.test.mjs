@@ -1,5 +1,5 @@
-// Keys: a property test over random names (colons, braces, percent signs, unicode, long). Distinct
-// names never share a key (every claim and lock of a distinct name succeeds, and the key count is
+// Keys: a property test over random names (colons, braces, percent signs, unicode, long) of item
+// groups, item ids, locks, and (when in the build) queues and state keys. Distinct names never share a key (every claim and lock of a distinct name succeeds, and the key count is
 // exact), and all keys of one group (or one lock) share one Redis Cluster hash slot: checked by
 // CLUSTER KEYSLOT, and enforced by Redis itself, because the suite runs against a single-node
 // cluster holding every slot, where a script touching two slots fails with CROSSSLOT.
@@ -69,6 +69,8 @@ function hashTag(key) {
   return key.slice(open + 1, close)
 }
 
+let getStatesAcrossSlots = null
+
 test(`keys: distinct names never share a key; one group's keys share a slot (seed ${SEED})`, { skip: !haveRedis && 'redis-server not installed', timeout: 120_000 }, async () => {
   const port = await freePort()
   const dir = mkdtempSync(join(tmpdir(), 'fg-keys-'))
@@ -134,10 +136,55 @@ test(`keys: distinct names never share a key; one group's keys share a slot (see
       assert.equal(slots.size, 1, `keys of ${JSON.stringify(tag)} span ${slots.size} slots`)
       checked += ks.length
     }
-    console.log(`# keys: seed ${SEED}, ${groupNames.length} groups (${claims} items), ${lockNames.length} locks, ${checked} keys checked with CLUSTER KEYSLOT on a single-node cluster`)
+    // Dedup Queue and Job State (when in the build), under a prefix of their own: every shard of
+    // a queue is its own hash tag (shards spread over slots by design); a state key is one tag.
+    let extra = ''
+    if (typeof fg.enqueue === 'function') {
+      const prefix2 = `keys2:${SEED}:`
+      const fg2 = await Flowguard.open({ url: `redis://127.0.0.1:${port}`, prefix: prefix2 })
+      const queueNames = names(next, LONG ? 500 : 100)
+      const stateNames = names(next, LONG ? 500 : 100)
+      // Two ids per queue, one on each of its 2 shards.
+      const ids = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h']
+      const pair = [ids.find((x) => Flowguard.shardOf(x, 2) === 0), ids.find((x) => Flowguard.shardOf(x, 2) === 1)]
+      for (const q of queueNames) {
+        const r = await fg2.enqueue(q, pair, { shards: 2 })
+        assert.equal(r.added, 2, `queue ${JSON.stringify(q)} found its ids already waiting: a shared key`)
+      }
+      for (const [i, k] of stateNames.entries()) await fg2.setState(k, { i })
+      for (const [i, k] of stateNames.entries()) assert.deepEqual(await fg2.getState(k), { i }, `state ${JSON.stringify(k)} read another key's value`)
+      // getStates reads keys of different hash tags in one step: on a Redis Cluster that is a
+      // CROSSSLOT error. Recorded here, asserted by the todo test below.
+      getStatesAcrossSlots = await fg2.getStates(stateNames.slice(0, 2)).then(() => 'ok', (e) => `${e.code}: ${e.message}`)
+      const keys2 = await r.scanAll(`${prefix2}*`)
+      const tags2 = new Map()
+      for (const k of keys2) {
+        const t = hashTag(k)
+        if (!tags2.has(t)) tags2.set(t, [])
+        tags2.get(t).push(k)
+      }
+      assert.equal(tags2.size, queueNames.length * 2 + stateNames.length, 'one hash tag per queue shard and per state key')
+      for (const [tag, ks] of tags2) {
+        const slots = new Set()
+        for (const k of ks) slots.add(await r.call('CLUSTER', 'KEYSLOT', k))
+        assert.equal(slots.size, 1, `keys of ${JSON.stringify(tag)} span ${slots.size} slots`)
+        checked += ks.length
+      }
+      extra = `, ${queueNames.length} queues × 2 shards, ${stateNames.length} state keys`
+    }
+    console.log(`# keys: seed ${SEED}, ${groupNames.length} groups (${claims} items), ${lockNames.length} locks${extra}, ${checked} keys checked with CLUSTER KEYSLOT on a single-node cluster`)
   } finally {
     r?.close()
     server.kill('SIGKILL')
     rmSync(dir, { recursive: true, force: true })
   }
+})
+
+test('keys: getStates of keys in different hash slots works on a Redis Cluster', {
+  skip: !haveRedis && 'redis-server not installed',
+  todo: 'Job State getStates reads several state keys (one hash tag each) in one script: CROSSSLOT on a cluster. Reported to the lead; found by the test above.',
+}, () => {
+  if (getStatesAcrossSlots === null) return // the queue/state part did not run in this build
+  console.log(`# keys: getStates across slots on a single-node cluster: ${getStatesAcrossSlots}`)
+  assert.equal(getStatesAcrossSlots, 'ok')
 })
