@@ -18,7 +18,7 @@ const KILLS = LONG ? 20 : 6
 const ITEM_LEASE_MS = 1500
 const LOCK_LEASE_MS = 1000
 
-test(`crashes: ${KILLS} SIGKILLs among ${WORKERS} workers over ${ITEMS} items and a lock`, { skip: !process.env.REDIS_URL && 'REDIS_URL not set', timeout: LONG ? 600_000 : 120_000 }, async () => {
+test(`crashes: ${KILLS} SIGKILLs among ${WORKERS} workers holding the lock, item claims and queue batches (${ITEMS} items)`, { skip: !process.env.REDIS_URL && 'REDIS_URL not set', timeout: LONG ? 600_000 : 120_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'fg-crash-'))
   const env = {
     ...process.env,
