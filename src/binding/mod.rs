@@ -30,6 +30,12 @@ use crate::error::Error as CoreError;
 /// workers. Measured in BENCHMARKS.md (CPU per call, serial and 64 in flight).
 #[napi_derive::module_init]
 fn init() {
+    // Once per process: a worker thread that loads the addon again shares the same runtime.
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(make_runtime);
+}
+
+fn make_runtime() {
     let workers = std::env::var("FLOWGUARD_WORKER_THREADS").ok().and_then(|v| v.parse::<usize>().ok()).filter(|n| *n > 0).unwrap_or(1);
     if let Ok(rt) = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
