@@ -141,7 +141,10 @@ impl TrackerTable {
                 !g.items.is_empty()
             });
         }
-        let g = self.groups.entry(group.to_string()).or_default();
+        if !self.groups.contains_key(group) {
+            self.groups.insert(group.to_string(), Group::default());
+        }
+        let g = self.groups.get_mut(group).expect("inserted above");
         g.purge(now);
         g
     }
