@@ -102,8 +102,7 @@ pub struct AcquireOptions {
 /// deadline and never much past the holder's lease end.
 fn pause(attempt: u32, holder_remaining_ms: u64, left: Duration) -> Duration {
     let cap = BACKOFF_START_MS.saturating_mul(1u64 << attempt.min(16)).min(BACKOFF_MAX_MS);
-    let mut r = [0u8; 2];
-    let jitter = if getrandom::fill(&mut r).is_ok() { u16::from_le_bytes(r) as u64 } else { 32768 };
+    let jitter = rand::random::<u16>() as u64;
     // Full jitter in [cap/2, cap].
     let ms = cap / 2 + (cap / 2) * jitter / 65535;
     let ms = if holder_remaining_ms > 0 { ms.min(holder_remaining_ms + 1) } else { ms };

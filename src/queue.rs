@@ -271,11 +271,10 @@ fn by_shard(ids: &[String], shards: u32) -> Vec<(u32, Vec<usize>)> {
 }
 
 fn random_below(n: u64) -> u64 {
-    let mut r = [0u8; 8];
-    if getrandom::fill(&mut r).is_err() || n == 0 {
+    if n == 0 {
         return 0;
     }
-    u64::from_le_bytes(r) % n
+    rand::random::<u64>() % n
 }
 
 /// Splits `limit` over `k` shards as evenly as possible, the remainder going to the shards from

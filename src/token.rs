@@ -4,21 +4,11 @@ use crate::error::{Error, Result};
 
 pub const TOKEN_LEN: usize = 32;
 
-/// A fresh owner token from the operating system's random source.
+/// A fresh owner token: 128 bits from a cryptographically secure generator (rand's thread-local
+/// ChaCha, seeded and periodically reseeded from the operating system), with no system call per
+/// token.
 pub fn new_token() -> String {
-    let mut bytes = [0u8; 16];
-    if getrandom::fill(&mut bytes).is_err() {
-        // The OS source failing is practically impossible; fall back to time and address entropy
-        // rather than panicking inside a host process.
-        let t = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0);
-        let addr = &bytes as *const _ as usize as u128;
-        let mixed = t ^ (addr << 64) ^ (t.rotate_left(41));
-        bytes = mixed.to_le_bytes();
-    }
-    hex(&bytes)
+    hex(&rand::random::<u128>().to_le_bytes())
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -32,7 +22,7 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 /// Checks that `token` has the shape of an owner token; `field` names it in the error.
-pub fn check_token(field: &str, token: &str) -> Result<()> {
+pub fn check_token(field: impl std::fmt::Display, token: &str) -> Result<()> {
     if token.len() == TOKEN_LEN && token.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
         Ok(())
     } else {

@@ -338,20 +338,30 @@ pub(crate) fn truncate(s: &str, max_chars: usize) -> String {
     }
 }
 
-/// Validates a request and turns it into an operation for a backend.
-fn to_op(field: &str, req: ItemRequest, retention_ms: u64) -> Result<ItemOp> {
-    validate::name(&format!("{field}.id"), &req.id)?;
+/// The name of a field of request `i` of a batch, built only when an error needs it.
+struct Field(usize, &'static str);
+
+impl std::fmt::Display for Field {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "requests[{}].{}", self.0, self.1)
+    }
+}
+
+/// Validates request `i` and turns it into an operation for a backend.
+fn to_op(i: usize, req: ItemRequest, retention_ms: u64) -> Result<ItemOp> {
+    let field = |name| Field(i, name);
+    validate::name(field("id"), &req.id)?;
     if let Some(owner) = &req.owner {
-        token::check_token(&format!("{field}.owner"), owner)?;
+        token::check_token(field("owner"), owner)?;
     }
     let keep_ms = match req.keep_ms {
-        Some(v) => validate::duration_ms(&format!("{field}.keepMs"), v)?,
+        Some(v) => validate::duration_ms(field("keepMs"), v)?,
         None => retention_ms,
     };
     Ok(match req.status.as_str() {
         "in_progress" => {
             let lease_ms = match req.timeout_ms {
-                Some(v) => validate::duration_ms(&format!("{field}.timeoutMs"), v)?,
+                Some(v) => validate::duration_ms(field("timeoutMs"), v)?,
                 None => DEFAULT_LEASE_MS,
             };
             ItemOp::Claim { id: req.id, owner: token::new_token(), lease_ms, reclaim_completed: req.reclaim_completed }
@@ -359,13 +369,14 @@ fn to_op(field: &str, req: ItemRequest, retention_ms: u64) -> Result<ItemOp> {
         "completed" => ItemOp::Complete { id: req.id, owner: req.owner, keep_ms },
         "failed" => {
             let error = req.error.unwrap_or_default();
-            validate::text(&format!("{field}.error"), &error)?;
+            validate::text(field("error"), &error)?;
             ItemOp::Fail { id: req.id, owner: req.owner, error, keep_ms }
         }
         "none" => ItemOp::Unset { id: req.id },
         other => {
             return Err(Error::invalid(format!(
-                "{field}.status must be one of in_progress, completed, failed, none; got {:?}",
+                "{} must be one of in_progress, completed, failed, none; got {:?}",
+                field("status"),
                 truncate(other, 40)
             )))
         }
@@ -382,7 +393,7 @@ impl Client {
         let ops = requests
             .into_iter()
             .enumerate()
-            .map(|(i, r)| to_op(&format!("requests[{i}]"), r, retention))
+            .map(|(i, r)| to_op(i, r, retention))
             .collect::<Result<Vec<_>>>()?;
         if ops.is_empty() {
             return Ok(Vec::new());
@@ -419,7 +430,7 @@ impl Client {
         validate::name("group", group)?;
         validate::batch_len("ids", ids.len())?;
         for (i, id) in ids.iter().enumerate() {
-            validate::name(&format!("ids[{i}]"), id)?;
+            validate::name(format_args!("ids[{i}]"), id)?;
         }
         if ids.is_empty() {
             return Ok(Vec::new());

@@ -1,5 +1,7 @@
 //! Checks of names, durations and limits, shared by every backend. Each error names the field.
 
+use std::fmt::Display;
+
 use crate::error::{Error, Result};
 
 /// Names (groups, item ids, lock names, keys) are 1..=1024 bytes of UTF-8.
@@ -11,7 +13,7 @@ pub const MAX_TEXT_BYTES: usize = 4096;
 /// The most ids in one batch call.
 pub const MAX_BATCH: usize = 100_000;
 
-pub fn name(field: &str, value: &str) -> Result<()> {
+pub fn name(field: impl Display, value: &str) -> Result<()> {
     if value.is_empty() {
         return Err(Error::invalid(format!("{field} must be a non-empty string")));
     }
@@ -24,7 +26,7 @@ pub fn name(field: &str, value: &str) -> Result<()> {
     Ok(())
 }
 
-pub fn text(field: &str, value: &str) -> Result<()> {
+pub fn text(field: impl Display, value: &str) -> Result<()> {
     if value.len() > MAX_TEXT_BYTES {
         return Err(Error::invalid(format!(
             "{field} is {} bytes long; the limit is {MAX_TEXT_BYTES} bytes",
@@ -36,7 +38,7 @@ pub fn text(field: &str, value: &str) -> Result<()> {
 
 /// A duration given in milliseconds as a JavaScript number: finite, > 0, at most 365 days.
 /// Fractions are rounded up to whole milliseconds.
-pub fn duration_ms(field: &str, value: f64) -> Result<u64> {
+pub fn duration_ms(field: impl Display, value: f64) -> Result<u64> {
     if !value.is_finite() {
         return Err(Error::invalid(format!("{field} must be a finite number of milliseconds, got {value}")));
     }
@@ -52,7 +54,7 @@ pub fn duration_ms(field: &str, value: f64) -> Result<u64> {
 }
 
 /// Like [`duration_ms`] but 0 is allowed (for example "do not wait").
-pub fn duration_ms_or_zero(field: &str, value: f64) -> Result<u64> {
+pub fn duration_ms_or_zero(field: impl Display, value: f64) -> Result<u64> {
     if value == 0.0 {
         return Ok(0);
     }
@@ -60,14 +62,14 @@ pub fn duration_ms_or_zero(field: &str, value: f64) -> Result<u64> {
 }
 
 /// A whole number in `min..=max`.
-pub fn integer(field: &str, value: f64, min: u64, max: u64) -> Result<u64> {
+pub fn integer(field: impl Display, value: f64, min: u64, max: u64) -> Result<u64> {
     if !value.is_finite() || value.fract() != 0.0 || value < min as f64 || value > max as f64 {
         return Err(Error::invalid(format!("{field} must be a whole number from {min} to {max}, got {value}")));
     }
     Ok(value as u64)
 }
 
-pub fn batch_len(field: &str, len: usize) -> Result<()> {
+pub fn batch_len(field: impl Display, len: usize) -> Result<()> {
     if len > MAX_BATCH {
         return Err(Error::invalid(format!("{field} holds {len} entries; the limit is {MAX_BATCH} per call")));
     }

@@ -200,7 +200,10 @@ const CALLER = 'fgExLockCall00001';
 const JOB = 'fgExLockedJob0001';
 const ROUTE = 'fgExLockedRoute01';
 const STALE = 'fgExStale00000001';
-for (const id of [LOOP, REPORT, SUB, CALLER, JOB, ROUTE, STALE]) {
+const QENQ = 'fgExQueueEnqueue1';
+const QSYNC = 'fgExQueueSync0001';
+const QRCPT = 'fgExQueueReceipt1';
+for (const id of [LOOP, REPORT, SUB, CALLER, JOB, ROUTE, STALE, QENQ, QSYNC, QRCPT]) {
 	if (!byName[id]) {
 		console.error(`example workflow ${id} is missing from ${examplesDir}`);
 		process.exit(2);
@@ -212,7 +215,13 @@ const toImport = [
 	onErrorVariant(byName[STALE], 'Complete with the stale token', undefined, 'S'),
 	onErrorVariant(byName[STALE], 'Complete with the stale token', 'continueErrorOutput', 'E'),
 	redisVariant(byName[LOOP], BAD_CRED, 'B'),
+	onErrorVariant(byName[QRCPT], 'Ack with a wrong receipt', undefined, 'S'),
 ];
+// The product sync's Schedule Trigger (every 30 min, at :00 and :30) is disabled in the imported
+// copies: the server started below must not run a sync of its own in the middle of the checks.
+for (const w of toImport) {
+	for (const n of w.nodes) if (n.type === 'n8n-nodes-base.scheduleTrigger') n.disabled = true;
+}
 const wfDir = path.join(workDir, 'workflows');
 fs.mkdirSync(wfDir, { recursive: true });
 for (const w of toImport) fs.writeFileSync(path.join(wfDir, `${w.id}.json`), JSON.stringify(w, null, 1));
@@ -238,7 +247,7 @@ if (process.env.FG_LINT_RESULT) {
 	fs.rmSync(path.join(workDir, 'credentials.json'));
 	const w = n8n(['import:workflow', '--separate', `--input=${wfDir}`]);
 	check(`import ${toImport.length} workflows (the examples, their Redis copies and variants)`, w.rc === 0, redact(w.stderr).slice(-400));
-	for (const id of [SUB, SUB + 'R', JOB, JOB + 'R', ROUTE, ROUTE + 'R', LOOP, REPORT]) {
+	for (const id of [SUB, SUB + 'R', JOB, JOB + 'R', ROUTE, ROUTE + 'R', LOOP, REPORT, QENQ, QSYNC]) {
 		const p = n8n(['publish:workflow', `--id=${id}`]);
 		if (p.rc !== 0) check(`publish workflow ${id}`, false, redact(p.stderr).slice(-400));
 	}
@@ -384,6 +393,127 @@ for (const [backend, id] of [
 	}
 }
 
+// ---------------------------------------------------------------- Dedup Queue on Redis: producer, consumer, receipts
+const HEX32 = /^[0-9a-f]{32}$/;
+/** Sum of ZCARD over the shards' sorted sets `kind` (w: waiting, c: claimed) of a queue, read with redis-cli. */
+function redisQueueCount(queue, shards, kind) {
+	let n = 0;
+	for (let s = 0; s < shards; s++) n += Number(redisCli('ZCARD', `${prefix}{q:${queue}:${s}}:${kind}`));
+	return n;
+}
+{
+	const e = execute(QENQ + 'R');
+	const enq = e.out('Enqueue product') ?? [];
+	const outcomes = enq.map((j) => j.dedupQueue?.outcome).join(',');
+	const first = Object.fromEntries(enq.filter((j) => j.dedupQueue?.outcome === 'added').map((j) => [j.productId, j.dedupQueue.dueAt]));
+	check(
+		'[redis] enqueue: 6 product IDs with duplicates (one call): 4 added, the 2 repeats are duplicates that keep their first due time',
+		e.ok && enq.length === 6 && outcomes === 'added,added,duplicate,added,duplicate,added' &&
+			enq.every((j) => j.productId === j.dedupQueue.id && j.dedupQueue.queue === 'product-sync' && j.dedupQueue.dueAt === first[j.productId]),
+		String(JSON.stringify(enq.map((j) => j.dedupQueue) ?? e.error?.message ?? e.all.slice(-400))).slice(0, 600),
+	);
+	check(
+		'[redis] enqueue: shards are fnv1a(id) % 4, as the npm fnv1a package computes them (product-id-1 is shard 0)',
+		enq.find((j) => j.productId === 'product-id-1')?.dedupQueue.shard === 0 &&
+			sorted(enq.map((j) => `${j.productId}:${j.dedupQueue.shard}`)) === sorted(['product-id-1:0', 'product-id-2:1', 'product-id-1:0', 'product-id-3:2', 'product-id-2:1', 'product-id-4:3']),
+		JSON.stringify(enq.map((j) => [j.productId, j.dedupQueue?.shard])),
+	);
+	const size = e.out('Queue size')?.[0];
+	check(
+		'[redis] Size after the enqueue: 4 waiting and due (duplicates not enqueued), 0 claimed, one per shard',
+		size?.waiting === 4 && size.due === 4 && size.claimed === 0 && size.shards?.map((x) => x.waiting).join(',') === '1,1,1,1',
+		JSON.stringify(size),
+	);
+	let w = -1;
+	let members = '';
+	try {
+		w = redisQueueCount('product-sync', 4, 'w');
+		members = sorted([0, 1, 2, 3].flatMap((s) => redisCli('ZRANGE', `${prefix}{q:product-sync:${s}}:w`, '0', '-1').split('\n').filter(Boolean)));
+	} catch (err) {
+		members = redact(err.message);
+	}
+	check(
+		'[redis] redis-cli: the 4 distinct IDs wait in the shards\' sorted sets <prefix>{q:product-sync:N}:w',
+		w === 4 && members === 'product-id-1,product-id-2,product-id-3,product-id-4',
+		`ZCARD sum ${w}, members ${members}`,
+	);
+
+	const c = execute(QSYNC + 'R');
+	const read = c.out('Read a batch') ?? [];
+	const owner = read[0]?.owner;
+	check(
+		'[redis] Read Batch claims the 4 due IDs: one item each with { id, queue, shard, owner (receipt) }, one receipt for the batch, visible for 900 s',
+		c.ok && read.length === 4 && ids(read) === 'product-id-1,product-id-2,product-id-3,product-id-4' && HEX32.test(owner ?? '') &&
+			read.every((j) => j.owner === owner && j.queue === 'product-sync' && j.shard === enq.find((x) => x.productId === j.id)?.dedupQueue.shard &&
+				j.visibleUntil - Date.now() > 850000),
+		String(JSON.stringify(read.length ? read : (c.error?.message ?? c.all.slice(-500)))).slice(0, 600),
+	);
+	const syncRuns = c.run?.data?.resultData?.runData?.['Sync product (simulated API call)'] ?? [];
+	const gaps = syncRuns.slice(1).map((r, k) => r.startTime - syncRuns[k].startTime);
+	check(
+		'[redis] the batch is processed one product at a time with the 0.5 s Wait between calls (Loop Over Items)',
+		syncRuns.length === 4 && gaps.every((g) => g >= 450),
+		`runs ${syncRuns.length}, gaps ${gaps.join(' ')} ms`,
+	);
+	const acked = c.out('Ack synced products') ?? [];
+	const after = c.out('Queue size')?.[0];
+	check(
+		'[redis] Ack: the 4 IDs acked in one call with the receipt found in each item; Size then 0 waiting, 0 claimed',
+		acked.length === 4 && acked.every((j) => j.dedupQueue?.ok === true && j.dedupQueue.id === j.id && j.syncedAt) &&
+			after?.waiting === 0 && after.claimed === 0,
+		String(JSON.stringify({ acked: acked.map((j) => j.dedupQueue), after })).slice(0, 600),
+	);
+	let left = '';
+	try {
+		left = `${redisQueueCount('product-sync', 4, 'w')}/${redisQueueCount('product-sync', 4, 'c')}`;
+	} catch (err) {
+		left = redact(err.message);
+	}
+	check('[redis] redis-cli: nothing waiting or claimed left in the shards (ZCARD w and c)', left === '0/0', left);
+
+	const t = execute(QRCPT + 'R');
+	const rd = t.out('Read the batch') ?? [];
+	const wrong = t.out('Ack with a wrong receipt') ?? [];
+	const rel = t.out('Release for a retry in 30 s') ?? [];
+	const again = t.out('Ack after the release') ?? [];
+	const rsize = t.out('Queue size')?.[0];
+	check(
+		'[redis] refusal: Ack with a wrong receipt refuses both IDs (not_owner); continue-on-fail keeps the item and adds the error',
+		t.ok && rd.length === 2 && wrong.length === 2 &&
+			wrong.every((j) => j.dedupQueue?.ok === false && j.dedupQueue.reason === 'not_owner' && /held by another read: not acked/.test(j.error ?? '') && j.owner === rd[0].owner),
+		String(JSON.stringify(wrong.length ? wrong : (t.error?.message ?? t.all.slice(-500)))).slice(0, 600),
+	);
+	check(
+		'[redis] release: the right receipt and ID are found through the item lineage (JSON replaced by a Set node); due again in 30 s',
+		rel.length === 2 && rel.every((j) => j.order && j.id === undefined && j.dedupQueue?.ok === true && j.dedupQueue.id === j.order &&
+			j.dedupQueue.dueAt - rd[0].dueAt > 25000 && j.dedupQueue.dueAt - rd[0].dueAt < 40000),
+		String(JSON.stringify(rel)).slice(0, 600),
+	);
+	check(
+		'[redis] an Ack after the release is refused (not_claimed); Size: 2 waiting, none due yet, 0 claimed',
+		again.length === 2 && again.every((j) => j.dedupQueue?.reason === 'not_claimed' && /is not claimed/.test(j.error ?? '')) &&
+			rsize?.waiting === 2 && rsize.due === 0 && rsize.claimed === 0,
+		String(JSON.stringify({ again: again.map((j) => j.dedupQueue), rsize })).slice(0, 600),
+	);
+	let score = 0;
+	try {
+		score = Number(redisCli('ZSCORE', `${prefix}{q:order-export:0}:w`, 'order-1001'));
+	} catch (err) {
+		score = -1;
+	}
+	check(
+		'[redis] redis-cli: the released ID waits again with its due time 30 s ahead (ZSCORE of <prefix>{q:order-export:0}:w)',
+		score > Date.now() + 15000,
+		`score ${score}, now ${Date.now()}`,
+	);
+	const f = execute(QRCPT + 'S');
+	check(
+		'[embedded] a wrong receipt without continue-on-fail fails the execution with a NodeOperationError naming the ID; nothing after it runs',
+		!f.ok && /ID "order-1001" of queue "order-export" is held by another read: not acked/.test(f.all) && !f.ran('Keep only the order'),
+		redact(f.all.slice(-500)),
+	);
+}
+
 // ---------------------------------------------------------------- Both nodes: bad input, bad credential, queue mode
 {
 	// `n8n execute` falls back to regular mode but still connects to the queue's Redis at start:
@@ -523,6 +653,33 @@ await withServer(async (base) => {
 			`[${backend}] "When Locked: Route to Locked Output": the overlapping run takes the Locked output with the holder and time left`,
 			s.status === 200 && /"skipped":\s*true/.test(s.text) && /execution/.test(s.text) && fr.status === 200 && /"released":\s*true/.test(fr.text),
 			`${s.status} ${s.text.slice(0, 300)} | first: ${fr.status} ${fr.text.slice(0, 200)}`,
+		);
+	}
+
+	// Dedup Queue, embedded (its state lives in this n8n process): the producer and consumer examples via their webhooks.
+	{
+		const sizeOf = (res) => (Array.isArray(res.json) ? res.json[0] : res.json);
+		const p1 = await post(`${base}/webhook/flowguard-products-edited`);
+		const p2 = await post(`${base}/webhook/flowguard-products-edited`, { productIds: ['product-id-4', 'product-id-5', 'product-id-5'] });
+		check(
+			'[embedded] products-edited webhook: the 6 sample edits leave 4 waiting; a second call adds only product-id-5 (5 waiting)',
+			p1.status === 200 && sizeOf(p1)?.waiting === 4 && p2.status === 200 && sizeOf(p2)?.waiting === 5 && sizeOf(p2)?.claimed === 0,
+			`${p1.status} ${p1.text.slice(0, 200)} | ${p2.status} ${p2.text.slice(0, 200)}`,
+		);
+		const t0 = Date.now();
+		const s1 = await post(`${base}/webhook/flowguard-product-sync`);
+		const took = Date.now() - t0;
+		check(
+			`[embedded] product-sync webhook: the batch of 5 is read, synced 0.5 s apart (${(took / 1000).toFixed(1)} s) and acked; Size 0 waiting, 0 claimed`,
+			s1.status === 200 && sizeOf(s1)?.waiting === 0 && sizeOf(s1)?.claimed === 0 && took >= 2000,
+			`${s1.status} ${s1.text.slice(0, 300)}`,
+		);
+		const s2 = await post(`${base}/webhook/flowguard-product-sync`);
+		const runs = executionsOf(QSYNC, 'Ack synced products');
+		check(
+			'[embedded] a sync with nothing due: Read Batch outputs no item, the flow ends there without error (no Ack)',
+			s2.status === 200 && runs.length === 2 && runs.every((x) => x.status === 'success') && runs[0].has && !runs[1].has,
+			`${s2.status} ${s2.text.slice(0, 200)} executions: ${JSON.stringify(runs)}`,
 		);
 	}
 

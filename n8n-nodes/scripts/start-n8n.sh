@@ -28,7 +28,7 @@ if [ ! -f "$N8N_USER_FOLDER/.flowguard-examples-imported" ]; then
 	echo "start-n8n: importing the example workflows"
 	fg_n8n import:workflow --separate --input="$NODES/examples" >/dev/null
 	# Sub-workflows called by Execute Workflow, and workflows with webhooks, must be published.
-	for id in fgExLockSub000001 fgExLoop000000001 fgExReport0000001 fgExLockedJob0001 fgExLockedRoute01; do
+	for id in fgExLockSub000001 fgExLoop000000001 fgExReport0000001 fgExLockedJob0001 fgExLockedRoute01 fgExQueueEnqueue1 fgExQueueSync0001; do
 		fg_n8n publish:workflow --id="$id" >/dev/null
 	done
 	touch "$N8N_USER_FOLDER/.flowguard-examples-imported"
@@ -40,5 +40,7 @@ start-n8n: n8n is starting on http://localhost:$N8N_PORT (first visit: create th
     curl -X POST localhost:$N8N_PORT/webhook/flowguard-project-loop     # run the weekly loop (2 projects fail on the first attempt)
     curl -X POST localhost:$N8N_PORT/webhook/flowguard-project-report   # counts per status
     curl -X POST localhost:$N8N_PORT/webhook/flowguard-locked-job & curl -X POST localhost:$N8N_PORT/webhook/flowguard-locked-job   # 2nd: Already Executing
+    curl -X POST localhost:$N8N_PORT/webhook/flowguard-products-edited   # enqueue a bulk edit (6 edits, 4 products): Dedup Queue size
+    curl -X POST localhost:$N8N_PORT/webhook/flowguard-product-sync      # read the batch, sync 0.5 s apart, ack (also runs every 30 min)
 MSG
 exec node "$FG_N8N_BIN" start

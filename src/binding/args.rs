@@ -101,9 +101,17 @@ fn array<'e>(v: &Unknown<'e>, field: &str) -> Result<(Object<'e>, u32)> {
     Ok((o, len))
 }
 
+/// An array of strings. Fast path: one `JSON.stringify` of the array and one parse in Rust, rather
+/// than three napi calls per element; anything that is not plainly an array of strings (a number,
+/// a hole, a lone surrogate) takes the element-wise path, which names the offending element.
 pub fn strings(v: &Unknown, field: &str) -> Result<Vec<String>> {
     let (o, len) = array(v, field)?;
     crate::validate::batch_len(field, len as usize)?;
+    if let Some(all) = strings_via_json(v) {
+        if all.len() == len as usize {
+            return Ok(all);
+        }
+    }
     (0..len)
         .map(|i| {
             let e = conv(o.get_element::<Unknown>(i), field)?;
@@ -121,4 +129,33 @@ pub fn objects<'e>(v: &Unknown<'e>, field: &str) -> Result<Vec<Object<'e>>> {
             object(&e, &format!("{field}[{i}]"))
         })
         .collect()
+}
+
+fn strings_via_json(v: &Unknown) -> Option<Vec<String>> {
+    use napi::sys;
+    let raw = v.value();
+    let env = raw.env;
+    let mut global = std::ptr::null_mut();
+    let mut json = std::ptr::null_mut();
+    let mut stringify = std::ptr::null_mut();
+    let mut out = std::ptr::null_mut();
+    let ok = |s: sys::napi_status| s == sys::Status::napi_ok;
+    // SAFETY: on the JavaScript thread, with the env and value of the current call.
+    unsafe {
+        if !ok(sys::napi_get_global(env, &mut global))
+            || !ok(sys::napi_get_named_property(env, global, c"JSON".as_ptr(), &mut json))
+            || !ok(sys::napi_get_named_property(env, json, c"stringify".as_ptr(), &mut stringify))
+            || !ok(sys::napi_call_function(env, json, stringify, 1, &raw.value, &mut out))
+        {
+            // A throwing toJSON or getter leaves an exception pending: clear it, use the slow path.
+            let mut pending = false;
+            if ok(sys::napi_is_exception_pending(env, &mut pending)) && pending {
+                let mut e = std::ptr::null_mut();
+                sys::napi_get_and_clear_last_exception(env, &mut e);
+            }
+            return None;
+        }
+        let text = String::from_napi_value(env, out).ok()?;
+        serde_json::from_str::<Vec<String>>(&text).ok()
+    }
 }

@@ -7,6 +7,7 @@
 
 mod args;
 mod client;
+mod json;
 mod lock;
 mod queue;
 mod settle;

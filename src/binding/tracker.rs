@@ -5,32 +5,46 @@ use napi::Env;
 use napi_derive::napi;
 
 use super::client::Flowguard;
+use serde::Serialize;
+
+use super::json::{json, Json};
 use super::{args, promise};
 use crate::tracker::{self as core, ItemRequest, Outcome};
 
 #[napi(object)]
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Transition {
     /// When, in ms since the epoch (the backend's clock).
     pub at: f64,
     #[napi(ts_type = "'in_progress' | 'abandoned' | 'completed' | 'failed'")]
     pub status: String,
     pub attempt: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
 
 /// An item's state. `abandoned`: claimed, but its lease ran out before it was completed or failed.
 #[napi(object)]
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ItemState {
     pub id: String,
     #[napi(ts_type = "'none' | 'in_progress' | 'abandoned' | 'completed' | 'failed'")]
     pub status: String,
     pub attempts: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub created_at: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub updated_at: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub lease_expires_at: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub finished_at: Option<f64>,
     /// When the record will be forgotten (retention, or `keepMs` of a completion).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<f64>,
     /// The latest transitions, oldest first (at most 20).
     pub timeline: Vec<Transition>,
@@ -67,13 +81,17 @@ pub struct ClaimOptions {
 }
 
 #[napi(object)]
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ClaimResult {
     pub id: String,
     pub claimed: bool,
     /// The owner token: pass it to `complete` / `fail` so a stale worker cannot overwrite a newer claim.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub owner: Option<String>,
     /// Why the claim did not succeed.
     #[napi(ts_type = "'in_progress' | 'completed'")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     pub item: ItemState,
 }
@@ -115,6 +133,8 @@ pub struct ItemRequestInput {
 }
 
 #[napi(object)]
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ItemResult {
     pub id: String,
     #[napi(ts_type = "'claim' | 'complete' | 'fail' | 'unset'")]
@@ -122,12 +142,17 @@ pub struct ItemResult {
     /// Done. False for a claim that found the item busy, and for a refusal (see `code`).
     pub ok: bool,
     /// For claims: whether this call claimed the item.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub claimed: Option<bool>,
     #[napi(ts_type = "'in_progress' | 'completed'")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub owner: Option<String>,
     /// The error code of a refusal, e.g. `ERR_NOT_OWNER`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     pub item: ItemState,
 }
@@ -155,6 +180,8 @@ impl From<core::OpResult> for ItemResult {
 }
 
 #[napi(object)]
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct StatusCounts {
     pub in_progress: f64,
     pub abandoned: f64,
@@ -174,9 +201,12 @@ pub struct ListOptions {
 }
 
 #[napi(object)]
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ItemList {
     pub counts: StatusCounts,
     pub items: Vec<ItemState>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub next_offset: Option<f64>,
 }
 
@@ -214,44 +244,44 @@ impl Flowguard {
     /// Atomically claims an item for `timeoutMs`. A busy or completed item is a result
     /// (`claimed: false` with `reason`), not an error.
     #[napi(ts_args_type = "group: string, id: string, options?: ClaimOptions", ts_return_type = "Promise<ClaimResult>")]
-    pub fn claim<'e>(&self, env: &'e Env, group: Unknown<'e>, id: Unknown<'e>, options: Option<Unknown<'e>>) -> Result<PromiseRaw<'e, ClaimResult>> {
+    pub fn claim<'e>(&self, env: &'e Env, group: Unknown<'e>, id: Unknown<'e>, options: Option<Unknown<'e>>) -> Result<PromiseRaw<'e, Json>> {
         let parsed = (|| Ok((args::string(&group, "group")?, args::string(&id, "id")?, claim_opts(options.as_ref())?)))();
         let client = self.client.clone();
         promise(env, async move {
             let (group, id, (timeout_ms, reclaim)) = parsed?;
             let req = ItemRequest { id, status: "in_progress".into(), timeout_ms, reclaim_completed: reclaim, ..Default::default() };
-            Ok(core::ClaimResult::from(client.set_item(&group, req).await?).into())
+            json(&ClaimResult::from(core::ClaimResult::from(client.set_item(&group, req).await?)))
         })
     }
 
     /// Claims many items of one group in one atomic step (one round trip on Redis).
     #[napi(ts_args_type = "group: string, ids: string[], options?: ClaimOptions", ts_return_type = "Promise<ClaimResult[]>")]
-    pub fn claim_many<'e>(&self, env: &'e Env, group: Unknown<'e>, ids: Unknown<'e>, options: Option<Unknown<'e>>) -> Result<PromiseRaw<'e, Vec<ClaimResult>>> {
+    pub fn claim_many<'e>(&self, env: &'e Env, group: Unknown<'e>, ids: Unknown<'e>, options: Option<Unknown<'e>>) -> Result<PromiseRaw<'e, Json>> {
         let parsed = (|| Ok((args::string(&group, "group")?, args::strings(&ids, "ids")?, claim_opts(options.as_ref())?)))();
         let client = self.client.clone();
         promise(env, async move {
             let (group, ids, (timeout_ms, reclaim)) = parsed?;
-            Ok(client.claim_many(&group, ids, timeout_ms, reclaim).await?.into_iter().map(Into::into).collect())
+            json(&client.claim_many(&group, ids, timeout_ms, reclaim).await?.into_iter().map(ClaimResult::from).collect::<Vec<_>>())
         })
     }
 
     /// Marks an item completed and ends its lease. With `owner`, refused with `ERR_NOT_OWNER`
     /// when a newer claim owns the item.
     #[napi(ts_args_type = "group: string, id: string, options?: FinishOptions", ts_return_type = "Promise<ItemState>")]
-    pub fn complete<'e>(&self, env: &'e Env, group: Unknown<'e>, id: Unknown<'e>, options: Option<Unknown<'e>>) -> Result<PromiseRaw<'e, ItemState>> {
+    pub fn complete<'e>(&self, env: &'e Env, group: Unknown<'e>, id: Unknown<'e>, options: Option<Unknown<'e>>) -> Result<PromiseRaw<'e, Json>> {
         let parsed = (|| Ok((args::string(&group, "group")?, args::string(&id, "id")?, finish_opts(options.as_ref())?)))();
         let client = self.client.clone();
         promise(env, async move {
             let (group, id, (owner, keep_ms)) = parsed?;
             let req = ItemRequest { id, status: "completed".into(), owner, keep_ms, ..Default::default() };
-            Ok(client.set_item(&group, req).await?.item.into())
+            json(&ItemState::from(client.set_item(&group, req).await?.item))
         })
     }
 
     /// Marks an item failed with a reason and ends its lease; it can be claimed again. With
     /// `owner`, refused with `ERR_NOT_OWNER` when a newer claim owns the item.
     #[napi(ts_args_type = "group: string, id: string, reason: string, options?: FinishOptions", ts_return_type = "Promise<ItemState>")]
-    pub fn fail<'e>(&self, env: &'e Env, group: Unknown<'e>, id: Unknown<'e>, reason: Unknown<'e>, options: Option<Unknown<'e>>) -> Result<PromiseRaw<'e, ItemState>> {
+    pub fn fail<'e>(&self, env: &'e Env, group: Unknown<'e>, id: Unknown<'e>, reason: Unknown<'e>, options: Option<Unknown<'e>>) -> Result<PromiseRaw<'e, Json>> {
         let parsed = (|| {
             Ok((args::string(&group, "group")?, args::string(&id, "id")?, args::string(&reason, "reason")?, finish_opts(options.as_ref())?))
         })();
@@ -259,14 +289,14 @@ impl Flowguard {
         promise(env, async move {
             let (group, id, reason, (owner, keep_ms)) = parsed?;
             let req = ItemRequest { id, status: "failed".into(), owner, error: Some(reason), keep_ms, ..Default::default() };
-            Ok(client.set_item(&group, req).await?.item.into())
+            json(&ItemState::from(client.set_item(&group, req).await?.item))
         })
     }
 
     /// Applies many changes to items of one group in one atomic step. Refusals and busy items
     /// are per-item results; invalid input rejects the whole call before anything is written.
     #[napi(ts_args_type = "group: string, requests: ItemRequestInput[]", ts_return_type = "Promise<ItemResult[]>")]
-    pub fn set_items<'e>(&self, env: &'e Env, group: Unknown<'e>, requests: Unknown<'e>) -> Result<PromiseRaw<'e, Vec<ItemResult>>> {
+    pub fn set_items<'e>(&self, env: &'e Env, group: Unknown<'e>, requests: Unknown<'e>) -> Result<PromiseRaw<'e, Json>> {
         let parsed = (|| {
             let group = args::string(&group, "group")?;
             let reqs = args::objects(&requests, "requests")?
@@ -279,13 +309,13 @@ impl Flowguard {
         let client = self.client.clone();
         promise(env, async move {
             let (group, reqs) = parsed?;
-            Ok(client.set_items(&group, reqs).await?.into_iter().map(Into::into).collect())
+            json(&client.set_items(&group, reqs).await?.into_iter().map(ItemResult::from).collect::<Vec<_>>())
         })
     }
 
     /// Reads one item (status `none` when unknown).
     #[napi(ts_args_type = "group: string, id: string", ts_return_type = "Promise<ItemState>")]
-    pub fn get_item<'e>(&self, env: &'e Env, group: Unknown<'e>, id: Unknown<'e>) -> Result<PromiseRaw<'e, ItemState>> {
+    pub fn get_item<'e>(&self, env: &'e Env, group: Unknown<'e>, id: Unknown<'e>) -> Result<PromiseRaw<'e, Json>> {
         let parsed = (|| Ok((args::string(&group, "group")?, args::string(&id, "id")?)))();
         let client = self.client.clone();
         promise(env, async move {
@@ -294,18 +324,18 @@ impl Flowguard {
                 e.message = e.message.replacen("ids[0]", "id", 1);
                 e
             })?;
-            v.pop().map(Into::into).ok_or_else(|| crate::Error::internal("backend returned no item"))
+            json(&v.pop().map(ItemState::from).ok_or_else(|| crate::Error::internal("backend returned no item"))?)
         })
     }
 
     /// Reads many items of one group in one round trip.
     #[napi(ts_args_type = "group: string, ids: string[]", ts_return_type = "Promise<ItemState[]>")]
-    pub fn get_items<'e>(&self, env: &'e Env, group: Unknown<'e>, ids: Unknown<'e>) -> Result<PromiseRaw<'e, Vec<ItemState>>> {
+    pub fn get_items<'e>(&self, env: &'e Env, group: Unknown<'e>, ids: Unknown<'e>) -> Result<PromiseRaw<'e, Json>> {
         let parsed = (|| Ok((args::string(&group, "group")?, args::strings(&ids, "ids")?)))();
         let client = self.client.clone();
         promise(env, async move {
             let (group, ids) = parsed?;
-            Ok(client.get_items(&group, ids).await?.into_iter().map(Into::into).collect())
+            json(&client.get_items(&group, ids).await?.into_iter().map(ItemState::from).collect::<Vec<_>>())
         })
     }
 
@@ -323,7 +353,7 @@ impl Flowguard {
 
     /// One page of a group's items with counts per status.
     #[napi(ts_args_type = "group: string, options?: ListOptions", ts_return_type = "Promise<ItemList>")]
-    pub fn list_items<'e>(&self, env: &'e Env, group: Unknown<'e>, options: Option<Unknown<'e>>) -> Result<PromiseRaw<'e, ItemList>> {
+    pub fn list_items<'e>(&self, env: &'e Env, group: Unknown<'e>, options: Option<Unknown<'e>>) -> Result<PromiseRaw<'e, Json>> {
         let parsed = (|| {
             let group = args::string(&group, "group")?;
             let (status, offset, limit) = match args::opt_object(options.as_ref(), "options")? {
@@ -340,7 +370,7 @@ impl Flowguard {
         promise(env, async move {
             let (group, status, offset, limit) = parsed?;
             let l = client.list_items(&group, status.as_deref(), offset, limit).await?;
-            Ok(ItemList {
+            json(&ItemList {
                 counts: StatusCounts {
                     in_progress: l.counts.in_progress as f64,
                     abandoned: l.counts.abandoned as f64,

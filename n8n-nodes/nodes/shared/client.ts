@@ -104,7 +104,7 @@ export function isQueueMode(): boolean {
 }
 
 export const QUEUE_MODE_MESSAGE =
-	'The Embedded backend keeps its locks and items inside one n8n process, but this n8n runs in queue mode (EXECUTIONS_MODE=queue), where executions run in several worker processes that would not see each other\'s state. Set Backend to Redis and choose a Redis credential.';
+	'The Embedded backend keeps its locks, items and queues inside one n8n process, but this n8n runs in queue mode (EXECUTIONS_MODE=queue), where executions run in several worker processes that would not see each other\'s state. Set Backend to Redis and choose a Redis credential.';
 
 /**
  * Opens (or reuses) the client for the node's backend settings. Backend and prefix are read once

@@ -25,16 +25,16 @@ export function clean<T extends object>(o: T): IDataObject {
 }
 
 /**
- * Finds a value that an upstream node of the given type left in the JSON of the item this item
- * descends from (n8n's paired-item lineage), for example the owner token of the claim that let
- * this item through, after intermediate nodes replaced the JSON.
+ * Finds what an upstream node of the given type left in the JSON of the item this item descends
+ * from (n8n's paired-item lineage), for example the owner token of the claim that let this item
+ * through, after intermediate nodes replaced the JSON. `pick` gets that ancestor item's JSON and
+ * the upstream node's parameters, and returns the value it looks for (or undefined to go on).
  */
-export function findUpstreamResult(
+export function findUpstream(
 	ctx: IExecuteFunctions,
 	itemIndex: number,
 	nodeTypeSuffix: string,
-	defaultField: string,
-	matches: (r: IDataObject) => boolean,
+	pick: (json: IDataObject, parameters: IDataObject) => IDataObject | undefined,
 ): IDataObject | undefined {
 	let parents;
 	try {
@@ -45,19 +45,35 @@ export function findUpstreamResult(
 	const proxy = ctx.getWorkflowDataProxy(itemIndex);
 	for (const parent of parents) {
 		if (parent.disabled || !parent.type.endsWith(nodeTypeSuffix)) continue;
-		const options = (parent.parameters?.options ?? {}) as IDataObject;
-		const field = typeof options.resultField === 'string' && options.resultField ? options.resultField : defaultField;
 		try {
 			const upstream = proxy.$(parent.name).item as INodeExecutionData | undefined;
-			const r = upstream?.json?.[field];
-			if (r && typeof r === 'object' && !Array.isArray(r) && matches(r as IDataObject)) {
-				return r as IDataObject;
-			}
+			if (!upstream?.json) continue;
+			const found = pick(upstream.json, (parent.parameters ?? {}) as IDataObject);
+			if (found) return found;
 		} catch {
 			// No lineage to that node for this item (not run, or the pairing is ambiguous): try the next.
 		}
 	}
 	return undefined;
+}
+
+/**
+ * Finds the result object (in the field named by the upstream node's Result Field option, or
+ * `defaultField`) that an upstream node of the given type left in this item's lineage.
+ */
+export function findUpstreamResult(
+	ctx: IExecuteFunctions,
+	itemIndex: number,
+	nodeTypeSuffix: string,
+	defaultField: string,
+	matches: (r: IDataObject) => boolean,
+): IDataObject | undefined {
+	return findUpstream(ctx, itemIndex, nodeTypeSuffix, (json, parameters) => {
+		const options = (parameters.options ?? {}) as IDataObject;
+		const field = typeof options.resultField === 'string' && options.resultField ? options.resultField : defaultField;
+		const r = json[field];
+		return r && typeof r === 'object' && !Array.isArray(r) && matches(r as IDataObject) ? (r as IDataObject) : undefined;
+	});
 }
 
 /**

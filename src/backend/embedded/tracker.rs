@@ -37,12 +37,28 @@ impl Group {
         }
     }
 
-    fn put(&mut self, id: &str, rec: Record) {
-        if let Some(old) = self.items.get(id) {
-            self.expiry.remove(&(old.x, id.to_string()));
+    /// Changes the record of `id` in place (a fresh one when there is none), keeps the expiry
+    /// index in step, and returns the item's state after the change.
+    fn update(&mut self, id: &str, now: i64, change: impl FnOnce(&mut Record)) -> ItemState {
+        match self.items.get_mut(id) {
+            Some(rec) => {
+                let old_x = rec.x;
+                change(rec);
+                if rec.x != old_x {
+                    self.expiry.remove(&(old_x, id.to_string()));
+                    self.expiry.insert((rec.x, id.to_string()));
+                }
+                rec.to_state(id, now)
+            }
+            None => {
+                let mut rec = fresh(now);
+                change(&mut rec);
+                let state = rec.to_state(id, now);
+                self.expiry.insert((rec.x, id.to_string()));
+                self.items.insert(id.to_string(), rec);
+                state
+            }
         }
-        self.expiry.insert((rec.x, id.to_string()));
-        self.items.insert(id.to_string(), rec);
     }
 
     fn remove(&mut self, id: &str) -> Option<Record> {
@@ -63,67 +79,69 @@ fn push(t: &mut Vec<Transition>, tr: Transition) {
 /// Applies one operation at `now`. The same rules as the Redis script `tracker_apply.lua`.
 fn apply_one(group_name: &str, g: &mut Group, op: &ItemOp, now: i64, retention_ms: u64) -> OpResult {
     let id = op.id();
-    let current = g.items.get(id).cloned();
-    let state_of = |r: &Option<Record>| match r {
+    let result = |outcome, owner, item| OpResult { id: id.to_string(), action: op.action(), outcome, owner, item };
+    let current = |g: &Group| match g.items.get(id) {
         Some(r) => r.to_state(id, now),
         None => ItemState::unknown(id),
     };
-    let result = |outcome, owner, item| OpResult { id: id.to_string(), action: op.action(), outcome, owner, item };
     match op {
         ItemOp::Claim { owner, lease_ms, reclaim_completed, .. } => {
-            if let Some(r) = &current {
+            if let Some(r) = g.items.get(id) {
                 match r.status_at(now) {
-                    ItemStatus::InProgress => return result(Outcome::Busy(ItemStatus::InProgress), None, state_of(&current)),
+                    ItemStatus::InProgress => return result(Outcome::Busy(ItemStatus::InProgress), None, current(g)),
                     ItemStatus::Completed if !reclaim_completed => {
-                        return result(Outcome::Busy(ItemStatus::Completed), None, state_of(&current))
+                        return result(Outcome::Busy(ItemStatus::Completed), None, current(g))
                     }
                     _ => {}
                 }
             }
             let lease_end = now + *lease_ms as i64;
-            let mut rec = current.unwrap_or_else(|| fresh(now));
-            if rec.s == "in_progress" {
-                push(&mut rec.t, Transition { at: rec.l, status: "abandoned".into(), attempt: rec.a, error: None });
-            }
-            rec.a += 1;
-            rec.s = "in_progress".into();
-            rec.o = Some(owner.clone());
-            rec.l = lease_end;
-            rec.u = now;
-            rec.d = 0;
-            rec.x = lease_end + retention_ms as i64;
-            push(&mut rec.t, Transition { at: now, status: "in_progress".into(), attempt: rec.a, error: None });
-            let state = rec.to_state(id, now);
-            g.put(id, rec);
+            let state = g.update(id, now, |rec| {
+                if rec.s == "in_progress" {
+                    push(&mut rec.t, Transition { at: rec.l, status: "abandoned".into(), attempt: rec.a, error: None });
+                }
+                rec.a += 1;
+                rec.s = "in_progress".into();
+                rec.o = Some(owner.clone());
+                rec.l = lease_end;
+                rec.u = now;
+                rec.d = 0;
+                rec.x = lease_end + retention_ms as i64;
+                push(&mut rec.t, Transition { at: now, status: "in_progress".into(), attempt: rec.a, error: None });
+            });
             result(Outcome::Done, Some(owner.clone()), state)
         }
         ItemOp::Complete { owner, keep_ms, .. } | ItemOp::Fail { owner, keep_ms, .. } => {
             if let Some(o) = owner {
-                if current.as_ref().and_then(|r| r.o.as_ref()) != Some(o) {
-                    return result(Outcome::Refused(not_owner(group_name, id, current.as_ref())), None, state_of(&current));
+                let rec = g.items.get(id);
+                if rec.and_then(|r| r.o.as_ref()) != Some(o) {
+                    return result(Outcome::Refused(not_owner(group_name, id, rec)), None, current(g));
                 }
             }
             let (status, error) = match op {
-                ItemOp::Fail { error, .. } => ("failed", Some(error.clone())),
+                ItemOp::Fail { error, .. } => ("failed", Some(error)),
                 _ => ("completed", None),
             };
-            let mut rec = current.unwrap_or_else(|| fresh(now));
-            rec.s = status.into();
-            rec.l = 0;
-            rec.u = now;
-            rec.d = now;
-            if error.is_some() {
-                rec.e = error.clone();
-            }
-            rec.x = now + *keep_ms as i64;
-            push(&mut rec.t, Transition { at: now, status: status.into(), attempt: rec.a, error });
-            let state = rec.to_state(id, now);
-            g.put(id, rec);
+            let state = g.update(id, now, |rec| {
+                rec.s = status.into();
+                rec.l = 0;
+                rec.u = now;
+                rec.d = now;
+                if let Some(e) = error {
+                    rec.e = Some(e.clone());
+                }
+                rec.x = now + *keep_ms as i64;
+                push(&mut rec.t, Transition { at: now, status: status.into(), attempt: rec.a, error: error.cloned() });
+            });
             result(Outcome::Done, None, state)
         }
         ItemOp::Unset { .. } => {
             let old = g.remove(id);
-            result(Outcome::Done, None, state_of(&old))
+            let state = match &old {
+                Some(r) => r.to_state(id, now),
+                None => ItemState::unknown(id),
+            };
+            result(Outcome::Done, None, state)
         }
     }
 }
@@ -141,7 +159,10 @@ impl TrackerTable {
                 !g.items.is_empty()
             });
         }
-        let g = self.groups.entry(group.to_string()).or_default();
+        if !self.groups.contains_key(group) {
+            self.groups.insert(group.to_string(), Group::default());
+        }
+        let g = self.groups.get_mut(group).expect("inserted above");
         g.purge(now);
         g
     }
