@@ -4,44 +4,12 @@
 // Redis being back (the requirement of issue 5; the time seen is printed). Three restarts.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { spawn, spawnSync } from 'node:child_process'
-import net from 'node:net'
 import { Flowguard, sleep } from './backends.mjs'
+import { haveRedis, freePort, startRedis, stopRedis } from './redis-server.mjs'
 
-const haveRedis = spawnSync('redis-server', ['--version']).status === 0
-if (process.env.CI === 'true' && !haveRedis) throw new Error('CI=true but redis-server is not installed')
 const LONG = process.env.FLOWGUARD_LONG === '1'
 const RESTARTS = LONG ? 10 : 3
 const LOOPS = 32
-
-function freePort() {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address()
-      s.close(() => resolve(port))
-    })
-  })
-}
-
-async function startRedis(port) {
-  const p = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' })
-  for (let i = 0; i < 200; i++) {
-    const ok = await new Promise((resolve) => {
-      const c = net.connect(port, '127.0.0.1', () => { c.end(); resolve(true) })
-      c.on('error', () => resolve(false))
-    })
-    if (ok) return p
-    await sleep(25)
-  }
-  throw new Error('redis-server did not start')
-}
-
-async function stopRedis(p) {
-  if (p.exitCode !== null || p.signalCode !== null) return
-  const exited = new Promise((r) => p.once('exit', r))
-  p.kill('SIGKILL')
-  await exited
-}
 
 test(`Redis restarted ${RESTARTS}× under ${LOOPS} loops of calls in flight`, { skip: !haveRedis && 'redis-server not installed', timeout: 120_000 }, async () => {
   const unhandled = []

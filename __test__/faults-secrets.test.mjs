@@ -4,38 +4,14 @@
 // whole output (stdout and stderr) is searched for the password in every spelling.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { spawn, spawnSync } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { join, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import net from 'node:net'
 import { sleep } from './backends.mjs'
+import { haveRedis, freePort, startRedis } from './redis-server.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
-const haveRedis = spawnSync('redis-server', ['--version']).status === 0
-if (process.env.CI === 'true' && !haveRedis) throw new Error('CI=true but redis-server is not installed')
-
-function freePort() {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address()
-      s.close(() => resolve(port))
-    })
-  })
-}
-
-async function startRedis(port, extra = []) {
-  const p = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...extra], { stdio: 'ignore' })
-  for (let i = 0; i < 200; i++) {
-    const ok = await new Promise((resolve) => {
-      const c = net.connect(port, '127.0.0.1', () => { c.end(); resolve(true) })
-      c.on('error', () => resolve(false))
-    })
-    if (ok) return p
-    await sleep(25)
-  }
-  throw new Error('redis-server did not start')
-}
 
 test('secrets: a password in the URL appears in no error, stack or log line', { skip: !haveRedis && 'redis-server not installed', timeout: 60_000 }, async () => {
   const tag = randomBytes(6).toString('hex')

@@ -2,40 +2,9 @@
 // down (no hang, no crash, no unhandled rejection) and succeed again soon after it is back.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { spawn, spawnSync } from 'node:child_process'
-import net from 'node:net'
+import { spawnSync } from 'node:child_process'
 import { Flowguard, sleep } from './backends.mjs'
-
-const haveRedis = spawnSync('redis-server', ['--version']).status === 0
-if (process.env.CI === 'true' && !haveRedis) throw new Error('CI=true but redis-server is not installed')
-
-function freePort() {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address()
-      s.close(() => resolve(port))
-    })
-  })
-}
-
-async function startRedis(port) {
-  const p = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' })
-  for (let i = 0; i < 100; i++) {
-    const ok = await new Promise((resolve) => {
-      const c = net.connect(port, '127.0.0.1', () => { c.end(); resolve(true) })
-      c.on('error', () => resolve(false))
-    })
-    if (ok) return p
-    await sleep(50)
-  }
-  throw new Error('redis-server did not start')
-}
-
-async function stopRedis(p) {
-  const exited = new Promise((r) => p.once('exit', r))
-  p.kill('SIGKILL')
-  await exited
-}
+import { haveRedis, freePort, startRedis, stopRedis } from './redis-server.mjs'
 
 test('Redis restart under a live client', { skip: !haveRedis && 'redis-server not installed' }, async () => {
   const unhandled = []

@@ -8,19 +8,11 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import net from 'node:net'
 import { sleep } from './backends.mjs'
+import { freePort } from './redis-server.mjs'
 
 const have = (cmd, args) => spawnSync(cmd, args).status === 0
 const ready = have('redis-server', ['--version']) && have('openssl', ['version'])
 if (process.env.CI === 'true' && !ready) throw new Error('CI=true but redis-server or openssl is missing')
-
-function freePort() {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address()
-      s.close(() => resolve(port))
-    })
-  })
-}
 
 function makeCerts(dir) {
   const sh = (args) => {

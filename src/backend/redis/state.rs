@@ -26,25 +26,45 @@ fn expires_at(now: i64, pttl: i64) -> Option<i64> {
 }
 
 impl RedisStore {
+    /// Reads values: one script per Redis Cluster hash slot (each state key has its own hash tag,
+    /// and a script may only touch keys of one slot), the scripts running concurrently. On a
+    /// single server that is one script per slot the keys happen to map to, all pipelined on the
+    /// shared connection.
     async fn get_values(&self, keys: &[String]) -> Result<Vec<Option<StateValue>>> {
-        // One script over several keys: fine on one Redis server; a Redis Cluster would need one
-        // call per hash slot.
-        let mut inv = get_script().prepare_invoke();
-        for k in keys {
-            inv.key(self.keys().state(k));
+        let full: Vec<String> = keys.iter().map(|k| self.keys().state(k)).collect();
+        let mut by_slot: std::collections::BTreeMap<u16, Vec<usize>> = std::collections::BTreeMap::new();
+        for (i, k) in full.iter().enumerate() {
+            by_slot.entry(crate::keys::hash_slot(k.as_bytes())).or_default().push(i);
         }
-        let reply: Vec<Value> = self.run(&inv).await?;
-        if reply.len() != 1 + keys.len() * 2 {
-            return Err(Error::internal(format!("state get script replied with {} values", reply.len())));
+        let reads = by_slot.into_values().map(|idx| {
+            let full = &full;
+            async move {
+                let mut inv = get_script().prepare_invoke();
+                for &i in &idx {
+                    inv.key(&full[i]);
+                }
+                let reply: Vec<Value> = self.run(&inv).await?;
+                if reply.len() != 1 + idx.len() * 2 {
+                    return Err(Error::internal(format!("state get script replied with {} values", reply.len())));
+                }
+                let now = int(&reply[0])?;
+                let values = reply[1..]
+                    .chunks(2)
+                    .map(|p| match opt_str(&p[0])? {
+                        Some(json) => Ok(Some(StateValue { json, expires_at: expires_at(now, int(&p[1])?) })),
+                        None => Ok(None),
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                Ok::<_, Error>((idx, values))
+            }
+        });
+        let mut out: Vec<Option<StateValue>> = vec![None; keys.len()];
+        for (idx, values) in futures_util::future::try_join_all(reads).await? {
+            for (i, v) in idx.into_iter().zip(values) {
+                out[i] = v;
+            }
         }
-        let now = int(&reply[0])?;
-        reply[1..]
-            .chunks(2)
-            .map(|p| match opt_str(&p[0])? {
-                Some(json) => Ok(Some(StateValue { json, expires_at: expires_at(now, int(&p[1])?) })),
-                None => Ok(None),
-            })
-            .collect()
+        Ok(out)
     }
 
     async fn set_value(&self, key: &str, json: &str, expiry: Expiry, if_absent: bool) -> Result<std::result::Result<SetResult, Refusal>> {
