@@ -71,15 +71,15 @@ const template = {
 };
 
 // 2./3. flowguard: one Item Tracker node, Set -> In Progress (two outputs: Claimed, Skipped).
-function flowguard(id, backend) {
+function flowguard(id, backend, group = '={{ $json.group }}') {
 	const claim = {
 		id: 'a0000000-0000-4000-8000-000000000007', name: 'Claim', type: 'n8n-nodes-flowguard.itemTracker', typeVersion: 1, position: [440, 0],
-		parameters: { backend, operation: 'set', status: 'inProgress', group: '={{ $json.group }}', itemId: '={{ $json.id }}', timeout: 600, options: { keyPrefix: 'fgbench:' } },
+		parameters: { backend, operation: 'set', status: 'inProgress', group, itemId: '={{ $json.id }}', timeout: 600, options: { keyPrefix: 'fgbench:' } },
 	};
 	if (backend === 'redis') claim.credentials = CRED;
 	return {
 		id,
-		name: `bench: flowguard Item Tracker, Set In Progress (${backend})`,
+		name: `bench: flowguard Item Tracker, Set In Progress (${backend}${group.startsWith('=') ? '' : ', fixed group'})`,
 		active: false,
 		nodes: [trigger, items, claim],
 		connections: chain('Start', 'Items', 'Claim'),
@@ -91,6 +91,8 @@ const out = {
 	'template.json': template,
 	'flowguard-redis.json': flowguard('fgBenchFgRedis001', 'redis'),
 	'flowguard-embedded.json': flowguard('fgBenchFgEmbedd01', 'embedded'),
+	// Group as a plain string (as in the examples: a loop's name), Item ID the only expression.
+	'flowguard-redis-fixed-group.json': flowguard('fgBenchFgRedisFG1', 'redis', 'bench'),
 };
 for (const [f, w] of Object.entries(out)) fs.writeFileSync(path.join(here, f), JSON.stringify(w, null, 2) + '\n');
 console.log(`wrote ${Object.keys(out).join(', ')}`);
