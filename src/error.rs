@@ -36,20 +36,6 @@ impl ErrorCode {
             ErrorCode::Internal => "ERR_INTERNAL",
         }
     }
-
-    pub fn from_str(s: &str) -> Option<ErrorCode> {
-        Some(match s {
-            "ERR_INVALID_ARGUMENT" => ErrorCode::InvalidArgument,
-            "ERR_REDIS_UNAVAILABLE" => ErrorCode::RedisUnavailable,
-            "ERR_REDIS_AUTH" => ErrorCode::RedisAuth,
-            "ERR_REDIS" => ErrorCode::Redis,
-            "ERR_TIMEOUT" => ErrorCode::Timeout,
-            "ERR_NOT_OWNER" => ErrorCode::NotOwner,
-            "ERR_UNSUPPORTED" => ErrorCode::Unsupported,
-            "ERR_INTERNAL" => ErrorCode::Internal,
-            _ => return None,
-        })
-    }
 }
 
 impl fmt::Display for ErrorCode {

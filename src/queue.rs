@@ -256,7 +256,7 @@ fn targets(shard: Option<f64>, shards: u32) -> Result<Vec<u32>> {
 fn ids_check(field: &str, ids: &[String]) -> Result<()> {
     validate::batch_len(field, ids.len())?;
     for (i, id) in ids.iter().enumerate() {
-        validate::name(&format!("{field}[{i}]"), id)?;
+        validate::name(format_args!("{field}[{i}]"), id)?;
     }
     Ok(())
 }

@@ -136,7 +136,7 @@ impl Client {
     pub async fn get_state(&self, keys: Vec<String>) -> Result<Vec<Option<StateValue>>> {
         validate::batch_len("keys", keys.len())?;
         for (i, k) in keys.iter().enumerate() {
-            validate::name(&format!("keys[{i}]"), k)?;
+            validate::name(format_args!("keys[{i}]"), k)?;
         }
         if keys.is_empty() {
             return Ok(Vec::new());

@@ -418,7 +418,7 @@ impl Client {
 
     /// Sets one item and turns a refusal into an error.
     pub async fn set_item(&self, group: &str, request: ItemRequest) -> Result<OpResult> {
-        let mut results = self.set_items(group, vec![request]).await.map_err(|e| strip_index(e))?;
+        let mut results = self.set_items(group, vec![request]).await.map_err(strip_index)?;
         let r = results.pop().ok_or_else(|| Error::internal("backend returned no result"))?;
         if let Outcome::Refused(e) = &r.outcome {
             return Err(e.clone());

@@ -29,7 +29,7 @@ impl LockTable {
     /// The live holder of `name`, dropping an expired one.
     fn live(&mut self, name: &str, now: i64) -> Option<&mut Held> {
         self.ops += 1;
-        if self.ops % SWEEP_EVERY == 0 {
+        if self.ops.is_multiple_of(SWEEP_EVERY) {
             self.held.retain(|_, h| h.expires_at > now);
         }
         if self.held.get(name).is_some_and(|h| h.expires_at <= now) {

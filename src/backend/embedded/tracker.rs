@@ -153,7 +153,7 @@ fn fresh(now: i64) -> Record {
 impl TrackerTable {
     fn group_mut(&mut self, group: &str, now: i64) -> &mut Group {
         self.writes += 1;
-        if self.writes % SWEEP_EVERY == 0 {
+        if self.writes.is_multiple_of(SWEEP_EVERY) {
             self.groups.retain(|_, g| {
                 g.purge(now);
                 !g.items.is_empty()

@@ -116,7 +116,7 @@ impl RedisStore {
         };
         inv.arg(self.keys().item(&head, "")).arg(filter).arg(q.offset).arg(q.limit).arg(retention_ms);
         let reply: Vec<Value> = self.run(&inv).await?;
-        if reply.len() < 5 || (reply.len() - 5) % 2 != 0 {
+        if reply.len() < 5 || !(reply.len() - 5).is_multiple_of(2) {
             return Err(Error::internal(format!("list script replied with {} values", reply.len())));
         }
         let now = int(&reply[0])?;
