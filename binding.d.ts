@@ -86,23 +86,14 @@ export declare class Flowguard {
    * it was freed (false: not pending under this owner any more).
    */
   releaseKey(key: string, owner: string): Promise<boolean>
-  /**
-   * Atomically claims an item for `timeoutMs`. A busy or completed item is a result
-   * (`claimed: false` with `reason`), not an error.
-   */
-  claim(group: string, id: string, options?: ClaimOptions): Promise<ClaimResult>
   /** Claims many items of one group in one atomic step (one round trip on Redis). */
   claimMany(group: string, ids: string[], options?: ClaimOptions): Promise<ClaimResult[]>
   /**
-   * Marks an item completed and ends its lease. With `owner`, refused with `ERR_NOT_OWNER`
-   * when a newer claim owns the item.
+   * Claims many items of one group in one atomic step (one round trip on Redis) under ONE
+   * owner token, with a compact result: per id, what happened and its attempts (no item
+   * states; read them with `getItems`). The fast way to claim thousands of ids.
    */
-  complete(group: string, id: string, options?: FinishOptions): Promise<ItemState>
-  /**
-   * Marks an item failed with a reason and ends its lease; it can be claimed again. With
-   * `owner`, refused with `ERR_NOT_OWNER` when a newer claim owns the item.
-   */
-  fail(group: string, id: string, reason: string, options?: FinishOptions): Promise<ItemState>
+  claimBatch(group: string, ids: string[], options?: ClaimOptions): Promise<ClaimBatch>
   /**
    * Applies many changes to items of one group in one atomic step. Refusals and busy items
    * are per-item results; invalid input rejects the whole call before anything is written.
@@ -116,6 +107,23 @@ export declare class Flowguard {
   unsetItem(group: string, id: string): Promise<boolean>
   /** One page of a group's items with counts per status. */
   listItems(group: string, options?: ListOptions): Promise<ItemList>
+}
+
+/** The compact result of `claimBatch`. */
+export interface ClaimBatch {
+  /** The owner token of every item this call claimed: pass it to `complete` / `fail`. */
+  owner: string
+  /** When the leases of the claimed items end, in ms since the epoch (the backend's clock). */
+  leaseExpiresAt: number
+  /** How many ids this call claimed. */
+  claimed: number
+  /**
+   * Per id, in the order given: `claimed` by this call, or left alone because it is
+   * `in_progress` under a live claim (also a repeated id) or `completed`.
+   */
+  results: Array<'claimed' | 'in_progress' | 'completed'>
+  /** Per id, in the order given: the item's attempts after the call (when claimed, this claim's number). */
+  attempts: Array<number>
 }
 
 export interface ClaimOptions {

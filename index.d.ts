@@ -1,5 +1,5 @@
 // Types of the package entry: the generated binding plus the JavaScript helpers of index.js.
-import type { LockOptions, LockResult, StateSetOptions } from './binding'
+import type { ClaimOptions, ClaimResult, FinishOptions, ItemState, LockOptions, LockResult, StateSetOptions } from './binding'
 
 export * from './binding'
 
@@ -29,6 +29,22 @@ export interface OnceOptions {
 
 declare module './binding' {
   interface Flowguard {
+    /**
+     * Atomically claims an item for `timeoutMs`. A busy or completed item is a result
+     * (`claimed: false` with `reason`), not an error.
+     */
+    claim(group: string, id: string, options?: ClaimOptions): Promise<ClaimResult>
+    /**
+     * Marks an item completed and ends its lease. With `owner`, refused with `ERR_NOT_OWNER`
+     * when a newer claim owns the item.
+     */
+    complete(group: string, id: string, options?: FinishOptions): Promise<ItemState>
+    /**
+     * Marks an item failed with a reason and ends its lease; it can be claimed again. With
+     * `owner`, refused with `ERR_NOT_OWNER` when a newer claim owns the item.
+     */
+    fail(group: string, id: string, reason: string, options?: FinishOptions): Promise<ItemState>
+
     /**
      * Runs `fn(signal, lock)` while holding lock `name`: extends the lease every `timeoutMs / 3`
      * while it runs and releases it afterwards, also when `fn` throws. When the lock is held by

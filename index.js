@@ -116,6 +116,66 @@ Flowguard.prototype.setState = async function setState(key, value, options) {
   return { written: r.written, value: r.written ? value : JSON.parse(r.json), expiresAt: r.expiresAt }
 }
 
+// Item Tracker single calls. The native `_claim` / `_complete` / `_fail` return the result as a
+// compact JSON array (no keys), as the value itself when the call is done at once (the embedded
+// store) or as a Promise of it (Redis); the objects are built here. Through napi, that is several
+// times cheaper than an object with its keys (BENCHMARKS.md, emb-single).
+
+/** An ItemState from `[status, attempts, lastError, createdAt, updatedAt, leaseExpiresAt, finishedAt, expiresAt, timeline]`. */
+function itemState(id, t) {
+  const item = { id, status: t[0], attempts: t[1] }
+  if (t[2] !== null) item.lastError = t[2]
+  if (t[3] !== null) item.createdAt = t[3]
+  if (t[4] !== null) item.updatedAt = t[4]
+  if (t[5] !== null) item.leaseExpiresAt = t[5]
+  if (t[6] !== null) item.finishedAt = t[6]
+  if (t[7] !== null) item.expiresAt = t[7]
+  const tl = t[8]
+  const timeline = new Array(tl.length)
+  for (let i = 0; i < tl.length; i++) {
+    const e = tl[i]
+    timeline[i] = e[3] === null ? { at: e[0], status: e[1], attempt: e[2] } : { at: e[0], status: e[1], attempt: e[2], error: e[3] }
+  }
+  item.timeline = timeline
+  return item
+}
+
+/** A ClaimResult from `[claimed, owner, reason, item]`. */
+function claimResult(id, t) {
+  const r = { id, claimed: t[0] }
+  if (t[1] !== null) r.owner = t[1]
+  if (t[2] !== null) r.reason = t[2]
+  r.item = itemState(id, t[3])
+  return r
+}
+
+/** Settles a compact native result: a value now, or a Promise of one; a throw becomes a rejection. */
+function compact(call, build, id) {
+  let r
+  try {
+    r = call()
+  } catch (err) {
+    return Promise.reject(err)
+  }
+  if (typeof r === 'string') return Promise.resolve(build(id, JSON.parse(r)))
+  return r.then((text) => build(id, JSON.parse(text)))
+}
+
+/** Atomically claims an item for `timeoutMs` (see index.d.ts). */
+Flowguard.prototype.claim = function claim(group, id, options) {
+  return compact(() => this._claim(group, id, options), claimResult, id)
+}
+
+/** Marks an item completed and ends its lease (see index.d.ts). */
+Flowguard.prototype.complete = function complete(group, id, options) {
+  return compact(() => this._complete(group, id, options), itemState, id)
+}
+
+/** Marks an item failed with a reason and ends its lease (see index.d.ts). */
+Flowguard.prototype.fail = function fail(group, id, reason, options) {
+  return compact(() => this._fail(group, id, reason, options), itemState, id)
+}
+
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 
 function onceTimeout(key, waitMs) {

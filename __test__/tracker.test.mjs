@@ -118,6 +118,67 @@ for (const b of backends()) {
       assert.equal(many.length, 2)
     })
 
+    test('claimBatch: one owner for the call, per-id outcome and attempts, same rules as claim', async () => {
+      const fg = await b.open()
+      const busy = await fg.claim('cb', 'busy', { timeoutMs: 60000 })
+      const done = await fg.claim('cb', 'done')
+      await fg.complete('cb', 'done', { owner: done.owner })
+      const failed = await fg.claim('cb', 'failed')
+      await fg.fail('cb', 'failed', 'boom', { owner: failed.owner })
+      await fg.claim('cb', 'lapsed', { timeoutMs: 50 })
+      await sleep(120)
+      const r = await fg.claimBatch('cb', ['new', 'busy', 'done', 'failed', 'lapsed', 'new'], { timeoutMs: 60000 })
+      assert.match(r.owner, /^[0-9a-f]{32}$/)
+      assert.deepEqual(r.results, ['claimed', 'in_progress', 'completed', 'claimed', 'claimed', 'in_progress'])
+      assert.deepEqual(r.attempts, [1, 1, 1, 2, 2, 1])
+      assert.equal(r.claimed, 3)
+      assert.ok(r.leaseExpiresAt > Date.now() + 50000 && r.leaseExpiresAt < Date.now() + 70000, `${r.leaseExpiresAt}`)
+      // The records are the same as claim's: state, attempts, timeline, lastError kept.
+      const [n, f, l] = await fg.getItems('cb', ['new', 'failed', 'lapsed'])
+      assert.equal(n.status, 'in_progress')
+      assert.deepEqual(n.timeline.map((t) => t.status), ['in_progress'])
+      assert.equal(f.lastError, 'boom')
+      assert.deepEqual(f.timeline.map((t) => t.status), ['in_progress', 'failed', 'in_progress'])
+      assert.deepEqual(l.timeline.map((t) => t.status), ['in_progress', 'abandoned', 'in_progress'])
+      assert.equal(n.leaseExpiresAt, r.leaseExpiresAt)
+      // The batch's owner token completes its items; the busy item's older owner is untouched.
+      assert.equal((await fg.complete('cb', 'new', { owner: r.owner })).status, 'completed')
+      await assert.rejects(fg.complete('cb', 'failed', { owner: busy.owner }), { code: 'ERR_NOT_OWNER' })
+      const list = await fg.listItems('cb')
+      assert.deepEqual(
+        { ...list.counts },
+        { inProgress: 3, abandoned: 0, completed: 2, failed: 0, total: 5 },
+      )
+      // reclaimCompleted, and an empty batch.
+      const again = await fg.claimBatch('cb', ['done'], { reclaimCompleted: true })
+      assert.deepEqual([again.results, again.attempts, again.claimed], [['claimed'], [2], 1])
+      const empty = await fg.claimBatch('cb', [])
+      assert.deepEqual([empty.results, empty.attempts, empty.claimed], [[], [], 0])
+    })
+
+    test('claimBatch of 10,000 ids: every id claimed once, then all busy', async () => {
+      const fg = await b.open()
+      const ids = Array.from({ length: 10000 }, (_, i) => `id-${i}`)
+      const r = await fg.claimBatch('big', ids)
+      assert.equal(r.claimed, 10000)
+      assert.ok(r.results.every((x) => x === 'claimed'))
+      const again = await fg.claimBatch('big', ids)
+      assert.equal(again.claimed, 0)
+      assert.ok(again.results.every((x) => x === 'in_progress'))
+      assert.equal((await fg.listItems('big', { limit: 1 })).counts.inProgress, 10000)
+      assert.equal((await fg.getItem('big', 'id-9999')).attempts, 1)
+    })
+
+    test('claimBatch rejects bad input before writing anything', async () => {
+      const fg = await b.open()
+      const e = await rejection(fg.claimBatch('g', ['ok', ''], {}))
+      assert.equal(e.code, 'ERR_INVALID_ARGUMENT')
+      assert.match(e.message, /ids\[1\]/)
+      assert.equal((await rejection(fg.claimBatch('g', ['a'], { timeoutMs: -1 }))).code, 'ERR_INVALID_ARGUMENT')
+      assert.equal((await rejection(fg.claimBatch('g', 'a'))).code, 'ERR_INVALID_ARGUMENT')
+      assert.equal((await fg.getItem('g', 'ok')).status, 'none')
+    })
+
     test('batch claim of 10,000 ids in one call', async () => {
       const fg = await b.open()
       const ids = Array.from({ length: 10000 }, (_, i) => `id-${i}`)

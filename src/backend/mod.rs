@@ -11,7 +11,7 @@ use crate::error::Result;
 use crate::lock::{Attempt, ExtendResult, LockBackend, LockInfo, ReleaseResult};
 use crate::queue::{EnqueueOutcome, QueueBackend, SettleAction, SettleOutcome, ShardClaim, ShardRef, ShardSize};
 use crate::state::{Expiry, KeyClaim, Refusal, SetResult, StateBackend, StateValue};
-use crate::tracker::{ItemList, ItemOp, ItemState, ListQuery, OpResult, TrackerBackend};
+use crate::tracker::{BatchClaim, ClaimBatch, ItemList, ItemOp, ItemState, ListQuery, OpResult, TrackerBackend};
 
 /// Everything a backend provides.
 pub trait StoreBackend: TrackerBackend + LockBackend + QueueBackend + StateBackend {}
@@ -57,6 +57,9 @@ macro_rules! forward {
 }
 
 impl TrackerBackend for Backend {
+    fn claim_batch(&self, group: &str, claim: BatchClaim<'_>) -> impl Future<Output = Result<ClaimBatch>> + Send {
+        forward!(self.claim_batch(group, claim))
+    }
     fn apply(&self, group: &str, ops: &[ItemOp], retention_ms: u64) -> impl Future<Output = Result<Vec<OpResult>>> + Send {
         forward!(self.apply(group, ops, retention_ms))
     }

@@ -79,17 +79,53 @@ where
     T: ToNapiValue + Send + 'static,
     F: Future<Output = crate::Result<T>> + Send + 'static,
 {
+    match first_poll(fut) {
+        Ok(outcome) => settled(env, outcome),
+        Err(rest) => settle::spawn(env, rest),
+    }
+}
+
+/// Like [`promise`], but work that completes at once (every embedded-store call) is returned
+/// as the value itself, synchronously (an error is thrown), with no Promise made; only work
+/// still pending returns a Promise. For the JavaScript layer (index.js), which wraps the value
+/// in a resolved Promise: the cheapest way through napi for a call that is done at once.
+pub(crate) fn now_or_promise<'e, T, F>(env: &'e Env, fut: F) -> napi::Result<Unknown<'e>>
+where
+    T: ToNapiValue + Send + 'static,
+    F: Future<Output = crate::Result<T>> + Send + 'static,
+{
+    match first_poll(fut) {
+        Ok(Ok(v)) => {
+            // SAFETY: on the JavaScript thread with the live env of this call.
+            unsafe {
+                let raw = T::to_napi_value(env.raw(), v)?;
+                Unknown::from_napi_value(env.raw(), raw)
+            }
+        }
+        Ok(Err(e)) => Err(js_error(env, &e)),
+        Err(rest) => Ok(settle::spawn(env, rest)?.to_unknown()),
+    }
+}
+
+type Rest<T> = std::pin::Pin<Box<dyn Future<Output = crate::Result<T>> + Send>>;
+
+/// Polls `fut` once, right here, inside the tokio runtime's context: its outcome when it is
+/// done (panics caught), else the rest of it, to run as a task.
+fn first_poll<T, F>(fut: F) -> std::result::Result<crate::Result<T>, Rest<T>>
+where
+    T: Send + 'static,
+    F: Future<Output = crate::Result<T>> + Send + 'static,
+{
     let mut fut = Box::pin(AssertUnwindSafe(fut).catch_unwind());
     let mut cx = Context::from_waker(Waker::noop());
     let first = napi::bindgen_prelude::within_runtime_if_available(|| {
         std::panic::catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(&mut cx)))
     });
-    let outcome = match first {
-        Ok(Poll::Pending) => return settle::spawn(env, async move { settle(fut.await) }),
-        Ok(Poll::Ready(r)) => settle(r),
-        Err(p) => Err(CoreError::internal(panic_message(p))),
-    };
-    settled(env, outcome)
+    match first {
+        Ok(Poll::Pending) => Err(Box::pin(async move { settle(fut.await) })),
+        Ok(Poll::Ready(r)) => Ok(settle(r)),
+        Err(p) => Ok(Err(CoreError::internal(panic_message(p)))),
+    }
 }
 
 fn settle<T>(r: std::result::Result<crate::Result<T>, Box<dyn std::any::Any + Send>>) -> crate::Result<T> {

@@ -69,7 +69,7 @@ pub async fn failed_items_keep_reason_and_can_be_claimed_again(c: Client) {
     assert!(again[0].claimed);
     assert_eq!(again[0].item.attempts, 2);
     assert_eq!(again[0].item.last_error.as_deref(), Some("HTTP 503 from API"));
-    let statuses: Vec<&str> = again[0].item.timeline.iter().map(|t| t.status.as_str()).collect();
+    let statuses: Vec<&str> = again[0].item.timeline.iter().map(|t| &*t.status).collect();
     assert_eq!(statuses, ["in_progress", "failed", "in_progress"]);
     assert_eq!(again[0].item.timeline[1].error.as_deref(), Some("HTTP 503 from API"));
 }
@@ -87,7 +87,7 @@ pub async fn expired_lease_shows_abandoned_and_is_claimable(c: Client) {
 
     let r2 = c.claim_many("g", vec!["s".into()], Some(60_000.0), false).await.unwrap();
     assert!(r2[0].claimed);
-    let statuses: Vec<&str> = r2[0].item.timeline.iter().map(|t| t.status.as_str()).collect();
+    let statuses: Vec<&str> = r2[0].item.timeline.iter().map(|t| &*t.status).collect();
     assert_eq!(statuses, ["in_progress", "abandoned", "in_progress"]);
 
     // The worker whose lease ran out cannot overwrite the newer claim.
@@ -327,6 +327,26 @@ pub async fn lock_bad_input(c: Client) {
     assert_eq!(c.get_lock("n").await.unwrap().fence, 0);
 }
 
+pub async fn claim_batch_matches_claim_rules(c: Client) {
+    use flowguard::tracker::BatchOutcome::{Claimed, Completed, InProgress};
+    let busy = c.claim_many("g", vec!["busy".into()], Some(60_000.0), false).await.unwrap();
+    assert!(busy[0].claimed);
+    c.set_item("g", req("done", "completed")).await.unwrap();
+    let ids: Vec<String> = ["new", "busy", "done", "new"].iter().map(|s| s.to_string()).collect();
+    let b = c.claim_batch("g", &ids, Some(60_000.0), false).await.unwrap();
+    assert_eq!(b.outcomes, vec![Claimed, InProgress, Completed, InProgress]);
+    assert_eq!(b.attempts, vec![1, 1, 0, 1]);
+    assert_eq!(b.owner.len(), 32);
+    // The batch's owner token owns what it claimed.
+    let done = c.set_item("g", ItemRequest { owner: Some(b.owner.clone()), ..req("new", "completed") }).await.unwrap();
+    assert_eq!(done.item.status, ItemStatus::Completed);
+    let e = c.claim_batch("g", &["ok".to_string(), String::new()], None, false).await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidArgument);
+    assert!(e.message.contains("ids[1]"), "{}", e.message);
+    let st = c.get_items("g", vec!["ok".into()]).await.unwrap();
+    assert_eq!(st[0].status, ItemStatus::None);
+}
+
 /// Generates one `#[tokio::test]` per suite function for a backend.
 #[macro_export]
 macro_rules! suite {
@@ -336,6 +356,7 @@ macro_rules! suite {
             failed_items_keep_reason_and_can_be_claimed_again,
             expired_lease_shows_abandoned_and_is_claimable,
             batch_apply_is_ordered_and_reports_each_item,
+            claim_batch_matches_claim_rules,
             keep_ms_expires_completed_marks,
             unset_forgets,
             names_with_any_characters_are_distinct,

@@ -1,69 +1,105 @@
 //! Item Tracker on the embedded store.
 
-use std::collections::{BTreeSet, HashMap};
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 
 use super::{guard, now_ms, Embedded};
 use crate::error::Result;
 use crate::tracker::{
-    not_owner, Counts, ItemList, ItemOp, ItemState, ItemStatus, ListFilter, ListQuery, OpResult, Outcome, Record,
+    not_owner, BatchClaim, BatchOutcome, ClaimBatch, Counts, ItemList, ItemOp, ItemState, ItemStatus, ListFilter, ListQuery, OpResult, Outcome, Record,
     TrackerBackend, Transition, MAX_TIMELINE,
 };
 
+/// Hash maps keyed by caller-given names: foldhash, seeded at random per process (fast, and no
+/// predictable collisions for ids that come from outside).
+type Map<V> = HashMap<String, V, foldhash::fast::RandomState>;
+
 #[derive(Default)]
 pub struct TrackerTable {
-    groups: HashMap<String, Group>,
+    groups: Map<Group>,
     /// Writes since the last sweep of every group.
     writes: u64,
 }
 
 #[derive(Default)]
 struct Group {
-    items: HashMap<String, Record>,
-    /// (record expiry, id), to forget expired records without scanning.
-    expiry: BTreeSet<(i64, String)>,
+    items: Map<Record>,
+    /// Ids by record expiry, to forget expired records without scanning. Every record has an
+    /// entry at its current expiry; entries left behind when a record's expiry changed or it was
+    /// removed are skipped when their time comes (and dropped by `compact` when too many).
+    expiry: BTreeMap<i64, Vec<String>>,
+    /// How many entries of `expiry` are left behind.
+    stale: usize,
 }
 
 const SWEEP_EVERY: u64 = 4096;
 
 impl Group {
     fn purge(&mut self, now: i64) {
-        while let Some((x, _)) = self.expiry.first() {
-            if *x > now {
+        while let Some(entry) = self.expiry.first_entry() {
+            if *entry.key() > now {
                 break;
             }
-            let (_, id) = self.expiry.pop_first().expect("first exists");
-            self.items.remove(&id);
+            let x = *entry.key();
+            for id in entry.remove() {
+                if matches!(self.items.get(&id), Some(r) if r.x == x) {
+                    self.items.remove(&id);
+                } else {
+                    self.stale = self.stale.saturating_sub(1);
+                }
+            }
         }
+        if self.stale > 1024 && self.stale > 2 * self.items.len() {
+            self.compact();
+        }
+    }
+
+    /// Rebuilds the expiry index from the records.
+    fn compact(&mut self) {
+        let mut expiry: BTreeMap<i64, Vec<String>> = BTreeMap::new();
+        for (id, r) in &self.items {
+            expiry.entry(r.x).or_default().push(id.clone());
+        }
+        self.expiry = expiry;
+        self.stale = 0;
+    }
+
+    fn index(&mut self, x: i64, id: &str) {
+        self.expiry.entry(x).or_default().push(id.to_string());
     }
 
     /// Changes the record of `id` in place (a fresh one when there is none), keeps the expiry
     /// index in step, and returns the item's state after the change.
     fn update(&mut self, id: &str, now: i64, change: impl FnOnce(&mut Record)) -> ItemState {
+        self.update_quiet(id, now, change);
+        self.items.get(id).map(|r| r.to_state(id, now)).unwrap_or_else(|| ItemState::unknown(id))
+    }
+
+    /// [`Group::update`] without building the state.
+    fn update_quiet(&mut self, id: &str, now: i64, change: impl FnOnce(&mut Record)) {
         match self.items.get_mut(id) {
             Some(rec) => {
                 let old_x = rec.x;
                 change(rec);
-                if rec.x != old_x {
-                    self.expiry.remove(&(old_x, id.to_string()));
-                    self.expiry.insert((rec.x, id.to_string()));
+                let x = rec.x;
+                if x != old_x {
+                    self.stale += 1;
+                    self.index(x, id);
                 }
-                rec.to_state(id, now)
             }
             None => {
                 let mut rec = fresh(now);
                 change(&mut rec);
-                let state = rec.to_state(id, now);
-                self.expiry.insert((rec.x, id.to_string()));
+                self.index(rec.x, id);
                 self.items.insert(id.to_string(), rec);
-                state
             }
         }
     }
 
     fn remove(&mut self, id: &str) -> Option<Record> {
         let old = self.items.remove(id)?;
-        self.expiry.remove(&(old.x, id.to_string()));
+        self.stale += 1;
         Some(old)
     }
 }
@@ -96,20 +132,8 @@ fn apply_one(group_name: &str, g: &mut Group, op: &ItemOp, now: i64, retention_m
                 }
             }
             let lease_end = now + *lease_ms as i64;
-            let state = g.update(id, now, |rec| {
-                if rec.s == "in_progress" {
-                    push(&mut rec.t, Transition { at: rec.l, status: "abandoned".into(), attempt: rec.a, error: None });
-                }
-                rec.a += 1;
-                rec.s = "in_progress".into();
-                rec.o = Some(owner.clone());
-                rec.l = lease_end;
-                rec.u = now;
-                rec.d = 0;
-                rec.x = lease_end + retention_ms as i64;
-                push(&mut rec.t, Transition { at: now, status: "in_progress".into(), attempt: rec.a, error: None });
-            });
-            result(Outcome::Done, Some(owner.clone()), state)
+            g.update(id, now, |rec| take(rec, owner, now, lease_end, retention_ms));
+            result(Outcome::Done, Some(owner.clone()), current(g))
         }
         ItemOp::Complete { owner, keep_ms, .. } | ItemOp::Fail { owner, keep_ms, .. } => {
             if let Some(o) = owner {
@@ -146,8 +170,23 @@ fn apply_one(group_name: &str, g: &mut Group, op: &ItemOp, now: i64, retention_m
     }
 }
 
+/// A claim's change to a record: the same rules as the Redis scripts.
+fn take(rec: &mut Record, owner: &str, now: i64, lease_end: i64, retention_ms: u64) {
+    if rec.s == "in_progress" {
+        push(&mut rec.t, Transition { at: rec.l, status: "abandoned".into(), attempt: rec.a, error: None });
+    }
+    rec.a += 1;
+    rec.s = "in_progress".into();
+    rec.o = Some(owner.to_string());
+    rec.l = lease_end;
+    rec.u = now;
+    rec.d = 0;
+    rec.x = lease_end + retention_ms as i64;
+    push(&mut rec.t, Transition { at: now, status: "in_progress".into(), attempt: rec.a, error: None });
+}
+
 fn fresh(now: i64) -> Record {
-    Record { s: String::new(), a: 0, o: None, l: 0, c: now, u: now, d: 0, e: None, x: 0, t: Vec::new() }
+    Record { s: Cow::Borrowed(""), a: 0, o: None, l: 0, c: now, u: now, d: 0, e: None, x: 0, t: Vec::new() }
 }
 
 impl TrackerTable {
@@ -175,6 +214,40 @@ impl TrackerTable {
             self.groups.remove(group);
         }
         out
+    }
+
+    pub fn claim_batch(&mut self, group: &str, c: BatchClaim<'_>) -> ClaimBatch {
+        let now = now_ms();
+        let lease_end = now + c.lease_ms as i64;
+        let g = self.group_mut(group, now);
+        g.items.reserve(c.ids.len());
+        let mut outcomes = Vec::with_capacity(c.ids.len());
+        let mut attempts = Vec::with_capacity(c.ids.len());
+        for id in c.ids {
+            let (outcome, a) = match g.items.get(id.as_str()) {
+                Some(r) => match r.status_at(now) {
+                    ItemStatus::InProgress => (BatchOutcome::InProgress, r.a),
+                    ItemStatus::Completed if !c.reclaim_completed => (BatchOutcome::Completed, r.a),
+                    _ => (BatchOutcome::Claimed, 0),
+                },
+                None => (BatchOutcome::Claimed, 0),
+            };
+            if outcome == BatchOutcome::Claimed {
+                let mut a = 0;
+                g.update_quiet(id, now, |rec| {
+                    take(rec, c.owner, now, lease_end, c.retention_ms);
+                    a = rec.a;
+                });
+                attempts.push(a);
+            } else {
+                attempts.push(a);
+            }
+            outcomes.push(outcome);
+        }
+        if g.items.is_empty() {
+            self.groups.remove(group);
+        }
+        ClaimBatch { owner: c.owner.to_string(), lease_expires_at: lease_end, outcomes, attempts }
     }
 
     pub fn read(&mut self, group: &str, ids: &[String]) -> Vec<ItemState> {
@@ -242,6 +315,10 @@ impl TrackerTable {
 }
 
 impl TrackerBackend for Embedded {
+    fn claim_batch(&self, group: &str, claim: BatchClaim<'_>) -> impl Future<Output = Result<ClaimBatch>> + Send {
+        let out = guard(&self.namespace().tracker).claim_batch(group, claim);
+        async move { Ok(out) }
+    }
     fn apply(&self, group: &str, ops: &[ItemOp], retention_ms: u64) -> impl Future<Output = Result<Vec<OpResult>>> + Send {
         let out = guard(&self.namespace().tracker).apply(group, ops, retention_ms);
         async move { Ok(out) }

@@ -7,11 +7,12 @@ use redis::Value;
 use super::{int, opt_str, script, RedisStore};
 use crate::error::{Error, Result};
 use crate::tracker::{
-    not_owner, Counts, ItemList, ItemOp, ItemState, ItemStatus, ListFilter, ListQuery, OpResult, Outcome, Record,
+    not_owner, BatchClaim, BatchOutcome, ClaimBatch, Counts, ItemList, ItemOp, ItemState, ItemStatus, ListFilter, ListQuery, OpResult, Outcome, Record,
     TrackerBackend, MAX_TIMELINE,
 };
 
 script!(apply_script, "tracker_apply.lua");
+script!(claim_script, "tracker_claim.lua");
 script!(read_script, "tracker_read.lua");
 script!(list_script, "tracker_list.lua");
 
@@ -84,6 +85,33 @@ impl RedisStore {
         Ok(out)
     }
 
+    async fn claim_ids(&self, group: &str, c: BatchClaim<'_>) -> Result<ClaimBatch> {
+        let head = self.keys().tracker_group(group);
+        let mut inv = claim_script().prepare_invoke();
+        for s in STATUSES {
+            inv.key(self.keys().item_index(&head, s));
+        }
+        inv.arg(c.retention_ms).arg(MAX_TIMELINE).arg(c.owner).arg(c.lease_ms).arg(if c.reclaim_completed { "1" } else { "" });
+        for id in c.ids {
+            inv.key(self.keys().item(&head, id));
+            inv.arg(id.as_str());
+        }
+        let (now, codes, attempts): (i64, Vec<u8>, Vec<u32>) = self.run(&inv).await?;
+        if codes.len() != c.ids.len() || attempts.len() != c.ids.len() {
+            return Err(Error::internal(format!("claim script replied with {} outcomes for {} ids", codes.len(), c.ids.len())));
+        }
+        let outcomes = codes
+            .iter()
+            .map(|b| match b {
+                b'c' => Ok(BatchOutcome::Claimed),
+                b'p' => Ok(BatchOutcome::InProgress),
+                b'd' => Ok(BatchOutcome::Completed),
+                other => Err(Error::internal(format!("claim script replied with outcome {:?}", *other as char))),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(ClaimBatch { owner: c.owner.to_string(), lease_expires_at: now + c.lease_ms as i64, outcomes, attempts })
+    }
+
     async fn read_batch(&self, group: &str, ids: &[String]) -> Result<Vec<ItemState>> {
         let head = self.keys().tracker_group(group);
         let mut inv = read_script().prepare_invoke();
@@ -137,6 +165,9 @@ impl RedisStore {
 }
 
 impl TrackerBackend for RedisStore {
+    fn claim_batch(&self, group: &str, claim: BatchClaim<'_>) -> impl Future<Output = Result<ClaimBatch>> + Send {
+        self.claim_ids(group, claim)
+    }
     fn apply(&self, group: &str, ops: &[ItemOp], retention_ms: u64) -> impl Future<Output = Result<Vec<OpResult>>> + Send {
         self.apply_batch(group, ops, retention_ms)
     }
