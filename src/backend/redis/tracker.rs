@@ -92,8 +92,8 @@ impl RedisStore {
             inv.key(self.keys().item_index(&head, s));
         }
         inv.arg(c.retention_ms).arg(MAX_TIMELINE).arg(c.owner).arg(c.lease_ms).arg(if c.reclaim_completed { "1" } else { "" });
+        inv.arg(self.keys().item(&head, ""));
         for id in c.ids {
-            inv.key(self.keys().item(&head, id));
             inv.arg(id.as_str());
         }
         let (now, codes, attempts): (i64, Vec<u8>, Vec<u32>) = self.run(&inv).await?;

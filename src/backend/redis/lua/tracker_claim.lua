@@ -1,9 +1,10 @@
 -- Item Tracker: claim many items of one group under one owner token, atomically, with a compact
 -- reply. The same rules as a claim of tracker_apply.lua, the same record shape and indexes.
--- KEYS[1..3]: the group's in_progress (score: lease end), completed and failed indexes;
--- KEYS[3+i]: the record of id i.
+-- KEYS[1..3]: the group's in_progress (score: lease end), completed and failed indexes.
 -- ARGV[1]: retention ms; ARGV[2]: timeline length; ARGV[3]: owner; ARGV[4]: lease ms;
--- ARGV[5]: '1' to re-claim completed items; ARGV[5+i]: id i.
+-- ARGV[5]: '1' to re-claim completed items; ARGV[6]: the record key head (the group's key +
+-- ':i:'); ARGV[6+i]: id i. The record of id i is head .. id: it shares the indexes' hash tag,
+-- so the same Cluster slot; not declared in KEYS, which would cost Redis a string per id.
 -- Reply: now, a string with one character per id (c claimed, p in progress, d completed), and
 -- the attempts of each id after the call.
 local t = redis.call('TIME')
@@ -15,7 +16,8 @@ local expires = lease_end + retention
 local ttl = expires - now
 -- Numbers handed to redis.call as Lua numbers are formatted on every call: format them once.
 local ttl_s, lease_end_s = string.format('%d', ttl), string.format('%d', lease_end)
-local n = #KEYS - 3
+local head = ARGV[6]
+local n = #ARGV - 6
 local CHUNK = 500
 
 -- Every new item gets the same record: encode it once.
@@ -27,10 +29,12 @@ local taken = {}   -- ids claimed by this call (a repeated id finds its first cl
 local claimed = {} -- their ids, for the index updates
 for c = 0, n - 1, CHUNK do
   local last = math.min(c + CHUNK, n)
-  local raws = redis.call('MGET', unpack(KEYS, 4 + c, 3 + last))
+  local keys = {}
+  for i = c + 1, last do keys[#keys + 1] = head .. ARGV[6 + i] end
+  local raws = redis.call('MGET', unpack(keys))
   for j = 1, last - c do
     local i = c + j
-    local key, id, raw = KEYS[3 + i], ARGV[5 + i], raws[j]
+    local key, id, raw = keys[j], ARGV[6 + i], raws[j]
     if taken[key] then
       codes[i] = 'p'; attempts[i] = taken[key]
     elseif not raw then
