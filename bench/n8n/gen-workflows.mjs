@@ -1,4 +1,4 @@
-// Writes the three benchmark workflows of bench/n8n/ (run once; the JSON files are committed).
+// Writes the benchmark workflows of bench/n8n/ (run once; the JSON files are committed).
 // Kept so that the workflows can be regenerated after an edit here rather than by hand.
 import fs from 'node:fs';
 import path from 'node:path';
@@ -71,15 +71,15 @@ const template = {
 };
 
 // 2./3. flowguard: one Item Tracker node, Set -> In Progress (two outputs: Claimed, Skipped).
-function flowguard(id, backend, group = '={{ $json.group }}') {
+function flowguard(id, backend, group = '={{ $json.group }}', itemId = '={{ $json.id }}', label = group.startsWith('=') ? '' : ', fixed group') {
 	const claim = {
 		id: 'a0000000-0000-4000-8000-000000000007', name: 'Claim', type: 'n8n-nodes-flowguard.itemTracker', typeVersion: 1, position: [440, 0],
-		parameters: { backend, operation: 'set', status: 'inProgress', group, itemId: '={{ $json.id }}', timeout: 600, options: { keyPrefix: 'fgbench:' } },
+		parameters: { backend, operation: 'set', status: 'inProgress', group, itemId, timeout: 600, options: { keyPrefix: 'fgbench:' } },
 	};
 	if (backend === 'redis') claim.credentials = CRED;
 	return {
 		id,
-		name: `bench: flowguard Item Tracker, Set In Progress (${backend}${group.startsWith('=') ? '' : ', fixed group'})`,
+		name: `bench: flowguard Item Tracker, Set In Progress (${backend}${label})`,
 		active: false,
 		nodes: [trigger, items, claim],
 		connections: chain('Start', 'Items', 'Claim'),
@@ -93,6 +93,9 @@ const out = {
 	'flowguard-embedded.json': flowguard('fgBenchFgEmbedd01', 'embedded'),
 	// Group as a plain string (as in the examples: a loop's name), Item ID the only expression.
 	'flowguard-redis-fixed-group.json': flowguard('fgBenchFgRedisFG1', 'redis', 'bench'),
+	// Group and Item ID expressions that are not a plain field reference (same values): n8n
+	// evaluates them for each item, as the node did for every expression before ItemParameters.
+	'flowguard-redis-evaluated.json': flowguard('fgBenchFgRedisEv1', 'redis', '={{ String($json.group) }}', '={{ String($json.id) }}', ', expressions n8n evaluates'),
 };
 for (const [f, w] of Object.entries(out)) fs.writeFileSync(path.join(here, f), JSON.stringify(w, null, 2) + '\n');
 console.log(`wrote ${Object.keys(out).join(', ')}`);

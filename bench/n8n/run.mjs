@@ -183,7 +183,7 @@ fs.writeFileSync(
 		{ id: CRED_ID, name: 'flowguard bench Redis (throwaway, loopback)', type: 'redis', data: { host: LOOPBACK, port: redisPort, user: '', password: '', database: 0, ssl: false } },
 	]),
 );
-const base = Object.fromEntries(['template', 'flowguard-redis', 'flowguard-embedded', 'flowguard-redis-fixed-group'].map((k) => [k, JSON.parse(fs.readFileSync(path.join(here, `${k}.json`), 'utf8'))]));
+const base = Object.fromEntries(['template', 'flowguard-redis', 'flowguard-embedded', 'flowguard-redis-fixed-group', 'flowguard-redis-evaluated'].map((k) => [k, JSON.parse(fs.readFileSync(path.join(here, `${k}.json`), 'utf8'))]));
 const withItems = (wf, n, suffix) => {
 	const w = structuredClone(wf);
 	w.id = wf.id.slice(0, 16 - suffix.length) + suffix;
@@ -198,6 +198,7 @@ const CASES = [
 	{ key: 'flowguard-redis', label: 'flowguard Item Tracker, Redis', redis: true },
 	{ key: 'flowguard-embedded', label: 'flowguard Item Tracker, Embedded', redis: false },
 	{ key: 'flowguard-redis-fixed-group', label: 'flowguard Item Tracker, Redis, Group a plain string (Item ID the only expression)', redis: true },
+	{ key: 'flowguard-redis-evaluated', label: 'flowguard Item Tracker, Redis, Group and Item ID `={{ String($json.…) }}` (not a plain field reference: n8n evaluates both per item)', redis: true },
 ];
 const FG = CASES.filter((c) => c.key !== 'template');
 const wfDir = path.join(workDir, 'workflows');

@@ -19,6 +19,7 @@ import {
 	testRedisCredential,
 } from '../shared/client';
 import { clean, errorItem, findUpstreamResult, withResult } from '../shared/items';
+import { ItemParameters } from '../shared/params';
 
 type Operation = 'get' | 'set' | 'unset' | 'extend';
 type WhenLocked = 'error' | 'output' | 'wait';
@@ -212,24 +213,25 @@ export class ConcurrencyLock implements INodeType {
 			main[i] = errorItem(this, items[i], i, error);
 		};
 
-		// Read every item's parameters first.
+		// Read every item's parameters first (those without an expression once, see ItemParameters).
+		const params = new ItemParameters(this, items);
 		const plan: Planned[] = [];
 		for (let i = 0; i < items.length; i++) {
 			try {
-				const options = this.getNodeParameter('options', i, {}) as IDataObject;
+				const options = params.get('options', i, {}) as IDataObject;
 				fieldOf[i] = (options.resultField as string) || DEFAULT_FIELD;
-				const name = checkName(this, this.getNodeParameter('lockName', i), i);
+				const name = checkName(this, params.get('lockName', i), i);
 				const p: Planned = { itemIndex: i, key: '', name };
 				if (operation === 'set') {
-					p.timeoutMs = secondsToMs(this, this.getNodeParameter('timeout', i), 'Timeout', i);
-					p.whenLocked = this.getNodeParameter('whenLocked', i, 'error') as WhenLocked;
+					p.timeoutMs = secondsToMs(this, params.get('timeout', i), 'Timeout', i);
+					p.whenLocked = params.get('whenLocked', i, 'error') as WhenLocked;
 					if (p.whenLocked === 'wait') {
-						p.waitMs = secondsToMs(this, this.getNodeParameter('maxWait', i), 'Max Wait', i);
+						p.waitMs = secondsToMs(this, params.get('maxWait', i), 'Max Wait', i);
 					}
 					p.label = (options.label as string) || defaultLabel(this);
 					p.key = JSON.stringify([name, p.timeoutMs, p.waitMs ?? 0, p.label]);
 				} else if (operation === 'unset' || operation === 'extend') {
-					p.owner = ownerFor(this, items[i], i, fieldOf[i], name, this.getNodeParameter('ownerToken', i, ''));
+					p.owner = ownerFor(this, items[i], i, fieldOf[i], name, params.get('ownerToken', i, ''));
 					if (!p.owner) {
 						throw new NodeOperationError(
 							this.getNode(),
@@ -241,7 +243,7 @@ export class ConcurrencyLock implements INodeType {
 						);
 					}
 					if (operation === 'extend') {
-						p.timeoutMs = secondsToMs(this, this.getNodeParameter('timeout', i), 'Timeout', i);
+						p.timeoutMs = secondsToMs(this, params.get('timeout', i), 'Timeout', i);
 					}
 					p.key = JSON.stringify([name, p.owner, p.timeoutMs ?? 0]);
 				} else {

@@ -20,6 +20,7 @@ import {
 	testRedisCredential,
 } from '../shared/client';
 import { clean, errorItem, findUpstream, withResult } from '../shared/items';
+import { ItemParameters } from '../shared/params';
 
 type Operation = 'enqueue' | 'readBatch' | 'ack' | 'release' | 'size';
 
@@ -224,16 +225,18 @@ export class DedupQueue implements INodeType {
 		const items = this.getInputData();
 		const operation = this.getNodeParameter('operation', 0) as Operation;
 		const fg = await clientFor(this);
+		// Parameters without an expression are read once, `={{ $json.field }}` from the item.
+		const params = new ItemParameters(this, items);
 		switch (operation) {
 			case 'enqueue':
-				return [await enqueue(this, fg, items)];
+				return [await enqueue(this, params, fg, items)];
 			case 'readBatch':
-				return [await readBatch(this, fg, items)];
+				return [await readBatch(this, params, fg, items)];
 			case 'ack':
 			case 'release':
-				return [await settle(this, fg, items, operation)];
+				return [await settle(this, params, fg, items, operation)];
 			case 'size':
-				return [await size(this, fg, items)];
+				return [await size(this, params, fg, items)];
 			default:
 				throw new NodeOperationError(this.getNode(), `Unknown operation ${JSON.stringify(operation)}`);
 		}
@@ -281,10 +284,10 @@ interface QueueRef {
 	shards: number;
 }
 
-function queueRef(ctx: IExecuteFunctions, itemIndex: number): QueueRef {
+function queueRef(ctx: IExecuteFunctions, params: ItemParameters, itemIndex: number): QueueRef {
 	return {
-		queue: checkText(ctx, ctx.getNodeParameter('queue', itemIndex), 'Queue Name', itemIndex),
-		shards: wholeNumber(ctx, ctx.getNodeParameter('shards', itemIndex, 1), 'Shards', 1, MAX_SHARDS, itemIndex),
+		queue: checkText(ctx, params.get('queue', itemIndex), 'Queue Name', itemIndex),
+		shards: wholeNumber(ctx, params.get('shards', itemIndex, 1), 'Shards', 1, MAX_SHARDS, itemIndex),
 	};
 }
 
@@ -310,7 +313,12 @@ interface EnqueuePlan {
 	single: boolean;
 }
 
-async function enqueue(ctx: IExecuteFunctions, fg: Fg, items: INodeExecutionData[]): Promise<INodeExecutionData[]> {
+async function enqueue(
+	ctx: IExecuteFunctions,
+	params: ItemParameters,
+	fg: Fg,
+	items: INodeExecutionData[],
+): Promise<INodeExecutionData[]> {
 	const results: Array<INodeExecutionData | undefined> = new Array(items.length);
 	const fieldOf: string[] = [];
 	const fail = (i: number, error: NodeOperationError) => {
@@ -322,10 +330,10 @@ async function enqueue(ctx: IExecuteFunctions, fg: Fg, items: INodeExecutionData
 	const calls = new Map<string, { ref: QueueRef; delayMs: number; debounce: boolean; plans: EnqueuePlan[] }>();
 	for (let i = 0; i < items.length; i++) {
 		try {
-			const options = ctx.getNodeParameter('options', i, {}) as IDataObject;
+			const options = params.get('options', i, {}) as IDataObject;
 			fieldOf[i] = (options.resultField as string) || DEFAULT_FIELD;
-			const ref = queueRef(ctx, i);
-			const raw = ctx.getNodeParameter('ids', i);
+			const ref = queueRef(ctx, params, i);
+			const raw = params.get('ids', i);
 			const single = !Array.isArray(raw);
 			const ids = (single ? [raw] : (raw as unknown[])).map((v, k) =>
 				checkText(ctx, v, single ? 'Item IDs' : `Item IDs[${k}]`, i),
@@ -384,19 +392,19 @@ async function enqueue(ctx: IExecuteFunctions, fg: Fg, items: INodeExecutionData
  * that a later Ack or Release finds the receipt (`owner`) in it. An empty batch outputs no item:
  * the rest of the branch does not run.
  */
-async function readBatch(ctx: IExecuteFunctions, fg: Fg, items: INodeExecutionData[]): Promise<INodeExecutionData[]> {
+async function readBatch(
+	ctx: IExecuteFunctions,
+	params: ItemParameters,
+	fg: Fg,
+	items: INodeExecutionData[],
+): Promise<INodeExecutionData[]> {
 	const out: INodeExecutionData[] = [];
 	for (let i = 0; i < items.length; i++) {
 		try {
-			const options = ctx.getNodeParameter('options', i, {}) as IDataObject;
-			const ref = queueRef(ctx, i);
-			const limit = wholeNumber(ctx, ctx.getNodeParameter('batchSize', i, 100), 'Batch Size', 1, MAX_BATCH, i);
-			const visibilityTimeoutMs = secondsToMs(
-				ctx,
-				ctx.getNodeParameter('visibilityTimeout', i),
-				'Visibility Timeout',
-				i,
-			);
+			const options = params.get('options', i, {}) as IDataObject;
+			const ref = queueRef(ctx, params, i);
+			const limit = wholeNumber(ctx, params.get('batchSize', i, 100), 'Batch Size', 1, MAX_BATCH, i);
+			const visibilityTimeoutMs = secondsToMs(ctx, params.get('visibilityTimeout', i), 'Visibility Timeout', i);
 			const shard = onlyShard(ctx, options, ref.shards, i);
 			let batch;
 			try {
@@ -477,6 +485,7 @@ const REFUSAL: Record<string, { message: string; description: string }> = {
 
 async function settle(
 	ctx: IExecuteFunctions,
+	params: ItemParameters,
 	fg: Fg,
 	items: INodeExecutionData[],
 	operation: 'ack' | 'release',
@@ -493,10 +502,10 @@ async function settle(
 	const calls = new Map<string, { ref: QueueRef; owner: string; delayMs: number; plans: SettlePlan[] }>();
 	for (let i = 0; i < items.length; i++) {
 		try {
-			const options = ctx.getNodeParameter('options', i, {}) as IDataObject;
+			const options = params.get('options', i, {}) as IDataObject;
 			fieldOf[i] = (options.resultField as string) || DEFAULT_FIELD;
-			const ref = queueRef(ctx, i);
-			const given = ctx.getNodeParameter('itemId', i, '');
+			const ref = queueRef(ctx, params, i);
+			const given = params.get('itemId', i, '');
 			const givenId = given === '' || given === undefined || given === null ? undefined : checkText(ctx, given, 'Item ID', i);
 			const receipt = typeof options.receipt === 'string' ? options.receipt.trim() : '';
 			const record = givenId !== undefined && receipt !== '' ? undefined : readRecord(ctx, items[i], i, ref.queue, givenId);
@@ -580,12 +589,17 @@ async function settle(
 
 // ---------------------------------------------------------------- Size
 
-async function size(ctx: IExecuteFunctions, fg: Fg, items: INodeExecutionData[]): Promise<INodeExecutionData[]> {
+async function size(
+	ctx: IExecuteFunctions,
+	params: ItemParameters,
+	fg: Fg,
+	items: INodeExecutionData[],
+): Promise<INodeExecutionData[]> {
 	const out: INodeExecutionData[] = [];
 	for (let i = 0; i < items.length; i++) {
 		try {
-			const options = ctx.getNodeParameter('options', i, {}) as IDataObject;
-			const ref = queueRef(ctx, i);
+			const options = params.get('options', i, {}) as IDataObject;
+			const ref = queueRef(ctx, params, i);
 			const shard = onlyShard(ctx, options, ref.shards, i);
 			let s;
 			try {

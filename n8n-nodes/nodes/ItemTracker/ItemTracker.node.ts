@@ -20,6 +20,7 @@ import {
 	testRedisCredential,
 } from '../shared/client';
 import { clean, errorItem, findUpstreamResult, withResult } from '../shared/items';
+import { ItemParameters } from '../shared/params';
 
 type Operation = 'get' | 'set' | 'unset' | 'list';
 type SetStatus = 'inProgress' | 'completed' | 'failed';
@@ -290,8 +291,10 @@ export class ItemTracker implements INodeType {
 		const operation = this.getNodeParameter('operation', 0) as Operation;
 		const fg = await clientFor(this);
 
+		// Parameters without an expression are read once, `={{ $json.field }}` from the item.
+		const params = new ItemParameters(this, items);
 		if (operation === 'list') {
-			return [await list(this, fg, items)];
+			return [await list(this, fg, items, params)];
 		}
 
 		const claimed: INodeExecutionData[] = [];
@@ -311,10 +314,10 @@ export class ItemTracker implements INodeType {
 		const fieldOf: string[] = [];
 		for (let i = 0; i < items.length; i++) {
 			try {
-				const options = this.getNodeParameter('options', i, {}) as IDataObject;
+				const options = params.get('options', i, {}) as IDataObject;
 				fieldOf[i] = (options.resultField as string) || DEFAULT_FIELD;
-				const group = checkName(this, this.getNodeParameter('group', i), 'Group', i);
-				const id = checkName(this, this.getNodeParameter('itemId', i), 'Item ID', i);
+				const group = checkName(this, params.get('group', i), 'Group', i);
+				const id = checkName(this, params.get('itemId', i), 'Item ID', i);
 				if (operation === 'get') {
 					pending.push({ itemIndex: i, group, request: { id, status: 'none' } });
 					continue;
@@ -323,9 +326,9 @@ export class ItemTracker implements INodeType {
 					pending.push({ itemIndex: i, group, request: { id, status: 'none' } });
 					continue;
 				}
-				const status = this.getNodeParameter('status', i) as SetStatus;
+				const status = params.get('status', i) as SetStatus;
 				if (status === 'inProgress') {
-					const timeoutMs = secondsToMs(this, this.getNodeParameter('timeout', i), 'Timeout', i);
+					const timeoutMs = secondsToMs(this, params.get('timeout', i), 'Timeout', i);
 					pending.push({
 						itemIndex: i,
 						group,
@@ -340,9 +343,9 @@ export class ItemTracker implements INodeType {
 					const owner = ownerFor(this, items[i], i, fieldOf[i], group, id, options.ownerToken);
 					const req: SetRequest = { id, status, ...(owner ? { owner } : {}) };
 					if (status === 'failed') {
-						req.error = String(this.getNodeParameter('errorMessage', i, '') ?? '') || 'failed';
-					} else if (this.getNodeParameter('expireCompleted', i, false) === true) {
-						req.keepMs = secondsToMs(this, this.getNodeParameter('completedExpiry', i), 'Expire After', i);
+						req.error = String(params.get('errorMessage', i, '') ?? '') || 'failed';
+					} else if (params.get('expireCompleted', i, false) === true) {
+						req.keepMs = secondsToMs(this, params.get('completedExpiry', i), 'Expire After', i);
 					}
 					pending.push({ itemIndex: i, group, request: req });
 				} else {
@@ -481,20 +484,21 @@ async function list(
 	ctx: IExecuteFunctions,
 	fg: Awaited<ReturnType<typeof clientFor>>,
 	items: INodeExecutionData[],
+	params: ItemParameters,
 ): Promise<INodeExecutionData[]> {
 	const out: INodeExecutionData[] = [];
 	for (let i = 0; i < items.length; i++) {
 		try {
-			const group = checkName(ctx, ctx.getNodeParameter('group', i), 'Group', i);
-			const status = ctx.getNodeParameter('listStatus', i, 'all') as
+			const group = checkName(ctx, params.get('group', i), 'Group', i);
+			const status = params.get('listStatus', i, 'all') as
 				| 'all'
 				| 'in_progress'
 				| 'abandoned'
 				| 'completed'
 				| 'failed';
-			const returnAll = ctx.getNodeParameter('returnAll', i, false) as boolean;
-			const limit = returnAll ? Infinity : (ctx.getNodeParameter('limit', i, 50) as number);
-			const mode = ctx.getNodeParameter('listOutput', i, 'summary') as 'summary' | 'items';
+			const returnAll = params.get('returnAll', i, false) as boolean;
+			const limit = returnAll ? Infinity : (params.get('limit', i, 50) as number);
+			const mode = params.get('listOutput', i, 'summary') as 'summary' | 'items';
 			const page = 500;
 			let offset = 0;
 			let counts: IDataObject = {};
