@@ -447,8 +447,8 @@ async function memory() {
     await fg.setItems(g, ids.slice(i, i + 10000).map((id, j) => ({ id, status: 'completed', owner: owners[i + j] })))
   }
   const m2 = await usedMemory()
-  out['flowguard item, in progress (record + index entry)'] = (m1 - m0) / N_MEM
-  out['flowguard item, completed (record with 2-entry timeline + index entry)'] = (m2 - m0) / N_MEM
+  out['flowguard item, in progress (record in the group hash + index entry)'] = (m1 - m0) / N_MEM
+  out['flowguard item, completed (record with 2-entry timeline in the group hash + index entry)'] = (m2 - m0) / N_MEM
   const hg = K(uniq('mem'))
   const m3 = await usedMemory()
   for (let i = 0; i < N_MEM; i += 10000) {

@@ -3,8 +3,8 @@
 //! Every key is `<prefix>{<kind>:<escaped name>}<suffix>`. The part in braces is the Redis Cluster
 //! hash tag, so all keys of one group (or lock, queue shard, state key) share one hash slot.
 //! Escaping `%`, `{`, `}` and `:` in the name is injective and leaves no `}` inside the tag, so
-//! distinct names never share a key whatever characters they hold. Item ids follow the tag after a
-//! fixed separator and need no escaping.
+//! distinct names never share a key whatever characters they hold. Item ids are fields of their
+//! group's record hash and need no escaping.
 
 use crate::error::{Error, Result};
 
@@ -63,13 +63,10 @@ impl Keys {
         k
     }
 
-    /// Item tracker: the record of one item.
-    pub fn item(&self, group_head: &str, id: &str) -> String {
-        let mut k = String::with_capacity(group_head.len() + 3 + id.len());
-        k.push_str(group_head);
-        k.push_str(":i:");
-        k.push_str(id);
-        k
+    /// Item tracker: the records of a group, a hash of item id -> record. Ids are hash fields,
+    /// so any id is distinct.
+    pub fn item_records(&self, group_head: &str) -> String {
+        format!("{group_head}:r")
     }
 
     /// Item tracker: the per-status index of a group (`in_progress`, `completed`, `failed`).
@@ -164,9 +161,7 @@ mod tests {
         let mut all = HashSet::new();
         for g in &ns {
             let head = keys.tracker_group(g);
-            for id in &ns {
-                assert!(all.insert(keys.item(&head, id)), "collision for group {g:?} id {id:?}");
-            }
+            assert!(all.insert(keys.item_records(&head)), "collision for group {g:?}");
             for s in ["in_progress", "completed", "failed"] {
                 assert!(all.insert(keys.item_index(&head, s)));
             }
@@ -182,9 +177,7 @@ mod tests {
         for g in names() {
             let head = keys.tracker_group(&g);
             let slot = hash_slot(head.as_bytes());
-            for id in names() {
-                assert_eq!(hash_slot(keys.item(&head, &id).as_bytes()), slot);
-            }
+            assert_eq!(hash_slot(keys.item_records(&head).as_bytes()), slot);
             assert_eq!(hash_slot(keys.item_index(&head, "failed").as_bytes()), slot);
         }
         for n in names() {

@@ -272,10 +272,10 @@ function checkFirstRun(c, e, n, round) {
 		check(`${tag} Skipped output empty`, skipped.length === 0, `got ${skipped.length}`);
 		check(`${tag} ids in order`, claimed.every((j, i) => j.id === `item-${i + 1}` && j.itemTracker.id === j.id));
 		if (c.redis) {
-			const recs = scanCount('fgbench:{t:bench}:i:*');
+			const recs = Number(redisCli('HLEN', 'fgbench:{t:bench}:r'));
 			const idx = Number(redisCli('ZCARD', 'fgbench:{t:bench}:s:in_progress'));
 			check(`${tag} ${n} item records and ${n} in-progress index entries in Redis (redis-cli)`, recs === n && idx === n, `records ${recs}, index ${idx}`);
-			const rec = redisCli('GET', `fgbench:{t:bench}:i:item-${n}`);
+			const rec = redisCli('HGET', 'fgbench:{t:bench}:r', `item-${n}`);
 			check(`${tag} a record says in_progress`, /in_progress/.test(rec), rec.slice(0, 200));
 		} else {
 			check(`${tag} nothing written to Redis`, redisCli('DBSIZE') === '0', `DBSIZE ${redisCli('DBSIZE')}`);
@@ -376,7 +376,7 @@ for (const c of FG) {
 	L.push(`| ${c.label} | ${q.afterItems.toFixed(1)}× | ${q.exec.toFixed(1)}× | ${q.work.toFixed(1)}× | ${q.marginal.toFixed(1)}× | ${q.wall.toFixed(1)}× |`);
 }
 L.push('');
-L.push(`Checks: ${passed} passed, ${failedChecks.length} failed${failedChecks.length ? ': ' + failedChecks.map((c) => c.name).join('; ') : ''}. Every timed first run: the template's Set in progress ran for every item, every GET found nothing, ${fmt(N)} \`tpl:bench:*:in_progress\` keys with the 600 s TTL (redis-cli); the Item Tracker's Claimed output held all ${fmt(N)} items in order, each with an owner token and attempt 1, Skipped empty; on Redis ${fmt(N)} records \`fgbench:{t:bench}:i:*\` and ${fmt(N)} entries in \`fgbench:{t:bench}:s:in_progress\` (redis-cli), on Embedded nothing in Redis. A second run on that state (not timed): the template's Set in progress ran for no item, the Item Tracker sent all ${fmt(N)} to Skipped.`);
+L.push(`Checks: ${passed} passed, ${failedChecks.length} failed${failedChecks.length ? ': ' + failedChecks.map((c) => c.name).join('; ') : ''}. Every timed first run: the template's Set in progress ran for every item, every GET found nothing, ${fmt(N)} \`tpl:bench:*:in_progress\` keys with the 600 s TTL (redis-cli); the Item Tracker's Claimed output held all ${fmt(N)} items in order, each with an owner token and attempt 1, Skipped empty; on Redis ${fmt(N)} records in \`fgbench:{t:bench}:r\` and ${fmt(N)} entries in \`fgbench:{t:bench}:s:in_progress\` (redis-cli), on Embedded nothing in Redis. A second run on that state (not timed): the template's Set in progress ran for no item, the Item Tracker sent all ${fmt(N)} to Skipped.`);
 const block = L.join('\n');
 console.log('\n' + block + '\n');
 

@@ -11,18 +11,30 @@ use crate::tracker::{
     TrackerBackend, MAX_TIMELINE,
 };
 
-script!(apply_script, "tracker_apply.lua");
-script!(claim_script, "tracker_claim.lua");
+/// A tracker script with `tracker_common.lua` (the group's keys, time, purge) in front.
+macro_rules! group_script {
+    ($name:ident, $file:literal) => {
+        fn $name() -> &'static redis::Script {
+            static S: std::sync::OnceLock<redis::Script> = std::sync::OnceLock::new();
+            S.get_or_init(|| redis::Script::new(concat!(include_str!("lua/tracker_common.lua"), include_str!(concat!("lua/", $file)))))
+        }
+    };
+}
+
+group_script!(apply_script, "tracker_apply.lua");
+group_script!(claim_script, "tracker_claim.lua");
+group_script!(list_script, "tracker_list.lua");
 script!(read_script, "tracker_read.lua");
-script!(list_script, "tracker_list.lua");
 
 const STATUSES: [&str; 3] = ["in_progress", "completed", "failed"];
 
-fn decode(raw: Option<String>) -> Result<Option<Record>> {
+/// A record read from Redis; None when absent or expired (its expiry passed: it counts as gone
+/// even before a script purges it).
+fn decode(raw: Option<String>, now: i64) -> Result<Option<Record>> {
     match raw {
         None => Ok(None),
-        Some(s) => serde_json::from_str(&s)
-            .map(Some)
+        Some(s) => serde_json::from_str::<Record>(&s)
+            .map(|r| if r.x <= now { None } else { Some(r) })
             .map_err(|e| Error::internal(format!("an item record in Redis could not be read: {e}"))),
     }
 }
@@ -35,15 +47,21 @@ fn state(id: &str, rec: &Option<Record>, now: i64) -> ItemState {
 }
 
 impl RedisStore {
-    async fn apply_batch(&self, group: &str, ops: &[ItemOp], retention_ms: u64) -> Result<Vec<OpResult>> {
+    /// A script invocation with the group's keys: its three indexes and its records.
+    fn group_invocation(&self, script: &'static redis::Script, group: &str) -> redis::ScriptInvocation<'static> {
         let head = self.keys().tracker_group(group);
-        let mut inv = apply_script().prepare_invoke();
+        let mut inv = script.prepare_invoke();
         for s in STATUSES {
             inv.key(self.keys().item_index(&head, s));
         }
+        inv.key(self.keys().item_records(&head));
+        inv
+    }
+
+    async fn apply_batch(&self, group: &str, ops: &[ItemOp], retention_ms: u64) -> Result<Vec<OpResult>> {
+        let mut inv = self.group_invocation(apply_script(), group);
         inv.arg(retention_ms).arg(MAX_TIMELINE);
         for op in ops {
-            inv.key(self.keys().item(&head, op.id()));
             match op {
                 ItemOp::Claim { id, owner, lease_ms, reclaim_completed } => {
                     inv.arg("c").arg(id).arg(owner).arg(*lease_ms).arg(if *reclaim_completed { "1" } else { "" });
@@ -68,7 +86,7 @@ impl RedisStore {
         for (i, op) in ops.iter().enumerate() {
             let code = int(&reply[1 + i * 3])?;
             let word = opt_str(&reply[2 + i * 3])?.unwrap_or_default();
-            let rec = decode(opt_str(&reply[3 + i * 3])?)?;
+            let rec = decode(opt_str(&reply[3 + i * 3])?, now)?;
             let id = op.id();
             let outcome = match code {
                 1 => Outcome::Done,
@@ -86,13 +104,8 @@ impl RedisStore {
     }
 
     async fn claim_ids(&self, group: &str, c: BatchClaim<'_>) -> Result<ClaimBatch> {
-        let head = self.keys().tracker_group(group);
-        let mut inv = claim_script().prepare_invoke();
-        for s in STATUSES {
-            inv.key(self.keys().item_index(&head, s));
-        }
+        let mut inv = self.group_invocation(claim_script(), group);
         inv.arg(c.retention_ms).arg(MAX_TIMELINE).arg(c.owner).arg(c.lease_ms).arg(if c.reclaim_completed { "1" } else { "" });
-        inv.arg(self.keys().item(&head, ""));
         for id in c.ids {
             inv.arg(id.as_str());
         }
@@ -115,8 +128,9 @@ impl RedisStore {
     async fn read_batch(&self, group: &str, ids: &[String]) -> Result<Vec<ItemState>> {
         let head = self.keys().tracker_group(group);
         let mut inv = read_script().prepare_invoke();
+        inv.key(self.keys().item_records(&head));
         for id in ids {
-            inv.key(self.keys().item(&head, id));
+            inv.arg(id.as_str());
         }
         let reply: Vec<Value> = self.run(&inv).await?;
         if reply.len() != 1 + ids.len() {
@@ -125,16 +139,12 @@ impl RedisStore {
         let now = int(&reply[0])?;
         ids.iter()
             .zip(&reply[1..])
-            .map(|(id, v)| Ok(state(id, &decode(opt_str(v)?)?, now)))
+            .map(|(id, v)| Ok(state(id, &decode(opt_str(v)?, now)?, now)))
             .collect()
     }
 
     async fn list_page(&self, group: &str, q: ListQuery, retention_ms: u64) -> Result<ItemList> {
-        let head = self.keys().tracker_group(group);
-        let mut inv = list_script().prepare_invoke();
-        for s in STATUSES {
-            inv.key(self.keys().item_index(&head, s));
-        }
+        let mut inv = self.group_invocation(list_script(), group);
         let filter = match q.filter {
             ListFilter::All => "all",
             ListFilter::InProgress => "in_progress",
@@ -142,7 +152,7 @@ impl RedisStore {
             ListFilter::Completed => "completed",
             ListFilter::Failed => "failed",
         };
-        inv.arg(self.keys().item(&head, "")).arg(filter).arg(q.offset).arg(q.limit).arg(retention_ms);
+        inv.arg(filter).arg(q.offset).arg(q.limit).arg(retention_ms);
         let reply: Vec<Value> = self.run(&inv).await?;
         if reply.len() < 5 || !(reply.len() - 5).is_multiple_of(2) {
             return Err(Error::internal(format!("list script replied with {} values", reply.len())));
@@ -157,7 +167,11 @@ impl RedisStore {
         let mut items = Vec::with_capacity((reply.len() - 5) / 2);
         for pair in reply[5..].chunks(2) {
             let id = opt_str(&pair[0])?.unwrap_or_default();
-            items.push(state(&id, &decode(opt_str(&pair[1])?)?, now));
+            // A record kept past its expiry (claimed by a client with a longer retention than
+            // this one's purge assumed) is left out.
+            if let Some(rec) = decode(opt_str(&pair[1])?, now)? {
+                items.push(rec.to_state(&id, now));
+            }
         }
         let end = q.offset + q.limit;
         Ok(ItemList { counts, items, next_offset: if end < counts.of(q.filter) { Some(end) } else { None } })

@@ -1,17 +1,12 @@
 -- Item Tracker: one page of a group, with counts per status.
--- KEYS[1..3]: the group's in_progress, completed and failed indexes (all in the group's slot).
--- ARGV: record key head (the group's key + ':i:'), filter (all | in_progress | abandoned |
---       completed | failed), offset, limit, retention ms.
+-- KEYS: the group (see tracker_common.lua).
+-- ARGV: filter (all | in_progress | abandoned | completed | failed), offset, limit, retention ms.
 -- Reply: now, live, abandoned, completed, failed, then id and record pairs.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local head, filter = ARGV[1], ARGV[2]
-local offset, limit, retention = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local filter = ARGV[1]
+local offset, limit, retention = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 
--- Forget index entries whose records have expired.
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - retention)
+-- Forget every record whose time has passed, so the counts are exact.
+purge(retention, -1)
 
 local live = redis.call('ZCOUNT', KEYS[1], '(' .. now, '+inf')
 local abandoned = redis.call('ZCOUNT', KEYS[1], '-inf', now)
@@ -41,7 +36,7 @@ for _, seg in ipairs(segments) do
       skip = 0
       for _, id in ipairs(ids) do
         want = want - 1
-        local raw = redis.call('GET', head .. id)
+        local raw = redis.call('HGET', KEYS[4], id)
         if raw then
           out[#out + 1] = id; out[#out + 1] = raw
         else

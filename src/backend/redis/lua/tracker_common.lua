@@ -1,0 +1,62 @@
+-- Item Tracker, shared by its scripts (prepended to each).
+-- A group is KEYS[1..3], its in_progress (score: lease end), completed and failed (score: when
+-- the record expires) indexes, and KEYS[4], its records: a hash of id -> record JSON. A record
+-- whose expiry (`x`) has passed counts as absent; `purge` deletes such records, and each key of
+-- a group lives as long as its longest-lived record (`keep_alive`), so a group nobody touches
+-- again disappears by itself.
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+
+-- A record, or false when there is none or it expired; and its JSON text.
+local function load(id)
+  local raw = redis.call('HGET', KEYS[4], id)
+  if not raw then return false, false end
+  local rec = cjson.decode(raw)
+  if rec.x <= now then return false, false end
+  return rec, raw
+end
+
+-- Forgets records whose time has passed, at most `max` per index and call (max < 0: all).
+-- Completed and failed: their index score is their expiry. In progress: the score is the lease
+-- end and the record lives `retention` after it (the retention of the client that claimed it,
+-- so the record itself decides).
+local function purge(retention, max)
+  local limit = max
+  if max < 0 then limit = 1000 end
+  for k = 2, 3 do
+    repeat
+      local ids = redis.call('ZRANGEBYSCORE', KEYS[k], '-inf', now, 'LIMIT', 0, limit)
+      if #ids > 0 then
+        redis.call('HDEL', KEYS[4], unpack(ids))
+        redis.call('ZREM', KEYS[k], unpack(ids))
+      end
+    until max >= 0 or #ids < limit
+  end
+  repeat
+    local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now - retention, 'LIMIT', 0, limit)
+    if #ids > 0 then
+      local raws = redis.call('HMGET', KEYS[4], unpack(ids))
+      local gone = {}
+      for j = 1, #ids do
+        if not raws[j] or cjson.decode(raws[j]).x <= now then gone[#gone + 1] = ids[j] end
+      end
+      if #gone > 0 then
+        redis.call('HDEL', KEYS[4], unpack(gone))
+        redis.call('ZREM', KEYS[1], unpack(gone))
+      end
+      -- Records kept longer (a client with a longer retention): stop, they stay in front.
+      if #gone < #ids then break end
+    end
+  until max >= 0 or #ids < limit
+end
+
+-- Makes every key of the group live at least until `expires` (ms).
+local function keep_alive(expires)
+  local want = expires - now
+  if want <= 0 then return end
+  for k = 1, 4 do
+    local pttl = redis.call('PTTL', KEYS[k])
+    if pttl == -1 or (pttl >= 0 and pttl < want) then redis.call('PEXPIRE', KEYS[k], want) end
+  end
+end
+
