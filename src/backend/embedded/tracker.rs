@@ -105,6 +105,8 @@ impl Group {
 }
 
 fn push(t: &mut Vec<Transition>, tr: Transition) {
+    // Grow by one: most items keep a short timeline, and Vec's first growth would reserve 4.
+    t.reserve_exact(1);
     t.push(tr);
     if t.len() > MAX_TIMELINE {
         let extra = t.len() - MAX_TIMELINE;
