@@ -169,6 +169,34 @@ for (const b of backends()) {
       assert.equal((await fg.getItem('big', 'id-9999')).attempts, 1)
     })
 
+    if (b.name === 'redis') {
+      test('Redis: expired records are deleted by later writes, without listItems (no pile-up)', async () => {
+        const { connect } = await import('./resp.mjs')
+        const r = await connect(process.env.REDIS_URL)
+        try {
+          const fg = await b.open({ retentionMs: 100 })
+          const old = Array.from({ length: 300 }, (_, i) => `old-${i}`)
+          const c = await fg.claimBatch('purge', old, { timeoutMs: 50 })
+          const done = await fg.setItems('purge', old.slice(0, 150).map((id) => ({ id, status: 'completed', owner: c.owner, keepMs: 50 })))
+          assert.ok(done.every((x) => x.ok))
+          const hash = `${fg.prefix}{t:purge}:r`
+          assert.equal(await r.call('HLEN', hash), 300)
+          await sleep(250)
+          // Every old record has expired (150 completed past keepMs, 150 abandoned past retention).
+          assert.equal((await fg.getItem('purge', 'old-0')).status, 'none')
+          assert.equal((await fg.getItem('purge', 'old-299')).status, 'none')
+          // A write of 150 new ids deletes at least 300 expired records (twice what it writes).
+          const fresh = Array.from({ length: 150 }, (_, i) => `new-${i}`)
+          assert.equal((await fg.claimBatch('purge', fresh)).claimed, 150)
+          assert.equal(await r.call('HLEN', hash), 150)
+          assert.equal(await r.call('ZCARD', `${fg.prefix}{t:purge}:s:completed`), 0)
+          assert.equal(await r.call('ZCARD', `${fg.prefix}{t:purge}:s:in_progress`), 150)
+        } finally {
+          r.close()
+        }
+      })
+    }
+
     test('claimBatch rejects bad input before writing anything', async () => {
       const fg = await b.open()
       const e = await rejection(fg.claimBatch('g', ['ok', ''], {}))

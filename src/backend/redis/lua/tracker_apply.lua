@@ -11,7 +11,8 @@ local retention = tonumber(ARGV[1])
 local maxtl = tonumber(ARGV[2])
 local out = {now}
 local latest = 0
-purge(retention, 100)
+local n = (#ARGV - 2) / 5
+purge(retention, math.max(100, 2 * n))
 
 local function remember(tl, entry)
   tl[#tl + 1] = entry
@@ -32,7 +33,6 @@ local function store(id, rec)
   return js
 end
 
-local n = (#ARGV - 2) / 5
 for i = 0, n - 1 do
   local b = 3 + i * 5
   local action, id, owner, num, text = ARGV[b], ARGV[b + 1], ARGV[b + 2], tonumber(ARGV[b + 3]), ARGV[b + 4]

@@ -14,7 +14,7 @@ local expires = lease_end + retention
 local lease_end_s = string.format('%d', lease_end)
 local n = #ARGV - 5
 local CHUNK = 500
-purge(retention, 100)
+purge(retention, math.max(100, 2 * n))
 
 -- Every new item gets the same record: encode it once.
 local fresh = cjson.encode({s = 'in_progress', a = 1, o = owner, l = lease_end, c = now, u = now, d = 0, x = expires,

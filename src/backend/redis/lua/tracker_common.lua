@@ -16,38 +16,46 @@ local function load(id)
   return rec, raw
 end
 
--- Forgets records whose time has passed, at most `max` per index and call (max < 0: all).
--- Completed and failed: their index score is their expiry. In progress: the score is the lease
--- end and the record lives `retention` after it (the retention of the client that claimed it,
--- so the record itself decides).
+-- Forgets records whose time has passed, up to `max` per index and call (max < 0: all), in
+-- chunks of at most 1000 ids. Completed and failed: their index score is their expiry. In
+-- progress: the score is the lease end and the record lives `retention` after it (the retention
+-- of the client that claimed it, so the record itself decides). Writers pass at least twice the
+-- number of items they write, so expired records cannot pile up in a group that is in use.
 local function purge(retention, max)
-  local limit = max
-  if max < 0 then limit = 1000 end
-  for k = 2, 3 do
-    repeat
-      local ids = redis.call('ZRANGEBYSCORE', KEYS[k], '-inf', now, 'LIMIT', 0, limit)
-      if #ids > 0 then
-        redis.call('HDEL', KEYS[4], unpack(ids))
-        redis.call('ZREM', KEYS[k], unpack(ids))
-      end
-    until max >= 0 or #ids < limit
+  local function chunk(done)
+    if max < 0 then return 1000 end
+    return math.min(1000, max - done)
   end
-  repeat
-    local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now - retention, 'LIMIT', 0, limit)
-    if #ids > 0 then
-      local raws = redis.call('HMGET', KEYS[4], unpack(ids))
-      local gone = {}
-      for j = 1, #ids do
-        if not raws[j] or cjson.decode(raws[j]).x <= now then gone[#gone + 1] = ids[j] end
-      end
-      if #gone > 0 then
-        redis.call('HDEL', KEYS[4], unpack(gone))
-        redis.call('ZREM', KEYS[1], unpack(gone))
-      end
-      -- Records kept longer (a client with a longer retention): stop, they stay in front.
-      if #gone < #ids then break end
+  for k = 2, 3 do
+    local done = 0
+    while chunk(done) > 0 do
+      local want = chunk(done)
+      local ids = redis.call('ZRANGEBYSCORE', KEYS[k], '-inf', now, 'LIMIT', 0, want)
+      if #ids == 0 then break end
+      redis.call('HDEL', KEYS[4], unpack(ids))
+      redis.call('ZREM', KEYS[k], unpack(ids))
+      done = done + #ids
+      if #ids < want then break end
     end
-  until max >= 0 or #ids < limit
+  end
+  local done = 0
+  while chunk(done) > 0 do
+    local want = chunk(done)
+    local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now - retention, 'LIMIT', 0, want)
+    if #ids == 0 then break end
+    local raws = redis.call('HMGET', KEYS[4], unpack(ids))
+    local gone = {}
+    for j = 1, #ids do
+      if not raws[j] or cjson.decode(raws[j]).x <= now then gone[#gone + 1] = ids[j] end
+    end
+    if #gone > 0 then
+      redis.call('HDEL', KEYS[4], unpack(gone))
+      redis.call('ZREM', KEYS[1], unpack(gone))
+    end
+    done = done + #ids
+    -- Records kept longer (claimed by a client with a longer retention) stay in front: stop.
+    if #gone < #ids or #ids < want then break end
+  end
 end
 
 -- Makes every key of the group live at least until `expires` (ms).
