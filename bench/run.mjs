@@ -8,7 +8,8 @@
 // interleaved round by round; the figures are medians of BENCH_ROUNDS rounds (default 5).
 // Writes the results block of BENCHMARKS.md (between the markers; the hand-written analysis
 // around it is kept) and bench/last-run.json. BENCH_QUICK=1 runs tiny sizes (a smoke test whose
-// figures mean nothing); BENCH_NO_WRITE=1 prints without writing files.
+// figures mean nothing); BENCH_NO_WRITE=1 prints without writing files. BENCH_ONLY=lock,napi runs
+// only the cases whose group starts with one of the comma-separated words (and never writes files).
 import { createRequire } from 'node:module'
 import { spawn, spawnSync, execSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
@@ -36,7 +37,8 @@ const { createClient } = require('redis')
 }
 const ROUNDS = Number(process.env.BENCH_ROUNDS || 5)
 const QUICK = process.env.BENCH_QUICK === '1'
-const WRITE = process.env.BENCH_NO_WRITE !== '1'
+const ONLY = (process.env.BENCH_ONLY || '').split(',').map((w) => w.trim()).filter(Boolean)
+const WRITE = process.env.BENCH_NO_WRITE !== '1' && ONLY.length === 0
 const size = (full, quick) => (QUICK ? quick : full)
 
 const N_LOCK_SERIAL = size(3000, 100)
@@ -146,6 +148,7 @@ const K = (s) => `hand:${run}:${s}`
 
 const cases = []
 function bench(group, name, unit, fn) {
+  if (ONLY.length && !ONLY.some((w) => group.startsWith(w))) return
   cases.push({ group, name, unit, fn, samples: [], extras: [], cpu: [], redisCpu: [], redisCmd: [] })
 }
 
@@ -190,7 +193,7 @@ bench('lock-serial', "ioredis running flowguard's scripts", 'pairs/s', async () 
   const s = await loop(N_LOCK_SERIAL, 1, async () => {
     const t = token()
     const a = await io.evalsha(acqSha, 2, key, `${key}:fence`, t, LEASE, '')
-    if (a[0] !== 1) throw new Error('ioredis (flowguard script) lock not acquired')
+    if (typeof a !== 'number') throw new Error('ioredis (flowguard script) lock not acquired')
     if ((await io.evalsha(relSha, 1, key, t)) !== 1) throw new Error('ioredis (flowguard script) lock not released')
   })
   return { ops: N_LOCK_SERIAL, seconds: s }
@@ -234,7 +237,7 @@ bench('lock-64', "ioredis running flowguard's scripts", 'pairs/s', async () => {
     const key = `${base}-${w}`
     const t = token()
     const a = await io.evalsha(acqSha, 2, key, `${key}:fence`, t, LEASE, '')
-    if (a[0] !== 1) throw new Error('ioredis (flowguard script) lock not acquired')
+    if (typeof a !== 'number') throw new Error('ioredis (flowguard script) lock not acquired')
     if ((await io.evalsha(relSha, 1, key, t)) !== 1) throw new Error('ioredis (flowguard script) lock not released')
   })
   return { ops: N_LOCK_PAR, seconds: s }
@@ -524,7 +527,7 @@ for (let r = 0; r < ROUNDS; r++) {
   load.push(loadavg()[0])
   console.log(`round ${r + 1}/${ROUNDS} done (load ${loadavg()[0].toFixed(2)})`)
 }
-const mem = await memory()
+const mem = ONLY.length ? {} : await memory()
 
 const med = {}
 for (const c of cases) med[`${c.group}/${c.name}`] = median(c.samples)
@@ -573,9 +576,9 @@ lines.push('Per call (from the napi rows): ' + [
   ['async Redis call (flowguard)', 'napi/async Redis getLock, awaited'],
   ['the same script by ioredis', 'napi/ioredis EVALSHA of the same script, awaited'],
   ['ioredis PING', 'napi/ioredis PING, awaited'],
-].map(([l, k]) => `${l} ${(1e6 / med[k]).toFixed(k.includes('sync getter') ? 3 : 1)} µs`).join('; ') + '.')
+].filter(([, k]) => k in med).map(([l, k]) => `${l} ${(1e6 / med[k]).toFixed(k.includes('sync getter') ? 3 : 1)} µs`).join('; ') + '.')
 for (const method of ['claimBatch', 'claimMany']) {
-  const bx = cases.find((c) => c.name === `flowguard ${method}`).extras
+  const bx = cases.find((c) => c.name === `flowguard ${method}`)?.extras || []
   if (!bx.length) continue
   const redisMs = median(bx.map((e) => e.redisScriptMs))
   const totalMs = median(bx.map((e) => e.totalMs))
@@ -585,6 +588,7 @@ lines.push('')
 lines.push('| target | measured | status |')
 lines.push('|---|---:|---|')
 for (const [label, v, goal, unit] of targets) {
+  if (!Number.isFinite(v)) continue
   const status = goal == null ? '' : v >= goal ? 'met' : `missed by ${((1 - v / goal) * 100).toFixed(0)}%`
   lines.push(`| ${label} | ${fmt(v)}${unit} | ${status} |`)
 }

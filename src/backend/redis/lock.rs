@@ -13,15 +13,17 @@ script!(release_script, "lock_release.lua");
 script!(extend_script, "lock_extend.lua");
 script!(inspect_script, "lock_inspect.lua");
 
-fn four(reply: &[Value]) -> Result<(i64, u64, u64, Option<String>)> {
-    if reply.len() < 3 {
+/// Reads a holder as the scripts report it: `{"<fence>:<label>", ms left}` (the lock is one string
+/// `<owner>:<fence>:<label>`; the owner never leaves Redis).
+fn holder(reply: &[Value]) -> Result<(u64, u64, Option<String>)> {
+    let [v, ms] = reply else {
         return Err(Error::internal(format!("lock script replied with {} values", reply.len())));
-    }
-    let label = match reply.get(3) {
-        Some(v) => opt_str(v)?.filter(|s| !s.is_empty()),
-        None => None,
     };
-    Ok((int(&reply[0])?, int(&reply[1])?.max(0) as u64, int(&reply[2])?.max(0) as u64, label))
+    let rest = opt_str(v)?.unwrap_or_default();
+    let (fence, label) = rest.split_once(':').unwrap_or((rest.as_str(), ""));
+    let fence = fence.parse::<u64>().map_err(|_| Error::internal("lock record without a fencing token"))?;
+    let label = (!label.is_empty()).then(|| label.to_string());
+    Ok((fence, int(ms)?.max(0) as u64, label))
 }
 
 impl RedisStore {
@@ -29,9 +31,18 @@ impl RedisStore {
         let mut inv = acquire_script().prepare_invoke();
         inv.key(self.keys().lock(name)).key(self.keys().lock_fence(name));
         inv.arg(owner).arg(lease_ms).arg(label.unwrap_or(""));
-        let reply: Vec<Value> = self.run(&inv).await?;
-        let (ok, fence, remaining_ms, holder) = four(&reply)?;
-        Ok(Attempt { acquired: ok == 1, fence, remaining_ms, holder })
+        match self.run::<Value>(&inv).await? {
+            Value::Array(held) => {
+                let (fence, remaining_ms, holder) = holder(&held)?;
+                Ok(Attempt { acquired: false, fence, remaining_ms, holder })
+            }
+            fence => Ok(Attempt {
+                acquired: true,
+                fence: int(&fence)?.max(0) as u64,
+                remaining_ms: lease_ms,
+                holder: label.filter(|l| !l.is_empty()).map(str::to_string),
+            }),
+        }
     }
 
     async fn release_once(&self, name: &str, owner: &str) -> Result<ReleaseResult> {
@@ -60,9 +71,13 @@ impl RedisStore {
     async fn inspect_once(&self, name: &str) -> Result<LockInfo> {
         let mut inv = inspect_script().prepare_invoke();
         inv.key(self.keys().lock(name)).key(self.keys().lock_fence(name));
-        let reply: Vec<Value> = self.run(&inv).await?;
-        let (locked, fence, remaining_ms, holder) = four(&reply)?;
-        Ok(LockInfo { name: name.to_string(), locked: locked == 1, remaining_ms, fence, holder })
+        Ok(match self.run::<Value>(&inv).await? {
+            Value::Array(held) => {
+                let (fence, remaining_ms, holder) = holder(&held)?;
+                LockInfo { name: name.to_string(), locked: true, remaining_ms, fence, holder }
+            }
+            last => LockInfo { name: name.to_string(), locked: false, remaining_ms: 0, fence: int(&last)?.max(0) as u64, holder: None },
+        })
     }
 }
 

@@ -1,16 +1,12 @@
--- Concurrency Lock: acquire. KEYS[1]: the lock (hash o = owner, f = fence, n = label);
--- KEYS[2]: the lock's fence counter (never expires, so fencing tokens strictly increase).
--- ARGV: owner, lease ms, label ('' = none).
--- Reply: 1, fence, lease ms, label | 0, the holder's fence, ms left, the holder's label.
-local h = redis.call('HMGET', KEYS[1], 'o', 'f', 'n')
-if h[1] then
-  return {0, tonumber(h[2]), redis.call('PTTL', KEYS[1]), h[3]}
-end
+-- Concurrency Lock: acquire. KEYS[1]: the lock, one string "<owner>:<fence>:<label>" whose expiry
+-- is the lease; KEYS[2]: the lock's fence counter (never expires, so fencing tokens strictly
+-- increase across releases and expiries). ARGV: owner, lease ms, label ('' = none).
+-- Reply: the fence (acquired) | {"<fence>:<label>" of the holder, ms left} (held).
 local fence = redis.call('INCR', KEYS[2])
-if ARGV[3] ~= '' then
-  redis.call('HSET', KEYS[1], 'o', ARGV[1], 'f', fence, 'n', ARGV[3])
-else
-  redis.call('HSET', KEYS[1], 'o', ARGV[1], 'f', fence)
+if redis.call('SET', KEYS[1], ARGV[1] .. ':' .. fence .. ':' .. ARGV[3], 'NX', 'PX', ARGV[2]) then
+  return fence
 end
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return {1, fence, tonumber(ARGV[2]), ARGV[3]}
+-- Held: give the number back, so the counter stays the last fence granted.
+redis.call('DECR', KEYS[2])
+local v = redis.call('GET', KEYS[1]) or ''
+return {string.sub(v, #ARGV[1] + 2), redis.call('PTTL', KEYS[1])}

@@ -1,7 +1,7 @@
 -- Concurrency Lock: extend by the owner only. KEYS[1]: the lock. ARGV: owner, lease ms.
 -- Reply: {1, lease ms} | {0, 0} not held | {-1, ms left} held by another owner.
-local o = redis.call('HGET', KEYS[1], 'o')
-if not o then return {0, 0} end
-if o ~= ARGV[1] then return {-1, redis.call('PTTL', KEYS[1])} end
+local v = redis.call('GET', KEYS[1])
+if not v then return {0, 0} end
+if string.sub(v, 1, #ARGV[1]) ~= ARGV[1] then return {-1, redis.call('PTTL', KEYS[1])} end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return {1, tonumber(ARGV[2])}

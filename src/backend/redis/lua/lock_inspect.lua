@@ -1,7 +1,7 @@
 -- Concurrency Lock: inspect. KEYS[1]: the lock; KEYS[2]: its fence counter.
--- Reply: 1, fence, ms left, label | 0, last fence issued (0: never), 0, false.
-local h = redis.call('HMGET', KEYS[1], 'f', 'n')
-if h[1] then
-  return {1, tonumber(h[1]), redis.call('PTTL', KEYS[1]), h[2]}
+-- Reply: {"<fence>:<label>" of the holder, ms left} | the last fence issued (0: never), when free.
+local v = redis.call('GET', KEYS[1])
+if v then
+  return {string.sub(v, (string.find(v, ':', 1, true) or 0) + 1), redis.call('PTTL', KEYS[1])}
 end
-return {0, tonumber(redis.call('GET', KEYS[2]) or '0'), 0, false}
+return tonumber(redis.call('GET', KEYS[2]) or '0')

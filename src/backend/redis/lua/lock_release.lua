@@ -1,7 +1,7 @@
 -- Concurrency Lock: release by the owner only. KEYS[1]: the lock. ARGV[1]: owner.
 -- Reply: 1 released | 0 not held | -1 held by another owner.
-local o = redis.call('HGET', KEYS[1], 'o')
-if not o then return 0 end
-if o ~= ARGV[1] then return -1 end
+local v = redis.call('GET', KEYS[1])
+if not v then return 0 end
+if string.sub(v, 1, #ARGV[1]) ~= ARGV[1] then return -1 end
 redis.call('DEL', KEYS[1])
 return 1
