@@ -4,14 +4,14 @@ use std::future::Future;
 
 use redis::Value;
 
-use super::{int, opt_str, script, RedisStore};
+use super::{int, lua, opt_str, RedisStore};
 use crate::error::{Error, Result};
 use crate::lock::{Attempt, ExtendResult, LockBackend, LockInfo, Refusal, ReleaseResult};
 
-script!(acquire_script, "lock_acquire.lua");
-script!(release_script, "lock_release.lua");
-script!(extend_script, "lock_extend.lua");
-script!(inspect_script, "lock_inspect.lua");
+lua!(acquire_script, "lock_acquire.lua");
+lua!(release_script, "lock_release.lua");
+lua!(extend_script, "lock_extend.lua");
+lua!(inspect_script, "lock_inspect.lua");
 
 /// Reads a holder as the scripts report it: `{"<fence>:<label>", ms left}` (the lock is one string
 /// `<owner>:<fence>:<label>`; the owner never leaves Redis).
@@ -28,10 +28,11 @@ fn holder(reply: &[Value]) -> Result<(u64, u64, Option<String>)> {
 
 impl RedisStore {
     async fn acquire_once(&self, name: &str, owner: &str, lease_ms: u64, label: Option<&str>) -> Result<Attempt> {
-        let mut inv = acquire_script().prepare_invoke();
-        inv.key(self.keys().lock(name)).key(self.keys().lock_fence(name));
-        inv.arg(owner).arg(lease_ms).arg(label.unwrap_or(""));
-        match self.run::<Value>(&inv).await? {
+        let (lock, fence) = (self.keys().lock(name), self.keys().lock_fence(name));
+        let lease = lease_ms.to_string();
+        let keys: [&[u8]; 2] = [lock.as_bytes(), fence.as_bytes()];
+        let args: [&[u8]; 3] = [owner.as_bytes(), lease.as_bytes(), label.unwrap_or("").as_bytes()];
+        match self.eval::<Value>(acquire_script(), &keys, &args).await? {
             Value::Array(held) => {
                 let (fence, remaining_ms, holder) = holder(&held)?;
                 Ok(Attempt { acquired: false, fence, remaining_ms, holder })
@@ -46,9 +47,8 @@ impl RedisStore {
     }
 
     async fn release_once(&self, name: &str, owner: &str) -> Result<ReleaseResult> {
-        let mut inv = release_script().prepare_invoke();
-        inv.key(self.keys().lock(name)).arg(owner);
-        let code: i64 = self.run(&inv).await?;
+        let lock = self.keys().lock(name);
+        let code: i64 = self.eval(release_script(), &[lock.as_bytes()], &[owner.as_bytes()]).await?;
         Ok(match code {
             1 => ReleaseResult { released: true, reason: None },
             0 => ReleaseResult { released: false, reason: Some(Refusal::NotHeld) },
@@ -57,9 +57,8 @@ impl RedisStore {
     }
 
     async fn extend_once(&self, name: &str, owner: &str, lease_ms: u64) -> Result<ExtendResult> {
-        let mut inv = extend_script().prepare_invoke();
-        inv.key(self.keys().lock(name)).arg(owner).arg(lease_ms);
-        let reply: Vec<i64> = self.run(&inv).await?;
+        let (lock, lease) = (self.keys().lock(name), lease_ms.to_string());
+        let reply: Vec<i64> = self.eval(extend_script(), &[lock.as_bytes()], &[owner.as_bytes(), lease.as_bytes()]).await?;
         let (code, ms) = (reply.first().copied().unwrap_or(0), reply.get(1).copied().unwrap_or(0).max(0) as u64);
         Ok(match code {
             1 => ExtendResult { extended: true, remaining_ms: ms, reason: None },
@@ -69,9 +68,8 @@ impl RedisStore {
     }
 
     async fn inspect_once(&self, name: &str) -> Result<LockInfo> {
-        let mut inv = inspect_script().prepare_invoke();
-        inv.key(self.keys().lock(name)).key(self.keys().lock_fence(name));
-        Ok(match self.run::<Value>(&inv).await? {
+        let (lock, fence) = (self.keys().lock(name), self.keys().lock_fence(name));
+        Ok(match self.eval::<Value>(inspect_script(), &[lock.as_bytes(), fence.as_bytes()], &[]).await? {
             Value::Array(held) => {
                 let (fence, remaining_ms, holder) = holder(&held)?;
                 LockInfo { name: name.to_string(), locked: true, remaining_ms, fence, holder }

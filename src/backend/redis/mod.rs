@@ -1,11 +1,15 @@
 //! The Redis backend: one pooled, multiplexed, self-reconnecting connection per configuration,
 //! shared by every client of the process. Each atomic step is one Lua script (EVALSHA, kept in a
-//! static) or one command; lease times come from the Redis server's clock.
+//! static) or one command; lease times come from the Redis server's clock. Lock scripts called
+//! from JavaScript go over a connection driven by the JavaScript thread's own event loop when
+//! there is one ([`uvconn`]).
 
 mod lock;
 mod queue;
 mod state;
 mod tracker;
+#[cfg(unix)]
+pub mod uvconn;
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
@@ -36,6 +40,8 @@ fn pool() -> &'static Mutex<HashMap<PoolKey, Shared>> {
 struct Shared {
     conn: ConnectionManager,
     target: Target,
+    #[cfg(unix)]
+    fast: Option<std::sync::Arc<uvconn::Remote>>,
 }
 
 /// Where a connection goes, for error messages: `host:port/db`, no credentials.
@@ -61,6 +67,8 @@ pub struct RedisStore {
     conn: ConnectionManager,
     target: Target,
     keys: Keys,
+    #[cfg(unix)]
+    fast: Option<std::sync::Arc<uvconn::Remote>>,
 }
 
 fn describe(client: &redis::Client) -> (String, Option<String>) {
@@ -91,7 +99,13 @@ impl RedisStore {
                 crate::backend::guard(pool()).entry(key).or_insert(s).clone()
             }
         };
-        Ok(RedisStore { conn: shared.conn, target: shared.target, keys: config.keys.clone() })
+        Ok(RedisStore {
+            conn: shared.conn,
+            target: shared.target,
+            keys: config.keys.clone(),
+            #[cfg(unix)]
+            fast: shared.fast,
+        })
     }
 
     pub fn keys(&self) -> &Keys {
@@ -112,6 +126,41 @@ impl RedisStore {
             Err(e) => Err(map_error(&self.target, e)),
         }
     }
+
+    /// Runs a script: over this JavaScript thread's own connection when there is one (see
+    /// [`uvconn`]), else as [`RedisStore::run`] does. Same errors either way.
+    pub(crate) async fn eval<T: redis::FromRedisValue>(&self, lua: &'static Lua, keys: &[&[u8]], args: &[&[u8]]) -> Result<T> {
+        #[cfg(unix)]
+        if let Some(fast) = &self.fast {
+            let sha = lua.script.get_hash().as_bytes();
+            if let Some(reply) = uvconn::send(fast, |b| uvconn::encode_eval(b, b"EVALSHA", sha, keys, args)) {
+                let v = match reply.await {
+                    Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+                        match uvconn::send(fast, |b| uvconn::encode_eval(b, b"EVAL", lua.source.as_bytes(), keys, args)) {
+                            Some(reply) => reply.await,
+                            None => return self.eval_pooled(lua, keys, args).await,
+                        }
+                    }
+                    other => other,
+                };
+                return v
+                    .and_then(|v| T::from_redis_value(v).map_err(RedisError::from))
+                    .map_err(|e| map_error(&self.target, e));
+            }
+        }
+        self.eval_pooled(lua, keys, args).await
+    }
+
+    async fn eval_pooled<T: redis::FromRedisValue>(&self, lua: &'static Lua, keys: &[&[u8]], args: &[&[u8]]) -> Result<T> {
+        let mut inv = lua.script.prepare_invoke();
+        for k in keys {
+            inv.key(*k);
+        }
+        for a in args {
+            inv.arg(*a);
+        }
+        self.run(&inv).await
+    }
 }
 
 async fn connect(url: &str, config: &Config) -> Result<Shared> {
@@ -121,6 +170,8 @@ async fn connect(url: &str, config: &Config) -> Result<Shared> {
         )
     })?;
     let (display, secret) = describe(&client);
+    #[cfg(unix)]
+    let client_for_fast = client.clone();
     let target = Target { display, secret, command_timeout_ms: config.command_timeout_ms };
     let mcfg = ConnectionManagerConfig::new()
         .set_connection_timeout(Some(Duration::from_millis(config.connect_timeout_ms)))
@@ -140,7 +191,14 @@ async fn connect(url: &str, config: &Config) -> Result<Shared> {
             ))
         }
     };
-    Ok(Shared { conn, target })
+    #[cfg(unix)]
+    let fast = uvconn::Remote::new(&client_for_fast, config.connect_timeout_ms, config.command_timeout_ms);
+    Ok(Shared {
+        conn,
+        target,
+        #[cfg(unix)]
+        fast,
+    })
 }
 
 /// Maps a redis-rs error to a coded error naming the server (never its password).
@@ -175,6 +233,24 @@ macro_rules! script {
     };
 }
 pub(crate) use script;
+
+/// A script with its source, for connections that run it by EVAL when Redis lacks it.
+pub(crate) struct Lua {
+    pub script: redis::Script,
+    pub source: &'static str,
+}
+
+/// Like [`script!`], for [`RedisStore::eval`].
+macro_rules! lua {
+    ($name:ident, $file:literal) => {
+        fn $name() -> &'static $crate::backend::redis::Lua {
+            static S: std::sync::OnceLock<$crate::backend::redis::Lua> = std::sync::OnceLock::new();
+            const SOURCE: &str = include_str!(concat!("lua/", $file));
+            S.get_or_init(|| $crate::backend::redis::Lua { script: redis::Script::new(SOURCE), source: SOURCE })
+        }
+    };
+}
+pub(crate) use lua;
 
 /// Reads an integer from a script reply element.
 pub(crate) fn int(v: &redis::Value) -> Result<i64> {
