@@ -1,0 +1,171 @@
+// The lock's event-loop connection (src/backend/redis/uvconn.rs): lock calls from JavaScript go
+// over a socket polled by the JavaScript thread's own loop once it is up (redis-rs before that).
+// Each case runs a redis-server of its own: the loop connection is used (a second client appears),
+// with AUTH, a database number and a Unix socket; a flushed script cache; a command timeout (and
+// the late reply that follows it lands on no other call); a restart; a process that used it from
+// a worker and the main thread exits by itself.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { Flowguard, sleep } from './backends.mjs'
+import { haveRedis, freePort, startRedis, stopRedis } from './redis-server.mjs'
+
+const skip = (!haveRedis && 'redis-server not installed') || (process.platform === 'win32' && 'Unix only')
+const cli = (args) => spawnSync('redis-cli', args, { encoding: 'utf8' }).stdout.trim()
+/** Clients whose last command ran a script: the redis-rs connection (the first lock calls use it)
+ * and, once up, the loop connection. */
+const scriptClients = (args) => cli([...args, 'CLIENT', 'LIST']).split('\n').filter((l) => / cmd=eval/.test(l)).length
+
+/** Lock calls until the loop connection is up (a second client runs scripts), at most ~3 s. */
+async function warm(fg, args) {
+  for (let i = 0; i < 150; i++) {
+    const l = await fg.acquireLock('warm')
+    assert.ok(l.acquired)
+    assert.deepEqual(await fg.releaseLock('warm', l.owner), { released: true })
+    if (scriptClients(args) >= 2) return true
+    await sleep(20)
+  }
+  return false
+}
+
+async function basics(fg) {
+  const a = await fg.acquireLock('b', { label: 'run:1', timeoutMs: 5000 })
+  assert.ok(a.acquired)
+  const busy = await fg.acquireLock('b')
+  assert.equal(busy.acquired, false)
+  assert.equal(busy.fence, a.fence)
+  assert.equal(busy.holder, 'run:1')
+  assert.ok(busy.remainingMs > 4000 && busy.remainingMs <= 5000)
+  assert.equal((await fg.getLock('b')).holder, 'run:1')
+  assert.deepEqual(await fg.releaseLock('b', busy.owner ?? '0'.repeat(32)), { released: false, reason: 'not_owner' })
+  assert.equal((await fg.extendLock('b', a.owner, { timeoutMs: 9000 })).extended, true)
+  assert.deepEqual(await fg.releaseLock('b', a.owner), { released: true })
+  const info = await fg.getLock('b')
+  assert.equal(info.locked, false)
+  assert.equal(info.fence, a.fence)
+}
+
+test('lock calls use the loop connection: plain, with AUTH and a database, on a Unix socket; a flushed script cache', { skip, timeout: 60_000 }, async () => {
+  const port = await freePort()
+  const dir = mkdtempSync(join(tmpdir(), 'fg-loop-'))
+  const sock = join(dir, 'r.sock')
+  const redis = await startRedis(port, ['--requirepass', 'pw-loop', '--unixsocket', sock, '--unixsocketperm', '700'])
+  const args = ['-p', String(port), '-a', 'pw-loop', '--no-auth-warning']
+  try {
+    for (const url of [`redis://:pw-loop@127.0.0.1:${port}/3`, `redis+unix://${sock}?pass=pw-loop&db=4`]) {
+      const fg = await Flowguard.open({ url, prefix: 'loop:' })
+      assert.ok(await warm(fg, args), `a loop connection appears (${url.replace('pw-loop', '***')})`)
+      await basics(fg)
+      // Redis forgets its scripts: the next call loads it again (EVAL) and works.
+      assert.equal(cli([...args, 'SCRIPT', 'FLUSH']), 'OK')
+      await basics(fg)
+    }
+    // Only the loop connection answers NOSCRIPT with EVAL (redis-rs loads the script instead).
+    assert.match(cli([...args, 'INFO', 'commandstats']), /cmdstat_eval:calls=[1-9]/)
+    assert.ok(Number(cli([...args, '-n', '3', 'DBSIZE'])) > 0, 'keys in database 3')
+    assert.ok(Number(cli([...args, '-n', '4', 'DBSIZE'])) > 0, 'keys in database 4')
+    assert.equal(cli([...args, '-n', '0', 'DBSIZE']), '0', 'nothing in database 0')
+  } finally {
+    await stopRedis(redis)
+    rmSync(dir, { recursive: true, force: true })
+  }
+})
+
+test('a lock call Redis does not answer in time fails with ERR_TIMEOUT; the late reply reaches no other call', { skip, timeout: 60_000 }, async () => {
+  const port = await freePort()
+  const redis = await startRedis(port)
+  const args = ['-p', String(port)]
+  try {
+    const fg = await Flowguard.open({ url: `redis://127.0.0.1:${port}`, prefix: 'loop-timeout:', commandTimeoutMs: 200 })
+    assert.ok(await warm(fg, args))
+    const held = await fg.acquireLock('held', { label: 'keeper' })
+    assert.equal(cli([...args, 'CLIENT', 'PAUSE', '700', 'ALL']), 'OK')
+    const t0 = Date.now()
+    const e = await fg.acquireLock('late').then(() => null, (err) => err)
+    assert.ok(e, 'the call must fail')
+    assert.equal(e.code, 'ERR_TIMEOUT', e.message)
+    assert.match(e.message, /200 ms/)
+    assert.ok(Date.now() - t0 < 650, `failed after ${Date.now() - t0} ms`)
+    await sleep(700)
+    // The late acquire ran when the pause ended; its reply was dropped, not given to these calls.
+    const info = await fg.getLock('held')
+    assert.equal(info.locked, true)
+    assert.equal(info.holder, 'keeper')
+    assert.equal(info.fence, held.fence)
+    assert.equal((await fg.getLock('late')).locked, true)
+    const other = await fg.acquireLock('other')
+    assert.ok(other.acquired)
+    assert.equal(other.fence, 1)
+  } finally {
+    await stopRedis(redis)
+  }
+})
+
+test('Redis restarted: lock calls fail with ERR_REDIS_UNAVAILABLE, then work again, and the loop connection comes back', { skip, timeout: 60_000 }, async () => {
+  const port = await freePort()
+  let redis = await startRedis(port)
+  const args = ['-p', String(port)]
+  try {
+    const fg = await Flowguard.open({ url: `redis://127.0.0.1:${port}`, prefix: 'loop-restart:', connectTimeoutMs: 500, commandTimeoutMs: 2000 })
+    assert.ok(await warm(fg, args))
+    const inFlight = Array.from({ length: 20 }, (_, i) => fg.acquireLock(`f${i}`).then(() => 'ok', (e) => e.code))
+    await stopRedis(redis)
+    const codes = new Set(await Promise.all(inFlight))
+    for (const c of codes) assert.ok(c === 'ok' || c === 'ERR_REDIS_UNAVAILABLE', c)
+    for (let i = 0; i < 3; i++) {
+      const t0 = Date.now()
+      assert.equal((await fg.acquireLock('down').catch((e) => e)).code, 'ERR_REDIS_UNAVAILABLE')
+      assert.ok(Date.now() - t0 < 1500)
+    }
+    redis = await startRedis(port)
+    const back = Date.now()
+    let ok = null
+    while (!ok && Date.now() - back < 2000) {
+      ok = await fg.acquireLock('up').catch(() => null)
+      if (!ok) await sleep(50)
+    }
+    assert.ok(ok?.acquired, 'works again within 2 s')
+    assert.ok(await warm(fg, args), 'the loop connection is back')
+    await basics(fg)
+  } finally {
+    await stopRedis(redis)
+  }
+})
+
+test('a process that used the loop connection from a worker and the main thread exits by itself', { skip, timeout: 60_000 }, async () => {
+  const port = await freePort()
+  const redis = await startRedis(port)
+  try {
+    const index = JSON.stringify(fileURLToPath(new URL('../index.js', import.meta.url)))
+    const body = `
+      const { Flowguard } = require(${index})
+      const go = async () => {
+        const fg = await Flowguard.open({ url: 'redis://127.0.0.1:${port}', prefix: 'loop-exit:' })
+        let n = 0
+        for (let i = 0; i < 300; i++) {
+          const name = 'l' + Math.random()
+          const l = await fg.acquireLock(name)
+          if (l.acquired && (await fg.releaseLock(name, l.owner)).released) n++
+          if (i % 50 === 0) await new Promise((r) => setTimeout(r, 10))
+        }
+        return n
+      }`
+    const prog = `
+      const { Worker } = require('node:worker_threads')
+      ${body}
+      const w = new Worker(${JSON.stringify(body + '\ngo().then((n) => require("node:worker_threads").parentPort.postMessage(n))')}, { eval: true })
+      w.once('message', (n) => console.log('worker', n))
+      go().then((n) => console.log('main', n))
+    `
+    const r = spawnSync(process.execPath, ['-e', prog], { encoding: 'utf8', timeout: 30_000 })
+    assert.equal(r.status, 0, r.stderr)
+    assert.match(r.stdout, /main 300/)
+    assert.match(r.stdout, /worker 300/)
+  } finally {
+    await stopRedis(redis)
+  }
+})
