@@ -101,6 +101,12 @@ fn uv() -> Option<&'static Uv> {
 /// # Safety
 /// Looks up symbols by name; each is transmuted to the signature libuv declares for it.
 unsafe fn load_uv() -> Option<Uv> {
+    // Runtimes that emulate Node-API without Node's libuv (Bun, Deno) may export stubs of it.
+    let exe = std::env::current_exe().ok()?;
+    let stem = exe.file_stem()?.to_string_lossy().to_ascii_lowercase();
+    if stem.starts_with("bun") || stem.starts_with("deno") {
+        return None;
+    }
     macro_rules! sym {
         ($name:literal) => {{
             let p = unsafe { dlsym(RTLD_DEFAULT, concat!($name, "\0").as_ptr().cast()) };
