@@ -408,10 +408,10 @@ fn host_dispatch(f: &mut dyn FnMut()) {
 }
 
 #[cfg(unix)]
-fn host_on_teardown(env: usize, teardown: fn(done: Box<dyn FnOnce()>)) -> bool {
+fn host_on_teardown(env: usize, teardown: crate::backend::redis::uvconn::Teardown) -> bool {
     unsafe extern "C" fn hook(handle: sys::napi_async_cleanup_hook_handle, arg: *mut c_void) {
         // SAFETY: `arg` is the box leaked below, given to this hook only.
-        let teardown = unsafe { *Box::from_raw(arg as *mut fn(Box<dyn FnOnce()>)) };
+        let teardown = unsafe { *Box::from_raw(arg as *mut crate::backend::redis::uvconn::Teardown) };
         let handle = handle as usize;
         teardown(Box::new(move || {
             // SAFETY: the handle Node gave this hook, removed once.

@@ -52,8 +52,11 @@ pub struct Host {
     /// Registers `teardown` for the environment `env` (called once, on its thread, when the
     /// environment goes away; the host keeps it alive until `teardown` calls its `done`).
     /// False if it could not: this environment then never uses the transport.
-    pub on_teardown: fn(env: usize, teardown: fn(done: Box<dyn FnOnce()>)) -> bool,
+    pub on_teardown: fn(env: usize, teardown: Teardown) -> bool,
 }
+
+/// What the host calls when an environment goes away, with the finisher to call when done.
+pub type Teardown = fn(done: Box<dyn FnOnce()>);
 
 static HOST: OnceLock<&'static Host> = OnceLock::new();
 
@@ -65,16 +68,24 @@ pub fn install_host(host: &'static Host) {
 type PollCb = unsafe extern "C" fn(*mut c_void, c_int, c_int);
 type TimerCb = unsafe extern "C" fn(*mut c_void);
 type CloseCb = unsafe extern "C" fn(*mut c_void);
+type HandleSizeFn = unsafe extern "C" fn(c_int) -> usize;
+type PollInitFn = unsafe extern "C" fn(*mut c_void, *mut c_void, c_int) -> c_int;
+type PollStartFn = unsafe extern "C" fn(*mut c_void, c_int, PollCb) -> c_int;
+type HandleFn = unsafe extern "C" fn(*mut c_void) -> c_int;
+type TimerInitFn = unsafe extern "C" fn(*mut c_void, *mut c_void) -> c_int;
+type TimerStartFn = unsafe extern "C" fn(*mut c_void, TimerCb, u64, u64) -> c_int;
+type CloseFn = unsafe extern "C" fn(*mut c_void, Option<CloseCb>);
+type UnrefFn = unsafe extern "C" fn(*mut c_void);
 
 /// The libuv functions used, looked up in the host process (Node exports them for addons).
 struct Uv {
-    poll_init_socket: unsafe extern "C" fn(*mut c_void, *mut c_void, c_int) -> c_int,
-    poll_start: unsafe extern "C" fn(*mut c_void, c_int, PollCb) -> c_int,
-    poll_stop: unsafe extern "C" fn(*mut c_void) -> c_int,
-    timer_init: unsafe extern "C" fn(*mut c_void, *mut c_void) -> c_int,
-    timer_start: unsafe extern "C" fn(*mut c_void, TimerCb, u64, u64) -> c_int,
-    close: unsafe extern "C" fn(*mut c_void, Option<CloseCb>),
-    unref: unsafe extern "C" fn(*mut c_void),
+    poll_init_socket: PollInitFn,
+    poll_start: PollStartFn,
+    poll_stop: HandleFn,
+    timer_init: TimerInitFn,
+    timer_start: TimerStartFn,
+    close: CloseFn,
+    unref: UnrefFn,
     poll_size: usize,
     timer_size: usize,
 }
@@ -108,27 +119,27 @@ unsafe fn load_uv() -> Option<Uv> {
         return None;
     }
     macro_rules! sym {
-        ($name:literal) => {{
+        ($name:literal, $ty:ty) => {{
             let p = unsafe { dlsym(RTLD_DEFAULT, concat!($name, "\0").as_ptr().cast()) };
             if p.is_null() {
                 return None;
             }
-            unsafe { std::mem::transmute::<*mut c_void, _>(p) }
+            unsafe { std::mem::transmute::<*mut c_void, $ty>(p) }
         }};
     }
-    let handle_size: unsafe extern "C" fn(c_int) -> usize = sym!("uv_handle_size");
+    let handle_size = sym!("uv_handle_size", HandleSizeFn);
     let (poll_size, timer_size) = unsafe { (handle_size(UV_POLL), handle_size(UV_TIMER)) };
     if poll_size == 0 || timer_size == 0 || poll_size > 4096 || timer_size > 4096 {
         return None;
     }
     Some(Uv {
-        poll_init_socket: sym!("uv_poll_init_socket"),
-        poll_start: sym!("uv_poll_start"),
-        poll_stop: sym!("uv_poll_stop"),
-        timer_init: sym!("uv_timer_init"),
-        timer_start: sym!("uv_timer_start"),
-        close: sym!("uv_close"),
-        unref: sym!("uv_unref"),
+        poll_init_socket: sym!("uv_poll_init_socket", PollInitFn),
+        poll_start: sym!("uv_poll_start", PollStartFn),
+        poll_stop: sym!("uv_poll_stop", HandleFn),
+        timer_init: sym!("uv_timer_init", TimerInitFn),
+        timer_start: sym!("uv_timer_start", TimerStartFn),
+        close: sym!("uv_close", CloseFn),
+        unref: sym!("uv_unref", UnrefFn),
         poll_size,
         timer_size,
     })
@@ -582,8 +593,11 @@ fn live(r: &Arc<Remote>) -> Option<Rc<Live>> {
             return None;
         }
         let entry = g.conns.entry(r.id).or_insert(Entry::Down { at: Instant::now(), backoff: Duration::ZERO });
+        if matches!(entry, Entry::Live(l) if l.s.borrow().dead) {
+            *entry = Entry::Down { at: Instant::now(), backoff: FIRST_BACKOFF };
+        }
         match entry {
-            Entry::Live(l) => return Some(l.clone()),
+            Entry::Live(l) => Some(l.clone()),
             Entry::Down { at, backoff } => {
                 if at.elapsed() < *backoff {
                     return None;
@@ -599,16 +613,16 @@ fn live(r: &Arc<Remote>) -> Option<Rc<Live>> {
                     Ok(_) => Entry::Connecting(slot, next),
                     Err(_) => Entry::Down { at: Instant::now(), backoff: next },
                 };
-                return None;
+                None
             }
             Entry::Connecting(slot, backoff) => {
                 let got = slot.lock().unwrap_or_else(|p| p.into_inner()).take();
                 let backoff = *backoff;
                 match got {
-                    None => return None,
+                    None => None,
                     Some(Err(_)) => {
                         *entry = Entry::Down { at: Instant::now(), backoff };
-                        return None;
+                        None
                     }
                     Some(Ok(sock)) => match unsafe { start(uv, g.uv_loop, r.clone(), sock) } {
                         Some(l) => {
