@@ -168,7 +168,7 @@ fn finished(l: &Local) {
 /// Promises may be settled.
 fn drain(l: &Rc<Local>) {
     let prev = DRAINING.with(|d| d.replace(Arc::as_ptr(&l.shared) as usize));
-    napi::bindgen_prelude::within_runtime_if_available(|| loop {
+    let run = || loop {
         let mut ids = std::mem::take(&mut *l.spare.borrow_mut());
         std::mem::swap(&mut ids, &mut *l.ready.borrow_mut());
         if ids.is_empty() {
@@ -191,7 +191,12 @@ fn drain(l: &Rc<Local>) {
         }
         ids.clear();
         *l.spare.borrow_mut() = ids;
-    });
+    };
+    // Inside the runtime's context (timers, spawns); without it should the runtime be gone
+    // (napi-rs's accessor panics then, and this may run in a libuv callback, which must not).
+    if std::panic::catch_unwind(AssertUnwindSafe(|| napi::bindgen_prelude::within_runtime_if_available(run))).is_err() {
+        run();
+    }
     DRAINING.with(|d| d.set(prev));
 }
 

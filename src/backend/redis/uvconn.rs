@@ -577,7 +577,7 @@ thread_local! {
 /// 96,000; every 16, 99,000 (CPU per pair 8.7 vs 9.2 µs); every 8, 99,000 (9.8 µs).
 pub(crate) const CORK_COMMANDS: usize = 16;
 const FIRST_BACKOFF: Duration = Duration::from_millis(250);
-const MAX_BACKOFF: Duration = Duration::from_secs(5);
+const MAX_BACKOFF: Duration = Duration::from_secs(2);
 const READ_CHUNK: usize = 16 * 1024;
 
 /// This thread's live connection for `r`, starting (or picking up) one when needed.
@@ -875,13 +875,15 @@ unsafe fn closed(h: *mut c_void, size: usize) {
 
 unsafe extern "C" fn on_close_poll(h: *mut c_void) {
     if let Some(uv) = uv() {
-        unsafe { closed(h, uv.poll_size) }
+        // SAFETY: libuv closed our poll handle.
+        guarded(|| unsafe { closed(h, uv.poll_size) })
     }
 }
 
 unsafe extern "C" fn on_close_timer(h: *mut c_void) {
     if let Some(uv) = uv() {
-        unsafe { closed(h, uv.timer_size) }
+        // SAFETY: libuv closed our timer handle.
+        guarded(|| unsafe { closed(h, uv.timer_size) })
     }
 }
 
@@ -918,7 +920,24 @@ fn settle(mut f: impl FnMut()) {
     (host.dispatch)(&mut f);
 }
 
+/// Runs a libuv callback's body; a panic must not unwind into libuv (it would abort Node).
+fn guarded(f: impl FnOnce()) {
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+}
+
 unsafe extern "C" fn on_poll(h: *mut c_void, status: c_int, events: c_int) {
+    // SAFETY: libuv calls this with our live poll handle.
+    guarded(|| unsafe { poll_ready(h, status, events) })
+}
+
+unsafe extern "C" fn on_timer(h: *mut c_void) {
+    // SAFETY: libuv calls this with our live timer handle.
+    guarded(|| unsafe { timer_fired(h) })
+}
+
+/// # Safety
+/// `h` is our poll handle, not closed.
+unsafe fn poll_ready(h: *mut c_void, status: c_int, events: c_int) {
     let Some(live) = (unsafe { live_of(h) }) else { return };
     if status < 0 {
         settle(|| fail(&live, io::Error::other(format!("socket error {status}"))));
@@ -1002,7 +1021,9 @@ unsafe extern "C" fn on_poll(h: *mut c_void, status: c_int, events: c_int) {
     });
 }
 
-unsafe extern "C" fn on_timer(h: *mut c_void) {
+/// # Safety
+/// `h` is our timer handle, not closed.
+unsafe fn timer_fired(h: *mut c_void) {
     let Some(live) = (unsafe { live_of(h) }) else { return };
     let now = Instant::now();
     let mut expired = Vec::new();
