@@ -1,5 +1,6 @@
 //! Item Tracker on Redis: one script call per batch.
 
+use std::collections::HashMap;
 use std::future::Future;
 
 use redis::Value;
@@ -104,24 +105,56 @@ impl RedisStore {
     }
 
     async fn claim_ids(&self, group: &str, c: BatchClaim<'_>) -> Result<ClaimBatch> {
+        // The script takes each id once; a repeated id gets its first occurrence's outcome
+        // (claimed there: in progress here), as the embedded store gives it.
+        let mut first: HashMap<&str, usize, foldhash::fast::RandomState> = HashMap::default();
+        first.reserve(c.ids.len());
+        let mut unique: Vec<&str> = Vec::with_capacity(c.ids.len());
+        let slot: Vec<usize> = c
+            .ids
+            .iter()
+            .map(|id| {
+                *first.entry(id.as_str()).or_insert_with(|| {
+                    unique.push(id.as_str());
+                    unique.len() - 1
+                })
+            })
+            .collect();
         let mut inv = self.group_invocation(claim_script(), group);
         inv.arg(c.retention_ms).arg(MAX_TIMELINE).arg(c.owner).arg(c.lease_ms).arg(if c.reclaim_completed { "1" } else { "" });
-        for id in c.ids {
-            inv.arg(id.as_str());
+        for id in &unique {
+            inv.arg(*id);
         }
-        let (now, codes, attempts): (i64, Vec<u8>, Vec<u32>) = self.run(&inv).await?;
-        if codes.len() != c.ids.len() || attempts.len() != c.ids.len() {
-            return Err(Error::internal(format!("claim script replied with {} outcomes for {} ids", codes.len(), c.ids.len())));
+        let (now, ex): (i64, Vec<Value>) = self.run(&inv).await?;
+        // Every id is "claimed, attempt 1" but for the exceptions the script lists.
+        let mut outcomes = vec![BatchOutcome::Claimed; unique.len()];
+        let mut attempts = vec![1u32; unique.len()];
+        for t in ex.chunks(3) {
+            let (Some(i), Some(code), Some(a)) = (t.first(), t.get(1), t.get(2)) else {
+                return Err(Error::internal("claim script replied with an incomplete exception"));
+            };
+            let i = usize::try_from(int(i)? - 1).ok().filter(|i| *i < unique.len());
+            let i = i.ok_or_else(|| Error::internal("claim script replied with a position out of range"))?;
+            outcomes[i] = match opt_str(code)?.as_deref() {
+                Some("c") => BatchOutcome::Claimed,
+                Some("p") => BatchOutcome::InProgress,
+                Some("d") => BatchOutcome::Completed,
+                other => return Err(Error::internal(format!("claim script replied with outcome {other:?}"))),
+            };
+            attempts[i] = u32::try_from(int(a)?).map_err(|_| Error::internal("claim script replied with bad attempts"))?;
         }
-        let outcomes = codes
+        let mut seen = vec![false; unique.len()];
+        let (outcomes, attempts) = slot
             .iter()
-            .map(|b| match b {
-                b'c' => Ok(BatchOutcome::Claimed),
-                b'p' => Ok(BatchOutcome::InProgress),
-                b'd' => Ok(BatchOutcome::Completed),
-                other => Err(Error::internal(format!("claim script replied with outcome {:?}", *other as char))),
+            .map(|&u| {
+                let repeat = std::mem::replace(&mut seen[u], true);
+                let o = match outcomes[u] {
+                    BatchOutcome::Claimed if repeat => BatchOutcome::InProgress,
+                    o => o,
+                };
+                (o, attempts[u])
             })
-            .collect::<Result<Vec<_>>>()?;
+            .unzip();
         Ok(ClaimBatch { owner: c.owner.to_string(), lease_expires_at: now + c.lease_ms as i64, outcomes, attempts })
     }
 

@@ -3,9 +3,10 @@
 -- variadic commands: per 500 ids one HMGET, one HSET and one ZADD.
 -- KEYS: the group (see tracker_common.lua).
 -- ARGV[1]: retention ms; ARGV[2]: timeline length; ARGV[3]: owner; ARGV[4]: lease ms;
--- ARGV[5]: '1' to re-claim completed items; ARGV[5+i]: id i.
--- Reply: now, a string with one character per id (c claimed, p in progress, d completed), and
--- the attempts of each id after the call.
+-- ARGV[5]: '1' to re-claim completed items; ARGV[5+i]: id i (the caller passes each id once).
+-- Reply: now, then the exceptions to "claimed by this call, attempt 1" (a new item, the usual
+-- case), as triples: the id's position i, its outcome (c claimed, p in progress, d completed) and
+-- its attempts after the call.
 local retention, maxtl, owner = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
 local lease_end = now + tonumber(ARGV[4])
 local reclaim = ARGV[5] == '1'
@@ -20,8 +21,7 @@ purge(retention, math.max(100, 2 * n))
 local fresh = cjson.encode({s = 'in_progress', a = 1, o = owner, l = lease_end, c = now, u = now, d = 0, x = expires,
   t = {{t = now, s = 'in_progress', a = 1}}})
 
-local codes, attempts = {}, {}
-local taken = {} -- ids claimed by this call: a repeated id finds its first claim live
+local ex = {}
 local any = false
 for c = 0, n - 1, CHUNK do
   local last = math.min(c + CHUNK, n)
@@ -31,18 +31,16 @@ for c = 0, n - 1, CHUNK do
     local i = c + j
     local id, raw = ARGV[5 + i], raws[j]
     local rec = false
-    if raw and not taken[id] then
+    if raw then
       rec = cjson.decode(raw)
       if rec.x <= now then rec = false end
     end
-    if taken[id] then
-      codes[i] = 'p'; attempts[i] = taken[id]
-    elseif rec and rec.s == 'in_progress' and rec.l > now then
-      codes[i] = 'p'; attempts[i] = rec.a
+    if rec and rec.s == 'in_progress' and rec.l > now then
+      ex[#ex + 1] = i; ex[#ex + 1] = 'p'; ex[#ex + 1] = rec.a
     elseif rec and rec.s == 'completed' and not reclaim then
-      codes[i] = 'd'; attempts[i] = rec.a
+      ex[#ex + 1] = i; ex[#ex + 1] = 'd'; ex[#ex + 1] = rec.a
     else
-      local js, a = fresh, 1
+      local js = fresh
       if rec then
         local tl = rec.t
         if type(tl) ~= 'table' then tl = {} end
@@ -52,13 +50,12 @@ for c = 0, n - 1, CHUNK do
         while #tl > maxtl do table.remove(tl, 1) end
         rec.t = tl
         rec.s = 'in_progress'; rec.o = owner; rec.l = lease_end; rec.u = now; rec.d = 0; rec.x = expires
-        js, a = cjson.encode(rec), rec.a
+        js = cjson.encode(rec)
+        ex[#ex + 1] = i; ex[#ex + 1] = 'c'; ex[#ex + 1] = rec.a
       end
       hs[#hs + 1] = id; hs[#hs + 1] = js
       zs[#zs + 1] = lease_end_s; zs[#zs + 1] = id
       moved[#moved + 1] = id
-      codes[i] = 'c'; attempts[i] = a
-      taken[id] = a
     end
   end
   if #moved > 0 then
@@ -71,4 +68,4 @@ for c = 0, n - 1, CHUNK do
   end
 end
 if any then keep_alive(expires) end
-return {now, table.concat(codes), attempts}
+return {now, ex}
