@@ -161,9 +161,46 @@ function compact(call, build, id) {
   return r.then((text) => build(id, JSON.parse(text)))
 }
 
+// The embedded store's claims skip text altogether: `_claimNow` writes the numbers of the result
+// into this array (10, then 3 per timeline entry: at most 70) and returns the owner token or null;
+// only an item with error texts comes back as the compact JSON array. One array per thread is
+// enough: the call is synchronous and read at once.
+const numbers = new Float64Array(70)
+const STATUS = ['none', 'in_progress', 'abandoned', 'completed', 'failed']
+const embedded = new WeakMap()
+
+function claimFromNumbers(id, owner) {
+  const o = numbers
+  const item = { id, status: STATUS[o[2]], attempts: o[3] }
+  if (o[4] === o[4]) item.createdAt = o[4]
+  if (o[5] === o[5]) item.updatedAt = o[5]
+  if (o[6] === o[6]) item.leaseExpiresAt = o[6]
+  if (o[7] === o[7]) item.finishedAt = o[7]
+  if (o[8] === o[8]) item.expiresAt = o[8]
+  const n = o[9]
+  const timeline = new Array(n)
+  for (let k = 0, b = 10; k < n; k++, b += 3) timeline[k] = { at: o[b], status: STATUS[o[b + 1]], attempt: o[b + 2] }
+  item.timeline = timeline
+  const r = { id, claimed: o[0] === 1 }
+  if (owner !== null) r.owner = owner
+  if (o[1] !== 0) r.reason = STATUS[o[1]]
+  r.item = item
+  return r
+}
+
 /** Atomically claims an item for `timeoutMs` (see index.d.ts). */
 Flowguard.prototype.claim = function claim(group, id, options) {
-  return compact(() => this._claim(group, id, options), claimResult, id)
+  let emb = embedded.get(this)
+  if (emb === undefined) embedded.set(this, (emb = this.backend === 'embedded'))
+  if (!emb) return compact(() => this._claim(group, id, options), claimResult, id)
+  let r
+  try {
+    r = this._claimNow(numbers, group, id, options)
+  } catch (err) {
+    return Promise.reject(err)
+  }
+  if (r !== null && r.charCodeAt(0) === 91 /* [ */) return Promise.resolve(claimResult(id, JSON.parse(r)))
+  return Promise.resolve(claimFromNumbers(id, r))
 }
 
 /** Marks an item completed and ends its lease (see index.d.ts). */

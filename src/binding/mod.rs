@@ -107,11 +107,11 @@ where
     }
 }
 
-type Rest<T> = std::pin::Pin<Box<dyn Future<Output = crate::Result<T>> + Send>>;
+pub(crate) type Rest<T> = std::pin::Pin<Box<dyn Future<Output = crate::Result<T>> + Send>>;
 
 /// Polls `fut` once, right here, inside the tokio runtime's context: its outcome when it is
 /// done (panics caught), else the rest of it, to run as a task.
-fn first_poll<T, F>(fut: F) -> std::result::Result<crate::Result<T>, Rest<T>>
+pub(crate) fn first_poll<T, F>(fut: F) -> std::result::Result<crate::Result<T>, Rest<T>>
 where
     T: Send + 'static,
     F: Future<Output = crate::Result<T>> + Send + 'static,

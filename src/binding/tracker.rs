@@ -252,6 +252,73 @@ fn claim_tuple(r: &core::ClaimResult) -> impl Serialize + '_ {
     (r.claimed, &r.owner, r.reason.map(|s| s.as_str()), item_tuple(&r.item))
 }
 
+fn status_code(s: &str) -> f64 {
+    match s {
+        "none" => 0.0,
+        "in_progress" => 1.0,
+        "abandoned" => 2.0,
+        "completed" => 3.0,
+        "failed" => 4.0,
+        _ => -1.0,
+    }
+}
+
+/// Writes a claim result without texts into `out`: claimed (0/1), reason (0 none, 1 in_progress,
+/// 3 completed), status (the codes of `status_code`), attempts, createdAt, updatedAt,
+/// leaseExpiresAt, finishedAt, expiresAt (NaN when absent), the timeline's length n, then n times
+/// at, status, attempt: at most 10 + 3 × 20 = 70 numbers. False when `out` is too short.
+fn write_claim(out: &mut [f64], r: &core::ClaimResult) -> bool {
+    let s = &r.item;
+    let need = 10 + 3 * s.timeline.len();
+    if out.len() < need {
+        return false;
+    }
+    let opt = |v: Option<i64>| v.map(|v| v as f64).unwrap_or(f64::NAN);
+    out[0] = if r.claimed { 1.0 } else { 0.0 };
+    out[1] = r.reason.map(|x| status_code(x.as_str())).unwrap_or(0.0);
+    out[2] = status_code(s.status.as_str());
+    out[3] = s.attempts as f64;
+    out[4] = opt(s.created_at);
+    out[5] = opt(s.updated_at);
+    out[6] = opt(s.lease_expires_at);
+    out[7] = opt(s.finished_at);
+    out[8] = opt(s.expires_at);
+    out[9] = s.timeline.len() as f64;
+    for (k, t) in s.timeline.iter().enumerate() {
+        out[10 + 3 * k] = t.at as f64;
+        out[11 + 3 * k] = status_code(&t.status);
+        out[12 + 3 * k] = t.attempt as f64;
+    }
+    true
+}
+
+/// The f64 contents of a Float64Array argument.
+///
+/// # Safety
+/// On the JavaScript thread of `env`; the slice lives no longer than the call.
+unsafe fn f64_slice<'a>(env: &Env, v: &Unknown) -> Option<&'a mut [f64]> {
+    use napi::sys;
+    let mut is = false;
+    let raw = v.value().value;
+    unsafe {
+        if sys::napi_is_typedarray(env.raw(), raw, &mut is) != sys::Status::napi_ok || !is {
+            return None;
+        }
+        let mut kind = 0;
+        let mut len = 0usize;
+        let mut data = std::ptr::null_mut();
+        let mut ab = std::ptr::null_mut();
+        let mut off = 0usize;
+        if sys::napi_get_typedarray_info(env.raw(), raw, &mut kind, &mut len, &mut data, &mut ab, &mut off) != sys::Status::napi_ok
+            || kind != sys::TypedarrayType::float64_array
+            || data.is_null()
+        {
+            return None;
+        }
+        Some(std::slice::from_raw_parts_mut(data as *mut f64, len))
+    }
+}
+
 /// JSON text handed to JavaScript as a string (index.js parses it).
 fn compact<T: Serialize>(v: &T) -> crate::Result<String> {
     serde_json::to_string(v).map_err(|e| crate::Error::internal(format!("cannot serialize a result: {e}")))
@@ -300,6 +367,47 @@ impl Flowguard {
             let req = ItemRequest { id, status: "in_progress".into(), timeout_ms, reclaim_completed: reclaim, ..Default::default() };
             compact(&claim_tuple(&core::ClaimResult::from(client.set_item(&group, req).await?)))
         })
+    }
+
+    /// Claims one item on the embedded store, the fastest way through napi (index.js's `claim`
+    /// uses it when the client is embedded): the numbers of the result are written into `out`
+    /// (a Float64Array of at least 70 entries, see [`write_claim`]), and the call returns
+    /// the owner token (claimed), null (not claimed), or, when the item has error texts, the
+    /// compact JSON array of `_claim` (its first character is `[`).
+    #[napi(js_name = "_claimNow", skip_typescript)]
+    pub fn claim_now<'e>(&self, env: &'e Env, out: Unknown<'e>, group: Unknown<'e>, id: Unknown<'e>, options: Option<Unknown<'e>>) -> Result<Unknown<'e>> {
+        if self.client.backend().kind() != "embedded" {
+            // Checked before anything runs: a Redis claim must not be started and dropped.
+            return Err(super::js_error(env, &crate::Error::internal("_claimNow is for the embedded store")));
+        }
+        let parsed = (|| Ok((args::string(&group, "group")?, args::string(&id, "id")?, claim_opts(options.as_ref())?)))();
+        let client = self.client.clone();
+        let fut = async move {
+            let (group, id, (timeout_ms, reclaim)) = parsed?;
+            let req = ItemRequest { id, status: "in_progress".into(), timeout_ms, reclaim_completed: reclaim, ..Default::default() };
+            Ok(core::ClaimResult::from(client.set_item(&group, req).await?))
+        };
+        let r = match super::first_poll(fut) {
+            Ok(Ok(r)) => r,
+            Ok(Err(e)) => return Err(super::js_error(env, &e)),
+            Err(_) => return Err(super::js_error(env, &crate::Error::internal("_claimNow is for the embedded store"))),
+        };
+        let texts = r.item.last_error.is_some() || r.item.timeline.iter().any(|t| t.error.is_some());
+        let value = if texts {
+            Some(compact(&claim_tuple(&r)).map_err(|e| super::js_error(env, &e))?)
+        } else {
+            // SAFETY: on the JavaScript thread; `out` is this call's argument.
+            let buf = unsafe { f64_slice(env, &out) }.ok_or_else(|| super::js_error(env, &crate::Error::invalid("out must be a Float64Array")))?;
+            if !write_claim(buf, &r) {
+                return Err(super::js_error(env, &crate::Error::invalid("out is too short")));
+            }
+            r.owner
+        };
+        // SAFETY: on the JavaScript thread with the live env of this call.
+        unsafe {
+            let raw = Option::<String>::to_napi_value(env.raw(), value)?;
+            Unknown::from_napi_value(env.raw(), raw)
+        }
     }
 
     /// Claims many items of one group in one atomic step (one round trip on Redis).
