@@ -184,8 +184,8 @@ bench('lock-serial', 'node-redis', 'pairs/s', async () => {
 
 // Breakdown row: ioredis running flowguard's own lock scripts (the same Redis work as flowguard,
 // without the napi binding and the Rust client), to separate script cost from binding cost.
-const acqSrc = readFileSync(join(root, 'src/backend/redis/lua/lock_acquire.lua'), 'utf8')
-const relSrc = readFileSync(join(root, 'src/backend/redis/lua/lock_release.lua'), 'utf8')
+const acqSrc = readFileSync(join(root, 'crates/core/src/backend/redis/lua/lock_acquire.lua'), 'utf8')
+const relSrc = readFileSync(join(root, 'crates/core/src/backend/redis/lua/lock_release.lua'), 'utf8')
 const acqSha = await io.script('LOAD', acqSrc)
 const relSha = await io.script('LOAD', relSrc)
 bench('lock-serial', "ioredis running flowguard's scripts", 'pairs/s', async () => {
@@ -402,7 +402,7 @@ bench('napi', 'async Redis getLock, awaited', 'calls/s', async () => {
   const s = await loop(N_NAPI_REDIS, 1, () => fg.getLock(name))
   return { ops: N_NAPI_REDIS, seconds: s }
 })
-const inspectSrc = readFileSync(join(root, 'src/backend/redis/lua/lock_inspect.lua'), 'utf8')
+const inspectSrc = readFileSync(join(root, 'crates/core/src/backend/redis/lua/lock_inspect.lua'), 'utf8')
 const inspectSha = await io.script('LOAD', inspectSrc)
 bench('napi', 'ioredis EVALSHA of the same script, awaited', 'calls/s', async () => {
   const name = K(uniq('nl'))

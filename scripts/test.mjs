@@ -83,7 +83,7 @@ try {
     // `napi build` compiles for an explicit --target (target/<host triple>/): testing for the same
     // target reuses its compiled dependencies instead of building them all a second time.
     const host = spawnSync('rustc', ['-vV'], { encoding: 'utf8' }).stdout.match(/^host: (\S+)/m)[1]
-    run('cargo test', 'cargo', ['test', '--target', host, '--', '--include-ignored'], env, cargoCounts)
+    run('cargo test', 'cargo', ['test', '--workspace', '--target', host, '--', '--include-ignored'], env, cargoCounts)
     run('node --test', process.execPath, ['--test', '--test-reporter=tap', '__test__/'], env, nodeCounts)
     if (existsSync(join(root, '.ci/n8n-e2e.sh'))) {
       if (skipN8n) summary.push('n8n e2e: not run (FLOWGUARD_SKIP_N8N=1)')

@@ -1,85 +1,66 @@
-//! The entry point: a client bound to one backend and its settings.
+//! The `Flowguard` class: opening a client.
 
-use std::sync::Arc;
+use napi::bindgen_prelude::*;
+use napi::Env;
+use napi_derive::napi;
 
-use crate::backend::{self, Backend};
-use crate::error::Result;
-use crate::keys::{Keys, DEFAULT_PREFIX};
-use crate::validate;
+use super::{args, promise};
+use flowguard_core::client::{Client, OpenOptions as CoreOpenOptions};
 
-/// Default connect timeout to Redis.
-pub const DEFAULT_CONNECT_TIMEOUT_MS: u64 = 2_000;
-/// Default timeout of one Redis command (or script) once connected.
-pub const DEFAULT_COMMAND_TIMEOUT_MS: u64 = 5_000;
-/// Default time finished item records are kept: 30 days.
-pub const DEFAULT_RETENTION_MS: u64 = 30 * 24 * 3600 * 1000;
-
-/// Options of [`Client::open`], before validation (durations as JavaScript numbers).
-#[derive(Debug, Clone, Default, PartialEq)]
+/// Options of `Flowguard.open`.
+#[napi(object)]
+#[allow(dead_code)]
 pub struct OpenOptions {
-    /// `redis://[user:password@]host[:port][/db]` or `rediss://…` for TLS. None: the embedded store.
+    /// `redis://[user:password@]host[:port][/db]`, or `rediss://…` for TLS. Omitted: the embedded
+    /// in-process store (one per process, shared by every client with the same prefix).
     pub url: Option<String>,
-    /// Prefix of every key (and namespace of the embedded store). Default `fg:`.
+    /// Prefix of every key. Default `fg:`. May not contain `{` or `}`.
     pub prefix: Option<String>,
+    /// Connect timeout to Redis in ms. Default 2000.
     pub connect_timeout_ms: Option<f64>,
+    /// Timeout of one Redis command in ms. Default 5000.
     pub command_timeout_ms: Option<f64>,
-    /// How long item records are kept after their last change (completed and failed items, and
-    /// abandoned ones after their lease). Default 30 days.
+    /// How long item records are kept after their last change, in ms. Default 30 days.
     pub retention_ms: Option<f64>,
 }
 
-/// Validated settings.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Config {
-    pub keys: Keys,
-    pub connect_timeout_ms: u64,
-    pub command_timeout_ms: u64,
-    pub retention_ms: u64,
+/// A client of one backend. Open it once and share it; connections are pooled per URL and
+/// timeouts, so opening again with the same settings reuses the connection.
+#[napi]
+pub struct Flowguard {
+    pub(crate) client: Client,
 }
 
-#[derive(Clone)]
-pub struct Client {
-    inner: Arc<Inner>,
+fn open_options(o: Option<&Unknown>) -> flowguard_core::Result<CoreOpenOptions> {
+    let Some(o) = args::opt_object(o, "options")? else { return Ok(CoreOpenOptions::default()) };
+    Ok(CoreOpenOptions {
+        url: args::opt_string(&args::prop(&o, "url")?, "url")?,
+        prefix: args::opt_string(&args::prop(&o, "prefix")?, "prefix")?,
+        connect_timeout_ms: args::opt_number(&args::prop(&o, "connectTimeoutMs")?, "connectTimeoutMs")?,
+        command_timeout_ms: args::opt_number(&args::prop(&o, "commandTimeoutMs")?, "commandTimeoutMs")?,
+        retention_ms: args::opt_number(&args::prop(&o, "retentionMs")?, "retentionMs")?,
+    })
 }
 
-struct Inner {
-    backend: Backend,
-    config: Config,
-}
-
-impl Client {
-    /// Opens a client. Without a URL it uses the process-wide embedded store; with one it connects
-    /// to Redis (reusing a pooled connection for the same URL and timeouts) and fails within the
-    /// connect timeout when Redis cannot be reached.
-    pub async fn open(opts: OpenOptions) -> Result<Client> {
-        let prefix = opts.prefix.as_deref().unwrap_or(DEFAULT_PREFIX);
-        let keys = Keys::new(prefix)?;
-        let ms = |field: &str, v: Option<f64>, default: u64| -> Result<u64> {
-            match v {
-                Some(v) => validate::duration_ms(field, v),
-                None => Ok(default),
-            }
-        };
-        let config = Config {
-            keys,
-            connect_timeout_ms: ms("connectTimeoutMs", opts.connect_timeout_ms, DEFAULT_CONNECT_TIMEOUT_MS)?,
-            command_timeout_ms: ms("commandTimeoutMs", opts.command_timeout_ms, DEFAULT_COMMAND_TIMEOUT_MS)?,
-            retention_ms: ms("retentionMs", opts.retention_ms, DEFAULT_RETENTION_MS)?,
-        };
-        let backend = backend::open(opts.url.as_deref(), &config).await?;
-        Ok(Client { inner: Arc::new(Inner { backend, config }) })
-    }
-
-    pub fn backend(&self) -> &Backend {
-        &self.inner.backend
-    }
-
-    pub fn config(&self) -> &Config {
-        &self.inner.config
+#[napi]
+impl Flowguard {
+    /// Opens a client: the embedded store when `options.url` is omitted, else Redis (connecting
+    /// now, and failing within the connect timeout when it cannot be reached).
+    #[napi(ts_args_type = "options?: OpenOptions", ts_return_type = "Promise<Flowguard>")]
+    pub fn open<'e>(env: &'e Env, options: Option<Unknown<'e>>) -> Result<PromiseRaw<'e, Flowguard>> {
+        let opts = open_options(options.as_ref());
+        promise(env, async move { Ok(Flowguard { client: Client::open(opts?).await? }) })
     }
 
     /// `embedded` or `redis`.
-    pub fn kind(&self) -> &'static str {
-        self.inner.backend.kind()
+    #[napi(getter, ts_return_type = "'embedded' | 'redis'")]
+    pub fn backend(&self) -> &'static str {
+        self.client.kind()
+    }
+
+    /// The key prefix.
+    #[napi(getter)]
+    pub fn prefix(&self) -> String {
+        self.client.config().keys.prefix().to_string()
     }
 }

@@ -1,24 +1,195 @@
-//! flowguard: correct, fast Redis patterns for batch loops and workflows.
+//! The napi-rs binding: conversion of JavaScript values and errors only, no logic.
 //!
-//! The core (everything but [`binding`]) never touches napi: it is plain async Rust on tokio and
-//! redis-rs, usable and tested on its own. [`binding`] is the thin napi-rs layer for Node.js.
+//! Every async method returns a Promise that settles with a plain object, or rejects with an
+//! `Error` carrying a stable `code` (see [`flowguard_core::error::ErrorCode`]). Arguments are converted
+//! here, with the field named in the error when a value has the wrong type; their contents are
+//! validated by the core. Panics are caught and reported as `ERR_INTERNAL`: none reaches Node.
 
-// Backend traits return `impl Future + Send` so the futures can be spawned on tokio; clippy would
-// have them written as `async fn`, which cannot promise `Send`.
-#![allow(clippy::manual_async_fn)]
+mod args;
+mod client;
+mod json;
+mod lock;
+mod queue;
+mod settle;
+mod state;
+mod tracker;
 
-pub mod backend;
-pub mod client;
-pub mod error;
-pub mod keys;
-pub mod lock;
-pub mod queue;
-pub mod state;
-pub mod token;
-pub mod tracker;
-pub mod validate;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::task::{Context, Poll, Waker};
 
-mod binding;
+use futures_util::FutureExt;
+use napi::bindgen_prelude::*;
+use napi::{Env, JsValue};
 
-pub use client::{Client, OpenOptions};
-pub use error::{Error, ErrorCode, Result};
+use flowguard_core::error::Error as CoreError;
+
+/// The tokio runtime of the addon: ONE worker thread (napi-rs would start one per core). A Redis
+/// call crosses threads twice anyway (the JavaScript thread hands the command to the connection
+/// task, the reply comes back through the threadsafe function); with one worker the connection
+/// task, the call's task and the timers live on the same thread, so no wake-up bounces between
+/// workers. Measured in BENCHMARKS.md (CPU per call, serial and 64 in flight).
+#[napi_derive::module_init]
+fn init() {
+    // Once per process: a worker thread that loads the addon again shares the same runtime.
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(make_runtime);
+}
+
+fn make_runtime() {
+    let workers = std::env::var("FLOWGUARD_WORKER_THREADS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(1);
+    if let Ok(rt) = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .thread_name("flowguard-io")
+        .enable_all()
+        .build()
+    {
+        napi::bindgen_prelude::create_custom_tokio_runtime(rt);
+    }
+}
+
+/// Turns a core error into a JavaScript `Error` with `code`, as a napi error that rejects with it.
+pub(crate) fn js_error(env: &Env, e: &CoreError) -> napi::Error {
+    let build = || -> napi::Result<napi::Error> {
+        let mut obj = env.create_error(napi::Error::new(Status::GenericFailure, e.message.clone()))?;
+        obj.set_named_property("code", e.code.as_str())?;
+        Ok(napi::Error::from(obj.to_unknown()))
+    };
+    build().unwrap_or_else(|err| err)
+}
+
+fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
+    let what = p
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into());
+    format!("flowguard hit a bug and stopped this call safely (please report it): {what}")
+}
+
+/// Settles a Promise with the result of a core future.
+///
+/// The future is polled once right here, inside the tokio runtime's context: work that completes
+/// at once (every embedded-store call) resolves the Promise immediately, with no hop to a tokio
+/// thread and back; anything still pending (Redis round trips, lock waits) continues as one task
+/// on the runtime and is settled through the environment's shared threadsafe function (see
+/// `settle`). Panics are caught in both cases.
+pub(crate) fn promise<'e, T, F>(env: &'e Env, fut: F) -> napi::Result<PromiseRaw<'e, T>>
+where
+    T: ToNapiValue + Send + 'static,
+    F: Future<Output = flowguard_core::Result<T>> + Send + 'static,
+{
+    match first_poll(fut) {
+        Ok(outcome) => settled(env, outcome),
+        Err(rest) => settle::spawn(env, rest),
+    }
+}
+
+/// Like [`promise`], but work that completes at once (every embedded-store call) is returned
+/// as the value itself, synchronously (an error is thrown), with no Promise made; only work
+/// still pending returns a Promise. For the JavaScript layer (index.js), which wraps the value
+/// in a resolved Promise: the cheapest way through napi for a call that is done at once.
+pub(crate) fn now_or_promise<'e, T, F>(env: &'e Env, fut: F) -> napi::Result<Unknown<'e>>
+where
+    T: ToNapiValue + Send + 'static,
+    F: Future<Output = flowguard_core::Result<T>> + Send + 'static,
+{
+    match first_poll(fut) {
+        Ok(Ok(v)) => {
+            // SAFETY: on the JavaScript thread with the live env of this call.
+            unsafe {
+                let raw = T::to_napi_value(env.raw(), v)?;
+                Unknown::from_napi_value(env.raw(), raw)
+            }
+        }
+        Ok(Err(e)) => Err(js_error(env, &e)),
+        Err(rest) => Ok(settle::spawn(env, rest)?.to_unknown()),
+    }
+}
+
+pub(crate) type Rest<T> = std::pin::Pin<Box<dyn Future<Output = flowguard_core::Result<T>> + Send>>;
+
+/// Polls `fut` once, right here, inside the tokio runtime's context: its outcome when it is
+/// done (panics caught), else the rest of it, to run as a task.
+pub(crate) fn first_poll<T, F>(fut: F) -> std::result::Result<flowguard_core::Result<T>, Rest<T>>
+where
+    T: Send + 'static,
+    F: Future<Output = flowguard_core::Result<T>> + Send + 'static,
+{
+    let mut fut = Box::pin(AssertUnwindSafe(fut).catch_unwind());
+    let mut cx = Context::from_waker(Waker::noop());
+    let first = napi::bindgen_prelude::within_runtime_if_available(|| {
+        std::panic::catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(&mut cx)))
+    });
+    match first {
+        Ok(Poll::Pending) => Err(Box::pin(async move { settle(fut.await) })),
+        Ok(Poll::Ready(r)) => Ok(settle(r)),
+        Err(p) => Ok(Err(CoreError::internal(panic_message(p)))),
+    }
+}
+
+fn settle<T>(
+    r: std::result::Result<flowguard_core::Result<T>, Box<dyn std::any::Any + Send>>,
+) -> flowguard_core::Result<T> {
+    r.unwrap_or_else(|p| Err(CoreError::internal(panic_message(p))))
+}
+
+/// A Promise already resolved (or rejected) with `outcome`.
+fn settled<'e, T: ToNapiValue>(
+    env: &'e Env,
+    outcome: flowguard_core::Result<T>,
+) -> napi::Result<PromiseRaw<'e, T>> {
+    let raw_env = env.raw();
+    let mut deferred = std::ptr::null_mut();
+    let mut promise = std::ptr::null_mut();
+    // SAFETY: called on the JavaScript thread with the live env of this call.
+    unsafe {
+        check(napi::sys::napi_create_promise(raw_env, &mut deferred, &mut promise))?;
+        settle_deferred(raw_env, deferred, outcome)?;
+    }
+    Ok(PromiseRaw::new(raw_env, promise))
+}
+
+/// Resolves or rejects `deferred` with `outcome`.
+///
+/// # Safety
+/// On the JavaScript thread of `raw_env`, with the deferred it made, once.
+pub(crate) unsafe fn settle_deferred<T: ToNapiValue>(
+    raw_env: napi::sys::napi_env,
+    deferred: napi::sys::napi_deferred,
+    outcome: flowguard_core::Result<T>,
+) -> napi::Result<()> {
+    let env = Env::from_raw(raw_env);
+    match outcome {
+        Ok(v) => match unsafe { T::to_napi_value(raw_env, v) } {
+            Ok(value) => check(unsafe { napi::sys::napi_resolve_deferred(raw_env, deferred, value) }),
+            Err(e) => {
+                let err =
+                    js_error(&env, &CoreError::internal(format!("cannot convert a result: {}", e.reason)));
+                unsafe { reject(raw_env, deferred, err) }
+            }
+        },
+        Err(e) => unsafe { reject(raw_env, deferred, js_error(&env, &e)) },
+    }
+}
+
+unsafe fn reject(
+    env: napi::sys::napi_env,
+    deferred: napi::sys::napi_deferred,
+    err: napi::Error,
+) -> napi::Result<()> {
+    let value = unsafe { JsError::from(err).into_value(env) };
+    check(unsafe { napi::sys::napi_reject_deferred(env, deferred, value) })
+}
+
+fn check(status: napi::sys::napi_status) -> napi::Result<()> {
+    if status == napi::sys::Status::napi_ok {
+        Ok(())
+    } else {
+        Err(napi::Error::new(Status::from(status), "a napi call failed while settling a promise"))
+    }
+}

@@ -1,188 +1,165 @@
-//! Concurrency Lock: keep a workflow, a part of one, or a sub-workflow from running twice at once.
-//!
-//! Acquire is atomic and returns an owner token and a fencing token that strictly increases per
-//! lock name. Release and extend take the owner token: a worker whose lease ran out and whose lock
-//! was taken by another never releases or extends the newer holder's lock.
+//! Concurrency Lock methods of `Flowguard`.
 
-use std::future::Future;
-use std::time::{Duration, Instant};
+use napi::bindgen_prelude::*;
+use napi::Env;
+use napi_derive::napi;
 
-use crate::client::Client;
-use crate::error::Result;
-use crate::{token, validate};
+use super::client::Flowguard;
+use super::{args, promise};
+use flowguard_core::lock::{self as core, AcquireOptions};
 
-/// Default lease of a lock: 600 s, as the n8n template uses.
-pub const DEFAULT_LOCK_MS: u64 = 600_000;
-/// First and largest pause between attempts while waiting for a lock.
-const BACKOFF_START_MS: u64 = 10;
-const BACKOFF_MAX_MS: u64 = 500;
-
-/// One attempt at taking a lock, as a backend reports it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Attempt {
-    pub acquired: bool,
-    /// The fencing token of the lock now (ours when acquired, the holder's when not).
-    pub fence: u64,
-    /// Milliseconds left on the lease (ours when acquired, the holder's when not).
-    pub remaining_ms: u64,
-    /// The holder's label, when it gave one.
-    pub holder: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LockResult {
-    pub name: String,
-    pub acquired: bool,
-    pub owner: Option<String>,
-    pub fence: u64,
-    pub remaining_ms: u64,
-    pub holder: Option<String>,
-    /// How long this call waited, in ms.
-    pub waited_ms: u64,
-    pub attempts: u32,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Refusal {
-    /// Nobody holds the lock (it was released or its lease ran out).
-    NotHeld,
-    /// Someone else holds it now.
-    NotOwner,
-}
-
-impl Refusal {
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Refusal::NotHeld => "not_held",
-            Refusal::NotOwner => "not_owner",
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReleaseResult {
-    pub released: bool,
-    pub reason: Option<Refusal>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExtendResult {
-    pub extended: bool,
-    pub remaining_ms: u64,
-    pub reason: Option<Refusal>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LockInfo {
-    pub name: String,
-    pub locked: bool,
-    pub remaining_ms: u64,
-    /// The holder's fencing token, or the last one issued when the lock is free (0: never taken).
-    pub fence: u64,
-    pub holder: Option<String>,
-}
-
-/// What a backend must do for the Concurrency Lock. Each method is one atomic step.
-pub trait LockBackend {
-    fn try_acquire(&self, name: &str, owner: &str, lease_ms: u64, label: Option<&str>) -> impl Future<Output = Result<Attempt>> + Send;
-    fn release(&self, name: &str, owner: &str) -> impl Future<Output = Result<ReleaseResult>> + Send;
-    fn extend(&self, name: &str, owner: &str, lease_ms: u64) -> impl Future<Output = Result<ExtendResult>> + Send;
-    fn inspect(&self, name: &str) -> impl Future<Output = Result<LockInfo>> + Send;
-}
-
-/// Options of an acquire, before validation (JavaScript numbers).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct AcquireOptions {
+#[napi(object)]
+#[allow(dead_code)]
+pub struct LockOptions {
+    /// The lease in ms. Default 600000 (600 s).
     pub timeout_ms: Option<f64>,
+    /// When the lock is held, keep trying (with backoff and jitter) for up to this many ms. Default 0.
     pub wait_ms: Option<f64>,
+    /// A label shown to others while this call holds the lock (e.g. a workflow or execution id).
     pub label: Option<String>,
 }
 
-/// The pause before the next attempt: exponential backoff with full jitter, never past the
-/// deadline and never much past the holder's lease end.
-fn pause(attempt: u32, holder_remaining_ms: u64, left: Duration) -> Duration {
-    let cap = BACKOFF_START_MS.saturating_mul(1u64 << attempt.min(16)).min(BACKOFF_MAX_MS);
-    let jitter = rand::random::<u16>() as u64;
-    // Full jitter in [cap/2, cap].
-    let ms = cap / 2 + (cap / 2) * jitter / 65535;
-    let ms = if holder_remaining_ms > 0 { ms.min(holder_remaining_ms + 1) } else { ms };
-    Duration::from_millis(ms.max(1)).min(left)
+#[napi(object)]
+pub struct LockResult {
+    pub name: String,
+    pub acquired: bool,
+    /// The owner token: the only key that releases or extends this hold.
+    pub owner: Option<String>,
+    /// The fencing token: strictly increasing per lock name (ours when acquired, the holder's when not).
+    pub fence: f64,
+    /// Ms left on the lease (ours when acquired, the holder's when not).
+    pub remaining_ms: f64,
+    /// The holder's label, when it gave one.
+    pub holder: Option<String>,
+    pub waited_ms: f64,
+    pub attempts: u32,
 }
 
-impl Client {
-    /// Acquires lock `name`. When it is held, either returns at once with `acquired: false`, or
-    /// (with `wait_ms`) retries with backoff and jitter until it is free or `wait_ms` has passed.
-    pub async fn acquire_lock(&self, name: &str, opts: AcquireOptions) -> Result<LockResult> {
-        validate::name("name", name)?;
-        let lease_ms = match opts.timeout_ms {
-            Some(v) => validate::duration_ms("timeoutMs", v)?,
-            None => DEFAULT_LOCK_MS,
-        };
-        let wait_ms = match opts.wait_ms {
-            Some(v) => validate::duration_ms_or_zero("waitMs", v)?,
-            None => 0,
-        };
-        if let Some(label) = &opts.label {
-            validate::text("label", label)?;
-        }
-        let owner = token::new_token();
-        let start = Instant::now();
-        let deadline = start + Duration::from_millis(wait_ms);
-        let mut attempts = 0u32;
-        loop {
-            let a = self.backend().try_acquire(name, &owner, lease_ms, opts.label.as_deref()).await?;
-            attempts += 1;
-            let now = Instant::now();
-            if a.acquired || now >= deadline {
-                return Ok(LockResult {
-                    name: name.to_string(),
-                    acquired: a.acquired,
-                    owner: if a.acquired { Some(owner) } else { None },
-                    fence: a.fence,
-                    remaining_ms: a.remaining_ms,
-                    holder: a.holder,
-                    waited_ms: now.duration_since(start).as_millis() as u64,
-                    attempts,
-                });
-            }
-            tokio::time::sleep(pause(attempts - 1, a.remaining_ms, deadline - now)).await;
-        }
-    }
-
-    pub async fn release_lock(&self, name: &str, owner: &str) -> Result<ReleaseResult> {
-        validate::name("name", name)?;
-        token::check_token("owner", owner)?;
-        self.backend().release(name, owner).await
-    }
-
-    pub async fn extend_lock(&self, name: &str, owner: &str, timeout_ms: Option<f64>) -> Result<ExtendResult> {
-        validate::name("name", name)?;
-        token::check_token("owner", owner)?;
-        let lease_ms = match timeout_ms {
-            Some(v) => validate::duration_ms("timeoutMs", v)?,
-            None => DEFAULT_LOCK_MS,
-        };
-        self.backend().extend(name, owner, lease_ms).await
-    }
-
-    pub async fn get_lock(&self, name: &str) -> Result<LockInfo> {
-        validate::name("name", name)?;
-        self.backend().inspect(name).await
-    }
+#[napi(object)]
+pub struct ReleaseResult {
+    pub released: bool,
+    #[napi(ts_type = "'not_held' | 'not_owner'")]
+    pub reason: Option<String>,
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+#[napi(object)]
+pub struct ExtendResult {
+    pub extended: bool,
+    pub remaining_ms: f64,
+    #[napi(ts_type = "'not_held' | 'not_owner'")]
+    pub reason: Option<String>,
+}
 
-    #[test]
-    fn pause_is_bounded() {
-        for attempt in 0..40 {
-            let p = pause(attempt, 0, Duration::from_millis(10_000));
-            assert!(p <= Duration::from_millis(BACKOFF_MAX_MS));
-            assert!(p >= Duration::from_millis(1));
-        }
-        assert_eq!(pause(10, 0, Duration::from_millis(3)), Duration::from_millis(3));
-        assert!(pause(10, 4, Duration::from_secs(1)) <= Duration::from_millis(5));
+#[napi(object)]
+pub struct LockInfo {
+    pub name: String,
+    pub locked: bool,
+    pub remaining_ms: f64,
+    /// The holder's fencing token, or the last one issued when free (0: never taken).
+    pub fence: f64,
+    pub holder: Option<String>,
+}
+
+fn lock_opts(o: Option<&Unknown>) -> flowguard_core::Result<AcquireOptions> {
+    let Some(o) = args::opt_object(o, "options")? else { return Ok(AcquireOptions::default()) };
+    Ok(AcquireOptions {
+        timeout_ms: args::opt_number(&args::prop(&o, "timeoutMs")?, "timeoutMs")?,
+        wait_ms: args::opt_number(&args::prop(&o, "waitMs")?, "waitMs")?,
+        label: args::opt_string(&args::prop(&o, "label")?, "label")?,
+    })
+}
+
+#[napi]
+impl Flowguard {
+    /// Acquires a lock. A held lock is a result (`acquired: false`, with the holder's label and
+    /// time left), not an error.
+    #[napi(ts_args_type = "name: string, options?: LockOptions", ts_return_type = "Promise<LockResult>")]
+    pub fn acquire_lock<'e>(
+        &self,
+        env: &'e Env,
+        name: Unknown<'e>,
+        options: Option<Unknown<'e>>,
+    ) -> Result<PromiseRaw<'e, LockResult>> {
+        let parsed = (|| Ok((args::string(&name, "name")?, lock_opts(options.as_ref())?)))();
+        let client = self.client.clone();
+        promise(env, async move {
+            let (name, opts) = parsed?;
+            let r = client.acquire_lock(&name, opts).await?;
+            Ok(LockResult {
+                name: r.name,
+                acquired: r.acquired,
+                owner: r.owner,
+                fence: r.fence as f64,
+                remaining_ms: r.remaining_ms as f64,
+                holder: r.holder,
+                waited_ms: r.waited_ms as f64,
+                attempts: r.attempts,
+            })
+        })
+    }
+
+    /// Releases a lock, only with its owner token; otherwise reports why and changes nothing.
+    #[napi(ts_args_type = "name: string, owner: string", ts_return_type = "Promise<ReleaseResult>")]
+    pub fn release_lock<'e>(
+        &self,
+        env: &'e Env,
+        name: Unknown<'e>,
+        owner: Unknown<'e>,
+    ) -> Result<PromiseRaw<'e, ReleaseResult>> {
+        let parsed = (|| Ok((args::string(&name, "name")?, args::string(&owner, "owner")?)))();
+        let client = self.client.clone();
+        promise(env, async move {
+            let (name, owner) = parsed?;
+            let r = client.release_lock(&name, &owner).await?;
+            Ok(ReleaseResult { released: r.released, reason: r.reason.map(|x| x.as_str().to_string()) })
+        })
+    }
+
+    /// Extends a lock's lease to `timeoutMs` from now, only with its owner token.
+    #[napi(
+        ts_args_type = "name: string, owner: string, options?: { timeoutMs?: number }",
+        ts_return_type = "Promise<ExtendResult>"
+    )]
+    pub fn extend_lock<'e>(
+        &self,
+        env: &'e Env,
+        name: Unknown<'e>,
+        owner: Unknown<'e>,
+        options: Option<Unknown<'e>>,
+    ) -> Result<PromiseRaw<'e, ExtendResult>> {
+        let parsed = (|| {
+            let timeout = match args::opt_object(options.as_ref(), "options")? {
+                Some(o) => args::opt_number(&args::prop(&o, "timeoutMs")?, "timeoutMs")?,
+                None => None,
+            };
+            Ok((args::string(&name, "name")?, args::string(&owner, "owner")?, timeout))
+        })();
+        let client = self.client.clone();
+        promise(env, async move {
+            let (name, owner, timeout) = parsed?;
+            let r: core::ExtendResult = client.extend_lock(&name, &owner, timeout).await?;
+            Ok(ExtendResult {
+                extended: r.extended,
+                remaining_ms: r.remaining_ms as f64,
+                reason: r.reason.map(|x| x.as_str().to_string()),
+            })
+        })
+    }
+
+    /// Whether a lock is held, for how long, and its fencing token.
+    #[napi(ts_args_type = "name: string", ts_return_type = "Promise<LockInfo>")]
+    pub fn get_lock<'e>(&self, env: &'e Env, name: Unknown<'e>) -> Result<PromiseRaw<'e, LockInfo>> {
+        let parsed = args::string(&name, "name");
+        let client = self.client.clone();
+        promise(env, async move {
+            let r = client.get_lock(&parsed?).await?;
+            Ok(LockInfo {
+                name: r.name,
+                locked: r.locked,
+                remaining_ms: r.remaining_ms as f64,
+                fence: r.fence as f64,
+                holder: r.holder,
+            })
+        })
     }
 }

@@ -1,553 +1,698 @@
-//! Item Tracker: per-item processing state for batch loops.
-//!
-//! An item (group, id) is `in_progress` under a lease, `completed`, `failed`, or unknown. A claim
-//! is atomic: it succeeds only when no live lease holds the item and it is not completed. A lease
-//! that ran out shows the item as `abandoned` and makes it claimable again. Completing or failing
-//! with an owner token is refused when a newer claim owns the item.
+//! Item Tracker methods of `Flowguard`.
 
-use serde::{Deserialize, Serialize};
-use std::borrow::Cow;
-use std::future::Future;
+use napi::bindgen_prelude::*;
+use napi::Env;
+use napi_derive::napi;
 
-/// A status word of a record or transition: borrowed when set in-process (no allocation),
-/// owned when read from Redis.
-pub type Word = Cow<'static, str>;
+use super::client::Flowguard;
+use serde::Serialize;
 
-use crate::client::Client;
-use crate::error::{Error, ErrorCode, Result};
-use crate::{token, validate};
+use super::json::{json, Json};
+use super::{args, now_or_promise, promise};
+use flowguard_core::tracker::{self as core, ItemRequest, Outcome};
 
-/// Default lease of a claim: 10 minutes.
-pub const DEFAULT_LEASE_MS: u64 = 600_000;
-/// How many transitions an item keeps in its timeline.
-pub const MAX_TIMELINE: usize = 20;
-/// Default and largest page of `list`.
-pub const DEFAULT_LIST_LIMIT: u64 = 100;
-pub const MAX_LIST_LIMIT: u64 = 10_000;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ItemStatus {
-    None,
-    InProgress,
-    Abandoned,
-    Completed,
-    Failed,
-}
-
-impl ItemStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ItemStatus::None => "none",
-            ItemStatus::InProgress => "in_progress",
-            ItemStatus::Abandoned => "abandoned",
-            ItemStatus::Completed => "completed",
-            ItemStatus::Failed => "failed",
-        }
-    }
-}
-
-/// One entry of an item's timeline.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[napi(object)]
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Transition {
-    /// Milliseconds since the epoch, by the backend's clock.
-    #[serde(rename = "t")]
-    pub at: i64,
-    /// `in_progress`, `abandoned`, `completed` or `failed`.
-    #[serde(rename = "s")]
-    pub status: Word,
-    /// The attempt this transition belongs to.
-    #[serde(rename = "a", default)]
+    /// When, in ms since the epoch (the backend's clock).
+    pub at: f64,
+    #[napi(ts_type = "'in_progress' | 'abandoned' | 'completed' | 'failed'")]
+    pub status: String,
     pub attempt: u32,
-    /// The reason given with `failed`.
-    #[serde(rename = "e", default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
 
-/// The stored record of an item. The same JSON shape is kept by the Redis scripts.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Record {
-    /// Stored status: `in_progress`, `completed` or `failed`.
-    pub s: Word,
-    /// Attempts (claims) so far.
-    pub a: u32,
-    /// Owner token of the latest claim.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub o: Option<String>,
-    /// Lease expiry (ms) while in progress, else 0.
-    #[serde(default)]
-    pub l: i64,
-    /// Created at (ms).
-    pub c: i64,
-    /// Updated at (ms).
-    pub u: i64,
-    /// Completed or failed at (ms), else 0.
-    #[serde(default)]
-    pub d: i64,
-    /// Last error.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub e: Option<String>,
-    /// When the record is forgotten (ms).
-    pub x: i64,
-    /// Timeline, oldest first, at most [`MAX_TIMELINE`] entries.
-    #[serde(default)]
-    pub t: Vec<Transition>,
-}
-
-impl Record {
-    pub fn status_at(&self, now: i64) -> ItemStatus {
-        match &*self.s {
-            "in_progress" if self.l > now => ItemStatus::InProgress,
-            "in_progress" => ItemStatus::Abandoned,
-            "completed" => ItemStatus::Completed,
-            "failed" => ItemStatus::Failed,
-            _ => ItemStatus::None,
-        }
-    }
-
-    pub fn to_state(&self, id: &str, now: i64) -> ItemState {
-        let status = self.status_at(now);
-        let leased = matches!(status, ItemStatus::InProgress | ItemStatus::Abandoned);
-        ItemState {
-            id: id.to_string(),
-            status,
-            attempts: self.a,
-            last_error: self.e.clone(),
-            created_at: Some(self.c),
-            updated_at: Some(self.u),
-            lease_expires_at: if leased { Some(self.l) } else { None },
-            finished_at: if self.d > 0 { Some(self.d) } else { None },
-            expires_at: Some(self.x),
-            timeline: self.t.clone(),
-        }
-    }
-}
-
-/// What a caller sees of an item.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// An item's state. `abandoned`: claimed, but its lease ran out before it was completed or failed.
+#[napi(object)]
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ItemState {
     pub id: String,
-    pub status: ItemStatus,
+    #[napi(ts_type = "'none' | 'in_progress' | 'abandoned' | 'completed' | 'failed'")]
+    pub status: String,
     pub attempts: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
-    pub created_at: Option<i64>,
-    pub updated_at: Option<i64>,
-    pub lease_expires_at: Option<i64>,
-    pub finished_at: Option<i64>,
-    pub expires_at: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lease_expires_at: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<f64>,
+    /// When the record will be forgotten (retention, or `keepMs` of a completion).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<f64>,
+    /// The latest transitions, oldest first (at most 20).
     pub timeline: Vec<Transition>,
 }
 
-impl ItemState {
-    pub fn unknown(id: &str) -> ItemState {
+impl From<core::ItemState> for ItemState {
+    fn from(s: core::ItemState) -> Self {
         ItemState {
-            id: id.to_string(),
-            status: ItemStatus::None,
-            attempts: 0,
-            last_error: None,
-            created_at: None,
-            updated_at: None,
-            lease_expires_at: None,
-            finished_at: None,
-            expires_at: None,
-            timeline: Vec::new(),
+            id: s.id,
+            status: s.status.as_str().to_string(),
+            attempts: s.attempts,
+            last_error: s.last_error,
+            created_at: s.created_at.map(|v| v as f64),
+            updated_at: s.updated_at.map(|v| v as f64),
+            lease_expires_at: s.lease_expires_at.map(|v| v as f64),
+            finished_at: s.finished_at.map(|v| v as f64),
+            expires_at: s.expires_at.map(|v| v as f64),
+            timeline: s
+                .timeline
+                .into_iter()
+                .map(|t| Transition {
+                    at: t.at as f64,
+                    status: t.status.into_owned(),
+                    attempt: t.attempt,
+                    error: t.error,
+                })
+                .collect(),
         }
     }
 }
 
-/// A validated operation on one item, as a backend executes it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ItemOp {
-    Claim { id: String, owner: String, lease_ms: u64, reclaim_completed: bool },
-    Complete { id: String, owner: Option<String>, keep_ms: u64 },
-    Fail { id: String, owner: Option<String>, error: String, keep_ms: u64 },
-    Unset { id: String },
+#[napi(object)]
+#[allow(dead_code)]
+pub struct ClaimOptions {
+    /// The lease in ms: after it the item shows as abandoned and can be claimed again. Default 600000.
+    pub timeout_ms: Option<f64>,
+    /// Claim even an item that is completed. Default false.
+    pub reclaim_completed: Option<bool>,
 }
 
-impl ItemOp {
-    pub fn id(&self) -> &str {
-        match self {
-            ItemOp::Claim { id, .. } | ItemOp::Complete { id, .. } | ItemOp::Fail { id, .. } | ItemOp::Unset { id } => id,
-        }
-    }
-    pub fn action(&self) -> Action {
-        match self {
-            ItemOp::Claim { .. } => Action::Claim,
-            ItemOp::Complete { .. } => Action::Complete,
-            ItemOp::Fail { .. } => Action::Fail,
-            ItemOp::Unset { .. } => Action::Unset,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Action {
-    Claim,
-    Complete,
-    Fail,
-    Unset,
-}
-
-impl Action {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Action::Claim => "claim",
-            Action::Complete => "complete",
-            Action::Fail => "fail",
-            Action::Unset => "unset",
-        }
-    }
-}
-
-/// How one operation ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
-    /// Done: claimed, completed, failed, or unset (`existed` tells whether there was a record).
-    Done,
-    /// A claim that did not succeed: the item is in progress under a live lease, or completed.
-    Busy(ItemStatus),
-    /// Refused with a coded error (for example `ERR_NOT_OWNER`); nothing changed for this item.
-    Refused(Error),
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OpResult {
+#[napi(object)]
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClaimResult {
     pub id: String,
-    pub action: Action,
-    pub outcome: Outcome,
-    /// The owner token of a successful claim.
+    pub claimed: bool,
+    /// The owner token: pass it to `complete` / `fail` so a stale worker cannot overwrite a newer claim.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub owner: Option<String>,
-    /// The item after the operation (before it, for unset and refusals).
+    /// Why the claim did not succeed.
+    #[napi(ts_type = "'in_progress' | 'completed'")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
     pub item: ItemState,
 }
 
-/// A request to change one item, before validation (durations as JavaScript numbers).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ItemRequest {
-    pub id: String,
-    /// `in_progress` (claim), `completed`, `failed`, or `none` (unset).
-    pub status: String,
-    pub owner: Option<String>,
-    pub error: Option<String>,
-    /// Lease of a claim.
-    pub timeout_ms: Option<f64>,
-    /// How long a completed or failed record is kept; the client's retention by default.
-    pub keep_ms: Option<f64>,
-    pub reclaim_completed: bool,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ListFilter {
-    All,
-    InProgress,
-    Abandoned,
-    Completed,
-    Failed,
-}
-
-impl ListFilter {
-    pub fn parse(s: &str) -> Result<ListFilter> {
-        Ok(match s {
-            "all" => ListFilter::All,
-            "in_progress" => ListFilter::InProgress,
-            "abandoned" => ListFilter::Abandoned,
-            "completed" => ListFilter::Completed,
-            "failed" => ListFilter::Failed,
-            other => {
-                return Err(Error::invalid(format!(
-                    "status must be one of all, in_progress, abandoned, completed, failed; got {:?}",
-                    truncate(other, 40)
-                )))
-            }
-        })
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ListQuery {
-    pub filter: ListFilter,
-    pub offset: u64,
-    pub limit: u64,
-}
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Counts {
-    pub in_progress: u64,
-    pub abandoned: u64,
-    pub completed: u64,
-    pub failed: u64,
-}
-
-impl Counts {
-    pub fn total(&self) -> u64 {
-        self.in_progress + self.abandoned + self.completed + self.failed
-    }
-    pub fn of(&self, f: ListFilter) -> u64 {
-        match f {
-            ListFilter::All => self.total(),
-            ListFilter::InProgress => self.in_progress,
-            ListFilter::Abandoned => self.abandoned,
-            ListFilter::Completed => self.completed,
-            ListFilter::Failed => self.failed,
+impl From<core::ClaimResult> for ClaimResult {
+    fn from(r: core::ClaimResult) -> Self {
+        ClaimResult {
+            id: r.item.id.clone(),
+            claimed: r.claimed,
+            owner: r.owner,
+            reason: r.reason.map(|s| s.as_str().to_string()),
+            item: r.item.into(),
         }
     }
 }
 
-/// One page of a group's items. Items are ordered: in progress (by lease expiry), abandoned
-/// (by lease expiry), failed, completed (by when their record expires).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ItemList {
-    pub counts: Counts,
-    pub items: Vec<ItemState>,
-    /// Offset of the next page, when there is one.
-    pub next_offset: Option<u64>,
-}
-
-/// What a batch claim did with one id.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BatchOutcome {
-    /// Claimed by this call (a new item, an abandoned or failed one, or a completed one with
-    /// `reclaim_completed`).
-    Claimed,
-    /// Left alone: another live claim holds it (or an earlier occurrence of the id in this call).
-    InProgress,
-    /// Left alone: it is completed.
-    Completed,
-}
-
-impl BatchOutcome {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BatchOutcome::Claimed => "claimed",
-            BatchOutcome::InProgress => "in_progress",
-            BatchOutcome::Completed => "completed",
-        }
-    }
-}
-
-/// The compact result of [`Client::claim_batch`]: one owner token for every item the call
-/// claimed, and per id (in the order given) what happened and the item's attempts after it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The compact result of `claimBatch`.
+#[napi(object, object_from_js = false)]
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ClaimBatch {
+    /// The owner token of every item this call claimed: pass it to `complete` / `fail`.
     pub owner: String,
-    /// When the leases of the claimed items end (ms, the backend's clock).
-    pub lease_expires_at: i64,
-    pub outcomes: Vec<BatchOutcome>,
-    /// Attempts (claims) of each item after the call: the claim's number when claimed.
+    /// When the leases of the claimed items end, in ms since the epoch (the backend's clock).
+    pub lease_expires_at: f64,
+    /// How many ids this call claimed.
+    pub claimed: u32,
+    /// Per id, in the order given: `claimed` by this call, or left alone because it is
+    /// `in_progress` under a live claim (also a repeated id) or `completed`.
+    #[napi(ts_type = "Array<'claimed' | 'in_progress' | 'completed'>")]
+    pub results: Vec<&'static str>,
+    /// Per id, in the order given: the item's attempts after the call (when claimed, this claim's number).
     pub attempts: Vec<u32>,
 }
 
-/// A validated batch claim, as a backend executes it.
-#[derive(Debug, Clone, Copy)]
-pub struct BatchClaim<'a> {
-    pub ids: &'a [String],
-    pub owner: &'a str,
-    pub lease_ms: u64,
-    pub reclaim_completed: bool,
-    pub retention_ms: u64,
-}
-
-/// What a backend must do for the Item Tracker.
-pub trait TrackerBackend {
-    /// Claims every id of `claim` in `group` (in order, atomically), with one owner token.
-    fn claim_batch(&self, group: &str, claim: BatchClaim<'_>) -> impl Future<Output = Result<ClaimBatch>> + Send;
-    /// Applies `ops` to items of `group`, atomically as one batch, in order.
-    fn apply(&self, group: &str, ops: &[ItemOp], retention_ms: u64) -> impl Future<Output = Result<Vec<OpResult>>> + Send;
-    /// Reads items of `group`.
-    fn read(&self, group: &str, ids: &[String]) -> impl Future<Output = Result<Vec<ItemState>>> + Send;
-    /// Lists a page of `group`.
-    fn list(&self, group: &str, query: ListQuery, retention_ms: u64) -> impl Future<Output = Result<ItemList>> + Send;
-}
-
-/// The single-item result of a claim.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClaimResult {
-    pub claimed: bool,
+#[napi(object)]
+#[allow(dead_code)]
+pub struct FinishOptions {
+    /// The owner token of the claim; when given and a newer claim owns the item, the call is
+    /// refused with `ERR_NOT_OWNER`.
     pub owner: Option<String>,
-    /// Why the claim did not succeed: `in_progress` or `completed`.
-    pub reason: Option<ItemStatus>,
+    /// How long the record is kept, in ms (a completed item counts as done until then). Default:
+    /// the client's retention.
+    pub keep_ms: Option<f64>,
+}
+
+#[napi(object)]
+#[allow(dead_code)]
+pub struct ItemRequestInput {
+    pub id: String,
+    #[napi(ts_type = "'in_progress' | 'completed' | 'failed' | 'none'")]
+    pub status: String,
+    pub owner: Option<String>,
+    pub error: Option<String>,
+    pub timeout_ms: Option<f64>,
+    pub keep_ms: Option<f64>,
+    pub reclaim_completed: Option<bool>,
+}
+
+#[napi(object)]
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ItemResult {
+    pub id: String,
+    #[napi(ts_type = "'claim' | 'complete' | 'fail' | 'unset'")]
+    pub action: String,
+    /// Done. False for a claim that found the item busy, and for a refusal (see `code`).
+    pub ok: bool,
+    /// For claims: whether this call claimed the item.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub claimed: Option<bool>,
+    #[napi(ts_type = "'in_progress' | 'completed'")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// The error code of a refusal, e.g. `ERR_NOT_OWNER`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
     pub item: ItemState,
 }
 
-impl From<OpResult> for ClaimResult {
-    fn from(r: OpResult) -> Self {
-        let (claimed, reason) = match r.outcome {
-            Outcome::Done => (true, None),
-            Outcome::Busy(s) => (false, Some(s)),
-            Outcome::Refused(_) => (false, None),
+impl From<core::OpResult> for ItemResult {
+    fn from(r: core::OpResult) -> Self {
+        let is_claim = r.action == core::Action::Claim;
+        let (ok, reason, code, message) = match r.outcome {
+            Outcome::Done => (true, None, None, None),
+            Outcome::Busy(s) => (false, Some(s.as_str().to_string()), None, None),
+            Outcome::Refused(e) => (false, None, Some(e.code.as_str().to_string()), Some(e.message)),
         };
-        ClaimResult { claimed, owner: r.owner, reason, item: r.item }
+        ItemResult {
+            id: r.id,
+            action: r.action.as_str().to_string(),
+            ok,
+            claimed: if is_claim { Some(ok) } else { None },
+            reason,
+            owner: r.owner,
+            code,
+            message,
+            item: r.item.into(),
+        }
     }
 }
 
-pub(crate) fn truncate(s: &str, max_chars: usize) -> String {
-    if s.chars().count() <= max_chars {
-        s.to_string()
-    } else {
-        let mut t: String = s.chars().take(max_chars).collect();
-        t.push('…');
-        t
+#[napi(object)]
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusCounts {
+    pub in_progress: f64,
+    pub abandoned: f64,
+    pub completed: f64,
+    pub failed: f64,
+    pub total: f64,
+}
+
+#[napi(object)]
+#[allow(dead_code)]
+pub struct ListOptions {
+    #[napi(ts_type = "'all' | 'in_progress' | 'abandoned' | 'completed' | 'failed'")]
+    pub status: Option<String>,
+    pub offset: Option<f64>,
+    /// Default 100, at most 10000.
+    pub limit: Option<f64>,
+}
+
+#[napi(object)]
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ItemList {
+    pub counts: StatusCounts,
+    pub items: Vec<ItemState>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_offset: Option<f64>,
+}
+
+/// An item state as a JSON array, without the id (the caller has it) and without keys:
+/// `[status, attempts, lastError, createdAt, updatedAt, leaseExpiresAt, finishedAt, expiresAt,
+/// [[at, status, attempt, error], ...]]`, null for absent values. `JSON.parse` of an array is
+/// several times cheaper than of the object with its keys; index.js builds the object.
+fn item_tuple(s: &core::ItemState) -> impl Serialize + '_ {
+    (
+        s.status.as_str(),
+        s.attempts,
+        &s.last_error,
+        s.created_at,
+        s.updated_at,
+        s.lease_expires_at,
+        s.finished_at,
+        s.expires_at,
+        s.timeline.iter().map(|t| (t.at, &*t.status, t.attempt, &t.error)).collect::<Vec<_>>(),
+    )
+}
+
+/// A claim result as a JSON array: `[claimed, owner, reason, item]` (see [`item_tuple`]).
+fn claim_tuple(r: &core::ClaimResult) -> impl Serialize + '_ {
+    (r.claimed, &r.owner, r.reason.map(|s| s.as_str()), item_tuple(&r.item))
+}
+
+fn status_code(s: &str) -> f64 {
+    match s {
+        "none" => 0.0,
+        "in_progress" => 1.0,
+        "abandoned" => 2.0,
+        "completed" => 3.0,
+        "failed" => 4.0,
+        _ => -1.0,
     }
 }
 
-/// The name of a field of request `i` of a batch, built only when an error needs it.
-struct Field(usize, &'static str);
+/// Writes a claim result without texts into `out`: claimed (0/1), reason (0 none, 1 in_progress,
+/// 3 completed), status (the codes of `status_code`), attempts, createdAt, updatedAt,
+/// leaseExpiresAt, finishedAt, expiresAt (NaN when absent), the timeline's length n, then n times
+/// at, status, attempt: at most 10 + 3 × 20 = 70 numbers. False when `out` is too short.
+fn write_claim(out: &mut [f64], r: &core::ClaimResult) -> bool {
+    let s = &r.item;
+    let need = 10 + 3 * s.timeline.len();
+    if out.len() < need {
+        return false;
+    }
+    let opt = |v: Option<i64>| v.map(|v| v as f64).unwrap_or(f64::NAN);
+    out[0] = if r.claimed { 1.0 } else { 0.0 };
+    out[1] = r.reason.map(|x| status_code(x.as_str())).unwrap_or(0.0);
+    out[2] = status_code(s.status.as_str());
+    out[3] = s.attempts as f64;
+    out[4] = opt(s.created_at);
+    out[5] = opt(s.updated_at);
+    out[6] = opt(s.lease_expires_at);
+    out[7] = opt(s.finished_at);
+    out[8] = opt(s.expires_at);
+    out[9] = s.timeline.len() as f64;
+    for (k, t) in s.timeline.iter().enumerate() {
+        out[10 + 3 * k] = t.at as f64;
+        out[11 + 3 * k] = status_code(&t.status);
+        out[12 + 3 * k] = t.attempt as f64;
+    }
+    true
+}
 
-impl std::fmt::Display for Field {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "requests[{}].{}", self.0, self.1)
+/// The f64 contents of a Float64Array argument.
+///
+/// # Safety
+/// On the JavaScript thread of `env`; the slice lives no longer than the call.
+unsafe fn f64_slice<'a>(env: &Env, v: &Unknown) -> Option<&'a mut [f64]> {
+    use napi::sys;
+    let mut is = false;
+    let raw = v.value().value;
+    unsafe {
+        if sys::napi_is_typedarray(env.raw(), raw, &mut is) != sys::Status::napi_ok || !is {
+            return None;
+        }
+        let mut kind = 0;
+        let mut len = 0usize;
+        let mut data = std::ptr::null_mut();
+        let mut ab = std::ptr::null_mut();
+        let mut off = 0usize;
+        if sys::napi_get_typedarray_info(env.raw(), raw, &mut kind, &mut len, &mut data, &mut ab, &mut off)
+            != sys::Status::napi_ok
+            || kind != sys::TypedarrayType::float64_array
+            || data.is_null()
+        {
+            return None;
+        }
+        Some(std::slice::from_raw_parts_mut(data as *mut f64, len))
     }
 }
 
-/// Validates request `i` and turns it into an operation for a backend.
-fn to_op(i: usize, req: ItemRequest, retention_ms: u64) -> Result<ItemOp> {
-    let field = |name| Field(i, name);
-    validate::name(field("id"), &req.id)?;
-    if let Some(owner) = &req.owner {
-        token::check_token(field("owner"), owner)?;
-    }
-    let keep_ms = match req.keep_ms {
-        Some(v) => validate::duration_ms(field("keepMs"), v)?,
-        None => retention_ms,
-    };
-    Ok(match req.status.as_str() {
-        "in_progress" => {
-            let lease_ms = match req.timeout_ms {
-                Some(v) => validate::duration_ms(field("timeoutMs"), v)?,
-                None => DEFAULT_LEASE_MS,
-            };
-            ItemOp::Claim { id: req.id, owner: token::new_token(), lease_ms, reclaim_completed: req.reclaim_completed }
-        }
-        "completed" => ItemOp::Complete { id: req.id, owner: req.owner, keep_ms },
-        "failed" => {
-            let error = req.error.unwrap_or_default();
-            validate::text(field("error"), &error)?;
-            ItemOp::Fail { id: req.id, owner: req.owner, error, keep_ms }
-        }
-        "none" => ItemOp::Unset { id: req.id },
-        other => {
-            return Err(Error::invalid(format!(
-                "{} must be one of in_progress, completed, failed, none; got {:?}",
-                field("status"),
-                truncate(other, 40)
-            )))
-        }
+/// JSON text handed to JavaScript as a string (index.js parses it).
+fn compact<T: Serialize>(v: &T) -> flowguard_core::Result<String> {
+    serde_json::to_string(v)
+        .map_err(|e| flowguard_core::Error::internal(format!("cannot serialize a result: {e}")))
+}
+
+fn claim_opts(o: Option<&Unknown>) -> flowguard_core::Result<(Option<f64>, bool)> {
+    let Some(o) = args::opt_object(o, "options")? else { return Ok((None, false)) };
+    Ok((
+        args::opt_number(&args::prop(&o, "timeoutMs")?, "timeoutMs")?,
+        args::opt_bool(&args::prop(&o, "reclaimCompleted")?, "reclaimCompleted")?.unwrap_or(false),
+    ))
+}
+
+fn finish_opts(o: Option<&Unknown>) -> flowguard_core::Result<(Option<String>, Option<f64>)> {
+    let Some(o) = args::opt_object(o, "options")? else { return Ok((None, None)) };
+    Ok((
+        args::opt_string(&args::prop(&o, "owner")?, "owner")?,
+        args::opt_number(&args::prop(&o, "keepMs")?, "keepMs")?,
+    ))
+}
+
+fn request(o: &Object, field: &str) -> flowguard_core::Result<ItemRequest> {
+    let f = |name: &str| format!("{field}.{name}");
+    Ok(ItemRequest {
+        id: args::string(&args::prop(o, "id")?, &f("id"))?,
+        status: args::string(&args::prop(o, "status")?, &f("status"))?,
+        owner: args::opt_string(&args::prop(o, "owner")?, &f("owner"))?,
+        error: args::opt_string(&args::prop(o, "error")?, &f("error"))?,
+        timeout_ms: args::opt_number(&args::prop(o, "timeoutMs")?, &f("timeoutMs"))?,
+        keep_ms: args::opt_number(&args::prop(o, "keepMs")?, &f("keepMs"))?,
+        reclaim_completed: args::opt_bool(&args::prop(o, "reclaimCompleted")?, &f("reclaimCompleted"))?
+            .unwrap_or(false),
     })
 }
 
-impl Client {
-    /// Applies a batch of requests to items of one group in one atomic step (one round trip on
-    /// Redis). Every request is validated before anything is written.
-    pub async fn set_items(&self, group: &str, requests: Vec<ItemRequest>) -> Result<Vec<OpResult>> {
-        validate::name("group", group)?;
-        validate::batch_len("requests", requests.len())?;
-        let retention = self.config().retention_ms;
-        let ops = requests
-            .into_iter()
-            .enumerate()
-            .map(|(i, r)| to_op(i, r, retention))
-            .collect::<Result<Vec<_>>>()?;
-        if ops.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.backend().apply(group, &ops, retention).await
-    }
-
-    /// Claims many items of one group for `timeout_ms` each, in one atomic step.
-    pub async fn claim_many(
+#[napi]
+impl Flowguard {
+    /// Claims one item. index.js's `claim` calls this and builds the `ClaimResult` from the
+    /// compact JSON array it returns (see [`claim_tuple`]): the value itself when the call is
+    /// done at once (embedded), else a Promise of it.
+    #[napi(js_name = "_claim", skip_typescript)]
+    pub fn claim_compact<'e>(
         &self,
-        group: &str,
-        ids: Vec<String>,
-        timeout_ms: Option<f64>,
-        reclaim_completed: bool,
-    ) -> Result<Vec<ClaimResult>> {
-        let reqs = ids
-            .into_iter()
-            .map(|id| ItemRequest { id, status: "in_progress".into(), timeout_ms, reclaim_completed, ..Default::default() })
-            .collect();
-        Ok(self.set_items(group, reqs).await?.into_iter().map(ClaimResult::from).collect())
+        env: &'e Env,
+        group: Unknown<'e>,
+        id: Unknown<'e>,
+        options: Option<Unknown<'e>>,
+    ) -> Result<Unknown<'e>> {
+        let parsed = (|| {
+            Ok((args::string(&group, "group")?, args::string(&id, "id")?, claim_opts(options.as_ref())?))
+        })();
+        let client = self.client.clone();
+        now_or_promise(env, async move {
+            let (group, id, (timeout_ms, reclaim)) = parsed?;
+            let req = ItemRequest {
+                id,
+                status: "in_progress".into(),
+                timeout_ms,
+                reclaim_completed: reclaim,
+                ..Default::default()
+            };
+            compact(&claim_tuple(&core::ClaimResult::from(client.set_item(&group, req).await?)))
+        })
     }
 
-    /// Claims many items of one group for `timeout_ms` each, in one atomic step, under ONE owner
-    /// token, with a compact result (no item states): what a loop over thousands of ids needs.
-    /// Busy and completed items are results, not errors; invalid input rejects the whole call
-    /// before anything is written.
-    pub async fn claim_batch(&self, group: &str, ids: &[String], timeout_ms: Option<f64>, reclaim_completed: bool) -> Result<ClaimBatch> {
-        validate::name("group", group)?;
-        validate::batch_len("ids", ids.len())?;
-        for (i, id) in ids.iter().enumerate() {
-            validate::name(format_args!("ids[{i}]"), id)?;
+    /// Claims one item on the embedded store, the fastest way through napi (index.js's `claim`
+    /// uses it when the client is embedded): the numbers of the result are written into `out`
+    /// (a Float64Array of at least 70 entries, see [`write_claim`]), and the call returns
+    /// the owner token (claimed), null (not claimed), or, when the item has error texts, the
+    /// compact JSON array of `_claim` (its first character is `[`).
+    #[napi(js_name = "_claimNow", skip_typescript)]
+    pub fn claim_now<'e>(
+        &self,
+        env: &'e Env,
+        out: Unknown<'e>,
+        group: Unknown<'e>,
+        id: Unknown<'e>,
+        options: Option<Unknown<'e>>,
+    ) -> Result<Unknown<'e>> {
+        if self.client.backend().kind() != "embedded" {
+            // Checked before anything runs: a Redis claim must not be started and dropped.
+            return Err(super::js_error(
+                env,
+                &flowguard_core::Error::internal("_claimNow is for the embedded store"),
+            ));
         }
-        let lease_ms = match timeout_ms {
-            Some(v) => validate::duration_ms("timeoutMs", v)?,
-            None => DEFAULT_LEASE_MS,
+        let parsed = (|| {
+            Ok((args::string(&group, "group")?, args::string(&id, "id")?, claim_opts(options.as_ref())?))
+        })();
+        let client = self.client.clone();
+        let fut = async move {
+            let (group, id, (timeout_ms, reclaim)) = parsed?;
+            let req = ItemRequest {
+                id,
+                status: "in_progress".into(),
+                timeout_ms,
+                reclaim_completed: reclaim,
+                ..Default::default()
+            };
+            Ok(core::ClaimResult::from(client.set_item(&group, req).await?))
         };
-        let owner = token::new_token();
-        if ids.is_empty() {
-            return Ok(ClaimBatch { owner, lease_expires_at: 0, outcomes: Vec::new(), attempts: Vec::new() });
-        }
-        let claim = BatchClaim { ids, owner: &owner, lease_ms, reclaim_completed, retention_ms: self.config().retention_ms };
-        self.backend().claim_batch(group, claim).await
-    }
-
-    /// Sets one item and turns a refusal into an error.
-    pub async fn set_item(&self, group: &str, request: ItemRequest) -> Result<OpResult> {
-        let mut results = self.set_items(group, vec![request]).await.map_err(strip_index)?;
-        let r = results.pop().ok_or_else(|| Error::internal("backend returned no result"))?;
-        if let Outcome::Refused(e) = &r.outcome {
-            return Err(e.clone());
-        }
-        Ok(r)
-    }
-
-    pub async fn get_items(&self, group: &str, ids: Vec<String>) -> Result<Vec<ItemState>> {
-        validate::name("group", group)?;
-        validate::batch_len("ids", ids.len())?;
-        for (i, id) in ids.iter().enumerate() {
-            validate::name(format_args!("ids[{i}]"), id)?;
-        }
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.backend().read(group, &ids).await
-    }
-
-    pub async fn list_items(&self, group: &str, status: Option<&str>, offset: Option<f64>, limit: Option<f64>) -> Result<ItemList> {
-        validate::name("group", group)?;
-        let filter = match status {
-            Some(s) => ListFilter::parse(s)?,
-            None => ListFilter::All,
+        let r = match super::first_poll(fut) {
+            Ok(Ok(r)) => r,
+            Ok(Err(e)) => return Err(super::js_error(env, &e)),
+            Err(_) => {
+                return Err(super::js_error(
+                    env,
+                    &flowguard_core::Error::internal("_claimNow is for the embedded store"),
+                ))
+            }
         };
-        let offset = match offset {
-            Some(v) => validate::integer("offset", v, 0, u32::MAX as u64)?,
-            None => 0,
+        let texts = r.item.last_error.is_some() || r.item.timeline.iter().any(|t| t.error.is_some());
+        let value = if texts {
+            Some(compact(&claim_tuple(&r)).map_err(|e| super::js_error(env, &e))?)
+        } else {
+            // SAFETY: on the JavaScript thread; `out` is this call's argument.
+            let buf = unsafe { f64_slice(env, &out) }.ok_or_else(|| {
+                super::js_error(env, &flowguard_core::Error::invalid("out must be a Float64Array"))
+            })?;
+            if !write_claim(buf, &r) {
+                return Err(super::js_error(env, &flowguard_core::Error::invalid("out is too short")));
+            }
+            r.owner
         };
-        let limit = match limit {
-            Some(v) => validate::integer("limit", v, 1, MAX_LIST_LIMIT)?,
-            None => DEFAULT_LIST_LIMIT,
-        };
-        self.backend().list(group, ListQuery { filter, offset, limit }, self.config().retention_ms).await
+        // SAFETY: on the JavaScript thread with the live env of this call.
+        unsafe {
+            let raw = Option::<String>::to_napi_value(env.raw(), value)?;
+            Unknown::from_napi_value(env.raw(), raw)
+        }
     }
-}
 
-/// Single-item calls name `id`, `owner`… rather than `requests[0].id`.
-fn strip_index(mut e: Error) -> Error {
-    if e.code == ErrorCode::InvalidArgument {
-        e.message = e.message.replacen("requests[0].", "", 1);
+    /// Claims many items of one group in one atomic step (one round trip on Redis).
+    #[napi(
+        ts_args_type = "group: string, ids: string[], options?: ClaimOptions",
+        ts_return_type = "Promise<ClaimResult[]>"
+    )]
+    pub fn claim_many<'e>(
+        &self,
+        env: &'e Env,
+        group: Unknown<'e>,
+        ids: Unknown<'e>,
+        options: Option<Unknown<'e>>,
+    ) -> Result<PromiseRaw<'e, Json>> {
+        let parsed = (|| {
+            Ok((args::string(&group, "group")?, args::strings(&ids, "ids")?, claim_opts(options.as_ref())?))
+        })();
+        let client = self.client.clone();
+        promise(env, async move {
+            let (group, ids, (timeout_ms, reclaim)) = parsed?;
+            json(
+                &client
+                    .claim_many(&group, ids, timeout_ms, reclaim)
+                    .await?
+                    .into_iter()
+                    .map(ClaimResult::from)
+                    .collect::<Vec<_>>(),
+            )
+        })
     }
-    e
-}
 
-/// Builds the error for a completion or failure whose owner token is stale.
-pub fn not_owner(group: &str, id: &str, rec: Option<&Record>) -> Error {
-    let what = match rec {
-        Some(r) => format!(
-            "another claim owns it now (attempt {}, {}); its state was left as it is",
-            r.a, r.s
-        ),
-        None => "it has no record any more (it was unset or its record expired)".to_string(),
-    };
-    Error::new(
-        ErrorCode::NotOwner,
-        format!("item {:?} of group {:?} is not owned by this owner token: {what}", truncate(id, 80), truncate(group, 80)),
-    )
+    /// Claims many items of one group in one atomic step (one round trip on Redis) under ONE
+    /// owner token, with a compact result: per id, what happened and its attempts (no item
+    /// states; read them with `getItems`). The fast way to claim thousands of ids.
+    #[napi(
+        ts_args_type = "group: string, ids: string[], options?: ClaimOptions",
+        ts_return_type = "Promise<ClaimBatch>"
+    )]
+    pub fn claim_batch<'e>(
+        &self,
+        env: &'e Env,
+        group: Unknown<'e>,
+        ids: Unknown<'e>,
+        options: Option<Unknown<'e>>,
+    ) -> Result<PromiseRaw<'e, Json>> {
+        let parsed = (|| {
+            Ok((args::string(&group, "group")?, args::strings(&ids, "ids")?, claim_opts(options.as_ref())?))
+        })();
+        let client = self.client.clone();
+        promise(env, async move {
+            let (group, ids, (timeout_ms, reclaim)) = parsed?;
+            let b = client.claim_batch(&group, &ids, timeout_ms, reclaim).await?;
+            json(&ClaimBatch {
+                owner: b.owner,
+                lease_expires_at: b.lease_expires_at as f64,
+                claimed: b.outcomes.iter().filter(|o| **o == core::BatchOutcome::Claimed).count() as u32,
+                results: b.outcomes.iter().map(|o| o.as_str()).collect(),
+                attempts: b.attempts,
+            })
+        })
+    }
+
+    /// Marks an item completed (index.js's `complete`): the item state as a compact JSON array
+    /// (see [`item_tuple`]), the value itself when done at once, else a Promise of it.
+    #[napi(js_name = "_complete", skip_typescript)]
+    pub fn complete_compact<'e>(
+        &self,
+        env: &'e Env,
+        group: Unknown<'e>,
+        id: Unknown<'e>,
+        options: Option<Unknown<'e>>,
+    ) -> Result<Unknown<'e>> {
+        let parsed = (|| {
+            Ok((args::string(&group, "group")?, args::string(&id, "id")?, finish_opts(options.as_ref())?))
+        })();
+        let client = self.client.clone();
+        now_or_promise(env, async move {
+            let (group, id, (owner, keep_ms)) = parsed?;
+            let req = ItemRequest { id, status: "completed".into(), owner, keep_ms, ..Default::default() };
+            compact(&item_tuple(&client.set_item(&group, req).await?.item))
+        })
+    }
+
+    /// Marks an item failed (index.js's `fail`), like `_complete`.
+    #[napi(js_name = "_fail", skip_typescript)]
+    pub fn fail_compact<'e>(
+        &self,
+        env: &'e Env,
+        group: Unknown<'e>,
+        id: Unknown<'e>,
+        reason: Unknown<'e>,
+        options: Option<Unknown<'e>>,
+    ) -> Result<Unknown<'e>> {
+        let parsed = (|| {
+            Ok((
+                args::string(&group, "group")?,
+                args::string(&id, "id")?,
+                args::string(&reason, "reason")?,
+                finish_opts(options.as_ref())?,
+            ))
+        })();
+        let client = self.client.clone();
+        now_or_promise(env, async move {
+            let (group, id, reason, (owner, keep_ms)) = parsed?;
+            let req = ItemRequest {
+                id,
+                status: "failed".into(),
+                owner,
+                error: Some(reason),
+                keep_ms,
+                ..Default::default()
+            };
+            compact(&item_tuple(&client.set_item(&group, req).await?.item))
+        })
+    }
+
+    /// Applies many changes to items of one group in one atomic step. Refusals and busy items
+    /// are per-item results; invalid input rejects the whole call before anything is written.
+    #[napi(
+        ts_args_type = "group: string, requests: ItemRequestInput[]",
+        ts_return_type = "Promise<ItemResult[]>"
+    )]
+    pub fn set_items<'e>(
+        &self,
+        env: &'e Env,
+        group: Unknown<'e>,
+        requests: Unknown<'e>,
+    ) -> Result<PromiseRaw<'e, Json>> {
+        let parsed = (|| {
+            let group = args::string(&group, "group")?;
+            let reqs = args::objects(&requests, "requests")?
+                .iter()
+                .enumerate()
+                .map(|(i, o)| request(o, &format!("requests[{i}]")))
+                .collect::<flowguard_core::Result<Vec<_>>>()?;
+            Ok((group, reqs))
+        })();
+        let client = self.client.clone();
+        promise(env, async move {
+            let (group, reqs) = parsed?;
+            json(&client.set_items(&group, reqs).await?.into_iter().map(ItemResult::from).collect::<Vec<_>>())
+        })
+    }
+
+    /// Reads one item (status `none` when unknown).
+    #[napi(ts_args_type = "group: string, id: string", ts_return_type = "Promise<ItemState>")]
+    pub fn get_item<'e>(
+        &self,
+        env: &'e Env,
+        group: Unknown<'e>,
+        id: Unknown<'e>,
+    ) -> Result<PromiseRaw<'e, Json>> {
+        let parsed = (|| Ok((args::string(&group, "group")?, args::string(&id, "id")?)))();
+        let client = self.client.clone();
+        promise(env, async move {
+            let (group, id) = parsed?;
+            let mut v = client.get_items(&group, vec![id]).await.map_err(|mut e| {
+                e.message = e.message.replacen("ids[0]", "id", 1);
+                e
+            })?;
+            json(
+                &v.pop()
+                    .map(ItemState::from)
+                    .ok_or_else(|| flowguard_core::Error::internal("backend returned no item"))?,
+            )
+        })
+    }
+
+    /// Reads many items of one group in one round trip.
+    #[napi(ts_args_type = "group: string, ids: string[]", ts_return_type = "Promise<ItemState[]>")]
+    pub fn get_items<'e>(
+        &self,
+        env: &'e Env,
+        group: Unknown<'e>,
+        ids: Unknown<'e>,
+    ) -> Result<PromiseRaw<'e, Json>> {
+        let parsed = (|| Ok((args::string(&group, "group")?, args::strings(&ids, "ids")?)))();
+        let client = self.client.clone();
+        promise(env, async move {
+            let (group, ids) = parsed?;
+            json(&client.get_items(&group, ids).await?.into_iter().map(ItemState::from).collect::<Vec<_>>())
+        })
+    }
+
+    /// Forgets an item. Resolves to whether it had a record.
+    #[napi(ts_args_type = "group: string, id: string", ts_return_type = "Promise<boolean>")]
+    pub fn unset_item<'e>(
+        &self,
+        env: &'e Env,
+        group: Unknown<'e>,
+        id: Unknown<'e>,
+    ) -> Result<PromiseRaw<'e, bool>> {
+        let parsed = (|| Ok((args::string(&group, "group")?, args::string(&id, "id")?)))();
+        let client = self.client.clone();
+        promise(env, async move {
+            let (group, id) = parsed?;
+            let r = client
+                .set_item(&group, ItemRequest { id, status: "none".into(), ..Default::default() })
+                .await?;
+            Ok(r.item.status != core::ItemStatus::None)
+        })
+    }
+
+    /// One page of a group's items with counts per status.
+    #[napi(ts_args_type = "group: string, options?: ListOptions", ts_return_type = "Promise<ItemList>")]
+    pub fn list_items<'e>(
+        &self,
+        env: &'e Env,
+        group: Unknown<'e>,
+        options: Option<Unknown<'e>>,
+    ) -> Result<PromiseRaw<'e, Json>> {
+        let parsed = (|| {
+            let group = args::string(&group, "group")?;
+            let (status, offset, limit) = match args::opt_object(options.as_ref(), "options")? {
+                None => (None, None, None),
+                Some(o) => (
+                    args::opt_string(&args::prop(&o, "status")?, "status")?,
+                    args::opt_number(&args::prop(&o, "offset")?, "offset")?,
+                    args::opt_number(&args::prop(&o, "limit")?, "limit")?,
+                ),
+            };
+            Ok((group, status, offset, limit))
+        })();
+        let client = self.client.clone();
+        promise(env, async move {
+            let (group, status, offset, limit) = parsed?;
+            let l = client.list_items(&group, status.as_deref(), offset, limit).await?;
+            json(&ItemList {
+                counts: StatusCounts {
+                    in_progress: l.counts.in_progress as f64,
+                    abandoned: l.counts.abandoned as f64,
+                    completed: l.counts.completed as f64,
+                    failed: l.counts.failed as f64,
+                    total: l.counts.total() as f64,
+                },
+                items: l.items.into_iter().map(Into::into).collect(),
+                next_offset: l.next_offset.map(|v| v as f64),
+            })
+        })
+    }
 }

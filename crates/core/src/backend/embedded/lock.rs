@@ -1,0 +1,143 @@
+//! Concurrency Lock on the embedded store.
+
+use std::collections::HashMap;
+use std::future::Future;
+
+use super::{guard, now_ms, Embedded};
+use crate::error::Result;
+use crate::lock::{Attempt, ExtendResult, LockBackend, LockInfo, Refusal, ReleaseResult};
+
+struct Held {
+    owner: String,
+    fence: u64,
+    label: Option<String>,
+    expires_at: i64,
+}
+
+#[derive(Default)]
+pub struct LockTable {
+    held: HashMap<String, Held>,
+    /// The last fencing token issued per lock name; kept for the life of the process so tokens
+    /// strictly increase across acquisitions, releases and expiries.
+    fences: HashMap<String, u64>,
+    ops: u64,
+}
+
+const SWEEP_EVERY: u64 = 4096;
+
+impl LockTable {
+    /// The live holder of `name`, dropping an expired one.
+    fn live(&mut self, name: &str, now: i64) -> Option<&mut Held> {
+        self.ops += 1;
+        if self.ops.is_multiple_of(SWEEP_EVERY) {
+            self.held.retain(|_, h| h.expires_at > now);
+        }
+        if self.held.get(name).is_some_and(|h| h.expires_at <= now) {
+            self.held.remove(name);
+        }
+        self.held.get_mut(name)
+    }
+
+    pub fn try_acquire(&mut self, name: &str, owner: &str, lease_ms: u64, label: Option<&str>) -> Attempt {
+        let now = now_ms();
+        if let Some(h) = self.live(name, now) {
+            return Attempt {
+                acquired: false,
+                fence: h.fence,
+                remaining_ms: (h.expires_at - now) as u64,
+                holder: h.label.clone(),
+            };
+        }
+        let fence = self.fences.entry(name.to_string()).or_insert(0);
+        *fence += 1;
+        let fence = *fence;
+        self.held.insert(
+            name.to_string(),
+            Held {
+                owner: owner.to_string(),
+                fence,
+                label: label.map(str::to_string),
+                expires_at: now + lease_ms as i64,
+            },
+        );
+        Attempt { acquired: true, fence, remaining_ms: lease_ms, holder: label.map(str::to_string) }
+    }
+
+    pub fn release(&mut self, name: &str, owner: &str) -> ReleaseResult {
+        let now = now_ms();
+        match self.live(name, now) {
+            None => ReleaseResult { released: false, reason: Some(Refusal::NotHeld) },
+            Some(h) if h.owner != owner => ReleaseResult { released: false, reason: Some(Refusal::NotOwner) },
+            Some(_) => {
+                self.held.remove(name);
+                ReleaseResult { released: true, reason: None }
+            }
+        }
+    }
+
+    pub fn extend(&mut self, name: &str, owner: &str, lease_ms: u64) -> ExtendResult {
+        let now = now_ms();
+        match self.live(name, now) {
+            None => ExtendResult { extended: false, remaining_ms: 0, reason: Some(Refusal::NotHeld) },
+            Some(h) if h.owner != owner => ExtendResult {
+                extended: false,
+                remaining_ms: (h.expires_at - now) as u64,
+                reason: Some(Refusal::NotOwner),
+            },
+            Some(h) => {
+                h.expires_at = now + lease_ms as i64;
+                ExtendResult { extended: true, remaining_ms: lease_ms, reason: None }
+            }
+        }
+    }
+
+    pub fn inspect(&mut self, name: &str) -> LockInfo {
+        let now = now_ms();
+        match self.live(name, now) {
+            Some(h) => LockInfo {
+                name: name.to_string(),
+                locked: true,
+                remaining_ms: (h.expires_at - now) as u64,
+                fence: h.fence,
+                holder: h.label.clone(),
+            },
+            None => LockInfo {
+                name: name.to_string(),
+                locked: false,
+                remaining_ms: 0,
+                fence: self.fences.get(name).copied().unwrap_or(0),
+                holder: None,
+            },
+        }
+    }
+}
+
+impl LockBackend for Embedded {
+    fn try_acquire(
+        &self,
+        name: &str,
+        owner: &str,
+        lease_ms: u64,
+        label: Option<&str>,
+    ) -> impl Future<Output = Result<Attempt>> + Send {
+        let out = guard(&self.namespace().locks).try_acquire(name, owner, lease_ms, label);
+        async move { Ok(out) }
+    }
+    fn release(&self, name: &str, owner: &str) -> impl Future<Output = Result<ReleaseResult>> + Send {
+        let out = guard(&self.namespace().locks).release(name, owner);
+        async move { Ok(out) }
+    }
+    fn extend(
+        &self,
+        name: &str,
+        owner: &str,
+        lease_ms: u64,
+    ) -> impl Future<Output = Result<ExtendResult>> + Send {
+        let out = guard(&self.namespace().locks).extend(name, owner, lease_ms);
+        async move { Ok(out) }
+    }
+    fn inspect(&self, name: &str) -> impl Future<Output = Result<LockInfo>> + Send {
+        let out = guard(&self.namespace().locks).inspect(name);
+        async move { Ok(out) }
+    }
+}

@@ -1,0 +1,256 @@
+//! Dedup Queue on the embedded store. The same rules as the Redis scripts `queue_*.lua`.
+
+use std::collections::{BTreeSet, HashMap};
+use std::future::Future;
+
+use super::{guard, now_ms, Embedded};
+use crate::error::Result;
+use crate::queue::{
+    shard_mismatch, EnqueueOutcome, QueueBackend, SettleAction, SettleOutcome, ShardClaim, ShardRef,
+    ShardSize,
+};
+
+#[derive(Default)]
+struct Shard {
+    /// The shard count the shard was written with (0: not yet).
+    shards: u32,
+    /// (due time, id) and id -> due time.
+    waiting: BTreeSet<(i64, String)>,
+    due: HashMap<String, i64>,
+    /// (visibility deadline, id) and id -> (deadline, owner).
+    claimed: BTreeSet<(i64, String)>,
+    claims: HashMap<String, (i64, String)>,
+    /// Claimed ids enqueued again: id -> due time.
+    again: HashMap<String, i64>,
+}
+
+impl Shard {
+    fn is_empty(&self) -> bool {
+        self.waiting.is_empty() && self.claimed.is_empty() && self.again.is_empty()
+    }
+
+    fn wait(&mut self, id: &str, due: i64) {
+        if let Some(old) = self.due.insert(id.to_string(), due) {
+            self.waiting.remove(&(old, id.to_string()));
+        }
+        self.waiting.insert((due, id.to_string()));
+    }
+
+    fn unclaim(&mut self, id: &str) -> Option<(i64, String)> {
+        let c = self.claims.remove(id)?;
+        self.claimed.remove(&(c.0, id.to_string()));
+        Some(c)
+    }
+
+    /// Returns expired claims to waiting, due at their deadline (or at the due time of a later
+    /// enqueue, when that is later).
+    fn reap(&mut self, now: i64) {
+        while let Some((deadline, _)) = self.claimed.first() {
+            if *deadline > now {
+                break;
+            }
+            let (deadline, id) = self.claimed.pop_first().expect("first exists");
+            self.claims.remove(&id);
+            let due = match self.again.remove(&id) {
+                Some(a) => a.max(deadline),
+                None => deadline,
+            };
+            self.wait(&id, due);
+        }
+    }
+}
+
+#[derive(Default)]
+pub struct QueueTable {
+    shards: HashMap<(String, u32), Shard>,
+}
+
+impl QueueTable {
+    /// Runs `f` on a shard after checking its shard count and reaping expired claims; keeps the
+    /// shard (recording the shard count) only while it holds anything.
+    fn with<T>(&mut self, at: ShardRef<'_>, f: impl FnOnce(&mut Shard, i64) -> T) -> Result<T> {
+        let now = now_ms();
+        let key = (at.queue.to_string(), at.shard);
+        let shard = self.shards.entry(key.clone()).or_default();
+        if shard.shards != 0 && shard.shards != at.shards {
+            let stored = shard.shards;
+            return Err(shard_mismatch(at, stored as u64));
+        }
+        let out = f(shard, now);
+        if shard.is_empty() {
+            self.shards.remove(&key);
+        } else {
+            shard.shards = at.shards;
+        }
+        Ok(out)
+    }
+
+    pub fn enqueue(
+        &mut self,
+        at: ShardRef<'_>,
+        ids: &[String],
+        delay_ms: u64,
+        debounce: bool,
+    ) -> Result<Vec<(EnqueueOutcome, i64)>> {
+        self.with(at, |s, now| {
+            s.reap(now);
+            let due = now + delay_ms as i64;
+            ids.iter()
+                .map(|id| {
+                    if s.claims.contains_key(id) {
+                        let d = if debounce {
+                            s.again.insert(id.clone(), due);
+                            due
+                        } else {
+                            *s.again.entry(id.clone()).or_insert(due)
+                        };
+                        (EnqueueOutcome::Claimed, d)
+                    } else if let Some(&old) = s.due.get(id) {
+                        if debounce {
+                            s.wait(id, due);
+                            (EnqueueOutcome::Debounced, due)
+                        } else {
+                            (EnqueueOutcome::Duplicate, old)
+                        }
+                    } else {
+                        s.wait(id, due);
+                        (EnqueueOutcome::Added, due)
+                    }
+                })
+                .collect()
+        })
+    }
+
+    pub fn claim(
+        &mut self,
+        at: ShardRef<'_>,
+        owner: &str,
+        limit: u64,
+        visibility_ms: u64,
+    ) -> Result<ShardClaim> {
+        self.with(at, |s, now| {
+            s.reap(now);
+            let deadline = now + visibility_ms as i64;
+            let mut items = Vec::new();
+            while (items.len() as u64) < limit {
+                match s.waiting.first() {
+                    Some((due, _)) if *due <= now => {}
+                    _ => break,
+                }
+                let (due, id) = s.waiting.pop_first().expect("first exists");
+                s.due.remove(&id);
+                s.claimed.insert((deadline, id.clone()));
+                s.claims.insert(id.clone(), (deadline, owner.to_string()));
+                items.push((id, due));
+            }
+            ShardClaim { visible_until: deadline, items }
+        })
+    }
+
+    pub fn settle(
+        &mut self,
+        at: ShardRef<'_>,
+        owner: &str,
+        ids: &[String],
+        action: SettleAction,
+    ) -> Result<Vec<(SettleOutcome, Option<i64>)>> {
+        self.with(at, |s, now| {
+            let out = ids
+                .iter()
+                .map(|id| match s.claims.get(id) {
+                    None => (SettleOutcome::NotClaimed, None),
+                    Some((_, o)) if o != owner => (SettleOutcome::NotOwner, None),
+                    Some((deadline, _)) if *deadline <= now => (SettleOutcome::Expired, None),
+                    Some(_) => {
+                        s.unclaim(id);
+                        let again = s.again.remove(id);
+                        match action {
+                            SettleAction::Ack => match again {
+                                Some(d) => {
+                                    s.wait(id, d);
+                                    (SettleOutcome::Done { requeued: true }, Some(d))
+                                }
+                                None => (SettleOutcome::Done { requeued: false }, None),
+                            },
+                            SettleAction::Release { delay_ms } => {
+                                let mut due = now + delay_ms as i64;
+                                if let Some(d) = again {
+                                    due = due.max(d);
+                                }
+                                s.wait(id, due);
+                                (SettleOutcome::Done { requeued: again.is_some() }, Some(due))
+                            }
+                        }
+                    }
+                })
+                .collect();
+            s.reap(now);
+            out
+        })
+    }
+
+    pub fn peek(&mut self, at: ShardRef<'_>, limit: u64) -> Result<(i64, Vec<(String, i64)>)> {
+        self.with(at, |s, now| {
+            s.reap(now);
+            (now, s.waiting.iter().take(limit as usize).map(|(d, id)| (id.clone(), *d)).collect())
+        })
+    }
+
+    pub fn size(&mut self, at: ShardRef<'_>) -> Result<ShardSize> {
+        self.with(at, |s, now| {
+            s.reap(now);
+            ShardSize {
+                shard: at.shard,
+                waiting: s.waiting.len() as u64,
+                due: s.waiting.iter().take_while(|(d, _)| *d <= now).count() as u64,
+                claimed: s.claimed.len() as u64,
+                again: s.again.len() as u64,
+            }
+        })
+    }
+}
+
+impl QueueBackend for Embedded {
+    fn enqueue(
+        &self,
+        at: ShardRef<'_>,
+        ids: &[String],
+        delay_ms: u64,
+        debounce: bool,
+    ) -> impl Future<Output = Result<Vec<(EnqueueOutcome, i64)>>> + Send {
+        let out = guard(&self.namespace().queues).enqueue(at, ids, delay_ms, debounce);
+        async move { out }
+    }
+    fn claim(
+        &self,
+        at: ShardRef<'_>,
+        owner: &str,
+        limit: u64,
+        visibility_ms: u64,
+    ) -> impl Future<Output = Result<ShardClaim>> + Send {
+        let out = guard(&self.namespace().queues).claim(at, owner, limit, visibility_ms);
+        async move { out }
+    }
+    fn settle(
+        &self,
+        at: ShardRef<'_>,
+        owner: &str,
+        ids: &[String],
+        action: SettleAction,
+    ) -> impl Future<Output = Result<Vec<(SettleOutcome, Option<i64>)>>> + Send {
+        let out = guard(&self.namespace().queues).settle(at, owner, ids, action);
+        async move { out }
+    }
+    fn peek(
+        &self,
+        at: ShardRef<'_>,
+        limit: u64,
+    ) -> impl Future<Output = Result<(i64, Vec<(String, i64)>)>> + Send {
+        let out = guard(&self.namespace().queues).peek(at, limit);
+        async move { out }
+    }
+    fn size(&self, at: ShardRef<'_>) -> impl Future<Output = Result<ShardSize>> + Send {
+        let out = guard(&self.namespace().queues).size(at);
+        async move { out }
+    }
+}

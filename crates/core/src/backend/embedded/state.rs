@@ -1,0 +1,245 @@
+//! Job State on the embedded store. The same rules as the Redis scripts `state_*.lua`.
+
+use std::collections::HashMap;
+use std::future::Future;
+
+use super::{guard, now_ms, Embedded};
+use crate::error::Result;
+use crate::state::{Expiry, KeyClaim, Refusal, SetResult, StateBackend, StateValue, MAX_SAFE_INTEGER};
+
+struct Entry {
+    json: String,
+    expires_at: Option<i64>,
+}
+
+impl Entry {
+    fn live(&self, now: i64) -> bool {
+        self.expires_at.is_none_or(|x| x > now)
+    }
+}
+
+/// An idempotency key: pending (owner set, no result) or done (result set).
+struct Key {
+    owner: Option<String>,
+    result: Option<String>,
+    expires_at: i64,
+}
+
+#[derive(Default)]
+pub struct StateTable {
+    values: HashMap<String, Entry>,
+    keys: HashMap<String, Key>,
+    ops: u64,
+}
+
+const SWEEP_EVERY: u64 = 4096;
+
+/// The counter a value holds: `Ok(n)`, or a refusal when it is not an integer as a counter
+/// stores it (the forms the Redis script accepts) or lies outside the safe integer range.
+fn integer(json: &str) -> std::result::Result<i64, Refusal> {
+    let digits = json.strip_prefix('-').unwrap_or(json);
+    let canonical = !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && (json == "0" || !digits.starts_with('0'));
+    if !canonical {
+        return Err(Refusal::NotInteger);
+    }
+    match json.parse::<i64>() {
+        Ok(n) if n.abs() <= MAX_SAFE_INTEGER => Ok(n),
+        _ => Err(Refusal::OutOfRange),
+    }
+}
+
+impl StateTable {
+    /// Drops expired entries: the one asked for at once, all of them now and then.
+    fn tick(&mut self, key: &str, now: i64) {
+        self.ops += 1;
+        if self.ops.is_multiple_of(SWEEP_EVERY) {
+            self.values.retain(|_, e| e.live(now));
+            self.keys.retain(|_, k| k.expires_at > now);
+        }
+        if self.values.get(key).is_some_and(|e| !e.live(now)) {
+            self.values.remove(key);
+        }
+        if self.keys.get(key).is_some_and(|k| k.expires_at <= now) {
+            self.keys.remove(key);
+        }
+    }
+
+    pub fn get(&mut self, keys: &[String]) -> Vec<Option<StateValue>> {
+        let now = now_ms();
+        keys.iter()
+            .map(|k| {
+                self.tick(k, now);
+                self.values.get(k).map(|e| StateValue { json: e.json.clone(), expires_at: e.expires_at })
+            })
+            .collect()
+    }
+
+    pub fn set(
+        &mut self,
+        key: &str,
+        json: &str,
+        expiry: Expiry,
+        if_absent: bool,
+    ) -> std::result::Result<SetResult, Refusal> {
+        let now = now_ms();
+        self.tick(key, now);
+        let expires_at = match expiry {
+            Expiry::Never => None,
+            Expiry::In(ms) => Some(now + ms as i64),
+            Expiry::At(at) if (at as i64) <= now => return Err(Refusal::ExpiryPast),
+            Expiry::At(at) => Some(at as i64),
+        };
+        if if_absent {
+            if let Some(e) = self.values.get(key) {
+                let current = StateValue { json: e.json.clone(), expires_at: e.expires_at };
+                return Ok(SetResult { written: false, current });
+            }
+        }
+        self.values.insert(key.to_string(), Entry { json: json.to_string(), expires_at });
+        Ok(SetResult { written: true, current: StateValue { json: json.to_string(), expires_at } })
+    }
+
+    pub fn delete(&mut self, key: &str) -> bool {
+        let now = now_ms();
+        self.tick(key, now);
+        self.values.remove(key).is_some()
+    }
+
+    pub fn increment(
+        &mut self,
+        key: &str,
+        by: i64,
+        ttl_ms: Option<u64>,
+    ) -> std::result::Result<i64, Refusal> {
+        let now = now_ms();
+        self.tick(key, now);
+        let (current, expires_at) = match self.values.get(key) {
+            Some(e) => (integer(&e.json)?, e.expires_at),
+            None => (0, None),
+        };
+        let next = current + by;
+        if next.abs() > MAX_SAFE_INTEGER {
+            return Err(Refusal::OutOfRange);
+        }
+        let expires_at = expires_at.or_else(|| ttl_ms.map(|t| now + t as i64));
+        self.values.insert(key.to_string(), Entry { json: next.to_string(), expires_at });
+        Ok(next)
+    }
+
+    pub fn claim_key(&mut self, key: &str, owner: &str, lease_ms: u64) -> KeyClaim {
+        let now = now_ms();
+        self.tick(key, now);
+        match self.keys.get(key) {
+            Some(Key { result: Some(json), expires_at, .. }) => {
+                KeyClaim::Done { json: json.clone(), expires_at: Some(*expires_at) }
+            }
+            Some(k) => KeyClaim::Pending { remaining_ms: (k.expires_at - now).max(0) as u64 },
+            None => {
+                self.keys.insert(
+                    key.to_string(),
+                    Key { owner: Some(owner.to_string()), result: None, expires_at: now + lease_ms as i64 },
+                );
+                KeyClaim::Claimed { owner: owner.to_string(), lease_ms }
+            }
+        }
+    }
+
+    pub fn complete_key(&mut self, key: &str, owner: &str, json: &str, ttl_ms: u64) -> bool {
+        let now = now_ms();
+        self.tick(key, now);
+        match self.keys.get_mut(key) {
+            Some(k) if k.result.is_none() && k.owner.as_deref() == Some(owner) => {
+                k.owner = None;
+                k.result = Some(json.to_string());
+                k.expires_at = now + ttl_ms as i64;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    pub fn release_key(&mut self, key: &str, owner: &str) -> bool {
+        let now = now_ms();
+        self.tick(key, now);
+        match self.keys.get(key) {
+            Some(k) if k.result.is_none() && k.owner.as_deref() == Some(owner) => {
+                self.keys.remove(key);
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+impl StateBackend for Embedded {
+    fn get(&self, keys: &[String]) -> impl Future<Output = Result<Vec<Option<StateValue>>>> + Send {
+        let out = guard(&self.namespace().state).get(keys);
+        async move { Ok(out) }
+    }
+    fn set(
+        &self,
+        key: &str,
+        json: &str,
+        expiry: Expiry,
+        if_absent: bool,
+    ) -> impl Future<Output = Result<std::result::Result<SetResult, Refusal>>> + Send {
+        let out = guard(&self.namespace().state).set(key, json, expiry, if_absent);
+        async move { Ok(out) }
+    }
+    fn delete(&self, key: &str) -> impl Future<Output = Result<bool>> + Send {
+        let out = guard(&self.namespace().state).delete(key);
+        async move { Ok(out) }
+    }
+    fn increment(
+        &self,
+        key: &str,
+        by: i64,
+        ttl_ms: Option<u64>,
+    ) -> impl Future<Output = Result<std::result::Result<i64, Refusal>>> + Send {
+        let out = guard(&self.namespace().state).increment(key, by, ttl_ms);
+        async move { Ok(out) }
+    }
+    fn claim_key(
+        &self,
+        key: &str,
+        owner: &str,
+        lease_ms: u64,
+    ) -> impl Future<Output = Result<KeyClaim>> + Send {
+        let out = guard(&self.namespace().state).claim_key(key, owner, lease_ms);
+        async move { Ok(out) }
+    }
+    fn complete_key(
+        &self,
+        key: &str,
+        owner: &str,
+        json: &str,
+        ttl_ms: u64,
+    ) -> impl Future<Output = Result<bool>> + Send {
+        let out = guard(&self.namespace().state).complete_key(key, owner, json, ttl_ms);
+        async move { Ok(out) }
+    }
+    fn release_key(&self, key: &str, owner: &str) -> impl Future<Output = Result<bool>> + Send {
+        let out = guard(&self.namespace().state).release_key(key, owner);
+        async move { Ok(out) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::integer;
+    use crate::state::Refusal;
+
+    #[test]
+    fn counters_parse_like_the_redis_script() {
+        assert_eq!(integer("0"), Ok(0));
+        assert_eq!(integer("-12"), Ok(-12));
+        assert_eq!(integer("9007199254740991"), Ok(9_007_199_254_740_991));
+        assert_eq!(integer("9007199254740992"), Err(Refusal::OutOfRange));
+        assert_eq!(integer("99999999999999999999"), Err(Refusal::OutOfRange));
+        for bad in ["", "-", "-0", "01", "1.0", "1e3", " 1", "\"1\"", "+1", "null"] {
+            assert_eq!(integer(bad), Err(Refusal::NotInteger), "{bad:?}");
+        }
+    }
+}

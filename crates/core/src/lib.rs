@@ -1,0 +1,23 @@
+//! flowguard-core: correct, fast Redis patterns for batch loops and workflows.
+//!
+//! Plain async Rust on tokio and redis-rs, usable and tested on its own. It never names napi or
+//! HTTP: the Node.js addon (the `flowguard` crate at the repository root) and the server are thin
+//! shells over it.
+
+// Backend traits return `impl Future + Send` so the futures can be spawned on tokio; clippy would
+// have them written as `async fn`, which cannot promise `Send`.
+#![allow(clippy::manual_async_fn)]
+
+pub mod backend;
+pub mod client;
+pub mod error;
+pub mod keys;
+pub mod lock;
+pub mod queue;
+pub mod state;
+pub mod token;
+pub mod tracker;
+pub mod validate;
+
+pub use client::{Client, OpenOptions};
+pub use error::{Error, ErrorCode, Result};

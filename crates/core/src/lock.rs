@@ -1,0 +1,204 @@
+//! Concurrency Lock: keep a workflow, a part of one, or a sub-workflow from running twice at once.
+//!
+//! Acquire is atomic and returns an owner token and a fencing token that strictly increases per
+//! lock name. Release and extend take the owner token: a worker whose lease ran out and whose lock
+//! was taken by another never releases or extends the newer holder's lock.
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use crate::client::Client;
+use crate::error::Result;
+use crate::{token, validate};
+
+/// Default lease of a lock: 600 s, as the n8n template uses.
+pub const DEFAULT_LOCK_MS: u64 = 600_000;
+/// First and largest pause between attempts while waiting for a lock.
+const BACKOFF_START_MS: u64 = 10;
+const BACKOFF_MAX_MS: u64 = 500;
+
+/// One attempt at taking a lock, as a backend reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attempt {
+    pub acquired: bool,
+    /// The fencing token of the lock now (ours when acquired, the holder's when not).
+    pub fence: u64,
+    /// Milliseconds left on the lease (ours when acquired, the holder's when not).
+    pub remaining_ms: u64,
+    /// The holder's label, when it gave one.
+    pub holder: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockResult {
+    pub name: String,
+    pub acquired: bool,
+    pub owner: Option<String>,
+    pub fence: u64,
+    pub remaining_ms: u64,
+    pub holder: Option<String>,
+    /// How long this call waited, in ms.
+    pub waited_ms: u64,
+    pub attempts: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// Nobody holds the lock (it was released or its lease ran out).
+    NotHeld,
+    /// Someone else holds it now.
+    NotOwner,
+}
+
+impl Refusal {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Refusal::NotHeld => "not_held",
+            Refusal::NotOwner => "not_owner",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReleaseResult {
+    pub released: bool,
+    pub reason: Option<Refusal>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExtendResult {
+    pub extended: bool,
+    pub remaining_ms: u64,
+    pub reason: Option<Refusal>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockInfo {
+    pub name: String,
+    pub locked: bool,
+    pub remaining_ms: u64,
+    /// The holder's fencing token, or the last one issued when the lock is free (0: never taken).
+    pub fence: u64,
+    pub holder: Option<String>,
+}
+
+/// What a backend must do for the Concurrency Lock. Each method is one atomic step.
+pub trait LockBackend {
+    fn try_acquire(
+        &self,
+        name: &str,
+        owner: &str,
+        lease_ms: u64,
+        label: Option<&str>,
+    ) -> impl Future<Output = Result<Attempt>> + Send;
+    fn release(&self, name: &str, owner: &str) -> impl Future<Output = Result<ReleaseResult>> + Send;
+    fn extend(
+        &self,
+        name: &str,
+        owner: &str,
+        lease_ms: u64,
+    ) -> impl Future<Output = Result<ExtendResult>> + Send;
+    fn inspect(&self, name: &str) -> impl Future<Output = Result<LockInfo>> + Send;
+}
+
+/// Options of an acquire, before validation (JavaScript numbers).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AcquireOptions {
+    pub timeout_ms: Option<f64>,
+    pub wait_ms: Option<f64>,
+    pub label: Option<String>,
+}
+
+/// The pause before the next attempt: exponential backoff with full jitter, never past the
+/// deadline and never much past the holder's lease end.
+fn pause(attempt: u32, holder_remaining_ms: u64, left: Duration) -> Duration {
+    let cap = BACKOFF_START_MS.saturating_mul(1u64 << attempt.min(16)).min(BACKOFF_MAX_MS);
+    let jitter = rand::random::<u16>() as u64;
+    // Full jitter in [cap/2, cap].
+    let ms = cap / 2 + (cap / 2) * jitter / 65535;
+    let ms = if holder_remaining_ms > 0 { ms.min(holder_remaining_ms + 1) } else { ms };
+    Duration::from_millis(ms.max(1)).min(left)
+}
+
+impl Client {
+    /// Acquires lock `name`. When it is held, either returns at once with `acquired: false`, or
+    /// (with `wait_ms`) retries with backoff and jitter until it is free or `wait_ms` has passed.
+    pub async fn acquire_lock(&self, name: &str, opts: AcquireOptions) -> Result<LockResult> {
+        validate::name("name", name)?;
+        let lease_ms = match opts.timeout_ms {
+            Some(v) => validate::duration_ms("timeoutMs", v)?,
+            None => DEFAULT_LOCK_MS,
+        };
+        let wait_ms = match opts.wait_ms {
+            Some(v) => validate::duration_ms_or_zero("waitMs", v)?,
+            None => 0,
+        };
+        if let Some(label) = &opts.label {
+            validate::text("label", label)?;
+        }
+        let owner = token::new_token();
+        let start = Instant::now();
+        let deadline = start + Duration::from_millis(wait_ms);
+        let mut attempts = 0u32;
+        loop {
+            let a = self.backend().try_acquire(name, &owner, lease_ms, opts.label.as_deref()).await?;
+            attempts += 1;
+            let now = Instant::now();
+            if a.acquired || now >= deadline {
+                return Ok(LockResult {
+                    name: name.to_string(),
+                    acquired: a.acquired,
+                    owner: if a.acquired { Some(owner) } else { None },
+                    fence: a.fence,
+                    remaining_ms: a.remaining_ms,
+                    holder: a.holder,
+                    waited_ms: now.duration_since(start).as_millis() as u64,
+                    attempts,
+                });
+            }
+            tokio::time::sleep(pause(attempts - 1, a.remaining_ms, deadline - now)).await;
+        }
+    }
+
+    pub async fn release_lock(&self, name: &str, owner: &str) -> Result<ReleaseResult> {
+        validate::name("name", name)?;
+        token::check_token("owner", owner)?;
+        self.backend().release(name, owner).await
+    }
+
+    pub async fn extend_lock(
+        &self,
+        name: &str,
+        owner: &str,
+        timeout_ms: Option<f64>,
+    ) -> Result<ExtendResult> {
+        validate::name("name", name)?;
+        token::check_token("owner", owner)?;
+        let lease_ms = match timeout_ms {
+            Some(v) => validate::duration_ms("timeoutMs", v)?,
+            None => DEFAULT_LOCK_MS,
+        };
+        self.backend().extend(name, owner, lease_ms).await
+    }
+
+    pub async fn get_lock(&self, name: &str) -> Result<LockInfo> {
+        validate::name("name", name)?;
+        self.backend().inspect(name).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pause_is_bounded() {
+        for attempt in 0..40 {
+            let p = pause(attempt, 0, Duration::from_millis(10_000));
+            assert!(p <= Duration::from_millis(BACKOFF_MAX_MS));
+            assert!(p >= Duration::from_millis(1));
+        }
+        assert_eq!(pause(10, 0, Duration::from_millis(3)), Duration::from_millis(3));
+        assert!(pause(10, 4, Duration::from_secs(1)) <= Duration::from_millis(5));
+    }
+}

@@ -1,0 +1,585 @@
+//! Dedup Queue: ids waiting to be processed once, spread over shards, read in claimed batches.
+//!
+//! Each shard keeps four sets:
+//! - waiting: id -> due time. Enqueueing an id already waiting keeps its first due time (or, in
+//!   debounce mode, moves it to the last enqueue plus the delay).
+//! - claimed: id -> visibility deadline, with the owner token of the read that claimed it. A claim
+//!   is live while its deadline is in the future; an expired claim goes back to waiting (due at
+//!   its deadline) before any other step of that shard looks at the shard.
+//! - again: ids enqueued while claimed, with their due time. They go back to waiting when the
+//!   claim ends (ack, release or expiry), so an update made during processing is never lost and an
+//!   id is never held by two readers at once.
+//! - the shard count the shard was written with, so producers and consumers that disagree on it
+//!   get an error instead of silently missing ids. It is forgotten when the shard is empty.
+//!
+//! An id goes to shard `fnv1a(id) % shards`, computed as the npm package `fnv1a` does (32-bit
+//! FNV-1a over the UTF-16 code units of the string).
+
+use std::future::Future;
+
+use futures_util::future::join_all;
+
+use crate::client::Client;
+use crate::error::{Error, Result};
+use crate::tracker::truncate;
+use crate::{token, validate};
+
+/// How long a read batch is held before its ids become due again: 600 s.
+pub const DEFAULT_VISIBILITY_MS: u64 = 600_000;
+/// The most shards a queue may have.
+pub const MAX_SHARDS: u64 = 1024;
+/// Default and largest batch of a read, and largest page of a peek.
+pub const DEFAULT_READ_LIMIT: u64 = 100;
+pub const MAX_READ_LIMIT: u64 = 10_000;
+
+const FNV_OFFSET: u32 = 0x811c_9dc5;
+const FNV_PRIME: u32 = 16_777_619;
+
+/// 32-bit FNV-1a over the UTF-16 code units of `s`, as the npm package `fnv1a` computes it.
+pub fn fnv1a(s: &str) -> u32 {
+    let mut h = FNV_OFFSET;
+    for unit in s.encode_utf16() {
+        h ^= unit as u32;
+        h = h.wrapping_mul(FNV_PRIME);
+    }
+    h
+}
+
+/// The shard of `id` in a queue of `shards` shards.
+pub fn shard_of(id: &str, shards: u32) -> u32 {
+    fnv1a(id) % shards.max(1)
+}
+
+/// One shard of one queue, as backends address it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShardRef<'a> {
+    pub queue: &'a str,
+    pub shard: u32,
+    /// The shard count of the caller, checked against the one the shard was written with.
+    pub shards: u32,
+}
+
+/// What happened to one enqueued id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EnqueueOutcome {
+    /// It was not in the queue: it is waiting now.
+    Added,
+    /// It was already waiting (or already queued again while claimed): its due time is unchanged.
+    Duplicate,
+    /// It was already waiting (or queued again): debounce moved its due time.
+    Debounced,
+    /// It is claimed by a reader now: it will be delivered once more after that claim ends.
+    Claimed,
+}
+
+impl EnqueueOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EnqueueOutcome::Added => "added",
+            EnqueueOutcome::Duplicate => "duplicate",
+            EnqueueOutcome::Debounced => "debounced",
+            EnqueueOutcome::Claimed => "claimed",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Enqueued {
+    pub id: String,
+    pub shard: u32,
+    pub outcome: EnqueueOutcome,
+    /// When the id is due (ms since the epoch, the backend's clock).
+    pub due_at: i64,
+}
+
+/// One id of a read batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivery {
+    pub id: String,
+    pub shard: u32,
+    /// When it became due.
+    pub due_at: i64,
+}
+
+/// What one shard's claim gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShardClaim {
+    /// The visibility deadline of the claimed ids.
+    pub visible_until: i64,
+    /// (id, due time), oldest first.
+    pub items: Vec<(String, i64)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Batch {
+    /// The owner token (receipt) of this read: pass it to ack and release.
+    pub owner: String,
+    /// Until when the ids are held (the earliest over the shards read); 0 when nothing was claimed.
+    pub visible_until: i64,
+    pub items: Vec<Delivery>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SettleAction {
+    Ack,
+    Release { delay_ms: u64 },
+}
+
+/// How an ack or release of one id ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SettleOutcome {
+    /// Done. `requeued`: the id was enqueued again while claimed and is waiting again (ack), or
+    /// that later enqueue's due time was kept (release).
+    Done { requeued: bool },
+    /// The id is not claimed (never was, already acked or released, or its claim expired and it
+    /// went back to waiting).
+    NotClaimed,
+    /// Another read holds it now.
+    NotOwner,
+    /// Still held with this owner token but past its visibility deadline: it will be delivered
+    /// again; the ack or release was not applied.
+    Expired,
+}
+
+impl SettleOutcome {
+    pub fn reason(self) -> Option<&'static str> {
+        match self {
+            SettleOutcome::Done { .. } => None,
+            SettleOutcome::NotClaimed => Some("not_claimed"),
+            SettleOutcome::NotOwner => Some("not_owner"),
+            SettleOutcome::Expired => Some("expired"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settled {
+    pub id: String,
+    pub shard: u32,
+    pub outcome: SettleOutcome,
+    /// When the id is due again, when it is waiting again after this call.
+    pub due_at: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Waiting {
+    pub id: String,
+    pub shard: u32,
+    pub due_at: i64,
+    /// Due now (by the backend's clock).
+    pub due: bool,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ShardSize {
+    pub shard: u32,
+    /// Ids waiting, due or not.
+    pub waiting: u64,
+    /// Of those, ids due now.
+    pub due: u64,
+    /// Ids held by a reader.
+    pub claimed: u64,
+    /// Claimed ids enqueued again, to be delivered after their claim ends.
+    pub again: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueSize {
+    pub waiting: u64,
+    pub due: u64,
+    pub claimed: u64,
+    pub again: u64,
+    pub shards: Vec<ShardSize>,
+}
+
+/// What a backend must do for the Dedup Queue. Each method is one atomic step on one shard; a
+/// step first returns expired claims of that shard to waiting.
+pub trait QueueBackend {
+    /// Enqueues ids (all of this shard) and reports, per id, the outcome and due time.
+    fn enqueue(
+        &self,
+        at: ShardRef<'_>,
+        ids: &[String],
+        delay_ms: u64,
+        debounce: bool,
+    ) -> impl Future<Output = Result<Vec<(EnqueueOutcome, i64)>>> + Send;
+    /// Claims up to `limit` due ids, oldest first, for `visibility_ms`.
+    fn claim(
+        &self,
+        at: ShardRef<'_>,
+        owner: &str,
+        limit: u64,
+        visibility_ms: u64,
+    ) -> impl Future<Output = Result<ShardClaim>> + Send;
+    /// Acks or releases ids of this shard held by `owner`; per id the outcome and the due time
+    /// when the id is waiting again.
+    fn settle(
+        &self,
+        at: ShardRef<'_>,
+        owner: &str,
+        ids: &[String],
+        action: SettleAction,
+    ) -> impl Future<Output = Result<Vec<(SettleOutcome, Option<i64>)>>> + Send;
+    /// The first `limit` waiting ids by due time, and the backend's time now.
+    fn peek(
+        &self,
+        at: ShardRef<'_>,
+        limit: u64,
+    ) -> impl Future<Output = Result<(i64, Vec<(String, i64)>)>> + Send;
+    fn size(&self, at: ShardRef<'_>) -> impl Future<Output = Result<ShardSize>> + Send;
+}
+
+/// The error of a shard written with another shard count.
+pub fn shard_mismatch(at: ShardRef<'_>, stored: u64) -> Error {
+    Error::invalid(format!(
+        "shards is {}, but shard {} of queue {:?} holds ids enqueued with shards = {stored}; every producer and \
+         consumer of a queue must use the same shard count (it can change once the queue is empty)",
+        at.shards,
+        at.shard,
+        truncate(at.queue, 80)
+    ))
+}
+
+/// Options of an enqueue, before validation.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EnqueueOptions {
+    pub shards: Option<f64>,
+    /// Make the ids due this many ms after now. Default 0.
+    pub delay_ms: Option<f64>,
+    /// Move an id's due time to now + delay on every enqueue, instead of keeping the first one.
+    pub debounce: bool,
+}
+
+/// Options of a read, before validation.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReadOptions {
+    pub shards: Option<f64>,
+    /// Read only this shard. Default: all shards.
+    pub shard: Option<f64>,
+    pub limit: Option<f64>,
+    pub visibility_timeout_ms: Option<f64>,
+}
+
+fn shard_count(v: Option<f64>) -> Result<u32> {
+    match v {
+        Some(v) => Ok(validate::integer("shards", v, 1, MAX_SHARDS)? as u32),
+        None => Ok(1),
+    }
+}
+
+/// The shards a call addresses: one, or all of them.
+fn targets(shard: Option<f64>, shards: u32) -> Result<Vec<u32>> {
+    match shard {
+        Some(v) => Ok(vec![validate::integer("shard", v, 0, shards as u64 - 1)? as u32]),
+        None => Ok((0..shards).collect()),
+    }
+}
+
+fn ids_check(field: &str, ids: &[String]) -> Result<()> {
+    validate::batch_len(field, ids.len())?;
+    for (i, id) in ids.iter().enumerate() {
+        validate::name(format_args!("{field}[{i}]"), id)?;
+    }
+    Ok(())
+}
+
+/// Groups the positions of ids by shard, keeping their order inside each shard.
+fn by_shard(ids: &[String], shards: u32) -> Vec<(u32, Vec<usize>)> {
+    let mut groups: Vec<Vec<usize>> = vec![Vec::new(); shards as usize];
+    for (i, id) in ids.iter().enumerate() {
+        groups[shard_of(id, shards) as usize].push(i);
+    }
+    groups.into_iter().enumerate().filter(|(_, v)| !v.is_empty()).map(|(s, v)| (s as u32, v)).collect()
+}
+
+fn random_below(n: u64) -> u64 {
+    if n == 0 {
+        return 0;
+    }
+    rand::random::<u64>() % n
+}
+
+/// Splits `limit` over `k` shards as evenly as possible, the remainder going to the shards from
+/// `start` on, so no shard is always last.
+fn quotas(limit: u64, k: usize, start: usize) -> Vec<u64> {
+    let base = limit / k as u64;
+    let extra = (limit % k as u64) as usize;
+    (0..k).map(|i| base + u64::from((i + k - start) % k < extra)).collect()
+}
+
+impl Client {
+    /// Enqueues ids: each to its shard, one atomic step per shard touched, the shards in
+    /// parallel. Results are in the order of `ids`.
+    pub async fn enqueue(
+        &self,
+        queue: &str,
+        ids: Vec<String>,
+        opts: EnqueueOptions,
+    ) -> Result<Vec<Enqueued>> {
+        validate::name("queue", queue)?;
+        let shards = shard_count(opts.shards)?;
+        let delay_ms = match opts.delay_ms {
+            Some(v) => validate::duration_ms_or_zero("delayMs", v)?,
+            None => 0,
+        };
+        ids_check("ids", &ids)?;
+        let groups = by_shard(&ids, shards);
+        let calls = groups.iter().map(|(shard, pos)| {
+            let part: Vec<String> = pos.iter().map(|&i| ids[i].clone()).collect();
+            let at = ShardRef { queue, shard: *shard, shards };
+            async move { self.backend().enqueue(at, &part, delay_ms, opts.debounce).await }
+        });
+        let replies = join_all(calls).await;
+        let mut out: Vec<Option<Enqueued>> = vec![None; ids.len()];
+        for ((shard, pos), reply) in groups.iter().zip(replies) {
+            let reply = reply?;
+            if reply.len() != pos.len() {
+                return Err(Error::internal(format!(
+                    "enqueue replied for {} of {} ids",
+                    reply.len(),
+                    pos.len()
+                )));
+            }
+            for (&i, (outcome, due_at)) in pos.iter().zip(reply) {
+                out[i] = Some(Enqueued { id: ids[i].clone(), shard: *shard, outcome, due_at });
+            }
+        }
+        out.into_iter().map(|e| e.ok_or_else(|| Error::internal("an id got no enqueue result"))).collect()
+    }
+
+    /// Claims up to `limit` due ids for the visibility timeout. Over several shards, the limit is
+    /// split evenly first and what some shards could not fill is then taken from the others.
+    pub async fn read_batch(&self, queue: &str, opts: ReadOptions) -> Result<Batch> {
+        validate::name("queue", queue)?;
+        let shards = shard_count(opts.shards)?;
+        let targets = targets(opts.shard, shards)?;
+        let limit = match opts.limit {
+            Some(v) => validate::integer("limit", v, 1, MAX_READ_LIMIT)?,
+            None => DEFAULT_READ_LIMIT,
+        };
+        let visibility_ms = match opts.visibility_timeout_ms {
+            Some(v) => validate::duration_ms("visibilityTimeoutMs", v)?,
+            None => DEFAULT_VISIBILITY_MS,
+        };
+        let owner = token::new_token();
+        let start = random_below(targets.len() as u64) as usize;
+        let quota = quotas(limit, targets.len(), start);
+        let first = join_all(targets.iter().zip(&quota).filter(|(_, q)| **q > 0).map(|(shard, q)| {
+            let at = ShardRef { queue, shard: *shard, shards };
+            let owner = owner.as_str();
+            async move { (*shard, *q, self.backend().claim(at, owner, *q, visibility_ms).await) }
+        }))
+        .await;
+        // A failed shard fails the call: ids claimed on other shards stay held by an owner token
+        // nobody knows and become due again after the visibility timeout, so nothing is lost.
+        let mut items = Vec::new();
+        let mut visible_until = i64::MAX;
+        // Shards that may hold more due ids: those that filled their quota, and those that had
+        // none (a limit below the shard count), in the rotated order.
+        let rotated: Vec<usize> = (0..targets.len()).map(|i| (i + start) % targets.len()).collect();
+        let mut more: Vec<u32> = rotated.iter().filter(|&&i| quota[i] == 0).map(|&i| targets[i]).collect();
+        for (shard, q, r) in first {
+            let c = r?;
+            if c.items.len() as u64 >= q {
+                more.push(shard);
+            }
+            if !c.items.is_empty() {
+                visible_until = visible_until.min(c.visible_until);
+            }
+            items.extend(c.items.into_iter().map(|(id, due_at)| Delivery { id, shard, due_at }));
+        }
+        // Second pass, one shard at a time so the limit is never exceeded.
+        for shard in more {
+            let want = limit - items.len() as u64;
+            if want == 0 {
+                break;
+            }
+            let c =
+                self.backend().claim(ShardRef { queue, shard, shards }, &owner, want, visibility_ms).await?;
+            if !c.items.is_empty() {
+                visible_until = visible_until.min(c.visible_until);
+            }
+            items.extend(c.items.into_iter().map(|(id, due_at)| Delivery { id, shard, due_at }));
+        }
+        items.sort_by(|a, b| a.due_at.cmp(&b.due_at).then_with(|| a.shard.cmp(&b.shard)));
+        Ok(Batch { owner, visible_until: if items.is_empty() { 0 } else { visible_until }, items })
+    }
+
+    /// Acks (removes) or releases (makes due again after `delay`) ids held by `owner`.
+    pub async fn settle(
+        &self,
+        queue: &str,
+        owner: &str,
+        ids: Vec<String>,
+        shards: Option<f64>,
+        action: SettleAction,
+    ) -> Result<Vec<Settled>> {
+        validate::name("queue", queue)?;
+        token::check_token("owner", owner)?;
+        let shards = shard_count(shards)?;
+        ids_check("ids", &ids)?;
+        let groups = by_shard(&ids, shards);
+        let calls = groups.iter().map(|(shard, pos)| {
+            let part: Vec<String> = pos.iter().map(|&i| ids[i].clone()).collect();
+            let at = ShardRef { queue, shard: *shard, shards };
+            async move { self.backend().settle(at, owner, &part, action).await }
+        });
+        let replies = join_all(calls).await;
+        let mut out: Vec<Option<Settled>> = vec![None; ids.len()];
+        for ((shard, pos), reply) in groups.iter().zip(replies) {
+            let reply = reply?;
+            if reply.len() != pos.len() {
+                return Err(Error::internal(format!(
+                    "ack/release replied for {} of {} ids",
+                    reply.len(),
+                    pos.len()
+                )));
+            }
+            for (&i, (outcome, due_at)) in pos.iter().zip(reply) {
+                out[i] = Some(Settled { id: ids[i].clone(), shard: *shard, outcome, due_at });
+            }
+        }
+        out.into_iter().map(|e| e.ok_or_else(|| Error::internal("an id got no ack/release result"))).collect()
+    }
+
+    pub async fn ack(
+        &self,
+        queue: &str,
+        owner: &str,
+        ids: Vec<String>,
+        shards: Option<f64>,
+    ) -> Result<Vec<Settled>> {
+        self.settle(queue, owner, ids, shards, SettleAction::Ack).await
+    }
+
+    pub async fn release(
+        &self,
+        queue: &str,
+        owner: &str,
+        ids: Vec<String>,
+        shards: Option<f64>,
+        delay_ms: Option<f64>,
+    ) -> Result<Vec<Settled>> {
+        let delay_ms = match delay_ms {
+            Some(v) => validate::duration_ms_or_zero("delayMs", v)?,
+            None => 0,
+        };
+        self.settle(queue, owner, ids, shards, SettleAction::Release { delay_ms }).await
+    }
+
+    /// The first `limit` waiting ids by due time (over the shards addressed), without claiming.
+    pub async fn peek(
+        &self,
+        queue: &str,
+        shards: Option<f64>,
+        shard: Option<f64>,
+        limit: Option<f64>,
+    ) -> Result<Vec<Waiting>> {
+        validate::name("queue", queue)?;
+        let shards = shard_count(shards)?;
+        let targets = targets(shard, shards)?;
+        let limit = match limit {
+            Some(v) => validate::integer("limit", v, 1, MAX_READ_LIMIT)?,
+            None => DEFAULT_READ_LIMIT,
+        };
+        let replies = join_all(targets.iter().map(|shard| {
+            let at = ShardRef { queue, shard: *shard, shards };
+            async move { (*shard, self.backend().peek(at, limit).await) }
+        }))
+        .await;
+        let mut out = Vec::new();
+        for (shard, r) in replies {
+            let (now, items) = r?;
+            out.extend(items.into_iter().map(|(id, due_at)| Waiting {
+                id,
+                shard,
+                due_at,
+                due: due_at <= now,
+            }));
+        }
+        out.sort_by(|a, b| {
+            a.due_at.cmp(&b.due_at).then_with(|| a.shard.cmp(&b.shard)).then_with(|| a.id.cmp(&b.id))
+        });
+        out.truncate(limit as usize);
+        Ok(out)
+    }
+
+    /// Counts per shard and in total.
+    pub async fn queue_size(
+        &self,
+        queue: &str,
+        shards: Option<f64>,
+        shard: Option<f64>,
+    ) -> Result<QueueSize> {
+        validate::name("queue", queue)?;
+        let shards = shard_count(shards)?;
+        let targets = targets(shard, shards)?;
+        let replies = join_all(
+            targets.iter().map(|shard| self.backend().size(ShardRef { queue, shard: *shard, shards })),
+        )
+        .await;
+        let mut total =
+            QueueSize { waiting: 0, due: 0, claimed: 0, again: 0, shards: Vec::with_capacity(targets.len()) };
+        for r in replies {
+            let s = r?;
+            total.waiting += s.waiting;
+            total.due += s.due;
+            total.claimed += s.claimed;
+            total.again += s.again;
+            total.shards.push(s);
+        }
+        Ok(total)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fnv1a_reference_values() {
+        // Values of the FNV reference (isthe.com) and of the npm package `fnv1a` 1.1.1.
+        assert_eq!(fnv1a(""), 0x811c9dc5);
+        assert_eq!(fnv1a("a"), 0xe40c292c);
+        assert_eq!(fnv1a("foobar"), 0xbf9cf968);
+        assert_eq!(fnv1a("product-id-1"), 2275536424);
+        assert_eq!(shard_of("product-id-1", 4), 0);
+        // Non-ASCII: hashed over UTF-16 code units (a surrogate pair counts as two units).
+        assert_eq!(fnv1a("ü€😀"), 1735330120);
+    }
+
+    #[test]
+    fn quotas_split_evenly_and_rotate() {
+        assert_eq!(quotas(10, 4, 0), vec![3, 3, 2, 2]);
+        assert_eq!(quotas(10, 4, 2), vec![2, 2, 3, 3]);
+        assert_eq!(quotas(2, 4, 3), vec![1, 0, 0, 1]);
+        for start in 0..7 {
+            assert_eq!(quotas(100, 7, start).iter().sum::<u64>(), 100);
+        }
+    }
+
+    #[test]
+    fn ids_group_by_shard_in_order() {
+        let ids: Vec<String> = (0..50).map(|i| format!("id-{i}")).collect();
+        let groups = by_shard(&ids, 4);
+        let mut seen = 0;
+        for (shard, pos) in &groups {
+            assert!(pos.windows(2).all(|w| w[0] < w[1]));
+            for &i in pos {
+                assert_eq!(shard_of(&ids[i], 4), *shard);
+            }
+            seen += pos.len();
+        }
+        assert_eq!(seen, ids.len());
+    }
+
+    #[test]
+    fn bad_shard_and_limit_values_are_refused() {
+        assert!(shard_count(Some(0.0)).is_err());
+        assert!(shard_count(Some(1025.0)).unwrap_err().message.contains("shards"));
+        assert!(shard_count(Some(2.5)).is_err());
+        assert_eq!(shard_count(None).unwrap(), 1);
+        assert!(targets(Some(4.0), 4).unwrap_err().message.contains("shard"));
+        assert_eq!(targets(None, 3).unwrap(), vec![0, 1, 2]);
+    }
+}

@@ -1,0 +1,602 @@
+//! Item Tracker: per-item processing state for batch loops.
+//!
+//! An item (group, id) is `in_progress` under a lease, `completed`, `failed`, or unknown. A claim
+//! is atomic: it succeeds only when no live lease holds the item and it is not completed. A lease
+//! that ran out shows the item as `abandoned` and makes it claimable again. Completing or failing
+//! with an owner token is refused when a newer claim owns the item.
+
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
+use std::future::Future;
+
+/// A status word of a record or transition: borrowed when set in-process (no allocation),
+/// owned when read from Redis.
+pub type Word = Cow<'static, str>;
+
+use crate::client::Client;
+use crate::error::{Error, ErrorCode, Result};
+use crate::{token, validate};
+
+/// Default lease of a claim: 10 minutes.
+pub const DEFAULT_LEASE_MS: u64 = 600_000;
+/// How many transitions an item keeps in its timeline.
+pub const MAX_TIMELINE: usize = 20;
+/// Default and largest page of `list`.
+pub const DEFAULT_LIST_LIMIT: u64 = 100;
+pub const MAX_LIST_LIMIT: u64 = 10_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ItemStatus {
+    None,
+    InProgress,
+    Abandoned,
+    Completed,
+    Failed,
+}
+
+impl ItemStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ItemStatus::None => "none",
+            ItemStatus::InProgress => "in_progress",
+            ItemStatus::Abandoned => "abandoned",
+            ItemStatus::Completed => "completed",
+            ItemStatus::Failed => "failed",
+        }
+    }
+}
+
+/// One entry of an item's timeline.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Transition {
+    /// Milliseconds since the epoch, by the backend's clock.
+    #[serde(rename = "t")]
+    pub at: i64,
+    /// `in_progress`, `abandoned`, `completed` or `failed`.
+    #[serde(rename = "s")]
+    pub status: Word,
+    /// The attempt this transition belongs to.
+    #[serde(rename = "a", default)]
+    pub attempt: u32,
+    /// The reason given with `failed`.
+    #[serde(rename = "e", default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The stored record of an item. The same JSON shape is kept by the Redis scripts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Record {
+    /// Stored status: `in_progress`, `completed` or `failed`.
+    pub s: Word,
+    /// Attempts (claims) so far.
+    pub a: u32,
+    /// Owner token of the latest claim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub o: Option<String>,
+    /// Lease expiry (ms) while in progress, else 0.
+    #[serde(default)]
+    pub l: i64,
+    /// Created at (ms).
+    pub c: i64,
+    /// Updated at (ms).
+    pub u: i64,
+    /// Completed or failed at (ms), else 0.
+    #[serde(default)]
+    pub d: i64,
+    /// Last error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub e: Option<String>,
+    /// When the record is forgotten (ms).
+    pub x: i64,
+    /// Timeline, oldest first, at most [`MAX_TIMELINE`] entries.
+    #[serde(default)]
+    pub t: Vec<Transition>,
+}
+
+impl Record {
+    pub fn status_at(&self, now: i64) -> ItemStatus {
+        match &*self.s {
+            "in_progress" if self.l > now => ItemStatus::InProgress,
+            "in_progress" => ItemStatus::Abandoned,
+            "completed" => ItemStatus::Completed,
+            "failed" => ItemStatus::Failed,
+            _ => ItemStatus::None,
+        }
+    }
+
+    pub fn to_state(&self, id: &str, now: i64) -> ItemState {
+        let status = self.status_at(now);
+        let leased = matches!(status, ItemStatus::InProgress | ItemStatus::Abandoned);
+        ItemState {
+            id: id.to_string(),
+            status,
+            attempts: self.a,
+            last_error: self.e.clone(),
+            created_at: Some(self.c),
+            updated_at: Some(self.u),
+            lease_expires_at: if leased { Some(self.l) } else { None },
+            finished_at: if self.d > 0 { Some(self.d) } else { None },
+            expires_at: Some(self.x),
+            timeline: self.t.clone(),
+        }
+    }
+}
+
+/// What a caller sees of an item.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ItemState {
+    pub id: String,
+    pub status: ItemStatus,
+    pub attempts: u32,
+    pub last_error: Option<String>,
+    pub created_at: Option<i64>,
+    pub updated_at: Option<i64>,
+    pub lease_expires_at: Option<i64>,
+    pub finished_at: Option<i64>,
+    pub expires_at: Option<i64>,
+    pub timeline: Vec<Transition>,
+}
+
+impl ItemState {
+    pub fn unknown(id: &str) -> ItemState {
+        ItemState {
+            id: id.to_string(),
+            status: ItemStatus::None,
+            attempts: 0,
+            last_error: None,
+            created_at: None,
+            updated_at: None,
+            lease_expires_at: None,
+            finished_at: None,
+            expires_at: None,
+            timeline: Vec::new(),
+        }
+    }
+}
+
+/// A validated operation on one item, as a backend executes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ItemOp {
+    Claim { id: String, owner: String, lease_ms: u64, reclaim_completed: bool },
+    Complete { id: String, owner: Option<String>, keep_ms: u64 },
+    Fail { id: String, owner: Option<String>, error: String, keep_ms: u64 },
+    Unset { id: String },
+}
+
+impl ItemOp {
+    pub fn id(&self) -> &str {
+        match self {
+            ItemOp::Claim { id, .. }
+            | ItemOp::Complete { id, .. }
+            | ItemOp::Fail { id, .. }
+            | ItemOp::Unset { id } => id,
+        }
+    }
+    pub fn action(&self) -> Action {
+        match self {
+            ItemOp::Claim { .. } => Action::Claim,
+            ItemOp::Complete { .. } => Action::Complete,
+            ItemOp::Fail { .. } => Action::Fail,
+            ItemOp::Unset { .. } => Action::Unset,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    Claim,
+    Complete,
+    Fail,
+    Unset,
+}
+
+impl Action {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Claim => "claim",
+            Action::Complete => "complete",
+            Action::Fail => "fail",
+            Action::Unset => "unset",
+        }
+    }
+}
+
+/// How one operation ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Done: claimed, completed, failed, or unset (`existed` tells whether there was a record).
+    Done,
+    /// A claim that did not succeed: the item is in progress under a live lease, or completed.
+    Busy(ItemStatus),
+    /// Refused with a coded error (for example `ERR_NOT_OWNER`); nothing changed for this item.
+    Refused(Error),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpResult {
+    pub id: String,
+    pub action: Action,
+    pub outcome: Outcome,
+    /// The owner token of a successful claim.
+    pub owner: Option<String>,
+    /// The item after the operation (before it, for unset and refusals).
+    pub item: ItemState,
+}
+
+/// A request to change one item, before validation (durations as JavaScript numbers).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ItemRequest {
+    pub id: String,
+    /// `in_progress` (claim), `completed`, `failed`, or `none` (unset).
+    pub status: String,
+    pub owner: Option<String>,
+    pub error: Option<String>,
+    /// Lease of a claim.
+    pub timeout_ms: Option<f64>,
+    /// How long a completed or failed record is kept; the client's retention by default.
+    pub keep_ms: Option<f64>,
+    pub reclaim_completed: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListFilter {
+    All,
+    InProgress,
+    Abandoned,
+    Completed,
+    Failed,
+}
+
+impl ListFilter {
+    pub fn parse(s: &str) -> Result<ListFilter> {
+        Ok(match s {
+            "all" => ListFilter::All,
+            "in_progress" => ListFilter::InProgress,
+            "abandoned" => ListFilter::Abandoned,
+            "completed" => ListFilter::Completed,
+            "failed" => ListFilter::Failed,
+            other => {
+                return Err(Error::invalid(format!(
+                    "status must be one of all, in_progress, abandoned, completed, failed; got {:?}",
+                    truncate(other, 40)
+                )))
+            }
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListQuery {
+    pub filter: ListFilter,
+    pub offset: u64,
+    pub limit: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub in_progress: u64,
+    pub abandoned: u64,
+    pub completed: u64,
+    pub failed: u64,
+}
+
+impl Counts {
+    pub fn total(&self) -> u64 {
+        self.in_progress + self.abandoned + self.completed + self.failed
+    }
+    pub fn of(&self, f: ListFilter) -> u64 {
+        match f {
+            ListFilter::All => self.total(),
+            ListFilter::InProgress => self.in_progress,
+            ListFilter::Abandoned => self.abandoned,
+            ListFilter::Completed => self.completed,
+            ListFilter::Failed => self.failed,
+        }
+    }
+}
+
+/// One page of a group's items. Items are ordered: in progress (by lease expiry), abandoned
+/// (by lease expiry), failed, completed (by when their record expires).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ItemList {
+    pub counts: Counts,
+    pub items: Vec<ItemState>,
+    /// Offset of the next page, when there is one.
+    pub next_offset: Option<u64>,
+}
+
+/// What a batch claim did with one id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchOutcome {
+    /// Claimed by this call (a new item, an abandoned or failed one, or a completed one with
+    /// `reclaim_completed`).
+    Claimed,
+    /// Left alone: another live claim holds it (or an earlier occurrence of the id in this call).
+    InProgress,
+    /// Left alone: it is completed.
+    Completed,
+}
+
+impl BatchOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BatchOutcome::Claimed => "claimed",
+            BatchOutcome::InProgress => "in_progress",
+            BatchOutcome::Completed => "completed",
+        }
+    }
+}
+
+/// The compact result of [`Client::claim_batch`]: one owner token for every item the call
+/// claimed, and per id (in the order given) what happened and the item's attempts after it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimBatch {
+    pub owner: String,
+    /// When the leases of the claimed items end (ms, the backend's clock).
+    pub lease_expires_at: i64,
+    pub outcomes: Vec<BatchOutcome>,
+    /// Attempts (claims) of each item after the call: the claim's number when claimed.
+    pub attempts: Vec<u32>,
+}
+
+/// A validated batch claim, as a backend executes it.
+#[derive(Debug, Clone, Copy)]
+pub struct BatchClaim<'a> {
+    pub ids: &'a [String],
+    pub owner: &'a str,
+    pub lease_ms: u64,
+    pub reclaim_completed: bool,
+    pub retention_ms: u64,
+}
+
+/// What a backend must do for the Item Tracker.
+pub trait TrackerBackend {
+    /// Claims every id of `claim` in `group` (in order, atomically), with one owner token.
+    fn claim_batch(
+        &self,
+        group: &str,
+        claim: BatchClaim<'_>,
+    ) -> impl Future<Output = Result<ClaimBatch>> + Send;
+    /// Applies `ops` to items of `group`, atomically as one batch, in order.
+    fn apply(
+        &self,
+        group: &str,
+        ops: &[ItemOp],
+        retention_ms: u64,
+    ) -> impl Future<Output = Result<Vec<OpResult>>> + Send;
+    /// Reads items of `group`.
+    fn read(&self, group: &str, ids: &[String]) -> impl Future<Output = Result<Vec<ItemState>>> + Send;
+    /// Lists a page of `group`.
+    fn list(
+        &self,
+        group: &str,
+        query: ListQuery,
+        retention_ms: u64,
+    ) -> impl Future<Output = Result<ItemList>> + Send;
+}
+
+/// The single-item result of a claim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimResult {
+    pub claimed: bool,
+    pub owner: Option<String>,
+    /// Why the claim did not succeed: `in_progress` or `completed`.
+    pub reason: Option<ItemStatus>,
+    pub item: ItemState,
+}
+
+impl From<OpResult> for ClaimResult {
+    fn from(r: OpResult) -> Self {
+        let (claimed, reason) = match r.outcome {
+            Outcome::Done => (true, None),
+            Outcome::Busy(s) => (false, Some(s)),
+            Outcome::Refused(_) => (false, None),
+        };
+        ClaimResult { claimed, owner: r.owner, reason, item: r.item }
+    }
+}
+
+pub(crate) fn truncate(s: &str, max_chars: usize) -> String {
+    if s.chars().count() <= max_chars {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(max_chars).collect();
+        t.push('…');
+        t
+    }
+}
+
+/// The name of a field of request `i` of a batch, built only when an error needs it.
+struct Field(usize, &'static str);
+
+impl std::fmt::Display for Field {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "requests[{}].{}", self.0, self.1)
+    }
+}
+
+/// Validates request `i` and turns it into an operation for a backend.
+fn to_op(i: usize, req: ItemRequest, retention_ms: u64) -> Result<ItemOp> {
+    let field = |name| Field(i, name);
+    validate::name(field("id"), &req.id)?;
+    if let Some(owner) = &req.owner {
+        token::check_token(field("owner"), owner)?;
+    }
+    let keep_ms = match req.keep_ms {
+        Some(v) => validate::duration_ms(field("keepMs"), v)?,
+        None => retention_ms,
+    };
+    Ok(match req.status.as_str() {
+        "in_progress" => {
+            let lease_ms = match req.timeout_ms {
+                Some(v) => validate::duration_ms(field("timeoutMs"), v)?,
+                None => DEFAULT_LEASE_MS,
+            };
+            ItemOp::Claim {
+                id: req.id,
+                owner: token::new_token(),
+                lease_ms,
+                reclaim_completed: req.reclaim_completed,
+            }
+        }
+        "completed" => ItemOp::Complete { id: req.id, owner: req.owner, keep_ms },
+        "failed" => {
+            let error = req.error.unwrap_or_default();
+            validate::text(field("error"), &error)?;
+            ItemOp::Fail { id: req.id, owner: req.owner, error, keep_ms }
+        }
+        "none" => ItemOp::Unset { id: req.id },
+        other => {
+            return Err(Error::invalid(format!(
+                "{} must be one of in_progress, completed, failed, none; got {:?}",
+                field("status"),
+                truncate(other, 40)
+            )))
+        }
+    })
+}
+
+impl Client {
+    /// Applies a batch of requests to items of one group in one atomic step (one round trip on
+    /// Redis). Every request is validated before anything is written.
+    pub async fn set_items(&self, group: &str, requests: Vec<ItemRequest>) -> Result<Vec<OpResult>> {
+        validate::name("group", group)?;
+        validate::batch_len("requests", requests.len())?;
+        let retention = self.config().retention_ms;
+        let ops = requests
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| to_op(i, r, retention))
+            .collect::<Result<Vec<_>>>()?;
+        if ops.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.backend().apply(group, &ops, retention).await
+    }
+
+    /// Claims many items of one group for `timeout_ms` each, in one atomic step.
+    pub async fn claim_many(
+        &self,
+        group: &str,
+        ids: Vec<String>,
+        timeout_ms: Option<f64>,
+        reclaim_completed: bool,
+    ) -> Result<Vec<ClaimResult>> {
+        let reqs = ids
+            .into_iter()
+            .map(|id| ItemRequest {
+                id,
+                status: "in_progress".into(),
+                timeout_ms,
+                reclaim_completed,
+                ..Default::default()
+            })
+            .collect();
+        Ok(self.set_items(group, reqs).await?.into_iter().map(ClaimResult::from).collect())
+    }
+
+    /// Claims many items of one group for `timeout_ms` each, in one atomic step, under ONE owner
+    /// token, with a compact result (no item states): what a loop over thousands of ids needs.
+    /// Busy and completed items are results, not errors; invalid input rejects the whole call
+    /// before anything is written.
+    pub async fn claim_batch(
+        &self,
+        group: &str,
+        ids: &[String],
+        timeout_ms: Option<f64>,
+        reclaim_completed: bool,
+    ) -> Result<ClaimBatch> {
+        validate::name("group", group)?;
+        validate::batch_len("ids", ids.len())?;
+        for (i, id) in ids.iter().enumerate() {
+            validate::name(format_args!("ids[{i}]"), id)?;
+        }
+        let lease_ms = match timeout_ms {
+            Some(v) => validate::duration_ms("timeoutMs", v)?,
+            None => DEFAULT_LEASE_MS,
+        };
+        let owner = token::new_token();
+        if ids.is_empty() {
+            return Ok(ClaimBatch { owner, lease_expires_at: 0, outcomes: Vec::new(), attempts: Vec::new() });
+        }
+        let claim = BatchClaim {
+            ids,
+            owner: &owner,
+            lease_ms,
+            reclaim_completed,
+            retention_ms: self.config().retention_ms,
+        };
+        self.backend().claim_batch(group, claim).await
+    }
+
+    /// Sets one item and turns a refusal into an error.
+    pub async fn set_item(&self, group: &str, request: ItemRequest) -> Result<OpResult> {
+        let mut results = self.set_items(group, vec![request]).await.map_err(strip_index)?;
+        let r = results.pop().ok_or_else(|| Error::internal("backend returned no result"))?;
+        if let Outcome::Refused(e) = &r.outcome {
+            return Err(e.clone());
+        }
+        Ok(r)
+    }
+
+    pub async fn get_items(&self, group: &str, ids: Vec<String>) -> Result<Vec<ItemState>> {
+        validate::name("group", group)?;
+        validate::batch_len("ids", ids.len())?;
+        for (i, id) in ids.iter().enumerate() {
+            validate::name(format_args!("ids[{i}]"), id)?;
+        }
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.backend().read(group, &ids).await
+    }
+
+    pub async fn list_items(
+        &self,
+        group: &str,
+        status: Option<&str>,
+        offset: Option<f64>,
+        limit: Option<f64>,
+    ) -> Result<ItemList> {
+        validate::name("group", group)?;
+        let filter = match status {
+            Some(s) => ListFilter::parse(s)?,
+            None => ListFilter::All,
+        };
+        let offset = match offset {
+            Some(v) => validate::integer("offset", v, 0, u32::MAX as u64)?,
+            None => 0,
+        };
+        let limit = match limit {
+            Some(v) => validate::integer("limit", v, 1, MAX_LIST_LIMIT)?,
+            None => DEFAULT_LIST_LIMIT,
+        };
+        self.backend().list(group, ListQuery { filter, offset, limit }, self.config().retention_ms).await
+    }
+}
+
+/// Single-item calls name `id`, `owner`… rather than `requests[0].id`.
+fn strip_index(mut e: Error) -> Error {
+    if e.code == ErrorCode::InvalidArgument {
+        e.message = e.message.replacen("requests[0].", "", 1);
+    }
+    e
+}
+
+/// Builds the error for a completion or failure whose owner token is stale.
+pub fn not_owner(group: &str, id: &str, rec: Option<&Record>) -> Error {
+    let what = match rec {
+        Some(r) => {
+            format!("another claim owns it now (attempt {}, {}); its state was left as it is", r.a, r.s)
+        }
+        None => "it has no record any more (it was unset or its record expired)".to_string(),
+    };
+    Error::new(
+        ErrorCode::NotOwner,
+        format!(
+            "item {:?} of group {:?} is not owned by this owner token: {what}",
+            truncate(id, 80),
+            truncate(group, 80)
+        ),
+    )
+}

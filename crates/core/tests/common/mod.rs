@@ -1,0 +1,419 @@
+//! The semantic suite shared by both backends: every test takes a freshly opened client with a
+//! prefix of its own.
+
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use flowguard_core::lock::AcquireOptions;
+use flowguard_core::tracker::{ItemRequest, ItemStatus, Outcome};
+use flowguard_core::{Client, ErrorCode, OpenOptions};
+
+/// One runtime for the whole suite, as in Node: pooled connections live on the runtime that
+/// opened them, so per-test runtimes would tear them down under the next test.
+pub fn runtime() -> &'static tokio::runtime::Runtime {
+    static RT: std::sync::OnceLock<tokio::runtime::Runtime> = std::sync::OnceLock::new();
+    RT.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+    })
+}
+
+pub async fn open(url: Option<String>) -> Client {
+    let n: u64 =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
+    let prefix = format!("rt:{n:x}:{}:", flowguard_core::token::new_token());
+    Client::open(OpenOptions { url, prefix: Some(prefix), ..Default::default() }).await.expect("open")
+}
+
+fn req(id: &str, status: &str) -> ItemRequest {
+    ItemRequest { id: id.into(), status: status.into(), ..Default::default() }
+}
+
+async fn sleep(ms: u64) {
+    tokio::time::sleep(Duration::from_millis(ms)).await
+}
+
+pub async fn claim_is_exclusive_and_completion_sticks(c: Client) {
+    let r = c.claim_many("g", vec!["a".into()], Some(60_000.0), false).await.unwrap();
+    assert!(r[0].claimed);
+    let owner = r[0].owner.clone().unwrap();
+    assert_eq!(r[0].item.status, ItemStatus::InProgress);
+    assert_eq!(r[0].item.attempts, 1);
+
+    let again = c.claim_many("g", vec!["a".into()], None, false).await.unwrap();
+    assert!(!again[0].claimed);
+    assert_eq!(again[0].reason, Some(ItemStatus::InProgress));
+    assert!(again[0].owner.is_none());
+
+    let done = c.set_item("g", ItemRequest { owner: Some(owner), ..req("a", "completed") }).await.unwrap();
+    assert_eq!(done.item.status, ItemStatus::Completed);
+    assert!(done.item.finished_at.is_some());
+    assert!(done.item.lease_expires_at.is_none());
+
+    let after = c.claim_many("g", vec!["a".into()], None, false).await.unwrap();
+    assert!(!after[0].claimed);
+    assert_eq!(after[0].reason, Some(ItemStatus::Completed));
+
+    let forced = c.claim_many("g", vec!["a".into()], None, true).await.unwrap();
+    assert!(forced[0].claimed);
+    assert_eq!(forced[0].item.attempts, 2);
+}
+
+pub async fn failed_items_keep_reason_and_can_be_claimed_again(c: Client) {
+    let r = c.claim_many("g", vec!["x".into()], None, false).await.unwrap();
+    let owner = r[0].owner.clone();
+    let f = c
+        .set_item("g", ItemRequest { owner, error: Some("HTTP 503 from API".into()), ..req("x", "failed") })
+        .await
+        .unwrap();
+    assert_eq!(f.item.status, ItemStatus::Failed);
+    assert_eq!(f.item.last_error.as_deref(), Some("HTTP 503 from API"));
+    let again = c.claim_many("g", vec!["x".into()], None, false).await.unwrap();
+    assert!(again[0].claimed);
+    assert_eq!(again[0].item.attempts, 2);
+    assert_eq!(again[0].item.last_error.as_deref(), Some("HTTP 503 from API"));
+    let statuses: Vec<&str> = again[0].item.timeline.iter().map(|t| &*t.status).collect();
+    assert_eq!(statuses, ["in_progress", "failed", "in_progress"]);
+    assert_eq!(again[0].item.timeline[1].error.as_deref(), Some("HTTP 503 from API"));
+}
+
+pub async fn expired_lease_shows_abandoned_and_is_claimable(c: Client) {
+    let r = c.claim_many("g", vec!["s".into()], Some(150.0), false).await.unwrap();
+    assert!(r[0].claimed);
+    let stale_owner = r[0].owner.clone();
+    sleep(300).await;
+    let got = c.get_items("g", vec!["s".into()]).await.unwrap();
+    assert_eq!(got[0].status, ItemStatus::Abandoned);
+    let list = c.list_items("g", Some("abandoned"), None, None).await.unwrap();
+    assert_eq!(list.counts.abandoned, 1);
+    assert_eq!(list.items[0].id, "s");
+
+    let r2 = c.claim_many("g", vec!["s".into()], Some(60_000.0), false).await.unwrap();
+    assert!(r2[0].claimed);
+    let statuses: Vec<&str> = r2[0].item.timeline.iter().map(|t| &*t.status).collect();
+    assert_eq!(statuses, ["in_progress", "abandoned", "in_progress"]);
+
+    // The worker whose lease ran out cannot overwrite the newer claim.
+    let e = c
+        .set_item("g", ItemRequest { owner: stale_owner.clone(), ..req("s", "completed") })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::NotOwner);
+    let e = c
+        .set_item("g", ItemRequest { owner: stale_owner, error: Some("late".into()), ..req("s", "failed") })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::NotOwner);
+    let now = c.get_items("g", vec!["s".into()]).await.unwrap();
+    assert_eq!(now[0].status, ItemStatus::InProgress);
+    assert_eq!(now[0].attempts, 2);
+}
+
+pub async fn batch_apply_is_ordered_and_reports_each_item(c: Client) {
+    let ids: Vec<String> = (0..500).map(|i| format!("p-{i}")).collect();
+    let mut with_dup = ids.clone();
+    with_dup.push("p-7".into());
+    let r = c.claim_many("batch", with_dup, None, false).await.unwrap();
+    assert_eq!(r.len(), 501);
+    assert_eq!(r.iter().filter(|x| x.claimed).count(), 500);
+    assert!(!r[500].claimed, "a duplicate id in one batch is claimed once");
+
+    let mut reqs = Vec::new();
+    for (i, x) in r.iter().take(10).enumerate() {
+        let mut q = req(&x.item.id, if i % 2 == 0 { "completed" } else { "failed" });
+        q.owner = x.owner.clone();
+        q.error = Some(format!("e{i}"));
+        reqs.push(q);
+    }
+    reqs.push(ItemRequest { owner: Some(flowguard_core::token::new_token()), ..req("p-20", "completed") });
+    reqs.push(req("p-21", "none"));
+    let out = c.set_items("batch", reqs).await.unwrap();
+    assert_eq!(out.len(), 12);
+    assert!(out[..10].iter().all(|o| o.outcome == Outcome::Done));
+    assert!(matches!(&out[10].outcome, Outcome::Refused(e) if e.code == ErrorCode::NotOwner));
+    assert_eq!(out[11].outcome, Outcome::Done);
+
+    let list = c.list_items("batch", None, None, None).await.unwrap();
+    assert_eq!(list.counts.completed, 5);
+    assert_eq!(list.counts.failed, 5);
+    assert_eq!(list.counts.in_progress, 489);
+    assert_eq!(list.counts.total(), 499);
+    assert_eq!(list.items.len(), 100);
+    assert_eq!(list.next_offset, Some(100));
+
+    let failed = c.list_items("batch", Some("failed"), None, Some(3.0)).await.unwrap();
+    assert_eq!(failed.items.len(), 3);
+    assert!(failed.items.iter().all(|i| i.status == ItemStatus::Failed));
+    let rest = c.list_items("batch", Some("failed"), Some(3.0), Some(3.0)).await.unwrap();
+    assert_eq!(rest.items.len(), 2);
+    assert_eq!(rest.next_offset, None);
+    let mut seen: Vec<String> = failed.items.iter().chain(&rest.items).map(|i| i.id.clone()).collect();
+    seen.sort();
+    seen.dedup();
+    assert_eq!(seen.len(), 5);
+
+    // Paging over everything visits each item exactly once.
+    let mut all = Vec::new();
+    let mut offset = 0.0;
+    loop {
+        let page = c.list_items("batch", Some("all"), Some(offset), Some(128.0)).await.unwrap();
+        all.extend(page.items.into_iter().map(|i| i.id));
+        match page.next_offset {
+            Some(n) => offset = n as f64,
+            None => break,
+        }
+    }
+    all.sort();
+    all.dedup();
+    assert_eq!(all.len(), 499);
+}
+
+pub async fn keep_ms_expires_completed_marks(c: Client) {
+    let r = c.claim_many("weekly", vec!["w".into()], None, false).await.unwrap();
+    c.set_item(
+        "weekly",
+        ItemRequest { owner: r[0].owner.clone(), keep_ms: Some(150.0), ..req("w", "completed") },
+    )
+    .await
+    .unwrap();
+    assert!(!c.claim_many("weekly", vec!["w".into()], None, false).await.unwrap()[0].claimed);
+    sleep(300).await;
+    let st = c.get_items("weekly", vec!["w".into()]).await.unwrap();
+    assert_eq!(st[0].status, ItemStatus::None, "the completed mark expired");
+    let list = c.list_items("weekly", None, None, None).await.unwrap();
+    assert_eq!(list.counts.total(), 0);
+    assert!(c.claim_many("weekly", vec!["w".into()], None, false).await.unwrap()[0].claimed);
+}
+
+pub async fn unset_forgets(c: Client) {
+    c.claim_many("g", vec!["u".into()], None, false).await.unwrap();
+    let r = c.set_item("g", req("u", "none")).await.unwrap();
+    assert_eq!(r.item.status, ItemStatus::InProgress, "unset reports the state it removed");
+    let r = c.set_item("g", req("u", "none")).await.unwrap();
+    assert_eq!(r.item.status, ItemStatus::None);
+    assert_eq!(c.list_items("g", None, None, None).await.unwrap().counts.total(), 0);
+}
+
+pub async fn names_with_any_characters_are_distinct(c: Client) {
+    let names = ["a:b", "a", "a%3Ab", "{a}", "}", "日本", "x".repeat(1024).leak() as &str];
+    for g in names {
+        for id in names {
+            let r = c.claim_many(g, vec![id.to_string()], None, false).await.unwrap();
+            assert!(r[0].claimed, "group {g:?} id {id:?} collided with an earlier one");
+        }
+    }
+    for g in names {
+        assert_eq!(c.list_items(g, None, None, None).await.unwrap().counts.in_progress, names.len() as u64);
+    }
+}
+
+pub async fn bad_input_is_refused_before_writing(c: Client) {
+    let e = c.claim_many("", vec!["a".into()], None, false).await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidArgument);
+    assert!(e.message.contains("group"));
+    let e = c.claim_many("g", vec!["ok".into(), "".into()], None, false).await.unwrap_err();
+    assert!(e.message.contains("requests[1].id"), "{}", e.message);
+    let e = c.claim_many("g", vec!["ok".into()], Some(0.0), false).await.unwrap_err();
+    assert!(e.message.contains("timeoutMs"));
+    let e = c
+        .set_item("g", ItemRequest { owner: Some("nope".into()), ..req("ok", "completed") })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidArgument);
+    assert!(e.message.starts_with("owner"), "{}", e.message);
+    let e = c.set_item("g", req("ok", "done")).await.unwrap_err();
+    assert!(e.message.contains("status"));
+    let e = c.list_items("g", Some("all"), None, Some(0.0)).await.unwrap_err();
+    assert!(e.message.contains("limit"));
+    // Nothing was written by any of the refused calls.
+    assert_eq!(c.list_items("g", None, None, None).await.unwrap().counts.total(), 0);
+}
+
+pub async fn concurrent_claims_have_one_winner(c: Client) {
+    let mut tasks = Vec::new();
+    for _ in 0..50 {
+        let c = c.clone();
+        tasks.push(tokio::spawn(async move {
+            c.claim_many("race", vec!["one".into()], None, false).await.unwrap()
+        }));
+    }
+    let mut winners = 0;
+    for t in tasks {
+        if t.await.unwrap()[0].claimed {
+            winners += 1;
+        }
+    }
+    assert_eq!(winners, 1);
+}
+
+pub async fn lock_basics_and_owner_checks(c: Client) {
+    let a = c
+        .acquire_lock("wf", AcquireOptions { label: Some("run-1".into()), ..Default::default() })
+        .await
+        .unwrap();
+    assert!(a.acquired);
+    assert!(
+        a.remaining_ms > 590_000 && a.remaining_ms <= 600_000,
+        "default lease is 600 s: {}",
+        a.remaining_ms
+    );
+    let owner = a.owner.clone().unwrap();
+
+    let b = c.acquire_lock("wf", AcquireOptions::default()).await.unwrap();
+    assert!(!b.acquired);
+    assert!(b.owner.is_none());
+    assert_eq!(b.holder.as_deref(), Some("run-1"));
+    assert_eq!(b.fence, a.fence);
+
+    let info = c.get_lock("wf").await.unwrap();
+    assert!(info.locked);
+    assert_eq!(info.fence, a.fence);
+
+    let other = flowguard_core::token::new_token();
+    let r = c.release_lock("wf", &other).await.unwrap();
+    assert!(!r.released);
+    assert_eq!(r.reason, Some(flowguard_core::lock::Refusal::NotOwner));
+    assert!(c.get_lock("wf").await.unwrap().locked, "the holder keeps the lock");
+    let x = c.extend_lock("wf", &other, Some(1000.0)).await.unwrap();
+    assert!(!x.extended);
+
+    let x = c.extend_lock("wf", &owner, Some(2_000.0)).await.unwrap();
+    assert!(x.extended);
+    assert!(c.get_lock("wf").await.unwrap().remaining_ms <= 2_000);
+
+    assert!(c.release_lock("wf", &owner).await.unwrap().released);
+    let r = c.release_lock("wf", &owner).await.unwrap();
+    assert_eq!(r.reason, Some(flowguard_core::lock::Refusal::NotHeld));
+    let info = c.get_lock("wf").await.unwrap();
+    assert!(!info.locked);
+    assert_eq!(info.fence, a.fence, "a free lock reports the last fencing token");
+}
+
+pub async fn lock_expiry_and_fencing(c: Client) {
+    let mut last = 0;
+    for i in 0..5 {
+        let a = c
+            .acquire_lock("f", AcquireOptions { timeout_ms: Some(100.0), ..Default::default() })
+            .await
+            .unwrap();
+        assert!(a.acquired, "round {i}");
+        assert!(a.fence > last, "fencing tokens strictly increase");
+        last = a.fence;
+        if i % 2 == 0 {
+            c.release_lock("f", a.owner.as_deref().unwrap()).await.unwrap();
+        } else {
+            sleep(200).await; // let it expire
+            let r = c.release_lock("f", a.owner.as_deref().unwrap()).await.unwrap();
+            assert!(!r.released, "an expired hold cannot be released");
+        }
+    }
+}
+
+pub async fn lock_wait_gets_it_when_freed_and_never_waits_longer(c: Client) {
+    let a =
+        c.acquire_lock("w", AcquireOptions { timeout_ms: Some(250.0), ..Default::default() }).await.unwrap();
+    assert!(a.acquired);
+    let t = std::time::Instant::now();
+    let b = c.acquire_lock("w", AcquireOptions { wait_ms: Some(100.0), ..Default::default() }).await.unwrap();
+    assert!(!b.acquired);
+    let waited = t.elapsed().as_millis();
+    assert!(waited >= 100, "waited {waited} ms");
+    assert!(b.attempts >= 2);
+    let c2 =
+        c.acquire_lock("w", AcquireOptions { wait_ms: Some(3000.0), ..Default::default() }).await.unwrap();
+    assert!(c2.acquired, "acquired once the first lease ran out");
+    assert!(c2.fence > a.fence);
+}
+
+pub async fn concurrent_lock_sets_have_one_winner(c: Client) {
+    let mut tasks = Vec::new();
+    for _ in 0..50 {
+        let c = c.clone();
+        tasks.push(tokio::spawn(
+            async move { c.acquire_lock("one", AcquireOptions::default()).await.unwrap() },
+        ));
+    }
+    let mut winners = 0;
+    for t in tasks {
+        if t.await.unwrap().acquired {
+            winners += 1;
+        }
+    }
+    assert_eq!(winners, 1);
+}
+
+pub async fn lock_bad_input(c: Client) {
+    let e = c.acquire_lock("", AcquireOptions::default()).await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidArgument);
+    let e = c
+        .acquire_lock("n", AcquireOptions { timeout_ms: Some(-5.0), ..Default::default() })
+        .await
+        .unwrap_err();
+    assert!(e.message.contains("timeoutMs"));
+    let e = c
+        .acquire_lock("n", AcquireOptions { wait_ms: Some(f64::NAN), ..Default::default() })
+        .await
+        .unwrap_err();
+    assert!(e.message.contains("waitMs"));
+    let e = c.release_lock("n", "short").await.unwrap_err();
+    assert!(e.message.contains("owner"));
+    assert!(!c.get_lock("n").await.unwrap().locked);
+    assert_eq!(c.get_lock("n").await.unwrap().fence, 0);
+}
+
+pub async fn claim_batch_matches_claim_rules(c: Client) {
+    use flowguard_core::tracker::BatchOutcome::{Claimed, Completed, InProgress};
+    let busy = c.claim_many("g", vec!["busy".into()], Some(60_000.0), false).await.unwrap();
+    assert!(busy[0].claimed);
+    c.set_item("g", req("done", "completed")).await.unwrap();
+    let ids: Vec<String> = ["new", "busy", "done", "new"].iter().map(|s| s.to_string()).collect();
+    let b = c.claim_batch("g", &ids, Some(60_000.0), false).await.unwrap();
+    assert_eq!(b.outcomes, vec![Claimed, InProgress, Completed, InProgress]);
+    assert_eq!(b.attempts, vec![1, 1, 0, 1]);
+    assert_eq!(b.owner.len(), 32);
+    // The batch's owner token owns what it claimed.
+    let done = c
+        .set_item("g", ItemRequest { owner: Some(b.owner.clone()), ..req("new", "completed") })
+        .await
+        .unwrap();
+    assert_eq!(done.item.status, ItemStatus::Completed);
+    let e = c.claim_batch("g", &["ok".to_string(), String::new()], None, false).await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidArgument);
+    assert!(e.message.contains("ids[1]"), "{}", e.message);
+    let st = c.get_items("g", vec!["ok".into()]).await.unwrap();
+    assert_eq!(st[0].status, ItemStatus::None);
+}
+
+/// Generates one `#[tokio::test]` per suite function for a backend.
+#[macro_export]
+macro_rules! suite {
+    ($url:expr, $attrs:tt) => {
+        suite!(@each $url, $attrs,
+            claim_is_exclusive_and_completion_sticks,
+            failed_items_keep_reason_and_can_be_claimed_again,
+            expired_lease_shows_abandoned_and_is_claimable,
+            batch_apply_is_ordered_and_reports_each_item,
+            claim_batch_matches_claim_rules,
+            keep_ms_expires_completed_marks,
+            unset_forgets,
+            names_with_any_characters_are_distinct,
+            bad_input_is_refused_before_writing,
+            concurrent_claims_have_one_winner,
+            lock_basics_and_owner_checks,
+            lock_expiry_and_fencing,
+            lock_wait_gets_it_when_freed_and_never_waits_longer,
+            concurrent_lock_sets_have_one_winner,
+            lock_bad_input
+        );
+    };
+    (@each $url:expr, $attrs:tt, $($name:ident),*) => {
+        $( suite!(@one $url, $attrs, $name); )*
+    };
+    (@one $url:expr, [$(#[$m:meta])*], $name:ident) => {
+        #[test]
+        $(#[$m])*
+        fn $name() {
+            common::runtime().block_on(async { common::$name(common::open($url).await).await });
+        }
+    };
+}

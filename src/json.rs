@@ -1,0 +1,48 @@
+//! Results handed to JavaScript as JSON text and turned into objects by V8's `JSON.parse`.
+//!
+//! Building a JavaScript object through napi costs one call per property (the key is internalized
+//! each time); results of many items (a claim of 10,000 ids is 10,000 objects with nested item
+//! states) spend most of their time there. One `JSON.parse` of the serialized results builds the
+//! same objects several times faster. The TypeScript types stay those of the `#[napi(object)]`
+//! structs, which also derive `Serialize` with the same (camelCase) field names, None omitted.
+
+use napi::bindgen_prelude::*;
+use napi::sys;
+use serde::Serialize;
+
+use flowguard_core::error::Error as CoreError;
+
+/// JSON text that becomes a JavaScript value when handed to JavaScript.
+pub struct Json(String);
+
+/// Serializes a result (on whichever thread computed it).
+pub fn json<T: Serialize>(v: &T) -> flowguard_core::Result<Json> {
+    serde_json::to_string(v)
+        .map(Json)
+        .map_err(|e| CoreError::internal(format!("cannot serialize a result: {e}")))
+}
+
+fn check(status: sys::napi_status, what: &str) -> Result<()> {
+    if status == sys::Status::napi_ok {
+        Ok(())
+    } else {
+        Err(Error::new(Status::from(status), format!("JSON.parse of a result failed: {what}")))
+    }
+}
+
+impl ToNapiValue for Json {
+    unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> Result<sys::napi_value> {
+        let mut global = std::ptr::null_mut();
+        let mut json = std::ptr::null_mut();
+        let mut parse = std::ptr::null_mut();
+        let mut out = std::ptr::null_mut();
+        unsafe {
+            check(sys::napi_get_global(env, &mut global), "global")?;
+            check(sys::napi_get_named_property(env, global, c"JSON".as_ptr(), &mut json), "JSON")?;
+            check(sys::napi_get_named_property(env, json, c"parse".as_ptr(), &mut parse), "JSON.parse")?;
+            let text = String::to_napi_value(env, val.0)?;
+            check(sys::napi_call_function(env, json, parse, 1, &text, &mut out), "call")?;
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,464 @@
+//! Settling Promises of calls that do not finish at once (Redis round trips, lock waits).
+//!
+//! napi-rs's `spawn_future_with_callback` creates, for every call, a threadsafe function (a libuv
+//! async handle, closed again afterwards) plus env cleanup hooks, and spawns two tokio tasks. On a
+//! loopback Redis round trip of tens of microseconds that bookkeeping is a measurable share (see
+//! BENCHMARKS.md). Here each environment (the main thread, or a worker thread) has one
+//! threadsafe function, made on first use and kept, and a call goes one of two ways:
+//!
+//! - A call that sent its command over the environment's own Redis connection (driven by this
+//!   thread's event loop, see `backend::redis::uvconn`) stays on this thread: it is kept here as
+//!   a task and polled again when its reply arrives, by the loop's poll callback, which then
+//!   settles the Promise and runs the microtask checkpoint: no thread hop at all. Should the task
+//!   wait on something else (a timer of a lock wait), the wake-up comes through the threadsafe
+//!   function.
+//! - Any other call runs as one task on the tokio runtime; when it finishes it queues its
+//!   settlement on the threadsafe function, and Node runs the queued settlements in a batch on
+//!   each wake of the JavaScript thread.
+//!
+//! The threadsafe function is referenced (keeps the event loop alive) exactly while calls are
+//! pending, so an idle process still exits.
+//!
+//! Teardown: an env cleanup hook, registered after the threadsafe function (hooks run in reverse
+//! order, so before Node finalizes it), marks it gone under a write lock and drops the tasks kept
+//! here; tokio threads call it only under the read lock of that mark, so none calls a finalized
+//! function. Settlements queued but not run by then are dropped (their env is gone), as napi-rs
+//! does.
+
+use std::cell::{Cell, RefCell};
+use std::ffi::c_void;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::ptr::null_mut;
+use std::rc::Rc;
+use std::sync::{Arc, Mutex, RwLock};
+use std::task::{Context, Poll, Wake, Waker};
+
+use napi::bindgen_prelude::*;
+use napi::sys;
+use napi::Env;
+
+type Job = Box<dyn FnOnce(sys::napi_env) + Send>;
+
+/// The part other threads hold.
+struct Shared {
+    /// The threadsafe function (as an address); None once the environment is torn down.
+    tsfn: RwLock<Option<usize>>,
+    /// Tasks kept on the JavaScript thread that were woken from another thread.
+    woken: Mutex<Vec<usize>>,
+}
+
+impl Shared {
+    fn send(&self, job: Job) {
+        let guard = self.tsfn.read().unwrap_or_else(|p| p.into_inner());
+        let Some(tsfn) = *guard else { return };
+        let data = Box::into_raw(Box::new(job));
+        // SAFETY: the function is alive while `tsfn` is Some (the teardown hook takes the write
+        // lock before Node finalizes it); nonblocking with an unbounded queue never waits.
+        let status = unsafe {
+            sys::napi_call_threadsafe_function(
+                tsfn as sys::napi_threadsafe_function,
+                data.cast(),
+                sys::ThreadsafeFunctionCallMode::nonblocking,
+            )
+        };
+        if status != sys::Status::napi_ok {
+            // SAFETY: not queued, so still ours.
+            drop(unsafe { Box::from_raw(data) });
+        }
+    }
+}
+
+/// A call kept on the JavaScript thread: its future settles its Promise when it ends.
+struct Task {
+    fut: Pin<Box<dyn Future<Output = ()>>>,
+    waker: Waker,
+}
+
+/// The part the JavaScript thread keeps.
+struct Local {
+    env: sys::napi_env,
+    tsfn: sys::napi_threadsafe_function,
+    pending: Cell<usize>,
+    shared: Arc<Shared>,
+    /// The environment's libuv loop (null if Node would not say).
+    uv_loop: *mut c_void,
+    /// For the callback scope in which the loop's callbacks settle Promises (null: none).
+    async_ctx: sys::napi_async_context,
+    tasks: RefCell<Vec<Option<Task>>>,
+    free: RefCell<Vec<usize>>,
+    /// Tasks to poll (woken on this thread).
+    ready: RefCell<Vec<usize>>,
+    spare: RefCell<Vec<usize>>,
+}
+
+thread_local! {
+    static LOCAL: RefCell<Option<Rc<Local>>> = const { RefCell::new(None) };
+    /// The `Shared` (as an address) of the environment whose tasks this thread is polling or
+    /// about to poll: a wake-up of one of them here only marks it ready. 0: none.
+    static DRAINING: Cell<usize> = const { Cell::new(0) };
+    /// Set when the call being polled sent a command over this thread's own Redis connection.
+    static IO_STARTED: Cell<bool> = const { Cell::new(false) };
+}
+
+struct TaskWake {
+    id: usize,
+    shared: Arc<Shared>,
+}
+
+impl Wake for TaskWake {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref()
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        let here = Arc::as_ptr(&self.shared) as usize;
+        if DRAINING.try_with(Cell::get).unwrap_or(0) == here {
+            let marked = LOCAL
+                .try_with(|cell| match cell.try_borrow().ok().as_deref() {
+                    Some(Some(l)) if Arc::ptr_eq(&l.shared, &self.shared) => {
+                        l.ready.try_borrow_mut().map(|mut r| r.push(self.id)).is_ok()
+                    }
+                    _ => false,
+                })
+                .unwrap_or(false);
+            if marked {
+                return;
+            }
+        }
+        let first = {
+            let mut w = self.shared.woken.lock().unwrap_or_else(|p| p.into_inner());
+            w.push(self.id);
+            w.len() == 1
+        };
+        if first {
+            self.shared.send(Box::new(run_woken));
+        }
+    }
+}
+
+fn check(status: sys::napi_status, what: &str) -> napi::Result<()> {
+    if status == sys::Status::napi_ok {
+        Ok(())
+    } else {
+        Err(napi::Error::new(Status::from(status), format!("napi: {what} failed")))
+    }
+}
+
+unsafe extern "C" fn call_js(env: sys::napi_env, _cb: sys::napi_value, _ctx: *mut c_void, data: *mut c_void) {
+    // SAFETY: `data` is a `Box<Job>` leaked by `Shared::send`.
+    let job = unsafe { Box::from_raw(data as *mut Job) };
+    if env.is_null() {
+        return; // the function is being torn down: only free the data
+    }
+    let _ = std::panic::catch_unwind(AssertUnwindSafe(|| job(env)));
+}
+
+/// This thread's `Local`, if it belongs to `env`.
+fn local_of(env: sys::napi_env) -> Option<Rc<Local>> {
+    LOCAL.try_with(|cell| cell.try_borrow().ok()?.as_ref().filter(|l| l.env == env).cloned()).ok().flatten()
+}
+
+/// One pending call of `l` is over.
+fn finished(l: &Local) {
+    let n = l.pending.get().saturating_sub(1);
+    l.pending.set(n);
+    if n == 0 {
+        // SAFETY: on the JavaScript thread of `l.env`, the function is alive.
+        unsafe { sys::napi_unref_threadsafe_function(l.env, l.tsfn) };
+    }
+}
+
+/// Polls the ready tasks of `l` until none is left. On its JavaScript thread, in a scope where
+/// Promises may be settled.
+fn drain(l: &Rc<Local>) {
+    let prev = DRAINING.with(|d| d.replace(Arc::as_ptr(&l.shared) as usize));
+    let run = || loop {
+        let mut ids = std::mem::take(&mut *l.spare.borrow_mut());
+        std::mem::swap(&mut ids, &mut *l.ready.borrow_mut());
+        if ids.is_empty() {
+            *l.spare.borrow_mut() = ids;
+            break;
+        }
+        for &id in &ids {
+            let Some(mut task) = l.tasks.borrow_mut().get_mut(id).and_then(Option::take) else { continue };
+            let mut cx = Context::from_waker(&task.waker);
+            let polled = std::panic::catch_unwind(AssertUnwindSafe(|| task.fut.as_mut().poll(&mut cx)));
+            IO_STARTED.with(|f| f.set(false));
+            match polled {
+                Ok(Poll::Pending) => l.tasks.borrow_mut()[id] = Some(task),
+                // Done (a panic here is past the call's own catch: its Promise stays pending).
+                _ => {
+                    l.free.borrow_mut().push(id);
+                    finished(l);
+                }
+            }
+        }
+        ids.clear();
+        *l.spare.borrow_mut() = ids;
+    };
+    // Inside the runtime's context (timers, spawns); without it should the runtime be gone
+    // (napi-rs's accessor panics then, and this may run in a libuv callback, which must not).
+    if std::panic::catch_unwind(AssertUnwindSafe(|| napi::bindgen_prelude::within_runtime_if_available(run)))
+        .is_err()
+    {
+        run();
+    }
+    DRAINING.with(|d| d.set(prev));
+}
+
+/// Run by the threadsafe function: polls the tasks woken from other threads.
+fn run_woken(env: sys::napi_env) {
+    let Some(l) = local_of(env) else { return };
+    let woken = std::mem::take(&mut *l.shared.woken.lock().unwrap_or_else(|p| p.into_inner()));
+    l.ready.borrow_mut().extend(woken);
+    drain(&l);
+}
+
+unsafe extern "C" fn teardown(arg: *mut c_void) {
+    // SAFETY: the hook owns the `Arc` leaked for it in `local`.
+    let shared = unsafe { Arc::from_raw(arg as *const Shared) };
+    *shared.tsfn.write().unwrap_or_else(|p| p.into_inner()) = None;
+    let gone = LOCAL.try_with(|cell| {
+        let mut c = cell.borrow_mut();
+        if c.as_ref().is_some_and(|l| Arc::ptr_eq(&l.shared, &shared)) {
+            c.take()
+        } else {
+            None
+        }
+    });
+    // The kept tasks (and their futures) go with it.
+    if let Ok(Some(l)) = gone {
+        let tasks = std::mem::take(&mut *l.tasks.borrow_mut());
+        drop(tasks);
+    }
+}
+
+fn local(env: sys::napi_env) -> napi::Result<Rc<Local>> {
+    if let Some(l) = local_of(env) {
+        return Ok(l);
+    }
+    LOCAL.with(|cell| {
+        let mut name = null_mut();
+        let mut tsfn = null_mut();
+        // SAFETY: on the JavaScript thread with the live env of this call.
+        unsafe {
+            check(sys::napi_create_string_utf8(env, c"flowguard".as_ptr(), 9, &mut name), "create a string")?;
+            check(
+                sys::napi_create_threadsafe_function(
+                    env,
+                    null_mut(),
+                    null_mut(),
+                    name,
+                    0,
+                    1,
+                    null_mut(),
+                    None,
+                    null_mut(),
+                    Some(call_js),
+                    &mut tsfn,
+                ),
+                "create a threadsafe function",
+            )?;
+            check(sys::napi_unref_threadsafe_function(env, tsfn), "unref a threadsafe function")?;
+        }
+        let shared =
+            Arc::new(Shared { tsfn: RwLock::new(Some(tsfn as usize)), woken: Mutex::new(Vec::new()) });
+        let hook = Arc::into_raw(shared.clone());
+        // SAFETY: as above; on failure the hook never runs, so take its Arc back.
+        if let Err(e) = check(
+            unsafe { sys::napi_add_env_cleanup_hook(env, Some(teardown), hook as *mut c_void) },
+            "add a cleanup hook",
+        ) {
+            drop(unsafe { Arc::from_raw(hook) });
+            return Err(e);
+        }
+        // The loop and an async context, for the event-loop Redis connection: without either,
+        // calls simply take the tokio path.
+        let mut uv_loop = null_mut();
+        let mut async_ctx = null_mut();
+        // SAFETY: as above.
+        unsafe {
+            if sys::napi_get_uv_event_loop(env, &mut uv_loop) != sys::Status::napi_ok {
+                uv_loop = null_mut();
+            }
+            if sys::napi_async_init(env, null_mut(), name, &mut async_ctx) != sys::Status::napi_ok {
+                async_ctx = null_mut();
+            }
+        }
+        if async_ctx.is_null() {
+            uv_loop = null_mut();
+        }
+        #[cfg(unix)]
+        flowguard_core::backend::redis::uvconn::install_host(&HOST);
+        let l = Rc::new(Local {
+            env,
+            tsfn,
+            pending: Cell::new(0),
+            shared,
+            uv_loop: uv_loop.cast(),
+            async_ctx,
+            tasks: RefCell::new(Vec::new()),
+            free: RefCell::new(Vec::new()),
+            ready: RefCell::new(Vec::new()),
+            spare: RefCell::new(Vec::new()),
+        });
+        *cell.borrow_mut() = Some(l.clone());
+        Ok(l)
+    })
+}
+
+/// A Promise settled with `fut`'s outcome: kept on this thread when its first poll (just made by
+/// the caller) sent a command over this thread's own Redis connection, else one task on tokio.
+pub(crate) fn spawn<'e, T, F>(env: &'e Env, fut: F) -> napi::Result<PromiseRaw<'e, T>>
+where
+    T: ToNapiValue + Send + 'static,
+    F: Future<Output = flowguard_core::Result<T>> + Send + 'static,
+{
+    let raw = env.raw();
+    let keep_here = IO_STARTED.with(|f| f.replace(false));
+    let l = local(raw)?;
+    let mut deferred = null_mut();
+    let mut promise = null_mut();
+    // SAFETY: on the JavaScript thread with the live env of this call.
+    unsafe { check(sys::napi_create_promise(raw, &mut deferred, &mut promise), "create a promise")? };
+    if l.pending.get() == 0 {
+        // SAFETY: as above.
+        unsafe { check(sys::napi_ref_threadsafe_function(raw, l.tsfn), "ref a threadsafe function")? };
+    }
+    l.pending.set(l.pending.get() + 1);
+    let deferred = deferred as usize;
+    if keep_here && !l.uv_loop.is_null() {
+        let env_addr = raw as usize;
+        let task = Box::pin(async move {
+            let outcome = fut.await;
+            // SAFETY: polled only on the JavaScript thread of the env that made `deferred`, in a
+            // scope where Promises may be settled; once.
+            let _ = unsafe {
+                super::settle_deferred(env_addr as sys::napi_env, deferred as sys::napi_deferred, outcome)
+            };
+        });
+        let id = l.free.borrow_mut().pop().unwrap_or_else(|| {
+            let mut t = l.tasks.borrow_mut();
+            t.push(None);
+            t.len() - 1
+        });
+        let waker = Waker::from(Arc::new(TaskWake { id, shared: l.shared.clone() }));
+        l.tasks.borrow_mut()[id] = Some(Task { fut: task, waker });
+        // Poll it now, so it waits on its reply with its own waker.
+        l.ready.borrow_mut().push(id);
+        drain(&l);
+    } else {
+        let shared = l.shared.clone();
+        napi::bindgen_prelude::spawn(async move {
+            let outcome = fut.await;
+            shared.send(Box::new(move |env| {
+                // SAFETY: run by `call_js` on the JavaScript thread of the env that made `deferred`.
+                let _ = unsafe { super::settle_deferred(env, deferred as sys::napi_deferred, outcome) };
+                if let Some(l) = local_of(env) {
+                    finished(&l);
+                }
+            }));
+        });
+    }
+    Ok(PromiseRaw::new(raw, promise))
+}
+
+// -------------------------------------------------------------------------------------------------
+// The host of the event-loop Redis connection
+
+#[cfg(unix)]
+static HOST: flowguard_core::backend::redis::uvconn::Host = flowguard_core::backend::redis::uvconn::Host {
+    current: host_current,
+    dispatch: host_dispatch,
+    io_started: host_io_started,
+    on_teardown: host_on_teardown,
+};
+
+#[cfg(unix)]
+fn host_current() -> Option<(usize, *mut c_void)> {
+    LOCAL
+        .try_with(|cell| {
+            let c = cell.try_borrow().ok()?;
+            let l = c.as_ref()?;
+            (!l.uv_loop.is_null()).then_some((l.env as usize, l.uv_loop))
+        })
+        .ok()
+        .flatten()
+}
+
+#[cfg(unix)]
+fn host_io_started() {
+    let _ = IO_STARTED.try_with(|f| f.set(true));
+}
+
+/// Runs `f` (replies landing: their tasks become ready), then polls the ready tasks in a handle
+/// scope and a callback scope, whose close runs the microtask checkpoint.
+#[cfg(unix)]
+fn host_dispatch(f: &mut dyn FnMut()) {
+    let Some(l) = LOCAL.try_with(|cell| cell.try_borrow().ok().and_then(|c| c.clone())).ok().flatten() else {
+        f();
+        return;
+    };
+    let prev = DRAINING.with(|d| d.replace(Arc::as_ptr(&l.shared) as usize));
+    f();
+    DRAINING.with(|d| d.set(prev));
+    if l.ready.borrow().is_empty() {
+        return;
+    }
+    let env = l.env;
+    let mut hs = null_mut();
+    let mut cs = null_mut();
+    // SAFETY: on the JavaScript thread of `env`, from a callback of its loop (no JavaScript on
+    // the stack); the scopes are closed in reverse order below.
+    unsafe {
+        if sys::napi_open_handle_scope(env, &mut hs) != sys::Status::napi_ok {
+            hs = null_mut();
+        } else if sys::napi_open_callback_scope(env, null_mut(), l.async_ctx, &mut cs) != sys::Status::napi_ok
+        {
+            cs = null_mut();
+        }
+    }
+    if hs.is_null() || cs.is_null() {
+        // No scope to settle in: hand the tasks to the threadsafe function instead.
+        let ready = std::mem::take(&mut *l.ready.borrow_mut());
+        l.shared.woken.lock().unwrap_or_else(|p| p.into_inner()).extend(ready);
+        l.shared.send(Box::new(run_woken));
+    } else {
+        drain(&l);
+    }
+    // SAFETY: the scopes opened above.
+    unsafe {
+        if !cs.is_null() {
+            sys::napi_close_callback_scope(env, cs);
+        }
+        if !hs.is_null() {
+            sys::napi_close_handle_scope(env, hs);
+        }
+    }
+}
+
+#[cfg(unix)]
+fn host_on_teardown(env: usize, teardown: flowguard_core::backend::redis::uvconn::Teardown) -> bool {
+    unsafe extern "C" fn hook(handle: sys::napi_async_cleanup_hook_handle, arg: *mut c_void) {
+        // SAFETY: `arg` is the box leaked below, given to this hook only.
+        let teardown =
+            unsafe { *Box::from_raw(arg as *mut flowguard_core::backend::redis::uvconn::Teardown) };
+        let handle = handle as usize;
+        teardown(Box::new(move || {
+            // SAFETY: the handle Node gave this hook, removed once.
+            unsafe { sys::napi_remove_async_cleanup_hook(handle as sys::napi_async_cleanup_hook_handle) };
+        }));
+    }
+    let arg = Box::into_raw(Box::new(teardown));
+    // SAFETY: on the JavaScript thread of `env` (the host's `current` said so).
+    let status =
+        unsafe { sys::napi_add_async_cleanup_hook(env as sys::napi_env, Some(hook), arg.cast(), null_mut()) };
+    if status != sys::Status::napi_ok {
+        // SAFETY: not registered, so still ours.
+        drop(unsafe { Box::from_raw(arg) });
+        return false;
+    }
+    true
+}
