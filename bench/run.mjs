@@ -7,13 +7,13 @@
 // server skews the memory figures). Every pair runs in the same process against the same server,
 // interleaved round by round; the figures are medians of BENCH_ROUNDS rounds (default 5).
 // Writes the results block of BENCHMARKS.md (between the markers; the hand-written analysis
-// around it is kept) and bench/last-run.json. BENCH_QUICK=1 runs tiny sizes (a smoke test whose
+// around it is kept) and bench/results/last-run.json (every sample; ignored by git). BENCH_QUICK=1 runs tiny sizes (a smoke test whose
 // figures mean nothing); BENCH_NO_WRITE=1 prints without writing files. BENCH_ONLY=lock,napi runs
 // only the cases whose group starts with one of the comma-separated words (and never writes files).
 import { createRequire } from 'node:module'
 import { spawn, spawnSync, execSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir, cpus, loadavg, totalmem, release, platform } from 'node:os'
 import { join, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -607,8 +607,9 @@ if (WRITE && !QUICK) {
   if (!doc.includes(start)) doc += `\n${start}\n${end}\n`
   doc = doc.slice(0, doc.indexOf(start) + start.length) + '\n' + block + '\n' + doc.slice(doc.indexOf(end))
   writeFileSync(path, doc)
-  writeFileSync(join(here, 'last-run.json'), JSON.stringify({ machine: mach, load, rounds: ROUNDS, medians: med, cpuUsPerOp: Object.fromEntries(cases.map((c) => [`${c.group}/${c.name}`, median(c.cpu)])), redisCpuUsPerOp: Object.fromEntries(cases.map((c) => [`${c.group}/${c.name}`, median(c.redisCpu)])), redisCommandUsPerOp: Object.fromEntries(cases.map((c) => [`${c.group}/${c.name}`, median(c.redisCmd)])), samples: Object.fromEntries(cases.map((c) => [`${c.group}/${c.name}`, c.samples])), memory: mem }, null, 2) + '\n')
-  console.log(`\nwrote BENCHMARKS.md and bench/last-run.json`)
+  mkdirSync(join(here, 'results'), { recursive: true })
+  writeFileSync(join(here, 'results', 'last-run.json'), JSON.stringify({ machine: mach, load, rounds: ROUNDS, medians: med, cpuUsPerOp: Object.fromEntries(cases.map((c) => [`${c.group}/${c.name}`, median(c.cpu)])), redisCpuUsPerOp: Object.fromEntries(cases.map((c) => [`${c.group}/${c.name}`, median(c.redisCpu)])), redisCommandUsPerOp: Object.fromEntries(cases.map((c) => [`${c.group}/${c.name}`, median(c.redisCmd)])), samples: Object.fromEntries(cases.map((c) => [`${c.group}/${c.name}`, c.samples])), memory: mem }, null, 2) + '\n')
+  console.log(`\nwrote BENCHMARKS.md and bench/results/last-run.json`)
 }
 
 io.disconnect()

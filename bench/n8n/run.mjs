@@ -10,7 +10,7 @@
 // cost), then for each round runs every workflow with `n8n execute --id=ID --rawOutput` (one n8n
 // process per execution, as the CLI works), the Redis database flushed before each. Checks every
 // output and the keys in Redis (redis-cli), prints a table, and rewrites the block between the
-// n8n markers of BENCHMARKS.md (unless BENCH_NO_WRITE=1) and bench/n8n/last-run.json.
+// n8n markers of BENCHMARKS.md (unless BENCH_NO_WRITE=1) and bench/results/n8n-last-run.json (ignored by git).
 //
 // Env: BENCH_ROUNDS (3), BENCH_ITEMS (5000), BENCH_NO_WRITE=1, FG_ADDON=/path/to/flowguard.node
 // (a release build of the addon to load instead of the one at the repo root: NAPI_RS_NATIVE_LIBRARY_PATH).
@@ -380,8 +380,9 @@ L.push(`Checks: ${passed} passed, ${failedChecks.length} failed${failedChecks.le
 const block = L.join('\n');
 console.log('\n' + block + '\n');
 
+fs.mkdirSync(path.join(here, '..', 'results'), { recursive: true });
 fs.writeFileSync(
-	path.join(here, 'last-run.json'),
+	path.join(here, '..', 'results', 'n8n-last-run.json'),
 	JSON.stringify({ date: new Date().toISOString(), git, machine, rounds: ROUNDS, items: N, load, results: res, ratios, checks, samples }, null, 1) + '\n',
 );
 if (!NO_WRITE) {
