@@ -3,7 +3,7 @@
 // connection, can take the lock, although the extends hang rather than fail.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { Flowguard, freshPrefix, sleep } from './backends.mjs'
+import { backends, Flowguard, freshPrefix, sleep } from './backends.mjs'
 import { startProxy } from './proxy.mjs'
 
 const url = process.env.REDIS_URL
@@ -75,3 +75,15 @@ test('withLock: extends that fail fast do not keep the lease either', { skip: !u
     await proxy.close()
   }
 })
+
+for (const b of backends()) {
+  test(`withLock with a lease longer than setTimeout can wait (100 days) on ${b.name}: no early abort`, async () => {
+    const fg = await b.open()
+    const r = await fg.withLock('long', async (signal) => {
+      await sleep(100)
+      return signal.aborted
+    }, { timeoutMs: 100 * 86400e3 })
+    assert.equal(r.value, false)
+    assert.equal(r.released, true)
+  })
+}

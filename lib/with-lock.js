@@ -9,6 +9,18 @@ const DEFAULT_LEASE_MS = 600000
 // Monotonic: a step of the wall clock (NTP) must not move our idea of when the lease ends.
 const now = () => performance.now()
 
+// setTimeout fires at once for delays past about 24.8 days (with a warning): longer ones wait in steps.
+const MAX_TIMER_MS = 2 ** 31 - 1
+function after(ms, fn) {
+  const handle = { timer: null }
+  const step = (left) => {
+    handle.timer = left > MAX_TIMER_MS ? setTimeout(step, MAX_TIMER_MS, left - MAX_TIMER_MS) : setTimeout(fn, left)
+  }
+  step(ms)
+  return handle
+}
+const cancel = (handle) => handle !== null && clearTimeout(handle.timer)
+
 function lockLost(name, why, cause) {
   return coded(Error, 'ERR_LOCK_LOST', `lock ${JSON.stringify(name)} was lost while the function ran: ${why}`, cause === undefined ? undefined : { cause })
 }
@@ -35,8 +47,8 @@ function keepLease(native, name, owner, leaseMs, leaseEnd, onLost) {
   let inFlight = null
   const stop = () => {
     stopped = true
-    clearTimeout(renewTimer)
-    clearTimeout(deadlineTimer)
+    cancel(renewTimer)
+    cancel(deadlineTimer)
   }
   const lost = (why, cause) => {
     if (stopped) return
@@ -45,16 +57,16 @@ function keepLease(native, name, owner, leaseMs, leaseEnd, onLost) {
   }
   // Not unref'd: while the function runs under the lock, the process has work to do.
   const armDeadline = () => {
-    clearTimeout(deadlineTimer)
-    deadlineTimer = setTimeout(() => {
+    cancel(deadlineTimer)
+    deadlineTimer = after(Math.max(0, leaseEnd - margin - now()), () => {
       const last = lastError
         ? ` (last error: ${lastError.code || 'error'}: ${lastError.message})`
         : inFlight !== null ? ` (no reply to the extend sent ${Math.round(now() - inFlight)} ms ago)` : ''
       lost(`its lease of ${leaseMs} ms could not be extended in time and may end within ${Math.ceil(margin)} ms${last}`, lastError)
-    }, Math.max(0, leaseEnd - margin - now()))
+    })
   }
   const renewIn = (ms) => {
-    renewTimer = setTimeout(renew, Math.max(1, ms))
+    renewTimer = after(Math.max(1, ms), renew)
   }
   async function renew() {
     if (stopped) return
