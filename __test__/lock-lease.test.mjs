@@ -87,3 +87,20 @@ for (const b of backends()) {
     assert.equal(r.released, true)
   })
 }
+
+for (const b of backends()) {
+  test(`withLock that waited for the lock keeps it (lease measured from a known send time) on ${b.name}`, async () => {
+    const fg = await b.open()
+    const held = await fg.acquireLock('waited', { timeoutMs: 60_000 })
+    setTimeout(() => fg.releaseLock('waited', held.owner), 150)
+    const r = await fg.withLock('waited', async (signal, lock) => {
+      assert.ok(lock.attempts > 1, `attempts ${lock.attempts}`)
+      await sleep(600) // two leases: only the extends keep it
+      assert.equal((await fg.getLock('waited')).locked, true)
+      return signal.aborted
+    }, { timeoutMs: 300, waitMs: 5000 })
+    assert.equal(r.acquired, true)
+    assert.equal(r.value, false)
+    assert.equal(r.released, true)
+  })
+}
