@@ -21,8 +21,9 @@ function after(ms, fn) {
 }
 const cancel = (handle) => handle !== null && clearTimeout(handle.timer)
 
+/** ERR_LOCK_LOST: `why` completes "lock <name> …". */
 function lockLost(name, why, cause) {
-  return coded(Error, 'ERR_LOCK_LOST', `lock ${JSON.stringify(name)} was lost while the function ran: ${why}`, cause === undefined ? undefined : { cause })
+  return coded(Error, 'ERR_LOCK_LOST', `lock ${JSON.stringify(name)} ${why}`, cause === undefined ? undefined : { cause })
 }
 
 /**
@@ -62,7 +63,7 @@ function keepLease(native, name, owner, leaseMs, leaseEnd, onLost) {
       const last = lastError
         ? ` (last error: ${lastError.code || 'error'}: ${lastError.message})`
         : inFlight !== null ? ` (no reply to the extend sent ${Math.round(now() - inFlight)} ms ago)` : ''
-      lost(`its lease of ${leaseMs} ms could not be extended in time and may end within ${Math.ceil(margin)} ms${last}`, lastError)
+      lost(`may be lost: its lease of ${leaseMs} ms could not be extended in time and may end within ${Math.ceil(margin)} ms${last}`, lastError)
     })
   }
   const renewIn = (ms) => {
@@ -82,7 +83,7 @@ function keepLease(native, name, owner, leaseMs, leaseEnd, onLost) {
     }
     inFlight = null
     if (stopped) return
-    if (!r.extended) return lost(`it could not be extended (${r.reason})`)
+    if (!r.extended) return lost(`was lost while the function ran: it could not be extended (${r.reason})`)
     lastError = undefined
     if (sent + leaseMs > leaseEnd) leaseEnd = sent + leaseMs
     armDeadline()
@@ -118,7 +119,7 @@ async function withLock(native, name, fn, options) {
       await native.releaseLock(name, lock.owner).catch(() => {})
       throw err
     }
-    if (!r.extended) throw lockLost(name, `it could not be extended right after it was acquired (${r.reason})`)
+    if (!r.extended) throw lockLost(name, `was lost right after it was acquired: it could not be extended (${r.reason})`)
     leaseEnd = again + leaseMs
   }
   const controller = new AbortController()
