@@ -1,5 +1,17 @@
-// Types of the package entry: the generated binding plus the JavaScript helpers of index.js.
-import type { ClaimOptions, ClaimResult, FinishOptions, ItemState, LockOptions, LockResult, StateSetOptions } from './binding'
+// Types of the package entry (index.js): the class `Flowguard`, which holds a native client of
+// the generated binding. Its native methods and their docs come from binding.d.ts (through the
+// interface below); the JavaScript helpers of lib/ are declared here.
+import type {
+  ClaimOptions,
+  ClaimResult,
+  FinishOptions,
+  ItemState,
+  LockOptions,
+  LockResult,
+  OpenOptions,
+  StateSetOptions,
+  Flowguard as NativeFlowguard,
+} from './binding'
 
 export * from './binding'
 
@@ -27,48 +39,90 @@ export interface OnceOptions {
   waitMs?: number
 }
 
-declare module './binding' {
-  interface Flowguard {
-    /**
-     * Atomically claims an item for `timeoutMs`. A busy or completed item is a result
-     * (`claimed: false` with `reason`), not an error.
-     */
-    claim(group: string, id: string, options?: ClaimOptions): Promise<ClaimResult>
-    /**
-     * Marks an item completed and ends its lease. With `owner`, refused with `ERR_NOT_OWNER`
-     * when a newer claim owns the item.
-     */
-    complete(group: string, id: string, options?: FinishOptions): Promise<ItemState>
-    /**
-     * Marks an item failed with a reason and ends its lease; it can be claimed again. With
-     * `owner`, refused with `ERR_NOT_OWNER` when a newer claim owns the item.
-     */
-    fail(group: string, id: string, reason: string, options?: FinishOptions): Promise<ItemState>
+/**
+ * The error of `once` when `fn` ran but its result could not be stored (code
+ * `ERR_RESULT_NOT_STORED`). The key is not freed: it stays claimed until its lease ends (then a
+ * retry runs `fn` again), so a store failure alone never runs `fn` twice.
+ */
+export interface OnceResultNotStoredError<T = unknown> extends Error {
+  code: 'ERR_RESULT_NOT_STORED'
+  /** What `fn` returned (as JSON would give it back). */
+  value: T
+  /** When the key's lease ends, in ms since the epoch (this process's clock, approximately). */
+  leaseExpiresAt: number
+  /** The store's own error (e.g. `ERR_REDIS_UNAVAILABLE`, `ERR_TIMEOUT`, `ERR_NOT_OWNER`). */
+  cause: Error & { code?: string }
+}
 
-    /**
-     * Runs `fn(signal, lock)` while holding lock `name`: extends the lease every `timeoutMs / 3`
-     * while it runs and releases it afterwards, also when `fn` throws. When the lock is held by
-     * someone else (after `waitMs`), resolves to `{ acquired: false, lock }` without calling `fn`.
-     * `signal` aborts with an `ERR_LOCK_LOST` error if the lease could not be kept.
-     */
-    withLock<T>(name: string, fn: (signal: AbortSignal, lock: LockResult) => T | Promise<T>, options?: LockOptions): Promise<WithLockResult<T>>
+/** The native methods and getters of binding.d.ts, each called on the client's native one. */
+export interface Flowguard extends NativeFlowguard {}
 
-    /** The value of `key`, or undefined when it is absent or expired. */
-    getState<T = unknown>(key: string): Promise<T | undefined>
-    /** The values of `keys` in one round trip (undefined for each absent one). */
-    getStates<T = unknown>(keys: string[]): Promise<Array<T | undefined>>
-    /**
-     * Writes a JSON-serializable value (at most 1 MiB of JSON), with `ttlMs` or `expiresAt`, or
-     * only when absent (`ifAbsent`). Values JSON cannot represent (undefined, functions, symbols,
-     * BigInt, NaN, Infinity, cycles) reject with `ERR_INVALID_ARGUMENT` and nothing is written.
-     */
-    setState<T>(key: string, value: T, options?: StateSetOptions): Promise<SetStateResult<T>>
-    /**
-     * Runs `fn` once per idempotency `key`: the first caller runs it and its result is stored for
-     * `ttlMs`; concurrent callers wait for it and later ones get it without running `fn` (`ran:
-     * false`). When `fn` throws, the key is freed so a retry can run, and the error is passed on.
-     * The result must be JSON-serializable (undefined is kept as undefined).
-     */
-    once<T>(key: string, fn: () => T | Promise<T>, options?: OnceOptions): Promise<{ value: T; ran: boolean }>
-  }
+/**
+ * A client of one backend. Open it once and share it; connections are pooled per URL and
+ * timeouts, so opening again with the same settings reuses the connection.
+ */
+export declare class Flowguard {
+  /** Not public: use `Flowguard.open`. */
+  private constructor()
+  /**
+   * Opens a client: the embedded store when `options.url` is omitted, else Redis (connecting
+   * now, and failing within the connect timeout when it cannot be reached).
+   */
+  static open(options?: OpenOptions): Promise<Flowguard>
+  /**
+   * The shard of `id` in a queue of `shards` shards: `fnv1a(id) % shards`, as the npm
+   * package `fnv1a` computes it.
+   */
+  static shardOf(id: string, shards: number): number
+
+  /**
+   * Atomically claims an item for `timeoutMs`. A busy or completed item is a result
+   * (`claimed: false` with `reason`), not an error.
+   */
+  claim(group: string, id: string, options?: ClaimOptions): Promise<ClaimResult>
+  /**
+   * Marks an item completed and ends its lease. With `owner`, refused with `ERR_NOT_OWNER`
+   * when a newer claim owns the item.
+   */
+  complete(group: string, id: string, options?: FinishOptions): Promise<ItemState>
+  /**
+   * Marks an item failed with a reason and ends its lease; it can be claimed again. With
+   * `owner`, refused with `ERR_NOT_OWNER` when a newer claim owns the item.
+   */
+  fail(group: string, id: string, reason: string, options?: FinishOptions): Promise<ItemState>
+
+  /**
+   * Runs `fn(signal, lock)` while holding lock `name`: extends the lease every `timeoutMs / 3`
+   * while it runs and releases it afterwards, also when `fn` throws. When the lock is held by
+   * someone else (after `waitMs`), resolves to `{ acquired: false, lock }` without calling `fn`.
+   * Only a successful extend keeps the lease, counted from when that extend was sent. `signal`
+   * aborts with an `ERR_LOCK_LOST` error when the lock was lost, or when less than a fifth of the
+   * lease may be left without a confirmed extend (renewals failing or hanging): `fn` should then
+   * stop before another worker can take the lock.
+   */
+  withLock<T>(name: string, fn: (signal: AbortSignal, lock: LockResult) => T | Promise<T>, options?: LockOptions): Promise<WithLockResult<T>>
+
+  /** The value of `key`, or undefined when it is absent or expired. */
+  getState<T = unknown>(key: string): Promise<T | undefined>
+  /** The values of `keys` in one round trip (undefined for each absent one). */
+  getStates<T = unknown>(keys: string[]): Promise<Array<T | undefined>>
+  /**
+   * Writes a JSON-serializable value (at most 1 MiB of JSON), with `ttlMs` or `expiresAt`, or
+   * only when absent (`ifAbsent`). Values JSON cannot represent (undefined, functions, symbols,
+   * BigInt, NaN, Infinity, cycles, nesting too deep) reject with `ERR_INVALID_ARGUMENT` and
+   * nothing is written.
+   */
+  setState<T>(key: string, value: T, options?: StateSetOptions): Promise<SetStateResult<T>>
+  /**
+   * Runs `fn` once per idempotency `key`: the first caller runs it and its result is stored for
+   * `ttlMs`; concurrent callers wait for it and later ones get it without running `fn` (`ran:
+   * false`). When `fn` throws, or its result cannot be stored at all (not JSON, over 1 MiB), the
+   * key is freed so a retry can run, and the error is passed on. When `fn` succeeded but storing
+   * its result failed (Redis down, a timeout, the lease ran out), the key is NOT freed and the
+   * call rejects with `ERR_RESULT_NOT_STORED` ({@link OnceResultNotStoredError}: the result, the
+   * store's error, when the key's lease ends); a retry before then waits, a retry after it runs
+   * `fn` again. The result must be JSON-serializable (undefined is kept as undefined). Unknown or
+   * bad options reject with `ERR_INVALID_ARGUMENT` before `fn` runs.
+   */
+  once<T>(key: string, fn: () => T | Promise<T>, options?: OnceOptions): Promise<{ value: T; ran: boolean }>
 }

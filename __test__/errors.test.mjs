@@ -6,6 +6,15 @@ import { backends, Flowguard, rejection } from './backends.mjs'
 
 const TOKEN = 'a'.repeat(32)
 const big = 'x'.repeat(1025)
+const mustNotRun = () => {
+  throw new Error('fn ran although its arguments were bad')
+}
+/** An array nested `depth` deep: turning it into text overflows the stack. */
+const nested = (depth) => {
+  let a = []
+  for (let i = 0; i < depth; i++) a = [a]
+  return a
+}
 
 // [description, call(fg), field named in the message]
 const cases = [
@@ -52,6 +61,42 @@ const cases = [
   ['extend token wrong shape', (fg) => fg.extendLock('n', 'xyz'), 'owner'],
   ['extend timeout NaN', (fg) => fg.extendLock('n', TOKEN, { timeoutMs: NaN }), 'timeoutMs'],
   ['withLock fn missing', (fg) => fg.withLock('n'), 'fn'],
+  // The JavaScript helpers: values that cannot even be turned into text (a Symbol, an object
+  // without a prototype, an array nested deeper than the stack) are coded errors too.
+  ['withLock fn a symbol', (fg) => fg.withLock('n', Symbol('f')), 'fn'],
+  ['withLock fn without a prototype', (fg) => fg.withLock('n', Object.create(null)), 'fn'],
+  ['withLock name a symbol', (fg) => fg.withLock(Symbol('n'), mustNotRun), 'name'],
+  ['withLock options a symbol', (fg) => fg.withLock('n', mustNotRun, Symbol('o')), 'options'],
+  ['withLock timeoutMs nested deeply', (fg) => fg.withLock('n', mustNotRun, { timeoutMs: nested(1e5) }), 'timeoutMs'],
+  ['withLock timeoutMs without a prototype', (fg) => fg.withLock('n', mustNotRun, { timeoutMs: Object.create(null) }), 'timeoutMs'],
+  ['once fn a symbol', (fg) => fg.once('k', Symbol('f')), 'fn'],
+  ['once key a symbol', (fg) => fg.once(Symbol('k'), mustNotRun), 'key'],
+  ['once key without a prototype', (fg) => fg.once(Object.create(null), mustNotRun), 'key'],
+  ['once options a symbol', (fg) => fg.once('k', mustNotRun, Symbol('o')), 'options'],
+  ['once options a number', (fg) => fg.once('k', mustNotRun, 5), 'options'],
+  ['once options an array', (fg) => fg.once('k', mustNotRun, [1]), 'options'],
+  ['once unknown option', (fg) => fg.once('k', mustNotRun, { ttl: 5 }), '"ttl"'],
+  ['once leaseMs a symbol', (fg) => fg.once('k', mustNotRun, { leaseMs: Symbol('l') }), 'leaseMs'],
+  ['once leaseMs without a prototype', (fg) => fg.once('k', mustNotRun, { leaseMs: Object.create(null) }), 'leaseMs'],
+  ['once leaseMs zero', (fg) => fg.once('k', mustNotRun, { leaseMs: 0 }), 'leaseMs'],
+  ['once waitMs without a prototype', (fg) => fg.once('k', mustNotRun, { waitMs: Object.create(null) }), 'waitMs'],
+  ['once waitMs negative', (fg) => fg.once('k', mustNotRun, { waitMs: -1 }), 'waitMs'],
+  ['once ttlMs nested deeply', (fg) => fg.once('k', mustNotRun, { ttlMs: nested(1e5) }), 'ttlMs'],
+  ['once ttlMs a bigint', (fg) => fg.once('k', mustNotRun, { ttlMs: 5n }), 'ttlMs'],
+  ['once ttlMs over 365 days', (fg) => fg.once('k', mustNotRun, { ttlMs: 366 * 86400e3 }), 'ttlMs'],
+  ['once result nested deeply', (fg) => fg.once('k', () => nested(1e5)), 'result'],
+  ['once result a symbol', (fg) => fg.once('k', () => Symbol('r')), 'result'],
+  ['setState key a symbol', (fg) => fg.setState(Symbol('k'), 1), 'key'],
+  ['setState value a symbol', (fg) => fg.setState('k', Symbol('v')), 'value'],
+  ['setState value nested deeply', (fg) => fg.setState('k', nested(1e5)), 'value'],
+  ['setState value a bigint inside', (fg) => fg.setState('k', { a: [1n] }), 'value'],
+  ['setState options a symbol', (fg) => fg.setState('k', 1, Symbol('o')), 'options'],
+  ['setState ttlMs without a prototype', (fg) => fg.setState('k', 1, { ttlMs: Object.create(null) }), 'ttlMs'],
+  ['getState key a symbol', (fg) => fg.getState(Symbol('k')), 'key'],
+  ['getState key without a prototype', (fg) => fg.getState(Object.create(null)), 'key'],
+  ['getState key nested deeply', (fg) => fg.getState(nested(1e5)), 'key'],
+  ['getStates keys a symbol', (fg) => fg.getStates(Symbol('k')), 'keys'],
+  ['getStates keys nested deeply', (fg) => fg.getStates(nested(1e5)), 'keys[0]'],
 ]
 
 for (const b of backends()) {
