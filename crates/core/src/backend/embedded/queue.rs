@@ -1,9 +1,9 @@
 //! Dedup Queue on the embedded store. The same rules as the Redis scripts `queue_*.lua`.
 
 use std::collections::{BTreeSet, HashMap};
-use std::future::Future;
 
 use super::{guard, now_ms, Embedded};
+use crate::backend::{ready, BoxFuture};
 use crate::error::Result;
 use crate::queue::{
     shard_mismatch, EnqueueOutcome, QueueBackend, SettleAction, SettleOutcome, ShardClaim, ShardRef,
@@ -211,46 +211,37 @@ impl QueueTable {
 }
 
 impl QueueBackend for Embedded {
-    fn enqueue(
-        &self,
-        at: ShardRef<'_>,
-        ids: &[String],
+    fn enqueue<'a>(
+        &'a self,
+        at: ShardRef<'a>,
+        ids: &'a [String],
         delay_ms: u64,
         debounce: bool,
-    ) -> impl Future<Output = Result<Vec<(EnqueueOutcome, i64)>>> + Send {
-        let out = guard(&self.namespace().queues).enqueue(at, ids, delay_ms, debounce);
-        async move { out }
+    ) -> BoxFuture<'a, Vec<(EnqueueOutcome, i64)>> {
+        ready(guard(&self.namespace().queues).enqueue(at, ids, delay_ms, debounce))
     }
-    fn claim(
-        &self,
-        at: ShardRef<'_>,
-        owner: &str,
+    fn claim<'a>(
+        &'a self,
+        at: ShardRef<'a>,
+        owner: &'a str,
         limit: u64,
         visibility_ms: u64,
-    ) -> impl Future<Output = Result<ShardClaim>> + Send {
-        let out = guard(&self.namespace().queues).claim(at, owner, limit, visibility_ms);
-        async move { out }
+    ) -> BoxFuture<'a, ShardClaim> {
+        ready(guard(&self.namespace().queues).claim(at, owner, limit, visibility_ms))
     }
-    fn settle(
-        &self,
-        at: ShardRef<'_>,
-        owner: &str,
-        ids: &[String],
+    fn settle<'a>(
+        &'a self,
+        at: ShardRef<'a>,
+        owner: &'a str,
+        ids: &'a [String],
         action: SettleAction,
-    ) -> impl Future<Output = Result<Vec<(SettleOutcome, Option<i64>)>>> + Send {
-        let out = guard(&self.namespace().queues).settle(at, owner, ids, action);
-        async move { out }
+    ) -> BoxFuture<'a, Vec<(SettleOutcome, Option<i64>)>> {
+        ready(guard(&self.namespace().queues).settle(at, owner, ids, action))
     }
-    fn peek(
-        &self,
-        at: ShardRef<'_>,
-        limit: u64,
-    ) -> impl Future<Output = Result<(i64, Vec<(String, i64)>)>> + Send {
-        let out = guard(&self.namespace().queues).peek(at, limit);
-        async move { out }
+    fn peek<'a>(&'a self, at: ShardRef<'a>, limit: u64) -> BoxFuture<'a, (i64, Vec<(String, i64)>)> {
+        ready(guard(&self.namespace().queues).peek(at, limit))
     }
-    fn size(&self, at: ShardRef<'_>) -> impl Future<Output = Result<ShardSize>> + Send {
-        let out = guard(&self.namespace().queues).size(at);
-        async move { out }
+    fn size<'a>(&'a self, at: ShardRef<'a>) -> BoxFuture<'a, ShardSize> {
+        ready(guard(&self.namespace().queues).size(at))
     }
 }
