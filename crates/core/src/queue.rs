@@ -9,8 +9,10 @@
 //! - again: ids enqueued while claimed, with their due time. They go back to waiting when the
 //!   claim ends (ack, release or expiry), so an update made during processing is never lost and an
 //!   id is never held by two readers at once.
-//! - the shard count the shard was written with, so producers and consumers that disagree on it
-//!   get an error instead of silently missing ids. It is forgotten when the shard is empty.
+//!
+//! The queue as a whole records the shard count it holds ids for (and how many shards hold
+//! any), so a producer or consumer that disagrees gets an error on every call instead of silently
+//! missing ids. The count can change only while the queue is empty.
 //!
 //! An id goes to shard `fnv1a(id) % shards`, computed as the npm package `fnv1a` does (32-bit
 //! FNV-1a over the UTF-16 code units of the string).
@@ -54,7 +56,7 @@ pub fn shard_of(id: &str, shards: u32) -> u32 {
 pub struct ShardRef<'a> {
     pub queue: &'a str,
     pub shard: u32,
-    /// The shard count of the caller, checked against the one the shard was written with.
+    /// The shard count of the caller, checked against the one the queue holds ids for.
     pub shards: u32,
 }
 
@@ -225,13 +227,12 @@ pub trait QueueBackend {
     fn size<'a>(&'a self, at: ShardRef<'a>) -> BoxFuture<'a, ShardSize>;
 }
 
-/// The error of a shard written with another shard count.
+/// The error of a caller whose shard count differs from the one the queue holds ids for.
 pub fn shard_mismatch(at: ShardRef<'_>, stored: u64) -> Error {
     Error::invalid(format!(
-        "shards is {}, but shard {} of queue {:?} holds ids enqueued with shards = {stored}; every producer and \
-         consumer of a queue must use the same shard count (it can change once the queue is empty)",
+        "shards is {}, but queue {:?} holds ids enqueued with shards = {stored}; every producer and consumer \
+         of a queue must use the same shard count (it can change once the queue is empty)",
         at.shards,
-        at.shard,
         truncate(at.queue, 80)
     ))
 }

@@ -12,8 +12,6 @@ use crate::queue::{
 
 #[derive(Default)]
 struct Shard {
-    /// The shard count the shard was written with (0: not yet).
-    shards: u32,
     /// (due time, id) and id -> due time.
     waiting: BTreeSet<(i64, String)>,
     due: HashMap<String, i64>,
@@ -60,27 +58,54 @@ impl Shard {
     }
 }
 
+/// What a queue records as a whole while any of its shards holds ids.
+struct Meta {
+    /// The shard count the queue holds ids for.
+    shards: u32,
+    /// How many of its shards hold ids.
+    held: usize,
+}
+
 #[derive(Default)]
 pub struct QueueTable {
     shards: HashMap<(String, u32), Shard>,
+    meta: HashMap<String, Meta>,
 }
 
 impl QueueTable {
-    /// Runs `f` on a shard after checking its shard count and reaping expired claims; keeps the
-    /// shard (recording the shard count) only while it holds anything.
+    /// Runs `f` on a shard after checking the caller's shard count against the queue's and
+    /// reaping expired claims; keeps the shard only while it holds anything, and the queue's
+    /// record only while any shard does (a new record takes the caller's shard count).
     fn with<T>(&mut self, at: ShardRef<'_>, f: impl FnOnce(&mut Shard, i64) -> T) -> Result<T> {
+        if let Some(m) = self.meta.get(at.queue) {
+            if m.shards != at.shards && m.held > 0 {
+                return Err(shard_mismatch(at, m.shards as u64));
+            }
+        }
         let now = now_ms();
         let key = (at.queue.to_string(), at.shard);
+        let was_held = self.shards.contains_key(&key);
         let shard = self.shards.entry(key.clone()).or_default();
-        if shard.shards != 0 && shard.shards != at.shards {
-            let stored = shard.shards;
-            return Err(shard_mismatch(at, stored as u64));
-        }
         let out = f(shard, now);
-        if shard.is_empty() {
+        let held = !shard.is_empty();
+        if !held {
             self.shards.remove(&key);
-        } else {
-            shard.shards = at.shards;
+        }
+        match (was_held, held) {
+            (false, true) => {
+                let m = self.meta.entry(at.queue.to_string()).or_insert(Meta { shards: at.shards, held: 0 });
+                m.shards = at.shards;
+                m.held += 1;
+            }
+            (true, false) => {
+                if let Some(m) = self.meta.get_mut(at.queue) {
+                    m.held = m.held.saturating_sub(1);
+                    if m.held == 0 {
+                        self.meta.remove(at.queue);
+                    }
+                }
+            }
+            _ => {}
         }
         Ok(out)
     }

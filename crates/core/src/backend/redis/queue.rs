@@ -1,6 +1,6 @@
 //! Dedup Queue on Redis: one script call per shard and step. Each script is the shared head
 //! `queue_common.lua` (key names, the server's time, reaping expired claims, the shard count
-//! check) followed by the step's own part.
+//! check and the queue's record) followed by the step's own part.
 
 use redis::Value;
 
@@ -33,16 +33,18 @@ queue_script!(settle_script, "queue_settle.lua");
 queue_script!(peek_script, "queue_peek.lua");
 queue_script!(size_script, "queue_size.lua");
 
-const PARTS: [char; 5] = ['w', 'c', 'o', 'a', 'm'];
+const PARTS: [char; 4] = ['w', 'c', 'o', 'a'];
 
 impl RedisStore {
-    /// Prepares a call of `script` on one shard: its five keys and the shard count.
+    /// Prepares a call of `script` on one shard: its four keys, the queue's record and the
+    /// caller's shard count.
     fn shard_call<'s>(&self, script: &'s redis::Script, at: ShardRef<'_>) -> redis::ScriptInvocation<'s> {
         let head = self.keys().queue_shard(at.queue, at.shard);
         let mut inv = script.prepare_invoke();
         for p in PARTS {
             inv.key(self.keys().queue_key(&head, p));
         }
+        inv.key(self.keys().queue_meta(at.queue));
         inv.arg(at.shards);
         inv
     }
