@@ -219,7 +219,7 @@ fn a_black_holed_connection_is_retired_after_timeouts_in_a_row() {
             assert!(t0.elapsed() < Duration::from_secs(5), "no recovery after {timeouts} timeouts");
         };
         assert!(recovered.locked);
-        assert!(timeouts >= 1 && timeouts <= 3, "{timeouts} timeouts before the connection was retired");
+        assert!((1..=3).contains(&timeouts), "{timeouts} timeouts before the connection was retired");
         // Calls keep working on the new connection.
         for _ in 0..5 {
             assert!(c.get_lock("a").await.unwrap().locked);
