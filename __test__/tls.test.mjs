@@ -26,19 +26,21 @@ function makeCerts(dir) {
 }
 
 // Runs one call in a child process (SSL_CERT_FILE is read once per process).
+// certFile 'system': the system's certificate store, which does not hold the test's CA.
 function callWith(url, certFile) {
   const code = `const { Flowguard } = require(${JSON.stringify(new URL('../index.js', import.meta.url).pathname)});
     Flowguard.open({ url: process.env.U, connectTimeoutMs: 2000 })
       .then((fg) => fg.claim('tls', 'a')).then((r) => console.log(JSON.stringify({ ok: r.claimed })))
       .catch((e) => console.log(JSON.stringify({ code: e.code, message: e.message })))`
   const env = { ...process.env, U: url }
-  if (certFile) env.SSL_CERT_FILE = certFile
+  if (certFile === 'system') delete env.SSL_CERT_FILE
+  else if (certFile) env.SSL_CERT_FILE = certFile
   else env.SSL_CERT_FILE = '/nonexistent-ca.pem'
   const r = spawnSync(process.execPath, ['-e', code], { encoding: 'utf8', env, timeout: 15000 })
   return JSON.parse(r.stdout.trim().split('\n').pop())
 }
 
-test('rediss:// with a trusted CA works; an untrusted certificate is refused', { skip: !ready && 'needs redis-server and openssl' }, async () => {
+test('rediss:// with a trusted CA works; an untrusted certificate is refused unless #insecure', { skip: !ready && 'needs redis-server and openssl' }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'flowguard-tls-'))
   let server
   try {
@@ -58,6 +60,13 @@ test('rediss:// with a trusted CA works; an untrusted certificate is refused', {
     assert.equal(refused.code, 'ERR_REDIS_UNAVAILABLE', refused.message)
     assert.match(refused.message, /TLS/)
     assert.ok(!refused.message.includes('tls-Secret-9'))
+    // The n8n credential's "Disable TLS verification": `#insecure` accepts the certificate the
+    // system's store does not trust; without it the connection is refused, naming TLS.
+    const untrusted = callWith(url, 'system')
+    assert.equal(untrusted.code, 'ERR_REDIS_UNAVAILABLE', untrusted.message)
+    assert.match(untrusted.message, /TLS/)
+    // It gets an answer: the item is in progress, claimed by the first call above.
+    assert.deepEqual(callWith(`${url}#insecure`, 'system'), { ok: false })
     // Plain redis:// to a TLS port does not hang: it fails within the connect timeout.
     const plain = callWith(`redis://:tls-Secret-9@localhost:${port}/0`, join(dir, 'ca.pem'))
     assert.ok(plain.code, JSON.stringify(plain))

@@ -43,7 +43,7 @@ pub struct Client {
 }
 
 struct Inner {
-    backend: Backend,
+    backend: Box<dyn Backend>,
     config: Config,
 }
 
@@ -70,8 +70,8 @@ impl Client {
         Ok(Client { inner: Arc::new(Inner { backend, config }) })
     }
 
-    pub fn backend(&self) -> &Backend {
-        &self.inner.backend
+    pub fn backend(&self) -> &dyn Backend {
+        &*self.inner.backend
     }
 
     pub fn config(&self) -> &Config {

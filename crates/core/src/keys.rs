@@ -95,9 +95,18 @@ impl Keys {
 
     /// Dedup Queue: one key of a shard: `w` waiting (score: due time), `c` claimed (score:
     /// visibility deadline), `o` owners of claims, `a` ids enqueued again while claimed (score:
-    /// due time), `m` the shard count the shard was written with.
+    /// due time).
     pub fn queue_key(&self, shard_head: &str, part: char) -> String {
         format!("{shard_head}:{part}")
+    }
+
+    /// Dedup Queue: the queue's own record, `<prefix>{q:<escaped name>}:m`, in the queue's own
+    /// hash slot (no shard's): the shard count the queue holds ids for and how many of its
+    /// shards hold any. Every shard step reads and updates it in the same script as the shard's
+    /// keys, which is one atomic step on a single server; on a Redis Cluster that script would
+    /// span two slots, so Cluster support must give it another home.
+    pub fn queue_meta(&self, queue: &str) -> String {
+        format!("{}{{q:{}}}:m", self.prefix, escape(queue))
     }
 
     /// Job State: a JSON value or counter.
@@ -212,13 +221,14 @@ mod tests {
         for n in &ns {
             for shard in [0u32, 1, 2, 10, 11, 1023] {
                 let head = keys.queue_shard(n, shard);
-                for part in ['w', 'c', 'o', 'a', 'm'] {
+                for part in ['w', 'c', 'o', 'a'] {
                     assert!(
                         all.insert(keys.queue_key(&head, part)),
                         "collision for queue {n:?} shard {shard}"
                     );
                 }
             }
+            assert!(all.insert(keys.queue_meta(n)), "queue meta {n:?}");
             assert!(all.insert(keys.state(n)), "state {n:?}");
             assert!(all.insert(keys.idempotency(n)), "idempotency {n:?}");
             assert!(all.insert(keys.lock(n)));
@@ -239,7 +249,7 @@ mod tests {
         for n in names() {
             let head = keys.queue_shard(&n, 3);
             let slot = hash_slot(head.as_bytes());
-            for part in ['w', 'c', 'o', 'a', 'm'] {
+            for part in ['w', 'c', 'o', 'a'] {
                 assert_eq!(hash_slot(keys.queue_key(&head, part).as_bytes()), slot);
             }
         }

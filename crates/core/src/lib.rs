@@ -4,10 +4,6 @@
 //! HTTP: the Node.js addon (the `flowguard` crate at the repository root) and the server are thin
 //! shells over it.
 
-// Backend traits return `impl Future + Send` so the futures can be spawned on tokio; clippy would
-// have them written as `async fn`, which cannot promise `Send`.
-#![allow(clippy::manual_async_fn)]
-
 pub mod backend;
 pub mod client;
 pub mod error;

@@ -4,9 +4,9 @@
 //! lock name. Release and extend take the owner token: a worker whose lease ran out and whose lock
 //! was taken by another never releases or extends the newer holder's lock.
 
-use std::future::Future;
 use std::time::{Duration, Instant};
 
+use crate::backend::BoxFuture;
 use crate::client::Client;
 use crate::error::Result;
 use crate::{token, validate};
@@ -84,21 +84,16 @@ pub struct LockInfo {
 
 /// What a backend must do for the Concurrency Lock. Each method is one atomic step.
 pub trait LockBackend {
-    fn try_acquire(
-        &self,
-        name: &str,
-        owner: &str,
+    fn try_acquire<'a>(
+        &'a self,
+        name: &'a str,
+        owner: &'a str,
         lease_ms: u64,
-        label: Option<&str>,
-    ) -> impl Future<Output = Result<Attempt>> + Send;
-    fn release(&self, name: &str, owner: &str) -> impl Future<Output = Result<ReleaseResult>> + Send;
-    fn extend(
-        &self,
-        name: &str,
-        owner: &str,
-        lease_ms: u64,
-    ) -> impl Future<Output = Result<ExtendResult>> + Send;
-    fn inspect(&self, name: &str) -> impl Future<Output = Result<LockInfo>> + Send;
+        label: Option<&'a str>,
+    ) -> BoxFuture<'a, Attempt>;
+    fn release<'a>(&'a self, name: &'a str, owner: &'a str) -> BoxFuture<'a, ReleaseResult>;
+    fn extend<'a>(&'a self, name: &'a str, owner: &'a str, lease_ms: u64) -> BoxFuture<'a, ExtendResult>;
+    fn inspect<'a>(&'a self, name: &'a str) -> BoxFuture<'a, LockInfo>;
 }
 
 /// Options of an acquire, before validation (JavaScript numbers).

@@ -9,16 +9,17 @@
 //! - again: ids enqueued while claimed, with their due time. They go back to waiting when the
 //!   claim ends (ack, release or expiry), so an update made during processing is never lost and an
 //!   id is never held by two readers at once.
-//! - the shard count the shard was written with, so producers and consumers that disagree on it
-//!   get an error instead of silently missing ids. It is forgotten when the shard is empty.
+//!
+//! The queue as a whole records the shard count it holds ids for (and how many shards hold
+//! any), so a producer or consumer that disagrees gets an error on every call instead of silently
+//! missing ids. The count can change only while the queue is empty.
 //!
 //! An id goes to shard `fnv1a(id) % shards`, computed as the npm package `fnv1a` does (32-bit
 //! FNV-1a over the UTF-16 code units of the string).
 
-use std::future::Future;
-
 use futures_util::future::join_all;
 
+use crate::backend::BoxFuture;
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::tracker::truncate;
@@ -55,7 +56,7 @@ pub fn shard_of(id: &str, shards: u32) -> u32 {
 pub struct ShardRef<'a> {
     pub queue: &'a str,
     pub shard: u32,
-    /// The shard count of the caller, checked against the one the shard was written with.
+    /// The shard count of the caller, checked against the one the queue holds ids for.
     pub shards: u32,
 }
 
@@ -193,49 +194,45 @@ pub struct QueueSize {
 }
 
 /// What a backend must do for the Dedup Queue. Each method is one atomic step on one shard; a
-/// step first returns expired claims of that shard to waiting.
+/// step first checks the caller's shard count against the queue's (see [`shard_mismatch`]) and
+/// returns expired claims of that shard to waiting.
 pub trait QueueBackend {
     /// Enqueues ids (all of this shard) and reports, per id, the outcome and due time.
-    fn enqueue(
-        &self,
-        at: ShardRef<'_>,
-        ids: &[String],
+    fn enqueue<'a>(
+        &'a self,
+        at: ShardRef<'a>,
+        ids: &'a [String],
         delay_ms: u64,
         debounce: bool,
-    ) -> impl Future<Output = Result<Vec<(EnqueueOutcome, i64)>>> + Send;
+    ) -> BoxFuture<'a, Vec<(EnqueueOutcome, i64)>>;
     /// Claims up to `limit` due ids, oldest first, for `visibility_ms`.
-    fn claim(
-        &self,
-        at: ShardRef<'_>,
-        owner: &str,
+    fn claim<'a>(
+        &'a self,
+        at: ShardRef<'a>,
+        owner: &'a str,
         limit: u64,
         visibility_ms: u64,
-    ) -> impl Future<Output = Result<ShardClaim>> + Send;
+    ) -> BoxFuture<'a, ShardClaim>;
     /// Acks or releases ids of this shard held by `owner`; per id the outcome and the due time
     /// when the id is waiting again.
-    fn settle(
-        &self,
-        at: ShardRef<'_>,
-        owner: &str,
-        ids: &[String],
+    fn settle<'a>(
+        &'a self,
+        at: ShardRef<'a>,
+        owner: &'a str,
+        ids: &'a [String],
         action: SettleAction,
-    ) -> impl Future<Output = Result<Vec<(SettleOutcome, Option<i64>)>>> + Send;
+    ) -> BoxFuture<'a, Vec<(SettleOutcome, Option<i64>)>>;
     /// The first `limit` waiting ids by due time, and the backend's time now.
-    fn peek(
-        &self,
-        at: ShardRef<'_>,
-        limit: u64,
-    ) -> impl Future<Output = Result<(i64, Vec<(String, i64)>)>> + Send;
-    fn size(&self, at: ShardRef<'_>) -> impl Future<Output = Result<ShardSize>> + Send;
+    fn peek<'a>(&'a self, at: ShardRef<'a>, limit: u64) -> BoxFuture<'a, (i64, Vec<(String, i64)>)>;
+    fn size<'a>(&'a self, at: ShardRef<'a>) -> BoxFuture<'a, ShardSize>;
 }
 
-/// The error of a shard written with another shard count.
+/// The error of a caller whose shard count differs from the one the queue holds ids for.
 pub fn shard_mismatch(at: ShardRef<'_>, stored: u64) -> Error {
     Error::invalid(format!(
-        "shards is {}, but shard {} of queue {:?} holds ids enqueued with shards = {stored}; every producer and \
-         consumer of a queue must use the same shard count (it can change once the queue is empty)",
+        "shards is {}, but queue {:?} holds ids enqueued with shards = {stored}; every producer and consumer \
+         of a queue must use the same shard count (it can change once the queue is empty)",
         at.shards,
-        at.shard,
         truncate(at.queue, 80)
     ))
 }

@@ -10,8 +10,7 @@
 //! for a given time, `release_key` frees the key when the runner failed. All three are atomic and
 //! owner-checked, so a runner whose lease ran out never overwrites or frees a newer runner's key.
 
-use std::future::Future;
-
+use crate::backend::BoxFuture;
 use crate::client::Client;
 use crate::error::{Error, ErrorCode, Result};
 use crate::tracker::truncate;
@@ -86,42 +85,37 @@ pub fn refusal_error(key: &str, r: Refusal) -> Error {
 /// What a backend must do for Job State. Each method is one atomic step.
 pub trait StateBackend {
     /// Reads values (None: absent or expired).
-    fn get(&self, keys: &[String]) -> impl Future<Output = Result<Vec<Option<StateValue>>>> + Send;
+    fn get<'a>(&'a self, keys: &'a [String]) -> BoxFuture<'a, Vec<Option<StateValue>>>;
     /// Writes a value; with `if_absent`, only when the key holds none. An [`Expiry::At`] that is not
     /// in the future is refused with [`Refusal::ExpiryPast`].
-    fn set(
-        &self,
-        key: &str,
-        json: &str,
+    fn set<'a>(
+        &'a self,
+        key: &'a str,
+        json: &'a str,
         expiry: Expiry,
         if_absent: bool,
-    ) -> impl Future<Output = Result<std::result::Result<SetResult, Refusal>>> + Send;
+    ) -> BoxFuture<'a, std::result::Result<SetResult, Refusal>>;
     /// Deletes a value; true when there was one.
-    fn delete(&self, key: &str) -> impl Future<Output = Result<bool>> + Send;
+    fn delete<'a>(&'a self, key: &'a str) -> BoxFuture<'a, bool>;
     /// Adds `by` to an integer counter (absent counts as 0) and returns the new value. `ttl_ms`
     /// is applied when the key has no expiry (a new counter, or one without).
-    fn increment(
-        &self,
-        key: &str,
+    fn increment<'a>(
+        &'a self,
+        key: &'a str,
         by: i64,
         ttl_ms: Option<u64>,
-    ) -> impl Future<Output = Result<std::result::Result<i64, Refusal>>> + Send;
-    fn claim_key(
-        &self,
-        key: &str,
-        owner: &str,
-        lease_ms: u64,
-    ) -> impl Future<Output = Result<KeyClaim>> + Send;
+    ) -> BoxFuture<'a, std::result::Result<i64, Refusal>>;
+    fn claim_key<'a>(&'a self, key: &'a str, owner: &'a str, lease_ms: u64) -> BoxFuture<'a, KeyClaim>;
     /// Stores the result and ends the pending marker, only while `owner` holds the key.
-    fn complete_key(
-        &self,
-        key: &str,
-        owner: &str,
-        json: &str,
+    fn complete_key<'a>(
+        &'a self,
+        key: &'a str,
+        owner: &'a str,
+        json: &'a str,
         ttl_ms: u64,
-    ) -> impl Future<Output = Result<bool>> + Send;
+    ) -> BoxFuture<'a, bool>;
     /// Frees a pending key, only while `owner` holds it.
-    fn release_key(&self, key: &str, owner: &str) -> impl Future<Output = Result<bool>> + Send;
+    fn release_key<'a>(&'a self, key: &'a str, owner: &'a str) -> BoxFuture<'a, bool>;
 }
 
 /// Options of a set, before validation.

@@ -7,12 +7,12 @@
 
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
-use std::future::Future;
 
 /// A status word of a record or transition: borrowed when set in-process (no allocation),
 /// owned when read from Redis.
 pub type Word = Cow<'static, str>;
 
+use crate::backend::BoxFuture;
 use crate::client::Client;
 use crate::error::{Error, ErrorCode, Result};
 use crate::{token, validate};
@@ -352,27 +352,18 @@ pub struct BatchClaim<'a> {
 /// What a backend must do for the Item Tracker.
 pub trait TrackerBackend {
     /// Claims every id of `claim` in `group` (in order, atomically), with one owner token.
-    fn claim_batch(
-        &self,
-        group: &str,
-        claim: BatchClaim<'_>,
-    ) -> impl Future<Output = Result<ClaimBatch>> + Send;
+    fn claim_batch<'a>(&'a self, group: &'a str, claim: BatchClaim<'a>) -> BoxFuture<'a, ClaimBatch>;
     /// Applies `ops` to items of `group`, atomically as one batch, in order.
-    fn apply(
-        &self,
-        group: &str,
-        ops: &[ItemOp],
+    fn apply<'a>(
+        &'a self,
+        group: &'a str,
+        ops: &'a [ItemOp],
         retention_ms: u64,
-    ) -> impl Future<Output = Result<Vec<OpResult>>> + Send;
+    ) -> BoxFuture<'a, Vec<OpResult>>;
     /// Reads items of `group`.
-    fn read(&self, group: &str, ids: &[String]) -> impl Future<Output = Result<Vec<ItemState>>> + Send;
+    fn read<'a>(&'a self, group: &'a str, ids: &'a [String]) -> BoxFuture<'a, Vec<ItemState>>;
     /// Lists a page of `group`.
-    fn list(
-        &self,
-        group: &str,
-        query: ListQuery,
-        retention_ms: u64,
-    ) -> impl Future<Output = Result<ItemList>> + Send;
+    fn list<'a>(&'a self, group: &'a str, query: ListQuery, retention_ms: u64) -> BoxFuture<'a, ItemList>;
 }
 
 /// The single-item result of a claim.

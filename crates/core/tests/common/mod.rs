@@ -384,6 +384,73 @@ pub async fn claim_batch_matches_claim_rules(c: Client) {
     assert_eq!(st[0].status, ItemStatus::None);
 }
 
+pub async fn empty_label_reads_back_as_no_label(c: Client) {
+    let a = c
+        .acquire_lock("l", AcquireOptions { label: Some(String::new()), ..Default::default() })
+        .await
+        .unwrap();
+    assert!(a.acquired);
+    assert_eq!(a.holder, None);
+    assert_eq!(c.get_lock("l").await.unwrap().holder, None);
+    let b = c.acquire_lock("l", AcquireOptions::default()).await.unwrap();
+    assert!(!b.acquired);
+    assert_eq!(b.holder, None);
+}
+
+fn shards(n: u32) -> Option<f64> {
+    Some(n as f64)
+}
+
+/// The error of a call made with `shards: n` on a queue holding ids enqueued with `stored`.
+fn assert_mismatch(e: flowguard_core::Error, n: u32, stored: u32) {
+    assert_eq!(e.code, ErrorCode::InvalidArgument, "{}", e.message);
+    assert!(e.message.contains(&format!("shards is {n}")), "{}", e.message);
+    assert!(e.message.contains(&format!("shards = {stored}")), "{}", e.message);
+}
+
+pub async fn queue_shard_count_is_kept_per_queue(c: Client) {
+    use flowguard_core::queue::{EnqueueOptions, ReadOptions};
+    let ids: Vec<String> = (0..20).map(|i| format!("id-{i}")).collect();
+    let eight = EnqueueOptions { shards: shards(8), ..Default::default() };
+    c.enqueue("q", ids.clone(), eight.clone()).await.unwrap();
+    // Every call with another count is refused, whichever shards it touches: the ones holding
+    // ids, the ones that do not, or one shard alone.
+    let read4 = ReadOptions { shards: shards(4), ..Default::default() };
+    assert_mismatch(c.read_batch("q", read4.clone()).await.unwrap_err(), 4, 8);
+    let one = ReadOptions { shards: shards(16), shard: Some(15.0), ..Default::default() };
+    assert_mismatch(c.read_batch("q", one).await.unwrap_err(), 16, 8);
+    assert_mismatch(c.queue_size("q", shards(4), None).await.unwrap_err(), 4, 8);
+    assert_mismatch(c.peek("q", shards(2), None, None).await.unwrap_err(), 2, 8);
+    let four = EnqueueOptions { shards: shards(4), ..Default::default() };
+    assert_mismatch(c.enqueue("q", vec!["x".into()], four.clone()).await.unwrap_err(), 4, 8);
+    let t = flowguard_core::token::new_token();
+    assert_mismatch(c.ack("q", &t, vec!["id-1".into()], shards(4)).await.unwrap_err(), 4, 8);
+    // Nothing was lost or added.
+    assert_eq!(c.queue_size("q", shards(8), None).await.unwrap().waiting, 20);
+
+    // Once the queue is empty, another count is recorded by the next write.
+    let b = c
+        .read_batch("q", ReadOptions { shards: shards(8), limit: Some(100.0), ..Default::default() })
+        .await
+        .unwrap();
+    assert_eq!(b.items.len(), 20);
+    assert_mismatch(c.queue_size("q", shards(4), None).await.unwrap_err(), 4, 8);
+    let got: Vec<String> = b.items.iter().map(|d| d.id.clone()).collect();
+    c.ack("q", &b.owner, got, shards(8)).await.unwrap();
+    assert_eq!(c.queue_size("q", shards(4), None).await.unwrap().waiting, 0);
+    c.enqueue("q", vec!["y".into(), "z".into()], four).await.unwrap();
+    assert_eq!(c.queue_size("q", shards(4), None).await.unwrap().waiting, 2);
+    assert_mismatch(c.queue_size("q", shards(8), None).await.unwrap_err(), 8, 4);
+    assert_mismatch(c.enqueue("q", vec!["w".into()], eight).await.unwrap_err(), 8, 4);
+    let b = c.read_batch("q", read4).await.unwrap();
+    assert_eq!(b.items.len(), 2);
+    // Claimed ids still count: the queue is not empty while a reader holds them.
+    assert_mismatch(c.queue_size("q", shards(1), None).await.unwrap_err(), 1, 4);
+    let got: Vec<String> = b.items.iter().map(|d| d.id.clone()).collect();
+    c.release("q", &b.owner, got.clone(), shards(4), None).await.unwrap();
+    assert_eq!(c.queue_size("q", shards(4), None).await.unwrap().waiting, 2);
+}
+
 /// Generates one `#[tokio::test]` per suite function for a backend.
 #[macro_export]
 macro_rules! suite {
@@ -403,7 +470,9 @@ macro_rules! suite {
             lock_expiry_and_fencing,
             lock_wait_gets_it_when_freed_and_never_waits_longer,
             concurrent_lock_sets_have_one_winner,
-            lock_bad_input
+            lock_bad_input,
+            empty_label_reads_back_as_no_label,
+            queue_shard_count_is_kept_per_queue
         );
     };
     (@each $url:expr, $attrs:tt, $($name:ident),*) => {

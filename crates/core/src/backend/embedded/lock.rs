@@ -1,10 +1,9 @@
 //! Concurrency Lock on the embedded store.
 
 use std::collections::HashMap;
-use std::future::Future;
 
 use super::{guard, now_ms, Embedded};
-use crate::error::Result;
+use crate::backend::{ready, BoxFuture};
 use crate::lock::{Attempt, ExtendResult, LockBackend, LockInfo, Refusal, ReleaseResult};
 
 struct Held {
@@ -39,6 +38,8 @@ impl LockTable {
     }
 
     pub fn try_acquire(&mut self, name: &str, owner: &str, lease_ms: u64, label: Option<&str>) -> Attempt {
+        // An empty label is no label, as on Redis (where the lock value cannot tell them apart).
+        let label = label.filter(|l| !l.is_empty());
         let now = now_ms();
         if let Some(h) = self.live(name, now) {
             return Attempt {
@@ -113,31 +114,22 @@ impl LockTable {
 }
 
 impl LockBackend for Embedded {
-    fn try_acquire(
-        &self,
-        name: &str,
-        owner: &str,
+    fn try_acquire<'a>(
+        &'a self,
+        name: &'a str,
+        owner: &'a str,
         lease_ms: u64,
-        label: Option<&str>,
-    ) -> impl Future<Output = Result<Attempt>> + Send {
-        let out = guard(&self.namespace().locks).try_acquire(name, owner, lease_ms, label);
-        async move { Ok(out) }
+        label: Option<&'a str>,
+    ) -> BoxFuture<'a, Attempt> {
+        ready(Ok(guard(&self.namespace().locks).try_acquire(name, owner, lease_ms, label)))
     }
-    fn release(&self, name: &str, owner: &str) -> impl Future<Output = Result<ReleaseResult>> + Send {
-        let out = guard(&self.namespace().locks).release(name, owner);
-        async move { Ok(out) }
+    fn release<'a>(&'a self, name: &'a str, owner: &'a str) -> BoxFuture<'a, ReleaseResult> {
+        ready(Ok(guard(&self.namespace().locks).release(name, owner)))
     }
-    fn extend(
-        &self,
-        name: &str,
-        owner: &str,
-        lease_ms: u64,
-    ) -> impl Future<Output = Result<ExtendResult>> + Send {
-        let out = guard(&self.namespace().locks).extend(name, owner, lease_ms);
-        async move { Ok(out) }
+    fn extend<'a>(&'a self, name: &'a str, owner: &'a str, lease_ms: u64) -> BoxFuture<'a, ExtendResult> {
+        ready(Ok(guard(&self.namespace().locks).extend(name, owner, lease_ms)))
     }
-    fn inspect(&self, name: &str) -> impl Future<Output = Result<LockInfo>> + Send {
-        let out = guard(&self.namespace().locks).inspect(name);
-        async move { Ok(out) }
+    fn inspect<'a>(&'a self, name: &'a str) -> BoxFuture<'a, LockInfo> {
+        ready(Ok(guard(&self.namespace().locks).inspect(name)))
     }
 }

@@ -1,6 +1,13 @@
 //! The embedded backend: an in-process store, one per process, shared by every client made in
 //! that process (so two n8n executions in one n8n instance see the same locks and items).
-//! Each key prefix is its own namespace. Time comes from one clock: this process's system clock.
+//! Each key prefix is its own namespace.
+//!
+//! Time comes from one clock, [`now_ms`]: the monotonic clock, mapped to milliseconds since the
+//! Unix epoch at its first use. All state lives in this one process, so leases, visibility
+//! timeouts and expiries are measured on a clock that never jumps: a wall-clock step (NTP, a
+//! manual change) neither ends nor prolongs a lease. Times shown to callers (`leaseExpiresAt`,
+//! `dueAt`, `expiresAt`, …) are epoch ms on that clock: the wall clock as it was when the store
+//! first read the time, plus the monotonic time since.
 
 mod lock;
 mod queue;
@@ -9,20 +16,25 @@ mod tracker;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 pub(crate) use crate::backend::guard;
+use crate::backend::Backend;
 
 pub use lock::LockTable;
 pub use queue::QueueTable;
 pub use state::StateTable;
 pub use tracker::TrackerTable;
 
-/// Milliseconds since the Unix epoch by this process's clock.
+/// Milliseconds since the Unix epoch on the store's clock: monotonic, anchored to the wall clock
+/// once per process (see the module docs).
 pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
+    static ANCHOR: OnceLock<(Instant, i64)> = OnceLock::new();
+    let (at, epoch_ms) = ANCHOR.get_or_init(|| {
+        let wall = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0);
+        (Instant::now(), wall)
+    });
+    epoch_ms + at.elapsed().as_millis() as i64
 }
 
 /// The state of one namespace (one key prefix).
@@ -52,5 +64,11 @@ impl Embedded {
 
     pub fn namespace(&self) -> &Namespace {
         &self.ns
+    }
+}
+
+impl Backend for Embedded {
+    fn kind(&self) -> &'static str {
+        "embedded"
     }
 }

@@ -1,9 +1,9 @@
 //! Dedup Queue on the embedded store. The same rules as the Redis scripts `queue_*.lua`.
 
 use std::collections::{BTreeSet, HashMap};
-use std::future::Future;
 
 use super::{guard, now_ms, Embedded};
+use crate::backend::{ready, BoxFuture};
 use crate::error::Result;
 use crate::queue::{
     shard_mismatch, EnqueueOutcome, QueueBackend, SettleAction, SettleOutcome, ShardClaim, ShardRef,
@@ -12,8 +12,6 @@ use crate::queue::{
 
 #[derive(Default)]
 struct Shard {
-    /// The shard count the shard was written with (0: not yet).
-    shards: u32,
     /// (due time, id) and id -> due time.
     waiting: BTreeSet<(i64, String)>,
     due: HashMap<String, i64>,
@@ -60,27 +58,54 @@ impl Shard {
     }
 }
 
+/// What a queue records as a whole while any of its shards holds ids.
+struct Meta {
+    /// The shard count the queue holds ids for.
+    shards: u32,
+    /// How many of its shards hold ids.
+    held: usize,
+}
+
 #[derive(Default)]
 pub struct QueueTable {
     shards: HashMap<(String, u32), Shard>,
+    meta: HashMap<String, Meta>,
 }
 
 impl QueueTable {
-    /// Runs `f` on a shard after checking its shard count and reaping expired claims; keeps the
-    /// shard (recording the shard count) only while it holds anything.
+    /// Runs `f` on a shard after checking the caller's shard count against the queue's and
+    /// reaping expired claims; keeps the shard only while it holds anything, and the queue's
+    /// record only while any shard does (a new record takes the caller's shard count).
     fn with<T>(&mut self, at: ShardRef<'_>, f: impl FnOnce(&mut Shard, i64) -> T) -> Result<T> {
+        if let Some(m) = self.meta.get(at.queue) {
+            if m.shards != at.shards && m.held > 0 {
+                return Err(shard_mismatch(at, m.shards as u64));
+            }
+        }
         let now = now_ms();
         let key = (at.queue.to_string(), at.shard);
+        let was_held = self.shards.contains_key(&key);
         let shard = self.shards.entry(key.clone()).or_default();
-        if shard.shards != 0 && shard.shards != at.shards {
-            let stored = shard.shards;
-            return Err(shard_mismatch(at, stored as u64));
-        }
         let out = f(shard, now);
-        if shard.is_empty() {
+        let held = !shard.is_empty();
+        if !held {
             self.shards.remove(&key);
-        } else {
-            shard.shards = at.shards;
+        }
+        match (was_held, held) {
+            (false, true) => {
+                let m = self.meta.entry(at.queue.to_string()).or_insert(Meta { shards: at.shards, held: 0 });
+                m.shards = at.shards;
+                m.held += 1;
+            }
+            (true, false) => {
+                if let Some(m) = self.meta.get_mut(at.queue) {
+                    m.held = m.held.saturating_sub(1);
+                    if m.held == 0 {
+                        self.meta.remove(at.queue);
+                    }
+                }
+            }
+            _ => {}
         }
         Ok(out)
     }
@@ -211,46 +236,37 @@ impl QueueTable {
 }
 
 impl QueueBackend for Embedded {
-    fn enqueue(
-        &self,
-        at: ShardRef<'_>,
-        ids: &[String],
+    fn enqueue<'a>(
+        &'a self,
+        at: ShardRef<'a>,
+        ids: &'a [String],
         delay_ms: u64,
         debounce: bool,
-    ) -> impl Future<Output = Result<Vec<(EnqueueOutcome, i64)>>> + Send {
-        let out = guard(&self.namespace().queues).enqueue(at, ids, delay_ms, debounce);
-        async move { out }
+    ) -> BoxFuture<'a, Vec<(EnqueueOutcome, i64)>> {
+        ready(guard(&self.namespace().queues).enqueue(at, ids, delay_ms, debounce))
     }
-    fn claim(
-        &self,
-        at: ShardRef<'_>,
-        owner: &str,
+    fn claim<'a>(
+        &'a self,
+        at: ShardRef<'a>,
+        owner: &'a str,
         limit: u64,
         visibility_ms: u64,
-    ) -> impl Future<Output = Result<ShardClaim>> + Send {
-        let out = guard(&self.namespace().queues).claim(at, owner, limit, visibility_ms);
-        async move { out }
+    ) -> BoxFuture<'a, ShardClaim> {
+        ready(guard(&self.namespace().queues).claim(at, owner, limit, visibility_ms))
     }
-    fn settle(
-        &self,
-        at: ShardRef<'_>,
-        owner: &str,
-        ids: &[String],
+    fn settle<'a>(
+        &'a self,
+        at: ShardRef<'a>,
+        owner: &'a str,
+        ids: &'a [String],
         action: SettleAction,
-    ) -> impl Future<Output = Result<Vec<(SettleOutcome, Option<i64>)>>> + Send {
-        let out = guard(&self.namespace().queues).settle(at, owner, ids, action);
-        async move { out }
+    ) -> BoxFuture<'a, Vec<(SettleOutcome, Option<i64>)>> {
+        ready(guard(&self.namespace().queues).settle(at, owner, ids, action))
     }
-    fn peek(
-        &self,
-        at: ShardRef<'_>,
-        limit: u64,
-    ) -> impl Future<Output = Result<(i64, Vec<(String, i64)>)>> + Send {
-        let out = guard(&self.namespace().queues).peek(at, limit);
-        async move { out }
+    fn peek<'a>(&'a self, at: ShardRef<'a>, limit: u64) -> BoxFuture<'a, (i64, Vec<(String, i64)>)> {
+        ready(guard(&self.namespace().queues).peek(at, limit))
     }
-    fn size(&self, at: ShardRef<'_>) -> impl Future<Output = Result<ShardSize>> + Send {
-        let out = guard(&self.namespace().queues).size(at);
-        async move { out }
+    fn size<'a>(&'a self, at: ShardRef<'a>) -> BoxFuture<'a, ShardSize> {
+        ready(guard(&self.namespace().queues).size(at))
     }
 }

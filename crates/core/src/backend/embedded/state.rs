@@ -1,10 +1,9 @@
 //! Job State on the embedded store. The same rules as the Redis scripts `state_*.lua`.
 
 use std::collections::HashMap;
-use std::future::Future;
 
 use super::{guard, now_ms, Embedded};
-use crate::error::Result;
+use crate::backend::{ready, BoxFuture};
 use crate::state::{Expiry, KeyClaim, Refusal, SetResult, StateBackend, StateValue, MAX_SAFE_INTEGER};
 
 struct Entry {
@@ -174,55 +173,43 @@ impl StateTable {
 }
 
 impl StateBackend for Embedded {
-    fn get(&self, keys: &[String]) -> impl Future<Output = Result<Vec<Option<StateValue>>>> + Send {
-        let out = guard(&self.namespace().state).get(keys);
-        async move { Ok(out) }
+    fn get<'a>(&'a self, keys: &'a [String]) -> BoxFuture<'a, Vec<Option<StateValue>>> {
+        ready(Ok(guard(&self.namespace().state).get(keys)))
     }
-    fn set(
-        &self,
-        key: &str,
-        json: &str,
+    fn set<'a>(
+        &'a self,
+        key: &'a str,
+        json: &'a str,
         expiry: Expiry,
         if_absent: bool,
-    ) -> impl Future<Output = Result<std::result::Result<SetResult, Refusal>>> + Send {
-        let out = guard(&self.namespace().state).set(key, json, expiry, if_absent);
-        async move { Ok(out) }
+    ) -> BoxFuture<'a, std::result::Result<SetResult, Refusal>> {
+        ready(Ok(guard(&self.namespace().state).set(key, json, expiry, if_absent)))
     }
-    fn delete(&self, key: &str) -> impl Future<Output = Result<bool>> + Send {
-        let out = guard(&self.namespace().state).delete(key);
-        async move { Ok(out) }
+    fn delete<'a>(&'a self, key: &'a str) -> BoxFuture<'a, bool> {
+        ready(Ok(guard(&self.namespace().state).delete(key)))
     }
-    fn increment(
-        &self,
-        key: &str,
+    fn increment<'a>(
+        &'a self,
+        key: &'a str,
         by: i64,
         ttl_ms: Option<u64>,
-    ) -> impl Future<Output = Result<std::result::Result<i64, Refusal>>> + Send {
-        let out = guard(&self.namespace().state).increment(key, by, ttl_ms);
-        async move { Ok(out) }
+    ) -> BoxFuture<'a, std::result::Result<i64, Refusal>> {
+        ready(Ok(guard(&self.namespace().state).increment(key, by, ttl_ms)))
     }
-    fn claim_key(
-        &self,
-        key: &str,
-        owner: &str,
-        lease_ms: u64,
-    ) -> impl Future<Output = Result<KeyClaim>> + Send {
-        let out = guard(&self.namespace().state).claim_key(key, owner, lease_ms);
-        async move { Ok(out) }
+    fn claim_key<'a>(&'a self, key: &'a str, owner: &'a str, lease_ms: u64) -> BoxFuture<'a, KeyClaim> {
+        ready(Ok(guard(&self.namespace().state).claim_key(key, owner, lease_ms)))
     }
-    fn complete_key(
-        &self,
-        key: &str,
-        owner: &str,
-        json: &str,
+    fn complete_key<'a>(
+        &'a self,
+        key: &'a str,
+        owner: &'a str,
+        json: &'a str,
         ttl_ms: u64,
-    ) -> impl Future<Output = Result<bool>> + Send {
-        let out = guard(&self.namespace().state).complete_key(key, owner, json, ttl_ms);
-        async move { Ok(out) }
+    ) -> BoxFuture<'a, bool> {
+        ready(Ok(guard(&self.namespace().state).complete_key(key, owner, json, ttl_ms)))
     }
-    fn release_key(&self, key: &str, owner: &str) -> impl Future<Output = Result<bool>> + Send {
-        let out = guard(&self.namespace().state).release_key(key, owner);
-        async move { Ok(out) }
+    fn release_key<'a>(&'a self, key: &'a str, owner: &'a str) -> BoxFuture<'a, bool> {
+        ready(Ok(guard(&self.namespace().state).release_key(key, owner)))
     }
 }
 

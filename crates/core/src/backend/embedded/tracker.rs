@@ -2,10 +2,9 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
-use std::future::Future;
 
 use super::{guard, now_ms, Embedded};
-use crate::error::Result;
+use crate::backend::{ready, BoxFuture};
 use crate::tracker::{
     not_owner, BatchClaim, BatchOutcome, ClaimBatch, Counts, ItemList, ItemOp, ItemState, ItemStatus,
     ListFilter, ListQuery, OpResult, Outcome, Record, TrackerBackend, Transition, MAX_TIMELINE,
@@ -323,34 +322,21 @@ impl TrackerTable {
 }
 
 impl TrackerBackend for Embedded {
-    fn claim_batch(
-        &self,
-        group: &str,
-        claim: BatchClaim<'_>,
-    ) -> impl Future<Output = Result<ClaimBatch>> + Send {
-        let out = guard(&self.namespace().tracker).claim_batch(group, claim);
-        async move { Ok(out) }
+    fn claim_batch<'a>(&'a self, group: &'a str, claim: BatchClaim<'a>) -> BoxFuture<'a, ClaimBatch> {
+        ready(Ok(guard(&self.namespace().tracker).claim_batch(group, claim)))
     }
-    fn apply(
-        &self,
-        group: &str,
-        ops: &[ItemOp],
+    fn apply<'a>(
+        &'a self,
+        group: &'a str,
+        ops: &'a [ItemOp],
         retention_ms: u64,
-    ) -> impl Future<Output = Result<Vec<OpResult>>> + Send {
-        let out = guard(&self.namespace().tracker).apply(group, ops, retention_ms);
-        async move { Ok(out) }
+    ) -> BoxFuture<'a, Vec<OpResult>> {
+        ready(Ok(guard(&self.namespace().tracker).apply(group, ops, retention_ms)))
     }
-    fn read(&self, group: &str, ids: &[String]) -> impl Future<Output = Result<Vec<ItemState>>> + Send {
-        let out = guard(&self.namespace().tracker).read(group, ids);
-        async move { Ok(out) }
+    fn read<'a>(&'a self, group: &'a str, ids: &'a [String]) -> BoxFuture<'a, Vec<ItemState>> {
+        ready(Ok(guard(&self.namespace().tracker).read(group, ids)))
     }
-    fn list(
-        &self,
-        group: &str,
-        query: ListQuery,
-        _retention_ms: u64,
-    ) -> impl Future<Output = Result<ItemList>> + Send {
-        let out = guard(&self.namespace().tracker).list(group, query);
-        async move { Ok(out) }
+    fn list<'a>(&'a self, group: &'a str, query: ListQuery, _retention_ms: u64) -> BoxFuture<'a, ItemList> {
+        ready(Ok(guard(&self.namespace().tracker).list(group, query)))
     }
 }

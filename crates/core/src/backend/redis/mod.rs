@@ -3,6 +3,10 @@
 //! static) or one command; lease times come from the Redis server's clock. Lock scripts called
 //! from JavaScript go over a connection driven by the JavaScript thread's own event loop when
 //! there is one ([`uvconn`]).
+//!
+//! A pooled connection is retired after [`RETIRE_AFTER_TIMEOUTS`] timeouts in a row (a socket
+//! that went silent, e.g. behind a dropped NAT or firewall entry, never reports an error by
+//! itself), and its TCP socket has keepalive probes and `TCP_NODELAY` set.
 
 mod lock;
 mod queue;
@@ -12,12 +16,14 @@ mod tracker;
 pub mod uvconn;
 
 use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{ConnectionAddr, RedisError};
+use redis::io::tcp::{socket2::TcpKeepalive, TcpSettings};
+use redis::{ConnectionAddr, IntoConnectionInfo, RedisError};
 
+use crate::backend::Backend;
 use crate::client::Config;
 use crate::error::{Error, ErrorCode, Result};
 use crate::keys::Keys;
@@ -35,10 +41,72 @@ fn pool() -> &'static Mutex<HashMap<PoolKey, Shared>> {
     POOL.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
+/// Timeouts in a row after which a pooled connection is replaced by a new one. Small, so a
+/// black-holed connection is left after a few command timeouts; more than one, so a single slow
+/// script does not drop a healthy connection (and the commands pipelined on it).
+pub const RETIRE_AFTER_TIMEOUTS: u32 = 3;
+
+/// TCP keepalive of a pooled connection: the first probe after this much idle time, then one
+/// every [`KEEPALIVE_INTERVAL`], [`KEEPALIVE_PROBES`] unanswered probes ending the connection.
+const KEEPALIVE_IDLE: Duration = Duration::from_secs(15);
+const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(5);
+#[cfg(any(target_os = "linux", target_os = "macos", target_os = "freebsd", target_os = "android"))]
+const KEEPALIVE_PROBES: u32 = 3;
+
+/// The pooled connection: a self-reconnecting manager that is replaced after
+/// [`RETIRE_AFTER_TIMEOUTS`] timeouts in a row (the manager reconnects after errors, not after
+/// timeouts).
+pub(crate) struct Conn {
+    client: redis::Client,
+    config: ConnectionManagerConfig,
+    current: Mutex<Current>,
+}
+
+struct Current {
+    /// Counts replacements, so timeouts of calls sent on a retired manager are not held against
+    /// its successor.
+    generation: u64,
+    manager: ConnectionManager,
+    timeouts: u32,
+}
+
+impl Conn {
+    /// A handle to the current manager and its generation.
+    fn checkout(&self) -> (u64, ConnectionManager) {
+        let c = crate::backend::guard(&self.current);
+        (c.generation, c.manager.clone())
+    }
+
+    /// Counts a call's outcome against the manager it was sent on: a timeout adds one (the last
+    /// allowed one replaces the manager with a new, lazily connecting one); any reply or other
+    /// error shows the connection is alive and resets the count.
+    fn record<T>(&self, generation: u64, outcome: &redis::RedisResult<T>) {
+        let timed_out = matches!(outcome, Err(e) if e.is_timeout());
+        let mut c = crate::backend::guard(&self.current);
+        if c.generation != generation || (!timed_out && c.timeouts == 0) {
+            return;
+        }
+        if !timed_out {
+            c.timeouts = 0;
+            return;
+        }
+        c.timeouts += 1;
+        if c.timeouts >= RETIRE_AFTER_TIMEOUTS {
+            if let Ok(fresh) =
+                ConnectionManager::new_lazy_with_config(self.client.clone(), self.config.clone())
+            {
+                c.manager = fresh;
+                c.generation += 1;
+                c.timeouts = 0;
+            }
+        }
+    }
+}
+
 /// A connection and what to say about it in errors (never the password).
 #[derive(Clone)]
 struct Shared {
-    conn: ConnectionManager,
+    conn: Arc<Conn>,
     target: Target,
     #[cfg(unix)]
     fast: Option<std::sync::Arc<uvconn::Remote>>,
@@ -64,7 +132,7 @@ impl Target {
 
 #[derive(Clone)]
 pub struct RedisStore {
-    conn: ConnectionManager,
+    conn: Arc<Conn>,
     target: Target,
     keys: Keys,
     #[cfg(unix)]
@@ -116,15 +184,16 @@ impl RedisStore {
     /// connection attempt was refused (nothing was sent) is tried once more, so the first call
     /// after Redis comes back succeeds instead of reporting the earlier refusal.
     pub(crate) async fn run<T: redis::FromRedisValue>(&self, inv: &redis::ScriptInvocation<'_>) -> Result<T> {
-        let mut conn = self.conn.clone();
-        match inv.invoke_async::<T>(&mut conn).await {
-            Ok(v) => Ok(v),
-            Err(e) if e.is_connection_refusal() => {
-                let mut conn = self.conn.clone();
-                inv.invoke_async::<T>(&mut conn).await.map_err(|e| map_error(&self.target, e))
-            }
-            Err(e) => Err(map_error(&self.target, e)),
+        let (generation, mut conn) = self.conn.checkout();
+        let mut outcome = inv.invoke_async::<T>(&mut conn).await;
+        let mut generation = generation;
+        if matches!(&outcome, Err(e) if e.is_connection_refusal()) {
+            let (g, mut conn) = self.conn.checkout();
+            generation = g;
+            outcome = inv.invoke_async::<T>(&mut conn).await;
         }
+        self.conn.record(generation, &outcome);
+        outcome.map_err(|e| map_error(&self.target, e))
     }
 
     /// Runs a script: over this JavaScript thread's own connection when there is one (see
@@ -175,12 +244,24 @@ impl RedisStore {
     }
 }
 
+/// The TCP settings of every pooled connection: no Nagle delay (each command is one small write
+/// awaited by its caller) and keepalive probes, so a peer that vanished is noticed even while
+/// the connection is idle.
+fn tcp_settings() -> TcpSettings {
+    let keepalive = TcpKeepalive::new().with_time(KEEPALIVE_IDLE).with_interval(KEEPALIVE_INTERVAL);
+    #[cfg(any(target_os = "linux", target_os = "macos", target_os = "freebsd", target_os = "android"))]
+    let keepalive = keepalive.with_retries(KEEPALIVE_PROBES);
+    TcpSettings::default().set_nodelay(true).set_keepalive(keepalive)
+}
+
 async fn connect(url: &str, config: &Config) -> Result<Shared> {
-    let client = redis::Client::open(url).map_err(|_| {
+    let invalid = || {
         Error::invalid(
             "url is not a valid Redis URL: expected redis://[user:password@]host[:port][/db] or rediss://… for TLS",
         )
-    })?;
+    };
+    let info = url.into_connection_info().map_err(|_| invalid())?.set_tcp_settings(tcp_settings());
+    let client = redis::Client::open(info).map_err(|_| invalid())?;
     let (display, secret) = describe(&client);
     #[cfg(unix)]
     let client_for_fast = client.clone();
@@ -192,28 +273,44 @@ async fn connect(url: &str, config: &Config) -> Result<Shared> {
         // seconds of silent retries; the next call tries again.
         .set_number_of_retries(0);
     // The whole first connection, handshake and AUTH included, is bounded by the connect timeout.
-    let budget = Duration::from_millis(config.connect_timeout_ms.saturating_mul(2).max(50));
-    let conn = match tokio::time::timeout(budget, ConnectionManager::new_with_config(client, mcfg)).await {
-        Ok(Ok(c)) => c,
-        Ok(Err(e)) => return Err(map_error(&target, e)),
-        Err(_) => {
-            return Err(Error::new(
-                ErrorCode::RedisUnavailable,
-                format!(
-                    "cannot reach Redis at {}: no connection within {} ms",
-                    target.display, config.connect_timeout_ms
-                ),
-            ))
-        }
+    let no_connection = || {
+        Error::new(
+            ErrorCode::RedisUnavailable,
+            format!(
+                "cannot reach Redis at {}: no connection within connectTimeoutMs = {} ms",
+                target.display, config.connect_timeout_ms
+            ),
+        )
     };
+    let budget = Duration::from_millis(config.connect_timeout_ms.saturating_mul(2).max(50));
+    let manager =
+        match tokio::time::timeout(budget, ConnectionManager::new_with_config(client.clone(), mcfg.clone()))
+            .await
+        {
+            Ok(Ok(c)) => c,
+            // A timeout while connecting is the connect timeout's, not the command timeout's.
+            Ok(Err(e)) if e.is_timeout() => return Err(no_connection()),
+            Ok(Err(e)) => return Err(map_error(&target, e)),
+            Err(_) => return Err(no_connection()),
+        };
     #[cfg(unix)]
     let fast = uvconn::Remote::new(&client_for_fast, config.connect_timeout_ms, config.command_timeout_ms);
     Ok(Shared {
-        conn,
+        conn: Arc::new(Conn {
+            client,
+            config: mcfg,
+            current: Mutex::new(Current { generation: 0, manager, timeouts: 0 }),
+        }),
         target,
         #[cfg(unix)]
         fast,
     })
+}
+
+impl Backend for RedisStore {
+    fn kind(&self) -> &'static str {
+        "redis"
+    }
 }
 
 /// Maps a redis-rs error to a coded error naming the server (never its password).

@@ -1,10 +1,9 @@
 //! Job State on Redis: each step one script; expiry times from the server's clock.
 
-use std::future::Future;
-
 use redis::Value;
 
 use super::{int, opt_str, script, RedisStore};
+use crate::backend::BoxFuture;
 use crate::error::{Error, Result};
 use crate::state::{Expiry, KeyClaim, Refusal, SetResult, StateBackend, StateValue};
 
@@ -25,190 +24,167 @@ fn expires_at(now: i64, pttl: i64) -> Option<i64> {
     }
 }
 
-impl RedisStore {
+impl StateBackend for RedisStore {
     /// Reads values: one script per Redis Cluster hash slot (each state key has its own hash tag,
     /// and a script may only touch keys of one slot), the scripts running concurrently. On a
     /// single server that is one script per slot the keys happen to map to, all pipelined on the
     /// shared connection.
-    async fn get_values(&self, keys: &[String]) -> Result<Vec<Option<StateValue>>> {
-        let full: Vec<String> = keys.iter().map(|k| self.keys().state(k)).collect();
-        let mut by_slot: std::collections::BTreeMap<u16, Vec<usize>> = std::collections::BTreeMap::new();
-        for (i, k) in full.iter().enumerate() {
-            by_slot.entry(crate::keys::hash_slot(k.as_bytes())).or_default().push(i);
-        }
-        let reads = by_slot.into_values().map(|idx| {
-            let full = &full;
-            async move {
-                let mut inv = get_script().prepare_invoke();
-                for &i in &idx {
-                    inv.key(&full[i]);
-                }
-                let reply: Vec<Value> = self.run(&inv).await?;
-                if reply.len() != 1 + idx.len() * 2 {
-                    return Err(Error::internal(format!(
-                        "state get script replied with {} values",
-                        reply.len()
-                    )));
-                }
-                let now = int(&reply[0])?;
-                let values = reply[1..]
-                    .chunks(2)
-                    .map(|p| match opt_str(&p[0])? {
-                        Some(json) => Ok(Some(StateValue { json, expires_at: expires_at(now, int(&p[1])?) })),
-                        None => Ok(None),
-                    })
-                    .collect::<Result<Vec<_>>>()?;
-                Ok::<_, Error>((idx, values))
+    fn get<'a>(&'a self, keys: &'a [String]) -> BoxFuture<'a, Vec<Option<StateValue>>> {
+        Box::pin(async move {
+            let full: Vec<String> = keys.iter().map(|k| self.keys().state(k)).collect();
+            let mut by_slot: std::collections::BTreeMap<u16, Vec<usize>> = std::collections::BTreeMap::new();
+            for (i, k) in full.iter().enumerate() {
+                by_slot.entry(crate::keys::hash_slot(k.as_bytes())).or_default().push(i);
             }
-        });
-        let mut out: Vec<Option<StateValue>> = vec![None; keys.len()];
-        for (idx, values) in futures_util::future::try_join_all(reads).await? {
-            for (i, v) in idx.into_iter().zip(values) {
-                out[i] = v;
+            let reads = by_slot.into_values().map(|idx| {
+                let full = &full;
+                async move {
+                    let mut inv = get_script().prepare_invoke();
+                    for &i in &idx {
+                        inv.key(&full[i]);
+                    }
+                    let reply: Vec<Value> = self.run(&inv).await?;
+                    if reply.len() != 1 + idx.len() * 2 {
+                        return Err(Error::internal(format!(
+                            "state get script replied with {} values",
+                            reply.len()
+                        )));
+                    }
+                    let now = int(&reply[0])?;
+                    let values = reply[1..]
+                        .chunks(2)
+                        .map(|p| match opt_str(&p[0])? {
+                            Some(json) => {
+                                Ok(Some(StateValue { json, expires_at: expires_at(now, int(&p[1])?) }))
+                            }
+                            None => Ok(None),
+                        })
+                        .collect::<Result<Vec<_>>>()?;
+                    Ok::<_, Error>((idx, values))
+                }
+            });
+            let mut out: Vec<Option<StateValue>> = vec![None; keys.len()];
+            for (idx, values) in futures_util::future::try_join_all(reads).await? {
+                for (i, v) in idx.into_iter().zip(values) {
+                    out[i] = v;
+                }
             }
-        }
-        Ok(out)
-    }
-
-    async fn set_value(
-        &self,
-        key: &str,
-        json: &str,
-        expiry: Expiry,
-        if_absent: bool,
-    ) -> Result<std::result::Result<SetResult, Refusal>> {
-        let mut inv = set_script().prepare_invoke();
-        inv.key(self.keys().state(key)).arg(json);
-        match expiry {
-            Expiry::Never => inv.arg("").arg(0),
-            Expiry::In(ms) => inv.arg("in").arg(ms),
-            Expiry::At(at) => inv.arg("at").arg(at),
-        };
-        inv.arg(if if_absent { "1" } else { "" });
-        let reply: Vec<Value> = self.run(&inv).await?;
-        let code =
-            int(reply.first().ok_or_else(|| Error::internal("state set script replied with nothing"))?)?;
-        if code == -1 {
-            return Ok(Err(Refusal::ExpiryPast));
-        }
-        if reply.len() != 4 {
-            return Err(Error::internal(format!("state set script replied with {} values", reply.len())));
-        }
-        let now = int(&reply[3])?;
-        let exp = expires_at(now, int(&reply[2])?);
-        Ok(Ok(if code == 1 {
-            SetResult { written: true, current: StateValue { json: json.to_string(), expires_at: exp } }
-        } else {
-            let current = opt_str(&reply[1])?.unwrap_or_default();
-            SetResult { written: false, current: StateValue { json: current, expires_at: exp } }
-        }))
-    }
-
-    async fn delete_value(&self, key: &str) -> Result<bool> {
-        let mut inv = delete_script().prepare_invoke();
-        inv.key(self.keys().state(key));
-        let n: i64 = self.run(&inv).await?;
-        Ok(n > 0)
-    }
-
-    async fn increment_value(
-        &self,
-        key: &str,
-        by: i64,
-        ttl_ms: Option<u64>,
-    ) -> Result<std::result::Result<i64, Refusal>> {
-        let mut inv = incr_script().prepare_invoke();
-        inv.key(self.keys().state(key)).arg(by);
-        match ttl_ms {
-            Some(t) => inv.arg(t),
-            None => inv.arg(""),
-        };
-        let reply: Vec<Value> = self.run(&inv).await?;
-        Ok(match reply.first().map(int).transpose()? {
-            Some(1) => Ok(int(reply
-                .get(1)
-                .ok_or_else(|| Error::internal("increment script replied without a value"))?)?),
-            Some(-1) => Err(Refusal::NotInteger),
-            Some(-2) => Err(Refusal::OutOfRange),
-            other => return Err(Error::internal(format!("increment script replied with {other:?}"))),
+            Ok(out)
         })
     }
 
-    async fn claim_idempotency(&self, key: &str, owner: &str, lease_ms: u64) -> Result<KeyClaim> {
-        let mut inv = claim_script().prepare_invoke();
-        inv.key(self.keys().idempotency(key)).arg(owner).arg(lease_ms);
-        let reply: Vec<Value> = self.run(&inv).await?;
-        if reply.len() != 4 {
-            return Err(Error::internal(format!("key claim script replied with {} values", reply.len())));
-        }
-        let pttl = int(&reply[2])?;
-        Ok(match int(&reply[0])? {
-            1 => KeyClaim::Claimed { owner: owner.to_string(), lease_ms },
-            0 => KeyClaim::Pending { remaining_ms: pttl.max(0) as u64 },
-            _ => KeyClaim::Done {
-                json: opt_str(&reply[1])?.unwrap_or_default(),
-                expires_at: expires_at(int(&reply[3])?, pttl),
-            },
+    fn set<'a>(
+        &'a self,
+        key: &'a str,
+        json: &'a str,
+        expiry: Expiry,
+        if_absent: bool,
+    ) -> BoxFuture<'a, std::result::Result<SetResult, Refusal>> {
+        Box::pin(async move {
+            let mut inv = set_script().prepare_invoke();
+            inv.key(self.keys().state(key)).arg(json);
+            match expiry {
+                Expiry::Never => inv.arg("").arg(0),
+                Expiry::In(ms) => inv.arg("in").arg(ms),
+                Expiry::At(at) => inv.arg("at").arg(at),
+            };
+            inv.arg(if if_absent { "1" } else { "" });
+            let reply: Vec<Value> = self.run(&inv).await?;
+            let code = int(reply
+                .first()
+                .ok_or_else(|| Error::internal("state set script replied with nothing"))?)?;
+            if code == -1 {
+                return Ok(Err(Refusal::ExpiryPast));
+            }
+            if reply.len() != 4 {
+                return Err(Error::internal(format!("state set script replied with {} values", reply.len())));
+            }
+            let now = int(&reply[3])?;
+            let exp = expires_at(now, int(&reply[2])?);
+            Ok(Ok(if code == 1 {
+                SetResult { written: true, current: StateValue { json: json.to_string(), expires_at: exp } }
+            } else {
+                let current = opt_str(&reply[1])?.unwrap_or_default();
+                SetResult { written: false, current: StateValue { json: current, expires_at: exp } }
+            }))
         })
     }
 
-    async fn complete_idempotency(&self, key: &str, owner: &str, json: &str, ttl_ms: u64) -> Result<bool> {
-        let mut inv = complete_script().prepare_invoke();
-        inv.key(self.keys().idempotency(key)).arg(owner).arg(json).arg(ttl_ms);
-        let n: i64 = self.run(&inv).await?;
-        Ok(n == 1)
+    fn delete<'a>(&'a self, key: &'a str) -> BoxFuture<'a, bool> {
+        Box::pin(async move {
+            let mut inv = delete_script().prepare_invoke();
+            inv.key(self.keys().state(key));
+            let n: i64 = self.run(&inv).await?;
+            Ok(n > 0)
+        })
     }
 
-    async fn release_idempotency(&self, key: &str, owner: &str) -> Result<bool> {
-        let mut inv = release_script().prepare_invoke();
-        inv.key(self.keys().idempotency(key)).arg(owner);
-        let n: i64 = self.run(&inv).await?;
-        Ok(n == 1)
-    }
-}
-
-impl StateBackend for RedisStore {
-    fn get(&self, keys: &[String]) -> impl Future<Output = Result<Vec<Option<StateValue>>>> + Send {
-        self.get_values(keys)
-    }
-    fn set(
-        &self,
-        key: &str,
-        json: &str,
-        expiry: Expiry,
-        if_absent: bool,
-    ) -> impl Future<Output = Result<std::result::Result<SetResult, Refusal>>> + Send {
-        self.set_value(key, json, expiry, if_absent)
-    }
-    fn delete(&self, key: &str) -> impl Future<Output = Result<bool>> + Send {
-        self.delete_value(key)
-    }
-    fn increment(
-        &self,
-        key: &str,
+    fn increment<'a>(
+        &'a self,
+        key: &'a str,
         by: i64,
         ttl_ms: Option<u64>,
-    ) -> impl Future<Output = Result<std::result::Result<i64, Refusal>>> + Send {
-        self.increment_value(key, by, ttl_ms)
+    ) -> BoxFuture<'a, std::result::Result<i64, Refusal>> {
+        Box::pin(async move {
+            let mut inv = incr_script().prepare_invoke();
+            inv.key(self.keys().state(key)).arg(by);
+            match ttl_ms {
+                Some(t) => inv.arg(t),
+                None => inv.arg(""),
+            };
+            let reply: Vec<Value> = self.run(&inv).await?;
+            Ok(match reply.first().map(int).transpose()? {
+                Some(1) => Ok(int(reply
+                    .get(1)
+                    .ok_or_else(|| Error::internal("increment script replied without a value"))?)?),
+                Some(-1) => Err(Refusal::NotInteger),
+                Some(-2) => Err(Refusal::OutOfRange),
+                other => return Err(Error::internal(format!("increment script replied with {other:?}"))),
+            })
+        })
     }
-    fn claim_key(
-        &self,
-        key: &str,
-        owner: &str,
-        lease_ms: u64,
-    ) -> impl Future<Output = Result<KeyClaim>> + Send {
-        self.claim_idempotency(key, owner, lease_ms)
+
+    fn claim_key<'a>(&'a self, key: &'a str, owner: &'a str, lease_ms: u64) -> BoxFuture<'a, KeyClaim> {
+        Box::pin(async move {
+            let mut inv = claim_script().prepare_invoke();
+            inv.key(self.keys().idempotency(key)).arg(owner).arg(lease_ms);
+            let reply: Vec<Value> = self.run(&inv).await?;
+            if reply.len() != 4 {
+                return Err(Error::internal(format!("key claim script replied with {} values", reply.len())));
+            }
+            let pttl = int(&reply[2])?;
+            Ok(match int(&reply[0])? {
+                1 => KeyClaim::Claimed { owner: owner.to_string(), lease_ms },
+                0 => KeyClaim::Pending { remaining_ms: pttl.max(0) as u64 },
+                _ => KeyClaim::Done {
+                    json: opt_str(&reply[1])?.unwrap_or_default(),
+                    expires_at: expires_at(int(&reply[3])?, pttl),
+                },
+            })
+        })
     }
-    fn complete_key(
-        &self,
-        key: &str,
-        owner: &str,
-        json: &str,
+
+    fn complete_key<'a>(
+        &'a self,
+        key: &'a str,
+        owner: &'a str,
+        json: &'a str,
         ttl_ms: u64,
-    ) -> impl Future<Output = Result<bool>> + Send {
-        self.complete_idempotency(key, owner, json, ttl_ms)
+    ) -> BoxFuture<'a, bool> {
+        Box::pin(async move {
+            let mut inv = complete_script().prepare_invoke();
+            inv.key(self.keys().idempotency(key)).arg(owner).arg(json).arg(ttl_ms);
+            let n: i64 = self.run(&inv).await?;
+            Ok(n == 1)
+        })
     }
-    fn release_key(&self, key: &str, owner: &str) -> impl Future<Output = Result<bool>> + Send {
-        self.release_idempotency(key, owner)
+
+    fn release_key<'a>(&'a self, key: &'a str, owner: &'a str) -> BoxFuture<'a, bool> {
+        Box::pin(async move {
+            let mut inv = release_script().prepare_invoke();
+            inv.key(self.keys().idempotency(key)).arg(owner);
+            let n: i64 = self.run(&inv).await?;
+            Ok(n == 1)
+        })
     }
 }

@@ -1,11 +1,11 @@
 //! Item Tracker on Redis: one script call per batch.
 
 use std::collections::HashMap;
-use std::future::Future;
 
 use redis::Value;
 
 use super::{int, opt_str, script, RedisStore};
+use crate::backend::BoxFuture;
 use crate::error::{Error, Result};
 use crate::tracker::{
     not_owner, BatchClaim, BatchOutcome, ClaimBatch, Counts, ItemList, ItemOp, ItemState, ItemStatus,
@@ -67,201 +67,197 @@ impl RedisStore {
         inv.key(self.keys().item_records(&head));
         inv
     }
-
-    async fn apply_batch(&self, group: &str, ops: &[ItemOp], retention_ms: u64) -> Result<Vec<OpResult>> {
-        let mut inv = self.group_invocation(apply_script(), group);
-        inv.arg(retention_ms).arg(MAX_TIMELINE);
-        for op in ops {
-            match op {
-                ItemOp::Claim { id, owner, lease_ms, reclaim_completed } => {
-                    inv.arg("c").arg(id).arg(owner).arg(*lease_ms).arg(if *reclaim_completed {
-                        "1"
-                    } else {
-                        ""
-                    });
-                }
-                ItemOp::Complete { id, owner, keep_ms } => {
-                    inv.arg("d").arg(id).arg(owner.as_deref().unwrap_or("")).arg(*keep_ms).arg("");
-                }
-                ItemOp::Fail { id, owner, error, keep_ms } => {
-                    inv.arg("f").arg(id).arg(owner.as_deref().unwrap_or("")).arg(*keep_ms).arg(error);
-                }
-                ItemOp::Unset { id } => {
-                    inv.arg("u").arg(id).arg("").arg(0).arg("");
-                }
-            }
-        }
-        let reply: Vec<Value> = self.run(&inv).await?;
-        if reply.len() != 1 + ops.len() * 3 {
-            return Err(Error::internal(format!("tracker script replied with {} values", reply.len())));
-        }
-        let now = int(&reply[0])?;
-        let mut out = Vec::with_capacity(ops.len());
-        for (i, op) in ops.iter().enumerate() {
-            let code = int(&reply[1 + i * 3])?;
-            let word = opt_str(&reply[2 + i * 3])?.unwrap_or_default();
-            let rec = decode(opt_str(&reply[3 + i * 3])?, now)?;
-            let id = op.id();
-            let outcome = match code {
-                1 => Outcome::Done,
-                0 if word == "completed" => Outcome::Busy(ItemStatus::Completed),
-                0 => Outcome::Busy(ItemStatus::InProgress),
-                _ => Outcome::Refused(not_owner(group, id, rec.as_ref())),
-            };
-            let owner = match (op, &outcome) {
-                (ItemOp::Claim { owner, .. }, Outcome::Done) => Some(owner.clone()),
-                _ => None,
-            };
-            out.push(OpResult {
-                id: id.to_string(),
-                action: op.action(),
-                outcome,
-                owner,
-                item: state(id, &rec, now),
-            });
-        }
-        Ok(out)
-    }
-
-    async fn claim_ids(&self, group: &str, c: BatchClaim<'_>) -> Result<ClaimBatch> {
-        // The script takes each id once; a repeated id gets its first occurrence's outcome
-        // (claimed there: in progress here), as the embedded store gives it.
-        let mut first: HashMap<&str, usize, foldhash::fast::RandomState> = HashMap::default();
-        first.reserve(c.ids.len());
-        let mut unique: Vec<&str> = Vec::with_capacity(c.ids.len());
-        let slot: Vec<usize> = c
-            .ids
-            .iter()
-            .map(|id| {
-                *first.entry(id.as_str()).or_insert_with(|| {
-                    unique.push(id.as_str());
-                    unique.len() - 1
-                })
-            })
-            .collect();
-        let mut inv = self.group_invocation(claim_script(), group);
-        inv.arg(c.retention_ms).arg(MAX_TIMELINE).arg(c.owner).arg(c.lease_ms).arg(if c.reclaim_completed {
-            "1"
-        } else {
-            ""
-        });
-        for id in &unique {
-            inv.arg(*id);
-        }
-        let (now, ex): (i64, Vec<Value>) = self.run(&inv).await?;
-        // Every id is "claimed, attempt 1" but for the exceptions the script lists.
-        let mut outcomes = vec![BatchOutcome::Claimed; unique.len()];
-        let mut attempts = vec![1u32; unique.len()];
-        for t in ex.chunks(3) {
-            let (Some(i), Some(code), Some(a)) = (t.first(), t.get(1), t.get(2)) else {
-                return Err(Error::internal("claim script replied with an incomplete exception"));
-            };
-            let i = usize::try_from(int(i)? - 1).ok().filter(|i| *i < unique.len());
-            let i = i.ok_or_else(|| Error::internal("claim script replied with a position out of range"))?;
-            outcomes[i] = match opt_str(code)?.as_deref() {
-                Some("c") => BatchOutcome::Claimed,
-                Some("p") => BatchOutcome::InProgress,
-                Some("d") => BatchOutcome::Completed,
-                other => return Err(Error::internal(format!("claim script replied with outcome {other:?}"))),
-            };
-            attempts[i] = u32::try_from(int(a)?)
-                .map_err(|_| Error::internal("claim script replied with bad attempts"))?;
-        }
-        let mut seen = vec![false; unique.len()];
-        let (outcomes, attempts) = slot
-            .iter()
-            .map(|&u| {
-                let repeat = std::mem::replace(&mut seen[u], true);
-                let o = match outcomes[u] {
-                    BatchOutcome::Claimed if repeat => BatchOutcome::InProgress,
-                    o => o,
-                };
-                (o, attempts[u])
-            })
-            .unzip();
-        Ok(ClaimBatch {
-            owner: c.owner.to_string(),
-            lease_expires_at: now + c.lease_ms as i64,
-            outcomes,
-            attempts,
-        })
-    }
-
-    async fn read_batch(&self, group: &str, ids: &[String]) -> Result<Vec<ItemState>> {
-        let head = self.keys().tracker_group(group);
-        let mut inv = read_script().prepare_invoke();
-        inv.key(self.keys().item_records(&head));
-        for id in ids {
-            inv.arg(id.as_str());
-        }
-        let reply: Vec<Value> = self.run(&inv).await?;
-        if reply.len() != 1 + ids.len() {
-            return Err(Error::internal(format!("read script replied with {} values", reply.len())));
-        }
-        let now = int(&reply[0])?;
-        ids.iter().zip(&reply[1..]).map(|(id, v)| Ok(state(id, &decode(opt_str(v)?, now)?, now))).collect()
-    }
-
-    async fn list_page(&self, group: &str, q: ListQuery, retention_ms: u64) -> Result<ItemList> {
-        let mut inv = self.group_invocation(list_script(), group);
-        let filter = match q.filter {
-            ListFilter::All => "all",
-            ListFilter::InProgress => "in_progress",
-            ListFilter::Abandoned => "abandoned",
-            ListFilter::Completed => "completed",
-            ListFilter::Failed => "failed",
-        };
-        inv.arg(filter).arg(q.offset).arg(q.limit).arg(retention_ms);
-        let reply: Vec<Value> = self.run(&inv).await?;
-        if reply.len() < 5 || !(reply.len() - 5).is_multiple_of(2) {
-            return Err(Error::internal(format!("list script replied with {} values", reply.len())));
-        }
-        let now = int(&reply[0])?;
-        let counts = Counts {
-            in_progress: int(&reply[1])? as u64,
-            abandoned: int(&reply[2])? as u64,
-            completed: int(&reply[3])? as u64,
-            failed: int(&reply[4])? as u64,
-        };
-        let mut items = Vec::with_capacity((reply.len() - 5) / 2);
-        for pair in reply[5..].chunks(2) {
-            let id = opt_str(&pair[0])?.unwrap_or_default();
-            // A record kept past its expiry (claimed by a client with a longer retention than
-            // this one's purge assumed) is left out.
-            if let Some(rec) = decode(opt_str(&pair[1])?, now)? {
-                items.push(rec.to_state(&id, now));
-            }
-        }
-        let end = q.offset + q.limit;
-        Ok(ItemList { counts, items, next_offset: if end < counts.of(q.filter) { Some(end) } else { None } })
-    }
 }
 
 impl TrackerBackend for RedisStore {
-    fn claim_batch(
-        &self,
-        group: &str,
-        claim: BatchClaim<'_>,
-    ) -> impl Future<Output = Result<ClaimBatch>> + Send {
-        self.claim_ids(group, claim)
-    }
-    fn apply(
-        &self,
-        group: &str,
-        ops: &[ItemOp],
+    fn apply<'a>(
+        &'a self,
+        group: &'a str,
+        ops: &'a [ItemOp],
         retention_ms: u64,
-    ) -> impl Future<Output = Result<Vec<OpResult>>> + Send {
-        self.apply_batch(group, ops, retention_ms)
+    ) -> BoxFuture<'a, Vec<OpResult>> {
+        Box::pin(async move {
+            let mut inv = self.group_invocation(apply_script(), group);
+            inv.arg(retention_ms).arg(MAX_TIMELINE);
+            for op in ops {
+                match op {
+                    ItemOp::Claim { id, owner, lease_ms, reclaim_completed } => {
+                        inv.arg("c").arg(id).arg(owner).arg(*lease_ms).arg(if *reclaim_completed {
+                            "1"
+                        } else {
+                            ""
+                        });
+                    }
+                    ItemOp::Complete { id, owner, keep_ms } => {
+                        inv.arg("d").arg(id).arg(owner.as_deref().unwrap_or("")).arg(*keep_ms).arg("");
+                    }
+                    ItemOp::Fail { id, owner, error, keep_ms } => {
+                        inv.arg("f").arg(id).arg(owner.as_deref().unwrap_or("")).arg(*keep_ms).arg(error);
+                    }
+                    ItemOp::Unset { id } => {
+                        inv.arg("u").arg(id).arg("").arg(0).arg("");
+                    }
+                }
+            }
+            let reply: Vec<Value> = self.run(&inv).await?;
+            if reply.len() != 1 + ops.len() * 3 {
+                return Err(Error::internal(format!("tracker script replied with {} values", reply.len())));
+            }
+            let now = int(&reply[0])?;
+            let mut out = Vec::with_capacity(ops.len());
+            for (i, op) in ops.iter().enumerate() {
+                let code = int(&reply[1 + i * 3])?;
+                let word = opt_str(&reply[2 + i * 3])?.unwrap_or_default();
+                let rec = decode(opt_str(&reply[3 + i * 3])?, now)?;
+                let id = op.id();
+                let outcome = match code {
+                    1 => Outcome::Done,
+                    0 if word == "completed" => Outcome::Busy(ItemStatus::Completed),
+                    0 => Outcome::Busy(ItemStatus::InProgress),
+                    _ => Outcome::Refused(not_owner(group, id, rec.as_ref())),
+                };
+                let owner = match (op, &outcome) {
+                    (ItemOp::Claim { owner, .. }, Outcome::Done) => Some(owner.clone()),
+                    _ => None,
+                };
+                out.push(OpResult {
+                    id: id.to_string(),
+                    action: op.action(),
+                    outcome,
+                    owner,
+                    item: state(id, &rec, now),
+                });
+            }
+            Ok(out)
+        })
     }
-    fn read(&self, group: &str, ids: &[String]) -> impl Future<Output = Result<Vec<ItemState>>> + Send {
-        self.read_batch(group, ids)
+
+    fn claim_batch<'a>(&'a self, group: &'a str, c: BatchClaim<'a>) -> BoxFuture<'a, ClaimBatch> {
+        Box::pin(async move {
+            // The script takes each id once; a repeated id gets its first occurrence's outcome
+            // (claimed there: in progress here), as the embedded store gives it.
+            let mut first: HashMap<&str, usize, foldhash::fast::RandomState> = HashMap::default();
+            first.reserve(c.ids.len());
+            let mut unique: Vec<&str> = Vec::with_capacity(c.ids.len());
+            let slot: Vec<usize> = c
+                .ids
+                .iter()
+                .map(|id| {
+                    *first.entry(id.as_str()).or_insert_with(|| {
+                        unique.push(id.as_str());
+                        unique.len() - 1
+                    })
+                })
+                .collect();
+            let mut inv = self.group_invocation(claim_script(), group);
+            inv.arg(c.retention_ms)
+                .arg(MAX_TIMELINE)
+                .arg(c.owner)
+                .arg(c.lease_ms)
+                .arg(if c.reclaim_completed { "1" } else { "" });
+            for id in &unique {
+                inv.arg(*id);
+            }
+            let (now, ex): (i64, Vec<Value>) = self.run(&inv).await?;
+            // Every id is "claimed, attempt 1" but for the exceptions the script lists.
+            let mut outcomes = vec![BatchOutcome::Claimed; unique.len()];
+            let mut attempts = vec![1u32; unique.len()];
+            for t in ex.chunks(3) {
+                let (Some(i), Some(code), Some(a)) = (t.first(), t.get(1), t.get(2)) else {
+                    return Err(Error::internal("claim script replied with an incomplete exception"));
+                };
+                let i = usize::try_from(int(i)? - 1).ok().filter(|i| *i < unique.len());
+                let i =
+                    i.ok_or_else(|| Error::internal("claim script replied with a position out of range"))?;
+                outcomes[i] = match opt_str(code)?.as_deref() {
+                    Some("c") => BatchOutcome::Claimed,
+                    Some("p") => BatchOutcome::InProgress,
+                    Some("d") => BatchOutcome::Completed,
+                    other => {
+                        return Err(Error::internal(format!("claim script replied with outcome {other:?}")))
+                    }
+                };
+                attempts[i] = u32::try_from(int(a)?)
+                    .map_err(|_| Error::internal("claim script replied with bad attempts"))?;
+            }
+            let mut seen = vec![false; unique.len()];
+            let (outcomes, attempts) = slot
+                .iter()
+                .map(|&u| {
+                    let repeat = std::mem::replace(&mut seen[u], true);
+                    let o = match outcomes[u] {
+                        BatchOutcome::Claimed if repeat => BatchOutcome::InProgress,
+                        o => o,
+                    };
+                    (o, attempts[u])
+                })
+                .unzip();
+            Ok(ClaimBatch {
+                owner: c.owner.to_string(),
+                lease_expires_at: now + c.lease_ms as i64,
+                outcomes,
+                attempts,
+            })
+        })
     }
-    fn list(
-        &self,
-        group: &str,
-        query: ListQuery,
-        retention_ms: u64,
-    ) -> impl Future<Output = Result<ItemList>> + Send {
-        self.list_page(group, query, retention_ms)
+
+    fn read<'a>(&'a self, group: &'a str, ids: &'a [String]) -> BoxFuture<'a, Vec<ItemState>> {
+        Box::pin(async move {
+            let head = self.keys().tracker_group(group);
+            let mut inv = read_script().prepare_invoke();
+            inv.key(self.keys().item_records(&head));
+            for id in ids {
+                inv.arg(id.as_str());
+            }
+            let reply: Vec<Value> = self.run(&inv).await?;
+            if reply.len() != 1 + ids.len() {
+                return Err(Error::internal(format!("read script replied with {} values", reply.len())));
+            }
+            let now = int(&reply[0])?;
+            ids.iter()
+                .zip(&reply[1..])
+                .map(|(id, v)| Ok(state(id, &decode(opt_str(v)?, now)?, now)))
+                .collect()
+        })
+    }
+
+    fn list<'a>(&'a self, group: &'a str, q: ListQuery, retention_ms: u64) -> BoxFuture<'a, ItemList> {
+        Box::pin(async move {
+            let mut inv = self.group_invocation(list_script(), group);
+            let filter = match q.filter {
+                ListFilter::All => "all",
+                ListFilter::InProgress => "in_progress",
+                ListFilter::Abandoned => "abandoned",
+                ListFilter::Completed => "completed",
+                ListFilter::Failed => "failed",
+            };
+            inv.arg(filter).arg(q.offset).arg(q.limit).arg(retention_ms);
+            let reply: Vec<Value> = self.run(&inv).await?;
+            if reply.len() < 5 || !(reply.len() - 5).is_multiple_of(2) {
+                return Err(Error::internal(format!("list script replied with {} values", reply.len())));
+            }
+            let now = int(&reply[0])?;
+            let counts = Counts {
+                in_progress: int(&reply[1])? as u64,
+                abandoned: int(&reply[2])? as u64,
+                completed: int(&reply[3])? as u64,
+                failed: int(&reply[4])? as u64,
+            };
+            let mut items = Vec::with_capacity((reply.len() - 5) / 2);
+            for pair in reply[5..].chunks(2) {
+                let id = opt_str(&pair[0])?.unwrap_or_default();
+                // A record kept past its expiry (claimed by a client with a longer retention than
+                // this one's purge assumed) is left out.
+                if let Some(rec) = decode(opt_str(&pair[1])?, now)? {
+                    items.push(rec.to_state(&id, now));
+                }
+            }
+            let end = q.offset + q.limit;
+            Ok(ItemList {
+                counts,
+                items,
+                next_offset: if end < counts.of(q.filter) { Some(end) } else { None },
+            })
+        })
     }
 }

@@ -1,7 +1,12 @@
 -- Concurrency Lock: inspect. KEYS[1]: the lock; KEYS[2]: its fence counter.
--- Reply: {"<fence>:<label>" of the holder, ms left} | the last fence issued (0: never), when free.
-local v = redis.call('GET', KEYS[1])
+-- Reply: {"<fence>:<label>" of the holder, ms left} | the last fence issued as text (false:
+-- never), when free | {false, i}: KEYS[i] holds a value flowguard did not write.
+local v = redis.pcall('GET', KEYS[1])
 if v then
-  return {string.sub(v, (string.find(v, ':', 1, true) or 0) + 1), redis.call('PTTL', KEYS[1])}
+  local rest = type(v) == 'string' and string.match(v, '^[^:]+:(%d+:.*)$')
+  if not rest then return {false, 1} end
+  return {rest, redis.call('PTTL', KEYS[1])}
 end
-return tonumber(redis.call('GET', KEYS[2]) or '0')
+local f = redis.pcall('GET', KEYS[2])
+if f and (type(f) ~= 'string' or not string.match(f, '^%d+$')) then return {false, 2} end
+return f

@@ -1,7 +1,9 @@
 -- Concurrency Lock: release by the owner only. KEYS[1]: the lock. ARGV[1]: owner.
--- Reply: 1 released | 0 not held | -1 held by another owner.
-local v = redis.call('GET', KEYS[1])
+-- Reply: 1 released | 0 not held | -1 held by another owner | -2 the key holds a value
+-- flowguard did not write (nothing changed).
+local v = redis.pcall('GET', KEYS[1])
 if not v then return 0 end
-if string.sub(v, 1, #ARGV[1]) ~= ARGV[1] then return -1 end
+if type(v) ~= 'string' or not string.match(v, '^[^:]+:%d+:') then return -2 end
+if string.sub(v, 1, #ARGV[1] + 1) ~= ARGV[1] .. ':' then return -1 end
 redis.call('DEL', KEYS[1])
 return 1

@@ -1,18 +1,25 @@
 -- Dedup Queue: the shared head of every queue script (prepended to each; one shard per call).
 -- KEYS[1]: waiting (zset, score: due ms); KEYS[2]: claimed (zset, score: visibility deadline);
 -- KEYS[3]: owners of claims (hash id -> owner token); KEYS[4]: ids enqueued again while claimed
--- (zset, score: due ms); KEYS[5]: the shard count the shard was written with.
--- ARGV[1]: the caller's shard count. Every reply starts with 1, or is {0, stored shard count}
--- when the caller's shard count differs from the one the shard holds ids for.
+-- (zset, score: due ms); KEYS[5]: the queue's record (hash: n = the shard count the queue holds
+-- ids for, k = how many of its shards hold any; absent while the queue is empty).
+-- ARGV[1]: the caller's shard count. Every reply starts with 1, or is {0, the queue's shard
+-- count} when the caller's differs and the queue holds ids (nothing changed then).
 local W, C, O, A, M = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
 local function fmt(n) return string.format('%d', n) end
 
+local function held()
+  return redis.call('ZCARD', W) + redis.call('ZCARD', C) + redis.call('ZCARD', A) > 0
+end
+local was_held = false
+
 local function wrong_shards()
-  local m = redis.call('GET', M)
-  if m and m ~= ARGV[1] then return m end
+  local m = redis.call('HMGET', M, 'n', 'k')
+  if m[1] and m[1] ~= ARGV[1] and tonumber(m[2] or '0') > 0 then return m[1] end
+  was_held = held()
   return false
 end
 
@@ -33,12 +40,17 @@ local function reap()
   end
 end
 
--- The shard count is remembered while the shard holds anything, and forgotten when it is empty.
+-- Counts this shard in or out of the queue's record; the record goes when no shard holds ids,
+-- and the next write records its caller's shard count.
 local function tidy()
-  if redis.call('ZCARD', W) + redis.call('ZCARD', C) + redis.call('ZCARD', A) == 0 then
+  local now_held = held()
+  if now_held == was_held then return end
+  local delta = -1
+  if now_held then delta = 1 end
+  if redis.call('HINCRBY', M, 'k', delta) <= 0 then
     redis.call('DEL', M)
   else
-    redis.call('SET', M, ARGV[1])
+    redis.call('HSET', M, 'n', ARGV[1])
   end
 end
 

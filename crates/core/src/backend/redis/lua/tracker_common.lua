@@ -4,6 +4,10 @@
 -- whose expiry (`x`) has passed counts as absent; `purge` deletes such records, and each key of
 -- a group lives as long as its longest-lived record (`keep_alive`), so a group nobody touches
 -- again disappears by itself.
+-- Numbers become text only as redis.call arguments (Redis writes integers exactly), through
+-- string.format('%d', …), or inside records through cjson, which writes 14 significant digits:
+-- exact for every time in ms before the year 5138 and every count. Never by concatenation, which
+-- uses '%.14g' ('1e+14').
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 

@@ -8,14 +8,17 @@ local offset, limit, retention = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(
 -- Forget every record whose time has passed, so the counts are exact.
 purge(retention, -1)
 
-local live = redis.call('ZCOUNT', KEYS[1], '(' .. now, '+inf')
+-- '%d', not concatenation: Lua turns a number into text with '%.14g'.
+local after_now = '(' .. string.format('%d', now)
+
+local live = redis.call('ZCOUNT', KEYS[1], after_now, '+inf')
 local abandoned = redis.call('ZCOUNT', KEYS[1], '-inf', now)
 local completed = redis.call('ZCARD', KEYS[2])
 local failed = redis.call('ZCARD', KEYS[3])
 
 local segments = {
   {name = 'in_progress', count = live, fetch = function(o, c)
-    return redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf', 'LIMIT', o, c) end},
+    return redis.call('ZRANGEBYSCORE', KEYS[1], after_now, '+inf', 'LIMIT', o, c) end},
   {name = 'abandoned', count = abandoned, fetch = function(o, c)
     return redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', o, c) end},
   {name = 'failed', count = failed, fetch = function(o, c)

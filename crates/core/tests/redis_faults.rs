@@ -1,0 +1,237 @@
+//! Redis-only cases: values written behind flowguard's back, large fencing tokens, connect
+//! timeouts and a connection that goes silent. Needs REDIS_URL (`npm test` sets it and passes
+//! `--include-ignored`).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use flowguard_core::keys::Keys;
+use flowguard_core::lock::AcquireOptions;
+use flowguard_core::{Client, ErrorCode, OpenOptions};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+mod common;
+
+fn url() -> String {
+    std::env::var("REDIS_URL").expect("REDIS_URL must point at a Redis for the Redis suite")
+}
+
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    common::runtime().block_on(f)
+}
+
+/// A plain connection, to write what a person with redis-cli would.
+async fn raw() -> redis::aio::MultiplexedConnection {
+    redis::Client::open(url()).unwrap().get_multiplexed_async_connection().await.unwrap()
+}
+
+fn keys(c: &Client) -> &Keys {
+    &c.config().keys
+}
+
+#[test]
+#[ignore = "needs a Redis: set REDIS_URL and pass --include-ignored (npm test does)"]
+fn fences_are_exact_up_to_2_pow_53() {
+    block_on(async {
+        let c = common::open(Some(url())).await;
+        let mut r = raw().await;
+        for (name, start) in [("e14", 100_000_000_000_000u64 - 1), ("max", (1u64 << 53) - 2)] {
+            let fence_key = keys(&c).lock_fence(name);
+            let _: () = redis::cmd("SET").arg(&fence_key).arg(start).query_async(&mut r).await.unwrap();
+            let a = c.acquire_lock(name, AcquireOptions { label: Some("x".into()), ..Default::default() });
+            let a = a.await.unwrap();
+            assert!(a.acquired);
+            assert_eq!(a.fence, start + 1);
+            let v: String = redis::cmd("GET").arg(keys(&c).lock(name)).query_async(&mut r).await.unwrap();
+            assert!(v.ends_with(&format!(":{}:x", start + 1)), "lock value {v:?}");
+            let info = c.get_lock(name).await.unwrap();
+            assert_eq!((info.locked, info.fence, info.holder.as_deref()), (true, start + 1, Some("x")));
+            let held = c.acquire_lock(name, AcquireOptions::default()).await.unwrap();
+            assert_eq!((held.acquired, held.fence), (false, start + 1));
+            let owner = a.owner.unwrap();
+            assert!(c.extend_lock(name, &owner, Some(5_000.0)).await.unwrap().extended);
+            assert!(c.release_lock(name, &owner).await.unwrap().released);
+            assert_eq!(c.get_lock(name).await.unwrap().fence, start + 1);
+            let again = c.acquire_lock(name, AcquireOptions::default()).await.unwrap();
+            assert_eq!((again.acquired, again.fence), (true, start + 2));
+        }
+    });
+}
+
+fn assert_foreign(e: flowguard_core::Error, key: &str) {
+    assert_eq!(e.code, ErrorCode::Redis, "{}", e.message);
+    assert!(e.message.contains(key), "{}", e.message);
+    assert!(e.message.contains("did not write"), "{}", e.message);
+}
+
+#[test]
+#[ignore = "needs a Redis: set REDIS_URL and pass --include-ignored (npm test does)"]
+fn a_lock_key_with_a_foreign_value_is_a_coded_error_naming_it() {
+    block_on(async {
+        let c = common::open(Some(url())).await;
+        let mut r = raw().await;
+        let owner = flowguard_core::token::new_token();
+        // A string set by hand, and a key of another type.
+        let (s, h) = (keys(&c).lock("by-hand"), keys(&c).lock("a-hash"));
+        let _: () = redis::cmd("SET").arg(&s).arg("hello").query_async(&mut r).await.unwrap();
+        let _: () = redis::cmd("HSET").arg(&h).arg("f").arg("v").query_async(&mut r).await.unwrap();
+        for (name, key) in [("by-hand", &s), ("a-hash", &h)] {
+            assert_foreign(c.acquire_lock(name, AcquireOptions::default()).await.unwrap_err(), key);
+            assert_foreign(c.get_lock(name).await.unwrap_err(), key);
+            assert_foreign(c.release_lock(name, &owner).await.unwrap_err(), key);
+            assert_foreign(c.extend_lock(name, &owner, None).await.unwrap_err(), key);
+        }
+        // Nothing was changed, and no fencing token was issued.
+        let v: String = redis::cmd("GET").arg(&s).query_async(&mut r).await.unwrap();
+        assert_eq!(v, "hello");
+        let f: Option<String> =
+            redis::cmd("GET").arg(keys(&c).lock_fence("by-hand")).query_async(&mut r).await.unwrap();
+        assert_eq!(f.as_deref().unwrap_or("0"), "0");
+        // A fence counter that is not a number.
+        let fk = keys(&c).lock_fence("bad-fence");
+        let _: () = redis::cmd("SET").arg(&fk).arg("abc").query_async(&mut r).await.unwrap();
+        assert_foreign(c.acquire_lock("bad-fence", AcquireOptions::default()).await.unwrap_err(), &fk);
+        assert_foreign(c.get_lock("bad-fence").await.unwrap_err(), &fk);
+    });
+}
+
+#[test]
+fn a_server_that_never_answers_fails_naming_the_connect_timeout() {
+    block_on(async {
+        // Accepts and keeps the connection, never answers the handshake.
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = l.local_addr().unwrap().port();
+        let held = tokio::spawn(async move {
+            let mut kept = Vec::new();
+            while let Ok((s, _)) = l.accept().await {
+                kept.push(s);
+            }
+        });
+        let t0 = Instant::now();
+        let e = Client::open(OpenOptions {
+            url: Some(format!("redis://127.0.0.1:{port}")),
+            connect_timeout_ms: Some(300.0),
+            command_timeout_ms: Some(4_000.0),
+            ..Default::default()
+        })
+        .await
+        .err()
+        .expect("no Redis answers there");
+        held.abort();
+        assert_eq!(e.code, ErrorCode::RedisUnavailable, "{}", e.message);
+        assert!(e.message.contains("connectTimeoutMs = 300 ms"), "{}", e.message);
+        assert!(!e.message.contains("4000"), "{}", e.message);
+        assert!(t0.elapsed() < Duration::from_millis(1_500), "took {:?}", t0.elapsed());
+    });
+}
+
+/// A TCP proxy on loopback to `upstream` that can black-hole every connection open so far (their
+/// bytes are read and dropped in both directions, the sockets stay open) while new connections
+/// are forwarded.
+struct Proxy {
+    port: u16,
+    generation: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Proxy {
+    async fn start(upstream: String) -> Proxy {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = l.local_addr().unwrap().port();
+        let generation = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let g = generation.clone();
+        tokio::spawn(async move {
+            while let Ok((down, _)) = l.accept().await {
+                let Ok(up) = TcpStream::connect(&upstream).await else { continue };
+                let dead = Arc::new(AtomicBool::new(false));
+                let born = g.load(Ordering::SeqCst);
+                let (dr, dw) = down.into_split();
+                let (ur, uw) = up.into_split();
+                for (mut from, mut to) in [
+                    (
+                        Box::new(dr) as Box<dyn tokio::io::AsyncRead + Unpin + Send>,
+                        Box::new(uw) as Box<dyn tokio::io::AsyncWrite + Unpin + Send>,
+                    ),
+                    (Box::new(ur), Box::new(dw)),
+                ] {
+                    let (g, dead) = (g.clone(), dead.clone());
+                    tokio::spawn(async move {
+                        let mut buf = vec![0u8; 16 * 1024];
+                        loop {
+                            let n = match from.read(&mut buf).await {
+                                Ok(0) | Err(_) => break,
+                                Ok(n) => n,
+                            };
+                            if g.load(Ordering::SeqCst) != born {
+                                dead.store(true, Ordering::SeqCst);
+                            }
+                            if dead.load(Ordering::SeqCst) {
+                                continue;
+                            }
+                            if to.write_all(&buf[..n]).await.is_err() {
+                                break;
+                            }
+                        }
+                        // Keep the write half open: a black hole never closes.
+                        std::future::pending::<()>().await;
+                        drop(to);
+                    });
+                }
+            }
+        });
+        Proxy { port, generation }
+    }
+
+    /// Every connection open now stops carrying bytes; new ones work.
+    fn black_hole(&self) {
+        self.generation.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[test]
+#[ignore = "needs a Redis: set REDIS_URL and pass --include-ignored (npm test does)"]
+fn a_black_holed_connection_is_retired_after_timeouts_in_a_row() {
+    block_on(async {
+        let u = url::parse(&url());
+        let proxy = Proxy::start(u.clone()).await;
+        let c = Client::open(OpenOptions {
+            url: Some(format!("redis://127.0.0.1:{}", proxy.port)),
+            prefix: Some(format!("bh:{}:", flowguard_core::token::new_token())),
+            connect_timeout_ms: Some(500.0),
+            command_timeout_ms: Some(300.0),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+        assert!(c.acquire_lock("a", AcquireOptions::default()).await.unwrap().acquired);
+        proxy.black_hole();
+        let t0 = Instant::now();
+        let mut timeouts = 0;
+        let recovered = loop {
+            match c.get_lock("a").await {
+                Ok(info) => break info,
+                Err(e) => {
+                    assert_eq!(e.code, ErrorCode::Timeout, "{}", e.message);
+                    timeouts += 1;
+                }
+            }
+            assert!(t0.elapsed() < Duration::from_secs(5), "no recovery after {timeouts} timeouts");
+        };
+        assert!(recovered.locked);
+        assert!((1..=3).contains(&timeouts), "{timeouts} timeouts before the connection was retired");
+        // Calls keep working on the new connection.
+        for _ in 0..5 {
+            assert!(c.get_lock("a").await.unwrap().locked);
+        }
+    });
+}
+
+/// `host:port` of a `redis://` URL without credentials or db (enough for the proxy).
+mod url {
+    pub fn parse(u: &str) -> String {
+        let rest = u.split_once("://").map(|(_, r)| r).unwrap_or(u);
+        let rest = rest.rsplit_once('@').map(|(_, r)| r).unwrap_or(rest);
+        rest.split('/').next().unwrap_or(rest).to_string()
+    }
+}
