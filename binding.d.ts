@@ -2,6 +2,12 @@
 /* eslint-disable */
 
 /**
+ * An argument flowguard converts and checks itself: a value of the wrong type rejects with an
+ * Error whose `code` is `ERR_INVALID_ARGUMENT` and whose message names the field.
+ */
+type Arg<T> = T
+
+/**
  * Which binding artifact the generated loader actually loaded: `'native'` for
  * a native addon, otherwise the `platformArchABI` of the WASI flavor. Every
  * flavor napi-rs can build is listed, because `NAPI_RS_NATIVE_LIBRARY_PATH`
@@ -18,7 +24,7 @@ export declare class Flowguard {
    * Opens a client: the embedded store when `options.url` is omitted, else Redis (connecting
    * now, and failing within the connect timeout when it cannot be reached).
    */
-  static open(options?: OpenOptions): Promise<Flowguard>
+  static open(options?: Arg<OpenOptions> | undefined | null): Promise<Flowguard>
   /** `embedded` or `redis`. */
   get backend(): 'embedded' | 'redis'
   /** The key prefix. */
@@ -27,86 +33,87 @@ export declare class Flowguard {
    * Acquires a lock. A held lock is a result (`acquired: false`, with the holder's label and
    * time left), not an error.
    */
-  acquireLock(name: string, options?: LockOptions): Promise<LockResult>
+  acquireLock(name: Arg<string>, options?: Arg<LockOptions> | undefined | null): Promise<LockResult>
   /** Releases a lock, only with its owner token; otherwise reports why and changes nothing. */
-  releaseLock(name: string, owner: string): Promise<ReleaseResult>
+  releaseLock(name: Arg<string>, owner: Arg<string>): Promise<ReleaseResult>
   /** Extends a lock's lease to `timeoutMs` from now, only with its owner token. */
-  extendLock(name: string, owner: string, options?: { timeoutMs?: number }): Promise<ExtendResult>
+  extendLock(name: Arg<string>, owner: Arg<string>, options?: Arg<ExtendOptions> | undefined | null): Promise<ExtendResult>
   /** Whether a lock is held, for how long, and its fencing token. */
-  getLock(name: string): Promise<LockInfo>
+  getLock(name: Arg<string>): Promise<LockInfo>
   /**
    * Enqueues one id or many: each to shard `fnv1a(id) % shards`, one atomic step per shard.
    * An id already waiting is not added again.
    */
-  enqueue(queue: string, ids: string | string[], options?: QueueEnqueueOptions): Promise<QueueEnqueueResult>
+  enqueue(queue: Arg<string>, ids: Arg<string | Array<string>>, options?: Arg<QueueEnqueueOptions> | undefined | null): Promise<QueueEnqueueResult>
   /**
    * Atomically claims up to `limit` due ids, oldest first, for the visibility timeout. Two
    * reads never hold the same id; ids not acked or released in time become due again.
    */
-  readBatch(queue: string, options?: QueueReadOptions): Promise<QueueBatch>
+  readBatch(queue: Arg<string>, options?: Arg<QueueReadOptions> | undefined | null): Promise<QueueBatch>
   /**
    * Acks ids read with owner token `owner`: they leave the queue (an id enqueued again while
    * claimed waits again). Ids not held by `owner` are refused per item.
    */
-  ack(queue: string, owner: string, ids: string | string[], options?: QueueAckOptions): Promise<QueueSettleResult>
+  ack(queue: Arg<string>, owner: Arg<string>, ids: Arg<string | Array<string>>, options?: Arg<QueueAckOptions> | undefined | null): Promise<QueueSettleResult>
   /** Releases ids read with owner token `owner`: they become due again (after `delayMs`). */
-  release(queue: string, owner: string, ids: string | string[], options?: QueueReleaseOptions): Promise<QueueSettleResult>
+  release(queue: Arg<string>, owner: Arg<string>, ids: Arg<string | Array<string>>, options?: Arg<QueueReleaseOptions> | undefined | null): Promise<QueueSettleResult>
   /** The next waiting ids by due time, without claiming them. */
-  peek(queue: string, options?: QueuePeekOptions): Promise<QueueEntry[]>
+  peek(queue: Arg<string>, options?: Arg<QueuePeekOptions> | undefined | null): Promise<Array<QueueEntry>>
   /** Counts of waiting (and due), claimed and enqueued-again ids, in total and per shard. */
-  queueSize(queue: string, options?: QueueSizeOptions): Promise<QueueSize>
+  queueSize(queue: Arg<string>, options?: Arg<QueueSizeOptions> | undefined | null): Promise<QueueSize>
   /**
    * The shard of `id` in a queue of `shards` shards: `fnv1a(id) % shards`, as the npm
    * package `fnv1a` computes it.
+   * A string with an unpaired surrogate is refused (`ERR_INVALID_ARGUMENT`), as every name is.
    */
-  static shardOf(id: string, shards: number): number
+  static shardOf(id: Arg<string>, shards: Arg<number>): number
   /** Reads values as JSON text, in one round trip. Prefer `getState` / `getStates`. */
-  getStateJson(keys: string[]): Promise<StateEntry[]>
+  getStateJson(keys: Arg<Array<string>>): Promise<Array<StateEntry>>
   /** Writes a value given as JSON text (at most 1 MiB). Prefer `setState`. */
-  setStateJson(key: string, json: string, options?: StateSetOptions): Promise<StateSetJsonResult>
+  setStateJson(key: Arg<string>, json: Arg<string>, options?: Arg<StateSetOptions> | undefined | null): Promise<StateSetJsonResult>
   /** Deletes a value. Resolves to whether there was one. */
-  deleteState(key: string): Promise<boolean>
+  deleteState(key: Arg<string>): Promise<boolean>
   /**
    * Atomically adds `by` (default 1, may be negative) to an integer counter (absent counts as
    * 0) and resolves to the new value.
    */
-  increment(key: string, by?: number, options?: IncrementOptions): Promise<number>
+  increment(key: Arg<string>, by?: Arg<number> | undefined | null, options?: Arg<IncrementOptions> | undefined | null): Promise<number>
   /**
    * Idempotency: takes `key` for this caller when it is free (for `leaseMs`, default 600000),
    * or reports that another caller holds it, or gives the stored result. Prefer `once`.
    */
-  claimKey(key: string, options?: { leaseMs?: number }): Promise<KeyClaimResult>
+  claimKey(key: Arg<string>, options?: Arg<ClaimKeyOptions> | undefined | null): Promise<KeyClaimResult>
   /**
    * Idempotency: stores the result (JSON text) of the work done under `owner` for `ttlMs`
    * (default 24 h). Rejects with `ERR_NOT_OWNER` when the key's lease ran out meanwhile.
    */
-  completeKey(key: string, owner: string, json: string, options?: { ttlMs?: number }): Promise<void>
+  completeKey(key: Arg<string>, owner: Arg<string>, json: Arg<string>, options?: Arg<CompleteKeyOptions> | undefined | null): Promise<undefined>
   /**
    * Idempotency: frees a pending key held by `owner`, so a retry can run. Resolves to whether
    * it was freed (false: not pending under this owner any more).
    */
-  releaseKey(key: string, owner: string): Promise<boolean>
+  releaseKey(key: Arg<string>, owner: Arg<string>): Promise<boolean>
   /** Claims many items of one group in one atomic step (one round trip on Redis). */
-  claimMany(group: string, ids: string[], options?: ClaimOptions): Promise<ClaimResult[]>
+  claimMany(group: Arg<string>, ids: Arg<Array<string>>, options?: Arg<ClaimOptions> | undefined | null): Promise<ClaimResult[]>
   /**
    * Claims many items of one group in one atomic step (one round trip on Redis) under ONE
    * owner token, with a compact result: per id, what happened and its attempts (no item
    * states; read them with `getItems`). The fast way to claim thousands of ids.
    */
-  claimBatch(group: string, ids: string[], options?: ClaimOptions): Promise<ClaimBatch>
+  claimBatch(group: Arg<string>, ids: Arg<Array<string>>, options?: Arg<ClaimOptions> | undefined | null): Promise<ClaimBatch>
   /**
    * Applies many changes to items of one group in one atomic step. Refusals and busy items
    * are per-item results; invalid input rejects the whole call before anything is written.
    */
-  setItems(group: string, requests: ItemRequestInput[]): Promise<ItemResult[]>
+  setItems(group: Arg<string>, requests: Arg<Array<ItemRequestInput>>): Promise<ItemResult[]>
   /** Reads one item (status `none` when unknown). */
-  getItem(group: string, id: string): Promise<ItemState>
+  getItem(group: Arg<string>, id: Arg<string>): Promise<ItemState>
   /** Reads many items of one group in one round trip. */
-  getItems(group: string, ids: string[]): Promise<ItemState[]>
+  getItems(group: Arg<string>, ids: Arg<Array<string>>): Promise<ItemState[]>
   /** Forgets an item. Resolves to whether it had a record. */
-  unsetItem(group: string, id: string): Promise<boolean>
+  unsetItem(group: Arg<string>, id: Arg<string>): Promise<boolean>
   /** One page of a group's items with counts per status. */
-  listItems(group: string, options?: ListOptions): Promise<ItemList>
+  listItems(group: Arg<string>, options?: Arg<ListOptions> | undefined | null): Promise<ItemList>
 }
 
 /** The compact result of `claimBatch`. */
@@ -126,10 +133,20 @@ export interface ClaimBatch {
   attempts: Array<number>
 }
 
+/** r" Options of `claimKey`. */
+export interface ClaimKeyOptions {
+  /**
+   * r" How long this caller may run the work before another may take the key over, in ms.
+   * r" Default 600000.
+   */
+  leaseMs?: number
+}
+
+/** r" Options of a claim. */
 export interface ClaimOptions {
-  /** The lease in ms: after it the item shows as abandoned and can be claimed again. Default 600000. */
+  /** r" The lease in ms: after it the item shows as abandoned and can be claimed again. Default 600000. */
   timeoutMs?: number
-  /** Claim even an item that is completed. Default false. */
+  /** r" Claim even an item that is completed. Default false. */
   reclaimCompleted?: boolean
 }
 
@@ -143,27 +160,41 @@ export interface ClaimResult {
   item: ItemState
 }
 
+/** r" Options of `completeKey`. */
+export interface CompleteKeyOptions {
+  /** r" How long the result is kept, in ms. Default 86400000 (24 h). */
+  ttlMs?: number
+}
+
+/** r" Options of `extendLock`. */
+export interface ExtendOptions {
+  /** r" The new lease in ms, from now. Default 600000 (600 s). */
+  timeoutMs?: number
+}
+
 export interface ExtendResult {
   extended: boolean
   remainingMs: number
   reason?: 'not_held' | 'not_owner'
 }
 
+/** r" Options of `complete` and `fail`. */
 export interface FinishOptions {
   /**
-   * The owner token of the claim; when given and a newer claim owns the item, the call is
-   * refused with `ERR_NOT_OWNER`.
+   * r" The owner token of the claim; when given and a newer claim owns the item, the call is
+   * r" refused with `ERR_NOT_OWNER`.
    */
   owner?: string
   /**
-   * How long the record is kept, in ms (a completed item counts as done until then). Default:
-   * the client's retention.
+   * r" How long the record is kept, in ms (a completed item counts as done until then). Default:
+   * r" the client's retention.
    */
   keepMs?: number
 }
 
+/** r" Options of `increment`. */
 export interface IncrementOptions {
-  /** Expire the counter this many ms after it is created (applied when it has no expiry). */
+  /** r" Expire the counter this many ms after it is created (applied when it has no expiry). */
   ttlMs?: number
 }
 
@@ -173,13 +204,20 @@ export interface ItemList {
   nextOffset?: number
 }
 
+/** r" One change of `setItems`. */
 export interface ItemRequestInput {
   id: string
+  /** r" `in_progress` claims, `completed` / `failed` finish, `none` forgets the item. */
   status: 'in_progress' | 'completed' | 'failed' | 'none'
+  /** r" The owner token of the claim (complete and fail). */
   owner?: string
+  /** r" The reason of a failure. */
   error?: string
+  /** r" The lease of a claim in ms. Default 600000. Checked on every request. */
   timeoutMs?: number
+  /** r" How long a finished record is kept, in ms. Default: the client's retention. */
   keepMs?: number
+  /** r" Claim even an item that is completed. Default false. */
   reclaimCompleted?: boolean
 }
 
@@ -227,10 +265,13 @@ export interface KeyClaimResult {
   expiresAt?: number
 }
 
+/** r" Options of `listItems`. */
 export interface ListOptions {
+  /** r" Only items in this status. Default `all`. */
   status?: 'all' | 'in_progress' | 'abandoned' | 'completed' | 'failed'
+  /** r" How many items to skip. Default 0. */
   offset?: number
-  /** Default 100, at most 10000. */
+  /** r" Default 100, at most 10000. */
   limit?: number
 }
 
@@ -243,12 +284,13 @@ export interface LockInfo {
   holder?: string
 }
 
+/** r" Options of `acquireLock` (and `withLock`). */
 export interface LockOptions {
-  /** The lease in ms. Default 600000 (600 s). */
+  /** r" The lease in ms. Default 600000 (600 s). */
   timeoutMs?: number
-  /** When the lock is held, keep trying (with backoff and jitter) for up to this many ms. Default 0. */
+  /** r" When the lock is held, keep trying (with backoff and jitter) for up to this many ms. Default 0. */
   waitMs?: number
-  /** A label shown to others while this call holds the lock (e.g. a workflow or execution id). */
+  /** r" A label shown to others while this call holds the lock (e.g. a workflow or execution id). */
   label?: string
 }
 
@@ -267,24 +309,29 @@ export interface LockResult {
   attempts: number
 }
 
-/** Options of `Flowguard.open`. */
+/**
+ * r" Options of `Flowguard.open`. An option name it does not know is refused
+ * r" (`ERR_INVALID_ARGUMENT`), so a misspelt `url` never silently gives the embedded store.
+ */
 export interface OpenOptions {
   /**
-   * `redis://[user:password@]host[:port][/db]`, or `rediss://…` for TLS. Omitted: the embedded
-   * in-process store (one per process, shared by every client with the same prefix).
+   * r" `redis://[user:password@]host[:port][/db]`, or `rediss://…` for TLS. Omitted: the embedded
+   * r" in-process store (one per process, shared by every client with the same prefix).
    */
   url?: string
-  /** Prefix of every key. Default `fg:`. May not contain `{` or `}`. */
+  /** r" Prefix of every key. Default `fg:`. May not contain `{` or `}`. */
   prefix?: string
-  /** Connect timeout to Redis in ms. Default 2000. */
+  /** r" Connect timeout to Redis in ms. Default 2000. */
   connectTimeoutMs?: number
-  /** Timeout of one Redis command in ms. Default 5000. */
+  /** r" Timeout of one Redis command in ms. Default 5000. */
   commandTimeoutMs?: number
-  /** How long item records are kept after their last change, in ms. Default 30 days. */
+  /** r" How long item records are kept after their last change, in ms. Default 30 days. */
   retentionMs?: number
 }
 
+/** r" Options of `ack`. */
 export interface QueueAckOptions {
+  /** r" The queue's shard count (1 to 1024). Default 1. */
   shards?: number
 }
 
@@ -310,17 +357,18 @@ export interface QueueEnqueued {
   dueAt: number
 }
 
+/** r" Options of `enqueue`. */
 export interface QueueEnqueueOptions {
   /**
-   * The queue's shard count (1 to 1024). Default 1. Every producer and consumer of a queue
-   * must use the same count.
+   * r" The queue's shard count (1 to 1024). Default 1. Every producer and consumer of a queue
+   * r" must use the same count.
    */
   shards?: number
-  /** Make the ids due this many ms from now. Default 0. */
+  /** r" Make the ids due this many ms from now. Default 0. */
   delayMs?: number
   /**
-   * Move a waiting id's due time to now + `delayMs` on every enqueue (instead of keeping its
-   * first one), so it is read only once updates to it stop. Default false.
+   * r" Move a waiting id's due time to now + `delayMs` on every enqueue (instead of keeping its
+   * r" first one), so it is read only once updates to it stop. Default false.
    */
   debounce?: boolean
 }
@@ -349,29 +397,36 @@ export interface QueueItem {
   dueAt: number
 }
 
+/** r" Options of `peek`. */
 export interface QueuePeekOptions {
+  /** r" The queue's shard count (1 to 1024). Default 1. */
   shards?: number
+  /** r" Only this shard (0 to shards - 1). Default: all shards. */
   shard?: number
-  /** Default 100, at most 10000. */
+  /** r" Default 100, at most 10000. */
   limit?: number
 }
 
+/** r" Options of `readBatch`. */
 export interface QueueReadOptions {
+  /** r" The queue's shard count (1 to 1024). Default 1. */
   shards?: number
-  /** Read only this shard (0 to shards - 1). Default: all shards. */
+  /** r" Read only this shard (0 to shards - 1). Default: all shards. */
   shard?: number
-  /** The most ids to claim (1 to 10000). Default 100. */
+  /** r" The most ids to claim (1 to 10000). Default 100. */
   limit?: number
   /**
-   * How long the ids are held before they become due again unless acked or released, in ms.
-   * Default 600000.
+   * r" How long the ids are held before they become due again unless acked or released, in ms.
+   * r" Default 600000.
    */
   visibilityTimeoutMs?: number
 }
 
+/** r" Options of `release`. */
 export interface QueueReleaseOptions {
+  /** r" The queue's shard count (1 to 1024). Default 1. */
   shards?: number
-  /** Make the ids due again this many ms from now. Default 0. */
+  /** r" Make the ids due again this many ms from now. Default 0. */
   delayMs?: number
 }
 
@@ -418,8 +473,11 @@ export interface QueueSize {
   shards: Array<QueueShardSize>
 }
 
+/** r" Options of `queueSize`. */
 export interface QueueSizeOptions {
+  /** r" The queue's shard count (1 to 1024). Default 1. */
   shards?: number
+  /** r" Only this shard (0 to shards - 1). Default: all shards. */
   shard?: number
 }
 
@@ -445,15 +503,16 @@ export interface StateSetJsonResult {
   expiresAt?: number
 }
 
+/** r" Options of `setState` / `setStateJson`. */
 export interface StateSetOptions {
   /**
-   * Expire this many ms after the write. Without `ttlMs` or `expiresAt` the value does not
-   * expire (and an earlier expiry is cleared).
+   * r" Expire this many ms after the write. Without `ttlMs` or `expiresAt` the value does not
+   * r" expire (and an earlier expiry is cleared).
    */
   ttlMs?: number
-  /** Expire at this time, in ms since the epoch; it must be in the future. */
+  /** r" Expire at this time, in ms since the epoch; it must be in the future. */
   expiresAt?: number
-  /** Write only when the key holds no value. Default false. */
+  /** r" Write only when the key holds no value. Default false. */
   ifAbsent?: boolean
 }
 

@@ -235,7 +235,10 @@ mod tests {
         let js = p.render(|f| if f == "timeout" { "timeoutMs".into() } else { f.into() });
         assert_eq!(js, "requests[3].timeoutMs");
         let e = Error::invalid_at(p, "must be greater than 0 milliseconds, got 0");
-        assert_eq!(e.to_string(), "ERR_INVALID_ARGUMENT: requests[3].timeout must be greater than 0 milliseconds, got 0");
+        assert_eq!(
+            e.to_string(),
+            "ERR_INVALID_ARGUMENT: requests[3].timeout must be greater than 0 milliseconds, got 0"
+        );
     }
 
     #[test]

@@ -210,7 +210,13 @@ impl Client {
 
     /// Stores the result of the work done under `owner` for `ttl`. Refused with
     /// `ERR_NOT_OWNER` when the key is no longer held by `owner` (its lease ran out).
-    pub async fn complete_key(&self, key: &str, owner: &str, json: &str, ttl: Option<Duration>) -> Result<()> {
+    pub async fn complete_key(
+        &self,
+        key: &str,
+        owner: &str,
+        json: &str,
+        ttl: Option<Duration>,
+    ) -> Result<()> {
         validate::name("key", key)?;
         token::check_token("owner", owner)?;
         check_json("result", json)?;

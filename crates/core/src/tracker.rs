@@ -436,14 +436,12 @@ fn to_op(i: Option<usize>, req: ItemRequest, retention_ms: u64) -> Result<ItemOp
     // The lease is checked whatever the status, so a bad value never passes unnoticed.
     let lease_ms = validate::duration_or(field("timeout"), req.timeout, DEFAULT_LEASE_MS)?;
     Ok(match req.status.as_str() {
-        "in_progress" => {
-            ItemOp::Claim {
-                id: req.id,
-                owner: token::new_token(),
-                lease_ms,
-                reclaim_completed: req.reclaim_completed,
-            }
-        }
+        "in_progress" => ItemOp::Claim {
+            id: req.id,
+            owner: token::new_token(),
+            lease_ms,
+            reclaim_completed: req.reclaim_completed,
+        },
         "completed" => ItemOp::Complete { id: req.id, owner: req.owner, keep_ms },
         "failed" => {
             let error = req.error.unwrap_or_default();

@@ -71,7 +71,10 @@ fn fmt_ms(d: Duration) -> String {
 /// A whole number in `min..=max`.
 pub fn range(field: impl At, value: u64, min: u64, max: u64) -> Result<u64> {
     if value < min || value > max {
-        return Err(Error::invalid_at(field, format!("must be a whole number from {min} to {max}, got {value}")));
+        return Err(Error::invalid_at(
+            field,
+            format!("must be a whole number from {min} to {max}, got {value}"),
+        ));
     }
     Ok(value)
 }

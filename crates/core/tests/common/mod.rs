@@ -172,7 +172,11 @@ pub async fn keep_ms_expires_completed_marks(c: Client) {
     let r = c.claim_many("weekly", vec!["w".into()], None, false).await.unwrap();
     c.set_item(
         "weekly",
-        ItemRequest { owner: r[0].owner.clone(), keep: Some(Duration::from_millis(150)), ..req("w", "completed") },
+        ItemRequest {
+            owner: r[0].owner.clone(),
+            keep: Some(Duration::from_millis(150)),
+            ..req("w", "completed")
+        },
     )
     .await
     .unwrap();
@@ -293,7 +297,10 @@ pub async fn lock_expiry_and_fencing(c: Client) {
     let mut last = 0;
     for i in 0..5 {
         let a = c
-            .acquire_lock("f", AcquireOptions { timeout: Some(Duration::from_millis(100)), ..Default::default() })
+            .acquire_lock(
+                "f",
+                AcquireOptions { timeout: Some(Duration::from_millis(100)), ..Default::default() },
+            )
             .await
             .unwrap();
         assert!(a.acquired, "round {i}");
@@ -310,17 +317,24 @@ pub async fn lock_expiry_and_fencing(c: Client) {
 }
 
 pub async fn lock_wait_gets_it_when_freed_and_never_waits_longer(c: Client) {
-    let a =
-        c.acquire_lock("w", AcquireOptions { timeout: Some(Duration::from_millis(250)), ..Default::default() }).await.unwrap();
+    let a = c
+        .acquire_lock("w", AcquireOptions { timeout: Some(Duration::from_millis(250)), ..Default::default() })
+        .await
+        .unwrap();
     assert!(a.acquired);
     let t = std::time::Instant::now();
-    let b = c.acquire_lock("w", AcquireOptions { wait: Some(Duration::from_millis(100)), ..Default::default() }).await.unwrap();
+    let b = c
+        .acquire_lock("w", AcquireOptions { wait: Some(Duration::from_millis(100)), ..Default::default() })
+        .await
+        .unwrap();
     assert!(!b.acquired);
     let waited = t.elapsed().as_millis();
     assert!(waited >= 100, "waited {waited} ms");
     assert!(b.attempts >= 2);
-    let c2 =
-        c.acquire_lock("w", AcquireOptions { wait: Some(Duration::from_millis(3000)), ..Default::default() }).await.unwrap();
+    let c2 = c
+        .acquire_lock("w", AcquireOptions { wait: Some(Duration::from_millis(3000)), ..Default::default() })
+        .await
+        .unwrap();
     assert!(c2.acquired, "acquired once the first lease ran out");
     assert!(c2.fence > a.fence);
 }
@@ -351,7 +365,10 @@ pub async fn lock_bad_input(c: Client) {
         .unwrap_err();
     assert_eq!(e.field.as_ref().unwrap().to_string(), "timeout");
     let e = c
-        .acquire_lock("n", AcquireOptions { wait: Some(Duration::from_secs(400 * 86400)), ..Default::default() })
+        .acquire_lock(
+            "n",
+            AcquireOptions { wait: Some(Duration::from_secs(400 * 86400)), ..Default::default() },
+        )
         .await
         .unwrap_err();
     assert_eq!(e.field.as_ref().unwrap().to_string(), "wait");
@@ -363,7 +380,8 @@ pub async fn lock_bad_input(c: Client) {
 
 pub async fn claim_batch_matches_claim_rules(c: Client) {
     use flowguard_core::tracker::BatchOutcome::{Claimed, Completed, InProgress};
-    let busy = c.claim_many("g", vec!["busy".into()], Some(Duration::from_millis(60_000)), false).await.unwrap();
+    let busy =
+        c.claim_many("g", vec!["busy".into()], Some(Duration::from_millis(60_000)), false).await.unwrap();
     assert!(busy[0].claimed);
     c.set_item("g", req("done", "completed")).await.unwrap();
     let ids: Vec<String> = ["new", "busy", "done", "new"].iter().map(|s| s.to_string()).collect();
