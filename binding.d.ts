@@ -87,7 +87,7 @@ export declare class Flowguard {
    * Idempotency: stores the result (JSON text) of the work done under `owner` for `ttlMs`
    * (default 24 h). Rejects with `ERR_NOT_OWNER` when the key's lease ran out meanwhile.
    */
-  completeKey(key: Arg<string>, owner: Arg<string>, json: Arg<string>, options?: Arg<CompleteKeyOptions> | undefined | null): Promise<undefined>
+  completeKey(key: Arg<string>, owner: Arg<string>, json: Arg<string>, options?: Arg<CompleteKeyOptions> | undefined | null): Promise<void>
   /**
    * Idempotency: frees a pending key held by `owner`, so a retry can run. Resolves to whether
    * it was freed (false: not pending under this owner any more).
@@ -133,20 +133,20 @@ export interface ClaimBatch {
   attempts: Array<number>
 }
 
-/** r" Options of `claimKey`. */
+/** Options of `claimKey`. */
 export interface ClaimKeyOptions {
   /**
-   * r" How long this caller may run the work before another may take the key over, in ms.
-   * r" Default 600000.
+   * How long this caller may run the work before another may take the key over, in ms.
+   * Default 600000.
    */
   leaseMs?: number
 }
 
-/** r" Options of a claim. */
+/** Options of a claim. */
 export interface ClaimOptions {
-  /** r" The lease in ms: after it the item shows as abandoned and can be claimed again. Default 600000. */
+  /** The lease in ms: after it the item shows as abandoned and can be claimed again. Default 600000. */
   timeoutMs?: number
-  /** r" Claim even an item that is completed. Default false. */
+  /** Claim even an item that is completed. Default false. */
   reclaimCompleted?: boolean
 }
 
@@ -160,15 +160,15 @@ export interface ClaimResult {
   item: ItemState
 }
 
-/** r" Options of `completeKey`. */
+/** Options of `completeKey`. */
 export interface CompleteKeyOptions {
-  /** r" How long the result is kept, in ms. Default 86400000 (24 h). */
+  /** How long the result is kept, in ms. Default 86400000 (24 h). */
   ttlMs?: number
 }
 
-/** r" Options of `extendLock`. */
+/** Options of `extendLock`. */
 export interface ExtendOptions {
-  /** r" The new lease in ms, from now. Default 600000 (600 s). */
+  /** The new lease in ms, from now. Default 600000 (600 s). */
   timeoutMs?: number
 }
 
@@ -178,23 +178,23 @@ export interface ExtendResult {
   reason?: 'not_held' | 'not_owner'
 }
 
-/** r" Options of `complete` and `fail`. */
+/** Options of `complete` and `fail`. */
 export interface FinishOptions {
   /**
-   * r" The owner token of the claim; when given and a newer claim owns the item, the call is
-   * r" refused with `ERR_NOT_OWNER`.
+   * The owner token of the claim; when given and a newer claim owns the item, the call is
+   * refused with `ERR_NOT_OWNER`.
    */
   owner?: string
   /**
-   * r" How long the record is kept, in ms (a completed item counts as done until then). Default:
-   * r" the client's retention.
+   * How long the record is kept, in ms (a completed item counts as done until then). Default:
+   * the client's retention.
    */
   keepMs?: number
 }
 
-/** r" Options of `increment`. */
+/** Options of `increment`. */
 export interface IncrementOptions {
-  /** r" Expire the counter this many ms after it is created (applied when it has no expiry). */
+  /** Expire the counter this many ms after it is created (applied when it has no expiry). */
   ttlMs?: number
 }
 
@@ -204,20 +204,20 @@ export interface ItemList {
   nextOffset?: number
 }
 
-/** r" One change of `setItems`. */
+/** One change of `setItems`. */
 export interface ItemRequestInput {
   id: string
-  /** r" `in_progress` claims, `completed` / `failed` finish, `none` forgets the item. */
+  /** `in_progress` claims, `completed` / `failed` finish, `none` forgets the item. */
   status: 'in_progress' | 'completed' | 'failed' | 'none'
-  /** r" The owner token of the claim (complete and fail). */
+  /** The owner token of the claim (complete and fail). */
   owner?: string
-  /** r" The reason of a failure. */
+  /** The reason of a failure. */
   error?: string
-  /** r" The lease of a claim in ms. Default 600000. Checked on every request. */
+  /** The lease of a claim in ms. Default 600000. Checked on every request. */
   timeoutMs?: number
-  /** r" How long a finished record is kept, in ms. Default: the client's retention. */
+  /** How long a finished record is kept, in ms. Default: the client's retention. */
   keepMs?: number
-  /** r" Claim even an item that is completed. Default false. */
+  /** Claim even an item that is completed. Default false. */
   reclaimCompleted?: boolean
 }
 
@@ -265,13 +265,13 @@ export interface KeyClaimResult {
   expiresAt?: number
 }
 
-/** r" Options of `listItems`. */
+/** Options of `listItems`. */
 export interface ListOptions {
-  /** r" Only items in this status. Default `all`. */
+  /** Only items in this status. Default `all`. */
   status?: 'all' | 'in_progress' | 'abandoned' | 'completed' | 'failed'
-  /** r" How many items to skip. Default 0. */
+  /** How many items to skip. Default 0. */
   offset?: number
-  /** r" Default 100, at most 10000. */
+  /** Default 100, at most 10000. */
   limit?: number
 }
 
@@ -284,13 +284,13 @@ export interface LockInfo {
   holder?: string
 }
 
-/** r" Options of `acquireLock` (and `withLock`). */
+/** Options of `acquireLock` (and `withLock`). */
 export interface LockOptions {
-  /** r" The lease in ms. Default 600000 (600 s). */
+  /** The lease in ms. Default 600000 (600 s). */
   timeoutMs?: number
-  /** r" When the lock is held, keep trying (with backoff and jitter) for up to this many ms. Default 0. */
+  /** When the lock is held, keep trying (with backoff and jitter) for up to this many ms. Default 0. */
   waitMs?: number
-  /** r" A label shown to others while this call holds the lock (e.g. a workflow or execution id). */
+  /** A label shown to others while this call holds the lock (e.g. a workflow or execution id). */
   label?: string
 }
 
@@ -310,28 +310,28 @@ export interface LockResult {
 }
 
 /**
- * r" Options of `Flowguard.open`. An option name it does not know is refused
- * r" (`ERR_INVALID_ARGUMENT`), so a misspelt `url` never silently gives the embedded store.
+ * Options of `Flowguard.open`. An option name it does not know is refused
+ * (`ERR_INVALID_ARGUMENT`), so a misspelt `url` never silently gives the embedded store.
  */
 export interface OpenOptions {
   /**
-   * r" `redis://[user:password@]host[:port][/db]`, or `rediss://…` for TLS. Omitted: the embedded
-   * r" in-process store (one per process, shared by every client with the same prefix).
+   * `redis://[user:password@]host[:port][/db]`, or `rediss://…` for TLS. Omitted: the embedded
+   * in-process store (one per process, shared by every client with the same prefix).
    */
   url?: string
-  /** r" Prefix of every key. Default `fg:`. May not contain `{` or `}`. */
+  /** Prefix of every key. Default `fg:`. May not contain `{` or `}`. */
   prefix?: string
-  /** r" Connect timeout to Redis in ms. Default 2000. */
+  /** Connect timeout to Redis in ms. Default 2000. */
   connectTimeoutMs?: number
-  /** r" Timeout of one Redis command in ms. Default 5000. */
+  /** Timeout of one Redis command in ms. Default 5000. */
   commandTimeoutMs?: number
-  /** r" How long item records are kept after their last change, in ms. Default 30 days. */
+  /** How long item records are kept after their last change, in ms. Default 30 days. */
   retentionMs?: number
 }
 
-/** r" Options of `ack`. */
+/** Options of `ack`. */
 export interface QueueAckOptions {
-  /** r" The queue's shard count (1 to 1024). Default 1. */
+  /** The queue's shard count (1 to 1024). Default 1. */
   shards?: number
 }
 
@@ -357,18 +357,18 @@ export interface QueueEnqueued {
   dueAt: number
 }
 
-/** r" Options of `enqueue`. */
+/** Options of `enqueue`. */
 export interface QueueEnqueueOptions {
   /**
-   * r" The queue's shard count (1 to 1024). Default 1. Every producer and consumer of a queue
-   * r" must use the same count.
+   * The queue's shard count (1 to 1024). Default 1. Every producer and consumer of a queue
+   * must use the same count.
    */
   shards?: number
-  /** r" Make the ids due this many ms from now. Default 0. */
+  /** Make the ids due this many ms from now. Default 0. */
   delayMs?: number
   /**
-   * r" Move a waiting id's due time to now + `delayMs` on every enqueue (instead of keeping its
-   * r" first one), so it is read only once updates to it stop. Default false.
+   * Move a waiting id's due time to now + `delayMs` on every enqueue (instead of keeping its
+   * first one), so it is read only once updates to it stop. Default false.
    */
   debounce?: boolean
 }
@@ -397,36 +397,36 @@ export interface QueueItem {
   dueAt: number
 }
 
-/** r" Options of `peek`. */
+/** Options of `peek`. */
 export interface QueuePeekOptions {
-  /** r" The queue's shard count (1 to 1024). Default 1. */
+  /** The queue's shard count (1 to 1024). Default 1. */
   shards?: number
-  /** r" Only this shard (0 to shards - 1). Default: all shards. */
+  /** Only this shard (0 to shards - 1). Default: all shards. */
   shard?: number
-  /** r" Default 100, at most 10000. */
+  /** Default 100, at most 10000. */
   limit?: number
 }
 
-/** r" Options of `readBatch`. */
+/** Options of `readBatch`. */
 export interface QueueReadOptions {
-  /** r" The queue's shard count (1 to 1024). Default 1. */
+  /** The queue's shard count (1 to 1024). Default 1. */
   shards?: number
-  /** r" Read only this shard (0 to shards - 1). Default: all shards. */
+  /** Read only this shard (0 to shards - 1). Default: all shards. */
   shard?: number
-  /** r" The most ids to claim (1 to 10000). Default 100. */
+  /** The most ids to claim (1 to 10000). Default 100. */
   limit?: number
   /**
-   * r" How long the ids are held before they become due again unless acked or released, in ms.
-   * r" Default 600000.
+   * How long the ids are held before they become due again unless acked or released, in ms.
+   * Default 600000.
    */
   visibilityTimeoutMs?: number
 }
 
-/** r" Options of `release`. */
+/** Options of `release`. */
 export interface QueueReleaseOptions {
-  /** r" The queue's shard count (1 to 1024). Default 1. */
+  /** The queue's shard count (1 to 1024). Default 1. */
   shards?: number
-  /** r" Make the ids due again this many ms from now. Default 0. */
+  /** Make the ids due again this many ms from now. Default 0. */
   delayMs?: number
 }
 
@@ -473,11 +473,11 @@ export interface QueueSize {
   shards: Array<QueueShardSize>
 }
 
-/** r" Options of `queueSize`. */
+/** Options of `queueSize`. */
 export interface QueueSizeOptions {
-  /** r" The queue's shard count (1 to 1024). Default 1. */
+  /** The queue's shard count (1 to 1024). Default 1. */
   shards?: number
-  /** r" Only this shard (0 to shards - 1). Default: all shards. */
+  /** Only this shard (0 to shards - 1). Default: all shards. */
   shard?: number
 }
 
@@ -503,16 +503,16 @@ export interface StateSetJsonResult {
   expiresAt?: number
 }
 
-/** r" Options of `setState` / `setStateJson`. */
+/** Options of `setState` / `setStateJson`. */
 export interface StateSetOptions {
   /**
-   * r" Expire this many ms after the write. Without `ttlMs` or `expiresAt` the value does not
-   * r" expire (and an earlier expiry is cleared).
+   * Expire this many ms after the write. Without `ttlMs` or `expiresAt` the value does not
+   * expire (and an earlier expiry is cleared).
    */
   ttlMs?: number
-  /** r" Expire at this time, in ms since the epoch; it must be in the future. */
+  /** Expire at this time, in ms since the epoch; it must be in the future. */
   expiresAt?: number
-  /** r" Write only when the key holds no value. Default false. */
+  /** Write only when the key holds no value. Default false. */
   ifAbsent?: boolean
 }
 
