@@ -93,6 +93,25 @@ for (const b of backends()) {
       assert.match((await rejection(fg.readBatch('q', { visibilityTimeoutMs: 0 }))).message, /^visibilityTimeoutMs must be greater than 0/)
     })
 
+    test('a throwing getter or Proxy is a coded error naming the field, not an exception left pending', async () => {
+      const fg = await b.open()
+      const getter = { get timeoutMs() { throw new Error('boom') } }
+      let e = await rejection(fg.acquireLock('n', getter))
+      assert.equal(e.code, 'ERR_INVALID_ARGUMENT', e.message)
+      assert.match(e.message, /^options\.timeoutMs could not be read/)
+      const proxy = new Proxy({}, { ownKeys() { throw new Error('boom') } })
+      e = await rejection(fg.acquireLock('n', proxy))
+      assert.equal(e.code, 'ERR_INVALID_ARGUMENT', e.message)
+      assert.match(e.message, /^options could not be read/)
+      const ids = ['a', 'b']
+      Object.defineProperty(ids, 1, { get() { throw new Error('boom') } })
+      e = await rejection(fg.claimMany('g', ids))
+      assert.equal(e.code, 'ERR_INVALID_ARGUMENT', e.message)
+      assert.match(e.message, /^ids\[1\] could not be read/)
+      assert.equal((await fg.getLock('n')).fence, 0)
+      assert.equal((await fg.listItems('g')).counts.total, 0)
+    })
+
     if (b.name === 'embedded') {
       test('_claimNow checks its output buffer before it claims', async () => {
         const fg = await b.open()

@@ -66,7 +66,7 @@ pub trait FromJs: Sized {
         (0..len)
             .map(|i| {
                 let mut e = std::ptr::null_mut();
-                check(unsafe { sys::napi_get_element(env, v, i, &mut e) }, "an array element")?;
+                read(env, unsafe { sys::napi_get_element(env, v, i, &mut e) }, Elem(at, i as usize))?;
                 unsafe { Self::from_js(env, e, Elem(at, i as usize)) }
             })
             .collect()
@@ -133,6 +133,23 @@ fn check(status: sys::napi_status, what: &str) -> Result<()> {
     }
 }
 
+/// The outcome of reading a property or element, which may run JavaScript (a getter, a Proxy
+/// trap): when that throws, the exception is cleared and the call refused naming the field.
+fn read(env: sys::napi_env, status: sys::napi_status, at: impl At) -> Result<()> {
+    if status == sys::Status::napi_ok {
+        return Ok(());
+    }
+    let mut pending = false;
+    // SAFETY: on the JavaScript thread of `env`.
+    unsafe {
+        if sys::napi_is_exception_pending(env, &mut pending) == sys::Status::napi_ok && pending {
+            let mut e = std::ptr::null_mut();
+            sys::napi_get_and_clear_last_exception(env, &mut e);
+        }
+    }
+    Err(Error::invalid_at(at, "could not be read (a getter or Proxy threw)"))
+}
+
 unsafe fn type_of(env: sys::napi_env, v: sys::napi_value) -> Result<i32> {
     let mut t = 0;
     check(unsafe { sys::napi_typeof(env, v, &mut t) }, "the type")?;
@@ -192,7 +209,7 @@ impl FromJs for String {
         (0..len)
             .map(|i| {
                 let mut e = std::ptr::null_mut();
-                check(unsafe { sys::napi_get_element(env, v, i, &mut e) }, "an array element")?;
+                read(env, unsafe { sys::napi_get_element(env, v, i, &mut e) }, Elem(at, i as usize))?;
                 unsafe { String::from_js(env, e, Elem(at, i as usize)) }
             })
             .collect()
@@ -362,7 +379,8 @@ impl<const N: usize> Props<N> {
         }
         let mut values = [std::ptr::null_mut(); N];
         let mut keys = std::ptr::null_mut();
-        check(
+        read(
+            env,
             unsafe {
                 sys::napi_get_all_property_names(
                     env,
@@ -373,7 +391,7 @@ impl<const N: usize> Props<N> {
                     &mut keys,
                 )
             },
-            "the property names",
+            at,
         )?;
         let mut len = 0u32;
         check(unsafe { sys::napi_get_array_length(env, keys, &mut len) }, "the property names")?;
@@ -392,7 +410,8 @@ impl<const N: usize> Props<N> {
             let name = &buf[..n];
             match names.iter().position(|k| k.as_bytes() == name) {
                 Some(k) if n < buf.len() - 1 => {
-                    check(unsafe { sys::napi_get_property(env, v, key, &mut values[k]) }, "a property")?;
+                    let status = unsafe { sys::napi_get_property(env, v, key, &mut values[k]) };
+                    read(env, status, Field(at, names[k]))?;
                 }
                 _ => {
                     let full = unsafe { String::from_napi_value(env, key) }.unwrap_or_default();
