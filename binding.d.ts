@@ -2,6 +2,12 @@
 /* eslint-disable */
 
 /**
+ * An argument flowguard converts and checks itself: a value of the wrong type rejects with an
+ * Error whose `code` is `ERR_INVALID_ARGUMENT` and whose message names the field.
+ */
+type Arg<T> = T
+
+/**
  * Which binding artifact the generated loader actually loaded: `'native'` for
  * a native addon, otherwise the `platformArchABI` of the WASI flavor. Every
  * flavor napi-rs can build is listed, because `NAPI_RS_NATIVE_LIBRARY_PATH`
@@ -18,7 +24,7 @@ export declare class Flowguard {
    * Opens a client: the embedded store when `options.url` is omitted, else Redis (connecting
    * now, and failing within the connect timeout when it cannot be reached).
    */
-  static open(options?: OpenOptions): Promise<Flowguard>
+  static open(options?: Arg<OpenOptions> | undefined | null): Promise<Flowguard>
   /** `embedded` or `redis`. */
   get backend(): 'embedded' | 'redis'
   /** The key prefix. */
@@ -27,86 +33,87 @@ export declare class Flowguard {
    * Acquires a lock. A held lock is a result (`acquired: false`, with the holder's label and
    * time left), not an error.
    */
-  acquireLock(name: string, options?: LockOptions): Promise<LockResult>
+  acquireLock(name: Arg<string>, options?: Arg<LockOptions> | undefined | null): Promise<LockResult>
   /** Releases a lock, only with its owner token; otherwise reports why and changes nothing. */
-  releaseLock(name: string, owner: string): Promise<ReleaseResult>
+  releaseLock(name: Arg<string>, owner: Arg<string>): Promise<ReleaseResult>
   /** Extends a lock's lease to `timeoutMs` from now, only with its owner token. */
-  extendLock(name: string, owner: string, options?: { timeoutMs?: number }): Promise<ExtendResult>
+  extendLock(name: Arg<string>, owner: Arg<string>, options?: Arg<ExtendOptions> | undefined | null): Promise<ExtendResult>
   /** Whether a lock is held, for how long, and its fencing token. */
-  getLock(name: string): Promise<LockInfo>
+  getLock(name: Arg<string>): Promise<LockInfo>
   /**
    * Enqueues one id or many: each to shard `fnv1a(id) % shards`, one atomic step per shard.
    * An id already waiting is not added again.
    */
-  enqueue(queue: string, ids: string | string[], options?: QueueEnqueueOptions): Promise<QueueEnqueueResult>
+  enqueue(queue: Arg<string>, ids: Arg<string | Array<string>>, options?: Arg<QueueEnqueueOptions> | undefined | null): Promise<QueueEnqueueResult>
   /**
    * Atomically claims up to `limit` due ids, oldest first, for the visibility timeout. Two
    * reads never hold the same id; ids not acked or released in time become due again.
    */
-  readBatch(queue: string, options?: QueueReadOptions): Promise<QueueBatch>
+  readBatch(queue: Arg<string>, options?: Arg<QueueReadOptions> | undefined | null): Promise<QueueBatch>
   /**
    * Acks ids read with owner token `owner`: they leave the queue (an id enqueued again while
    * claimed waits again). Ids not held by `owner` are refused per item.
    */
-  ack(queue: string, owner: string, ids: string | string[], options?: QueueAckOptions): Promise<QueueSettleResult>
+  ack(queue: Arg<string>, owner: Arg<string>, ids: Arg<string | Array<string>>, options?: Arg<QueueAckOptions> | undefined | null): Promise<QueueSettleResult>
   /** Releases ids read with owner token `owner`: they become due again (after `delayMs`). */
-  release(queue: string, owner: string, ids: string | string[], options?: QueueReleaseOptions): Promise<QueueSettleResult>
+  release(queue: Arg<string>, owner: Arg<string>, ids: Arg<string | Array<string>>, options?: Arg<QueueReleaseOptions> | undefined | null): Promise<QueueSettleResult>
   /** The next waiting ids by due time, without claiming them. */
-  peek(queue: string, options?: QueuePeekOptions): Promise<QueueEntry[]>
+  peek(queue: Arg<string>, options?: Arg<QueuePeekOptions> | undefined | null): Promise<Array<QueueEntry>>
   /** Counts of waiting (and due), claimed and enqueued-again ids, in total and per shard. */
-  queueSize(queue: string, options?: QueueSizeOptions): Promise<QueueSize>
+  queueSize(queue: Arg<string>, options?: Arg<QueueSizeOptions> | undefined | null): Promise<QueueSize>
   /**
    * The shard of `id` in a queue of `shards` shards: `fnv1a(id) % shards`, as the npm
    * package `fnv1a` computes it.
+   * A string with an unpaired surrogate is refused (`ERR_INVALID_ARGUMENT`), as every name is.
    */
-  static shardOf(id: string, shards: number): number
+  static shardOf(id: Arg<string>, shards: Arg<number>): number
   /** Reads values as JSON text, in one round trip. Prefer `getState` / `getStates`. */
-  getStateJson(keys: string[]): Promise<StateEntry[]>
+  getStateJson(keys: Arg<Array<string>>): Promise<Array<StateEntry>>
   /** Writes a value given as JSON text (at most 1 MiB). Prefer `setState`. */
-  setStateJson(key: string, json: string, options?: StateSetOptions): Promise<StateSetJsonResult>
+  setStateJson(key: Arg<string>, json: Arg<string>, options?: Arg<StateSetOptions> | undefined | null): Promise<StateSetJsonResult>
   /** Deletes a value. Resolves to whether there was one. */
-  deleteState(key: string): Promise<boolean>
+  deleteState(key: Arg<string>): Promise<boolean>
   /**
    * Atomically adds `by` (default 1, may be negative) to an integer counter (absent counts as
    * 0) and resolves to the new value.
    */
-  increment(key: string, by?: number, options?: IncrementOptions): Promise<number>
+  increment(key: Arg<string>, by?: Arg<number> | undefined | null, options?: Arg<IncrementOptions> | undefined | null): Promise<number>
   /**
    * Idempotency: takes `key` for this caller when it is free (for `leaseMs`, default 600000),
    * or reports that another caller holds it, or gives the stored result. Prefer `once`.
    */
-  claimKey(key: string, options?: { leaseMs?: number }): Promise<KeyClaimResult>
+  claimKey(key: Arg<string>, options?: Arg<ClaimKeyOptions> | undefined | null): Promise<KeyClaimResult>
   /**
    * Idempotency: stores the result (JSON text) of the work done under `owner` for `ttlMs`
    * (default 24 h). Rejects with `ERR_NOT_OWNER` when the key's lease ran out meanwhile.
    */
-  completeKey(key: string, owner: string, json: string, options?: { ttlMs?: number }): Promise<void>
+  completeKey(key: Arg<string>, owner: Arg<string>, json: Arg<string>, options?: Arg<CompleteKeyOptions> | undefined | null): Promise<void>
   /**
    * Idempotency: frees a pending key held by `owner`, so a retry can run. Resolves to whether
    * it was freed (false: not pending under this owner any more).
    */
-  releaseKey(key: string, owner: string): Promise<boolean>
+  releaseKey(key: Arg<string>, owner: Arg<string>): Promise<boolean>
   /** Claims many items of one group in one atomic step (one round trip on Redis). */
-  claimMany(group: string, ids: string[], options?: ClaimOptions): Promise<ClaimResult[]>
+  claimMany(group: Arg<string>, ids: Arg<Array<string>>, options?: Arg<ClaimOptions> | undefined | null): Promise<ClaimResult[]>
   /**
    * Claims many items of one group in one atomic step (one round trip on Redis) under ONE
    * owner token, with a compact result: per id, what happened and its attempts (no item
    * states; read them with `getItems`). The fast way to claim thousands of ids.
    */
-  claimBatch(group: string, ids: string[], options?: ClaimOptions): Promise<ClaimBatch>
+  claimBatch(group: Arg<string>, ids: Arg<Array<string>>, options?: Arg<ClaimOptions> | undefined | null): Promise<ClaimBatch>
   /**
    * Applies many changes to items of one group in one atomic step. Refusals and busy items
    * are per-item results; invalid input rejects the whole call before anything is written.
    */
-  setItems(group: string, requests: ItemRequestInput[]): Promise<ItemResult[]>
+  setItems(group: Arg<string>, requests: Arg<Array<ItemRequestInput>>): Promise<ItemResult[]>
   /** Reads one item (status `none` when unknown). */
-  getItem(group: string, id: string): Promise<ItemState>
+  getItem(group: Arg<string>, id: Arg<string>): Promise<ItemState>
   /** Reads many items of one group in one round trip. */
-  getItems(group: string, ids: string[]): Promise<ItemState[]>
+  getItems(group: Arg<string>, ids: Arg<Array<string>>): Promise<ItemState[]>
   /** Forgets an item. Resolves to whether it had a record. */
-  unsetItem(group: string, id: string): Promise<boolean>
+  unsetItem(group: Arg<string>, id: Arg<string>): Promise<boolean>
   /** One page of a group's items with counts per status. */
-  listItems(group: string, options?: ListOptions): Promise<ItemList>
+  listItems(group: Arg<string>, options?: Arg<ListOptions> | undefined | null): Promise<ItemList>
 }
 
 /** The compact result of `claimBatch`. */
@@ -126,6 +133,16 @@ export interface ClaimBatch {
   attempts: Array<number>
 }
 
+/** Options of `claimKey`. */
+export interface ClaimKeyOptions {
+  /**
+   * How long this caller may run the work before another may take the key over, in ms.
+   * Default 600000.
+   */
+  leaseMs?: number
+}
+
+/** Options of a claim. */
 export interface ClaimOptions {
   /** The lease in ms: after it the item shows as abandoned and can be claimed again. Default 600000. */
   timeoutMs?: number
@@ -143,12 +160,25 @@ export interface ClaimResult {
   item: ItemState
 }
 
+/** Options of `completeKey`. */
+export interface CompleteKeyOptions {
+  /** How long the result is kept, in ms. Default 86400000 (24 h). */
+  ttlMs?: number
+}
+
+/** Options of `extendLock`. */
+export interface ExtendOptions {
+  /** The new lease in ms, from now. Default 600000 (600 s). */
+  timeoutMs?: number
+}
+
 export interface ExtendResult {
   extended: boolean
   remainingMs: number
   reason?: 'not_held' | 'not_owner'
 }
 
+/** Options of `complete` and `fail`. */
 export interface FinishOptions {
   /**
    * The owner token of the claim; when given and a newer claim owns the item, the call is
@@ -162,6 +192,7 @@ export interface FinishOptions {
   keepMs?: number
 }
 
+/** Options of `increment`. */
 export interface IncrementOptions {
   /** Expire the counter this many ms after it is created (applied when it has no expiry). */
   ttlMs?: number
@@ -173,13 +204,20 @@ export interface ItemList {
   nextOffset?: number
 }
 
+/** One change of `setItems`. */
 export interface ItemRequestInput {
   id: string
+  /** `in_progress` claims, `completed` / `failed` finish, `none` forgets the item. */
   status: 'in_progress' | 'completed' | 'failed' | 'none'
+  /** The owner token of the claim (complete and fail). */
   owner?: string
+  /** The reason of a failure. */
   error?: string
+  /** The lease of a claim in ms. Default 600000. Checked on every request. */
   timeoutMs?: number
+  /** How long a finished record is kept, in ms. Default: the client's retention. */
   keepMs?: number
+  /** Claim even an item that is completed. Default false. */
   reclaimCompleted?: boolean
 }
 
@@ -227,8 +265,11 @@ export interface KeyClaimResult {
   expiresAt?: number
 }
 
+/** Options of `listItems`. */
 export interface ListOptions {
+  /** Only items in this status. Default `all`. */
   status?: 'all' | 'in_progress' | 'abandoned' | 'completed' | 'failed'
+  /** How many items to skip. Default 0. */
   offset?: number
   /** Default 100, at most 10000. */
   limit?: number
@@ -243,6 +284,7 @@ export interface LockInfo {
   holder?: string
 }
 
+/** Options of `acquireLock` (and `withLock`). */
 export interface LockOptions {
   /** The lease in ms. Default 600000 (600 s). */
   timeoutMs?: number
@@ -267,7 +309,10 @@ export interface LockResult {
   attempts: number
 }
 
-/** Options of `Flowguard.open`. */
+/**
+ * Options of `Flowguard.open`. An option name it does not know is refused
+ * (`ERR_INVALID_ARGUMENT`), so a misspelt `url` never silently gives the embedded store.
+ */
 export interface OpenOptions {
   /**
    * `redis://[user:password@]host[:port][/db]`, or `rediss://…` for TLS. Omitted: the embedded
@@ -284,7 +329,9 @@ export interface OpenOptions {
   retentionMs?: number
 }
 
+/** Options of `ack`. */
 export interface QueueAckOptions {
+  /** The queue's shard count (1 to 1024). Default 1. */
   shards?: number
 }
 
@@ -310,6 +357,7 @@ export interface QueueEnqueued {
   dueAt: number
 }
 
+/** Options of `enqueue`. */
 export interface QueueEnqueueOptions {
   /**
    * The queue's shard count (1 to 1024). Default 1. Every producer and consumer of a queue
@@ -349,14 +397,19 @@ export interface QueueItem {
   dueAt: number
 }
 
+/** Options of `peek`. */
 export interface QueuePeekOptions {
+  /** The queue's shard count (1 to 1024). Default 1. */
   shards?: number
+  /** Only this shard (0 to shards - 1). Default: all shards. */
   shard?: number
   /** Default 100, at most 10000. */
   limit?: number
 }
 
+/** Options of `readBatch`. */
 export interface QueueReadOptions {
+  /** The queue's shard count (1 to 1024). Default 1. */
   shards?: number
   /** Read only this shard (0 to shards - 1). Default: all shards. */
   shard?: number
@@ -369,7 +422,9 @@ export interface QueueReadOptions {
   visibilityTimeoutMs?: number
 }
 
+/** Options of `release`. */
 export interface QueueReleaseOptions {
+  /** The queue's shard count (1 to 1024). Default 1. */
   shards?: number
   /** Make the ids due again this many ms from now. Default 0. */
   delayMs?: number
@@ -418,8 +473,11 @@ export interface QueueSize {
   shards: Array<QueueShardSize>
 }
 
+/** Options of `queueSize`. */
 export interface QueueSizeOptions {
+  /** The queue's shard count (1 to 1024). Default 1. */
   shards?: number
+  /** Only this shard (0 to shards - 1). Default: all shards. */
   shard?: number
 }
 
@@ -445,6 +503,7 @@ export interface StateSetJsonResult {
   expiresAt?: number
 }
 
+/** Options of `setState` / `setStateJson`. */
 export interface StateSetOptions {
   /**
    * Expire this many ms after the write. Without `ttlMs` or `expiresAt` the value does not

@@ -4,12 +4,13 @@ use napi::bindgen_prelude::*;
 use napi::Env;
 use napi_derive::napi;
 
-use super::{args, promise};
+use super::from_js::{js_input, opt, opt_ms, Arg, Field};
+use super::promise;
 use flowguard_core::client::{Client, OpenOptions as CoreOpenOptions};
 
-/// Options of `Flowguard.open`.
-#[napi(object)]
-#[allow(dead_code)]
+/// Options of `Flowguard.open`. An option name it does not know is refused
+/// (`ERR_INVALID_ARGUMENT`), so a misspelt `url` never silently gives the embedded store.
+#[napi(object, object_from_js = false, object_to_js = false)]
 pub struct OpenOptions {
     /// `redis://[user:password@]host[:port][/db]`, or `rediss://…` for TLS. Omitted: the embedded
     /// in-process store (one per process, shared by every client with the same prefix).
@@ -24,6 +25,21 @@ pub struct OpenOptions {
     pub retention_ms: Option<f64>,
 }
 
+js_input!(OpenOptions { url = "url", prefix = "prefix", connect_timeout_ms = "connectTimeoutMs", command_timeout_ms = "commandTimeoutMs", retention_ms = "retentionMs" });
+
+impl OpenOptions {
+    fn into_core(self) -> flowguard_core::Result<CoreOpenOptions> {
+        let at = |name| Field("options", name);
+        Ok(CoreOpenOptions {
+            url: self.url,
+            prefix: self.prefix,
+            connect_timeout: opt_ms(at("connectTimeoutMs"), self.connect_timeout_ms)?,
+            command_timeout: opt_ms(at("commandTimeoutMs"), self.command_timeout_ms)?,
+            retention: opt_ms(at("retentionMs"), self.retention_ms)?,
+        })
+    }
+}
+
 /// A client of one backend. Open it once and share it; connections are pooled per URL and
 /// timeouts, so opening again with the same settings reuses the connection.
 #[napi]
@@ -31,25 +47,17 @@ pub struct Flowguard {
     pub(crate) client: Client,
 }
 
-fn open_options(o: Option<&Unknown>) -> flowguard_core::Result<CoreOpenOptions> {
-    let Some(o) = args::opt_object(o, "options")? else { return Ok(CoreOpenOptions::default()) };
-    Ok(CoreOpenOptions {
-        url: args::opt_string(&args::prop(&o, "url")?, "url")?,
-        prefix: args::opt_string(&args::prop(&o, "prefix")?, "prefix")?,
-        connect_timeout_ms: args::opt_number(&args::prop(&o, "connectTimeoutMs")?, "connectTimeoutMs")?,
-        command_timeout_ms: args::opt_number(&args::prop(&o, "commandTimeoutMs")?, "commandTimeoutMs")?,
-        retention_ms: args::opt_number(&args::prop(&o, "retentionMs")?, "retentionMs")?,
-    })
-}
-
 #[napi]
 impl Flowguard {
     /// Opens a client: the embedded store when `options.url` is omitted, else Redis (connecting
     /// now, and failing within the connect timeout when it cannot be reached).
-    #[napi(ts_args_type = "options?: OpenOptions", ts_return_type = "Promise<Flowguard>")]
-    pub fn open<'e>(env: &'e Env, options: Option<Unknown<'e>>) -> Result<PromiseRaw<'e, Flowguard>> {
-        let opts = open_options(options.as_ref());
-        promise(env, async move { Ok(Flowguard { client: Client::open(opts?).await? }) })
+    #[napi]
+    pub fn open<'e>(
+        env: &'e Env,
+        options: Option<Arg<'e, OpenOptions>>,
+    ) -> Result<PromiseRaw<'e, Flowguard>> {
+        let opts = opt(&options, "options").and_then(|o| o.map(OpenOptions::into_core).transpose());
+        promise(env, async move { Ok(Flowguard { client: Client::open(opts?.unwrap_or_default()).await? }) })
     }
 
     /// `embedded` or `redis`.

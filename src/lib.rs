@@ -5,8 +5,8 @@
 //! here, with the field named in the error when a value has the wrong type; their contents are
 //! validated by the core. Panics are caught and reported as `ERR_INTERNAL`: none reaches Node.
 
-mod args;
 mod client;
+mod from_js;
 mod json;
 mod lock;
 mod queue;
@@ -55,7 +55,8 @@ fn make_runtime() {
 /// Turns a core error into a JavaScript `Error` with `code`, as a napi error that rejects with it.
 pub(crate) fn js_error(env: &Env, e: &CoreError) -> napi::Error {
     let build = || -> napi::Result<napi::Error> {
-        let mut obj = env.create_error(napi::Error::new(Status::GenericFailure, e.message.clone()))?;
+        let text = e.text(from_js::js_name);
+        let mut obj = env.create_error(napi::Error::new(Status::GenericFailure, text))?;
         obj.set_named_property("code", e.code.as_str())?;
         Ok(napi::Error::from(obj.to_unknown()))
     };

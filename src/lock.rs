@@ -5,11 +5,12 @@ use napi::Env;
 use napi_derive::napi;
 
 use super::client::Flowguard;
-use super::{args, promise};
+use super::from_js::{js_input, opt, opt_ms, Arg, Field};
+use super::promise;
 use flowguard_core::lock::{self as core, AcquireOptions};
 
-#[napi(object)]
-#[allow(dead_code)]
+/// Options of `acquireLock` (and `withLock`).
+#[napi(object, object_from_js = false, object_to_js = false)]
 pub struct LockOptions {
     /// The lease in ms. Default 600000 (600 s).
     pub timeout_ms: Option<f64>,
@@ -18,6 +19,17 @@ pub struct LockOptions {
     /// A label shown to others while this call holds the lock (e.g. a workflow or execution id).
     pub label: Option<String>,
 }
+
+js_input!(LockOptions { timeout_ms = "timeoutMs", wait_ms = "waitMs", label = "label" });
+
+/// Options of `extendLock`.
+#[napi(object, object_from_js = false, object_to_js = false)]
+pub struct ExtendOptions {
+    /// The new lease in ms, from now. Default 600000 (600 s).
+    pub timeout_ms: Option<f64>,
+}
+
+js_input!(ExtendOptions { timeout_ms = "timeoutMs" });
 
 #[napi(object)]
 pub struct LockResult {
@@ -60,12 +72,13 @@ pub struct LockInfo {
     pub holder: Option<String>,
 }
 
-fn lock_opts(o: Option<&Unknown>) -> flowguard_core::Result<AcquireOptions> {
-    let Some(o) = args::opt_object(o, "options")? else { return Ok(AcquireOptions::default()) };
+fn lock_opts(o: Option<LockOptions>) -> flowguard_core::Result<AcquireOptions> {
+    let Some(o) = o else { return Ok(AcquireOptions::default()) };
+    let at = |name| Field("options", name);
     Ok(AcquireOptions {
-        timeout_ms: args::opt_number(&args::prop(&o, "timeoutMs")?, "timeoutMs")?,
-        wait_ms: args::opt_number(&args::prop(&o, "waitMs")?, "waitMs")?,
-        label: args::opt_string(&args::prop(&o, "label")?, "label")?,
+        timeout: opt_ms(at("timeoutMs"), o.timeout_ms)?,
+        wait: opt_ms(at("waitMs"), o.wait_ms)?,
+        label: o.label,
     })
 }
 
@@ -73,14 +86,14 @@ fn lock_opts(o: Option<&Unknown>) -> flowguard_core::Result<AcquireOptions> {
 impl Flowguard {
     /// Acquires a lock. A held lock is a result (`acquired: false`, with the holder's label and
     /// time left), not an error.
-    #[napi(ts_args_type = "name: string, options?: LockOptions", ts_return_type = "Promise<LockResult>")]
+    #[napi]
     pub fn acquire_lock<'e>(
         &self,
         env: &'e Env,
-        name: Unknown<'e>,
-        options: Option<Unknown<'e>>,
+        name: Arg<'e, String>,
+        options: Option<Arg<'e, LockOptions>>,
     ) -> Result<PromiseRaw<'e, LockResult>> {
-        let parsed = (|| Ok((args::string(&name, "name")?, lock_opts(options.as_ref())?)))();
+        let parsed = (|| Ok((name.get("name")?, lock_opts(opt(&options, "options")?)?)))();
         let client = self.client.clone();
         promise(env, async move {
             let (name, opts) = parsed?;
@@ -99,14 +112,14 @@ impl Flowguard {
     }
 
     /// Releases a lock, only with its owner token; otherwise reports why and changes nothing.
-    #[napi(ts_args_type = "name: string, owner: string", ts_return_type = "Promise<ReleaseResult>")]
+    #[napi]
     pub fn release_lock<'e>(
         &self,
         env: &'e Env,
-        name: Unknown<'e>,
-        owner: Unknown<'e>,
+        name: Arg<'e, String>,
+        owner: Arg<'e, String>,
     ) -> Result<PromiseRaw<'e, ReleaseResult>> {
-        let parsed = (|| Ok((args::string(&name, "name")?, args::string(&owner, "owner")?)))();
+        let parsed = (|| Ok((name.get("name")?, owner.get("owner")?)))();
         let client = self.client.clone();
         promise(env, async move {
             let (name, owner) = parsed?;
@@ -116,23 +129,21 @@ impl Flowguard {
     }
 
     /// Extends a lock's lease to `timeoutMs` from now, only with its owner token.
-    #[napi(
-        ts_args_type = "name: string, owner: string, options?: { timeoutMs?: number }",
-        ts_return_type = "Promise<ExtendResult>"
-    )]
+    #[napi]
     pub fn extend_lock<'e>(
         &self,
         env: &'e Env,
-        name: Unknown<'e>,
-        owner: Unknown<'e>,
-        options: Option<Unknown<'e>>,
+        name: Arg<'e, String>,
+        owner: Arg<'e, String>,
+        options: Option<Arg<'e, ExtendOptions>>,
     ) -> Result<PromiseRaw<'e, ExtendResult>> {
         let parsed = (|| {
-            let timeout = match args::opt_object(options.as_ref(), "options")? {
-                Some(o) => args::opt_number(&args::prop(&o, "timeoutMs")?, "timeoutMs")?,
+            let (name, owner) = (name.get("name")?, owner.get("owner")?);
+            let timeout = match opt(&options, "options")? {
+                Some(o) => opt_ms(Field("options", "timeoutMs"), o.timeout_ms)?,
                 None => None,
             };
-            Ok((args::string(&name, "name")?, args::string(&owner, "owner")?, timeout))
+            Ok((name, owner, timeout))
         })();
         let client = self.client.clone();
         promise(env, async move {
@@ -147,9 +158,9 @@ impl Flowguard {
     }
 
     /// Whether a lock is held, for how long, and its fencing token.
-    #[napi(ts_args_type = "name: string", ts_return_type = "Promise<LockInfo>")]
-    pub fn get_lock<'e>(&self, env: &'e Env, name: Unknown<'e>) -> Result<PromiseRaw<'e, LockInfo>> {
-        let parsed = args::string(&name, "name");
+    #[napi]
+    pub fn get_lock<'e>(&self, env: &'e Env, name: Arg<'e, String>) -> Result<PromiseRaw<'e, LockInfo>> {
+        let parsed = name.get("name");
         let client = self.client.clone();
         promise(env, async move {
             let r = client.get_lock(&parsed?).await?;

@@ -1,15 +1,16 @@
 //! Dedup Queue methods of `Flowguard`.
 
 use napi::bindgen_prelude::*;
-use napi::{Env, ValueType};
+use napi::Env;
 use napi_derive::napi;
 
 use super::client::Flowguard;
-use super::{args, js_error, promise};
-use flowguard_core::queue::{self as core, EnqueueOptions, ReadOptions, SettleOutcome};
+use super::from_js::{js_input, one_or_many, opt, opt_ms, whole, Arg, Field};
+use super::{js_error, promise};
+use flowguard_core::queue::{self as core, EnqueueOptions, ReadOptions, SettleOutcome, ShardSelect};
 
-#[napi(object)]
-#[allow(dead_code)]
+/// Options of `enqueue`.
+#[napi(object, object_from_js = false, object_to_js = false)]
 pub struct QueueEnqueueOptions {
     /// The queue's shard count (1 to 1024). Default 1. Every producer and consumer of a queue
     /// must use the same count.
@@ -20,6 +21,8 @@ pub struct QueueEnqueueOptions {
     /// first one), so it is read only once updates to it stop. Default false.
     pub debounce: Option<bool>,
 }
+
+js_input!(QueueEnqueueOptions { shards = "shards", delay_ms = "delayMs", debounce = "debounce" });
 
 #[napi(object)]
 pub struct QueueEnqueued {
@@ -43,9 +46,10 @@ pub struct QueueEnqueueResult {
     pub items: Vec<QueueEnqueued>,
 }
 
-#[napi(object)]
-#[allow(dead_code)]
+/// Options of `readBatch`.
+#[napi(object, object_from_js = false, object_to_js = false)]
 pub struct QueueReadOptions {
+    /// The queue's shard count (1 to 1024). Default 1.
     pub shards: Option<f64>,
     /// Read only this shard (0 to shards - 1). Default: all shards.
     pub shard: Option<f64>,
@@ -55,6 +59,8 @@ pub struct QueueReadOptions {
     /// Default 600000.
     pub visibility_timeout_ms: Option<f64>,
 }
+
+js_input!(QueueReadOptions { shards = "shards", shard = "shard", limit = "limit", visibility_timeout_ms = "visibilityTimeoutMs" });
 
 #[napi(object)]
 pub struct QueueItem {
@@ -99,28 +105,38 @@ pub struct QueueSettleResult {
     pub items: Vec<QueueSettled>,
 }
 
-#[napi(object)]
-#[allow(dead_code)]
+/// Options of `ack`.
+#[napi(object, object_from_js = false, object_to_js = false)]
 pub struct QueueAckOptions {
+    /// The queue's shard count (1 to 1024). Default 1.
     pub shards: Option<f64>,
 }
 
-#[napi(object)]
-#[allow(dead_code)]
+js_input!(QueueAckOptions { shards = "shards" });
+
+/// Options of `release`.
+#[napi(object, object_from_js = false, object_to_js = false)]
 pub struct QueueReleaseOptions {
+    /// The queue's shard count (1 to 1024). Default 1.
     pub shards: Option<f64>,
     /// Make the ids due again this many ms from now. Default 0.
     pub delay_ms: Option<f64>,
 }
 
-#[napi(object)]
-#[allow(dead_code)]
+js_input!(QueueReleaseOptions { shards = "shards", delay_ms = "delayMs" });
+
+/// Options of `peek`.
+#[napi(object, object_from_js = false, object_to_js = false)]
 pub struct QueuePeekOptions {
+    /// The queue's shard count (1 to 1024). Default 1.
     pub shards: Option<f64>,
+    /// Only this shard (0 to shards - 1). Default: all shards.
     pub shard: Option<f64>,
     /// Default 100, at most 10000.
     pub limit: Option<f64>,
 }
+
+js_input!(QueuePeekOptions { shards = "shards", shard = "shard", limit = "limit" });
 
 #[napi(object)]
 pub struct QueueEntry {
@@ -131,12 +147,16 @@ pub struct QueueEntry {
     pub due: bool,
 }
 
-#[napi(object)]
-#[allow(dead_code)]
+/// Options of `queueSize`.
+#[napi(object, object_from_js = false, object_to_js = false)]
 pub struct QueueSizeOptions {
+    /// The queue's shard count (1 to 1024). Default 1.
     pub shards: Option<f64>,
+    /// Only this shard (0 to shards - 1). Default: all shards.
     pub shard: Option<f64>,
 }
+
+js_input!(QueueSizeOptions { shards = "shards", shard = "shard" });
 
 #[napi(object)]
 pub struct QueueShardSize {
@@ -160,16 +180,14 @@ pub struct QueueSize {
     pub shards: Vec<QueueShardSize>,
 }
 
-/// One id or an array of ids.
-fn ids(v: &Unknown, field: &str) -> flowguard_core::Result<Vec<String>> {
-    match v.get_type().map_err(|e| flowguard_core::Error::internal(format!("cannot read {field}: {e}")))? {
-        ValueType::String => Ok(vec![args::string(v, field)?]),
-        _ => args::strings(v, field),
-    }
+/// A whole-number option (shards, shard, limit).
+fn count(name: &'static str, v: Option<f64>) -> flowguard_core::Result<Option<u64>> {
+    whole(Field("options", name), v)
 }
 
-fn num(o: &Object, name: &str) -> flowguard_core::Result<Option<f64>> {
-    args::opt_number(&args::prop(o, name)?, name)
+/// A duration option in ms.
+fn duration(name: &'static str, v: Option<f64>) -> flowguard_core::Result<Option<std::time::Duration>> {
+    opt_ms(Field("options", name), v)
 }
 
 fn settle_result(items: Vec<core::Settled>) -> QueueSettleResult {
@@ -192,27 +210,25 @@ fn settle_result(items: Vec<core::Settled>) -> QueueSettleResult {
 impl Flowguard {
     /// Enqueues one id or many: each to shard `fnv1a(id) % shards`, one atomic step per shard.
     /// An id already waiting is not added again.
-    #[napi(
-        ts_args_type = "queue: string, ids: string | string[], options?: QueueEnqueueOptions",
-        ts_return_type = "Promise<QueueEnqueueResult>"
-    )]
+    #[napi]
     pub fn enqueue<'e>(
         &self,
         env: &'e Env,
-        queue: Unknown<'e>,
-        ids_arg: Unknown<'e>,
-        options: Option<Unknown<'e>>,
+        queue: Arg<'e, String>,
+        ids: Arg<'e, Either<String, Vec<String>>>,
+        options: Option<Arg<'e, QueueEnqueueOptions>>,
     ) -> Result<PromiseRaw<'e, QueueEnqueueResult>> {
         let parsed = (|| {
-            let opts = match args::opt_object(options.as_ref(), "options")? {
+            let (queue, ids) = (queue.get("queue")?, one_or_many(ids.get("ids")?));
+            let opts = match opt(&options, "options")? {
                 None => EnqueueOptions::default(),
                 Some(o) => EnqueueOptions {
-                    shards: num(&o, "shards")?,
-                    delay_ms: num(&o, "delayMs")?,
-                    debounce: args::opt_bool(&args::prop(&o, "debounce")?, "debounce")?.unwrap_or(false),
+                    shards: count("shards", o.shards)?,
+                    delay: duration("delayMs", o.delay_ms)?,
+                    debounce: o.debounce.unwrap_or(false),
                 },
             };
-            Ok((args::string(&queue, "queue")?, ids(&ids_arg, "ids")?, opts))
+            Ok((queue, ids, opts))
         })();
         let client = self.client.clone();
         promise(env, async move {
@@ -239,27 +255,25 @@ impl Flowguard {
 
     /// Atomically claims up to `limit` due ids, oldest first, for the visibility timeout. Two
     /// reads never hold the same id; ids not acked or released in time become due again.
-    #[napi(
-        ts_args_type = "queue: string, options?: QueueReadOptions",
-        ts_return_type = "Promise<QueueBatch>"
-    )]
+    #[napi]
     pub fn read_batch<'e>(
         &self,
         env: &'e Env,
-        queue: Unknown<'e>,
-        options: Option<Unknown<'e>>,
+        queue: Arg<'e, String>,
+        options: Option<Arg<'e, QueueReadOptions>>,
     ) -> Result<PromiseRaw<'e, QueueBatch>> {
         let parsed = (|| {
-            let opts = match args::opt_object(options.as_ref(), "options")? {
+            let queue = queue.get("queue")?;
+            let opts = match opt(&options, "options")? {
                 None => ReadOptions::default(),
                 Some(o) => ReadOptions {
-                    shards: num(&o, "shards")?,
-                    shard: num(&o, "shard")?,
-                    limit: num(&o, "limit")?,
-                    visibility_timeout_ms: num(&o, "visibilityTimeoutMs")?,
+                    shards: count("shards", o.shards)?,
+                    shard: count("shard", o.shard)?,
+                    limit: count("limit", o.limit)?,
+                    visibility_timeout: duration("visibilityTimeoutMs", o.visibility_timeout_ms)?,
                 },
             };
-            Ok((args::string(&queue, "queue")?, opts))
+            Ok((queue, opts))
         })();
         let client = self.client.clone();
         promise(env, async move {
@@ -280,29 +294,23 @@ impl Flowguard {
 
     /// Acks ids read with owner token `owner`: they leave the queue (an id enqueued again while
     /// claimed waits again). Ids not held by `owner` are refused per item.
-    #[napi(
-        ts_args_type = "queue: string, owner: string, ids: string | string[], options?: QueueAckOptions",
-        ts_return_type = "Promise<QueueSettleResult>"
-    )]
+    #[napi]
     pub fn ack<'e>(
         &self,
         env: &'e Env,
-        queue: Unknown<'e>,
-        owner: Unknown<'e>,
-        ids_arg: Unknown<'e>,
-        options: Option<Unknown<'e>>,
+        queue: Arg<'e, String>,
+        owner: Arg<'e, String>,
+        ids: Arg<'e, Either<String, Vec<String>>>,
+        options: Option<Arg<'e, QueueAckOptions>>,
     ) -> Result<PromiseRaw<'e, QueueSettleResult>> {
         let parsed = (|| {
-            let shards = match args::opt_object(options.as_ref(), "options")? {
+            let (queue, owner, ids) =
+                (queue.get("queue")?, owner.get("owner")?, one_or_many(ids.get("ids")?));
+            let shards = match opt(&options, "options")? {
                 None => None,
-                Some(o) => num(&o, "shards")?,
+                Some(o) => count("shards", o.shards)?,
             };
-            Ok((
-                args::string(&queue, "queue")?,
-                args::string(&owner, "owner")?,
-                ids(&ids_arg, "ids")?,
-                shards,
-            ))
+            Ok((queue, owner, ids, shards))
         })();
         let client = self.client.clone();
         promise(env, async move {
@@ -312,30 +320,23 @@ impl Flowguard {
     }
 
     /// Releases ids read with owner token `owner`: they become due again (after `delayMs`).
-    #[napi(
-        ts_args_type = "queue: string, owner: string, ids: string | string[], options?: QueueReleaseOptions",
-        ts_return_type = "Promise<QueueSettleResult>"
-    )]
+    #[napi]
     pub fn release<'e>(
         &self,
         env: &'e Env,
-        queue: Unknown<'e>,
-        owner: Unknown<'e>,
-        ids_arg: Unknown<'e>,
-        options: Option<Unknown<'e>>,
+        queue: Arg<'e, String>,
+        owner: Arg<'e, String>,
+        ids: Arg<'e, Either<String, Vec<String>>>,
+        options: Option<Arg<'e, QueueReleaseOptions>>,
     ) -> Result<PromiseRaw<'e, QueueSettleResult>> {
         let parsed = (|| {
-            let (shards, delay) = match args::opt_object(options.as_ref(), "options")? {
+            let (queue, owner, ids) =
+                (queue.get("queue")?, owner.get("owner")?, one_or_many(ids.get("ids")?));
+            let (shards, delay) = match opt(&options, "options")? {
                 None => (None, None),
-                Some(o) => (num(&o, "shards")?, num(&o, "delayMs")?),
+                Some(o) => (count("shards", o.shards)?, duration("delayMs", o.delay_ms)?),
             };
-            Ok((
-                args::string(&queue, "queue")?,
-                args::string(&owner, "owner")?,
-                ids(&ids_arg, "ids")?,
-                shards,
-                delay,
-            ))
+            Ok((queue, owner, ids, shards, delay))
         })();
         let client = self.client.clone();
         promise(env, async move {
@@ -345,28 +346,29 @@ impl Flowguard {
     }
 
     /// The next waiting ids by due time, without claiming them.
-    #[napi(
-        ts_args_type = "queue: string, options?: QueuePeekOptions",
-        ts_return_type = "Promise<QueueEntry[]>"
-    )]
+    #[napi]
     pub fn peek<'e>(
         &self,
         env: &'e Env,
-        queue: Unknown<'e>,
-        options: Option<Unknown<'e>>,
+        queue: Arg<'e, String>,
+        options: Option<Arg<'e, QueuePeekOptions>>,
     ) -> Result<PromiseRaw<'e, Vec<QueueEntry>>> {
         let parsed = (|| {
-            let (shards, shard, limit) = match args::opt_object(options.as_ref(), "options")? {
-                None => (None, None, None),
-                Some(o) => (num(&o, "shards")?, num(&o, "shard")?, num(&o, "limit")?),
+            let queue = queue.get("queue")?;
+            let (select, limit) = match opt(&options, "options")? {
+                None => (ShardSelect::default(), None),
+                Some(o) => (
+                    ShardSelect { shards: count("shards", o.shards)?, shard: count("shard", o.shard)? },
+                    count("limit", o.limit)?,
+                ),
             };
-            Ok((args::string(&queue, "queue")?, shards, shard, limit))
+            Ok((queue, select, limit))
         })();
         let client = self.client.clone();
         promise(env, async move {
-            let (queue, shards, shard, limit) = parsed?;
+            let (queue, select, limit) = parsed?;
             Ok(client
-                .peek(&queue, shards, shard, limit)
+                .peek(&queue, select, limit)
                 .await?
                 .into_iter()
                 .map(|w| QueueEntry { id: w.id, shard: w.shard, due_at: w.due_at as f64, due: w.due })
@@ -375,24 +377,27 @@ impl Flowguard {
     }
 
     /// Counts of waiting (and due), claimed and enqueued-again ids, in total and per shard.
-    #[napi(ts_args_type = "queue: string, options?: QueueSizeOptions", ts_return_type = "Promise<QueueSize>")]
+    #[napi]
     pub fn queue_size<'e>(
         &self,
         env: &'e Env,
-        queue: Unknown<'e>,
-        options: Option<Unknown<'e>>,
+        queue: Arg<'e, String>,
+        options: Option<Arg<'e, QueueSizeOptions>>,
     ) -> Result<PromiseRaw<'e, QueueSize>> {
         let parsed = (|| {
-            let (shards, shard) = match args::opt_object(options.as_ref(), "options")? {
-                None => (None, None),
-                Some(o) => (num(&o, "shards")?, num(&o, "shard")?),
+            let queue = queue.get("queue")?;
+            let select = match opt(&options, "options")? {
+                None => ShardSelect::default(),
+                Some(o) => {
+                    ShardSelect { shards: count("shards", o.shards)?, shard: count("shard", o.shard)? }
+                }
             };
-            Ok((args::string(&queue, "queue")?, shards, shard))
+            Ok((queue, select))
         })();
         let client = self.client.clone();
         promise(env, async move {
-            let (queue, shards, shard) = parsed?;
-            let s = client.queue_size(&queue, shards, shard).await?;
+            let (queue, select) = parsed?;
+            let s = client.queue_size(&queue, select).await?;
             Ok(QueueSize {
                 waiting: s.waiting as f64,
                 due: s.due as f64,
@@ -415,13 +420,13 @@ impl Flowguard {
 
     /// The shard of `id` in a queue of `shards` shards: `fnv1a(id) % shards`, as the npm
     /// package `fnv1a` computes it.
-    #[napi(ts_args_type = "id: string, shards: number", ts_return_type = "number")]
-    pub fn shard_of(env: &Env, id: Unknown, shards: Unknown) -> Result<u32> {
+    /// A string with an unpaired surrogate is refused (`ERR_INVALID_ARGUMENT`), as every name is.
+    #[napi]
+    pub fn shard_of<'e>(env: &'e Env, id: Arg<'e, String>, shards: Arg<'e, f64>) -> Result<u32> {
         let r = (|| {
-            let id = args::string(&id, "id")?;
-            let n = args::opt_number(&shards, "shards")?
-                .ok_or_else(|| flowguard_core::Error::invalid("shards must be a number"))?;
-            let n = flowguard_core::validate::integer("shards", n, 1, core::MAX_SHARDS)? as u32;
+            let id = id.get("id")?;
+            let n = whole("shards", Some(shards.get("shards")?))?.unwrap_or(0);
+            let n = flowguard_core::validate::range("shards", n, 1, core::MAX_SHARDS)? as u32;
             Ok::<_, flowguard_core::Error>(core::shard_of(&id, n))
         })();
         r.map_err(|e| js_error(env, &e))

@@ -6,7 +6,8 @@ use napi::Env;
 use napi_derive::napi;
 
 use super::client::Flowguard;
-use super::{args, promise};
+use super::from_js::{js_input, opt, opt_ms, signed, whole, Arg, Field};
+use super::promise;
 use flowguard_core::state::{KeyClaim, SetOptions};
 
 #[napi(object)]
@@ -19,8 +20,8 @@ pub struct StateEntry {
     pub expires_at: Option<f64>,
 }
 
-#[napi(object)]
-#[allow(dead_code)]
+/// Options of `setState` / `setStateJson`.
+#[napi(object, object_from_js = false, object_to_js = false)]
 pub struct StateSetOptions {
     /// Expire this many ms after the write. Without `ttlMs` or `expiresAt` the value does not
     /// expire (and an earlier expiry is cleared).
@@ -31,6 +32,8 @@ pub struct StateSetOptions {
     pub if_absent: Option<bool>,
 }
 
+js_input!(StateSetOptions { ttl_ms = "ttlMs", expires_at = "expiresAt", if_absent = "ifAbsent" });
+
 #[napi(object)]
 pub struct StateSetJsonResult {
     /// False only with `ifAbsent` when the key held a value (which was kept).
@@ -40,12 +43,33 @@ pub struct StateSetJsonResult {
     pub expires_at: Option<f64>,
 }
 
-#[napi(object)]
-#[allow(dead_code)]
+/// Options of `increment`.
+#[napi(object, object_from_js = false, object_to_js = false)]
 pub struct IncrementOptions {
     /// Expire the counter this many ms after it is created (applied when it has no expiry).
     pub ttl_ms: Option<f64>,
 }
+
+js_input!(IncrementOptions { ttl_ms = "ttlMs" });
+
+/// Options of `claimKey`.
+#[napi(object, object_from_js = false, object_to_js = false)]
+pub struct ClaimKeyOptions {
+    /// How long this caller may run the work before another may take the key over, in ms.
+    /// Default 600000.
+    pub lease_ms: Option<f64>,
+}
+
+js_input!(ClaimKeyOptions { lease_ms = "leaseMs" });
+
+/// Options of `completeKey`.
+#[napi(object, object_from_js = false, object_to_js = false)]
+pub struct CompleteKeyOptions {
+    /// How long the result is kept, in ms. Default 86400000 (24 h).
+    pub ttl_ms: Option<f64>,
+}
+
+js_input!(CompleteKeyOptions { ttl_ms = "ttlMs" });
 
 #[napi(object)]
 pub struct KeyClaimResult {
@@ -60,32 +84,31 @@ pub struct KeyClaimResult {
     pub expires_at: Option<f64>,
 }
 
-fn set_opts(o: Option<&Unknown>) -> flowguard_core::Result<SetOptions> {
-    let Some(o) = args::opt_object(o, "options")? else { return Ok(SetOptions::default()) };
+fn set_opts(o: Option<StateSetOptions>) -> flowguard_core::Result<SetOptions> {
+    let Some(o) = o else { return Ok(SetOptions::default()) };
+    let at = |name| Field("options", name);
     Ok(SetOptions {
-        ttl_ms: args::opt_number(&args::prop(&o, "ttlMs")?, "ttlMs")?,
-        expires_at: args::opt_number(&args::prop(&o, "expiresAt")?, "expiresAt")?,
-        if_absent: args::opt_bool(&args::prop(&o, "ifAbsent")?, "ifAbsent")?.unwrap_or(false),
+        ttl: opt_ms(at("ttlMs"), o.ttl_ms)?,
+        expires_at: whole(at("expiresAt"), o.expires_at)?,
+        if_absent: o.if_absent.unwrap_or(false),
     })
 }
 
-fn opt_num(o: Option<&Unknown>, name: &str) -> flowguard_core::Result<Option<f64>> {
-    match args::opt_object(o, "options")? {
-        Some(o) => args::opt_number(&args::prop(&o, name)?, name),
-        None => Ok(None),
-    }
+/// The `ttlMs` (or `leaseMs`) of an options object.
+fn ttl(name: &'static str, v: Option<Option<f64>>) -> flowguard_core::Result<Option<std::time::Duration>> {
+    opt_ms(Field("options", name), v.flatten())
 }
 
 #[napi]
 impl Flowguard {
     /// Reads values as JSON text, in one round trip. Prefer `getState` / `getStates`.
-    #[napi(ts_args_type = "keys: string[]", ts_return_type = "Promise<StateEntry[]>")]
+    #[napi]
     pub fn get_state_json<'e>(
         &self,
         env: &'e Env,
-        keys: Unknown<'e>,
+        keys: Arg<'e, Vec<String>>,
     ) -> Result<PromiseRaw<'e, Vec<StateEntry>>> {
-        let parsed = args::strings(&keys, "keys");
+        let parsed = keys.get("keys");
         let client = self.client.clone();
         promise(env, async move {
             let keys = parsed?;
@@ -107,20 +130,15 @@ impl Flowguard {
     }
 
     /// Writes a value given as JSON text (at most 1 MiB). Prefer `setState`.
-    #[napi(
-        ts_args_type = "key: string, json: string, options?: StateSetOptions",
-        ts_return_type = "Promise<StateSetJsonResult>"
-    )]
+    #[napi]
     pub fn set_state_json<'e>(
         &self,
         env: &'e Env,
-        key: Unknown<'e>,
-        json: Unknown<'e>,
-        options: Option<Unknown<'e>>,
+        key: Arg<'e, String>,
+        json: Arg<'e, String>,
+        options: Option<Arg<'e, StateSetOptions>>,
     ) -> Result<PromiseRaw<'e, StateSetJsonResult>> {
-        let parsed = (|| {
-            Ok((args::string(&key, "key")?, args::string(&json, "value")?, set_opts(options.as_ref())?))
-        })();
+        let parsed = (|| Ok((key.get("key")?, json.get("value")?, set_opts(opt(&options, "options")?)?)))();
         let client = self.client.clone();
         promise(env, async move {
             let (key, json, opts) = parsed?;
@@ -134,32 +152,27 @@ impl Flowguard {
     }
 
     /// Deletes a value. Resolves to whether there was one.
-    #[napi(ts_args_type = "key: string", ts_return_type = "Promise<boolean>")]
-    pub fn delete_state<'e>(&self, env: &'e Env, key: Unknown<'e>) -> Result<PromiseRaw<'e, bool>> {
-        let parsed = args::string(&key, "key");
+    #[napi]
+    pub fn delete_state<'e>(&self, env: &'e Env, key: Arg<'e, String>) -> Result<PromiseRaw<'e, bool>> {
+        let parsed = key.get("key");
         let client = self.client.clone();
         promise(env, async move { client.delete_state(&parsed?).await })
     }
 
     /// Atomically adds `by` (default 1, may be negative) to an integer counter (absent counts as
     /// 0) and resolves to the new value.
-    #[napi(
-        ts_args_type = "key: string, by?: number, options?: IncrementOptions",
-        ts_return_type = "Promise<number>"
-    )]
+    #[napi]
     pub fn increment<'e>(
         &self,
         env: &'e Env,
-        key: Unknown<'e>,
-        by: Option<Unknown<'e>>,
-        options: Option<Unknown<'e>>,
+        key: Arg<'e, String>,
+        by: Option<Arg<'e, f64>>,
+        options: Option<Arg<'e, IncrementOptions>>,
     ) -> Result<PromiseRaw<'e, f64>> {
         let parsed = (|| {
-            let by = match &by {
-                Some(v) => args::opt_number(v, "by")?,
-                None => None,
-            };
-            Ok((args::string(&key, "key")?, by, opt_num(options.as_ref(), "ttlMs")?))
+            let key = key.get("key")?;
+            let by = signed("by", opt(&by, "by")?)?;
+            Ok((key, by, ttl("ttlMs", opt(&options, "options")?.map(|o| o.ttl_ms))?))
         })();
         let client = self.client.clone();
         promise(env, async move {
@@ -170,17 +183,15 @@ impl Flowguard {
 
     /// Idempotency: takes `key` for this caller when it is free (for `leaseMs`, default 600000),
     /// or reports that another caller holds it, or gives the stored result. Prefer `once`.
-    #[napi(
-        ts_args_type = "key: string, options?: { leaseMs?: number }",
-        ts_return_type = "Promise<KeyClaimResult>"
-    )]
+    #[napi]
     pub fn claim_key<'e>(
         &self,
         env: &'e Env,
-        key: Unknown<'e>,
-        options: Option<Unknown<'e>>,
+        key: Arg<'e, String>,
+        options: Option<Arg<'e, ClaimKeyOptions>>,
     ) -> Result<PromiseRaw<'e, KeyClaimResult>> {
-        let parsed = (|| Ok((args::string(&key, "key")?, opt_num(options.as_ref(), "leaseMs")?)))();
+        let parsed =
+            (|| Ok((key.get("key")?, ttl("leaseMs", opt(&options, "options")?.map(|o| o.lease_ms))?)))();
         let client = self.client.clone();
         promise(env, async move {
             let (key, lease) = parsed?;
@@ -212,24 +223,21 @@ impl Flowguard {
 
     /// Idempotency: stores the result (JSON text) of the work done under `owner` for `ttlMs`
     /// (default 24 h). Rejects with `ERR_NOT_OWNER` when the key's lease ran out meanwhile.
-    #[napi(
-        ts_args_type = "key: string, owner: string, json: string, options?: { ttlMs?: number }",
-        ts_return_type = "Promise<void>"
-    )]
+    #[napi(ts_return_type = "Promise<void>")]
     pub fn complete_key<'e>(
         &self,
         env: &'e Env,
-        key: Unknown<'e>,
-        owner: Unknown<'e>,
-        json: Unknown<'e>,
-        options: Option<Unknown<'e>>,
+        key: Arg<'e, String>,
+        owner: Arg<'e, String>,
+        json: Arg<'e, String>,
+        options: Option<Arg<'e, CompleteKeyOptions>>,
     ) -> Result<PromiseRaw<'e, ()>> {
         let parsed = (|| {
             Ok((
-                args::string(&key, "key")?,
-                args::string(&owner, "owner")?,
-                args::string(&json, "result")?,
-                opt_num(options.as_ref(), "ttlMs")?,
+                key.get("key")?,
+                owner.get("owner")?,
+                json.get("result")?,
+                ttl("ttlMs", opt(&options, "options")?.map(|o| o.ttl_ms))?,
             ))
         })();
         let client = self.client.clone();
@@ -241,14 +249,14 @@ impl Flowguard {
 
     /// Idempotency: frees a pending key held by `owner`, so a retry can run. Resolves to whether
     /// it was freed (false: not pending under this owner any more).
-    #[napi(ts_args_type = "key: string, owner: string", ts_return_type = "Promise<boolean>")]
+    #[napi]
     pub fn release_key<'e>(
         &self,
         env: &'e Env,
-        key: Unknown<'e>,
-        owner: Unknown<'e>,
+        key: Arg<'e, String>,
+        owner: Arg<'e, String>,
     ) -> Result<PromiseRaw<'e, bool>> {
-        let parsed = (|| Ok((args::string(&key, "key")?, args::string(&owner, "owner")?)))();
+        let parsed = (|| Ok((key.get("key")?, owner.get("owner")?)))();
         let client = self.client.clone();
         promise(env, async move {
             let (key, owner) = parsed?;

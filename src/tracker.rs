@@ -7,8 +7,10 @@ use napi_derive::napi;
 use super::client::Flowguard;
 use serde::Serialize;
 
+use super::from_js::{js_input, opt, opt_ms, whole, Arg, Elem, Field};
 use super::json::{json, Json};
-use super::{args, now_or_promise, promise};
+use super::{now_or_promise, promise};
+use flowguard_core::error::At;
 use flowguard_core::tracker::{self as core, ItemRequest, Outcome};
 
 #[napi(object)]
@@ -76,13 +78,21 @@ impl From<core::ItemState> for ItemState {
     }
 }
 
-#[napi(object)]
-#[allow(dead_code)]
+/// Options of a claim.
+#[napi(object, object_from_js = false, object_to_js = false)]
 pub struct ClaimOptions {
     /// The lease in ms: after it the item shows as abandoned and can be claimed again. Default 600000.
     pub timeout_ms: Option<f64>,
     /// Claim even an item that is completed. Default false.
     pub reclaim_completed: Option<bool>,
+}
+
+js_input!(ClaimOptions { timeout_ms = "timeoutMs", reclaim_completed = "reclaimCompleted" });
+
+/// The lease and `reclaimCompleted` of a claim's options.
+fn claim_opts(o: Option<ClaimOptions>) -> flowguard_core::Result<(Option<std::time::Duration>, bool)> {
+    let Some(o) = o else { return Ok((None, false)) };
+    Ok((opt_ms(Field("options", "timeoutMs"), o.timeout_ms)?, o.reclaim_completed.unwrap_or(false)))
 }
 
 #[napi(object)]
@@ -132,8 +142,8 @@ pub struct ClaimBatch {
     pub attempts: Vec<u32>,
 }
 
-#[napi(object)]
-#[allow(dead_code)]
+/// Options of `complete` and `fail`.
+#[napi(object, object_from_js = false, object_to_js = false)]
 pub struct FinishOptions {
     /// The owner token of the claim; when given and a newer claim owns the item, the call is
     /// refused with `ERR_NOT_OWNER`.
@@ -143,17 +153,41 @@ pub struct FinishOptions {
     pub keep_ms: Option<f64>,
 }
 
-#[napi(object)]
-#[allow(dead_code)]
+js_input!(FinishOptions { owner = "owner", keep_ms = "keepMs" });
+
+/// One change of `setItems`.
+#[napi(object, object_from_js = false, object_to_js = false)]
 pub struct ItemRequestInput {
     pub id: String,
+    /// `in_progress` claims, `completed` / `failed` finish, `none` forgets the item.
     #[napi(ts_type = "'in_progress' | 'completed' | 'failed' | 'none'")]
     pub status: String,
+    /// The owner token of the claim (complete and fail).
     pub owner: Option<String>,
+    /// The reason of a failure.
     pub error: Option<String>,
+    /// The lease of a claim in ms. Default 600000. Checked on every request.
     pub timeout_ms: Option<f64>,
+    /// How long a finished record is kept, in ms. Default: the client's retention.
     pub keep_ms: Option<f64>,
+    /// Claim even an item that is completed. Default false.
     pub reclaim_completed: Option<bool>,
+}
+
+js_input!(ItemRequestInput { id = "id", status = "status", owner = "owner", error = "error", timeout_ms = "timeoutMs", keep_ms = "keepMs", reclaim_completed = "reclaimCompleted" });
+
+impl ItemRequestInput {
+    fn into_core(self, at: impl At + Copy) -> flowguard_core::Result<ItemRequest> {
+        Ok(ItemRequest {
+            id: self.id,
+            status: self.status,
+            owner: self.owner,
+            error: self.error,
+            timeout: opt_ms(Field(at, "timeoutMs"), self.timeout_ms)?,
+            keep: opt_ms(Field(at, "keepMs"), self.keep_ms)?,
+            reclaim_completed: self.reclaim_completed.unwrap_or(false),
+        })
+    }
 }
 
 #[napi(object)]
@@ -214,15 +248,19 @@ pub struct StatusCounts {
     pub total: f64,
 }
 
-#[napi(object)]
-#[allow(dead_code)]
+/// Options of `listItems`.
+#[napi(object, object_from_js = false, object_to_js = false)]
 pub struct ListOptions {
+    /// Only items in this status. Default `all`.
     #[napi(ts_type = "'all' | 'in_progress' | 'abandoned' | 'completed' | 'failed'")]
     pub status: Option<String>,
+    /// How many items to skip. Default 0.
     pub offset: Option<f64>,
     /// Default 100, at most 10000.
     pub limit: Option<f64>,
 }
+
+js_input!(ListOptions { status = "status", offset = "offset", limit = "limit" });
 
 #[napi(object)]
 #[derive(Serialize)]
@@ -268,16 +306,15 @@ fn status_code(s: &str) -> f64 {
     }
 }
 
-/// Writes a claim result without texts into `out`: claimed (0/1), reason (0 none, 1 in_progress,
-/// 3 completed), status (the codes of `status_code`), attempts, createdAt, updatedAt,
-/// leaseExpiresAt, finishedAt, expiresAt (NaN when absent), the timeline's length n, then n times
-/// at, status, attempt: at most 10 + 3 × 20 = 70 numbers. False when `out` is too short.
-fn write_claim(out: &mut [f64], r: &core::ClaimResult) -> bool {
+/// How many numbers a claim result may need (see [`write_claim`]).
+const CLAIM_NUMBERS: usize = 10 + 3 * core::MAX_TIMELINE;
+
+/// Writes a claim result without texts into `out` (at least [`CLAIM_NUMBERS`] long): claimed
+/// (0/1), reason (0 none, 1 in_progress, 3 completed), status (the codes of `status_code`),
+/// attempts, createdAt, updatedAt, leaseExpiresAt, finishedAt, expiresAt (NaN when absent), the
+/// timeline's length n, then n times at, status, attempt: at most 10 + 3 × 20 = 70 numbers.
+fn write_claim(out: &mut [f64], r: &core::ClaimResult) {
     let s = &r.item;
-    let need = 10 + 3 * s.timeline.len();
-    if out.len() < need {
-        return false;
-    }
     let opt = |v: Option<i64>| v.map(|v| v as f64).unwrap_or(f64::NAN);
     out[0] = if r.claimed { 1.0 } else { 0.0 };
     out[1] = r.reason.map(|x| status_code(x.as_str())).unwrap_or(0.0);
@@ -294,7 +331,6 @@ fn write_claim(out: &mut [f64], r: &core::ClaimResult) -> bool {
         out[11 + 3 * k] = status_code(&t.status);
         out[12 + 3 * k] = t.attempt as f64;
     }
-    true
 }
 
 /// The f64 contents of a Float64Array argument.
@@ -331,34 +367,23 @@ fn compact<T: Serialize>(v: &T) -> flowguard_core::Result<String> {
         .map_err(|e| flowguard_core::Error::internal(format!("cannot serialize a result: {e}")))
 }
 
-fn claim_opts(o: Option<&Unknown>) -> flowguard_core::Result<(Option<f64>, bool)> {
-    let Some(o) = args::opt_object(o, "options")? else { return Ok((None, false)) };
-    Ok((
-        args::opt_number(&args::prop(&o, "timeoutMs")?, "timeoutMs")?,
-        args::opt_bool(&args::prop(&o, "reclaimCompleted")?, "reclaimCompleted")?.unwrap_or(false),
-    ))
+/// The owner and kept time of a finish's options.
+fn finish_opts(
+    o: Option<FinishOptions>,
+) -> flowguard_core::Result<(Option<String>, Option<std::time::Duration>)> {
+    let Some(o) = o else { return Ok((None, None)) };
+    Ok((o.owner, opt_ms(Field("options", "keepMs"), o.keep_ms)?))
 }
 
-fn finish_opts(o: Option<&Unknown>) -> flowguard_core::Result<(Option<String>, Option<f64>)> {
-    let Some(o) = args::opt_object(o, "options")? else { return Ok((None, None)) };
-    Ok((
-        args::opt_string(&args::prop(&o, "owner")?, "owner")?,
-        args::opt_number(&args::prop(&o, "keepMs")?, "keepMs")?,
-    ))
-}
-
-fn request(o: &Object, field: &str) -> flowguard_core::Result<ItemRequest> {
-    let f = |name: &str| format!("{field}.{name}");
-    Ok(ItemRequest {
-        id: args::string(&args::prop(o, "id")?, &f("id"))?,
-        status: args::string(&args::prop(o, "status")?, &f("status"))?,
-        owner: args::opt_string(&args::prop(o, "owner")?, &f("owner"))?,
-        error: args::opt_string(&args::prop(o, "error")?, &f("error"))?,
-        timeout_ms: args::opt_number(&args::prop(o, "timeoutMs")?, &f("timeoutMs"))?,
-        keep_ms: args::opt_number(&args::prop(o, "keepMs")?, &f("keepMs"))?,
-        reclaim_completed: args::opt_bool(&args::prop(o, "reclaimCompleted")?, &f("reclaimCompleted"))?
-            .unwrap_or(false),
-    })
+/// A claim request for one item.
+fn claim_request(id: String, (timeout, reclaim): (Option<std::time::Duration>, bool)) -> ItemRequest {
+    ItemRequest {
+        id,
+        status: "in_progress".into(),
+        timeout,
+        reclaim_completed: reclaim,
+        ..Default::default()
+    }
 }
 
 #[napi]
@@ -370,24 +395,16 @@ impl Flowguard {
     pub fn claim_compact<'e>(
         &self,
         env: &'e Env,
-        group: Unknown<'e>,
-        id: Unknown<'e>,
-        options: Option<Unknown<'e>>,
+        group: Arg<'e, String>,
+        id: Arg<'e, String>,
+        options: Arg<'e, Option<ClaimOptions>>,
     ) -> Result<Unknown<'e>> {
-        let parsed = (|| {
-            Ok((args::string(&group, "group")?, args::string(&id, "id")?, claim_opts(options.as_ref())?))
-        })();
+        let parsed = (|| Ok((group.get("group")?, id.get("id")?, claim_opts(options.get("options")?)?)))();
         let client = self.client.clone();
         now_or_promise(env, async move {
-            let (group, id, (timeout_ms, reclaim)) = parsed?;
-            let req = ItemRequest {
-                id,
-                status: "in_progress".into(),
-                timeout_ms,
-                reclaim_completed: reclaim,
-                ..Default::default()
-            };
-            compact(&claim_tuple(&core::ClaimResult::from(client.set_item(&group, req).await?)))
+            let (group, id, opts) = parsed?;
+            let r = client.set_item(&group, claim_request(id, opts)).await?;
+            compact(&claim_tuple(&core::ClaimResult::from(r)))
         })
     }
 
@@ -401,53 +418,45 @@ impl Flowguard {
         &self,
         env: &'e Env,
         out: Unknown<'e>,
-        group: Unknown<'e>,
-        id: Unknown<'e>,
-        options: Option<Unknown<'e>>,
+        group: Arg<'e, String>,
+        id: Arg<'e, String>,
+        options: Arg<'e, Option<ClaimOptions>>,
     ) -> Result<Unknown<'e>> {
+        let fail = |e: flowguard_core::Error| super::js_error(env, &e);
         if self.client.backend().kind() != "embedded" {
             // Checked before anything runs: a Redis claim must not be started and dropped.
-            return Err(super::js_error(
-                env,
-                &flowguard_core::Error::internal("_claimNow is for the embedded store"),
-            ));
+            return Err(fail(flowguard_core::Error::internal("_claimNow is for the embedded store")));
         }
-        let parsed = (|| {
-            Ok((args::string(&group, "group")?, args::string(&id, "id")?, claim_opts(options.as_ref())?))
-        })();
+        // The output is checked before the claim is applied: a claim must never be made and
+        // then lost because its result could not be written.
+        // SAFETY: on the JavaScript thread; `out` is this call's argument.
+        let buf = unsafe { f64_slice(env, &out) }
+            .ok_or_else(|| fail(flowguard_core::Error::invalid_at("out", "must be a Float64Array")))?;
+        if buf.len() < CLAIM_NUMBERS {
+            return Err(fail(flowguard_core::Error::invalid_at(
+                "out",
+                format!("holds {} numbers; a claim result needs {CLAIM_NUMBERS}", buf.len()),
+            )));
+        }
+        let (group, id, opts) =
+            (|| Ok((group.get("group")?, id.get("id")?, claim_opts(options.get("options")?)?)))()
+                .map_err(fail)?;
         let client = self.client.clone();
         let fut = async move {
-            let (group, id, (timeout_ms, reclaim)) = parsed?;
-            let req = ItemRequest {
-                id,
-                status: "in_progress".into(),
-                timeout_ms,
-                reclaim_completed: reclaim,
-                ..Default::default()
-            };
-            Ok(core::ClaimResult::from(client.set_item(&group, req).await?))
+            Ok(core::ClaimResult::from(client.set_item(&group, claim_request(id, opts)).await?))
         };
         let r = match super::first_poll(fut) {
             Ok(Ok(r)) => r,
-            Ok(Err(e)) => return Err(super::js_error(env, &e)),
+            Ok(Err(e)) => return Err(fail(e)),
             Err(_) => {
-                return Err(super::js_error(
-                    env,
-                    &flowguard_core::Error::internal("_claimNow is for the embedded store"),
-                ))
+                return Err(fail(flowguard_core::Error::internal("_claimNow is for the embedded store")))
             }
         };
         let texts = r.item.last_error.is_some() || r.item.timeline.iter().any(|t| t.error.is_some());
         let value = if texts {
-            Some(compact(&claim_tuple(&r)).map_err(|e| super::js_error(env, &e))?)
+            Some(compact(&claim_tuple(&r)).map_err(fail)?)
         } else {
-            // SAFETY: on the JavaScript thread; `out` is this call's argument.
-            let buf = unsafe { f64_slice(env, &out) }.ok_or_else(|| {
-                super::js_error(env, &flowguard_core::Error::invalid("out must be a Float64Array"))
-            })?;
-            if !write_claim(buf, &r) {
-                return Err(super::js_error(env, &flowguard_core::Error::invalid("out is too short")));
-            }
+            write_claim(buf, &r);
             r.owner
         };
         // SAFETY: on the JavaScript thread with the live env of this call.
@@ -458,55 +467,41 @@ impl Flowguard {
     }
 
     /// Claims many items of one group in one atomic step (one round trip on Redis).
-    #[napi(
-        ts_args_type = "group: string, ids: string[], options?: ClaimOptions",
-        ts_return_type = "Promise<ClaimResult[]>"
-    )]
+    #[napi(ts_return_type = "Promise<ClaimResult[]>")]
     pub fn claim_many<'e>(
         &self,
         env: &'e Env,
-        group: Unknown<'e>,
-        ids: Unknown<'e>,
-        options: Option<Unknown<'e>>,
+        group: Arg<'e, String>,
+        ids: Arg<'e, Vec<String>>,
+        options: Option<Arg<'e, ClaimOptions>>,
     ) -> Result<PromiseRaw<'e, Json>> {
-        let parsed = (|| {
-            Ok((args::string(&group, "group")?, args::strings(&ids, "ids")?, claim_opts(options.as_ref())?))
-        })();
+        let parsed =
+            (|| Ok((group.get("group")?, ids.get("ids")?, claim_opts(opt(&options, "options")?)?)))();
         let client = self.client.clone();
         promise(env, async move {
-            let (group, ids, (timeout_ms, reclaim)) = parsed?;
-            json(
-                &client
-                    .claim_many(&group, ids, timeout_ms, reclaim)
-                    .await?
-                    .into_iter()
-                    .map(ClaimResult::from)
-                    .collect::<Vec<_>>(),
-            )
+            let (group, ids, (timeout, reclaim)) = parsed?;
+            let results = client.claim_many(&group, ids, timeout, reclaim).await?;
+            json(&results.into_iter().map(ClaimResult::from).collect::<Vec<_>>())
         })
     }
 
     /// Claims many items of one group in one atomic step (one round trip on Redis) under ONE
     /// owner token, with a compact result: per id, what happened and its attempts (no item
     /// states; read them with `getItems`). The fast way to claim thousands of ids.
-    #[napi(
-        ts_args_type = "group: string, ids: string[], options?: ClaimOptions",
-        ts_return_type = "Promise<ClaimBatch>"
-    )]
+    #[napi(ts_return_type = "Promise<ClaimBatch>")]
     pub fn claim_batch<'e>(
         &self,
         env: &'e Env,
-        group: Unknown<'e>,
-        ids: Unknown<'e>,
-        options: Option<Unknown<'e>>,
+        group: Arg<'e, String>,
+        ids: Arg<'e, Vec<String>>,
+        options: Option<Arg<'e, ClaimOptions>>,
     ) -> Result<PromiseRaw<'e, Json>> {
-        let parsed = (|| {
-            Ok((args::string(&group, "group")?, args::strings(&ids, "ids")?, claim_opts(options.as_ref())?))
-        })();
+        let parsed =
+            (|| Ok((group.get("group")?, ids.get("ids")?, claim_opts(opt(&options, "options")?)?)))();
         let client = self.client.clone();
         promise(env, async move {
-            let (group, ids, (timeout_ms, reclaim)) = parsed?;
-            let b = client.claim_batch(&group, &ids, timeout_ms, reclaim).await?;
+            let (group, ids, (timeout, reclaim)) = parsed?;
+            let b = client.claim_batch(&group, &ids, timeout, reclaim).await?;
             json(&ClaimBatch {
                 owner: b.owner,
                 lease_expires_at: b.lease_expires_at as f64,
@@ -523,17 +518,15 @@ impl Flowguard {
     pub fn complete_compact<'e>(
         &self,
         env: &'e Env,
-        group: Unknown<'e>,
-        id: Unknown<'e>,
-        options: Option<Unknown<'e>>,
+        group: Arg<'e, String>,
+        id: Arg<'e, String>,
+        options: Arg<'e, Option<FinishOptions>>,
     ) -> Result<Unknown<'e>> {
-        let parsed = (|| {
-            Ok((args::string(&group, "group")?, args::string(&id, "id")?, finish_opts(options.as_ref())?))
-        })();
+        let parsed = (|| Ok((group.get("group")?, id.get("id")?, finish_opts(options.get("options")?)?)))();
         let client = self.client.clone();
         now_or_promise(env, async move {
-            let (group, id, (owner, keep_ms)) = parsed?;
-            let req = ItemRequest { id, status: "completed".into(), owner, keep_ms, ..Default::default() };
+            let (group, id, (owner, keep)) = parsed?;
+            let req = ItemRequest { id, status: "completed".into(), owner, keep, ..Default::default() };
             compact(&item_tuple(&client.set_item(&group, req).await?.item))
         })
     }
@@ -543,28 +536,28 @@ impl Flowguard {
     pub fn fail_compact<'e>(
         &self,
         env: &'e Env,
-        group: Unknown<'e>,
-        id: Unknown<'e>,
-        reason: Unknown<'e>,
-        options: Option<Unknown<'e>>,
+        group: Arg<'e, String>,
+        id: Arg<'e, String>,
+        reason: Arg<'e, String>,
+        options: Arg<'e, Option<FinishOptions>>,
     ) -> Result<Unknown<'e>> {
         let parsed = (|| {
             Ok((
-                args::string(&group, "group")?,
-                args::string(&id, "id")?,
-                args::string(&reason, "reason")?,
-                finish_opts(options.as_ref())?,
+                group.get("group")?,
+                id.get("id")?,
+                reason.get("reason")?,
+                finish_opts(options.get("options")?)?,
             ))
         })();
         let client = self.client.clone();
         now_or_promise(env, async move {
-            let (group, id, reason, (owner, keep_ms)) = parsed?;
+            let (group, id, reason, (owner, keep)) = parsed?;
             let req = ItemRequest {
                 id,
                 status: "failed".into(),
                 owner,
                 error: Some(reason),
-                keep_ms,
+                keep,
                 ..Default::default()
             };
             compact(&item_tuple(&client.set_item(&group, req).await?.item))
@@ -573,22 +566,20 @@ impl Flowguard {
 
     /// Applies many changes to items of one group in one atomic step. Refusals and busy items
     /// are per-item results; invalid input rejects the whole call before anything is written.
-    #[napi(
-        ts_args_type = "group: string, requests: ItemRequestInput[]",
-        ts_return_type = "Promise<ItemResult[]>"
-    )]
+    #[napi(ts_return_type = "Promise<ItemResult[]>")]
     pub fn set_items<'e>(
         &self,
         env: &'e Env,
-        group: Unknown<'e>,
-        requests: Unknown<'e>,
+        group: Arg<'e, String>,
+        requests: Arg<'e, Vec<ItemRequestInput>>,
     ) -> Result<PromiseRaw<'e, Json>> {
         let parsed = (|| {
-            let group = args::string(&group, "group")?;
-            let reqs = args::objects(&requests, "requests")?
-                .iter()
+            let group = group.get("group")?;
+            let reqs = requests
+                .get("requests")?
+                .into_iter()
                 .enumerate()
-                .map(|(i, o)| request(o, &format!("requests[{i}]")))
+                .map(|(i, r)| r.into_core(Elem("requests", i)))
                 .collect::<flowguard_core::Result<Vec<_>>>()?;
             Ok((group, reqs))
         })();
@@ -600,38 +591,30 @@ impl Flowguard {
     }
 
     /// Reads one item (status `none` when unknown).
-    #[napi(ts_args_type = "group: string, id: string", ts_return_type = "Promise<ItemState>")]
+    #[napi(ts_return_type = "Promise<ItemState>")]
     pub fn get_item<'e>(
         &self,
         env: &'e Env,
-        group: Unknown<'e>,
-        id: Unknown<'e>,
+        group: Arg<'e, String>,
+        id: Arg<'e, String>,
     ) -> Result<PromiseRaw<'e, Json>> {
-        let parsed = (|| Ok((args::string(&group, "group")?, args::string(&id, "id")?)))();
+        let parsed = (|| Ok((group.get("group")?, id.get("id")?)))();
         let client = self.client.clone();
         promise(env, async move {
             let (group, id) = parsed?;
-            let mut v = client.get_items(&group, vec![id]).await.map_err(|mut e| {
-                e.message = e.message.replacen("ids[0]", "id", 1);
-                e
-            })?;
-            json(
-                &v.pop()
-                    .map(ItemState::from)
-                    .ok_or_else(|| flowguard_core::Error::internal("backend returned no item"))?,
-            )
+            json(&ItemState::from(client.get_item(&group, &id).await?))
         })
     }
 
     /// Reads many items of one group in one round trip.
-    #[napi(ts_args_type = "group: string, ids: string[]", ts_return_type = "Promise<ItemState[]>")]
+    #[napi(ts_return_type = "Promise<ItemState[]>")]
     pub fn get_items<'e>(
         &self,
         env: &'e Env,
-        group: Unknown<'e>,
-        ids: Unknown<'e>,
+        group: Arg<'e, String>,
+        ids: Arg<'e, Vec<String>>,
     ) -> Result<PromiseRaw<'e, Json>> {
-        let parsed = (|| Ok((args::string(&group, "group")?, args::strings(&ids, "ids")?)))();
+        let parsed = (|| Ok((group.get("group")?, ids.get("ids")?)))();
         let client = self.client.clone();
         promise(env, async move {
             let (group, ids) = parsed?;
@@ -640,14 +623,14 @@ impl Flowguard {
     }
 
     /// Forgets an item. Resolves to whether it had a record.
-    #[napi(ts_args_type = "group: string, id: string", ts_return_type = "Promise<boolean>")]
+    #[napi]
     pub fn unset_item<'e>(
         &self,
         env: &'e Env,
-        group: Unknown<'e>,
-        id: Unknown<'e>,
+        group: Arg<'e, String>,
+        id: Arg<'e, String>,
     ) -> Result<PromiseRaw<'e, bool>> {
-        let parsed = (|| Ok((args::string(&group, "group")?, args::string(&id, "id")?)))();
+        let parsed = (|| Ok((group.get("group")?, id.get("id")?)))();
         let client = self.client.clone();
         promise(env, async move {
             let (group, id) = parsed?;
@@ -659,24 +642,19 @@ impl Flowguard {
     }
 
     /// One page of a group's items with counts per status.
-    #[napi(ts_args_type = "group: string, options?: ListOptions", ts_return_type = "Promise<ItemList>")]
+    #[napi(ts_return_type = "Promise<ItemList>")]
     pub fn list_items<'e>(
         &self,
         env: &'e Env,
-        group: Unknown<'e>,
-        options: Option<Unknown<'e>>,
+        group: Arg<'e, String>,
+        options: Option<Arg<'e, ListOptions>>,
     ) -> Result<PromiseRaw<'e, Json>> {
         let parsed = (|| {
-            let group = args::string(&group, "group")?;
-            let (status, offset, limit) = match args::opt_object(options.as_ref(), "options")? {
-                None => (None, None, None),
-                Some(o) => (
-                    args::opt_string(&args::prop(&o, "status")?, "status")?,
-                    args::opt_number(&args::prop(&o, "offset")?, "offset")?,
-                    args::opt_number(&args::prop(&o, "limit")?, "limit")?,
-                ),
-            };
-            Ok((group, status, offset, limit))
+            let group = group.get("group")?;
+            let o =
+                opt(&options, "options")?.unwrap_or(ListOptions { status: None, offset: None, limit: None });
+            let at = |name| Field("options", name);
+            Ok((group, o.status, whole(at("offset"), o.offset)?, whole(at("limit"), o.limit)?))
         })();
         let client = self.client.clone();
         promise(env, async move {

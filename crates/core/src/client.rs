@@ -1,6 +1,7 @@
 //! The entry point: a client bound to one backend and its settings.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::backend::{self, Backend};
 use crate::error::Result;
@@ -14,21 +15,23 @@ pub const DEFAULT_COMMAND_TIMEOUT_MS: u64 = 5_000;
 /// Default time finished item records are kept: 30 days.
 pub const DEFAULT_RETENTION_MS: u64 = 30 * 24 * 3600 * 1000;
 
-/// Options of [`Client::open`], before validation (durations as JavaScript numbers).
-#[derive(Debug, Clone, Default, PartialEq)]
+/// Options of [`Client::open`], before validation.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OpenOptions {
     /// `redis://[user:password@]host[:port][/db]` or `rediss://…` for TLS. None: the embedded store.
     pub url: Option<String>,
     /// Prefix of every key (and namespace of the embedded store). Default `fg:`.
     pub prefix: Option<String>,
-    pub connect_timeout_ms: Option<f64>,
-    pub command_timeout_ms: Option<f64>,
+    /// Connect timeout to Redis. Default 2 s.
+    pub connect_timeout: Option<Duration>,
+    /// Timeout of one Redis command. Default 5 s.
+    pub command_timeout: Option<Duration>,
     /// How long item records are kept after their last change (completed and failed items, and
     /// abandoned ones after their lease). Default 30 days.
-    pub retention_ms: Option<f64>,
+    pub retention: Option<Duration>,
 }
 
-/// Validated settings.
+/// Validated settings (durations in whole milliseconds, as the backends use them).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
     pub keys: Keys,
@@ -54,17 +57,19 @@ impl Client {
     pub async fn open(opts: OpenOptions) -> Result<Client> {
         let prefix = opts.prefix.as_deref().unwrap_or(DEFAULT_PREFIX);
         let keys = Keys::new(prefix)?;
-        let ms = |field: &str, v: Option<f64>, default: u64| -> Result<u64> {
-            match v {
-                Some(v) => validate::duration_ms(field, v),
-                None => Ok(default),
-            }
-        };
         let config = Config {
             keys,
-            connect_timeout_ms: ms("connectTimeoutMs", opts.connect_timeout_ms, DEFAULT_CONNECT_TIMEOUT_MS)?,
-            command_timeout_ms: ms("commandTimeoutMs", opts.command_timeout_ms, DEFAULT_COMMAND_TIMEOUT_MS)?,
-            retention_ms: ms("retentionMs", opts.retention_ms, DEFAULT_RETENTION_MS)?,
+            connect_timeout_ms: validate::duration_or(
+                "connect_timeout",
+                opts.connect_timeout,
+                DEFAULT_CONNECT_TIMEOUT_MS,
+            )?,
+            command_timeout_ms: validate::duration_or(
+                "command_timeout",
+                opts.command_timeout,
+                DEFAULT_COMMAND_TIMEOUT_MS,
+            )?,
+            retention_ms: validate::duration_or("retention", opts.retention, DEFAULT_RETENTION_MS)?,
         };
         let backend = backend::open(opts.url.as_deref(), &config).await?;
         Ok(Client { inner: Arc::new(Inner { backend, config }) })

@@ -1,6 +1,9 @@
-//! Errors as values a program can act on: a stable code and a message a person understands.
+//! Errors as values a program can act on: a stable code, the field at fault as data, and a
+//! message a person understands.
 
+use std::borrow::Cow;
 use std::fmt;
+use std::sync::Arc;
 
 /// Stable error codes. The string form (`ERR_…`) is what JavaScript sees as `error.code`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -44,33 +47,204 @@ impl fmt::Display for ErrorCode {
     }
 }
 
-/// The one error type of the core.
+/// One step of a [`FieldPath`]: a named field (the Rust name, snake_case) or an array index.
 #[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Segment {
+    Field(Cow<'static, str>),
+    Index(usize),
+}
+
+/// Where in the input a bad value sits, e.g. `requests[3].timeout`. Kept as data so each shell
+/// names it in its own terms (the Node addon in camelCase with units: `requests[3].timeoutMs`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FieldPath(Vec<Segment>);
+
+impl FieldPath {
+    /// A path of one field.
+    pub fn new(name: impl Into<Cow<'static, str>>) -> FieldPath {
+        FieldPath(vec![Segment::Field(name.into())])
+    }
+
+    /// This path followed by field `name`.
+    pub fn field(&self, name: impl Into<Cow<'static, str>>) -> FieldPath {
+        let mut v = self.0.clone();
+        v.push(Segment::Field(name.into()));
+        FieldPath(v)
+    }
+
+    /// This path followed by index `i`.
+    pub fn index(&self, i: usize) -> FieldPath {
+        let mut v = self.0.clone();
+        v.push(Segment::Index(i));
+        FieldPath(v)
+    }
+
+    pub fn segments(&self) -> &[Segment] {
+        &self.0
+    }
+
+    /// The path written with `name` turning each field name into the caller's terms.
+    pub fn render(&self, name: impl Fn(&str) -> Cow<'_, str>) -> String {
+        let mut out = String::new();
+        for s in &self.0 {
+            match s {
+                Segment::Field(f) => {
+                    if !out.is_empty() {
+                        out.push('.');
+                    }
+                    out.push_str(&name(f));
+                }
+                Segment::Index(i) => {
+                    out.push('[');
+                    out.push_str(&i.to_string());
+                    out.push(']');
+                }
+            }
+        }
+        out
+    }
+}
+
+impl From<&'static str> for FieldPath {
+    fn from(name: &'static str) -> Self {
+        FieldPath::new(name)
+    }
+}
+
+impl fmt::Display for FieldPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.render(|s| Cow::Borrowed(s)))
+    }
+}
+
+/// Where a check found a bad value: a path, built only when an error needs it (the checks run
+/// on every call; most find nothing).
+pub trait At {
+    fn path(self) -> FieldPath;
+}
+
+impl At for &'static str {
+    fn path(self) -> FieldPath {
+        FieldPath::new(self)
+    }
+}
+
+impl At for FieldPath {
+    fn path(self) -> FieldPath {
+        self
+    }
+}
+
+impl At for &FieldPath {
+    fn path(self) -> FieldPath {
+        self.clone()
+    }
+}
+
+/// Field `1` under path `0` (the path not cloned unless an error needs it).
+impl At for (&FieldPath, &'static str) {
+    fn path(self) -> FieldPath {
+        self.0.field(self.1)
+    }
+}
+
+/// Element `1` of the list at path `0`.
+impl At for (&FieldPath, usize) {
+    fn path(self) -> FieldPath {
+        self.0.index(self.1)
+    }
+}
+
+/// The one error type of the core.
+///
+/// With a `field`, the message is what is wrong with that field ("must be a non-empty string")
+/// and the full text is the field's path followed by the message; shells render the path in
+/// their own terms.
+#[derive(Debug, Clone)]
 pub struct Error {
     pub code: ErrorCode,
     pub message: String,
+    pub field: Option<FieldPath>,
+    source: Option<Arc<dyn std::error::Error + Send + Sync>>,
 }
+
+impl PartialEq for Error {
+    fn eq(&self, other: &Self) -> bool {
+        self.code == other.code && self.message == other.message && self.field == other.field
+    }
+}
+
+impl Eq for Error {}
 
 impl Error {
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        Error { code, message: message.into() }
+        Error { code, message: message.into(), field: None, source: None }
     }
 
     pub fn invalid(message: impl Into<String>) -> Self {
         Error::new(ErrorCode::InvalidArgument, message)
     }
 
+    /// `ERR_INVALID_ARGUMENT` about the value at `field`; `message` says what is wrong with it.
+    pub fn invalid_at(field: impl At, message: impl Into<String>) -> Self {
+        Error { field: Some(field.path()), ..Error::invalid(message) }
+    }
+
     pub fn internal(message: impl Into<String>) -> Self {
         Error::new(ErrorCode::Internal, message)
+    }
+
+    /// The same error with `source` as its cause (see [`std::error::Error::source`]).
+    pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        self.source = Some(Arc::new(source));
+        self
+    }
+
+    /// The text of the error with its field path written by `name` (see [`FieldPath::render`]).
+    pub fn text(&self, name: impl Fn(&str) -> Cow<'_, str>) -> String {
+        match &self.field {
+            Some(p) if p.segments().is_empty() => self.message.clone(),
+            Some(p) => format!("{} {}", p.render(name), self.message),
+            None => self.message.clone(),
+        }
     }
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.code, self.message)
+        write!(f, "{}: {}", self.code, self.text(|s| Cow::Borrowed(s)))
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source.as_deref().map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
 
 pub type Result<T> = std::result::Result<T, Error>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_render_in_the_callers_terms() {
+        let p = FieldPath::new("requests").index(3).field("timeout");
+        assert_eq!(p.to_string(), "requests[3].timeout");
+        let js = p.render(|f| if f == "timeout" { "timeoutMs".into() } else { f.into() });
+        assert_eq!(js, "requests[3].timeoutMs");
+        let e = Error::invalid_at(p, "must be greater than 0 milliseconds, got 0");
+        assert_eq!(
+            e.to_string(),
+            "ERR_INVALID_ARGUMENT: requests[3].timeout must be greater than 0 milliseconds, got 0"
+        );
+    }
+
+    #[test]
+    fn source_is_kept() {
+        use std::error::Error as _;
+        let e = Error::internal("x").with_source(std::fmt::Error);
+        assert!(e.source().is_some());
+    }
+}

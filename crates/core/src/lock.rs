@@ -96,11 +96,14 @@ pub trait LockBackend {
     fn inspect<'a>(&'a self, name: &'a str) -> BoxFuture<'a, LockInfo>;
 }
 
-/// Options of an acquire, before validation (JavaScript numbers).
-#[derive(Debug, Clone, Default, PartialEq)]
+/// Options of an acquire, before validation.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AcquireOptions {
-    pub timeout_ms: Option<f64>,
-    pub wait_ms: Option<f64>,
+    /// The lease. Default [`DEFAULT_LOCK_MS`].
+    pub timeout: Option<Duration>,
+    /// How long to keep trying while the lock is held. Default 0 (one attempt).
+    pub wait: Option<Duration>,
+    /// Shown to others while this call holds the lock.
     pub label: Option<String>,
 }
 
@@ -120,12 +123,9 @@ impl Client {
     /// (with `wait_ms`) retries with backoff and jitter until it is free or `wait_ms` has passed.
     pub async fn acquire_lock(&self, name: &str, opts: AcquireOptions) -> Result<LockResult> {
         validate::name("name", name)?;
-        let lease_ms = match opts.timeout_ms {
-            Some(v) => validate::duration_ms("timeoutMs", v)?,
-            None => DEFAULT_LOCK_MS,
-        };
-        let wait_ms = match opts.wait_ms {
-            Some(v) => validate::duration_ms_or_zero("waitMs", v)?,
+        let lease_ms = validate::duration_or("timeout", opts.timeout, DEFAULT_LOCK_MS)?;
+        let wait_ms = match opts.wait {
+            Some(v) => validate::duration_or_zero("wait", v)?,
             None => 0,
         };
         if let Some(label) = &opts.label {
@@ -165,14 +165,11 @@ impl Client {
         &self,
         name: &str,
         owner: &str,
-        timeout_ms: Option<f64>,
+        timeout: Option<Duration>,
     ) -> Result<ExtendResult> {
         validate::name("name", name)?;
         token::check_token("owner", owner)?;
-        let lease_ms = match timeout_ms {
-            Some(v) => validate::duration_ms("timeoutMs", v)?,
-            None => DEFAULT_LOCK_MS,
-        };
+        let lease_ms = validate::duration_or("timeout", timeout, DEFAULT_LOCK_MS)?;
         self.backend().extend(name, owner, lease_ms).await
     }
 

@@ -17,11 +17,13 @@
 //! An id goes to shard `fnv1a(id) % shards`, computed as the npm package `fnv1a` does (32-bit
 //! FNV-1a over the UTF-16 code units of the string).
 
+use std::time::Duration;
+
 use futures_util::future::join_all;
 
 use crate::backend::BoxFuture;
 use crate::client::Client;
-use crate::error::{Error, Result};
+use crate::error::{Error, FieldPath, Result};
 use crate::tracker::truncate;
 use crate::{token, validate};
 
@@ -238,44 +240,53 @@ pub fn shard_mismatch(at: ShardRef<'_>, stored: u64) -> Error {
 }
 
 /// Options of an enqueue, before validation.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EnqueueOptions {
-    pub shards: Option<f64>,
-    /// Make the ids due this many ms after now. Default 0.
-    pub delay_ms: Option<f64>,
+    /// The queue's shard count, 1 to [`MAX_SHARDS`]. Default 1.
+    pub shards: Option<u64>,
+    /// Make the ids due this long after now. Default 0.
+    pub delay: Option<Duration>,
     /// Move an id's due time to now + delay on every enqueue, instead of keeping the first one.
     pub debounce: bool,
 }
 
 /// Options of a read, before validation.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ReadOptions {
-    pub shards: Option<f64>,
+    pub shards: Option<u64>,
     /// Read only this shard. Default: all shards.
-    pub shard: Option<f64>,
-    pub limit: Option<f64>,
-    pub visibility_timeout_ms: Option<f64>,
+    pub shard: Option<u64>,
+    /// The most ids to claim, 1 to [`MAX_READ_LIMIT`]. Default [`DEFAULT_READ_LIMIT`].
+    pub limit: Option<u64>,
+    /// How long the ids are held. Default [`DEFAULT_VISIBILITY_MS`].
+    pub visibility_timeout: Option<Duration>,
 }
 
-fn shard_count(v: Option<f64>) -> Result<u32> {
-    match v {
-        Some(v) => Ok(validate::integer("shards", v, 1, MAX_SHARDS)? as u32),
-        None => Ok(1),
-    }
+/// Which shards a peek or size looks at.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ShardSelect {
+    pub shards: Option<u64>,
+    /// Only this shard. Default: all shards.
+    pub shard: Option<u64>,
+}
+
+fn shard_count(v: Option<u64>) -> Result<u32> {
+    Ok(validate::range("shards", v.unwrap_or(1), 1, MAX_SHARDS)? as u32)
 }
 
 /// The shards a call addresses: one, or all of them.
-fn targets(shard: Option<f64>, shards: u32) -> Result<Vec<u32>> {
+fn targets(shard: Option<u64>, shards: u32) -> Result<Vec<u32>> {
     match shard {
-        Some(v) => Ok(vec![validate::integer("shard", v, 0, shards as u64 - 1)? as u32]),
+        Some(v) => Ok(vec![validate::range("shard", v, 0, shards as u64 - 1)? as u32]),
         None => Ok((0..shards).collect()),
     }
 }
 
-fn ids_check(field: &str, ids: &[String]) -> Result<()> {
-    validate::batch_len(field, ids.len())?;
+fn ids_check(ids: &[String]) -> Result<()> {
+    let at = FieldPath::new("ids");
+    validate::batch_len(&at, ids.len())?;
     for (i, id) in ids.iter().enumerate() {
-        validate::name(format_args!("{field}[{i}]"), id)?;
+        validate::name((&at, i), id)?;
     }
     Ok(())
 }
@@ -315,11 +326,11 @@ impl Client {
     ) -> Result<Vec<Enqueued>> {
         validate::name("queue", queue)?;
         let shards = shard_count(opts.shards)?;
-        let delay_ms = match opts.delay_ms {
-            Some(v) => validate::duration_ms_or_zero("delayMs", v)?,
+        let delay_ms = match opts.delay {
+            Some(v) => validate::duration_or_zero("delay", v)?,
             None => 0,
         };
-        ids_check("ids", &ids)?;
+        ids_check(&ids)?;
         let groups = by_shard(&ids, shards);
         let calls = groups.iter().map(|(shard, pos)| {
             let part: Vec<String> = pos.iter().map(|&i| ids[i].clone()).collect();
@@ -350,14 +361,9 @@ impl Client {
         validate::name("queue", queue)?;
         let shards = shard_count(opts.shards)?;
         let targets = targets(opts.shard, shards)?;
-        let limit = match opts.limit {
-            Some(v) => validate::integer("limit", v, 1, MAX_READ_LIMIT)?,
-            None => DEFAULT_READ_LIMIT,
-        };
-        let visibility_ms = match opts.visibility_timeout_ms {
-            Some(v) => validate::duration_ms("visibilityTimeoutMs", v)?,
-            None => DEFAULT_VISIBILITY_MS,
-        };
+        let limit = validate::range("limit", opts.limit.unwrap_or(DEFAULT_READ_LIMIT), 1, MAX_READ_LIMIT)?;
+        let visibility_ms =
+            validate::duration_or("visibility_timeout", opts.visibility_timeout, DEFAULT_VISIBILITY_MS)?;
         let owner = token::new_token();
         let start = random_below(targets.len() as u64) as usize;
         let quota = quotas(limit, targets.len(), start);
@@ -408,13 +414,13 @@ impl Client {
         queue: &str,
         owner: &str,
         ids: Vec<String>,
-        shards: Option<f64>,
+        shards: Option<u64>,
         action: SettleAction,
     ) -> Result<Vec<Settled>> {
         validate::name("queue", queue)?;
         token::check_token("owner", owner)?;
         let shards = shard_count(shards)?;
-        ids_check("ids", &ids)?;
+        ids_check(&ids)?;
         let groups = by_shard(&ids, shards);
         let calls = groups.iter().map(|(shard, pos)| {
             let part: Vec<String> = pos.iter().map(|&i| ids[i].clone()).collect();
@@ -444,7 +450,7 @@ impl Client {
         queue: &str,
         owner: &str,
         ids: Vec<String>,
-        shards: Option<f64>,
+        shards: Option<u64>,
     ) -> Result<Vec<Settled>> {
         self.settle(queue, owner, ids, shards, SettleAction::Ack).await
     }
@@ -454,31 +460,22 @@ impl Client {
         queue: &str,
         owner: &str,
         ids: Vec<String>,
-        shards: Option<f64>,
-        delay_ms: Option<f64>,
+        shards: Option<u64>,
+        delay: Option<Duration>,
     ) -> Result<Vec<Settled>> {
-        let delay_ms = match delay_ms {
-            Some(v) => validate::duration_ms_or_zero("delayMs", v)?,
+        let delay_ms = match delay {
+            Some(v) => validate::duration_or_zero("delay", v)?,
             None => 0,
         };
         self.settle(queue, owner, ids, shards, SettleAction::Release { delay_ms }).await
     }
 
     /// The first `limit` waiting ids by due time (over the shards addressed), without claiming.
-    pub async fn peek(
-        &self,
-        queue: &str,
-        shards: Option<f64>,
-        shard: Option<f64>,
-        limit: Option<f64>,
-    ) -> Result<Vec<Waiting>> {
+    pub async fn peek(&self, queue: &str, select: ShardSelect, limit: Option<u64>) -> Result<Vec<Waiting>> {
         validate::name("queue", queue)?;
-        let shards = shard_count(shards)?;
-        let targets = targets(shard, shards)?;
-        let limit = match limit {
-            Some(v) => validate::integer("limit", v, 1, MAX_READ_LIMIT)?,
-            None => DEFAULT_READ_LIMIT,
-        };
+        let shards = shard_count(select.shards)?;
+        let targets = targets(select.shard, shards)?;
+        let limit = validate::range("limit", limit.unwrap_or(DEFAULT_READ_LIMIT), 1, MAX_READ_LIMIT)?;
         let replies = join_all(targets.iter().map(|shard| {
             let at = ShardRef { queue, shard: *shard, shards };
             async move { (*shard, self.backend().peek(at, limit).await) }
@@ -502,15 +499,10 @@ impl Client {
     }
 
     /// Counts per shard and in total.
-    pub async fn queue_size(
-        &self,
-        queue: &str,
-        shards: Option<f64>,
-        shard: Option<f64>,
-    ) -> Result<QueueSize> {
+    pub async fn queue_size(&self, queue: &str, select: ShardSelect) -> Result<QueueSize> {
         validate::name("queue", queue)?;
-        let shards = shard_count(shards)?;
-        let targets = targets(shard, shards)?;
+        let shards = shard_count(select.shards)?;
+        let targets = targets(select.shard, shards)?;
         let replies = join_all(
             targets.iter().map(|shard| self.backend().size(ShardRef { queue, shard: *shard, shards })),
         )
@@ -572,11 +564,10 @@ mod tests {
 
     #[test]
     fn bad_shard_and_limit_values_are_refused() {
-        assert!(shard_count(Some(0.0)).is_err());
-        assert!(shard_count(Some(1025.0)).unwrap_err().message.contains("shards"));
-        assert!(shard_count(Some(2.5)).is_err());
+        assert!(shard_count(Some(0)).is_err());
+        assert!(shard_count(Some(1025)).unwrap_err().to_string().contains("shards"));
         assert_eq!(shard_count(None).unwrap(), 1);
-        assert!(targets(Some(4.0), 4).unwrap_err().message.contains("shard"));
+        assert!(targets(Some(4), 4).unwrap_err().to_string().contains("shard"));
         assert_eq!(targets(None, 3).unwrap(), vec![0, 1, 2]);
     }
 }

@@ -11,8 +11,10 @@
 //! owner-checked, so a runner whose lease ran out never overwrites or frees a newer runner's key.
 
 use crate::backend::BoxFuture;
+use std::time::Duration;
+
 use crate::client::Client;
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{At, Error, ErrorCode, FieldPath, Result};
 use crate::tracker::truncate;
 use crate::{token, validate};
 
@@ -119,40 +121,44 @@ pub trait StateBackend {
 }
 
 /// Options of a set, before validation.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SetOptions {
-    pub ttl_ms: Option<f64>,
-    pub expires_at: Option<f64>,
+    /// Expire this long after the write.
+    pub ttl: Option<Duration>,
+    /// Expire at this time, in ms since the epoch (1 to [`MAX_EPOCH_MS`]); not with `ttl`.
+    pub expires_at: Option<u64>,
     pub if_absent: bool,
 }
 
 /// Checks that `json` is one JSON value of at most [`MAX_VALUE_BYTES`].
-pub fn check_json(field: &str, json: &str) -> Result<()> {
+pub fn check_json(field: impl At, json: &str) -> Result<()> {
     if json.len() > MAX_VALUE_BYTES {
-        return Err(Error::invalid(format!(
-            "{field} is {} bytes of JSON; the limit is {MAX_VALUE_BYTES} bytes (1 MiB)",
-            json.len()
-        )));
+        return Err(Error::invalid_at(
+            field,
+            format!("is {} bytes of JSON; the limit is {MAX_VALUE_BYTES} bytes (1 MiB)", json.len()),
+        ));
     }
-    serde_json::from_str::<serde::de::IgnoredAny>(json)
-        .map(|_| ())
-        .map_err(|e| Error::invalid(format!("{field} is not valid JSON: {e}")))
+    match serde_json::from_str::<serde::de::IgnoredAny>(json) {
+        Ok(_) => Ok(()),
+        Err(e) => Err(Error::invalid_at(field, format!("is not valid JSON: {e}")).with_source(e)),
+    }
 }
 
-fn expiry(ttl_ms: Option<f64>, expires_at: Option<f64>) -> Result<Expiry> {
-    match (ttl_ms, expires_at) {
-        (Some(_), Some(_)) => Err(Error::invalid("give ttlMs or expiresAt, not both")),
-        (Some(v), None) => Ok(Expiry::In(validate::duration_ms("ttlMs", v)?)),
-        (None, Some(v)) => Ok(Expiry::At(validate::integer("expiresAt", v, 1, MAX_EPOCH_MS)?)),
+fn expiry(ttl: Option<Duration>, expires_at: Option<u64>) -> Result<Expiry> {
+    match (ttl, expires_at) {
+        (Some(_), Some(_)) => Err(Error::invalid_at("expires_at", "cannot be given together with a ttl")),
+        (Some(v), None) => Ok(Expiry::In(validate::duration("ttl", v)?)),
+        (None, Some(v)) => Ok(Expiry::At(validate::range("expires_at", v, 1, MAX_EPOCH_MS)?)),
         (None, None) => Ok(Expiry::Never),
     }
 }
 
 impl Client {
     pub async fn get_state(&self, keys: Vec<String>) -> Result<Vec<Option<StateValue>>> {
-        validate::batch_len("keys", keys.len())?;
+        let at = FieldPath::new("keys");
+        validate::batch_len(&at, keys.len())?;
         for (i, k) in keys.iter().enumerate() {
-            validate::name(format_args!("keys[{i}]"), k)?;
+            validate::name((&at, i), k)?;
         }
         if keys.is_empty() {
             return Ok(Vec::new());
@@ -163,7 +169,7 @@ impl Client {
     pub async fn set_state(&self, key: &str, json: &str, opts: SetOptions) -> Result<SetResult> {
         validate::name("key", key)?;
         check_json("value", json)?;
-        let exp = expiry(opts.ttl_ms, opts.expires_at)?;
+        let exp = expiry(opts.ttl, opts.expires_at)?;
         self.backend().set(key, json, exp, opts.if_absent).await?.map_err(|r| refusal_error(key, r))
     }
 
@@ -172,47 +178,44 @@ impl Client {
         self.backend().delete(key).await
     }
 
-    /// Adds `by` (default 1; a negative number subtracts) and returns the new value.
-    pub async fn increment(&self, key: &str, by: Option<f64>, ttl_ms: Option<f64>) -> Result<i64> {
+    /// Adds `by` (default 1; a negative number subtracts; at most [`MAX_SAFE_INTEGER`] either
+    /// way) and returns the new value.
+    pub async fn increment(&self, key: &str, by: Option<i64>, ttl: Option<Duration>) -> Result<i64> {
         validate::name("key", key)?;
-        let by = match by {
-            Some(v) => {
-                if !v.is_finite() || v.fract() != 0.0 || v.abs() > MAX_SAFE_INTEGER as f64 {
-                    return Err(Error::invalid(format!(
-                        "by must be a whole number from -{MAX_SAFE_INTEGER} to {MAX_SAFE_INTEGER}, got {v}"
-                    )));
-                }
-                v as i64
-            }
-            None => 1,
-        };
-        let ttl = match ttl_ms {
-            Some(v) => Some(validate::duration_ms("ttlMs", v)?),
+        let by = by.unwrap_or(1);
+        if by.unsigned_abs() > MAX_SAFE_INTEGER as u64 {
+            return Err(Error::invalid_at(
+                "by",
+                format!("must be a whole number from -{MAX_SAFE_INTEGER} to {MAX_SAFE_INTEGER}, got {by}"),
+            ));
+        }
+        let ttl = match ttl {
+            Some(v) => Some(validate::duration("ttl", v)?),
             None => None,
         };
         self.backend().increment(key, by, ttl).await?.map_err(|r| refusal_error(key, r))
     }
 
-    /// Takes idempotency key `key` for `lease_ms` when it is free.
-    pub async fn claim_key(&self, key: &str, lease_ms: Option<f64>) -> Result<KeyClaim> {
+    /// Takes idempotency key `key` for `lease` when it is free.
+    pub async fn claim_key(&self, key: &str, lease: Option<Duration>) -> Result<KeyClaim> {
         validate::name("key", key)?;
-        let lease_ms = match lease_ms {
-            Some(v) => validate::duration_ms("leaseMs", v)?,
-            None => DEFAULT_KEY_LEASE_MS,
-        };
+        let lease_ms = validate::duration_or("lease", lease, DEFAULT_KEY_LEASE_MS)?;
         self.backend().claim_key(key, &token::new_token(), lease_ms).await
     }
 
-    /// Stores the result of the work done under `owner` for `ttl_ms`. Refused with
+    /// Stores the result of the work done under `owner` for `ttl`. Refused with
     /// `ERR_NOT_OWNER` when the key is no longer held by `owner` (its lease ran out).
-    pub async fn complete_key(&self, key: &str, owner: &str, json: &str, ttl_ms: Option<f64>) -> Result<()> {
+    pub async fn complete_key(
+        &self,
+        key: &str,
+        owner: &str,
+        json: &str,
+        ttl: Option<Duration>,
+    ) -> Result<()> {
         validate::name("key", key)?;
         token::check_token("owner", owner)?;
         check_json("result", json)?;
-        let ttl = match ttl_ms {
-            Some(v) => validate::duration_ms("ttlMs", v)?,
-            None => DEFAULT_RESULT_TTL_MS,
-        };
+        let ttl = validate::duration_or("ttl", ttl, DEFAULT_RESULT_TTL_MS)?;
         if self.backend().complete_key(key, owner, json, ttl).await? {
             Ok(())
         } else {
@@ -249,11 +252,11 @@ mod tests {
         check_json("value", "\"text\"").unwrap();
         check_json("value", "12").unwrap();
         assert!(check_json("value", "").is_err());
-        assert!(check_json("value", "{a:1}").unwrap_err().message.contains("value"));
+        assert!(check_json("value", "{a:1}").unwrap_err().to_string().contains("value"));
         assert!(check_json("value", "1 2").is_err());
         assert!(check_json("value", "NaN").is_err());
         let big = format!("\"{}\"", "x".repeat(MAX_VALUE_BYTES));
-        assert!(check_json("value", &big).unwrap_err().message.contains("1 MiB"));
+        assert!(check_json("value", &big).unwrap_err().to_string().contains("1 MiB"));
         let fits = format!("\"{}\"", "x".repeat(MAX_VALUE_BYTES - 2));
         check_json("value", &fits).unwrap();
     }
@@ -261,11 +264,10 @@ mod tests {
     #[test]
     fn expiry_options() {
         assert_eq!(expiry(None, None).unwrap(), Expiry::Never);
-        assert_eq!(expiry(Some(1.5), None).unwrap(), Expiry::In(2));
-        assert_eq!(expiry(None, Some(1e12)).unwrap(), Expiry::At(1_000_000_000_000));
-        assert!(expiry(Some(1.0), Some(1e12)).is_err());
-        assert!(expiry(None, Some(-5.0)).is_err());
-        assert!(expiry(None, Some(1.5)).is_err());
-        assert!(expiry(Some(0.0), None).is_err());
+        assert_eq!(expiry(Some(Duration::from_micros(1500)), None).unwrap(), Expiry::In(2));
+        assert_eq!(expiry(None, Some(1_000_000_000_000)).unwrap(), Expiry::At(1_000_000_000_000));
+        assert!(expiry(Some(Duration::from_millis(1)), Some(1_000_000_000_000)).is_err());
+        assert!(expiry(None, Some(0)).is_err());
+        assert!(expiry(Some(Duration::ZERO), None).is_err());
     }
 }

@@ -1,6 +1,6 @@
 //! Owner tokens: 128 random bits as 32 lowercase hex characters.
 
-use crate::error::{Error, Result};
+use crate::error::{At, Error, Result};
 
 pub const TOKEN_LEN: usize = 32;
 
@@ -22,14 +22,17 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 /// Checks that `token` has the shape of an owner token; `field` names it in the error.
-pub fn check_token(field: impl std::fmt::Display, token: &str) -> Result<()> {
+pub fn check_token(field: impl At, token: &str) -> Result<()> {
     if token.len() == TOKEN_LEN && token.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
         Ok(())
     } else {
-        Err(Error::invalid(format!(
-            "{field} is not an owner token (expected the 32 hex characters returned by a claim or acquire, got {} characters)",
-            token.chars().count()
-        )))
+        Err(Error::invalid_at(
+            field,
+            format!(
+                "is not an owner token (expected the 32 hex characters returned by a claim or acquire, got {} characters)",
+                token.chars().count()
+            ),
+        ))
     }
 }
 

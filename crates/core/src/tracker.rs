@@ -7,6 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
+use std::time::Duration;
 
 /// A status word of a record or transition: borrowed when set in-process (no allocation),
 /// owned when read from Redis.
@@ -14,7 +15,7 @@ pub type Word = Cow<'static, str>;
 
 use crate::backend::BoxFuture;
 use crate::client::Client;
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{At, Error, ErrorCode, FieldPath, Result};
 use crate::{token, validate};
 
 /// Default lease of a claim: 10 minutes.
@@ -223,18 +224,19 @@ pub struct OpResult {
     pub item: ItemState,
 }
 
-/// A request to change one item, before validation (durations as JavaScript numbers).
-#[derive(Debug, Clone, Default, PartialEq)]
+/// A request to change one item, before validation.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ItemRequest {
     pub id: String,
     /// `in_progress` (claim), `completed`, `failed`, or `none` (unset).
     pub status: String,
     pub owner: Option<String>,
     pub error: Option<String>,
-    /// Lease of a claim.
-    pub timeout_ms: Option<f64>,
+    /// Lease of a claim ([`DEFAULT_LEASE_MS`] by default). Checked on every request: a bad value
+    /// is refused even where it would not be used.
+    pub timeout: Option<Duration>,
     /// How long a completed or failed record is kept; the client's retention by default.
-    pub keep_ms: Option<f64>,
+    pub keep: Option<Duration>,
     pub reclaim_completed: bool,
 }
 
@@ -256,10 +258,13 @@ impl ListFilter {
             "completed" => ListFilter::Completed,
             "failed" => ListFilter::Failed,
             other => {
-                return Err(Error::invalid(format!(
-                    "status must be one of all, in_progress, abandoned, completed, failed; got {:?}",
-                    truncate(other, 40)
-                )))
+                return Err(Error::invalid_at(
+                    "status",
+                    format!(
+                        "must be one of all, in_progress, abandoned, completed, failed; got {:?}",
+                        truncate(other, 40)
+                    ),
+                ))
             }
         })
     }
@@ -397,39 +402,37 @@ pub(crate) fn truncate(s: &str, max_chars: usize) -> String {
     }
 }
 
-/// The name of a field of request `i` of a batch, built only when an error needs it.
-struct Field(usize, &'static str);
+/// A field of a request: `requests[i].name` in a batch, `name` for a single-item call. The
+/// path is built only when an error needs it.
+#[derive(Clone, Copy)]
+struct ReqField(Option<usize>, &'static str);
 
-impl std::fmt::Display for Field {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "requests[{}].{}", self.0, self.1)
+impl At for ReqField {
+    fn path(self) -> FieldPath {
+        match self.0 {
+            Some(i) => FieldPath::new("requests").index(i).field(self.1),
+            None => FieldPath::new(self.1),
+        }
     }
 }
 
-/// Validates request `i` and turns it into an operation for a backend.
-fn to_op(i: usize, req: ItemRequest, retention_ms: u64) -> Result<ItemOp> {
-    let field = |name| Field(i, name);
+/// Validates a request (`i`: its position in a batch) and turns it into an operation for a backend.
+fn to_op(i: Option<usize>, req: ItemRequest, retention_ms: u64) -> Result<ItemOp> {
+    let field = |name| ReqField(i, name);
     validate::name(field("id"), &req.id)?;
     if let Some(owner) = &req.owner {
         token::check_token(field("owner"), owner)?;
     }
-    let keep_ms = match req.keep_ms {
-        Some(v) => validate::duration_ms(field("keepMs"), v)?,
-        None => retention_ms,
-    };
+    let keep_ms = validate::duration_or(field("keep"), req.keep, retention_ms)?;
+    // The lease is checked whatever the status, so a bad value never passes unnoticed.
+    let lease_ms = validate::duration_or(field("timeout"), req.timeout, DEFAULT_LEASE_MS)?;
     Ok(match req.status.as_str() {
-        "in_progress" => {
-            let lease_ms = match req.timeout_ms {
-                Some(v) => validate::duration_ms(field("timeoutMs"), v)?,
-                None => DEFAULT_LEASE_MS,
-            };
-            ItemOp::Claim {
-                id: req.id,
-                owner: token::new_token(),
-                lease_ms,
-                reclaim_completed: req.reclaim_completed,
-            }
-        }
+        "in_progress" => ItemOp::Claim {
+            id: req.id,
+            owner: token::new_token(),
+            lease_ms,
+            reclaim_completed: req.reclaim_completed,
+        },
         "completed" => ItemOp::Complete { id: req.id, owner: req.owner, keep_ms },
         "failed" => {
             let error = req.error.unwrap_or_default();
@@ -438,11 +441,10 @@ fn to_op(i: usize, req: ItemRequest, retention_ms: u64) -> Result<ItemOp> {
         }
         "none" => ItemOp::Unset { id: req.id },
         other => {
-            return Err(Error::invalid(format!(
-                "{} must be one of in_progress, completed, failed, none; got {:?}",
+            return Err(Error::invalid_at(
                 field("status"),
-                truncate(other, 40)
-            )))
+                format!("must be one of in_progress, completed, failed, none; got {:?}", truncate(other, 40)),
+            ))
         }
     })
 }
@@ -457,7 +459,7 @@ impl Client {
         let ops = requests
             .into_iter()
             .enumerate()
-            .map(|(i, r)| to_op(i, r, retention))
+            .map(|(i, r)| to_op(Some(i), r, retention))
             .collect::<Result<Vec<_>>>()?;
         if ops.is_empty() {
             return Ok(Vec::new());
@@ -465,12 +467,12 @@ impl Client {
         self.backend().apply(group, &ops, retention).await
     }
 
-    /// Claims many items of one group for `timeout_ms` each, in one atomic step.
+    /// Claims many items of one group for `timeout` each, in one atomic step.
     pub async fn claim_many(
         &self,
         group: &str,
         ids: Vec<String>,
-        timeout_ms: Option<f64>,
+        timeout: Option<Duration>,
         reclaim_completed: bool,
     ) -> Result<Vec<ClaimResult>> {
         let reqs = ids
@@ -478,7 +480,7 @@ impl Client {
             .map(|id| ItemRequest {
                 id,
                 status: "in_progress".into(),
-                timeout_ms,
+                timeout,
                 reclaim_completed,
                 ..Default::default()
             })
@@ -486,7 +488,7 @@ impl Client {
         Ok(self.set_items(group, reqs).await?.into_iter().map(ClaimResult::from).collect())
     }
 
-    /// Claims many items of one group for `timeout_ms` each, in one atomic step, under ONE owner
+    /// Claims many items of one group for `timeout` each, in one atomic step, under ONE owner
     /// token, with a compact result (no item states): what a loop over thousands of ids needs.
     /// Busy and completed items are results, not errors; invalid input rejects the whole call
     /// before anything is written.
@@ -494,18 +496,12 @@ impl Client {
         &self,
         group: &str,
         ids: &[String],
-        timeout_ms: Option<f64>,
+        timeout: Option<Duration>,
         reclaim_completed: bool,
     ) -> Result<ClaimBatch> {
         validate::name("group", group)?;
-        validate::batch_len("ids", ids.len())?;
-        for (i, id) in ids.iter().enumerate() {
-            validate::name(format_args!("ids[{i}]"), id)?;
-        }
-        let lease_ms = match timeout_ms {
-            Some(v) => validate::duration_ms("timeoutMs", v)?,
-            None => DEFAULT_LEASE_MS,
-        };
+        check_ids(ids)?;
+        let lease_ms = validate::duration_or("timeout", timeout, DEFAULT_LEASE_MS)?;
         let owner = token::new_token();
         if ids.is_empty() {
             return Ok(ClaimBatch { owner, lease_expires_at: 0, outcomes: Vec::new(), attempts: Vec::new() });
@@ -520,9 +516,13 @@ impl Client {
         self.backend().claim_batch(group, claim).await
     }
 
-    /// Sets one item and turns a refusal into an error.
+    /// Sets one item and turns a refusal into an error. Errors name the request's fields
+    /// (`id`, `owner`…) as a single-item call takes them.
     pub async fn set_item(&self, group: &str, request: ItemRequest) -> Result<OpResult> {
-        let mut results = self.set_items(group, vec![request]).await.map_err(strip_index)?;
+        validate::name("group", group)?;
+        let retention = self.config().retention_ms;
+        let op = to_op(None, request, retention)?;
+        let mut results = self.backend().apply(group, std::slice::from_ref(&op), retention).await?;
         let r = results.pop().ok_or_else(|| Error::internal("backend returned no result"))?;
         if let Outcome::Refused(e) = &r.outcome {
             return Err(e.clone());
@@ -530,48 +530,50 @@ impl Client {
         Ok(r)
     }
 
+    /// Reads one item (status `none` when unknown).
+    pub async fn get_item(&self, group: &str, id: &str) -> Result<ItemState> {
+        validate::name("group", group)?;
+        validate::name("id", id)?;
+        let mut v = self.backend().read(group, &[id.to_string()]).await?;
+        v.pop().ok_or_else(|| Error::internal("backend returned no item"))
+    }
+
     pub async fn get_items(&self, group: &str, ids: Vec<String>) -> Result<Vec<ItemState>> {
         validate::name("group", group)?;
-        validate::batch_len("ids", ids.len())?;
-        for (i, id) in ids.iter().enumerate() {
-            validate::name(format_args!("ids[{i}]"), id)?;
-        }
+        check_ids(&ids)?;
         if ids.is_empty() {
             return Ok(Vec::new());
         }
         self.backend().read(group, &ids).await
     }
 
+    /// One page of a group's items: `status` filters (default all), `offset` (default 0, at
+    /// most 2^32 - 1) skips, `limit` (1 to [`MAX_LIST_LIMIT`], default [`DEFAULT_LIST_LIMIT`]).
     pub async fn list_items(
         &self,
         group: &str,
         status: Option<&str>,
-        offset: Option<f64>,
-        limit: Option<f64>,
+        offset: Option<u64>,
+        limit: Option<u64>,
     ) -> Result<ItemList> {
         validate::name("group", group)?;
         let filter = match status {
             Some(s) => ListFilter::parse(s)?,
             None => ListFilter::All,
         };
-        let offset = match offset {
-            Some(v) => validate::integer("offset", v, 0, u32::MAX as u64)?,
-            None => 0,
-        };
-        let limit = match limit {
-            Some(v) => validate::integer("limit", v, 1, MAX_LIST_LIMIT)?,
-            None => DEFAULT_LIST_LIMIT,
-        };
+        let offset = validate::range("offset", offset.unwrap_or(0), 0, u32::MAX as u64)?;
+        let limit = validate::range("limit", limit.unwrap_or(DEFAULT_LIST_LIMIT), 1, MAX_LIST_LIMIT)?;
         self.backend().list(group, ListQuery { filter, offset, limit }, self.config().retention_ms).await
     }
 }
 
-/// Single-item calls name `id`, `owner`… rather than `requests[0].id`.
-fn strip_index(mut e: Error) -> Error {
-    if e.code == ErrorCode::InvalidArgument {
-        e.message = e.message.replacen("requests[0].", "", 1);
+fn check_ids(ids: &[String]) -> Result<()> {
+    let at = FieldPath::new("ids");
+    validate::batch_len(&at, ids.len())?;
+    for (i, id) in ids.iter().enumerate() {
+        validate::name((&at, i), id)?;
     }
-    e
+    Ok(())
 }
 
 /// Builds the error for a completion or failure whose owner token is stale.

@@ -51,7 +51,7 @@ fn fences_are_exact_up_to_2_pow_53() {
             let held = c.acquire_lock(name, AcquireOptions::default()).await.unwrap();
             assert_eq!((held.acquired, held.fence), (false, start + 1));
             let owner = a.owner.unwrap();
-            assert!(c.extend_lock(name, &owner, Some(5_000.0)).await.unwrap().extended);
+            assert!(c.extend_lock(name, &owner, Some(Duration::from_millis(5_000))).await.unwrap().extended);
             assert!(c.release_lock(name, &owner).await.unwrap().released);
             assert_eq!(c.get_lock(name).await.unwrap().fence, start + 1);
             let again = c.acquire_lock(name, AcquireOptions::default()).await.unwrap();
@@ -112,8 +112,8 @@ fn a_server_that_never_answers_fails_naming_the_connect_timeout() {
         let t0 = Instant::now();
         let e = Client::open(OpenOptions {
             url: Some(format!("redis://127.0.0.1:{port}")),
-            connect_timeout_ms: Some(300.0),
-            command_timeout_ms: Some(4_000.0),
+            connect_timeout: Some(Duration::from_millis(300)),
+            command_timeout: Some(Duration::from_millis(4_000)),
             ..Default::default()
         })
         .await
@@ -198,8 +198,8 @@ fn a_black_holed_connection_is_retired_after_timeouts_in_a_row() {
         let c = Client::open(OpenOptions {
             url: Some(format!("redis://127.0.0.1:{}", proxy.port)),
             prefix: Some(format!("bh:{}:", flowguard_core::token::new_token())),
-            connect_timeout_ms: Some(500.0),
-            command_timeout_ms: Some(300.0),
+            connect_timeout: Some(Duration::from_millis(500)),
+            command_timeout: Some(Duration::from_millis(300)),
             ..Default::default()
         })
         .await

@@ -34,7 +34,7 @@ async fn sleep(ms: u64) {
 }
 
 pub async fn claim_is_exclusive_and_completion_sticks(c: Client) {
-    let r = c.claim_many("g", vec!["a".into()], Some(60_000.0), false).await.unwrap();
+    let r = c.claim_many("g", vec!["a".into()], Some(Duration::from_millis(60_000)), false).await.unwrap();
     assert!(r[0].claimed);
     let owner = r[0].owner.clone().unwrap();
     assert_eq!(r[0].item.status, ItemStatus::InProgress);
@@ -78,7 +78,7 @@ pub async fn failed_items_keep_reason_and_can_be_claimed_again(c: Client) {
 }
 
 pub async fn expired_lease_shows_abandoned_and_is_claimable(c: Client) {
-    let r = c.claim_many("g", vec!["s".into()], Some(150.0), false).await.unwrap();
+    let r = c.claim_many("g", vec!["s".into()], Some(Duration::from_millis(150)), false).await.unwrap();
     assert!(r[0].claimed);
     let stale_owner = r[0].owner.clone();
     sleep(300).await;
@@ -88,7 +88,7 @@ pub async fn expired_lease_shows_abandoned_and_is_claimable(c: Client) {
     assert_eq!(list.counts.abandoned, 1);
     assert_eq!(list.items[0].id, "s");
 
-    let r2 = c.claim_many("g", vec!["s".into()], Some(60_000.0), false).await.unwrap();
+    let r2 = c.claim_many("g", vec!["s".into()], Some(Duration::from_millis(60_000)), false).await.unwrap();
     assert!(r2[0].claimed);
     let statuses: Vec<&str> = r2[0].item.timeline.iter().map(|t| &*t.status).collect();
     assert_eq!(statuses, ["in_progress", "abandoned", "in_progress"]);
@@ -141,10 +141,10 @@ pub async fn batch_apply_is_ordered_and_reports_each_item(c: Client) {
     assert_eq!(list.items.len(), 100);
     assert_eq!(list.next_offset, Some(100));
 
-    let failed = c.list_items("batch", Some("failed"), None, Some(3.0)).await.unwrap();
+    let failed = c.list_items("batch", Some("failed"), None, Some(3)).await.unwrap();
     assert_eq!(failed.items.len(), 3);
     assert!(failed.items.iter().all(|i| i.status == ItemStatus::Failed));
-    let rest = c.list_items("batch", Some("failed"), Some(3.0), Some(3.0)).await.unwrap();
+    let rest = c.list_items("batch", Some("failed"), Some(3), Some(3)).await.unwrap();
     assert_eq!(rest.items.len(), 2);
     assert_eq!(rest.next_offset, None);
     let mut seen: Vec<String> = failed.items.iter().chain(&rest.items).map(|i| i.id.clone()).collect();
@@ -154,12 +154,12 @@ pub async fn batch_apply_is_ordered_and_reports_each_item(c: Client) {
 
     // Paging over everything visits each item exactly once.
     let mut all = Vec::new();
-    let mut offset = 0.0;
+    let mut offset = 0;
     loop {
-        let page = c.list_items("batch", Some("all"), Some(offset), Some(128.0)).await.unwrap();
+        let page = c.list_items("batch", Some("all"), Some(offset), Some(128)).await.unwrap();
         all.extend(page.items.into_iter().map(|i| i.id));
         match page.next_offset {
-            Some(n) => offset = n as f64,
+            Some(n) => offset = n,
             None => break,
         }
     }
@@ -172,7 +172,11 @@ pub async fn keep_ms_expires_completed_marks(c: Client) {
     let r = c.claim_many("weekly", vec!["w".into()], None, false).await.unwrap();
     c.set_item(
         "weekly",
-        ItemRequest { owner: r[0].owner.clone(), keep_ms: Some(150.0), ..req("w", "completed") },
+        ItemRequest {
+            owner: r[0].owner.clone(),
+            keep: Some(Duration::from_millis(150)),
+            ..req("w", "completed")
+        },
     )
     .await
     .unwrap();
@@ -210,21 +214,21 @@ pub async fn names_with_any_characters_are_distinct(c: Client) {
 pub async fn bad_input_is_refused_before_writing(c: Client) {
     let e = c.claim_many("", vec!["a".into()], None, false).await.unwrap_err();
     assert_eq!(e.code, ErrorCode::InvalidArgument);
-    assert!(e.message.contains("group"));
+    assert_eq!(e.field.as_ref().unwrap().to_string(), "group");
     let e = c.claim_many("g", vec!["ok".into(), "".into()], None, false).await.unwrap_err();
-    assert!(e.message.contains("requests[1].id"), "{}", e.message);
-    let e = c.claim_many("g", vec!["ok".into()], Some(0.0), false).await.unwrap_err();
-    assert!(e.message.contains("timeoutMs"));
+    assert_eq!(e.field.as_ref().unwrap().to_string(), "requests[1].id", "{e}");
+    let e = c.claim_many("g", vec!["ok".into()], Some(Duration::ZERO), false).await.unwrap_err();
+    assert_eq!(e.field.as_ref().unwrap().to_string(), "requests[0].timeout");
     let e = c
         .set_item("g", ItemRequest { owner: Some("nope".into()), ..req("ok", "completed") })
         .await
         .unwrap_err();
     assert_eq!(e.code, ErrorCode::InvalidArgument);
-    assert!(e.message.starts_with("owner"), "{}", e.message);
+    assert_eq!(e.field.as_ref().unwrap().to_string(), "owner", "{e}");
     let e = c.set_item("g", req("ok", "done")).await.unwrap_err();
-    assert!(e.message.contains("status"));
-    let e = c.list_items("g", Some("all"), None, Some(0.0)).await.unwrap_err();
-    assert!(e.message.contains("limit"));
+    assert_eq!(e.field.as_ref().unwrap().to_string(), "status");
+    let e = c.list_items("g", Some("all"), None, Some(0)).await.unwrap_err();
+    assert_eq!(e.field.as_ref().unwrap().to_string(), "limit");
     // Nothing was written by any of the refused calls.
     assert_eq!(c.list_items("g", None, None, None).await.unwrap().counts.total(), 0);
 }
@@ -274,10 +278,10 @@ pub async fn lock_basics_and_owner_checks(c: Client) {
     assert!(!r.released);
     assert_eq!(r.reason, Some(flowguard_core::lock::Refusal::NotOwner));
     assert!(c.get_lock("wf").await.unwrap().locked, "the holder keeps the lock");
-    let x = c.extend_lock("wf", &other, Some(1000.0)).await.unwrap();
+    let x = c.extend_lock("wf", &other, Some(Duration::from_millis(1000))).await.unwrap();
     assert!(!x.extended);
 
-    let x = c.extend_lock("wf", &owner, Some(2_000.0)).await.unwrap();
+    let x = c.extend_lock("wf", &owner, Some(Duration::from_millis(2_000))).await.unwrap();
     assert!(x.extended);
     assert!(c.get_lock("wf").await.unwrap().remaining_ms <= 2_000);
 
@@ -293,7 +297,10 @@ pub async fn lock_expiry_and_fencing(c: Client) {
     let mut last = 0;
     for i in 0..5 {
         let a = c
-            .acquire_lock("f", AcquireOptions { timeout_ms: Some(100.0), ..Default::default() })
+            .acquire_lock(
+                "f",
+                AcquireOptions { timeout: Some(Duration::from_millis(100)), ..Default::default() },
+            )
             .await
             .unwrap();
         assert!(a.acquired, "round {i}");
@@ -310,17 +317,24 @@ pub async fn lock_expiry_and_fencing(c: Client) {
 }
 
 pub async fn lock_wait_gets_it_when_freed_and_never_waits_longer(c: Client) {
-    let a =
-        c.acquire_lock("w", AcquireOptions { timeout_ms: Some(250.0), ..Default::default() }).await.unwrap();
+    let a = c
+        .acquire_lock("w", AcquireOptions { timeout: Some(Duration::from_millis(250)), ..Default::default() })
+        .await
+        .unwrap();
     assert!(a.acquired);
     let t = std::time::Instant::now();
-    let b = c.acquire_lock("w", AcquireOptions { wait_ms: Some(100.0), ..Default::default() }).await.unwrap();
+    let b = c
+        .acquire_lock("w", AcquireOptions { wait: Some(Duration::from_millis(100)), ..Default::default() })
+        .await
+        .unwrap();
     assert!(!b.acquired);
     let waited = t.elapsed().as_millis();
     assert!(waited >= 100, "waited {waited} ms");
     assert!(b.attempts >= 2);
-    let c2 =
-        c.acquire_lock("w", AcquireOptions { wait_ms: Some(3000.0), ..Default::default() }).await.unwrap();
+    let c2 = c
+        .acquire_lock("w", AcquireOptions { wait: Some(Duration::from_millis(3000)), ..Default::default() })
+        .await
+        .unwrap();
     assert!(c2.acquired, "acquired once the first lease ran out");
     assert!(c2.fence > a.fence);
 }
@@ -346,28 +360,32 @@ pub async fn lock_bad_input(c: Client) {
     let e = c.acquire_lock("", AcquireOptions::default()).await.unwrap_err();
     assert_eq!(e.code, ErrorCode::InvalidArgument);
     let e = c
-        .acquire_lock("n", AcquireOptions { timeout_ms: Some(-5.0), ..Default::default() })
+        .acquire_lock("n", AcquireOptions { timeout: Some(Duration::ZERO), ..Default::default() })
         .await
         .unwrap_err();
-    assert!(e.message.contains("timeoutMs"));
+    assert_eq!(e.field.as_ref().unwrap().to_string(), "timeout");
     let e = c
-        .acquire_lock("n", AcquireOptions { wait_ms: Some(f64::NAN), ..Default::default() })
+        .acquire_lock(
+            "n",
+            AcquireOptions { wait: Some(Duration::from_secs(400 * 86400)), ..Default::default() },
+        )
         .await
         .unwrap_err();
-    assert!(e.message.contains("waitMs"));
+    assert_eq!(e.field.as_ref().unwrap().to_string(), "wait");
     let e = c.release_lock("n", "short").await.unwrap_err();
-    assert!(e.message.contains("owner"));
+    assert_eq!(e.field.as_ref().unwrap().to_string(), "owner");
     assert!(!c.get_lock("n").await.unwrap().locked);
     assert_eq!(c.get_lock("n").await.unwrap().fence, 0);
 }
 
 pub async fn claim_batch_matches_claim_rules(c: Client) {
     use flowguard_core::tracker::BatchOutcome::{Claimed, Completed, InProgress};
-    let busy = c.claim_many("g", vec!["busy".into()], Some(60_000.0), false).await.unwrap();
+    let busy =
+        c.claim_many("g", vec!["busy".into()], Some(Duration::from_millis(60_000)), false).await.unwrap();
     assert!(busy[0].claimed);
     c.set_item("g", req("done", "completed")).await.unwrap();
     let ids: Vec<String> = ["new", "busy", "done", "new"].iter().map(|s| s.to_string()).collect();
-    let b = c.claim_batch("g", &ids, Some(60_000.0), false).await.unwrap();
+    let b = c.claim_batch("g", &ids, Some(Duration::from_millis(60_000)), false).await.unwrap();
     assert_eq!(b.outcomes, vec![Claimed, InProgress, Completed, InProgress]);
     assert_eq!(b.attempts, vec![1, 1, 0, 1]);
     assert_eq!(b.owner.len(), 32);
@@ -379,7 +397,7 @@ pub async fn claim_batch_matches_claim_rules(c: Client) {
     assert_eq!(done.item.status, ItemStatus::Completed);
     let e = c.claim_batch("g", &["ok".to_string(), String::new()], None, false).await.unwrap_err();
     assert_eq!(e.code, ErrorCode::InvalidArgument);
-    assert!(e.message.contains("ids[1]"), "{}", e.message);
+    assert_eq!(e.field.as_ref().unwrap().to_string(), "ids[1]", "{e}");
     let st = c.get_items("g", vec!["ok".into()]).await.unwrap();
     assert_eq!(st[0].status, ItemStatus::None);
 }
@@ -397,8 +415,8 @@ pub async fn empty_label_reads_back_as_no_label(c: Client) {
     assert_eq!(b.holder, None);
 }
 
-fn shards(n: u32) -> Option<f64> {
-    Some(n as f64)
+fn shards(n: u32) -> Option<u64> {
+    Some(n as u64)
 }
 
 /// The error of a call made with `shards: n` on a queue holding ids enqueued with `stored`.
@@ -409,7 +427,7 @@ fn assert_mismatch(e: flowguard_core::Error, n: u32, stored: u32) {
 }
 
 pub async fn queue_shard_count_is_kept_per_queue(c: Client) {
-    use flowguard_core::queue::{EnqueueOptions, ReadOptions};
+    use flowguard_core::queue::{EnqueueOptions, ReadOptions, ShardSelect};
     let ids: Vec<String> = (0..20).map(|i| format!("id-{i}")).collect();
     let eight = EnqueueOptions { shards: shards(8), ..Default::default() };
     c.enqueue("q", ids.clone(), eight.clone()).await.unwrap();
@@ -417,38 +435,58 @@ pub async fn queue_shard_count_is_kept_per_queue(c: Client) {
     // ids, the ones that do not, or one shard alone.
     let read4 = ReadOptions { shards: shards(4), ..Default::default() };
     assert_mismatch(c.read_batch("q", read4.clone()).await.unwrap_err(), 4, 8);
-    let one = ReadOptions { shards: shards(16), shard: Some(15.0), ..Default::default() };
+    let one = ReadOptions { shards: shards(16), shard: Some(15), ..Default::default() };
     assert_mismatch(c.read_batch("q", one).await.unwrap_err(), 16, 8);
-    assert_mismatch(c.queue_size("q", shards(4), None).await.unwrap_err(), 4, 8);
-    assert_mismatch(c.peek("q", shards(2), None, None).await.unwrap_err(), 2, 8);
+    assert_mismatch(
+        c.queue_size("q", ShardSelect { shards: shards(4), shard: None }).await.unwrap_err(),
+        4,
+        8,
+    );
+    assert_mismatch(
+        c.peek("q", ShardSelect { shards: shards(2), shard: None }, None).await.unwrap_err(),
+        2,
+        8,
+    );
     let four = EnqueueOptions { shards: shards(4), ..Default::default() };
     assert_mismatch(c.enqueue("q", vec!["x".into()], four.clone()).await.unwrap_err(), 4, 8);
     let t = flowguard_core::token::new_token();
     assert_mismatch(c.ack("q", &t, vec!["id-1".into()], shards(4)).await.unwrap_err(), 4, 8);
     // Nothing was lost or added.
-    assert_eq!(c.queue_size("q", shards(8), None).await.unwrap().waiting, 20);
+    assert_eq!(c.queue_size("q", ShardSelect { shards: shards(8), shard: None }).await.unwrap().waiting, 20);
 
     // Once the queue is empty, another count is recorded by the next write.
     let b = c
-        .read_batch("q", ReadOptions { shards: shards(8), limit: Some(100.0), ..Default::default() })
+        .read_batch("q", ReadOptions { shards: shards(8), limit: Some(100), ..Default::default() })
         .await
         .unwrap();
     assert_eq!(b.items.len(), 20);
-    assert_mismatch(c.queue_size("q", shards(4), None).await.unwrap_err(), 4, 8);
+    assert_mismatch(
+        c.queue_size("q", ShardSelect { shards: shards(4), shard: None }).await.unwrap_err(),
+        4,
+        8,
+    );
     let got: Vec<String> = b.items.iter().map(|d| d.id.clone()).collect();
     c.ack("q", &b.owner, got, shards(8)).await.unwrap();
-    assert_eq!(c.queue_size("q", shards(4), None).await.unwrap().waiting, 0);
+    assert_eq!(c.queue_size("q", ShardSelect { shards: shards(4), shard: None }).await.unwrap().waiting, 0);
     c.enqueue("q", vec!["y".into(), "z".into()], four).await.unwrap();
-    assert_eq!(c.queue_size("q", shards(4), None).await.unwrap().waiting, 2);
-    assert_mismatch(c.queue_size("q", shards(8), None).await.unwrap_err(), 8, 4);
+    assert_eq!(c.queue_size("q", ShardSelect { shards: shards(4), shard: None }).await.unwrap().waiting, 2);
+    assert_mismatch(
+        c.queue_size("q", ShardSelect { shards: shards(8), shard: None }).await.unwrap_err(),
+        8,
+        4,
+    );
     assert_mismatch(c.enqueue("q", vec!["w".into()], eight).await.unwrap_err(), 8, 4);
     let b = c.read_batch("q", read4).await.unwrap();
     assert_eq!(b.items.len(), 2);
     // Claimed ids still count: the queue is not empty while a reader holds them.
-    assert_mismatch(c.queue_size("q", shards(1), None).await.unwrap_err(), 1, 4);
+    assert_mismatch(
+        c.queue_size("q", ShardSelect { shards: shards(1), shard: None }).await.unwrap_err(),
+        1,
+        4,
+    );
     let got: Vec<String> = b.items.iter().map(|d| d.id.clone()).collect();
     c.release("q", &b.owner, got.clone(), shards(4), None).await.unwrap();
-    assert_eq!(c.queue_size("q", shards(4), None).await.unwrap().waiting, 2);
+    assert_eq!(c.queue_size("q", ShardSelect { shards: shards(4), shard: None }).await.unwrap().waiting, 2);
 }
 
 /// Generates one `#[tokio::test]` per suite function for a backend.

@@ -316,6 +316,11 @@ impl Backend for RedisStore {
 /// Maps a redis-rs error to a coded error naming the server (never its password).
 pub(crate) fn map_error(target: &Target, e: RedisError) -> Error {
     let detail = target.scrub(&e.to_string());
+    // A client configuration redis-rs cannot use (e.g. `#insecure` without the TLS feature)
+    // is a bad argument, not an error of the server.
+    if e.kind() == redis::ErrorKind::InvalidClientConfig {
+        return Error::invalid_at("url", format!("cannot be used: {detail}"));
+    }
     let code = e.code().unwrap_or("");
     // A server that wants a password and got none refuses the connection's SELECT with
     // "Authentication required." (its NOAUTH code is not kept by redis-rs there): an auth error too.
