@@ -1,0 +1,124 @@
+// What the model test normalises before it compares the two backends' results, and why. Only
+// three things legitimately differ between two correct backends fed the same calls:
+//
+// 1. Owner tokens are random. Each token becomes `O<n>`, n counting the distinct tokens of one
+//    backend in the order its results show them, so "the same token as step 7 returned" still
+//    compares. The fixed well-formed token the generator passes (BOGUS_TOKEN) stays `BOGUS`.
+// 2. Absolute times come from each backend's clock (Redis: the server's TIME). The runner keeps,
+//    per backend and step, the window of Date.now() around the call; the backend read its
+//    clock inside it. Every time a step passes is one of a fixed set of durations (OFFSETS)
+//    apart from a step's clock, and those durations lie further apart than a run lasts, so a
+//    time T becomes `t<step>+<duration>` for the unique step whose window holds T - duration.
+//    That keeps which step's clock a time came from and which duration was added, and drops
+//    only the sub-step timing. Times given by the test itself (setState's `expiresAt`) are
+//    registered as `abs<step>`. A time that matches no window exactly is matched to the
+//    nearest one within TOLERANCE ms (a clock read a hair outside the Date.now() window);
+//    beyond that it stays raw and the comparison fails.
+// 3. Relative times (`remainingMs`: the time left on a lease that another step took) count down
+//    with the clock; they become `<=<duration>` for the duration they started from (the
+//    smallest span not below them that they are within the run's age of). `waitedMs` (measured
+//    time spent in acquireLock) becomes `*`.
+//
+// Everything else (statuses, attempts, fences, counts, ids, order, values, error codes and
+// messages) is compared exactly. Over several shards, the order of a read's ids among shards
+// follows each shard's own clock reading, so those lists are put in shard order (stable,
+// keeping each shard's own order) by the runner.
+import { OFFSETS, SPANS, BOGUS_TOKEN } from './generate.mjs'
+
+const TIME_KEYS = new Set(['createdAt', 'updatedAt', 'leaseExpiresAt', 'finishedAt', 'expiresAt', 'at', 'dueAt', 'visibleUntil'])
+const TOKEN = /^[0-9a-f]{32}$/
+const TOLERANCE = 25
+
+/** One backend's view of a run: its clock windows and token names. */
+export class Side {
+  constructor(name, fg) {
+    this.name = name
+    this.fg = fg
+    this.windows = [] // [pos] = [before, after] (Date.now() around the call)
+    this.literals = new Map() // absolute time given by the test -> name
+    this.tokenNames = new Map()
+    this.tokensByStep = new Map() // step id -> tokens its result carried, in order
+    this.started = Date.now()
+  }
+
+  /** The step position whose window holds `x`, or -1. */
+  windowOf(x) {
+    const w = this.windows
+    let lo = 0
+    let hi = w.length - 1
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1
+      if (!w[mid]) return -1
+      if (x < w[mid][0]) hi = mid - 1
+      else if (x > w[mid][1]) lo = mid + 1
+      else return mid
+    }
+    return -1
+  }
+
+  time(t) {
+    const lit = this.literals.get(t)
+    if (lit) return lit
+    for (const d of OFFSETS) {
+      const pos = this.windowOf(t - d)
+      if (pos >= 0) return `t${pos}+${d}`
+    }
+    let best = null
+    for (const d of OFFSETS) {
+      this.windows.forEach((w, pos) => {
+        if (!w) return
+        const dist = t - d < w[0] ? w[0] - (t - d) : t - d - w[1]
+        if (dist <= TOLERANCE && (!best || dist < best.dist)) best = { dist, name: `t${pos}+${d}` }
+      })
+    }
+    return best ? best.name : `?${t}`
+  }
+
+  relative(ms) {
+    if (ms === 0) return 0
+    const age = Date.now() - this.started + 1000
+    const span = SPANS.filter((s) => s >= ms && s - age <= ms).sort((a, b) => a - b)[0]
+    return span === undefined ? `?${ms}ms` : `<=${span}`
+  }
+
+  token(t, step) {
+    if (t === BOGUS_TOKEN) return 'BOGUS'
+    if (!this.tokenNames.has(t)) this.tokenNames.set(t, `O${this.tokenNames.size}`)
+    if (step !== undefined) {
+      const list = this.tokensByStep.get(step) || []
+      if (!list.includes(t)) list.push(t)
+      this.tokensByStep.set(step, list)
+    }
+    return this.tokenNames.get(t)
+  }
+
+  /** The normalised copy of a result of step `step`. */
+  normalise(v, step, key) {
+    if (v === undefined) return '$undefined'
+    if (v === null || typeof v === 'boolean' || typeof v === 'string' && key !== 'owner') return v
+    if (typeof v === 'string') return TOKEN.test(v) ? this.token(v, step) : v
+    if (typeof v === 'number') {
+      if (Number.isNaN(v)) return '$NaN'
+      if (TIME_KEYS.has(key) && v > 1e12) return this.time(v)
+      if (key === 'remainingMs') return this.relative(v)
+      if (key === 'waitedMs') return '*'
+      return v
+    }
+    if (Array.isArray(v)) return v.map((x) => this.normalise(x, step, key === 'ids' ? 'id' : undefined))
+    if (typeof v === 'object') {
+      const out = {}
+      for (const k of Object.keys(v)) out[k] = this.normalise(v[k], step, k)
+      return out
+    }
+    return `$${typeof v}`
+  }
+}
+
+/** Stable text of a normalised value: keys sorted. */
+export function canon(v) {
+  if (Array.isArray(v)) return `[${v.map(canon).join(',')}]`
+  if (v && typeof v === 'object') {
+    return `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canon(v[k])}`).join(',')}}`
+  }
+  return JSON.stringify(v)
+}
