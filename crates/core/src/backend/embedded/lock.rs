@@ -39,6 +39,8 @@ impl LockTable {
     }
 
     pub fn try_acquire(&mut self, name: &str, owner: &str, lease_ms: u64, label: Option<&str>) -> Attempt {
+        // An empty label is no label, as on Redis (where the lock value cannot tell them apart).
+        let label = label.filter(|l| !l.is_empty());
         let now = now_ms();
         if let Some(h) = self.live(name, now) {
             return Attempt {
