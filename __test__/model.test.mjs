@@ -19,11 +19,12 @@ const PER_SEQUENCE = 500
 
 test('model: the embedded store and Redis agree on every result and error', { skip: url ? false : 'needs REDIS_URL', timeout: 3600_000 }, async (t) => {
   let done = 0
+  const stats = new Map()
   for (let i = 0; done < steps; i++) {
     const seed = (first + i) >>> 0
     const n = Math.min(PER_SEQUENCE, steps - done)
     const seq = generate(seed, n)
-    const failure = await execute(seq, url)
+    const failure = await execute(seq, url, stats)
     if (failure) {
       const small = await shrink(seq, failure, url, 60_000)
       assert.fail(
@@ -33,5 +34,7 @@ test('model: the embedded store and Redis agree on every result and error', { sk
     }
     done += n
   }
+  // What the steps did (operation and outcome on the embedded store), to see what was covered.
+  t.diagnostic([...stats].sort().map(([k, n]) => `${k}: ${n}`).join(', '))
   t.diagnostic(`${done} steps, seeds ${first}..${(first + Math.ceil(steps / PER_SEQUENCE) - 1) >>> 0}`)
 })

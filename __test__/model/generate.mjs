@@ -36,6 +36,8 @@ export function rng(seed) {
 export const SHORT = 100
 export const WAIT = SHORT + 60
 export const RETENTION = 1e9
+/** The retention of the second client on each backend, so that records run out during a run. */
+export const SHORT_RETENTION = SHORT
 const LEASES = [1e7, 2e7]
 const KEEPS = [3e7, 4e7]
 const TTLS = [5e7, 6e7]
@@ -46,7 +48,7 @@ const ABSOLUTE = 1.1e8
 const DEFAULTS = [600000, 86400000]
 const BASE = [0, SHORT, ...LEASES, ...KEEPS, ...TTLS, ...DELAYS, ...VISIBILITY, ABSOLUTE, ...DEFAULTS]
 /** Offsets from a step's clock that a time in a result can have (record expiries add the retention). */
-export const OFFSETS = [...new Set([...BASE, ...BASE.map((d) => d + RETENTION)])].sort((x, y) => x - y)
+export const OFFSETS = [...new Set([...BASE, ...BASE.map((d) => d + RETENTION), ...BASE.map((d) => d + SHORT_RETENTION)])].sort((x, y) => x - y)
 /** Durations a relative time (remainingMs) can count down from. */
 export const SPANS = [SHORT, ...LEASES, ...TTLS, ...DEFAULTS]
 
@@ -59,6 +61,9 @@ const HOSTILE = [
 const TOO_LONG = ['', 'x'.repeat(1025), 'é'.repeat(513)]
 const WRONG_TYPES = [1, null, undefined, {}, [], true]
 export const BOGUS_TOKEN = 'f'.repeat(32)
+
+const TRACKER = new Set(['claim', 'claimMany', 'claimBatch', 'complete', 'fail', 'setItems', 'unsetItem', 'getItem', 'getItems', 'listItems'])
+const READS = new Set(['getItem', 'getItems', 'listItems', 'unsetItem'])
 
 /** Generates `steps` operations (plus the waits after SHORT durations) from `seed`. */
 export function generate(seed, steps) {
@@ -116,6 +121,16 @@ export function generate(seed, steps) {
     for (const [k, v] of Object.entries(o)) if (v !== undefined) out[k] = v
     return out
   }
+  // Claims made so far ([group, id, step]), so complete and fail mostly name an item together
+  // with the owner token of a claim of it (the newest one or an older, stale one).
+  const claims = []
+  const finisher = () => {
+    if (claims.length && r.chance(0.6)) {
+      const [g, id, step] = r.chance(0.7) ? claims[claims.length - 1] : r.pick(claims.slice(-8))
+      return [g, id, { $tok: step, i: 0 }]
+    }
+    return [name(groups), name(ids), r.chance(0.8) ? tok('item') : undefined]
+  }
   const reason = () => r.pick(['', 'boom', 'timeout: 504', 'ü{x}:y', 'x'.repeat(4096), 'x'.repeat(4097)])
   const queue = () => {
     const q = r.pick(queues)
@@ -129,23 +144,38 @@ export function generate(seed, steps) {
     claim: () => ['claim', [name(groups), name(ids), opts({ timeoutMs: dur(LEASES), reclaimCompleted: r.chance(0.3) || undefined })], 'item'],
     claimMany: () => ['claimMany', [name(groups), idList(4), opts({ timeoutMs: dur(LEASES), reclaimCompleted: r.chance(0.3) || undefined })], 'item'],
     claimBatch: () => ['claimBatch', [name(groups), idList(5), opts({ timeoutMs: dur(LEASES), reclaimCompleted: r.chance(0.3) || undefined })], 'item'],
-    complete: () => ['complete', [name(groups), name(ids), opts({ owner: r.chance(0.8) ? tok('item') : undefined, keepMs: dur(KEEPS) })]],
-    fail: () => ['fail', [name(groups), name(ids), reason(), opts({ owner: r.chance(0.8) ? tok('item') : undefined, keepMs: dur(KEEPS) })]],
+    complete: () => {
+      const [g, id, owner] = finisher()
+      return ['complete', [g, id, opts({ owner, keepMs: dur(KEEPS) })]]
+    },
+    fail: () => {
+      const [g, id, owner] = finisher()
+      return ['fail', [g, id, reason(), opts({ owner, keepMs: dur(KEEPS) })]]
+    },
     setItems: () => {
       const n = r.chance(0.03) ? 0 : 1 + r.int(4)
+      // Most batches are valid (one bad request refuses the whole batch).
+      const clean = r.chance(0.8)
+      const d = (set) => (clean ? (r.chance(0.8) ? r.pick(set) : undefined) : dur(set))
       const reqs = Array.from({ length: n }, () => {
-        const status = r.chance(0.03) ? r.pick(['bogus', '', 7]) : r.pick(['in_progress', 'completed', 'failed', 'none'])
+        const status = !clean && r.chance(0.1) ? r.pick(['bogus', '', 7]) : r.pick(['in_progress', 'completed', 'failed', 'none'])
+        const mine = status !== 'in_progress' && claims.length && r.chance(0.5) ? r.pick(claims.slice(-4)) : null
         return opts({
-          id: r.chance(0.02) ? r.pick(TOO_LONG) : r.pick(ids),
+          id: mine ? mine[1] : !clean && r.chance(0.1) ? r.pick(TOO_LONG) : r.pick(ids),
           status,
-          owner: status !== 'in_progress' && r.chance(0.7) ? tok('item') : undefined,
-          error: status === 'failed' && r.chance(0.8) ? reason() : undefined,
+          owner: mine ? { $tok: mine[2], i: 0 } : status !== 'in_progress' && r.chance(0.5) ? tok('item') : undefined,
+          error: status === 'failed' && r.chance(0.8) ? (clean ? 'boom' : reason()) : undefined,
           // Also on requests that are not claims: a bad value must be refused there too.
-          timeoutMs: status === 'in_progress' || r.chance(0.1) ? dur(LEASES) : undefined,
-          keepMs: r.chance(0.5) ? dur(KEEPS) : undefined,
+          timeoutMs: status === 'in_progress' || r.chance(0.1) ? d(LEASES) : undefined,
+          keepMs: r.chance(0.5) ? d(KEEPS) : undefined,
           reclaimCompleted: r.chance(0.2) || undefined,
         })
       })
+      if (r.chance(0.08)) {
+        // A burst on one item: claims and failures past the timeline's 20 entries.
+        const id = r.pick(ids)
+        for (let k = 0; k < 12; k++) reqs.push({ id, status: 'in_progress', timeoutMs: LEASES[0] }, { id, status: 'failed', error: `try ${k}` })
+      }
       return ['setItems', [name(groups), r.chance(0.02) ? 'notarray' : reqs], 'item']
     },
     unsetItem: () => ['unsetItem', [name(groups), name(ids)]],
@@ -202,7 +232,7 @@ export function generate(seed, steps) {
     getStateJson: () => ['getStateJson', [r.chance(0.05) ? 'k' : Array.from({ length: 1 + r.int(3) }, () => name(keys))]],
     getState: () => ['getState', [name(keys)]],
     deleteState: () => ['deleteState', [name(keys)]],
-    increment: () => ['increment', [name(keys), r.chance(0.3) ? undefined : r.pick([1, -1, 5, 9007199254740991, -9007199254740991, 0, 1.5, NaN, '2']), opts({ ttlMs: r.chance(0.5) ? dur(TTLS) : undefined })]],
+    increment: () => ['increment', [name(keys), r.chance(0.3) ? undefined : r.chance(0.85) ? r.pick([1, -1, 5, 0, 9007199254740991, -9007199254740991]) : r.pick([1.5, NaN, '2']), opts({ ttlMs: r.chance(0.5) ? dur(TTLS) : undefined })]],
     claimKey: () => ['claimKey', [name(idemKeys), opts({ leaseMs: dur(LEASES) })], 'key'],
     completeKey: () => ['completeKey', [name(idemKeys), tok('key'), r.pick(['{"v":1}', '{}', '"x"', 'not json']), opts({ ttlMs: dur(TTLS) })]],
     releaseKey: () => ['releaseKey', [name(idemKeys), tok('key')]],
@@ -228,8 +258,17 @@ export function generate(seed, steps) {
     short = false
     const [op, args, family] = ops[r.pick(table)]()
     const id = out.length
-    out.push({ id, op, args })
+    const step = { id, op, args }
+    // Now and then an Item Tracker call goes through the client with the short retention: what
+    // it writes is forgotten (records expire, purges run) shortly after, so a wait follows.
+    if (TRACKER.has(op) && r.chance(0.06)) {
+      step.client = 'shortRetention'
+      if (!READS.has(op)) short = true
+    }
+    out.push(step)
     if (family) issued[family].push(id)
+    if (op === 'claim') claims.push([args[0], args[1], id])
+    if (op === 'claimBatch' && Array.isArray(args[1]) && args[1].length) claims.push([args[0], args[1][r.int(args[1].length)], id])
     if (short) out.push({ id: out.length, op: 'wait', args: [WAIT] })
   }
   return out

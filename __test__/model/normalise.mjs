@@ -34,11 +34,16 @@ export class Side {
   constructor(name, fg) {
     this.name = name
     this.fg = fg
-    this.windows = [] // [pos] = [before, after] (Date.now() around the call)
+    this.windows = [] // [before, after, pos]: Date.now() around each step's call, in order
     this.literals = new Map() // absolute time given by the test -> name
     this.tokenNames = new Map()
     this.tokensByStep = new Map() // step id -> tokens its result carried, in order
     this.started = Date.now()
+  }
+
+  /** Records the clock window of the step at `pos` (steps run in order: the list stays sorted). */
+  window(pos, before, after) {
+    this.windows.push([before, after, pos])
   }
 
   /** The step position whose window holds `x`, or -1. */
@@ -48,10 +53,9 @@ export class Side {
     let hi = w.length - 1
     while (lo <= hi) {
       const mid = (lo + hi) >> 1
-      if (!w[mid]) return -1
       if (x < w[mid][0]) hi = mid - 1
       else if (x > w[mid][1]) lo = mid + 1
-      else return mid
+      else return w[mid][2]
     }
     return -1
   }
@@ -65,11 +69,11 @@ export class Side {
     }
     let best = null
     for (const d of OFFSETS) {
-      this.windows.forEach((w, pos) => {
-        if (!w) return
-        const dist = t - d < w[0] ? w[0] - (t - d) : t - d - w[1]
+      for (const [before, after, pos] of this.windows) {
+        const x = t - d
+        const dist = x < before ? before - x : x - after
         if (dist <= TOLERANCE && (!best || dist < best.dist)) best = { dist, name: `t${pos}+${d}` }
-      })
+      }
     }
     return best ? best.name : `?${t}`
   }

@@ -3,15 +3,20 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { performance } from 'node:perf_hooks'
 import { Flowguard, freshPrefix } from '../backends.mjs'
-import { BOGUS_TOKEN, RETENTION } from './generate.mjs'
+import { BOGUS_TOKEN, RETENTION, SHORT_RETENTION } from './generate.mjs'
 import { Side, canon } from './normalise.mjs'
 
 /** The documented error codes (README, Errors); ERR_INTERNAL is documented as a bug. */
 const CODES = new Set(['ERR_INVALID_ARGUMENT', 'ERR_REDIS_UNAVAILABLE', 'ERR_REDIS_AUTH', 'ERR_REDIS', 'ERR_TIMEOUT', 'ERR_NOT_OWNER', 'ERR_LOCK_LOST'])
 
 async function openSides(url) {
-  const open = (u) => Flowguard.open({ url: u, prefix: freshPrefix('model'), retentionMs: RETENTION })
-  return [new Side('embedded', await open(undefined)), new Side('redis', await open(url))]
+  const side = async (name, u) => {
+    const prefix = freshPrefix('model')
+    const s = new Side(name, await Flowguard.open({ url: u, prefix, retentionMs: RETENTION }))
+    s.clients = { shortRetention: await Flowguard.open({ url: u, prefix, retentionMs: SHORT_RETENTION }) }
+    return s
+  }
+  return [await side('embedded', undefined), await side('redis', url)]
 }
 
 /** What once()'s function throws: passed on as it is, so it has no code of flowguard's. */
@@ -75,12 +80,13 @@ async function runStep(side, step, pos, abs) {
   let r
   let err
   try {
-    r = await side.fg[step.op](...args)
+    const fg = step.client ? side.clients[step.client] : side.fg
+    r = await fg[step.op](...args)
   } catch (e) {
     err = e || new Error(String(e))
   }
   // The window first: times this step wrote are named after it.
-  side.windows[pos] = [before, Date.now()]
+  side.window(pos, before, Date.now())
   if (!err) return { ok: side.normalise(shardOrder(step, r), step.id) }
   if (err instanceof FnFailed) return { error: 'fn failed (passed on)' }
   return { error: err.code === undefined ? `no code (${err.name})` : err.code, message: String(err.message) }
@@ -90,7 +96,7 @@ async function runStep(side, step, pos, abs) {
  * Runs `seq`; resolves to null when both backends agree on every step, else to the failure:
  * { pos, step, results: [embedded, redis], why }.
  */
-export async function execute(seq, url) {
+export async function execute(seq, url, stats) {
   const sides = await openSides(url)
   let last = performance.now()
   for (let pos = 0; pos < seq.length; pos++) {
@@ -107,6 +113,10 @@ export async function execute(seq, url) {
     const results = []
     for (const side of sides) results.push(await runStep(side, step, pos, abs))
     last = performance.now()
+    if (stats) {
+      const k = `${step.op} ${results[0].error === undefined ? 'ok' : results[0].error}`
+      stats.set(k, (stats.get(k) || 0) + 1)
+    }
     const bad = results.find((r) => r.error !== undefined && !CODES.has(r.error) && !r.error.startsWith('fn failed'))
     if (bad) return { pos, step, results, why: `an error without a documented code: ${bad.error}` }
     if (canon(results[0]) !== canon(results[1])) return { pos, step, results, why: 'the backends disagree' }
@@ -175,6 +185,8 @@ export function describe(seq, failure) {
   )
   return [
     `${failure.why} at position ${failure.pos} (${failure.step.op}):`,
+    `  // on each backend: fg = await Flowguard.open({ url, prefix, retentionMs: ${RETENTION} }),`,
+    `  // fgShortRetention = await Flowguard.open({ url, prefix, retentionMs: ${SHORT_RETENTION} }) (same prefix)`,
     ...lines,
     `  embedded: ${canon(failure.results[0])}`,
     `  redis:    ${canon(failure.results[1])}`,
