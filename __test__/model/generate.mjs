@@ -125,13 +125,13 @@ export function generate(seed, steps) {
   // with the owner token of a claim of it (the newest one or an older, stale one).
   const claims = []
   const finisher = () => {
-    if (claims.length && r.chance(0.6)) {
+    if (claims.length && r.chance(0.85)) {
       const [g, id, step] = r.chance(0.7) ? claims[claims.length - 1] : r.pick(claims.slice(-8))
       return [g, id, { $tok: step, i: 0 }]
     }
     return [name(groups), name(ids), r.chance(0.8) ? tok('item') : undefined]
   }
-  const reason = () => r.pick(['', 'boom', 'timeout: 504', 'ü{x}:y', 'x'.repeat(4096), 'x'.repeat(4097)])
+  const reason = () => (r.chance(0.05) ? 'x'.repeat(4097) : r.pick(['', 'boom', 'timeout: 504', 'ü{x}:y', 'x'.repeat(4096)]))
   const queue = () => {
     const q = r.pick(queues)
     const shards = r.chance(0.03) ? r.pick([1, 2, 3, 4, 8, 0, 1025]) : q.shards
@@ -245,7 +245,7 @@ export function generate(seed, steps) {
   const ids_ = ids
   // How often each operation comes up (writes more than reads, so state builds up).
   const weights = {
-    claim: 6, claimMany: 3, claimBatch: 3, complete: 5, fail: 4, setItems: 4, unsetItem: 1, getItem: 2, getItems: 2, listItems: 3,
+    claim: 6, claimMany: 3, claimBatch: 3, complete: 5, fail: 4, setItems: 4, unsetItem: 2, getItem: 2, getItems: 2, listItems: 3,
     acquireLock: 5, releaseLock: 3, extendLock: 3, getLock: 2,
     enqueue: 6, readBatch: 5, ack: 4, release: 3, peek: 2, queueSize: 2,
     setState: 4, getStateJson: 2, getState: 1, deleteState: 1, increment: 3,
