@@ -120,7 +120,7 @@ export async function execute(seq, url, stats) {
     }
     const bad = results.find((r) => r.error !== undefined && !CODES.has(r.error) && !r.error.startsWith('fn failed'))
     if (bad) return { pos, step, results, why: `an error without a documented code: ${bad.error}` }
-    if (canon(results[0]) !== canon(results[1])) return { pos, step, results, why: 'the backends disagree' }
+    if (canon(results[0]) !== canon(results[1])) return { pos, step, results, why: 'the backends disagree', sides }
   }
   return null
 }
