@@ -10,8 +10,9 @@
 //    apart from a step's clock, and those durations lie further apart than a run lasts, so a
 //    time T becomes `t<step>+<duration>` for the unique step whose window holds T - duration.
 //    That keeps which step's clock a time came from and which duration was added, and drops
-//    only the sub-step timing. Times given by the test itself (setState's `expiresAt`) are
-//    registered as `abs<step>`. A time that matches no window exactly is matched to the
+//    only the sub-step timing. (A step slower than SHORT has a window in which a time can read
+//    two ways; it then carries both names, and two times agree when their names share one.)
+//    Times given by the test itself (setState's `expiresAt`) are registered as `abs<step>`. A time that matches no window exactly is matched to the
 //    nearest one within TOLERANCE ms (a clock read a hair outside the Date.now() window);
 //    beyond that it stays raw and the comparison fails.
 // 3. Relative times (`remainingMs`: the time left on a lease that another step took) count down
@@ -46,7 +47,7 @@ export class Side {
     this.windows.push([before, after, pos])
   }
 
-  /** The step position whose window holds `x`, or -1. */
+  /** The step position whose window holds `x`, or -1 (the windows are disjoint and in order). */
   windowOf(x) {
     const w = this.windows
     let lo = 0
@@ -60,13 +61,20 @@ export class Side {
     return -1
   }
 
+  /**
+   * The name of absolute time `t`: { $t: [names] }. Usually one name; more when a slow step's
+   * window is wide enough that `t` reads as more than one step-plus-duration (a window longer
+   * than SHORT); two names agree when their lists share one.
+   */
   time(t) {
     const lit = this.literals.get(t)
-    if (lit) return lit
+    if (lit) return { $t: [lit] }
+    const names = []
     for (const d of OFFSETS) {
       const pos = this.windowOf(t - d)
-      if (pos >= 0) return `t${pos}+${d}`
+      if (pos >= 0) names.push(`t${pos}+${d}`)
     }
+    if (names.length) return { $t: names }
     let best = null
     for (const d of OFFSETS) {
       for (const [before, after, pos] of this.windows) {
@@ -75,7 +83,7 @@ export class Side {
         if (dist <= TOLERANCE && (!best || dist < best.dist)) best = { dist, name: `t${pos}+${d}` }
       }
     }
-    return best ? best.name : `?${t}`
+    return { $t: [best ? best.name : `?${t}`] }
   }
 
   relative(ms) {
@@ -118,9 +126,22 @@ export class Side {
   }
 }
 
-/** Stable text of a normalised value: keys sorted. */
+/** Whether two normalised values agree: equal, times when their names share one. */
+export function same(a, b) {
+  if (a && b && typeof a === 'object' && typeof b === 'object') {
+    if (a.$t || b.$t) return !!(a.$t && b.$t) && a.$t.some((n) => b.$t.includes(n))
+    if (Array.isArray(a) !== Array.isArray(b)) return false
+    const ka = Object.keys(a)
+    const kb = Object.keys(b)
+    return ka.length === kb.length && ka.every((k) => Object.hasOwn(b, k) && same(a[k], b[k]))
+  }
+  return a === b
+}
+
+/** Stable text of a normalised value: keys sorted, a time as its names. */
 export function canon(v) {
   if (Array.isArray(v)) return `[${v.map(canon).join(',')}]`
+  if (v && typeof v === 'object' && v.$t) return JSON.stringify(v.$t.join('|'))
   if (v && typeof v === 'object') {
     return `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canon(v[k])}`).join(',')}}`
   }

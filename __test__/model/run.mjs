@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { performance } from 'node:perf_hooks'
 import { Flowguard, freshPrefix } from '../backends.mjs'
 import { BOGUS_TOKEN, RETENTION, SHORT_RETENTION } from './generate.mjs'
-import { Side, canon } from './normalise.mjs'
+import { Side, canon, same } from './normalise.mjs'
 
 /** The documented error codes (README, Errors); ERR_INTERNAL is documented as a bug. */
 const CODES = new Set(['ERR_INVALID_ARGUMENT', 'ERR_REDIS_UNAVAILABLE', 'ERR_REDIS_AUTH', 'ERR_REDIS', 'ERR_TIMEOUT', 'ERR_NOT_OWNER', 'ERR_LOCK_LOST'])
@@ -120,7 +120,7 @@ export async function execute(seq, url, stats) {
     }
     const bad = results.find((r) => r.error !== undefined && !CODES.has(r.error) && !r.error.startsWith('fn failed'))
     if (bad) return { pos, step, results, why: `an error without a documented code: ${bad.error}` }
-    if (canon(results[0]) !== canon(results[1])) return { pos, step, results, why: 'the backends disagree', sides }
+    if (!same(results[0], results[1])) return { pos, step, results, why: 'the backends disagree', sides }
   }
   return null
 }
