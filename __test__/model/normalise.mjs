@@ -12,9 +12,10 @@
 //    That keeps which step's clock a time came from and which duration was added, and drops
 //    only the sub-step timing. (A step slower than SHORT has a window in which a time can read
 //    two ways; it then carries both names, and two times agree when their names share one.)
-//    Times given by the test itself (setState's `expiresAt`) are registered as `abs<step>`. A time that matches no window exactly is matched to the
-//    nearest one within TOLERANCE ms (a clock read a hair outside the Date.now() window);
-//    beyond that it stays raw and the comparison fails.
+//    Times given by the test itself (setState's `expiresAt`) are registered as `abs<step>`. A
+//    time that matches no window exactly is matched to the nearest one within TOLERANCE ms (a
+//    clock read a hair outside the Date.now() window); beyond that it stays raw and the
+//    comparison fails.
 // 3. Relative times (`remainingMs`: the time left on a lease that another step took) count down
 //    with the clock; they become `<=<duration>` for the duration they started from (the
 //    smallest span not below them that they are within the run's age of). `waitedMs` (measured
