@@ -38,6 +38,8 @@ export const WAIT = SHORT + 60
 export const RETENTION = 1e9
 /** The retention of the second client on each backend, so that records run out during a run. */
 export const SHORT_RETENTION = SHORT
+/** The wait after a write through that client: its records live up to SHORT + SHORT_RETENTION. */
+export const RETENTION_WAIT = SHORT + SHORT_RETENTION + 60
 const LEASES = [1e7, 2e7]
 const KEEPS = [3e7, 4e7]
 const TTLS = [5e7, 6e7]
@@ -269,7 +271,7 @@ export function generate(seed, steps) {
     if (family) issued[family].push(id)
     if (op === 'claim') claims.push([args[0], args[1], id])
     if (op === 'claimBatch' && Array.isArray(args[1]) && args[1].length) claims.push([args[0], args[1][r.int(args[1].length)], id])
-    if (short) out.push({ id: out.length, op: 'wait', args: [WAIT] })
+    if (short) out.push({ id: out.length, op: 'wait', args: [step.client ? RETENTION_WAIT : WAIT] })
   }
   return out
 }
