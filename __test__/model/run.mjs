@@ -182,7 +182,7 @@ function js(v) {
 /** The sequence as code, one call per line, and both results of the failing step. */
 export function describe(seq, failure) {
   const lines = seq.map((s, pos) =>
-    s.op === 'wait' ? `  /* ${pos} */ await sleep(${s.args[0]})` : `  /* ${pos}, step ${s.id} */ await fg.${s.op}(${s.args.map(js).join(', ')})`,
+    s.op === 'wait' ? `  /* ${pos} */ await sleep(${s.args[0]})` : `  /* ${pos}, step ${s.id} */ await ${s.client ? 'fgShortRetention' : 'fg'}.${s.op}(${s.args.map(js).join(', ')})`,
   )
   return [
     `${failure.why} at position ${failure.pos} (${failure.step.op}):`,
