@@ -12,6 +12,9 @@ local by = tonumber(ARGV[1])
 if math.abs(cur) > max or math.abs(cur + by) > max then return {-2} end
 local n = redis.call('INCRBY', KEYS[1], ARGV[1])
 if ARGV[2] ~= '' and redis.call('PTTL', KEYS[1]) == -1 then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  -- An absolute expiry from TIME, as state_set.lua writes them (read back to the millisecond).
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  redis.call('PEXPIREAT', KEYS[1], string.format('%d', now + tonumber(ARGV[2])))
 end
 return {1, n}

@@ -42,10 +42,15 @@ local function purge(retention, max)
       if #ids < want then break end
     end
   end
-  local done = 0
+  -- A bounded purge looks at leases that ended this client's retention ago. An unbounded one
+  -- (listItems, whose counts must be exact) looks at every lease that ended: a record claimed by
+  -- a client with a shorter retention is gone before that, and must not count as abandoned.
+  local cutoff = now - retention
+  if max < 0 then cutoff = now end
+  local done, kept = 0, 0
   while chunk(done) > 0 do
     local want = chunk(done)
-    local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now - retention, 'LIMIT', 0, want)
+    local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', cutoff, 'LIMIT', kept, want)
     if #ids == 0 then break end
     local raws = redis.call('HMGET', KEYS[4], unpack(ids))
     local gone = {}
@@ -57,8 +62,10 @@ local function purge(retention, max)
       redis.call('ZREM', KEYS[1], unpack(gone))
     end
     done = done + #ids
-    -- Records kept longer (claimed by a client with a longer retention) stay in front: stop.
-    if #gone < #ids or #ids < want then break end
+    kept = kept + #ids - #gone
+    -- Records kept longer (claimed by a client with a longer retention) stay in front: a bounded
+    -- purge stops there, an unbounded one steps over them.
+    if (max >= 0 and #gone < #ids) or #ids < want then break end
   end
 end
 

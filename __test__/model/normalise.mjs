@@ -1,0 +1,150 @@
+// What the model test normalises before it compares the two backends' results, and why. Only
+// three things legitimately differ between two correct backends fed the same calls:
+//
+// 1. Owner tokens are random. Each token becomes `O<n>`, n counting the distinct tokens of one
+//    backend in the order its results show them, so "the same token as step 7 returned" still
+//    compares. The fixed well-formed token the generator passes (BOGUS_TOKEN) stays `BOGUS`.
+// 2. Absolute times come from each backend's clock (Redis: the server's TIME). The runner keeps,
+//    per backend and step, the window of Date.now() around the call; the backend read its
+//    clock inside it. Every time a step passes is one of a fixed set of durations (OFFSETS)
+//    apart from a step's clock, and those durations lie further apart than a run lasts, so a
+//    time T becomes `t<step>+<duration>` for the unique step whose window holds T - duration.
+//    That keeps which step's clock a time came from and which duration was added, and drops
+//    only the sub-step timing. (A step slower than SHORT has a window in which a time can read
+//    two ways; it then carries both names, and two times agree when their names share one.)
+//    Times given by the test itself (setState's `expiresAt`) are registered as `abs<step>`. A
+//    time that matches no window exactly is matched to the nearest one within TOLERANCE ms (a
+//    clock read a hair outside the Date.now() window); beyond that it stays raw and the
+//    comparison fails.
+// 3. Relative times (`remainingMs`: the time left on a lease that another step took) count down
+//    with the clock; they become `<=<duration>` for the duration they started from (the
+//    smallest span not below them that they are within the run's age of). `waitedMs` (measured
+//    time spent in acquireLock) becomes `*`.
+//
+// Everything else (statuses, attempts, fences, counts, ids, order, values, error codes and
+// messages) is compared exactly. Over several shards, the order of a read's ids among shards
+// follows each shard's own clock reading, so those lists are put in shard order (stable,
+// keeping each shard's own order) by the runner.
+import { OFFSETS, SPANS, BOGUS_TOKEN } from './generate.mjs'
+
+const TIME_KEYS = new Set(['createdAt', 'updatedAt', 'leaseExpiresAt', 'finishedAt', 'expiresAt', 'at', 'dueAt', 'visibleUntil'])
+const TOKEN = /^[0-9a-f]{32}$/
+const TOLERANCE = 25
+
+/** One backend's view of a run: its clock windows and token names. */
+export class Side {
+  constructor(name, fg) {
+    this.name = name
+    this.fg = fg
+    this.windows = [] // [before, after, pos]: Date.now() around each step's call, in order
+    this.literals = new Map() // absolute time given by the test -> name
+    this.tokenNames = new Map()
+    this.tokensByStep = new Map() // step id -> tokens its result carried, in order
+    this.started = Date.now()
+  }
+
+  /** Records the clock window of the step at `pos` (steps run in order: the list stays sorted). */
+  window(pos, before, after) {
+    this.windows.push([before, after, pos])
+  }
+
+  /** The step position whose window holds `x`, or -1 (the windows are disjoint and in order). */
+  windowOf(x) {
+    const w = this.windows
+    let lo = 0
+    let hi = w.length - 1
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1
+      if (x < w[mid][0]) hi = mid - 1
+      else if (x > w[mid][1]) lo = mid + 1
+      else return w[mid][2]
+    }
+    return -1
+  }
+
+  /**
+   * The name of absolute time `t`: { $t: [names] }. Usually one name; more when a slow step's
+   * window is wide enough that `t` reads as more than one step-plus-duration (a window longer
+   * than SHORT); two names agree when their lists share one.
+   */
+  time(t) {
+    const lit = this.literals.get(t)
+    if (lit) return { $t: [lit] }
+    const names = []
+    for (const d of OFFSETS) {
+      const pos = this.windowOf(t - d)
+      if (pos >= 0) names.push(`t${pos}+${d}`)
+    }
+    if (names.length) return { $t: names }
+    let best = null
+    for (const d of OFFSETS) {
+      for (const [before, after, pos] of this.windows) {
+        const x = t - d
+        const dist = x < before ? before - x : x - after
+        if (dist <= TOLERANCE && (!best || dist < best.dist)) best = { dist, name: `t${pos}+${d}` }
+      }
+    }
+    return { $t: [best ? best.name : `?${t}`] }
+  }
+
+  relative(ms) {
+    if (ms === 0) return 0
+    const age = Date.now() - this.started + 1000
+    const span = SPANS.filter((s) => s >= ms && s - age <= ms).sort((a, b) => a - b)[0]
+    return span === undefined ? `?${ms}ms` : `<=${span}`
+  }
+
+  token(t, step) {
+    if (t === BOGUS_TOKEN) return 'BOGUS'
+    if (!this.tokenNames.has(t)) this.tokenNames.set(t, `O${this.tokenNames.size}`)
+    if (step !== undefined) {
+      const list = this.tokensByStep.get(step) || []
+      if (!list.includes(t)) list.push(t)
+      this.tokensByStep.set(step, list)
+    }
+    return this.tokenNames.get(t)
+  }
+
+  /** The normalised copy of a result of step `step`. */
+  normalise(v, step, key) {
+    if (v === undefined) return '$undefined'
+    if (v === null || typeof v === 'boolean' || typeof v === 'string' && key !== 'owner') return v
+    if (typeof v === 'string') return TOKEN.test(v) ? this.token(v, step) : v
+    if (typeof v === 'number') {
+      if (Number.isNaN(v)) return '$NaN'
+      if (TIME_KEYS.has(key) && v > 1e12) return this.time(v)
+      if (key === 'remainingMs') return this.relative(v)
+      if (key === 'waitedMs') return '*'
+      return v
+    }
+    if (Array.isArray(v)) return v.map((x) => this.normalise(x, step, key === 'ids' ? 'id' : undefined))
+    if (typeof v === 'object') {
+      const out = {}
+      for (const k of Object.keys(v)) out[k] = this.normalise(v[k], step, k)
+      return out
+    }
+    return `$${typeof v}`
+  }
+}
+
+/** Whether two normalised values agree: equal, times when their names share one. */
+export function same(a, b) {
+  if (a && b && typeof a === 'object' && typeof b === 'object') {
+    if (a.$t || b.$t) return !!(a.$t && b.$t) && a.$t.some((n) => b.$t.includes(n))
+    if (Array.isArray(a) !== Array.isArray(b)) return false
+    const ka = Object.keys(a)
+    const kb = Object.keys(b)
+    return ka.length === kb.length && ka.every((k) => Object.hasOwn(b, k) && same(a[k], b[k]))
+  }
+  return a === b
+}
+
+/** Stable text of a normalised value: keys sorted, a time as its names. */
+export function canon(v) {
+  if (Array.isArray(v)) return `[${v.map(canon).join(',')}]`
+  if (v && typeof v === 'object' && v.$t) return JSON.stringify(v.$t.join('|'))
+  if (v && typeof v === 'object') {
+    return `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canon(v[k])}`).join(',')}}`
+  }
+  return JSON.stringify(v)
+}
