@@ -1,5 +1,8 @@
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, NodeOperationError } from 'n8n-workflow';
 
+import type { FieldNames } from './errors';
+import { coreField, nodeError } from './errors';
+
 /** Output item that keeps the input item's JSON and adds the node's result under `field`. */
 export function withResult(
 	input: INodeExecutionData,
@@ -98,4 +101,92 @@ export function errorItem(
 		json: { ...input.json, ...extra, error: error.message },
 		pairedItem: { item: itemIndex },
 	};
+}
+
+/**
+ * The output of a node execution, item by item in input order, and the one place where an item
+ * fails: `fail` throws unless the node continues on fail, in which case the item's slot gets the
+ * error item. Every output item is paired with its input item.
+ */
+export class ItemOutputs {
+	private readonly slots: INodeExecutionData[][];
+
+	constructor(
+		private readonly ctx: IExecuteFunctions,
+		private readonly items: INodeExecutionData[],
+		/** Display names of the parameters behind the flowguard call's fields (see `nodeError`). */
+		private readonly fields: FieldNames = {},
+	) {
+		this.slots = items.map(() => []);
+	}
+
+	/** Adds output items for input item `itemIndex`. */
+	put(itemIndex: number, ...out: INodeExecutionData[]): void {
+		this.slots[itemIndex].push(...out);
+	}
+
+	/** Adds the node's result for input item `itemIndex` (its JSON kept, the result under `field`). */
+	result(itemIndex: number, field: string, result: IDataObject): INodeExecutionData {
+		const out = withResult(this.items[itemIndex], field, result, itemIndex);
+		this.put(itemIndex, out);
+		return out;
+	}
+
+	/** Fails input item `itemIndex`: throws, or (continue on fail) outputs its error item with `extra`. */
+	fail(itemIndex: number, error: unknown, extra: IDataObject = {}, context?: string): void {
+		const e = nodeError(this.ctx, error, itemIndex, this.fields, context);
+		if (!this.ctx.continueOnFail()) throw e;
+		this.slots[itemIndex] = [errorItem(this.ctx, this.items[itemIndex], itemIndex, e, extra)];
+	}
+
+	/** Runs `fn` for each input item; what it throws fails that item only (see `fail`). */
+	async each(fn: (itemIndex: number) => void | Promise<void>): Promise<void> {
+		for (let i = 0; i < this.items.length; i++) {
+			try {
+				await fn(i);
+			} catch (error) {
+				this.fail(i, error);
+			}
+		}
+	}
+
+	/** The output items, in input order. */
+	list(): INodeExecutionData[] {
+		return this.slots.flat();
+	}
+}
+
+/**
+ * One flowguard call for a batch of entries (several items' work in one native call, one round
+ * trip on Redis). The core checks every entry before it writes anything; when it refuses one
+ * (ERR_INVALID_ARGUMENT naming `<list>[k]`), the entry owning index k fails alone (`refused`) and
+ * the call runs again without it, so one bad item does not fail the others. Any other error is
+ * the whole call's: `undefined` is returned after `failed` got it.
+ */
+export async function callBatch<E, R>(
+	entries: E[],
+	call: (entries: E[]) => Promise<R>,
+	handlers: {
+		refused: (entry: E, error: unknown) => void;
+		failed: (entries: E[], error: unknown) => void;
+		/** The entry that index k of the call's list belongs to (default: entry k). */
+		entryOf?: (entries: E[], k: number) => number;
+	},
+): Promise<{ entries: E[]; result: R } | undefined> {
+	let left = entries;
+	while (left.length > 0) {
+		try {
+			return { entries: left, result: await call(left) };
+		} catch (error) {
+			const k = coreField(error)?.index;
+			const at = k === undefined ? -1 : handlers.entryOf ? handlers.entryOf(left, k) : k;
+			if (at < 0 || at >= left.length) {
+				handlers.failed(left, error);
+				return undefined;
+			}
+			handlers.refused(left[at], error);
+			left = left.filter((_, j) => j !== at);
+		}
+	}
+	return undefined;
 }

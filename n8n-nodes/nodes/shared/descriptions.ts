@@ -1,0 +1,55 @@
+import type { INodeCredentialDescription, INodeProperties } from 'n8n-workflow';
+
+/** Backend selector shared by the nodes. */
+export const backendProperty: INodeProperties = {
+	displayName: 'Backend',
+	name: 'backend',
+	type: 'options',
+	noDataExpression: true,
+	options: [
+		{
+			name: 'Embedded',
+			value: 'embedded',
+			description:
+				'State kept inside this n8n instance; no setup. Not for queue mode (several n8n processes).',
+		},
+		{
+			name: 'Redis',
+			value: 'redis',
+			description: "State kept in Redis, using n8n's Redis credential. Works with queue mode.",
+		},
+	],
+	default: 'embedded',
+};
+
+export const keyPrefixOption: INodeProperties = {
+	displayName: 'Key Prefix',
+	name: 'keyPrefix',
+	type: 'string',
+	default: 'fg:',
+	description:
+		'Prefix of every key flowguard writes (in Redis, and in the embedded store). Nodes that should see the same items or locks must use the same prefix.',
+};
+
+/** The Result Field option: where the node puts its result in the output item. */
+export function resultFieldOption(defaultField: string, operations?: string[]): INodeProperties {
+	return {
+		displayName: 'Result Field',
+		name: 'resultField',
+		type: 'string',
+		default: defaultField,
+		description: 'Field of the output item that receives the result; the rest of the input item is kept',
+		...(operations ? { displayOptions: { show: { '/operation': operations } } } : {}),
+	};
+}
+
+/** The credential of the Redis backend: n8n's own Redis credential type, tested by flowguard. */
+export const redisCredentials: INodeCredentialDescription[] = [
+	{
+		// n8n's own Redis credential type (host, port, user, password, database, SSL).
+		name: 'redis',
+		required: true,
+		testedBy: 'flowguardRedisConnectionTest',
+		displayOptions: { show: { backend: ['redis'] } },
+	},
+];
