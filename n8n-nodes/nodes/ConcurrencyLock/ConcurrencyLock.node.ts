@@ -2,7 +2,13 @@ import type { IExecuteFunctions, INodeExecutionData, INodeType, INodeTypeDescrip
 import { NodeConnectionTypes } from 'n8n-workflow';
 
 import { credentialTest } from '../shared/credentialTest';
-import { backendProperty, keyPrefixOption, redisCredentials, resultFieldOption } from '../shared/descriptions';
+import {
+	backendProperty,
+	keyPrefixOption,
+	NODE_VERSIONS,
+	redisCredentials,
+	resultFieldOption,
+} from '../shared/descriptions';
 import { route } from '../shared/router';
 import { DEFAULT_FIELD } from './actions/calls';
 import * as extend from './actions/extend.operation';
@@ -17,7 +23,7 @@ export class ConcurrencyLock implements INodeType {
 		name: 'concurrencyLock',
 		icon: { light: 'file:concurrencyLock.svg', dark: 'file:concurrencyLock.dark.svg' },
 		group: ['transform'],
-		version: 1,
+		...NODE_VERSIONS,
 		usableAsTool: true,
 		subtitle: '={{ $parameter["operation"] + ": " + $parameter["lockName"] }}',
 		description: 'Keep a workflow, or a part of it, from running twice at the same time',

@@ -2,7 +2,13 @@ import type { IExecuteFunctions, INodeExecutionData, INodeType, INodeTypeDescrip
 import { NodeConnectionTypes } from 'n8n-workflow';
 
 import { credentialTest } from '../shared/credentialTest';
-import { backendProperty, keyPrefixOption, redisCredentials, resultFieldOption } from '../shared/descriptions';
+import {
+	backendProperty,
+	keyPrefixOption,
+	NODE_VERSIONS,
+	redisCredentials,
+	resultFieldOption,
+} from '../shared/descriptions';
 import { route } from '../shared/router';
 import * as ack from './actions/ack.operation';
 import * as enqueue from './actions/enqueue.operation';
@@ -18,7 +24,7 @@ export class DedupQueue implements INodeType {
 		name: 'dedupQueue',
 		icon: { light: 'file:dedupQueue.svg', dark: 'file:dedupQueue.dark.svg' },
 		group: ['transform'],
-		version: 1,
+		...NODE_VERSIONS,
 		usableAsTool: true,
 		subtitle:
 			'={{ ({ enqueue: "Enqueue", readBatch: "Read Batch", ack: "Ack", release: "Release", size: "Size" })[$parameter["operation"]] + ": " + $parameter["queue"] }}',

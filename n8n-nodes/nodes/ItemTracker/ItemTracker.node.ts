@@ -2,7 +2,13 @@ import type { IExecuteFunctions, INodeExecutionData, INodeType, INodeTypeDescrip
 import { NodeConnectionTypes } from 'n8n-workflow';
 
 import { credentialTest } from '../shared/credentialTest';
-import { backendProperty, keyPrefixOption, redisCredentials, resultFieldOption } from '../shared/descriptions';
+import {
+	backendProperty,
+	keyPrefixOption,
+	NODE_VERSIONS,
+	redisCredentials,
+	resultFieldOption,
+} from '../shared/descriptions';
 import { route } from '../shared/router';
 import * as get from './actions/get.operation';
 import * as list from './actions/list.operation';
@@ -16,7 +22,7 @@ export class ItemTracker implements INodeType {
 		name: 'itemTracker',
 		icon: { light: 'file:itemTracker.svg', dark: 'file:itemTracker.dark.svg' },
 		group: ['transform'],
-		version: 1,
+		...NODE_VERSIONS,
 		usableAsTool: true,
 		subtitle:
 			'={{ $parameter["operation"] === "set" ? "set " + ({inProgress: "in progress", completed: "completed", failed: "failed"})[$parameter["status"]] : $parameter["operation"] }}',

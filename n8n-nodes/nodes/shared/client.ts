@@ -3,6 +3,7 @@ import type { ICredentialDataDecryptedObject, IExecuteFunctions } from 'n8n-work
 import { NodeOperationError } from 'n8n-workflow';
 
 import { AddonUnavailableError, loadFlowguard } from './addon';
+import { redisCredentialType } from './descriptions';
 import { errorMessage } from './errors';
 
 type Backend = 'embedded' | 'redis';
@@ -81,7 +82,7 @@ export async function clientFor(ctx: IExecuteFunctions): Promise<Flowguard> {
 	const backend = ctx.getNodeParameter('backend', 0, 'embedded') as Backend;
 	const prefix = ctx.getNodeParameter('options.keyPrefix', 0, 'fg:') as string;
 	if (backend === 'redis') {
-		const cred = await ctx.getCredentials('redis');
+		const cred = await ctx.getCredentials(redisCredentialType(ctx.getNode().typeVersion));
 		try {
 			return await openClient({ backend, url: redisUrlFromCredential(cred), prefix });
 		} catch (error) {

@@ -43,13 +43,31 @@ export function resultFieldOption(defaultField: string, operations?: string[]): 
 	};
 }
 
-/** The credential of the Redis backend: n8n's own Redis credential type, tested by flowguard. */
+/**
+ * The versions of the nodes: version 2 takes the Redis backend's connection from the flowguard
+ * Redis credential (its Test button runs flowguard's connection test); version 1, that of saved
+ * workflows, from n8n's own Redis credential. Nothing else differs.
+ */
+export const NODE_VERSIONS = { version: [1, 2], defaultVersion: 2 };
+
+/** The credential type of the Redis backend, by node version. */
+export function redisCredentialType(typeVersion: number): 'redis' | 'flowguardRedisApi' {
+	return typeVersion >= 2 ? 'flowguardRedisApi' : 'redis';
+}
+
+/** The credential of the Redis backend, by node version (see NODE_VERSIONS). */
 export const redisCredentials: INodeCredentialDescription[] = [
 	{
 		// n8n's own Redis credential type (host, port, user, password, database, SSL).
 		name: 'redis',
 		required: true,
+		displayOptions: { show: { backend: ['redis'], '@version': [1] } },
+	},
+	{
+		// This package's credential type with the same fields, tested by flowguard.
+		name: 'flowguardRedisApi',
+		required: true,
 		testedBy: 'flowguardRedisConnectionTest',
-		displayOptions: { show: { backend: ['redis'] } },
+		displayOptions: { show: { backend: ['redis'], '@version': [2] } },
 	},
 ];
