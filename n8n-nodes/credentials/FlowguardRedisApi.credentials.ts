@@ -10,7 +10,7 @@ import type { ICredentialType, INodeProperties } from 'n8n-workflow';
 export class FlowguardRedisApi implements ICredentialType {
 	name = 'flowguardRedisApi';
 
-	displayName = 'flowguard Redis';
+	displayName = 'Flowguard Redis';
 
 	documentationUrl = 'https://github.com/flowguard/flowguard/tree/main/n8n-nodes#credentials';
 

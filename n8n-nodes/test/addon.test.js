@@ -61,11 +61,11 @@ test('a node fails when run, naming the platform, the missing platform package a
 	assert.match(platformName(), /^[a-z0-9]+-[a-z0-9]+(-gnu|-musl|-msvc)?$/);
 });
 
-test('on a platform without a build, the error lists the platforms that have one', () => {
+test('on a platform without a build, the error lists the platforms that have one', async () => {
 	const platform = Object.getOwnPropertyDescriptor(process, 'platform');
 	Object.defineProperty(process, 'platform', { value: 'aix' });
 	try {
-		assert.throws(loadFlowguard, (e) => {
+		await assert.rejects(loadFlowguard(), (e) => {
 			assert.ok(e instanceof AddonUnavailableError);
 			assert.match(e.message, /^flowguard has no native binary for this platform \(aix-/);
 			assert.match(e.description, /linux-x64-musl/);
@@ -83,10 +83,10 @@ test("the credential's Test reports the missing binary instead of throwing", asy
 	assert.match(r.message, new RegExp(platformName()));
 });
 
-test('a failed load is not remembered: once the binary is there, the next run loads it', () => {
+test('a failed load is not remembered: once the binary is there, the next run loads it', async () => {
 	failFlowguard = false;
 	try {
-		assert.equal(typeof loadFlowguard().Flowguard.open, 'function');
+		assert.equal(typeof (await loadFlowguard()).Flowguard.open, 'function');
 	} finally {
 		failFlowguard = true;
 	}

@@ -6,7 +6,8 @@ import {
 	backendProperty,
 	keyPrefixOption,
 	NODE_VERSIONS,
-	redisCredentials,
+	REDIS_V1,
+	REDIS_V2,
 	resultFieldOption,
 } from '../shared/descriptions';
 import { route } from '../shared/router';
@@ -33,7 +34,13 @@ export class ConcurrencyLock implements INodeType {
 		inputs: [NodeConnectionTypes.Main],
 		// With "When Locked: Route to Locked Output", Set has a second output for the items that found the lock held.
 		outputs: `={{ $parameter["operation"] === "set" && $parameter["whenLocked"] === "output" ? [{ type: "${NodeConnectionTypes.Main}", displayName: "Acquired" }, { type: "${NodeConnectionTypes.Main}", displayName: "Locked" }] : ["${NodeConnectionTypes.Main}"] }}`,
-		credentials: redisCredentials,
+		credentials: [
+			// n8n's own Redis credential (version 1, saved workflows), not a type of this package;
+			// this package's flowguard Redis credential (version 2).
+			// eslint-disable-next-line @n8n/community-nodes/valid-credential-references
+			{ name: 'redis', required: true, displayOptions: REDIS_V1 },
+			{ name: 'flowguardRedisApi', required: true, testedBy: 'flowguardRedisConnectionTest', displayOptions: REDIS_V2 },
+		],
 		properties: [
 			backendProperty,
 			{

@@ -6,7 +6,8 @@ import {
 	backendProperty,
 	keyPrefixOption,
 	NODE_VERSIONS,
-	redisCredentials,
+	REDIS_V1,
+	REDIS_V2,
 	resultFieldOption,
 } from '../shared/descriptions';
 import { route } from '../shared/router';
@@ -35,7 +36,13 @@ export class DedupQueue implements INodeType {
 		},
 		inputs: [NodeConnectionTypes.Main],
 		outputs: [NodeConnectionTypes.Main],
-		credentials: redisCredentials,
+		credentials: [
+			// n8n's own Redis credential (version 1, saved workflows), not a type of this package;
+			// this package's flowguard Redis credential (version 2).
+			// eslint-disable-next-line @n8n/community-nodes/valid-credential-references
+			{ name: 'redis', required: true, displayOptions: REDIS_V1 },
+			{ name: 'flowguardRedisApi', required: true, testedBy: 'flowguardRedisConnectionTest', displayOptions: REDIS_V2 },
+		],
 		properties: [
 			backendProperty,
 			{

@@ -6,7 +6,8 @@ import {
 	backendProperty,
 	keyPrefixOption,
 	NODE_VERSIONS,
-	redisCredentials,
+	REDIS_V1,
+	REDIS_V2,
 	resultFieldOption,
 } from '../shared/descriptions';
 import { route } from '../shared/router';
@@ -34,7 +35,13 @@ export class ItemTracker implements INodeType {
 		inputs: [NodeConnectionTypes.Main],
 		// Set In Progress has a second output for the items it did not claim (already in progress or completed).
 		outputs: `={{ $parameter["operation"] === "set" && $parameter["status"] === "inProgress" ? [{ type: "${NodeConnectionTypes.Main}", displayName: "Claimed" }, { type: "${NodeConnectionTypes.Main}", displayName: "Skipped" }] : ["${NodeConnectionTypes.Main}"] }}`,
-		credentials: redisCredentials,
+		credentials: [
+			// n8n's own Redis credential (version 1, saved workflows), not a type of this package;
+			// this package's flowguard Redis credential (version 2).
+			// eslint-disable-next-line @n8n/community-nodes/valid-credential-references
+			{ name: 'redis', required: true, displayOptions: REDIS_V1 },
+			{ name: 'flowguardRedisApi', required: true, testedBy: 'flowguardRedisConnectionTest', displayOptions: REDIS_V2 },
+		],
 		properties: [
 			backendProperty,
 			{

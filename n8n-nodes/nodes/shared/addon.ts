@@ -1,4 +1,6 @@
 import type * as FlowguardModule from 'flowguard';
+import fs from 'node:fs';
+import path from 'node:path';
 
 /**
  * The flowguard package is loaded when a node first runs, not when n8n loads this package: a
@@ -67,9 +69,10 @@ function unavailable(error: unknown): AddonUnavailableError {
 	}
 	let version = '';
 	try {
-		version = String((require('flowguard/package.json') as { version?: unknown }).version ?? '');
+		const manifest = path.join(path.dirname(require.resolve('flowguard')), 'package.json');
+		version = String((JSON.parse(fs.readFileSync(manifest, 'utf8')) as { version?: unknown }).version ?? '');
 	} catch {
-		// A package that does not export its package.json: the advice below goes without a version.
+		// No readable package.json next to the entry point: the advice below goes without a version.
 	}
 	const pkg = `flowguard-${platform}`;
 	if (!SUPPORTED_PLATFORMS.includes(platform)) {
@@ -90,10 +93,10 @@ let loaded: typeof FlowguardModule | undefined;
  * The flowguard module, loaded on first use. A failed load is not remembered: once the binary is
  * installed, the next run loads it.
  */
-export function loadFlowguard(): typeof FlowguardModule {
+export async function loadFlowguard(): Promise<typeof FlowguardModule> {
 	if (loaded) return loaded;
 	try {
-		loaded = require('flowguard') as typeof FlowguardModule;
+		loaded = await import('flowguard');
 	} catch (error) {
 		throw unavailable(error);
 	}

@@ -30,8 +30,9 @@ export async function openClient(s: ClientSettings): Promise<Flowguard> {
 	let pending = clients.get(key);
 	if (!pending) {
 		// Loaded here, on first use, so that n8n loads the package even without the native binary.
-		const { Flowguard } = loadFlowguard();
-		pending = Flowguard.open(s.backend === 'redis' ? { url: s.url, prefix: s.prefix } : { prefix: s.prefix });
+		pending = loadFlowguard().then(({ Flowguard }) =>
+			Flowguard.open(s.backend === 'redis' ? { url: s.url, prefix: s.prefix } : { prefix: s.prefix }),
+		);
 		clients.set(key, pending);
 		// A failed open is not cached: the next execution tries again (Redis may be back).
 		pending.catch(() => clients.delete(key));

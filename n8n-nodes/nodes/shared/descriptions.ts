@@ -55,19 +55,10 @@ export function redisCredentialType(typeVersion: number): 'redis' | 'flowguardRe
 	return typeVersion >= 2 ? 'flowguardRedisApi' : 'redis';
 }
 
-/** The credential of the Redis backend, by node version (see NODE_VERSIONS). */
-export const redisCredentials: INodeCredentialDescription[] = [
-	{
-		// n8n's own Redis credential type (host, port, user, password, database, SSL).
-		name: 'redis',
-		required: true,
-		displayOptions: { show: { backend: ['redis'], '@version': [1] } },
-	},
-	{
-		// This package's credential type with the same fields, tested by flowguard.
-		name: 'flowguardRedisApi',
-		required: true,
-		testedBy: 'flowguardRedisConnectionTest',
-		displayOptions: { show: { backend: ['redis'], '@version': [2] } },
-	},
-];
+/**
+ * When each credential of the Redis backend applies (see NODE_VERSIONS). The nodes list their
+ * credentials inline, `testedBy` included, as n8n's community-node lint reads them from the node
+ * class.
+ */
+export const REDIS_V1: INodeCredentialDescription['displayOptions'] = { show: { backend: ['redis'], '@version': [1] } };
+export const REDIS_V2: INodeCredentialDescription['displayOptions'] = { show: { backend: ['redis'], '@version': [2] } };
