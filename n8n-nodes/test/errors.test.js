@@ -3,7 +3,8 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const { NodeOperationError } = require('n8n-workflow');
 const { coreField, nodeError } = require('../dist/nodes/shared/errors');
-const { callBatch, ItemOutputs } = require('../dist/nodes/shared/items');
+const { callBatch } = require('../dist/nodes/shared/batch');
+const { ItemOutputs } = require('../dist/nodes/shared/items');
 const { Flowguard } = require('flowguard');
 
 const node = { id: '1', name: 'Item Tracker', type: 'n8n-nodes-flowguard.itemTracker', typeVersion: 2, parameters: {} };

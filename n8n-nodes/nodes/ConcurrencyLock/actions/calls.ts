@@ -1,7 +1,7 @@
 import type { IDataObject, INodeExecutionData } from 'n8n-workflow';
 
 import type { FieldNames } from '../../shared/errors';
-import { toText } from '../../shared/errors';
+import { toText } from '../../shared/convert';
 import { ItemOutputs, withResult } from '../../shared/items';
 import type { OperationContext } from '../../shared/router';
 

@@ -1,7 +1,7 @@
 import type { INodeExecutionData, INodeProperties } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
-import { secondsToMs } from '../../shared/errors';
+import { secondsToMs } from '../../shared/convert';
 import { clean } from '../../shared/items';
 import type { OperationContext } from '../../shared/router';
 import { runLockCalls } from './calls';

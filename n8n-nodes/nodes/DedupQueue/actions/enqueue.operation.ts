@@ -1,7 +1,8 @@
 import type { IDataObject, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 
-import { secondsToMs, toText } from '../../shared/errors';
-import { callBatch, ItemOutputs } from '../../shared/items';
+import { secondsToMs, toText } from '../../shared/convert';
+import { callBatch } from '../../shared/batch';
+import { ItemOutputs } from '../../shared/items';
 import type { OperationContext } from '../../shared/router';
 import type { QueueRef } from './queue';
 import { DEFAULT_FIELD, FIELDS, queueRef } from './queue';

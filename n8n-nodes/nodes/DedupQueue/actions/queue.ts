@@ -1,7 +1,7 @@
 import type { IDataObject } from 'n8n-workflow';
 
 import type { FieldNames } from '../../shared/errors';
-import { toNumber, toText } from '../../shared/errors';
+import { toNumber, toText } from '../../shared/convert';
 import type { ItemParameters } from '../../shared/params';
 
 export const DEFAULT_FIELD = 'dedupQueue';

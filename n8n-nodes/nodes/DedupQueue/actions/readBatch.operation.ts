@@ -1,6 +1,6 @@
 import type { IDataObject, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 
-import { secondsToMs, toNumber } from '../../shared/errors';
+import { secondsToMs, toNumber } from '../../shared/convert';
 import { ItemOutputs } from '../../shared/items';
 import type { OperationContext } from '../../shared/router';
 import { FIELDS, MAX_BATCH, onlyShard, queueRef } from './queue';

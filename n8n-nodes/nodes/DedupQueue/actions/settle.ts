@@ -2,8 +2,9 @@ import type { QueueSettleResult } from 'flowguard';
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
-import { secondsToMs, toText } from '../../shared/errors';
-import { callBatch, clean, findUpstream, ItemOutputs } from '../../shared/items';
+import { secondsToMs, toText } from '../../shared/convert';
+import { callBatch } from '../../shared/batch';
+import { clean, findUpstream, ItemOutputs } from '../../shared/items';
 import type { OperationContext } from '../../shared/router';
 import type { QueueRef } from './queue';
 import { DEFAULT_FIELD, FIELDS, queueRef } from './queue';

@@ -1,6 +1,6 @@
 import type { IDataObject, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 
-import { toText } from '../../shared/errors';
+import { toText } from '../../shared/convert';
 import { clean, ItemOutputs } from '../../shared/items';
 import type { OperationContext } from '../../shared/router';
 

@@ -3,8 +3,9 @@ import type { IDataObject, INodeExecutionData } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
 import type { FieldNames } from '../../shared/errors';
-import { toText } from '../../shared/errors';
-import { callBatch, clean, ItemOutputs, withResult } from '../../shared/items';
+import { toText } from '../../shared/convert';
+import { callBatch } from '../../shared/batch';
+import { clean, ItemOutputs, withResult } from '../../shared/items';
 import type { OperationContext } from '../../shared/router';
 
 export const DEFAULT_FIELD = 'itemTracker';

@@ -1,7 +1,7 @@
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
-import { secondsToMs } from '../../shared/errors';
+import { secondsToMs } from '../../shared/convert';
 import { findUpstreamResult } from '../../shared/items';
 import type { OperationContext } from '../../shared/router';
 import type { ItemInput, SetRequest } from './requests';
