@@ -666,7 +666,45 @@ async function post(url, body = {}) {
 	return { status: res.status, text, json };
 }
 
+/** Sets up n8n's owner account and returns the session cookie of the REST API. */
+async function ownerSession(base) {
+	const res = await fetch(`${base}/rest/owner/setup`, {
+		method: 'POST',
+		headers: { 'content-type': 'application/json' },
+		body: JSON.stringify({ email: 'e2e@flowguard.test', firstName: 'Flow', lastName: 'Guard', password: `E2e-${runId}-pw1` }),
+	});
+	log(`POST ${base}/rest/owner/setup -> ${res.status}`);
+	return (res.headers.get('set-cookie') ?? '').split(';')[0];
+}
+
 await withServer(async (base) => {
+	{
+		// The Test button of a credential: the REST call the credential dialog makes.
+		const cookie = await ownerSession(base);
+		const testCredential = async (cred, data) => {
+			const res = await fetch(`${base}/rest/credentials/test`, {
+				method: 'POST',
+				headers: { 'content-type': 'application/json', cookie },
+				body: JSON.stringify({ credentials: { id: cred.id, name: cred.name, type: cred.type, data } }),
+			});
+			const text = await res.text();
+			log(`POST ${base}/rest/credentials/test (${cred.type}) -> ${res.status} ${redact(text).slice(0, 500)}`);
+			try {
+				return JSON.parse(text).data;
+			} catch {
+				return { status: res.status, text };
+			}
+		};
+		const data = { host: redisHost, port: redisPort, user: redisUser, password: redisPassword, database: redisDb, ssl: false };
+		const ok = await testCredential(FG_CRED, data);
+		const bad = await testCredential({ ...FG_CRED, id: undefined, name: 'unsaved' }, { ...data, port: 1, password: 'e2e-wrong-password-5b1d' });
+		check(
+			"the flowguard Redis credential's Test button (POST /rest/credentials/test) runs flowguard's connection test",
+			ok?.status === 'OK' && ok.message === 'Connection successful (flowguard)' && bad?.status === 'Error' &&
+				!String(bad.message).includes('e2e-wrong-password-5b1d'),
+			redact(JSON.stringify({ ok, bad })).slice(0, 400),
+		);
+	}
 	for (const [backend, sfx] of [
 		['embedded', ''],
 		['redis', '-redis'],
