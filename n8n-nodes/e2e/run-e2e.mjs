@@ -697,7 +697,7 @@ await withServer(async (base) => {
 		};
 		const data = { host: redisHost, port: redisPort, user: redisUser, password: redisPassword, database: redisDb, ssl: false };
 		const ok = await testCredential(FG_CRED, data);
-		const bad = await testCredential({ ...FG_CRED, id: undefined, name: 'unsaved' }, { ...data, port: 1, password: 'e2e-wrong-password-5b1d' });
+		const bad = await testCredential(FG_CRED, { ...data, port: 1, password: 'e2e-wrong-password-5b1d' });
 		check(
 			"the flowguard Redis credential's Test button (POST /rest/credentials/test) runs flowguard's connection test",
 			ok?.status === 'OK' && ok.message === 'Connection successful (flowguard)' && bad?.status === 'Error' &&
