@@ -143,7 +143,9 @@ export class ItemOutputs {
 	async each(fn: (itemIndex: number) => void | Promise<void>): Promise<void> {
 		for (let i = 0; i < this.items.length; i++) {
 			try {
-				await fn(i);
+				// Awaited only when it is asynchronous: planning thousands of items stays one synchronous loop.
+				const pending = fn(i);
+				if (pending) await pending;
 			} catch (error) {
 				this.fail(i, error);
 			}
