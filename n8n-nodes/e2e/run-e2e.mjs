@@ -129,6 +129,8 @@ const redisKeys = (pattern) =>
 // ---------------------------------------------------------------- setup
 const REDIS_CRED = { id: 'fgE2eRedisCred01', name: 'flowguard e2e Redis' };
 const BAD_CRED = { id: 'fgE2eRedisBad001', name: 'flowguard e2e Redis (wrong port)' };
+// The credential type of version 2 of the nodes (this package's, same fields as n8n's Redis).
+const FG_CRED = { id: 'fgE2eFgRedis0001', name: 'flowguard e2e flowguard Redis', type: 'flowguardRedisApi' };
 fs.writeFileSync(
 	path.join(workDir, 'credentials.json'),
 	JSON.stringify([
@@ -143,6 +145,10 @@ fs.writeFileSync(
 				database: redisDb,
 				ssl: false,
 			},
+		},
+		{
+			...FG_CRED,
+			data: { host: redisHost, port: redisPort, user: redisUser, password: redisPassword, database: redisDb, ssl: false },
 		},
 		{
 			...BAD_CRED,
@@ -160,16 +166,21 @@ const examples = fs
 const byName = Object.fromEntries(examples.map((w) => [w.id, w]));
 const isFg = (n) => n.type.startsWith('n8n-nodes-flowguard.');
 
-/** A copy of a workflow with every flowguard node on Redis (credential, run-unique key prefix). */
+/**
+ * A copy of a workflow with every flowguard node on Redis (credential, run-unique key prefix). A
+ * credential of type flowguardRedisApi makes the nodes version 2, under a key prefix of their own.
+ */
 function redisVariant(wf, cred = REDIS_CRED, suffix = 'R') {
+	const v2 = cred.type === 'flowguardRedisApi';
 	const w = structuredClone(wf);
 	w.id = wf.id + suffix;
 	w.name = `${wf.name} [Redis${suffix === 'R' ? '' : ' ' + suffix}]`;
 	for (const n of w.nodes) {
 		if (isFg(n)) {
 			n.parameters.backend = 'redis';
-			n.parameters.options = { ...(n.parameters.options ?? {}), keyPrefix: prefix };
-			n.credentials = { redis: { id: cred.id, name: cred.name } };
+			n.parameters.options = { ...(n.parameters.options ?? {}), keyPrefix: v2 ? `${prefix}v2:` : prefix };
+			n.credentials = { [v2 ? 'flowguardRedisApi' : 'redis']: { id: cred.id, name: cred.name } };
+			if (v2) n.typeVersion = 2;
 		}
 		if (n.type === 'n8n-nodes-base.executeWorkflow') {
 			n.parameters.workflowId = { ...n.parameters.workflowId, value: n.parameters.workflowId.value + suffix };
@@ -215,6 +226,7 @@ const toImport = [
 	onErrorVariant(byName[STALE], 'Complete with the stale token', undefined, 'S'),
 	onErrorVariant(byName[STALE], 'Complete with the stale token', 'continueErrorOutput', 'E'),
 	redisVariant(byName[LOOP], BAD_CRED, 'B'),
+	redisVariant(byName[LOOP], FG_CRED, 'V2'),
 	onErrorVariant(byName[QRCPT], 'Ack with a wrong receipt', undefined, 'S'),
 ];
 // The product sync's Schedule Trigger (every 30 min, at :00 and :30) is disabled in the imported
@@ -320,6 +332,18 @@ for (const [backend, id] of [
 	);
 }
 
+{
+	// Version 2 of the nodes: the Redis connection comes from the flowguard Redis credential type.
+	const r = execute(LOOP + 'V2');
+	const claimed = r.out('Claim project', 0) ?? [];
+	check(
+		'[redis, nodes v2] the project loop with the flowguard Redis credential: 5 claimed, 3 completed, 2 failed',
+		r.ok && claimed.length === 5 && (r.out('Mark completed') ?? []).length === 3 && (r.out('Mark failed') ?? []).length === 2 &&
+			redisKeys(`${prefix}v2:*`).length > 0,
+		redact(r.error?.message ?? r.all.slice(-600)),
+	);
+}
+
 // ---------------------------------------------------------------- Item Tracker: stale token refused
 for (const [backend, id] of [
 	['embedded', STALE],
@@ -380,6 +404,19 @@ for (const [backend, id] of [
 		rel?.lock?.released === true,
 		String(JSON.stringify(rel)).slice(0, 300),
 	);
+	{
+		// The refused sub-workflow run names the workflow that holds the lock: the caller (the
+		// workflow that ran Execute Workflow) and its execution, not the helper sub-workflow.
+		const caller = backend === 'redis' ? CALLER + 'R' : CALLER;
+		const callerRuns = executionsOf(caller, '').map((e) => String(e.id));
+		const refused = executionData(backend === 'redis' ? SUB + 'R' : SUB, 'Already Executing');
+		const holder = /held by workflow (\w+) \(execution (\w+)\), through the sub-workflow /.exec(refused.at(-1)?.data ?? '');
+		check(
+			`[${backend}] "Already Executing" in the sub-workflow names the calling workflow and its execution as the holder`,
+			holder !== null && holder[1] === caller && callerRuns.includes(holder[2]),
+			`holder ${JSON.stringify(holder?.slice(1))}, caller executions ${callerRuns.join(' ')}, refused sub-executions ${refused.length}`,
+		);
+	}
 	if (backend === 'redis') {
 		const lockKeys = redisKeys(`${prefix}*nightly-sync*`);
 		const r2 = execute(id);
@@ -602,6 +639,20 @@ function executionsOf(workflowId, text) {
 	}
 }
 
+/** Data of the executions of a workflow whose data holds `text`, oldest first. */
+function executionData(workflowId, text) {
+	const db = new DatabaseSync(path.join(userFolder, '.n8n', 'database.sqlite'), { readOnly: true });
+	try {
+		return db
+			.prepare(
+				'select e.id as id, d.data as data from execution_entity e join execution_data d on d.executionId = e.id where e.workflowId = ? and instr(d.data, ?) > 0 order by e.id',
+			)
+			.all(workflowId, text);
+	} finally {
+		db.close();
+	}
+}
+
 async function post(url, body = {}) {
 	const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 	const text = await res.text();
@@ -615,7 +666,45 @@ async function post(url, body = {}) {
 	return { status: res.status, text, json };
 }
 
+/** Sets up n8n's owner account and returns the session cookie of the REST API. */
+async function ownerSession(base) {
+	const res = await fetch(`${base}/rest/owner/setup`, {
+		method: 'POST',
+		headers: { 'content-type': 'application/json' },
+		body: JSON.stringify({ email: 'e2e@flowguard.test', firstName: 'Flow', lastName: 'Guard', password: `E2e-${runId}-pw1` }),
+	});
+	log(`POST ${base}/rest/owner/setup -> ${res.status}`);
+	return (res.headers.get('set-cookie') ?? '').split(';')[0];
+}
+
 await withServer(async (base) => {
+	{
+		// The Test button of a credential: the REST call the credential dialog makes.
+		const cookie = await ownerSession(base);
+		const testCredential = async (cred, data) => {
+			const res = await fetch(`${base}/rest/credentials/test`, {
+				method: 'POST',
+				headers: { 'content-type': 'application/json', cookie },
+				body: JSON.stringify({ credentials: { id: cred.id, name: cred.name, type: cred.type, data } }),
+			});
+			const text = await res.text();
+			log(`POST ${base}/rest/credentials/test (${cred.type}) -> ${res.status} ${redact(text).slice(0, 500)}`);
+			try {
+				return JSON.parse(text).data;
+			} catch {
+				return { status: res.status, text };
+			}
+		};
+		const data = { host: redisHost, port: redisPort, user: redisUser, password: redisPassword, database: redisDb, ssl: false };
+		const ok = await testCredential(FG_CRED, data);
+		const bad = await testCredential(FG_CRED, { ...data, port: 1, password: 'e2e-wrong-password-5b1d' });
+		check(
+			"the flowguard Redis credential's Test button (POST /rest/credentials/test) runs flowguard's connection test",
+			ok?.status === 'OK' && ok.message === 'Connection successful (flowguard)' && bad?.status === 'Error' &&
+				!String(bad.message).includes('e2e-wrong-password-5b1d'),
+			redact(JSON.stringify({ ok, bad })).slice(0, 400),
+		);
+	}
 	for (const [backend, sfx] of [
 		['embedded', ''],
 		['redis', '-redis'],

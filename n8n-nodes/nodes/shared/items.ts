@@ -1,5 +1,8 @@
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, NodeOperationError } from 'n8n-workflow';
 
+import type { FieldNames } from './errors';
+import { nodeError } from './errors';
+
 /** Output item that keeps the input item's JSON and adds the node's result under `field`. */
 export function withResult(
 	input: INodeExecutionData,
@@ -98,4 +101,59 @@ export function errorItem(
 		json: { ...input.json, ...extra, error: error.message },
 		pairedItem: { item: itemIndex },
 	};
+}
+
+/**
+ * The output of a node execution, item by item in input order, and the one place where an item
+ * fails: `fail` throws unless the node continues on fail, in which case the item's slot gets the
+ * error item. Every output item is paired with its input item.
+ */
+export class ItemOutputs {
+	private readonly slots: INodeExecutionData[][];
+
+	constructor(
+		private readonly ctx: IExecuteFunctions,
+		private readonly items: INodeExecutionData[],
+		/** Display names of the parameters behind the flowguard call's fields (see `nodeError`). */
+		private readonly fields: FieldNames = {},
+	) {
+		this.slots = items.map(() => []);
+	}
+
+	/** Adds output items for input item `itemIndex`. */
+	put(itemIndex: number, ...out: INodeExecutionData[]): void {
+		this.slots[itemIndex].push(...out);
+	}
+
+	/** Adds the node's result for input item `itemIndex` (its JSON kept, the result under `field`). */
+	result(itemIndex: number, field: string, result: IDataObject): INodeExecutionData {
+		const out = withResult(this.items[itemIndex], field, result, itemIndex);
+		this.put(itemIndex, out);
+		return out;
+	}
+
+	/** Fails input item `itemIndex`: throws, or (continue on fail) outputs its error item with `extra`. */
+	fail(itemIndex: number, error: unknown, extra: IDataObject = {}, context?: string): void {
+		const e = nodeError(this.ctx, error, itemIndex, this.fields, context);
+		if (!this.ctx.continueOnFail()) throw e;
+		this.slots[itemIndex] = [errorItem(this.ctx, this.items[itemIndex], itemIndex, e, extra)];
+	}
+
+	/** Runs `fn` for each input item; what it throws fails that item only (see `fail`). */
+	async each(fn: (itemIndex: number) => void | Promise<void>): Promise<void> {
+		for (let i = 0; i < this.items.length; i++) {
+			try {
+				// Awaited only when it is asynchronous: planning thousands of items stays one synchronous loop.
+				const pending = fn(i);
+				if (pending) await pending;
+			} catch (error) {
+				this.fail(i, error);
+			}
+		}
+	}
+
+	/** The output items, in input order. */
+	list(): INodeExecutionData[] {
+		return this.slots.flat();
+	}
 }

@@ -1,0 +1,158 @@
+import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
+import { NodeOperationError } from 'n8n-workflow';
+
+import { secondsToMs } from '../../shared/convert';
+import { findUpstreamResult } from '../../shared/items';
+import type { OperationContext } from '../../shared/router';
+import type { ItemInput, SetRequest } from './requests';
+import { DEFAULT_FIELD, trackItems } from './requests';
+
+type SetStatus = 'inProgress' | 'completed' | 'failed';
+
+export const option = {
+	name: 'Set',
+	value: 'set',
+	description: 'Claim an item (In Progress), or mark it Completed or Failed',
+	action: 'Set the status of an item',
+};
+
+export const description: INodeProperties[] = [
+	{
+		displayName: 'Status',
+		name: 'status',
+		type: 'options',
+		options: [
+			{
+				name: 'Completed',
+				value: 'completed',
+				description: 'The item is done; a later claim skips it',
+			},
+			{
+				name: 'Failed',
+				value: 'failed',
+				description: 'The item failed; a later claim processes it again',
+			},
+			{
+				name: 'In Progress',
+				value: 'inProgress',
+				description:
+					'Claim the item atomically. Claimed items go to the first output, items already in progress or completed to the second.',
+			},
+		],
+		default: 'inProgress',
+		displayOptions: { show: { operation: ['set'] } },
+	},
+	{
+		displayName: 'Timeout (Seconds)',
+		name: 'timeout',
+		type: 'number',
+		typeOptions: { minValue: 0.001 },
+		default: 600,
+		description:
+			'How long the claim lasts. If the flow has not marked the item Completed or Failed by then, the claim is abandoned and the item can be claimed again.',
+		displayOptions: { show: { operation: ['set'], status: ['inProgress'] } },
+	},
+	{
+		displayName: 'Error Message',
+		name: 'errorMessage',
+		type: 'string',
+		default: '',
+		placeholder: 'e.g. {{ $json.error }}',
+		description: 'Why the item failed; kept with the item and shown by Get and List',
+		displayOptions: { show: { operation: ['set'], status: ['failed'] } },
+	},
+	{
+		displayName: 'Expire Completed Mark',
+		name: 'expireCompleted',
+		type: 'boolean',
+		default: false,
+		description:
+			"Whether the Completed mark should expire after a while, so that the item is processed again (for example by next week's run) without clean-up",
+		displayOptions: { show: { operation: ['set'], status: ['completed'] } },
+	},
+	{
+		displayName: 'Expire After (Seconds)',
+		name: 'completedExpiry',
+		type: 'number',
+		typeOptions: { minValue: 0.001 },
+		default: 518400,
+		description: 'How long the Completed mark lasts (518400 s = 6 days)',
+		displayOptions: {
+			show: { operation: ['set'], status: ['completed'], expireCompleted: [true] },
+		},
+	},
+];
+
+/** Set's entries in the node's Options collection. */
+export const options: INodeProperties[] = [
+	{
+		displayName: 'Owner Token',
+		name: 'ownerToken',
+		type: 'string',
+		default: '',
+		description:
+			'Token of the claim that this completion or failure belongs to. Leave empty to use the token of the claim this item came from (found in the item, or through its lineage); when a newer claim owns the item, the node refuses to overwrite it.',
+		displayOptions: { show: { '/operation': ['set'], '/status': ['completed', 'failed'] } },
+	},
+	{
+		displayName: 'Reclaim Completed Items',
+		name: 'reclaimCompleted',
+		type: 'boolean',
+		default: false,
+		description: 'Whether to claim items that are already completed (for example to redo them)',
+		displayOptions: { show: { '/operation': ['set'], '/status': ['inProgress'] } },
+	},
+];
+
+export async function execute(op: OperationContext): Promise<INodeExecutionData[][]> {
+	const { ctx, items, params } = op;
+	// Both outputs exist only when the node's Status is literally "In Progress" (see `outputs`).
+	const twoOutputs = (ctx.getNode().parameters.status ?? 'inProgress') === 'inProgress';
+	const request = ({ itemIndex: i, options, field, group, id }: ItemInput): SetRequest => {
+		const status = params.get('status', i) as SetStatus;
+		if (status === 'inProgress') {
+			return {
+				id,
+				status: 'in_progress',
+				timeoutMs: secondsToMs(ctx, params.get('timeout', i), 'Timeout', i),
+				...(options.reclaimCompleted === true ? { reclaimCompleted: true } : {}),
+			};
+		}
+		if (status !== 'completed' && status !== 'failed') {
+			throw new NodeOperationError(
+				ctx.getNode(),
+				`Status must be In Progress, Completed or Failed, got ${JSON.stringify(status)}`,
+				{ itemIndex: i },
+			);
+		}
+		const owner = ownerFor(ctx, items[i], i, field, group, id, options.ownerToken);
+		const req: SetRequest = { id, status, ...(owner ? { owner } : {}) };
+		if (status === 'failed') {
+			req.error = String(params.get('errorMessage', i, '') ?? '') || 'failed';
+		} else if (params.get('expireCompleted', i, false) === true) {
+			req.keepMs = secondsToMs(ctx, params.get('completedExpiry', i), 'Expire After', i);
+		}
+		return req;
+	};
+	return await trackItems(op, 'set', request, twoOutputs);
+}
+
+/** The owner token for Set Completed / Failed: given, in the item, or in the item's lineage. */
+function ownerFor(
+	ctx: IExecuteFunctions,
+	item: INodeExecutionData,
+	itemIndex: number,
+	field: string,
+	group: string,
+	id: string,
+	given: unknown,
+): string | undefined {
+	if (typeof given === 'string' && given.trim() !== '') return given.trim();
+	const matches = (r: IDataObject) =>
+		r.group === group && r.id === id && typeof r.owner === 'string' && r.owner !== '';
+	const own = item.json[field];
+	if (own && typeof own === 'object' && !Array.isArray(own) && matches(own as IDataObject)) {
+		return (own as IDataObject).owner as string;
+	}
+	return findUpstreamResult(ctx, itemIndex, '.itemTracker', DEFAULT_FIELD, matches)?.owner as string | undefined;
+}

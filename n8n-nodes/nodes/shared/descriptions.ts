@@ -1,0 +1,64 @@
+import type { INodeCredentialDescription, INodeProperties } from 'n8n-workflow';
+
+/** Backend selector shared by the nodes. */
+export const backendProperty: INodeProperties = {
+	displayName: 'Backend',
+	name: 'backend',
+	type: 'options',
+	noDataExpression: true,
+	options: [
+		{
+			name: 'Embedded',
+			value: 'embedded',
+			description:
+				'State kept inside this n8n instance; no setup. Not for queue mode (several n8n processes).',
+		},
+		{
+			name: 'Redis',
+			value: 'redis',
+			description: "State kept in Redis, using n8n's Redis credential. Works with queue mode.",
+		},
+	],
+	default: 'embedded',
+};
+
+export const keyPrefixOption: INodeProperties = {
+	displayName: 'Key Prefix',
+	name: 'keyPrefix',
+	type: 'string',
+	default: 'fg:',
+	description:
+		'Prefix of every key flowguard writes (in Redis, and in the embedded store). Nodes that should see the same items or locks must use the same prefix.',
+};
+
+/** The Result Field option: where the node puts its result in the output item. */
+export function resultFieldOption(defaultField: string, operations?: string[]): INodeProperties {
+	return {
+		displayName: 'Result Field',
+		name: 'resultField',
+		type: 'string',
+		default: defaultField,
+		description: 'Field of the output item that receives the result; the rest of the input item is kept',
+		...(operations ? { displayOptions: { show: { '/operation': operations } } } : {}),
+	};
+}
+
+/**
+ * The versions of the nodes: version 2 takes the Redis backend's connection from the flowguard
+ * Redis credential (its Test button runs flowguard's connection test); version 1, that of saved
+ * workflows, from n8n's own Redis credential. Nothing else differs.
+ */
+export const NODE_VERSIONS = { version: [1, 2], defaultVersion: 2 };
+
+/** The credential type of the Redis backend, by node version. */
+export function redisCredentialType(typeVersion: number): 'redis' | 'flowguardRedisApi' {
+	return typeVersion >= 2 ? 'flowguardRedisApi' : 'redis';
+}
+
+/**
+ * When each credential of the Redis backend applies (see NODE_VERSIONS). The nodes list their
+ * credentials inline, `testedBy` included, as n8n's community-node lint reads them from the node
+ * class.
+ */
+export const REDIS_V1: INodeCredentialDescription['displayOptions'] = { show: { backend: ['redis'], '@version': [1] } };
+export const REDIS_V2: INodeCredentialDescription['displayOptions'] = { show: { backend: ['redis'], '@version': [2] } };
