@@ -1,15 +1,13 @@
 //! The Redis backend: one pooled, multiplexed, self-reconnecting connection per configuration,
 //! shared by every client of the process. Each atomic step is one Lua script (EVALSHA, kept in a
-//! static) or one command; lease times come from the Redis server's clock. Lock scripts called
-//! from JavaScript go over a connection driven by the JavaScript thread's own event loop when
-//! there is one ([`uvconn`]).
+//! static) or one command; lease times come from the Redis server's clock. Lock scripts go over a
+//! shell's faster connection when it has one for the calling thread ([`transport`]).
 
 mod lock;
 mod queue;
 mod state;
 mod tracker;
-#[cfg(unix)]
-pub mod uvconn;
+pub mod transport;
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
@@ -40,8 +38,7 @@ fn pool() -> &'static Mutex<HashMap<PoolKey, Shared>> {
 struct Shared {
     conn: ConnectionManager,
     target: Target,
-    #[cfg(unix)]
-    fast: Option<std::sync::Arc<uvconn::Remote>>,
+    fast: Option<std::sync::Arc<dyn transport::Endpoint>>,
 }
 
 /// Where a connection goes, for error messages: `host:port/db`, no credentials.
@@ -67,8 +64,7 @@ pub struct RedisStore {
     conn: ConnectionManager,
     target: Target,
     keys: Keys,
-    #[cfg(unix)]
-    fast: Option<std::sync::Arc<uvconn::Remote>>,
+    fast: Option<std::sync::Arc<dyn transport::Endpoint>>,
 }
 
 fn describe(client: &redis::Client) -> (String, Option<String>) {
@@ -103,7 +99,6 @@ impl RedisStore {
             conn: shared.conn,
             target: shared.target,
             keys: config.keys.clone(),
-            #[cfg(unix)]
             fast: shared.fast,
         })
     }
@@ -127,23 +122,20 @@ impl RedisStore {
         }
     }
 
-    /// Runs a script: over this JavaScript thread's own connection when there is one (see
-    /// [`uvconn`]), else as [`RedisStore::run`] does. Same errors either way.
+    /// Runs a script: over the transport's endpoint when it takes the command (see
+    /// [`transport`]), else as [`RedisStore::run`] does. Same errors either way.
     pub(crate) async fn eval<T: redis::FromRedisValue>(
         &self,
         lua: &'static Lua,
         keys: &[&[u8]],
         args: &[&[u8]],
     ) -> Result<T> {
-        #[cfg(unix)]
         if let Some(fast) = &self.fast {
             let sha = lua.script.get_hash().as_bytes();
-            if let Some(reply) = uvconn::send(fast, |b| uvconn::encode_eval(b, b"EVALSHA", sha, keys, args)) {
+            if let Some(reply) = fast.send(&eval_cmd("EVALSHA", sha, keys, args)) {
                 let v = match reply.await {
                     Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
-                        match uvconn::send(fast, |b| {
-                            uvconn::encode_eval(b, b"EVAL", lua.source.as_bytes(), keys, args)
-                        }) {
+                        match fast.send(&eval_cmd("EVAL", lua.source.as_bytes(), keys, args)) {
                             Some(reply) => reply.await,
                             None => return self.eval_pooled(lua, keys, args).await,
                         }
@@ -175,6 +167,19 @@ impl RedisStore {
     }
 }
 
+/// `EVALSHA sha numkeys keys… args…`, or `EVAL source …`.
+fn eval_cmd(head: &str, body: &[u8], keys: &[&[u8]], args: &[&[u8]]) -> redis::Cmd {
+    let mut cmd = redis::cmd(head);
+    cmd.arg(body).arg(keys.len());
+    for k in keys {
+        cmd.arg(*k);
+    }
+    for a in args {
+        cmd.arg(*a);
+    }
+    cmd
+}
+
 async fn connect(url: &str, config: &Config) -> Result<Shared> {
     let client = redis::Client::open(url).map_err(|_| {
         Error::invalid(
@@ -182,8 +187,11 @@ async fn connect(url: &str, config: &Config) -> Result<Shared> {
         )
     })?;
     let (display, secret) = describe(&client);
-    #[cfg(unix)]
-    let client_for_fast = client.clone();
+    let fast = transport::endpoint(
+        client.get_connection_info(),
+        config.connect_timeout_ms,
+        config.command_timeout_ms,
+    );
     let target = Target { display, secret, command_timeout_ms: config.command_timeout_ms };
     let mcfg = ConnectionManagerConfig::new()
         .set_connection_timeout(Some(Duration::from_millis(config.connect_timeout_ms)))
@@ -206,14 +214,7 @@ async fn connect(url: &str, config: &Config) -> Result<Shared> {
             ))
         }
     };
-    #[cfg(unix)]
-    let fast = uvconn::Remote::new(&client_for_fast, config.connect_timeout_ms, config.command_timeout_ms);
-    Ok(Shared {
-        conn,
-        target,
-        #[cfg(unix)]
-        fast,
-    })
+    Ok(Shared { conn, target, fast })
 }
 
 /// Maps a redis-rs error to a coded error naming the server (never its password).
