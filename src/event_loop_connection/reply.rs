@@ -153,7 +153,7 @@ mod tests {
     #[test]
     fn parses_resp2() {
         assert_eq!(parse(b":12\r\n"), Ok(Parsed::Reply(Value::Int(12), 5)));
-        assert_eq!(parse(b":12\r"), Ok(Parsed::Need(6)));
+        assert_eq!(parse(b":12\r"), Ok(Parsed::Need(5)));
         assert_eq!(parse(b"$3\r\nabc\r\n+OK\r\n"), Ok(Parsed::Reply(Value::BulkString(b"abc".to_vec()), 9)));
         assert_eq!(parse(b"$3\r\nab"), Ok(Parsed::Need(9)));
         assert_eq!(reply(b"$-1\r\n"), Value::Nil);
@@ -255,8 +255,14 @@ mod tests {
         for _ in 0..rng.random_range(1..3) {
             let at = rng.random_range(0..=b.len());
             match rng.random_range(0..4) {
-                0 if at < b.len() => b[at] = b"$*:+-\r\n0123456789x\xc3"[rng.random_range(0..21)],
-                1 => b.insert(at, b"$*:+-\r\n09"[rng.random_range(0..9)]),
+                0 if at < b.len() => {
+                    let pool = b"$*:+-\r\n0123456789x\xc3";
+                    b[at] = pool[rng.random_range(0..pool.len())];
+                }
+                1 => {
+                    let pool = b"$*:+-\r\n09";
+                    b.insert(at, pool[rng.random_range(0..pool.len())]);
+                }
                 2 if at < b.len() => {
                     b.remove(at);
                 }
@@ -273,9 +279,16 @@ mod tests {
     }
 
     /// Ours and redis-rs's agree on `b`: the same value (of the same bytes) or both refuse it.
-    fn agree(b: &[u8]) {
+    /// Returns which way ours went (0 a reply, 1 needs more, 2 refused).
+    fn agree(b: &[u8]) -> usize {
         let theirs = redis::parse_redis_value(b);
-        match parse(b) {
+        let ours = parse(b);
+        let way = match &ours {
+            Ok(Parsed::Reply(..)) => 0,
+            Ok(Parsed::Need(_)) => 1,
+            Err(_) => 2,
+        };
+        match ours {
             Ok(Parsed::Reply(v, n)) => {
                 assert!(n <= b.len());
                 let exact = redis::parse_redis_value(&b[..n]);
@@ -294,6 +307,7 @@ mod tests {
                 }
             }
         }
+        way
     }
 
     fn cases() -> usize {
@@ -325,14 +339,17 @@ mod tests {
     #[test]
     fn agrees_with_redis_rs_on_damaged_replies() {
         let mut rng = StdRng::seed_from_u64(0x5eed_0002);
+        let mut ways = [0usize; 3];
         for _ in 0..cases() * 4 {
             let v = gen_value(&mut rng, 0);
             let mut b = Vec::new();
             encode(&v, &mut b);
             mutate(&mut rng, &mut b);
-            agree(&b);
+            ways[agree(&b)] += 1;
             let cut = rng.random_range(0..=b.len());
-            agree(&b[..cut]);
+            ways[agree(&b[..cut])] += 1;
         }
+        // The inputs reach every outcome, often.
+        assert!(ways.iter().all(|n| *n > cases() / 10), "{ways:?}");
     }
 }
