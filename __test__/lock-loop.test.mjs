@@ -9,6 +9,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
+import net from 'node:net'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -175,6 +176,50 @@ test('a process that used the loop connection from a worker and the main thread 
     assert.match(r.stdout, /main 300/)
     assert.match(r.stdout, /worker 300/)
   } finally {
+    await stopRedis(redis)
+  }
+})
+
+test('a reply with a hostile length drops the loop connection cleanly: that call fails, the next ones work', { skip: skip || (!underNode && 'the loop connection runs under Node only'), timeout: 60_000 }, async () => {
+  const port = await freePort()
+  const redis = await startRedis(port)
+  // A proxy in front of Redis; on request, the next reply to the newest client (the loop
+  // connection, opened after the redis-rs one) is replaced by a bulk string of 2^63-1 bytes.
+  const conns = []
+  let poison = false
+  const proxy = net.createServer((client) => {
+    const upstream = net.connect(port, '127.0.0.1')
+    const me = { client }
+    conns.push(me)
+    client.on('data', (d) => upstream.write(d))
+    upstream.on('data', (d) => {
+      if (poison && conns[conns.length - 1] === me) {
+        poison = false
+        client.write('$9223372036854775807\r\n')
+      } else client.write(d)
+    })
+    const end = () => { client.destroy(); upstream.destroy() }
+    client.on('error', end).on('close', end)
+    upstream.on('error', end).on('close', end)
+  })
+  await new Promise((r) => proxy.listen(0, '127.0.0.1', r))
+  try {
+    const fg = await Flowguard.open({ url: `redis://127.0.0.1:${proxy.address().port}`, prefix: 'loop-hostile:', commandTimeoutMs: 2000 })
+    assert.ok(await warm(fg, ['-p', String(port)]))
+    assert.equal(conns.length, 2)
+    poison = true
+    const t0 = Date.now()
+    const e = await fg.acquireLock('x').then(() => null, (err) => err)
+    assert.equal(e?.code, 'ERR_REDIS_UNAVAILABLE', e?.message)
+    assert.ok(Date.now() - t0 < 1000, `failed after ${Date.now() - t0} ms, not at once`)
+    // The next calls work (over redis-rs, then over a new loop connection).
+    await basics(fg)
+    assert.ok(await warm(fg, ['-p', String(port)]), 'a new loop connection comes up')
+    assert.ok(conns.length >= 3)
+    await basics(fg)
+  } finally {
+    proxy.close()
+    for (const c of conns) c.client.destroy()
     await stopRedis(redis)
   }
 })
