@@ -95,9 +95,12 @@ test('worker threads opened and closed many times, some terminated with lock cal
       for (let i = 0; i < 12; i++) {
         const kill = i % 2 === 1
         const w = new Worker(body, { eval: true, workerData: { i, kill } })
+        // Listening for 'exit' from the start: a worker that ends by itself emits it right
+        // after its last message, before this function resumes.
+        const exited = new Promise((r) => w.once('exit', r))
         const first = await new Promise((resolve, reject) => { w.once('message', resolve); w.once('error', reject) })
         if (kill) await w.terminate()
-        else await new Promise((r) => w.once('exit', r))
+        await exited
         seen.push(first.warm + (first.burst ?? 0))
         seen.push(await rounds(fg, 'm', 20))
       }

@@ -126,7 +126,7 @@ thread_local! {
 /// Runs `f` (the first poll of a call of `env`) with `env` as the current environment, so that
 /// its commands may go over the environment's own connection.
 pub(crate) fn in_env<R>(env: &Env, f: impl FnOnce() -> R) -> R {
-    IO_STARTED.with(|f| f.set(false));
+    IO_STARTED.with(|started| started.set(false));
     let prev = CURRENT.with(|c| c.replace(env.raw()));
     struct Restore(sys::napi_env);
     impl Drop for Restore {

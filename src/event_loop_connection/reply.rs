@@ -15,6 +15,8 @@ pub(crate) const MAX_REPLY: usize = 64 << 20;
 const MAX_DEPTH: u32 = 64;
 /// The longest integer line (`:`, `$`, `*`): an i64 with sign and spaces to spare.
 const MAX_INT_LINE: usize = 32;
+/// The longest status or error line (Redis's are short; an error of a script names it and a line).
+const MAX_TEXT_LINE: usize = 1 << 20;
 
 /// The outcome of reading the front of a buffer.
 #[derive(Debug, PartialEq)]
@@ -72,7 +74,7 @@ fn parse_at(b: &[u8], at: usize, depth: u32) -> Result<Parsed, Invalid> {
     }
     let Some(&kind) = b.get(at) else { return Ok(Parsed::Need(at + 1)) };
     let int_line = matches!(kind, b':' | b'$' | b'*');
-    let (l, next) = need!(line(b, at + 1, if int_line { MAX_INT_LINE } else { MAX_REPLY })?);
+    let (l, next) = need!(line(b, at + 1, if int_line { MAX_INT_LINE } else { MAX_TEXT_LINE })?);
     Ok(match kind {
         b':' => Parsed::Reply(Value::Int(int_of(l)?), next),
         b'+' => match text_of(l)? {
@@ -184,6 +186,10 @@ mod tests {
         }
         // A length line that never ends is refused once it is longer than any length.
         assert!(parse(&[b'$'; 40]).is_err());
+        let mut long = vec![b'+'; MAX_TEXT_LINE + 3];
+        assert!(parse(&long).is_err());
+        long.truncate(MAX_TEXT_LINE);
+        assert_eq!(parse(&long), Ok(Parsed::Need(MAX_TEXT_LINE + 1)));
         assert_eq!(parse(b"$1234"), Ok(Parsed::Need(6)));
         let mut deep = b"*1\r\n".repeat(100);
         deep.extend_from_slice(b":1\r\n");
