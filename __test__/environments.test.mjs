@@ -111,3 +111,36 @@ test('worker threads opened and closed many times, some terminated with lock cal
   assert.equal(seen.length, 24)
   seen.forEach((n, i) => assert.equal(n, i % 2 === 1 ? 20 : i % 4 === 0 ? 160 : 60, `entry ${i}: ${out}`))
 })
+
+test('workers one after another, the main thread never using the addon: the Redis calls of each work', { skip, timeout: 60_000 }, () => {
+  // The addon's tokio runtime goes when the last environment using it exits, and a new one
+  // starts for the next: pooled connections of the old runtime must not be handed out again.
+  const out = runChild(`
+    const { Worker } = require('node:worker_threads')
+    const body = ${JSON.stringify(`
+      const { parentPort } = require('node:worker_threads')
+      const { Flowguard } = require(${JSON.stringify(index)})
+      ;(async () => {
+        const fg = await Flowguard.open({ url: process.env.REDIS_URL, prefix: 'env-seq:' })
+        try {
+          const l = await fg.acquireLock('l' + Math.random())
+          const c = await fg.claim('g', 'i' + Math.random())
+          parentPort.postMessage(l.acquired && c.claimed ? 'ok' : 'refused')
+        } catch (e) {
+          parentPort.postMessage(e.code + ': ' + e.message)
+        }
+      })()
+    `)}
+    ;(async () => {
+      const seen = []
+      for (let i = 0; i < 4; i++) {
+        const w = new Worker(body, { eval: true })
+        const exited = new Promise((r) => w.once('exit', r))
+        seen.push(await new Promise((resolve, reject) => { w.once('message', resolve); w.once('error', reject) }))
+        await exited
+      }
+      console.log(JSON.stringify(seen))
+    })()
+  `)
+  assert.deepEqual(JSON.parse(out), ['ok', 'ok', 'ok', 'ok'])
+})

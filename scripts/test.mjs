@@ -117,13 +117,8 @@ try {
     }
     if (existsSync(bin('bun'))) run('bun test', bin('bun'), ['test', ...otherRuntimeSuites], env, bunCounts)
     else missing('bun')
-    // One process per file, as node --test does: `deno test` runs each file in an environment
-    // of its own in one process, and the addon's tokio runtime (with the pooled Redis
-    // connections on it) does not outlive the last environment that used it.
     if (existsSync(bin('deno'))) {
-      for (const f of otherRuntimeSuites) {
-        run(`deno test ${f}`, bin('deno'), ['test', '-A', '--no-check', '--reporter=tap', f], { ...env, NO_COLOR: '1' }, tapLeafCounts)
-      }
+      run('deno test', bin('deno'), ['test', '-A', '--no-check', '--reporter=tap', ...otherRuntimeSuites], { ...env, NO_COLOR: '1' }, tapLeafCounts)
     } else missing('deno')
     if (existsSync(join(root, '.ci/n8n-e2e.sh'))) {
       if (skipN8n) summary.push('n8n e2e: not run (FLOWGUARD_SKIP_N8N=1)')

@@ -26,6 +26,10 @@ struct PoolKey {
     url: String,
     connect_timeout_ms: u64,
     command_timeout_ms: u64,
+    /// The tokio runtime whose task drives the connection: a connection dies with its runtime,
+    /// and a shell may replace its runtime (the Node addon's is shut down when the last
+    /// JavaScript environment using it exits, and a new one started for the next).
+    runtime: Option<tokio::runtime::Id>,
 }
 
 fn pool() -> &'static Mutex<HashMap<PoolKey, Shared>> {
@@ -85,6 +89,7 @@ impl RedisStore {
             url: url.to_string(),
             connect_timeout_ms: config.connect_timeout_ms,
             command_timeout_ms: config.command_timeout_ms,
+            runtime: tokio::runtime::Handle::try_current().ok().map(|h| h.id()),
         };
         let cached = crate::backend::guard(pool()).get(&key).cloned();
         let shared = match cached {
@@ -92,7 +97,10 @@ impl RedisStore {
             None => {
                 let s = connect(url, config).await?;
                 // Two first calls may race to connect; keep the first stored and drop the other.
-                crate::backend::guard(pool()).entry(key).or_insert(s).clone()
+                // Connections of other runtimes leave the pool (stores using them keep them).
+                let mut pool = crate::backend::guard(pool());
+                pool.retain(|k, _| k.runtime == key.runtime);
+                pool.entry(key).or_insert(s).clone()
             }
         };
         Ok(RedisStore {
