@@ -1,12 +1,15 @@
-// The lock's event-loop connection (src/backend/redis/uvconn.rs): lock calls from JavaScript go
+// The lock's event-loop connection (src/event_loop_connection/): lock calls from JavaScript go
 // over a socket polled by the JavaScript thread's own loop once it is up (redis-rs before that).
 // Each case runs a redis-server of its own: the loop connection is used (a second client appears),
 // with AUTH, a database number and a Unix socket; a flushed script cache; a command timeout (and
 // the late reply that follows it lands on no other call); a restart; a process that used it from
-// a worker and the main thread exits by itself.
+// a worker and the main thread exits by itself. Under Bun and Deno (scripts/test.mjs runs this
+// file with them too) the same calls work and no loop connection ever appears: only Node itself
+// has the libuv the connection needs.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
+import net from 'node:net'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -14,19 +17,22 @@ import { fileURLToPath } from 'node:url'
 import { Flowguard, sleep } from './backends.mjs'
 import { haveRedis, freePort, startRedis, stopRedis } from './redis-server.mjs'
 
+/** Whether this runtime is Node itself (the loop connection is used only there). */
+const underNode = !process.versions.bun && !process.versions.deno
 const skip = (!haveRedis && 'redis-server not installed') || (process.platform === 'win32' && 'Unix only')
 const cli = (args) => spawnSync('redis-cli', args, { encoding: 'utf8' }).stdout.trim()
 /** Clients whose last command ran a script: the redis-rs connection (the first lock calls use it)
  * and, once up, the loop connection. */
 const scriptClients = (args) => cli([...args, 'CLIENT', 'LIST']).split('\n').filter((l) => / cmd=eval/.test(l)).length
 
-/** Lock calls until the loop connection is up (a second client runs scripts), at most ~3 s. */
-async function warm(fg, args) {
+/** Lock calls until the loop connection is up (a second client runs scripts, besides `others` of
+ * stores still open), at most ~3 s: whether it came up. */
+async function warm(fg, args, others = 0) {
   for (let i = 0; i < 150; i++) {
     const l = await fg.acquireLock('warm')
     assert.ok(l.acquired)
     assert.deepEqual(await fg.releaseLock('warm', l.owner), { released: true })
-    if (scriptClients(args) >= 2) return true
+    if (scriptClients(args) >= others + 2) return true
     await sleep(20)
   }
   return false
@@ -56,16 +62,20 @@ test('lock calls use the loop connection: plain, with AUTH and a database, on a 
   const redis = await startRedis(port, ['--requirepass', 'pw-loop', '--unixsocket', sock, '--unixsocketperm', '700'])
   const args = ['-p', String(port), '-a', 'pw-loop', '--no-auth-warning']
   try {
+    let others = 0
     for (const url of [`redis://:pw-loop@127.0.0.1:${port}/3`, `redis+unix://${sock}?pass=pw-loop&db=4`]) {
       const fg = await Flowguard.open({ url, prefix: 'loop:' })
-      assert.ok(await warm(fg, args), `a loop connection appears (${url.replace('pw-loop', '***')})`)
+      const loop = await warm(fg, args, others)
+      others += loop ? 2 : 1
+      assert.equal(loop, underNode, `a loop connection appears under Node only (${url.replace('pw-loop', '***')})`)
       await basics(fg)
       // Redis forgets its scripts: the next call loads it again (EVAL) and works.
       assert.equal(cli([...args, 'SCRIPT', 'FLUSH']), 'OK')
       await basics(fg)
     }
     // Only the loop connection answers NOSCRIPT with EVAL (redis-rs loads the script instead).
-    assert.match(cli([...args, 'INFO', 'commandstats']), /cmdstat_eval:calls=[1-9]/)
+    if (underNode) assert.match(cli([...args, 'INFO', 'commandstats']), /cmdstat_eval:calls=[1-9]/)
+    else assert.doesNotMatch(cli([...args, 'INFO', 'commandstats']), /cmdstat_eval:/)
     assert.ok(Number(cli([...args, '-n', '3', 'DBSIZE'])) > 0, 'keys in database 3')
     assert.ok(Number(cli([...args, '-n', '4', 'DBSIZE'])) > 0, 'keys in database 4')
     assert.equal(cli([...args, '-n', '0', 'DBSIZE']), '0', 'nothing in database 0')
@@ -81,7 +91,7 @@ test('a lock call Redis does not answer in time fails with ERR_TIMEOUT; the late
   const args = ['-p', String(port)]
   try {
     const fg = await Flowguard.open({ url: `redis://127.0.0.1:${port}`, prefix: 'loop-timeout:', commandTimeoutMs: 200 })
-    assert.ok(await warm(fg, args))
+    assert.equal(await warm(fg, args), underNode)
     const held = await fg.acquireLock('held', { label: 'keeper' })
     assert.equal(cli([...args, 'CLIENT', 'PAUSE', '700', 'ALL']), 'OK')
     const t0 = Date.now()
@@ -111,7 +121,7 @@ test('Redis restarted: lock calls fail with ERR_REDIS_UNAVAILABLE, then work aga
   const args = ['-p', String(port)]
   try {
     const fg = await Flowguard.open({ url: `redis://127.0.0.1:${port}`, prefix: 'loop-restart:', connectTimeoutMs: 500, commandTimeoutMs: 2000 })
-    assert.ok(await warm(fg, args))
+    assert.equal(await warm(fg, args), underNode)
     const inFlight = Array.from({ length: 20 }, (_, i) => fg.acquireLock(`f${i}`).then(() => 'ok', (e) => e.code))
     await stopRedis(redis)
     const codes = new Set(await Promise.all(inFlight))
@@ -129,7 +139,7 @@ test('Redis restarted: lock calls fail with ERR_REDIS_UNAVAILABLE, then work aga
       if (!ok) await sleep(50)
     }
     assert.ok(ok?.acquired, 'works again within 2 s')
-    assert.ok(await warm(fg, args), 'the loop connection is back')
+    assert.equal(await warm(fg, args), underNode, 'the loop connection is back')
     await basics(fg)
   } finally {
     await stopRedis(redis)
@@ -166,6 +176,50 @@ test('a process that used the loop connection from a worker and the main thread 
     assert.match(r.stdout, /main 300/)
     assert.match(r.stdout, /worker 300/)
   } finally {
+    await stopRedis(redis)
+  }
+})
+
+test('a reply with a hostile length drops the loop connection cleanly: that call fails, the next ones work', { skip: skip || (!underNode && 'the loop connection runs under Node only'), timeout: 60_000 }, async () => {
+  const port = await freePort()
+  const redis = await startRedis(port)
+  // A proxy in front of Redis; on request, the next reply to the newest client (the loop
+  // connection, opened after the redis-rs one) is replaced by a bulk string of 2^63-1 bytes.
+  const conns = []
+  let poison = false
+  const proxy = net.createServer((client) => {
+    const upstream = net.connect(port, '127.0.0.1')
+    const me = { client }
+    conns.push(me)
+    client.on('data', (d) => upstream.write(d))
+    upstream.on('data', (d) => {
+      if (poison && conns[conns.length - 1] === me) {
+        poison = false
+        client.write('$9223372036854775807\r\n')
+      } else client.write(d)
+    })
+    const end = () => { client.destroy(); upstream.destroy() }
+    client.on('error', end).on('close', end)
+    upstream.on('error', end).on('close', end)
+  })
+  await new Promise((r) => proxy.listen(0, '127.0.0.1', r))
+  try {
+    const fg = await Flowguard.open({ url: `redis://127.0.0.1:${proxy.address().port}`, prefix: 'loop-hostile:', commandTimeoutMs: 2000 })
+    assert.ok(await warm(fg, ['-p', String(port)]))
+    assert.equal(conns.length, 2)
+    poison = true
+    const t0 = Date.now()
+    const e = await fg.acquireLock('x').then(() => null, (err) => err)
+    assert.equal(e?.code, 'ERR_REDIS_UNAVAILABLE', e?.message)
+    assert.ok(Date.now() - t0 < 1000, `failed after ${Date.now() - t0} ms, not at once`)
+    // The next calls work (over redis-rs, then over a new loop connection).
+    await basics(fg)
+    assert.ok(await warm(fg, ['-p', String(port)]), 'a new loop connection comes up')
+    assert.ok(conns.length >= 3)
+    await basics(fg)
+  } finally {
+    proxy.close()
+    for (const c of conns) c.client.destroy()
     await stopRedis(redis)
   }
 })

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Every test: builds the addon (incremental), starts a throwaway redis-server on a free loopback
 // port unless REDIS_URL is set, then runs the Rust suites (embedded + Redis), the Node suites
-// (both backends) and, when present, the n8n end-to-end suite. Prints one closing line:
+// (both backends), the lock and tracker suites under Bun and Deno (the devDependencies `bun` and
+// `deno`: runtimes without Node's libuv) and, when present, the n8n end-to-end suite. Prints one closing line:
 // "flowguard tests: N passed, M failed".
 import { spawn, spawnSync } from 'node:child_process'
 import { mkdtempSync, existsSync, rmSync } from 'node:fs'
@@ -43,6 +44,29 @@ const nodeCounts = (out) => ({
   p: Number((out.match(/^# pass (\d+)/m) || [0, 0])[1]),
   f: Number((out.match(/^# fail (\d+)/m) || [0, 0])[1]) + Number((out.match(/^# cancelled (\d+)/m) || [0, 0])[1]),
 })
+// `bun test` runs node:test files and ends with " N pass" / " M fail".
+const bunCounts = (out) => ({
+  p: Number((out.match(/^\s*(\d+) pass$/m) || [0, 0])[1]),
+  f: Number((out.match(/^\s*(\d+) fail$/m) || [0, 0])[1]),
+})
+// `deno test --reporter=tap`: node:test cases are its steps, nested under their suite; each
+// result line that closes a plan ("1..n" above it) is a suite, the others are cases.
+const tapLeafCounts = (out) => {
+  let p = 0
+  let f = 0
+  let prev = ''
+  for (const line of out.split('\n')) {
+    const m = line.match(/^\s*(ok|not ok) \d+ /)
+    if (m && !/^\s*1\.\.\d+/.test(prev)) {
+      if (m[1] === 'ok') p++
+      else f++
+    }
+    if (line.trim()) prev = line
+  }
+  return { p, f }
+}
+/** The suites run under Bun and Deno too (the others spawn Node-specific child processes). */
+const otherRuntimeSuites = ['__test__/lock.test.mjs', '__test__/lock-loop.test.mjs', '__test__/tracker.test.mjs']
 const lineCounts = (out) => {
   const m = [...out.matchAll(/(\d+) passed, (\d+) failed/g)].pop()
   return m ? { p: Number(m[1]), f: Number(m[2]) } : { p: 0, f: 0 }
@@ -85,6 +109,17 @@ try {
     const host = spawnSync('rustc', ['-vV'], { encoding: 'utf8' }).stdout.match(/^host: (\S+)/m)[1]
     run('cargo test', 'cargo', ['test', '--workspace', '--target', host, '--', '--include-ignored'], env, cargoCounts)
     run('node --test', process.execPath, ['--test', '--test-reporter=tap', '__test__/'], env, nodeCounts)
+    const bin = (name) => join(root, 'node_modules', '.bin', name)
+    // Without the devDependency (npm install not run): a failure in CI, a note elsewhere.
+    const missing = (name) => {
+      if (process.env.CI === 'true') failed++
+      summary.push(`${name} test: not run (the ${name} devDependency is not installed: npm install)`)
+    }
+    if (existsSync(bin('bun'))) run('bun test', bin('bun'), ['test', ...otherRuntimeSuites], env, bunCounts)
+    else missing('bun')
+    if (existsSync(bin('deno'))) {
+      run('deno test', bin('deno'), ['test', '-A', '--no-check', '--reporter=tap', ...otherRuntimeSuites], { ...env, NO_COLOR: '1' }, tapLeafCounts)
+    } else missing('deno')
     if (existsSync(join(root, '.ci/n8n-e2e.sh'))) {
       if (skipN8n) summary.push('n8n e2e: not run (FLOWGUARD_SKIP_N8N=1)')
       else run('n8n e2e', 'bash', ['.ci/n8n-e2e.sh'], env, lineCounts)

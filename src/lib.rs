@@ -6,10 +6,14 @@
 //! validated by the core. Panics are caught and reported as `ERR_INTERNAL`: none reaches Node.
 
 mod client;
+#[cfg(unix)]
+mod event_loop_connection;
 mod from_js;
 mod json;
 mod lock;
 mod queue;
+#[cfg(unix)]
+mod runtime;
 mod settle;
 mod state;
 mod tracker;
@@ -33,7 +37,11 @@ use flowguard_core::error::Error as CoreError;
 fn init() {
     // Once per process: a worker thread that loads the addon again shares the same runtime.
     static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(make_runtime);
+    ONCE.call_once(|| {
+        make_runtime();
+        #[cfg(unix)]
+        event_loop_connection::install();
+    });
 }
 
 fn make_runtime() {
@@ -84,7 +92,7 @@ where
     T: ToNapiValue + Send + 'static,
     F: Future<Output = flowguard_core::Result<T>> + Send + 'static,
 {
-    match first_poll(fut) {
+    match settle::in_env(env, || first_poll(fut)) {
         Ok(outcome) => settled(env, outcome),
         Err(rest) => settle::spawn(env, rest),
     }
@@ -99,7 +107,7 @@ where
     T: ToNapiValue + Send + 'static,
     F: Future<Output = flowguard_core::Result<T>> + Send + 'static,
 {
-    match first_poll(fut) {
+    match settle::in_env(env, || first_poll(fut)) {
         Ok(Ok(v)) => {
             // SAFETY: on the JavaScript thread with the live env of this call.
             unsafe {

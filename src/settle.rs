@@ -3,11 +3,12 @@
 //! napi-rs's `spawn_future_with_callback` creates, for every call, a threadsafe function (a libuv
 //! async handle, closed again afterwards) plus env cleanup hooks, and spawns two tokio tasks. On a
 //! loopback Redis round trip of tens of microseconds that bookkeeping is a measurable share (see
-//! BENCHMARKS.md). Here each environment (the main thread, or a worker thread) has one
-//! threadsafe function, made on first use and kept, and a call goes one of two ways:
+//! BENCHMARKS.md). Here each environment (the main thread, a worker thread, or another instance
+//! of the addon) has one threadsafe function, made on first use and kept, and a call goes one of
+//! two ways:
 //!
-//! - A call that sent its command over the environment's own Redis connection (driven by this
-//!   thread's event loop, see `backend::redis::uvconn`) stays on this thread: it is kept here as
+//! - A call that sent its command over the environment's own Redis connection (driven by its
+//!   event loop, see `crate::event_loop_connection`) stays on this thread: it is kept here as
 //!   a task and polled again when its reply arrives, by the loop's poll callback, which then
 //!   settles the Promise and runs the microtask checkpoint: no thread hop at all. Should the task
 //!   wait on something else (a timer of a lock wait), the wake-up comes through the threadsafe
@@ -18,6 +19,10 @@
 //!
 //! The threadsafe function is referenced (keeps the event loop alive) exactly while calls are
 //! pending, so an idle process still exits.
+//!
+//! Everything is kept per environment, never per thread: Node may run several environments of
+//! the addon on one thread (each `process.dlopen` of it is one), and each keeps its own calls,
+//! connections and teardown.
 //!
 //! Teardown: an env cleanup hook, registered after the threadsafe function (hooks run in reverse
 //! order, so before Node finalizes it), marks it gone under a write lock and drops the tasks kept
@@ -38,6 +43,9 @@ use std::task::{Context, Poll, Wake, Waker};
 use napi::bindgen_prelude::*;
 use napi::sys;
 use napi::Env;
+
+#[cfg(unix)]
+use crate::event_loop_connection::Connections;
 
 type Job = Box<dyn FnOnce(sys::napi_env) + Send>;
 
@@ -76,16 +84,17 @@ struct Task {
     waker: Waker,
 }
 
-/// The part the JavaScript thread keeps.
+/// The part the JavaScript thread keeps, one per environment.
 struct Local {
     env: sys::napi_env,
     tsfn: sys::napi_threadsafe_function,
     pending: Cell<usize>,
     shared: Arc<Shared>,
-    /// The environment's libuv loop (null if Node would not say).
-    uv_loop: *mut c_void,
     /// For the callback scope in which the loop's callbacks settle Promises (null: none).
     async_ctx: sys::napi_async_context,
+    /// The environment's event-loop Redis connections; None where they cannot be used.
+    #[cfg(unix)]
+    connections: Option<Rc<Connections>>,
     tasks: RefCell<Vec<Option<Task>>>,
     free: RefCell<Vec<usize>>,
     /// Tasks to poll (woken on this thread).
@@ -93,13 +102,57 @@ struct Local {
     spare: RefCell<Vec<usize>>,
 }
 
+impl Local {
+    fn keeps_tasks(&self) -> bool {
+        #[cfg(unix)]
+        return self.connections.is_some();
+        #[cfg(not(unix))]
+        false
+    }
+}
+
 thread_local! {
-    static LOCAL: RefCell<Option<Rc<Local>>> = const { RefCell::new(None) };
+    /// The environments of this thread (usually one).
+    static LOCALS: RefCell<Vec<Rc<Local>>> = const { RefCell::new(Vec::new()) };
+    /// The environment whose call is being polled on this thread (null: none).
+    static CURRENT: Cell<sys::napi_env> = const { Cell::new(null_mut()) };
     /// The `Shared` (as an address) of the environment whose tasks this thread is polling or
     /// about to poll: a wake-up of one of them here only marks it ready. 0: none.
     static DRAINING: Cell<usize> = const { Cell::new(0) };
-    /// Set when the call being polled sent a command over this thread's own Redis connection.
+    /// Set when the call being polled sent a command over its environment's own connection.
     static IO_STARTED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f` (the first poll of a call of `env`) with `env` as the current environment, so that
+/// its commands may go over the environment's own connection.
+pub(crate) fn in_env<R>(env: &Env, f: impl FnOnce() -> R) -> R {
+    IO_STARTED.with(|started| started.set(false));
+    let prev = CURRENT.with(|c| c.replace(env.raw()));
+    struct Restore(sys::napi_env);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let _ = CURRENT.try_with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(prev);
+    f()
+}
+
+/// The connections of the environment whose call is being polled on this thread.
+#[cfg(unix)]
+pub(crate) fn current_connections() -> Option<Rc<Connections>> {
+    let env = CURRENT.try_with(Cell::get).ok()?;
+    if env.is_null() {
+        return None;
+    }
+    local(env).ok()?.connections.clone()
+}
+
+/// Tells `spawn` that the call being polled sent a command over its environment's connection,
+/// so its task stays on this thread.
+#[cfg(unix)]
+pub(crate) fn io_started() {
+    let _ = IO_STARTED.try_with(|f| f.set(true));
 }
 
 struct TaskWake {
@@ -115,12 +168,13 @@ impl Wake for TaskWake {
     fn wake_by_ref(self: &Arc<Self>) {
         let here = Arc::as_ptr(&self.shared) as usize;
         if DRAINING.try_with(Cell::get).unwrap_or(0) == here {
-            let marked = LOCAL
-                .try_with(|cell| match cell.try_borrow().ok().as_deref() {
-                    Some(Some(l)) if Arc::ptr_eq(&l.shared, &self.shared) => {
-                        l.ready.try_borrow_mut().map(|mut r| r.push(self.id)).is_ok()
+            let marked = LOCALS
+                .try_with(|cell| {
+                    let Ok(locals) = cell.try_borrow() else { return false };
+                    match locals.iter().find(|l| Arc::ptr_eq(&l.shared, &self.shared)) {
+                        Some(l) => l.ready.try_borrow_mut().map(|mut r| r.push(self.id)).is_ok(),
+                        None => false,
                     }
-                    _ => false,
                 })
                 .unwrap_or(false);
             if marked {
@@ -155,9 +209,9 @@ unsafe extern "C" fn call_js(env: sys::napi_env, _cb: sys::napi_value, _ctx: *mu
     let _ = std::panic::catch_unwind(AssertUnwindSafe(|| job(env)));
 }
 
-/// This thread's `Local`, if it belongs to `env`.
+/// The `Local` of `env`, if this thread has one.
 fn local_of(env: sys::napi_env) -> Option<Rc<Local>> {
-    LOCAL.try_with(|cell| cell.try_borrow().ok()?.as_ref().filter(|l| l.env == env).cloned()).ok().flatten()
+    LOCALS.try_with(|cell| cell.try_borrow().ok()?.iter().find(|l| l.env == env).cloned()).ok().flatten()
 }
 
 /// One pending call of `l` is over.
@@ -174,6 +228,7 @@ fn finished(l: &Local) {
 /// Promises may be settled.
 fn drain(l: &Rc<Local>) {
     let prev = DRAINING.with(|d| d.replace(Arc::as_ptr(&l.shared) as usize));
+    let prev_env = CURRENT.with(|c| c.replace(l.env));
     let run = || loop {
         let mut ids = std::mem::take(&mut *l.spare.borrow_mut());
         std::mem::swap(&mut ids, &mut *l.ready.borrow_mut());
@@ -205,6 +260,7 @@ fn drain(l: &Rc<Local>) {
     {
         run();
     }
+    CURRENT.with(|c| c.set(prev_env));
     DRAINING.with(|d| d.set(prev));
 }
 
@@ -220,15 +276,12 @@ unsafe extern "C" fn teardown(arg: *mut c_void) {
     // SAFETY: the hook owns the `Arc` leaked for it in `local`.
     let shared = unsafe { Arc::from_raw(arg as *const Shared) };
     *shared.tsfn.write().unwrap_or_else(|p| p.into_inner()) = None;
-    let gone = LOCAL.try_with(|cell| {
-        let mut c = cell.borrow_mut();
-        if c.as_ref().is_some_and(|l| Arc::ptr_eq(&l.shared, &shared)) {
-            c.take()
-        } else {
-            None
-        }
+    let gone = LOCALS.try_with(|cell| {
+        let mut locals = cell.borrow_mut();
+        let at = locals.iter().position(|l| Arc::ptr_eq(&l.shared, &shared))?;
+        Some(locals.swap_remove(at))
     });
-    // The kept tasks (and their futures) go with it.
+    // The kept tasks (and their futures) go with it; other environments of this thread stay.
     if let Ok(Some(l)) = gone {
         let tasks = std::mem::take(&mut *l.tasks.borrow_mut());
         drop(tasks);
@@ -239,78 +292,78 @@ fn local(env: sys::napi_env) -> napi::Result<Rc<Local>> {
     if let Some(l) = local_of(env) {
         return Ok(l);
     }
-    LOCAL.with(|cell| {
-        let mut name = null_mut();
-        let mut tsfn = null_mut();
-        // SAFETY: on the JavaScript thread with the live env of this call.
-        unsafe {
-            check(sys::napi_create_string_utf8(env, c"flowguard".as_ptr(), 9, &mut name), "create a string")?;
-            check(
-                sys::napi_create_threadsafe_function(
-                    env,
-                    null_mut(),
-                    null_mut(),
-                    name,
-                    0,
-                    1,
-                    null_mut(),
-                    None,
-                    null_mut(),
-                    Some(call_js),
-                    &mut tsfn,
-                ),
-                "create a threadsafe function",
-            )?;
-            check(sys::napi_unref_threadsafe_function(env, tsfn), "unref a threadsafe function")?;
-        }
-        let shared =
-            Arc::new(Shared { tsfn: RwLock::new(Some(tsfn as usize)), woken: Mutex::new(Vec::new()) });
-        let hook = Arc::into_raw(shared.clone());
-        // SAFETY: as above; on failure the hook never runs, so take its Arc back.
-        if let Err(e) = check(
-            unsafe { sys::napi_add_env_cleanup_hook(env, Some(teardown), hook as *mut c_void) },
-            "add a cleanup hook",
-        ) {
-            drop(unsafe { Arc::from_raw(hook) });
-            return Err(e);
-        }
-        // The loop and an async context, for the event-loop Redis connection: without either,
-        // calls simply take the tokio path.
+    let mut name = null_mut();
+    let mut tsfn = null_mut();
+    // SAFETY: on the JavaScript thread with the live env of this call.
+    unsafe {
+        check(sys::napi_create_string_utf8(env, c"flowguard".as_ptr(), 9, &mut name), "create a string")?;
+        check(
+            sys::napi_create_threadsafe_function(
+                env,
+                null_mut(),
+                null_mut(),
+                name,
+                0,
+                1,
+                null_mut(),
+                None,
+                null_mut(),
+                Some(call_js),
+                &mut tsfn,
+            ),
+            "create a threadsafe function",
+        )?;
+        check(sys::napi_unref_threadsafe_function(env, tsfn), "unref a threadsafe function")?;
+    }
+    let shared = Arc::new(Shared { tsfn: RwLock::new(Some(tsfn as usize)), woken: Mutex::new(Vec::new()) });
+    let hook = Arc::into_raw(shared.clone());
+    // SAFETY: as above; on failure the hook never runs, so take its Arc back.
+    if let Err(e) = check(
+        unsafe { sys::napi_add_env_cleanup_hook(env, Some(teardown), hook as *mut c_void) },
+        "add a cleanup hook",
+    ) {
+        drop(unsafe { Arc::from_raw(hook) });
+        return Err(e);
+    }
+    // An async context, for the scope in which the event-loop connection settles calls: without
+    // it, calls simply take the tokio path.
+    let mut async_ctx = null_mut();
+    // SAFETY: as above.
+    if unsafe { sys::napi_async_init(env, null_mut(), name, &mut async_ctx) } != sys::Status::napi_ok {
+        async_ctx = null_mut();
+    }
+    #[cfg(unix)]
+    let connections = if async_ctx.is_null() {
+        None
+    } else {
         let mut uv_loop = null_mut();
-        let mut async_ctx = null_mut();
         // SAFETY: as above.
-        unsafe {
-            if sys::napi_get_uv_event_loop(env, &mut uv_loop) != sys::Status::napi_ok {
-                uv_loop = null_mut();
-            }
-            if sys::napi_async_init(env, null_mut(), name, &mut async_ctx) != sys::Status::napi_ok {
-                async_ctx = null_mut();
-            }
-        }
-        if async_ctx.is_null() {
+        if unsafe { sys::napi_get_uv_event_loop(env, &mut uv_loop) } != sys::Status::napi_ok {
             uv_loop = null_mut();
         }
+        // Registered after the cleanup hook above, so it runs before it (reverse order).
+        Connections::new(env, uv_loop.cast())
+    };
+    let l = Rc::new(Local {
+        env,
+        tsfn,
+        pending: Cell::new(0),
+        shared,
+        async_ctx,
         #[cfg(unix)]
-        flowguard_core::backend::redis::uvconn::install_host(&HOST);
-        let l = Rc::new(Local {
-            env,
-            tsfn,
-            pending: Cell::new(0),
-            shared,
-            uv_loop: uv_loop.cast(),
-            async_ctx,
-            tasks: RefCell::new(Vec::new()),
-            free: RefCell::new(Vec::new()),
-            ready: RefCell::new(Vec::new()),
-            spare: RefCell::new(Vec::new()),
-        });
-        *cell.borrow_mut() = Some(l.clone());
-        Ok(l)
-    })
+        connections,
+        tasks: RefCell::new(Vec::new()),
+        free: RefCell::new(Vec::new()),
+        ready: RefCell::new(Vec::new()),
+        spare: RefCell::new(Vec::new()),
+    });
+    LOCALS.with(|cell| cell.borrow_mut().push(l.clone()));
+    Ok(l)
 }
 
 /// A Promise settled with `fut`'s outcome: kept on this thread when its first poll (just made by
-/// the caller) sent a command over this thread's own Redis connection, else one task on tokio.
+/// the caller, inside [`in_env`]) sent a command over this environment's own Redis connection,
+/// else one task on tokio.
 pub(crate) fn spawn<'e, T, F>(env: &'e Env, fut: F) -> napi::Result<PromiseRaw<'e, T>>
 where
     T: ToNapiValue + Send + 'static,
@@ -329,7 +382,7 @@ where
     }
     l.pending.set(l.pending.get() + 1);
     let deferred = deferred as usize;
-    if keep_here && !l.uv_loop.is_null() {
+    if keep_here && l.keeps_tasks() {
         let env_addr = raw as usize;
         let task = Box::pin(async move {
             let outcome = fut.await;
@@ -365,39 +418,12 @@ where
     Ok(PromiseRaw::new(raw, promise))
 }
 
-// -------------------------------------------------------------------------------------------------
-// The host of the event-loop Redis connection
-
+/// Runs `f` (replies landing: their calls' tasks become ready), then polls the ready tasks of
+/// `env` in a handle scope and a callback scope, whose close runs the microtask checkpoint. For
+/// the loop callbacks of the event-loop connection, with no JavaScript on the stack.
 #[cfg(unix)]
-static HOST: flowguard_core::backend::redis::uvconn::Host = flowguard_core::backend::redis::uvconn::Host {
-    current: host_current,
-    dispatch: host_dispatch,
-    io_started: host_io_started,
-    on_teardown: host_on_teardown,
-};
-
-#[cfg(unix)]
-fn host_current() -> Option<(usize, *mut c_void)> {
-    LOCAL
-        .try_with(|cell| {
-            let c = cell.try_borrow().ok()?;
-            let l = c.as_ref()?;
-            (!l.uv_loop.is_null()).then_some((l.env as usize, l.uv_loop))
-        })
-        .ok()
-        .flatten()
-}
-
-#[cfg(unix)]
-fn host_io_started() {
-    let _ = IO_STARTED.try_with(|f| f.set(true));
-}
-
-/// Runs `f` (replies landing: their tasks become ready), then polls the ready tasks in a handle
-/// scope and a callback scope, whose close runs the microtask checkpoint.
-#[cfg(unix)]
-fn host_dispatch(f: &mut dyn FnMut()) {
-    let Some(l) = LOCAL.try_with(|cell| cell.try_borrow().ok().and_then(|c| c.clone())).ok().flatten() else {
+pub(crate) fn dispatch(env: sys::napi_env, f: &mut dyn FnMut()) {
+    let Some(l) = local_of(env) else {
         f();
         return;
     };
@@ -407,7 +433,6 @@ fn host_dispatch(f: &mut dyn FnMut()) {
     if l.ready.borrow().is_empty() {
         return;
     }
-    let env = l.env;
     let mut hs = null_mut();
     let mut cs = null_mut();
     // SAFETY: on the JavaScript thread of `env`, from a callback of its loop (no JavaScript on
@@ -437,28 +462,4 @@ fn host_dispatch(f: &mut dyn FnMut()) {
             sys::napi_close_handle_scope(env, hs);
         }
     }
-}
-
-#[cfg(unix)]
-fn host_on_teardown(env: usize, teardown: flowguard_core::backend::redis::uvconn::Teardown) -> bool {
-    unsafe extern "C" fn hook(handle: sys::napi_async_cleanup_hook_handle, arg: *mut c_void) {
-        // SAFETY: `arg` is the box leaked below, given to this hook only.
-        let teardown =
-            unsafe { *Box::from_raw(arg as *mut flowguard_core::backend::redis::uvconn::Teardown) };
-        let handle = handle as usize;
-        teardown(Box::new(move || {
-            // SAFETY: the handle Node gave this hook, removed once.
-            unsafe { sys::napi_remove_async_cleanup_hook(handle as sys::napi_async_cleanup_hook_handle) };
-        }));
-    }
-    let arg = Box::into_raw(Box::new(teardown));
-    // SAFETY: on the JavaScript thread of `env` (the host's `current` said so).
-    let status =
-        unsafe { sys::napi_add_async_cleanup_hook(env as sys::napi_env, Some(hook), arg.cast(), null_mut()) };
-    if status != sys::Status::napi_ok {
-        // SAFETY: not registered, so still ours.
-        drop(unsafe { Box::from_raw(arg) });
-        return false;
-    }
-    true
 }

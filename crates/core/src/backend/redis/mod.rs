@@ -1,8 +1,7 @@
 //! The Redis backend: one pooled, multiplexed, self-reconnecting connection per configuration,
 //! shared by every client of the process. Each atomic step is one Lua script (EVALSHA, kept in a
-//! static) or one command; lease times come from the Redis server's clock. Lock scripts called
-//! from JavaScript go over a connection driven by the JavaScript thread's own event loop when
-//! there is one ([`uvconn`]).
+//! static) or one command; lease times come from the Redis server's clock. Lock scripts go over a
+//! shell's faster connection when it has one for the calling thread ([`transport`]).
 //!
 //! A pooled connection is retired after [`RETIRE_AFTER_TIMEOUTS`] timeouts in a row (a socket
 //! that went silent, e.g. behind a dropped NAT or firewall entry, never reports an error by
@@ -12,8 +11,7 @@ mod lock;
 mod queue;
 mod state;
 mod tracker;
-#[cfg(unix)]
-pub mod uvconn;
+pub mod transport;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -34,6 +32,10 @@ struct PoolKey {
     url: String,
     connect_timeout_ms: u64,
     command_timeout_ms: u64,
+    /// The tokio runtime whose task drives the connection: a connection dies with its runtime,
+    /// and a shell may replace its runtime (the Node addon's is shut down when the last
+    /// JavaScript environment using it exits, and a new one started for the next).
+    runtime: Option<tokio::runtime::Id>,
 }
 
 fn pool() -> &'static Mutex<HashMap<PoolKey, Shared>> {
@@ -108,8 +110,7 @@ impl Conn {
 struct Shared {
     conn: Arc<Conn>,
     target: Target,
-    #[cfg(unix)]
-    fast: Option<std::sync::Arc<uvconn::Remote>>,
+    fast: Option<std::sync::Arc<dyn transport::Endpoint>>,
 }
 
 /// Where a connection goes, for error messages: `host:port/db`, no credentials.
@@ -135,8 +136,7 @@ pub struct RedisStore {
     conn: Arc<Conn>,
     target: Target,
     keys: Keys,
-    #[cfg(unix)]
-    fast: Option<std::sync::Arc<uvconn::Remote>>,
+    fast: Option<std::sync::Arc<dyn transport::Endpoint>>,
 }
 
 fn describe(client: &redis::Client) -> (String, Option<String>) {
@@ -157,6 +157,7 @@ impl RedisStore {
             url: url.to_string(),
             connect_timeout_ms: config.connect_timeout_ms,
             command_timeout_ms: config.command_timeout_ms,
+            runtime: tokio::runtime::Handle::try_current().ok().map(|h| h.id()),
         };
         let cached = crate::backend::guard(pool()).get(&key).cloned();
         let shared = match cached {
@@ -164,14 +165,16 @@ impl RedisStore {
             None => {
                 let s = connect(url, config).await?;
                 // Two first calls may race to connect; keep the first stored and drop the other.
-                crate::backend::guard(pool()).entry(key).or_insert(s).clone()
+                // Connections of other runtimes leave the pool (stores using them keep them).
+                let mut pool = crate::backend::guard(pool());
+                pool.retain(|k, _| k.runtime == key.runtime);
+                pool.entry(key).or_insert(s).clone()
             }
         };
         Ok(RedisStore {
             conn: shared.conn,
             target: shared.target,
             keys: config.keys.clone(),
-            #[cfg(unix)]
             fast: shared.fast,
         })
     }
@@ -196,23 +199,20 @@ impl RedisStore {
         outcome.map_err(|e| map_error(&self.target, e))
     }
 
-    /// Runs a script: over this JavaScript thread's own connection when there is one (see
-    /// [`uvconn`]), else as [`RedisStore::run`] does. Same errors either way.
+    /// Runs a script: over the transport's endpoint when it takes the command (see
+    /// [`transport`]), else as [`RedisStore::run`] does. Same errors either way.
     pub(crate) async fn eval<T: redis::FromRedisValue>(
         &self,
         lua: &'static Lua,
         keys: &[&[u8]],
         args: &[&[u8]],
     ) -> Result<T> {
-        #[cfg(unix)]
         if let Some(fast) = &self.fast {
             let sha = lua.script.get_hash().as_bytes();
-            if let Some(reply) = uvconn::send(fast, |b| uvconn::encode_eval(b, b"EVALSHA", sha, keys, args)) {
+            if let Some(reply) = fast.send(&eval_cmd("EVALSHA", sha, keys, args)) {
                 let v = match reply.await {
                     Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
-                        match uvconn::send(fast, |b| {
-                            uvconn::encode_eval(b, b"EVAL", lua.source.as_bytes(), keys, args)
-                        }) {
+                        match fast.send(&eval_cmd("EVAL", lua.source.as_bytes(), keys, args)) {
                             Some(reply) => reply.await,
                             None => return self.eval_pooled(lua, keys, args).await,
                         }
@@ -254,6 +254,19 @@ fn tcp_settings() -> TcpSettings {
     TcpSettings::default().set_nodelay(true).set_keepalive(keepalive)
 }
 
+/// `EVALSHA sha numkeys keys… args…`, or `EVAL source …`.
+fn eval_cmd(head: &str, body: &[u8], keys: &[&[u8]], args: &[&[u8]]) -> redis::Cmd {
+    let mut cmd = redis::cmd(head);
+    cmd.arg(body).arg(keys.len());
+    for k in keys {
+        cmd.arg(*k);
+    }
+    for a in args {
+        cmd.arg(*a);
+    }
+    cmd
+}
+
 async fn connect(url: &str, config: &Config) -> Result<Shared> {
     let invalid = || {
         Error::invalid(
@@ -263,8 +276,11 @@ async fn connect(url: &str, config: &Config) -> Result<Shared> {
     let info = url.into_connection_info().map_err(|_| invalid())?.set_tcp_settings(tcp_settings());
     let client = redis::Client::open(info).map_err(|_| invalid())?;
     let (display, secret) = describe(&client);
-    #[cfg(unix)]
-    let client_for_fast = client.clone();
+    let fast = transport::endpoint(
+        client.get_connection_info(),
+        config.connect_timeout_ms,
+        config.command_timeout_ms,
+    );
     let target = Target { display, secret, command_timeout_ms: config.command_timeout_ms };
     let mcfg = ConnectionManagerConfig::new()
         .set_connection_timeout(Some(Duration::from_millis(config.connect_timeout_ms)))
@@ -293,8 +309,6 @@ async fn connect(url: &str, config: &Config) -> Result<Shared> {
             Ok(Err(e)) => return Err(map_error(&target, e)),
             Err(_) => return Err(no_connection()),
         };
-    #[cfg(unix)]
-    let fast = uvconn::Remote::new(&client_for_fast, config.connect_timeout_ms, config.command_timeout_ms);
     Ok(Shared {
         conn: Arc::new(Conn {
             client,
@@ -302,7 +316,6 @@ async fn connect(url: &str, config: &Config) -> Result<Shared> {
             current: Mutex::new(Current { generation: 0, manager, timeouts: 0 }),
         }),
         target,
-        #[cfg(unix)]
         fast,
     })
 }

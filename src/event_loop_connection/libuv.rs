@@ -1,0 +1,111 @@
+//! The few libuv functions the connection uses, looked up in the running process.
+//!
+//! Node exports libuv for addons, but Node-API does not wrap these calls, so they are found by
+//! name at run time. Only call [`uv`] in an environment that runs under Node itself (see
+//! `crate::runtime`): Bun exports functions of the same names that abort the process.
+
+use std::ffi::{c_char, c_int, c_void};
+use std::sync::OnceLock;
+
+pub(crate) type PollCb = unsafe extern "C" fn(*mut c_void, c_int, c_int);
+pub(crate) type TimerCb = unsafe extern "C" fn(*mut c_void);
+pub(crate) type CloseCb = unsafe extern "C" fn(*mut c_void);
+type HandleSizeFn = unsafe extern "C" fn(c_int) -> usize;
+type PollInitFn = unsafe extern "C" fn(*mut c_void, *mut c_void, c_int) -> c_int;
+type PollStartFn = unsafe extern "C" fn(*mut c_void, c_int, PollCb) -> c_int;
+type HandleFn = unsafe extern "C" fn(*mut c_void) -> c_int;
+type TimerInitFn = unsafe extern "C" fn(*mut c_void, *mut c_void) -> c_int;
+type TimerStartFn = unsafe extern "C" fn(*mut c_void, TimerCb, u64, u64) -> c_int;
+type CloseFn = unsafe extern "C" fn(*mut c_void, Option<CloseCb>);
+type UnrefFn = unsafe extern "C" fn(*mut c_void);
+
+/// The libuv functions used and the sizes of the handles they take.
+pub(crate) struct Uv {
+    pub poll_init_socket: PollInitFn,
+    pub poll_start: PollStartFn,
+    pub poll_stop: HandleFn,
+    pub timer_init: TimerInitFn,
+    pub timer_start: TimerStartFn,
+    pub close: CloseFn,
+    pub unref: UnrefFn,
+    pub poll_size: usize,
+    pub timer_size: usize,
+}
+
+const UV_POLL: c_int = 8;
+const UV_TIMER: c_int = 13;
+pub(crate) const UV_READABLE: c_int = 1;
+pub(crate) const UV_WRITABLE: c_int = 2;
+
+extern "C" {
+    fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
+}
+
+#[cfg(any(target_os = "macos", target_os = "ios"))]
+const RTLD_DEFAULT: *mut c_void = -2isize as *mut c_void;
+#[cfg(not(any(target_os = "macos", target_os = "ios")))]
+const RTLD_DEFAULT: *mut c_void = std::ptr::null_mut();
+
+/// libuv, if the process exports it. Only under Node (see the module docs).
+pub(crate) fn uv() -> Option<&'static Uv> {
+    static UV: OnceLock<Option<Uv>> = OnceLock::new();
+    UV.get_or_init(|| unsafe { load() }).as_ref()
+}
+
+/// # Safety
+/// Looks up symbols by name; each is transmuted to the signature libuv declares for it.
+unsafe fn load() -> Option<Uv> {
+    macro_rules! sym {
+        ($name:literal, $ty:ty) => {{
+            let p = unsafe { dlsym(RTLD_DEFAULT, concat!($name, "\0").as_ptr().cast()) };
+            if p.is_null() {
+                return None;
+            }
+            unsafe { std::mem::transmute::<*mut c_void, $ty>(p) }
+        }};
+    }
+    let handle_size = sym!("uv_handle_size", HandleSizeFn);
+    let (poll_size, timer_size) = unsafe { (handle_size(UV_POLL), handle_size(UV_TIMER)) };
+    if poll_size == 0 || timer_size == 0 || poll_size > 4096 || timer_size > 4096 {
+        return None;
+    }
+    Some(Uv {
+        poll_init_socket: sym!("uv_poll_init_socket", PollInitFn),
+        poll_start: sym!("uv_poll_start", PollStartFn),
+        poll_stop: sym!("uv_poll_stop", HandleFn),
+        timer_init: sym!("uv_timer_init", TimerInitFn),
+        timer_start: sym!("uv_timer_start", TimerStartFn),
+        close: sym!("uv_close", CloseFn),
+        unref: sym!("uv_unref", UnrefFn),
+        poll_size,
+        timer_size,
+    })
+}
+
+const HANDLE_ALIGN: usize = 16;
+
+/// A zeroed handle of `size` bytes (a size libuv reported, checked in `load`); null if out of
+/// memory.
+pub(crate) fn alloc_handle(size: usize) -> *mut c_void {
+    match std::alloc::Layout::from_size_align(size, HANDLE_ALIGN) {
+        // SAFETY: a non-zero size.
+        Ok(layout) => unsafe { std::alloc::alloc_zeroed(layout).cast() },
+        Err(_) => std::ptr::null_mut(),
+    }
+}
+
+/// # Safety
+/// `h` came from `alloc_handle(size)` and libuv is done with it (its close callback ran).
+pub(crate) unsafe fn free_handle(h: *mut c_void, size: usize) {
+    if let Ok(layout) = std::alloc::Layout::from_size_align(size, HANDLE_ALIGN) {
+        unsafe { std::alloc::dealloc(h.cast(), layout) }
+    }
+}
+
+/// The `data` field of a libuv handle (its first field, public).
+///
+/// # Safety
+/// `h` is a libuv handle.
+pub(crate) unsafe fn handle_data<T>(h: *mut c_void) -> *mut *const T {
+    h.cast()
+}

@@ -1,0 +1,569 @@
+//! One connected socket on an environment's loop: commands written during JavaScript calls,
+//! replies read by a poll callback, timeouts by a timer, all on the JavaScript thread.
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::ffi::{c_int, c_void};
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+use redis::{RedisError, Value};
+
+use super::libuv::{alloc_handle, free_handle, handle_data, Uv, UV_READABLE, UV_WRITABLE};
+use super::reply::{self, Parsed};
+use super::socket::{Settings, Sock};
+use super::Connections;
+
+// -------------------------------------------------------------------------------------------------
+// A reply on its way
+
+#[derive(Default)]
+struct SlotState {
+    result: Option<Result<Value, RedisError>>,
+    waker: Option<Waker>,
+    done: bool,
+}
+
+/// Where the reply of one command lands (the reader fills it on the JavaScript thread; the call
+/// that awaits it may be polled anywhere).
+#[derive(Default)]
+struct Slot(Mutex<SlotState>);
+
+impl Slot {
+    fn state(&self) -> std::sync::MutexGuard<'_, SlotState> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+    fn is_done(&self) -> bool {
+        self.state().done
+    }
+    /// Stores the outcome (the first one only) and wakes the call.
+    fn complete(&self, r: Result<Value, RedisError>) {
+        let waker = {
+            let mut s = self.state();
+            if s.done {
+                return;
+            }
+            s.done = true;
+            s.result = Some(r);
+            s.waker.take()
+        };
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }
+}
+
+/// The reply of a command sent by [`Live::send`].
+pub(crate) struct Reply(Arc<Slot>);
+
+impl Future for Reply {
+    type Output = Result<Value, RedisError>;
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut s = self.0.state();
+        if let Some(r) = s.result.take() {
+            return Poll::Ready(r);
+        }
+        if s.done {
+            return Poll::Ready(Err(io::Error::other("reply already taken").into()));
+        }
+        match &s.waker {
+            Some(w) if w.will_wake(cx.waker()) => {}
+            _ => s.waker = Some(cx.waker().clone()),
+        }
+        Poll::Pending
+    }
+}
+
+// -------------------------------------------------------------------------------------------------
+// The connection
+
+struct State {
+    wbuf: Vec<u8>,
+    wpos: usize,
+    /// Whether the poll handle also waits for the socket to be writable (a write was partial).
+    writable: bool,
+    rbuf: Vec<u8>,
+    rlen: usize,
+    /// Bytes the reply at the front of `rbuf` needs at least (no parse before they are in).
+    need: usize,
+    /// Commands sent and not answered yet, in order, with their deadlines.
+    fifo: VecDeque<(Arc<Slot>, Instant)>,
+    timer_armed: bool,
+    corked: bool,
+    /// Commands buffered since the last write.
+    queued: usize,
+    dead: bool,
+}
+
+pub(crate) struct Live {
+    owner: Rc<Connections>,
+    settings: Arc<Settings>,
+    sock: Sock,
+    poll: *mut c_void,
+    timer: *mut c_void,
+    s: RefCell<State>,
+}
+
+thread_local! {
+    /// Set while a reply callback settles calls: commands sent meanwhile are written in one go
+    /// when it ends (by whichever environment of this thread they belong to).
+    static CORK: Cell<bool> = const { Cell::new(false) };
+    static CORKED: RefCell<Vec<Rc<Live>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// While corked, a write goes out once this many commands are buffered (measured in
+/// BENCHMARKS.md: fewer system calls than a write each, and Redis starts on the first commands
+/// while the rest are being made).
+const CORK_COMMANDS: usize = 16;
+const READ_CHUNK: usize = 16 * 1024;
+
+impl Live {
+    /// Registers a connected socket with the loop of `owner`.
+    pub(super) fn start(owner: &Rc<Connections>, settings: Arc<Settings>, sock: Sock) -> Option<Rc<Live>> {
+        let uv = owner.uv;
+        let poll = alloc_handle(uv.poll_size);
+        let timer = alloc_handle(uv.timer_size);
+        if poll.is_null() || timer.is_null() {
+            // SAFETY: unused handles of these sizes (null is skipped).
+            unsafe {
+                if !poll.is_null() {
+                    free_handle(poll, uv.poll_size);
+                }
+                if !timer.is_null() {
+                    free_handle(timer, uv.timer_size);
+                }
+            }
+            return None;
+        }
+        let live = Rc::new(Live {
+            owner: owner.clone(),
+            settings,
+            sock,
+            poll,
+            timer,
+            s: RefCell::new(State {
+                wbuf: Vec::with_capacity(4096),
+                wpos: 0,
+                writable: false,
+                rbuf: vec![0; READ_CHUNK],
+                rlen: 0,
+                need: 1,
+                fifo: VecDeque::new(),
+                timer_armed: false,
+                corked: false,
+                queued: 0,
+                dead: false,
+            }),
+        });
+        // SAFETY: fresh handles of the sizes libuv reported, on the loop's thread. Each handle
+        // initialized owns one strong count of `live`, given back in its close callback.
+        unsafe {
+            if (uv.poll_init_socket)(owner.uv_loop, poll, live.sock.fd()) != 0 {
+                free_handle(poll, uv.poll_size);
+                free_handle(timer, uv.timer_size);
+                return None;
+            }
+            owner.opened();
+            *handle_data(poll) = Rc::into_raw(live.clone());
+            if (uv.timer_init)(owner.uv_loop, timer) != 0 {
+                live.s.borrow_mut().dead = true;
+                (uv.close)(poll, Some(on_close_poll));
+                free_handle(timer, uv.timer_size);
+                return None;
+            }
+            owner.opened();
+            *handle_data(timer) = Rc::into_raw(live.clone());
+            // Neither handle keeps the loop alive: the threadsafe function of `settle` does while
+            // calls are pending.
+            (uv.unref)(poll);
+            (uv.unref)(timer);
+            if (uv.poll_start)(poll, UV_READABLE, on_poll) != 0 {
+                live.s.borrow_mut().dead = true;
+                close_handles(uv, &live);
+                return None;
+            }
+        }
+        Some(live)
+    }
+
+    pub(super) fn is_dead(&self) -> bool {
+        self.s.borrow().dead
+    }
+
+    /// Buffers `cmd` (written now, or when the current reply callback ends); None if the
+    /// connection broke.
+    pub(super) fn send(self: &Rc<Self>, cmd: &redis::Cmd) -> Option<Reply> {
+        let slot = Arc::new(Slot::default());
+        let mut corked = CORK.with(Cell::get);
+        {
+            let mut s = self.s.borrow_mut();
+            if s.dead {
+                return None;
+            }
+            cmd.write_packed_command(&mut s.wbuf);
+            s.fifo.push_back((slot.clone(), Instant::now() + self.settings.command_timeout));
+            if !s.timer_armed {
+                s.timer_armed = true;
+                let ms = self.settings.command_timeout.as_millis().max(1) as u64;
+                // SAFETY: a live timer handle of this thread's loop.
+                unsafe { (self.owner.uv.timer_start)(self.timer, on_timer, ms, 0) };
+            }
+            s.queued += 1;
+            if s.queued >= CORK_COMMANDS {
+                corked = false;
+            } else if corked && !s.corked {
+                s.corked = true;
+                CORKED.with(|c| c.borrow_mut().push(self.clone()));
+            }
+        }
+        if !corked {
+            self.flush();
+        }
+        Some(Reply(slot))
+    }
+
+    /// Writes what is buffered; on a partial write, waits for the socket to be writable.
+    fn flush(self: &Rc<Self>) {
+        let outcome = {
+            let mut s = self.s.borrow_mut();
+            if s.dead {
+                return;
+            }
+            s.corked = false;
+            s.queued = 0;
+            let mut res = Ok(());
+            while s.wpos < s.wbuf.len() {
+                match self.sock.write(&s.wbuf[s.wpos..]) {
+                    Ok(0) => {
+                        res = Err(io::Error::from(io::ErrorKind::WriteZero));
+                        break;
+                    }
+                    Ok(n) => s.wpos += n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) => {
+                        res = Err(e);
+                        break;
+                    }
+                }
+            }
+            if s.wpos == s.wbuf.len() {
+                s.wbuf.clear();
+                s.wpos = 0;
+            }
+            let want_writable = !s.wbuf.is_empty();
+            match res {
+                Ok(()) if want_writable != s.writable => {
+                    s.writable = want_writable;
+                    Ok(Some(want_writable))
+                }
+                Ok(()) => Ok(None),
+                Err(e) => Err(e),
+            }
+        };
+        match outcome {
+            Ok(Some(writable)) => {
+                let events = if writable { UV_READABLE | UV_WRITABLE } else { UV_READABLE };
+                // SAFETY: the live poll handle of this thread's loop.
+                if unsafe { (self.owner.uv.poll_start)(self.poll, events, on_poll) } != 0 {
+                    self.fail(io::Error::other("cannot watch the socket"));
+                }
+            }
+            Ok(None) => {}
+            Err(e) => self.fail(e),
+        }
+    }
+
+    /// The connection broke: every pending command fails (as redis-rs reports a dropped
+    /// connection), the handles close, and the next calls use redis-rs until a new connection
+    /// is up.
+    fn fail(self: &Rc<Self>, e: io::Error) {
+        let pending = {
+            let mut s = self.s.borrow_mut();
+            if s.dead {
+                return;
+            }
+            s.dead = true;
+            s.wbuf.clear();
+            s.wpos = 0;
+            std::mem::take(&mut s.fifo)
+        };
+        self.owner.broke(self);
+        // SAFETY: the live handles of this thread's loop, closed once (`dead` guards).
+        unsafe { close_handles(self.owner.uv, self) };
+        let kind = e.kind();
+        let msg = e.to_string();
+        for (slot, _) in pending {
+            slot.complete(Err(io::Error::new(kind, msg.clone()).into()));
+        }
+    }
+
+    /// The environment goes away: the pending calls go with it (their Promises are gone), the
+    /// handles close.
+    pub(super) fn shut(self: &Rc<Self>) {
+        {
+            let mut s = self.s.borrow_mut();
+            if s.dead {
+                return;
+            }
+            s.dead = true;
+            s.fifo.clear();
+        }
+        // SAFETY: live handles of this thread's loop, closed once.
+        unsafe { close_handles(self.owner.uv, self) };
+    }
+
+    /// Reads what the socket has and completes the calls whose replies are in.
+    fn readable(self: &Rc<Self>) {
+        let mut replies: Vec<(Arc<Slot>, Result<Value, RedisError>)> = Vec::new();
+        let mut broken: Option<io::Error> = None;
+        {
+            let mut guard = self.s.borrow_mut();
+            let s = &mut *guard;
+            if s.dead {
+                return;
+            }
+            loop {
+                if s.rlen == s.rbuf.len() {
+                    // Never past the longest reply accepted: the parser refuses longer ones first.
+                    let n = (s.rbuf.len() * 2).min(reply::MAX_REPLY + READ_CHUNK);
+                    if n == s.rbuf.len() {
+                        broken = Some(io::Error::new(io::ErrorKind::InvalidData, "a reply is too long"));
+                        break;
+                    }
+                    s.rbuf.resize(n, 0);
+                }
+                let room = s.rbuf.len() - s.rlen;
+                let got = match self.sock.read(&mut s.rbuf[s.rlen..]) {
+                    Ok(0) => {
+                        broken =
+                            Some(io::Error::new(io::ErrorKind::UnexpectedEof, "Redis closed the connection"));
+                        break;
+                    }
+                    Ok(n) => n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) => {
+                        broken = Some(e);
+                        break;
+                    }
+                };
+                s.rlen += got;
+                if s.rlen >= s.need {
+                    if let Err(e) = take_replies(s, &mut replies) {
+                        broken = Some(e);
+                        break;
+                    }
+                }
+                // A short read emptied the socket: no need for a read that would block.
+                if got < room {
+                    break;
+                }
+            }
+            if s.rlen == 0 && s.rbuf.len() > 4 * READ_CHUNK {
+                s.rbuf.truncate(READ_CHUNK);
+                s.rbuf.shrink_to_fit();
+            }
+        }
+        let mut replies = Some(replies);
+        self.settle(|| {
+            for (slot, r) in replies.take().into_iter().flatten() {
+                slot.complete(r);
+            }
+            if let Some(e) = broken.take() {
+                self.fail(e);
+            }
+        });
+    }
+
+    /// Fails the calls whose deadline passed and arms the timer for the next one.
+    fn timer_fired(self: &Rc<Self>) {
+        let now = Instant::now();
+        let mut expired = Vec::new();
+        {
+            let mut s = self.s.borrow_mut();
+            s.timer_armed = false;
+            if s.dead {
+                return;
+            }
+            let mut next = None;
+            for (slot, deadline) in &s.fifo {
+                if *deadline > now {
+                    next = Some(*deadline - now);
+                    break;
+                }
+                if !slot.is_done() {
+                    expired.push(slot.clone());
+                }
+            }
+            if let Some(d) = next {
+                s.timer_armed = true;
+                let ms = (d.as_millis() as u64).max(1);
+                // SAFETY: the live timer handle, in its own callback.
+                unsafe { (self.owner.uv.timer_start)(self.timer, on_timer, ms, 0) };
+            }
+        }
+        if expired.is_empty() {
+            return;
+        }
+        let mut expired = Some(expired);
+        self.settle(|| {
+            for slot in expired.take().into_iter().flatten() {
+                // The reply, should it come, finds the slot done and is dropped.
+                slot.complete(Err(io::Error::new(io::ErrorKind::TimedOut, "no reply in time").into()));
+            }
+        });
+    }
+
+    /// Runs `f` (completing calls) in the owning environment's scope, where their Promises are
+    /// settled; then writes what their continuations sent meanwhile, in one go.
+    fn settle(&self, mut f: impl FnMut()) {
+        struct Uncork;
+        impl Drop for Uncork {
+            fn drop(&mut self) {
+                CORK.with(|c| c.set(false));
+                let corked = CORKED.with(|c| std::mem::take(&mut *c.borrow_mut()));
+                for live in &corked {
+                    live.flush();
+                }
+            }
+        }
+        let was = CORK.with(|c| c.replace(true));
+        let _u = (!was).then_some(Uncork);
+        crate::settle::dispatch(self.owner.env, &mut f);
+    }
+}
+
+/// Parses the complete replies off the front of the read buffer, pairing them with the calls
+/// waiting in order. Err: the bytes are not what Redis sends (the connection must go).
+fn take_replies(s: &mut State, out: &mut Vec<(Arc<Slot>, Result<Value, RedisError>)>) -> io::Result<()> {
+    let mut at = 0;
+    let mut res = Ok(());
+    while at < s.rlen {
+        match reply::parse(&s.rbuf[at..s.rlen]) {
+            Ok(Parsed::Reply(v, n)) => {
+                at += n;
+                match s.fifo.pop_front() {
+                    Some((slot, _)) => out.push((slot, v.extract_error())),
+                    None => {
+                        res = Err(io::Error::new(io::ErrorKind::InvalidData, "a reply nobody asked for"));
+                        break;
+                    }
+                }
+            }
+            Ok(Parsed::Need(k)) => {
+                s.need = k;
+                break;
+            }
+            Err(e) => {
+                res = Err(io::Error::new(io::ErrorKind::InvalidData, format!("not a Redis reply: {}", e.0)));
+                break;
+            }
+        }
+    }
+    if at > 0 {
+        s.rbuf.copy_within(at..s.rlen, 0);
+        s.rlen -= at;
+    }
+    if s.rlen == 0 {
+        s.need = 1;
+    }
+    res
+}
+
+/// # Safety
+/// The live handles of this thread's loop, not closed yet.
+unsafe fn close_handles(uv: &Uv, live: &Live) {
+    unsafe {
+        (uv.poll_stop)(live.poll);
+        (uv.close)(live.poll, Some(on_close_poll));
+        (uv.close)(live.timer, Some(on_close_timer));
+    }
+}
+
+/// Gives back the strong count a handle owns and frees it.
+///
+/// # Safety
+/// Called by libuv once per handle, after `uv_close`.
+unsafe fn closed(h: *mut c_void, poll: bool) {
+    let data = unsafe { *handle_data::<Live>(h) };
+    let owner = if data.is_null() {
+        None
+    } else {
+        // SAFETY: the strong count this handle owned.
+        let live = unsafe { Rc::from_raw(data) };
+        Some(live.owner.clone())
+    };
+    if let Some(uv) = super::libuv::uv() {
+        // SAFETY: libuv is done with the handle, allocated with this size.
+        unsafe { free_handle(h, if poll { uv.poll_size } else { uv.timer_size }) };
+    }
+    if let Some(owner) = owner {
+        owner.closed();
+    }
+}
+
+unsafe extern "C" fn on_close_poll(h: *mut c_void) {
+    // SAFETY: libuv closed our poll handle.
+    guarded(|| unsafe { closed(h, true) })
+}
+
+unsafe extern "C" fn on_close_timer(h: *mut c_void) {
+    // SAFETY: libuv closed our timer handle.
+    guarded(|| unsafe { closed(h, false) })
+}
+
+/// A strong reference to the connection a handle belongs to.
+///
+/// # Safety
+/// `h` is one of our handles, not closed yet.
+unsafe fn live_of(h: *mut c_void) -> Option<Rc<Live>> {
+    unsafe {
+        let data = *handle_data::<Live>(h);
+        if data.is_null() {
+            return None;
+        }
+        Rc::increment_strong_count(data);
+        Some(Rc::from_raw(data))
+    }
+}
+
+/// Runs a libuv callback's body; a panic must not unwind into libuv (it would abort Node).
+fn guarded(f: impl FnOnce()) {
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+}
+
+unsafe extern "C" fn on_poll(h: *mut c_void, status: c_int, events: c_int) {
+    guarded(|| {
+        // SAFETY: libuv calls this with our live poll handle.
+        let Some(live) = (unsafe { live_of(h) }) else { return };
+        if status < 0 {
+            live.settle(|| live.fail(io::Error::other(format!("socket error {status}"))));
+            return;
+        }
+        if events & UV_WRITABLE != 0 {
+            live.flush();
+        }
+        if events & UV_READABLE != 0 {
+            live.readable();
+        }
+    })
+}
+
+unsafe extern "C" fn on_timer(h: *mut c_void) {
+    guarded(|| {
+        // SAFETY: libuv calls this with our live timer handle.
+        if let Some(live) = unsafe { live_of(h) } {
+            live.timer_fired();
+        }
+    })
+}
+
+/// How long to wait before connecting again after a failure.
+pub(super) const FIRST_BACKOFF: Duration = Duration::from_millis(250);
+pub(super) const MAX_BACKOFF: Duration = Duration::from_secs(2);

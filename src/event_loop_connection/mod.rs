@@ -1,0 +1,264 @@
+//! A Redis connection driven by a JavaScript environment's own event loop (libuv), for the lock
+//! scripts its calls run: the core's `transport` extension point, implemented for Node.
+//!
+//! Through redis-rs, a call made from JavaScript crosses threads twice: the JavaScript thread
+//! hands the command to the tokio worker that owns the socket (waking it), and the reply comes
+//! back through a threadsafe function (waking the JavaScript thread). Here the command is written
+//! to the socket during the JavaScript call itself, and the reply is read, and the call's Promise
+//! settled, by a poll callback of the same loop: no thread is woken but the one Redis answers.
+//! Commands that several settlements issue in one callback (their continuations run in its
+//! microtask checkpoint) go out together.
+//!
+//! State is kept per environment ([`Connections`], owned by the environment's entry in
+//! `settle`), not per thread: two environments on one thread each have their own connections
+//! and their own teardown. The endpoint declines (the store uses redis-rs) for a call not made
+//! from an environment that runs under Node itself (see `crate::runtime`), while this
+//! environment's connection is being set up (in the background) or after it broke (it is set up
+//! again, with backoff). TCP and Unix sockets, RESP2; TLS and RESP3 URLs never use it, nor does
+//! any platform but Unix. `FLOWGUARD_REDIS_JS_LOOP=0` turns it off.
+
+mod libuv;
+mod live;
+mod reply;
+mod socket;
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::io;
+use std::ptr::null_mut;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use flowguard_core::backend::redis::transport::{self, Endpoint, Reply, Transport};
+use napi::sys;
+use redis::{ConnectionAddr, ConnectionInfo};
+
+use live::{Live, FIRST_BACKOFF, MAX_BACKOFF};
+use socket::{Addr, Settings, Sock};
+
+/// Installs the transport in the core (once per process; before any store connects).
+pub(crate) fn install() {
+    static TRANSPORT: EventLoopTransport = EventLoopTransport;
+    transport::install(&TRANSPORT);
+}
+
+struct EventLoopTransport;
+
+impl Transport for EventLoopTransport {
+    fn endpoint(
+        &self,
+        info: &ConnectionInfo,
+        connect_timeout: Duration,
+        command_timeout: Duration,
+    ) -> Option<Arc<dyn Endpoint>> {
+        static NEXT: AtomicUsize = AtomicUsize::new(1);
+        if std::env::var("FLOWGUARD_REDIS_JS_LOOP").is_ok_and(|v| v == "0") {
+            return None;
+        }
+        let settings = info.redis_settings();
+        if settings.protocol() != redis::ProtocolVersion::RESP2 {
+            return None;
+        }
+        let addr = match info.addr() {
+            ConnectionAddr::Tcp(h, p) => Addr::Tcp(h.clone(), *p),
+            ConnectionAddr::Unix(p) => Addr::Unix(p.clone()),
+            _ => return None,
+        };
+        Some(Arc::new(Server {
+            id: NEXT.fetch_add(1, Ordering::Relaxed),
+            settings: Arc::new(Settings {
+                addr,
+                username: settings.username().map(str::to_string),
+                password: settings.password().map(str::to_string),
+                db: settings.db(),
+                connect_timeout: connect_timeout.max(Duration::from_millis(1)),
+                command_timeout: command_timeout.max(Duration::from_millis(1)),
+            }),
+        }))
+    }
+}
+
+/// One pooled server; each environment that calls it gets a connection of its own.
+struct Server {
+    id: usize,
+    settings: Arc<Settings>,
+}
+
+impl Endpoint for Server {
+    fn send(&self, cmd: &redis::Cmd) -> Option<Reply> {
+        let conns = crate::settle::current_connections()?;
+        let reply = conns.live(self)?.send(cmd)?;
+        crate::settle::io_started();
+        Some(Box::pin(reply))
+    }
+}
+
+enum Entry {
+    /// Connecting on a thread of its own; the socket lands here.
+    Connecting(Arc<Mutex<Option<io::Result<Sock>>>>, Duration),
+    Live(Rc<Live>),
+    /// Down since `at`; try again after `backoff`.
+    Down {
+        at: Instant,
+        backoff: Duration,
+    },
+}
+
+/// The connections of one environment, on its loop.
+pub(crate) struct Connections {
+    env: sys::napi_env,
+    uv: &'static libuv::Uv,
+    uv_loop: *mut c_void,
+    conns: RefCell<HashMap<usize, Entry>>,
+    /// libuv handles not closed yet (a teardown finishes when none is left).
+    open: Cell<usize>,
+    /// Node's handle of the teardown in progress, released once every handle is closed.
+    teardown: Cell<Option<sys::napi_async_cleanup_hook_handle>>,
+    torn_down: Cell<bool>,
+}
+
+impl Connections {
+    /// Connections for `env`, whose loop is `uv_loop`; None where this transport must not run
+    /// (not Node itself, no libuv, or Node would not register the teardown).
+    pub(crate) fn new(env: sys::napi_env, uv_loop: *mut c_void) -> Option<Rc<Connections>> {
+        if uv_loop.is_null() || !crate::runtime::is_node(env) {
+            return None;
+        }
+        let uv = libuv::uv()?;
+        let conns = Rc::new(Connections {
+            env,
+            uv,
+            uv_loop,
+            conns: RefCell::new(HashMap::new()),
+            open: Cell::new(0),
+            teardown: Cell::new(None),
+            torn_down: Cell::new(false),
+        });
+        let arg = Rc::into_raw(conns.clone());
+        // SAFETY: on the JavaScript thread of `env`; the hook owns the count leaked for it, and
+        // on failure it never runs, so the count is taken back.
+        let status = unsafe {
+            sys::napi_add_async_cleanup_hook(env, Some(on_teardown), arg as *mut c_void, null_mut())
+        };
+        if status != sys::Status::napi_ok {
+            drop(unsafe { Rc::from_raw(arg) });
+            return None;
+        }
+        Some(conns)
+    }
+
+    /// This environment's live connection to `server`, starting (or picking up) one when needed.
+    fn live(self: &Rc<Self>, server: &Server) -> Option<Rc<Live>> {
+        if self.torn_down.get() {
+            return None;
+        }
+        let mut conns = self.conns.try_borrow_mut().ok()?;
+        let entry =
+            conns.entry(server.id).or_insert(Entry::Down { at: Instant::now(), backoff: Duration::ZERO });
+        if matches!(entry, Entry::Live(l) if l.is_dead()) {
+            *entry = Entry::Down { at: Instant::now(), backoff: FIRST_BACKOFF };
+        }
+        match entry {
+            Entry::Live(l) => Some(l.clone()),
+            Entry::Down { at, backoff } => {
+                if at.elapsed() < *backoff {
+                    return None;
+                }
+                let next = (*backoff * 2).clamp(FIRST_BACKOFF, MAX_BACKOFF);
+                let slot = Arc::new(Mutex::new(None));
+                let (settings, landed) = (server.settings.clone(), slot.clone());
+                let spawned = std::thread::Builder::new().name("flowguard-connect".into()).spawn(move || {
+                    let res = socket::connect(&settings);
+                    *landed.lock().unwrap_or_else(|p| p.into_inner()) = Some(res);
+                });
+                *entry = match spawned {
+                    Ok(_) => Entry::Connecting(slot, next),
+                    Err(_) => Entry::Down { at: Instant::now(), backoff: next },
+                };
+                None
+            }
+            Entry::Connecting(slot, backoff) => {
+                let got = slot.lock().unwrap_or_else(|p| p.into_inner()).take();
+                let backoff = *backoff;
+                match got {
+                    None => None,
+                    Some(Err(_)) => {
+                        *entry = Entry::Down { at: Instant::now(), backoff };
+                        None
+                    }
+                    Some(Ok(sock)) => match Live::start(self, server.settings.clone(), sock) {
+                        Some(l) => {
+                            *entry = Entry::Live(l.clone());
+                            Some(l)
+                        }
+                        None => {
+                            *entry = Entry::Down { at: Instant::now(), backoff };
+                            None
+                        }
+                    },
+                }
+            }
+        }
+    }
+
+    /// `live` broke: the next calls use redis-rs until a new connection is up.
+    fn broke(&self, live: &Rc<Live>) {
+        if let Ok(mut conns) = self.conns.try_borrow_mut() {
+            for e in conns.values_mut() {
+                if matches!(e, Entry::Live(l) if Rc::ptr_eq(l, live)) {
+                    *e = Entry::Down { at: Instant::now(), backoff: FIRST_BACKOFF };
+                }
+            }
+        }
+    }
+
+    fn opened(&self) {
+        self.open.set(self.open.get() + 1);
+    }
+
+    /// A handle finished closing; the last one after a teardown releases it.
+    fn closed(&self) {
+        let left = self.open.get().saturating_sub(1);
+        self.open.set(left);
+        if left == 0 {
+            self.finish_teardown();
+        }
+    }
+
+    fn finish_teardown(&self) {
+        if let Some(handle) = self.teardown.take() {
+            // SAFETY: the handle Node gave the teardown hook, removed once.
+            unsafe { sys::napi_remove_async_cleanup_hook(handle) };
+        }
+    }
+}
+
+/// The environment goes away: close every handle; tell Node once libuv has closed them.
+unsafe extern "C" fn on_teardown(handle: sys::napi_async_cleanup_hook_handle, arg: *mut c_void) {
+    // SAFETY: the count leaked for this hook in `Connections::new`.
+    let conns = unsafe { Rc::from_raw(arg as *const Connections) };
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        conns.torn_down.set(true);
+        conns.teardown.set(Some(handle));
+        let lives: Vec<Rc<Live>> = match conns.conns.try_borrow_mut() {
+            Ok(mut c) => c
+                .drain()
+                .filter_map(|(_, e)| match e {
+                    Entry::Live(l) => Some(l),
+                    _ => None,
+                })
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        for live in &lives {
+            live.shut();
+        }
+    }));
+    // Handles closed here, or earlier by a failure, may still be closing: finish after the last.
+    if conns.open.get() == 0 {
+        conns.finish_teardown();
+    }
+}
