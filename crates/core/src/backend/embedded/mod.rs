@@ -29,12 +29,14 @@ pub use tracker::TrackerTable;
 /// Milliseconds since the Unix epoch on the store's clock: monotonic, anchored to the wall clock
 /// once per process (see the module docs).
 pub fn now_ms() -> i64 {
-    static ANCHOR: OnceLock<(Instant, i64)> = OnceLock::new();
-    let (at, epoch_ms) = ANCHOR.get_or_init(|| {
-        let wall = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0);
+    // The anchor keeps the wall clock's sub-millisecond part: rounding it and the elapsed time
+    // down separately would put this clock up to 2 ms behind the wall clock it starts from.
+    static ANCHOR: OnceLock<(Instant, u128)> = OnceLock::new();
+    let (at, epoch_us) = ANCHOR.get_or_init(|| {
+        let wall = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros()).unwrap_or(0);
         (Instant::now(), wall)
     });
-    epoch_ms + at.elapsed().as_millis() as i64
+    ((epoch_us + at.elapsed().as_micros()) / 1000) as i64
 }
 
 /// The state of one namespace (one key prefix).
