@@ -108,7 +108,7 @@ function rawParameter(parameters: IDataObject, name: string): unknown {
 /**
  * Reads a node's parameters for each input item, with n8n's results, without evaluating an
  * expression per item where none is needed. n8n's `getNodeParameter(name, itemIndex)` evaluates
- * an expression through its data proxy each time (about 100 µs here), which dominates a node that
+ * an expression through its data proxy each time (costly: see BENCHMARKS.md), which dominates a node that
  * otherwise makes one batched call for all items. So:
  * - a parameter whose raw value holds no expression is read once, with n8n's `getNodeParameter`
  *   (its defaults, fallback and checks), and the value is reused for every item;
