@@ -1,6 +1,7 @@
--- Dedup Queue: enqueue ids of one shard. ARGV[2]: delay ms; ARGV[3]: '1' for debounce;
--- ARGV[4..]: ids. Reply: the change of the shard's state (see tidy), then per id a code (1 added, 0 duplicate, 2 debounced, 3 claimed:
--- kept to be delivered again after the claim ends) and its due time.
+-- Dedup Queue: enqueue ids of one shard. ARGV[2]: delay ms; ARGV[3]: '1' for debounce; ARGV[4..]:
+-- ids. Reply: the change of the shard's state (see tidy), then per id a code (1 added, 0
+-- duplicate, 2 debounced, 3 claimed: kept to be delivered again after the claim ends) and its due
+-- time.
 reap()
 local due = now + tonumber(ARGV[2])
 local debounce = ARGV[3] == '1'
