@@ -132,7 +132,8 @@ test(`keys: distinct names never share a key; one group's keys share a slot (see
       checked += ks.length
     }
     // Dedup Queue and Job State (when in the build), under a prefix of their own: every shard of
-    // a queue is its own hash tag (shards spread over slots by design); a state key is one tag.
+    // a queue is its own hash tag (shards spread over slots by design), and so is the queue's
+    // record; a state key is one tag.
     let extra = ''
     if (typeof fg.enqueue === 'function') {
       const prefix2 = `keys2:${SEED}:`
@@ -161,7 +162,8 @@ test(`keys: distinct names never share a key; one group's keys share a slot (see
         if (!tags2.has(t)) tags2.set(t, [])
         tags2.get(t).push(k)
       }
-      assert.equal(tags2.size, queueNames.length * 2 + stateNames.length, 'one hash tag per queue shard and per state key')
+      // Per queue: its 2 shards and its record (the shard count it holds ids for).
+      assert.equal(tags2.size, queueNames.length * 3 + stateNames.length, 'one hash tag per queue shard, per queue and per state key')
       for (const [tag, ks] of tags2) {
         const slots = new Set()
         for (const k of ks) slots.add(await r.call('CLUSTER', 'KEYSLOT', k))

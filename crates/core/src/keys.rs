@@ -102,9 +102,8 @@ impl Keys {
 
     /// Dedup Queue: the queue's own record, `<prefix>{q:<escaped name>}:m`, in the queue's own
     /// hash slot (no shard's): the shard count the queue holds ids for and how many of its
-    /// shards hold any. Every shard step reads and updates it in the same script as the shard's
-    /// keys, which is one atomic step on a single server; on a Redis Cluster that script would
-    /// span two slots, so Cluster support must give it another home.
+    /// shards hold any. Scripts on it run before and after each shard step, each script within
+    /// one slot.
     pub fn queue_meta(&self, queue: &str) -> String {
         format!("{}{{q:{}}}:m", self.prefix, escape(queue))
     }

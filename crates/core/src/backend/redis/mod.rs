@@ -58,7 +58,7 @@ const KEEPALIVE_PROBES: u32 = 3;
 /// The pooled connection: a self-reconnecting manager that is replaced after
 /// [`RETIRE_AFTER_TIMEOUTS`] timeouts in a row (the manager reconnects after errors, not after
 /// timeouts).
-pub(crate) struct Conn {
+struct Conn {
     client: redis::Client,
     config: ConnectionManagerConfig,
     current: Mutex<Current>,
@@ -187,9 +187,8 @@ impl RedisStore {
     /// connection attempt was refused (nothing was sent) is tried once more, so the first call
     /// after Redis comes back succeeds instead of reporting the earlier refusal.
     pub(crate) async fn run<T: redis::FromRedisValue>(&self, inv: &redis::ScriptInvocation<'_>) -> Result<T> {
-        let (generation, mut conn) = self.conn.checkout();
+        let (mut generation, mut conn) = self.conn.checkout();
         let mut outcome = inv.invoke_async::<T>(&mut conn).await;
-        let mut generation = generation;
         if matches!(&outcome, Err(e) if e.is_connection_refusal()) {
             let (g, mut conn) = self.conn.checkout();
             generation = g;

@@ -1,10 +1,11 @@
 //! Dedup Queue on Redis: one script call per shard and step. Each script is the shared head
-//! `queue_common.lua` (key names, the server's time, reaping expired claims, the shard count
-//! check and the queue's record) followed by the step's own part.
+//! `queue_common.lua` (key names, the server's time, reaping expired claims, the shard's change
+//! between empty and holding ids) followed by the step's own part; around it, a step on the
+//! queue's record (`queue_meta.lua`) checks the caller's shard count.
 
 use redis::Value;
 
-use super::{int, opt_str, RedisStore};
+use super::{int, opt_str, script, RedisStore};
 use crate::backend::BoxFuture;
 use crate::error::{Error, Result};
 use crate::queue::{
@@ -32,32 +33,54 @@ queue_script!(claim_script, "queue_claim.lua");
 queue_script!(settle_script, "queue_settle.lua");
 queue_script!(peek_script, "queue_peek.lua");
 queue_script!(size_script, "queue_size.lua");
+script!(meta_script, "queue_meta.lua");
 
 const PARTS: [char; 4] = ['w', 'c', 'o', 'a'];
 
 impl RedisStore {
-    /// Prepares a call of `script` on one shard: its four keys, the queue's record and the
-    /// caller's shard count.
+    /// Prepares a call of `script` on one shard: its four keys and the caller's shard count.
     fn shard_call<'s>(&self, script: &'s redis::Script, at: ShardRef<'_>) -> redis::ScriptInvocation<'s> {
         let head = self.keys().queue_shard(at.queue, at.shard);
         let mut inv = script.prepare_invoke();
         for p in PARTS {
             inv.key(self.keys().queue_key(&head, p));
         }
-        inv.key(self.keys().queue_meta(at.queue));
         inv.arg(at.shards);
         inv
     }
 
-    /// Runs a shard call; the reply after its leading status, or the shard count error.
-    async fn shard_run(&self, inv: &redis::ScriptInvocation<'_>, at: ShardRef<'_>) -> Result<Vec<Value>> {
+    /// Runs `queue_meta.lua` on the queue's record (`mode`: check, reserve or settle).
+    async fn record(&self, at: ShardRef<'_>, mode: &str, change: i64) -> Result<()> {
+        let mut inv = meta_script().prepare_invoke();
+        inv.key(self.keys().queue_meta(at.queue)).arg(at.shards).arg(mode).arg(change);
+        match self.run::<Value>(&inv).await? {
+            Value::Array(v) => {
+                Err(shard_mismatch(at, v.get(1).map(int).transpose()?.unwrap_or(0).max(0) as u64))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Runs a shard call between two steps on the queue's record (its own hash slot, so its own
+    /// script): before, the caller's shard count is checked (and an enqueue reserves a place, so
+    /// the count cannot change before its write lands); after, the shard's change from empty to
+    /// holding ids or back is counted. A step that fails keeps its reservation: the record then
+    /// counts one shard too many, which only delays a change of the shard count, where one too
+    /// few could hide ids. Returns the reply after its leading change.
+    async fn shard_run(
+        &self,
+        inv: &redis::ScriptInvocation<'_>,
+        at: ShardRef<'_>,
+        enqueue: bool,
+    ) -> Result<Vec<Value>> {
+        self.record(at, if enqueue { "reserve" } else { "check" }, 0).await?;
         let mut reply: Vec<Value> = self.run(inv).await?;
         if reply.is_empty() {
             return Err(Error::internal("queue script replied with nothing"));
         }
-        if int(&reply[0])? == 0 {
-            let stored = reply.get(1).map(int).transpose()?.unwrap_or(0);
-            return Err(shard_mismatch(at, stored.max(0) as u64));
+        let change = int(&reply[0])? - i64::from(enqueue);
+        if change != 0 {
+            self.record(at, "settle", change).await?;
         }
         reply.remove(0);
         Ok(reply)
@@ -78,7 +101,7 @@ impl QueueBackend for RedisStore {
             for id in ids {
                 inv.arg(id);
             }
-            let reply = self.shard_run(&inv, at).await?;
+            let reply = self.shard_run(&inv, at, true).await?;
             if reply.len() != ids.len() * 2 {
                 return Err(Error::internal(format!("enqueue script replied with {} values", reply.len())));
             }
@@ -107,7 +130,7 @@ impl QueueBackend for RedisStore {
         Box::pin(async move {
             let mut inv = self.shard_call(claim_script(), at);
             inv.arg(owner).arg(limit).arg(visibility_ms);
-            let reply = self.shard_run(&inv, at).await?;
+            let reply = self.shard_run(&inv, at, false).await?;
             if reply.is_empty() || (reply.len() - 1) % 2 != 0 {
                 return Err(Error::internal(format!("claim script replied with {} values", reply.len())));
             }
@@ -136,7 +159,7 @@ impl QueueBackend for RedisStore {
             for id in ids {
                 inv.arg(id);
             }
-            let reply = self.shard_run(&inv, at).await?;
+            let reply = self.shard_run(&inv, at, false).await?;
             if reply.len() != ids.len() * 2 {
                 return Err(Error::internal(format!(
                     "ack/release script replied with {} values",
@@ -164,7 +187,7 @@ impl QueueBackend for RedisStore {
         Box::pin(async move {
             let mut inv = self.shard_call(peek_script(), at);
             inv.arg(limit);
-            let reply = self.shard_run(&inv, at).await?;
+            let reply = self.shard_run(&inv, at, false).await?;
             if reply.is_empty() || (reply.len() - 1) % 2 != 0 {
                 return Err(Error::internal(format!("peek script replied with {} values", reply.len())));
             }
@@ -180,7 +203,7 @@ impl QueueBackend for RedisStore {
     fn size<'a>(&'a self, at: ShardRef<'a>) -> BoxFuture<'a, ShardSize> {
         Box::pin(async move {
             let inv = self.shard_call(size_script(), at);
-            let reply = self.shard_run(&inv, at).await?;
+            let reply = self.shard_run(&inv, at, false).await?;
             if reply.len() != 4 {
                 return Err(Error::internal(format!("size script replied with {} values", reply.len())));
             }

@@ -6,7 +6,8 @@
 local fence = redis.pcall('INCR', KEYS[2])
 if type(fence) ~= 'number' then return {false, 2} end
 -- '%d', not concatenation: Lua turns a number into text with '%.14g' (1e14 would become '1e+14').
-if redis.call('SET', KEYS[1], ARGV[1] .. ':' .. string.format('%d', fence) .. ':' .. ARGV[3], 'NX', 'PX', ARGV[2]) then
+local value = ARGV[1] .. ':' .. string.format('%d', fence) .. ':' .. ARGV[3]
+if redis.call('SET', KEYS[1], value, 'NX', 'PX', ARGV[2]) then
   return fence
 end
 -- Held: give the number back, so the counter stays the last fence granted.

@@ -1,7 +1,6 @@
 -- Dedup Queue: claim up to ARGV[3] due ids of one shard, oldest first, for ARGV[4] ms, for the
--- owner token ARGV[2]. Reply: 1, the visibility deadline, then id and due time per claimed id.
-local bad = wrong_shards()
-if bad then return {0, bad} end
+-- owner token ARGV[2]. Reply: the change of the shard's state (see tidy), the visibility deadline,
+-- then id and due time per claimed id.
 reap()
 local deadline = now + tonumber(ARGV[4])
 local ids = redis.call('ZRANGEBYSCORE', W, '-inf', fmt(now), 'WITHSCORES', 'LIMIT', 0, ARGV[3])
@@ -14,5 +13,5 @@ for i = 1, #ids, 2 do
   out[#out + 1] = id
   out[#out + 1] = tonumber(ids[i + 1])
 end
-tidy()
+out[1] = tidy()
 return out

@@ -1,8 +1,7 @@
--- Dedup Queue: enqueue ids of one shard. ARGV[2]: delay ms; ARGV[3]: '1' for debounce;
--- ARGV[4..]: ids. Reply: 1, then per id a code (1 added, 0 duplicate, 2 debounced, 3 claimed:
--- kept to be delivered again after the claim ends) and its due time.
-local bad = wrong_shards()
-if bad then return {0, bad} end
+-- Dedup Queue: enqueue ids of one shard. ARGV[2]: delay ms; ARGV[3]: '1' for debounce; ARGV[4..]:
+-- ids. Reply: the change of the shard's state (see tidy), then per id a code (1 added, 0
+-- duplicate, 2 debounced, 3 claimed: kept to be delivered again after the claim ends) and its due
+-- time.
 reap()
 local due = now + tonumber(ARGV[2])
 local debounce = ARGV[3] == '1'
@@ -32,5 +31,5 @@ for i = 4, #ARGV do
   out[#out + 1] = code
   out[#out + 1] = at
 end
-tidy()
+out[1] = tidy()
 return out

@@ -1,7 +1,5 @@
 -- Dedup Queue: the first ARGV[2] waiting ids of one shard by due time, without claiming.
--- Reply: 1, now, then id and due time per id.
-local bad = wrong_shards()
-if bad then return {0, bad} end
+-- Reply: the change of the shard's state (see tidy), now, then id and due time per id.
 reap()
 local ids = redis.call('ZRANGE', W, 0, fmt(tonumber(ARGV[2]) - 1), 'WITHSCORES')
 local out = {1, now}
@@ -9,5 +7,5 @@ for i = 1, #ids, 2 do
   out[#out + 1] = ids[i]
   out[#out + 1] = tonumber(ids[i + 1])
 end
-tidy()
+out[1] = tidy()
 return out

@@ -1,10 +1,9 @@
 -- Dedup Queue: ack (ARGV[3] = 'a') or release (ARGV[3] = 'r', due again after ARGV[4] ms) ids of
--- one shard held by the owner token ARGV[2]. ARGV[5..]: ids. Expired claims are judged before
--- they are returned to waiting. Reply: 1, then per id a code (1 done, 2 done and the id waits
--- again because it was enqueued while claimed, 0 not claimed, -1 another owner, -2 expired) and
--- the due time when the id is waiting again after this call, else -1.
-local bad = wrong_shards()
-if bad then return {0, bad} end
+-- one shard held by the owner token ARGV[2]. ARGV[5..]: ids. Expired claims are judged before they
+-- are returned to waiting. Reply: the change of the shard's state (see tidy), then per id a code
+-- (1 done, 2 done and the id waits again because it was enqueued while claimed, 0 not claimed, -1
+-- another owner, -2 expired) and the due time when the id is waiting again after this call, else
+-- -1.
 local owner, ack, delay = ARGV[2], ARGV[3] == 'a', tonumber(ARGV[4])
 local out = {1}
 for i = 5, #ARGV do
@@ -39,5 +38,5 @@ for i = 5, #ARGV do
   out[#out + 1] = at
 end
 reap()
-tidy()
+out[1] = tidy()
 return out

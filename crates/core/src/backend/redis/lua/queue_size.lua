@@ -1,7 +1,7 @@
--- Dedup Queue: counts of one shard. Reply: 1, waiting, due now, claimed, enqueued again while claimed.
-local bad = wrong_shards()
-if bad then return {0, bad} end
+-- Dedup Queue: counts of one shard. Reply: the change of the shard's state (see tidy), waiting,
+-- due now, claimed, enqueued again while claimed.
 reap()
-local out = {1, redis.call('ZCARD', W), redis.call('ZCOUNT', W, '-inf', fmt(now)), redis.call('ZCARD', C), redis.call('ZCARD', A)}
-tidy()
+local out = {0, redis.call('ZCARD', W), redis.call('ZCOUNT', W, '-inf', fmt(now)), redis.call('ZCARD', C),
+  redis.call('ZCARD', A)}
+out[1] = tidy()
 return out
