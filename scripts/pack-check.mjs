@@ -117,17 +117,31 @@ export function checkPackages(report, { binary = join(root, 'flowguard.linux-x64
     })
   }
 
-  check('flowguard-linux-x64-gnu: npm pack lists exactly its binary, README and package.json', () => {
-    if (!existsSync(binary)) return `no built addon at ${binary} (npm run build)`
-    const stage = mkdtempSync(join(tmpdir(), 'flowguard-pack-'))
-    try {
-      cpSync(join(root, 'npm', 'linux-x64-gnu'), stage, { recursive: true })
-      cpSync(binary, join(stage, 'flowguard.linux-x64-gnu.node'))
-      return sameList(packList(stage), ['README.md', 'package.json', 'flowguard.linux-x64-gnu.node'])
-    } finally {
-      rmSync(stage, { recursive: true, force: true })
-    }
-  })
+  // Each platform package with its binary (in npm/<platform>/ after `napi artifacts`, or the
+  // root's build staged into a copy) lists exactly binary, README and package.json; without one,
+  // exactly README and package.json (nothing stray gets published).
+  for (const target of pkg.napi.targets) {
+    const abi = TARGET_DIRS[target]?.[0]
+    if (!abi) continue
+    const bin = `flowguard.${abi}.node`
+    const dir = join(root, 'npm', abi)
+    const staged = !existsSync(join(dir, bin)) && abi === 'linux-x64-gnu' ? binary : null
+    const withBinary = existsSync(join(dir, bin)) || staged
+    check(`flowguard-${abi}: npm pack lists exactly ${withBinary ? 'its binary, ' : '(no binary built here) '}README and package.json`, () => {
+      if (abi === 'linux-x64-gnu' && !withBinary) return `no built addon at ${binary} (npm run build)`
+      let stage = null
+      try {
+        if (staged) {
+          stage = mkdtempSync(join(tmpdir(), 'flowguard-pack-'))
+          cpSync(dir, stage, { recursive: true })
+          cpSync(staged, join(stage, bin))
+        }
+        return sameList(packList(stage ?? dir), withBinary ? ['README.md', 'package.json', bin] : ['README.md', 'package.json'])
+      } finally {
+        if (stage) rmSync(stage, { recursive: true, force: true })
+      }
+    })
+  }
 
   const nodesPkg = readJson(join(nodesDir, 'package.json'))
   check('n8n-nodes-flowguard: same version, depends on flowguard by a semver range that accepts it', () => {
