@@ -17,13 +17,11 @@
 // and forwards to Verdaccio, and refuses every other host; npm_config_registry names Verdaccio too.
 // Prints one line per check and closes with "install-proof: N passed, M failed".
 import { spawn, spawnSync } from 'node:child_process'
-import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, existsSync, cpSync, rmSync, realpathSync, readdirSync } from 'node:fs'
+import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, existsSync, cpSync, rmSync, realpathSync, openSync, closeSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import http from 'node:http'
 import net from 'node:net'
-import tls from 'node:tls'
 import { checkPackages } from './pack-check.mjs'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
@@ -160,44 +158,23 @@ function makeCertificates() {
   o(['req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'reg.key', '-out', 'reg.csr', '-subj', '/CN=registry.npmjs.org'])
   writeFileSync(join(d, 'san.ext'), 'subjectAltName=DNS:registry.npmjs.org\nextendedKeyUsage=serverAuth\n')
   o(['x509', '-req', '-in', 'reg.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'reg.pem', '-days', '2', '-extfile', 'san.ext'])
-  return { ca: join(d, 'ca.pem'), key: readFileSync(join(d, 'reg.key')), cert: readFileSync(join(d, 'reg.pem')) }
+  return { ca: join(d, 'ca.pem'), keyFile: join(d, 'reg.key'), certFile: join(d, 'reg.pem') }
 }
 
-// Answers for registry.npmjs.org from Verdaccio (CONNECT + TLS, or an absolute-URI request);
-// refuses every other host, and counts what it refused.
+// The HTTPS proxy for registry.npmjs.org (scripts/install-proof/registry-proxy.mjs).
 async function startProxy(registry, certs) {
-  const refused = []
-  const forward = (req, res) => {
-    const up = http.request(
-      { host: '127.0.0.1', port: registry.port, method: req.method, path: new URL(req.url, 'https://registry.npmjs.org').pathname + (new URL(req.url, 'https://registry.npmjs.org').search || ''), headers: { ...req.headers, host: 'registry.npmjs.org', 'x-forwarded-proto': 'https' } },
-      (r) => {
-        res.writeHead(r.statusCode, r.headers)
-        r.pipe(res)
-      },
-    )
-    up.on('error', (e) => res.destroy(e))
-    req.pipe(up)
-  }
-  const inner = http.createServer(forward)
-  const server = http.createServer((req, res) => {
-    if (/^https?:\/\/registry\.npmjs\.org(:\d+)?\//.test(req.url)) return forward(req, res)
-    refused.push(req.url)
-    res.writeHead(403).end('install proof: only registry.npmjs.org is served here')
-  })
-  server.on('connect', (req, socket) => {
-    if (!/^registry\.npmjs\.org:443$/.test(req.url)) {
-      refused.push(req.url)
-      socket.end('HTTP/1.1 403 Forbidden\r\n\r\n')
-      return
-    }
-    socket.write('HTTP/1.1 200 Connection Established\r\n\r\n')
-    const t = new tls.TLSSocket(socket, { isServer: true, key: certs.key, cert: certs.cert })
-    t.on('error', () => {})
-    inner.emit('connection', t)
-  })
   const port = await freePort()
-  await new Promise((r) => server.listen(port, '127.0.0.1', r))
-  return { url: `http://127.0.0.1:${port}`, refused, stop: () => server.close() }
+  const proc = spawn(process.execPath, [join(proofDir, 'registry-proxy.mjs'), String(port), String(registry.port), certs.keyFile, certs.certFile], { stdio: ['ignore', 'pipe', 'inherit'] })
+  await new Promise((resolve, reject) => {
+    proc.stdout.once('data', resolve)
+    proc.once('exit', () => reject(new Error('the registry proxy exited')))
+  })
+  const refusedLog = join(dirname(certs.certFile), 'refused.log')
+  return {
+    url: `http://127.0.0.1:${port}`,
+    refused: () => (existsSync(refusedLog) ? readFileSync(refusedLog, 'utf8').split('\n').filter(Boolean) : []),
+    stop: () => proc.kill('SIGTERM'),
+  }
 }
 
 // ------------------------------------------------------------------ n8n
@@ -228,6 +205,7 @@ function n8nEnv(run, { nodeBin, registry, proxy, ca }) {
     NO_PROXY: '127.0.0.1,localhost',
     no_proxy: '127.0.0.1,localhost',
     NODE_EXTRA_CA_CERTS: ca,
+    npm_config_cafile: ca,
     npm_config_registry: registry.url,
     npm_config_update_notifier: 'false',
     npm_config_cache: join(run.home, '.npm'),
@@ -239,7 +217,7 @@ class N8n {
   constructor(name, runtime, ctx) {
     this.name = name
     this.runtime = runtime
-    const base = join(tmp, name)
+    const base = join(tmp, name.replace(/[^a-z0-9.-]+/gi, '-'))
     this.run = { userFolder: join(base, 'user'), home: join(base, 'home'), cwd: base }
     mkdirSync(this.run.userFolder, { recursive: true })
     mkdirSync(this.run.home, { recursive: true })
@@ -256,10 +234,11 @@ class N8n {
     return sh(join(this.runtime.nodeBin, 'node'), [this.runtime.n8nBin, ...args], { cwd: this.run.cwd, env: this.env })
   }
   async start() {
-    const out = join(tmp, `${this.name}-n8n.log`)
+    const out = join(this.run.cwd, 'n8n.log')
     writeFileSync(out, `--- start ${new Date().toISOString()}\n`, { flag: 'a' })
-    const fd = (await import('node:fs')).openSync(out, 'a')
+    const fd = openSync(out, 'a')
     this.proc = spawn(join(this.runtime.nodeBin, 'node'), [this.runtime.n8nBin, 'start'], { cwd: this.run.cwd, env: this.env, stdio: ['ignore', fd, fd] })
+    closeSync(fd)
     const t0 = Date.now()
     while (Date.now() - t0 < 240_000) {
       if (this.proc.exitCode !== null) return false
@@ -327,7 +306,7 @@ const outOf = (run, name, output = 0) => {
 
 async function installScenario(label, n8n, { withBinary }) {
   await n8n.init()
-  check(`${label}: n8n starts in its own temp user folder (cwd ${n8n.run.cwd})`, await n8n.start(), `see ${join(tmp, `${n8n.name}-n8n.log`)}`)
+  check(`${label}: n8n starts in its own temp user folder (cwd ${n8n.run.cwd})`, await n8n.start(), `see ${join(n8n.run.cwd, 'n8n.log')}`)
   const setup = await n8n.setupOwner()
   check(`${label}: owner account set up through REST`, setup.status === 200 && n8n.cookie, `${setup.status} ${setup.text.slice(0, 300)}`)
   const t0 = Date.now()
@@ -340,11 +319,11 @@ async function installScenario(label, n8n, { withBinary }) {
   const pkgDir = join(n8n.run.userFolder, '.n8n', 'nodes', 'node_modules', 'n8n-nodes-flowguard')
   const resolve = (spec, from) => sh(join(n8n.runtime.nodeBin, 'node'), ['-p', `require('fs').realpathSync(require.resolve(${JSON.stringify(spec)}))`], { cwd: from, env: { PATH: n8n.env.PATH } })
   const fg = resolve('flowguard/package.json', pkgDir)
-  const fgPath = fg.stdout.trim()
+  const fgPath = (fg.stdout ?? '').trim()
   check(`${label}: flowguard resolves inside the user folder, from the registry (${fgPath.replace(tmp, '$TMP')})`, fg.status === 0 && fgPath.startsWith(n8n.run.userFolder) && !fgPath.startsWith(root), fg.stderr)
   if (fg.status === 0) {
     const plat = resolve('flowguard-linux-x64-gnu/package.json', dirname(fgPath))
-    const platPath = plat.stdout.trim()
+    const platPath = (plat.stdout ?? '').trim()
     if (withBinary) {
       check(`${label}: npm installed flowguard's optional platform package though n8n strips optionalDependencies (only the top package's): ${platPath.replace(tmp, '$TMP')}`, plat.status === 0 && platPath.startsWith(n8n.run.userFolder), plat.stderr.slice(-300))
     } else {
@@ -459,7 +438,7 @@ async function main() {
     // The registry serves what a user gets, through the proxy, under the public registry's name.
     const view = sh('npm', ['view', 'n8n-nodes-flowguard', 'dependencies', '--json', '--registry=https://registry.npmjs.org'], {
       cwd: tmp,
-      env: { PATH: process.env.PATH, HOME: tmp, HTTPS_PROXY: proxy.url, NODE_EXTRA_CA_CERTS: certs.ca, npm_config_cache: join(tmp, 'npm-view-cache') },
+      env: { PATH: process.env.PATH, HOME: tmp, HTTPS_PROXY: proxy.url, NODE_EXTRA_CA_CERTS: certs.ca, npm_config_cafile: certs.ca, npm_config_cache: join(tmp, 'npm-view-cache') },
     })
     check('through the proxy, registry.npmjs.org/n8n-nodes-flowguard is the local one (dependency flowguard ^0.1.0)', view.status === 0 && /"flowguard": "\^/.test(view.stdout), view.stdout + view.stderr.slice(-400))
 
@@ -477,7 +456,7 @@ async function main() {
         await proveOn(`n8n ${rt.version}`, rt, ctx)
       }
     }
-    figures.push(`the proxy refused ${proxy.refused.length} request(s) to other hosts: ${[...new Set(proxy.refused)].slice(0, 5).join(', ')}`)
+    figures.push(`the proxy refused ${proxy.refused().length} request(s) to other hosts: ${[...new Set(proxy.refused())].slice(0, 5).join(', ')}`)
   } finally {
     proxy.stop()
     registry.stop()
