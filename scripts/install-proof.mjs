@@ -243,7 +243,8 @@ class N8n {
     while (Date.now() - t0 < 240_000) {
       if (this.proc.exitCode !== null) return false
       try {
-        if ((await fetch(`${this.base}/healthz/readiness`)).ok) return true
+        // Readiness can come before the REST routes exist (n8n 1.x still migrating): wait for one.
+        if ((await fetch(`${this.base}/healthz/readiness`)).ok && (await fetch(`${this.base}/rest/settings`)).ok) return true
       } catch {}
       await sleep(500)
     }
