@@ -2,7 +2,8 @@
 // Every test: builds the addon (incremental), starts a throwaway redis-server on a free loopback
 // port unless REDIS_URL is set, then runs the Rust suites (embedded + Redis), the Node suites
 // (both backends), the lock and tracker suites under Bun and Deno (the devDependencies `bun` and
-// `deno`: runtimes without Node's libuv) and, when present, the n8n end-to-end suite. Prints one closing line:
+// `deno`: runtimes without Node's libuv), when present the n8n end-to-end suite, and the install
+// proof (packed packages installed into a fresh n8n from a local registry). Prints one closing line:
 // "flowguard tests: N passed, M failed".
 import { spawn, spawnSync } from 'node:child_process'
 import { mkdtempSync, existsSync, rmSync } from 'node:fs'
@@ -124,6 +125,10 @@ try {
       if (skipN8n) summary.push('n8n e2e: not run (FLOWGUARD_SKIP_N8N=1)')
       else run('n8n e2e', 'bash', ['.ci/n8n-e2e.sh'], env, lineCounts)
     }
+    // Packs both packages, publishes them to a local registry and installs them into a fresh n8n
+    // through its community-packages endpoint (scripts/install-proof.mjs).
+    if (skipN8n) summary.push('install proof: not run (FLOWGUARD_SKIP_N8N=1)')
+    else run('install proof', process.execPath, ['scripts/install-proof.mjs'], env, lineCounts)
   }
 } finally {
   redis?.stop()

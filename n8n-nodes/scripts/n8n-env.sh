@@ -34,6 +34,12 @@ fg_build_nodes() {
 	if [ ! -d "$FG_NODES_DIR/node_modules/typescript" ]; then
 		(cd "$FG_NODES_DIR" && npm install --ignore-scripts --no-audit --no-fund --loglevel=error) || return 1
 	fi
+	# The published package depends on flowguard by a semver range; in this repository it uses the
+	# addon built at the root (the lockfile records that link; this keeps it if the lockfile was not used).
+	if [ "$(readlink "$FG_NODES_DIR/node_modules/flowguard" 2>/dev/null)" != "../.." ]; then
+		rm -rf "$FG_NODES_DIR/node_modules/flowguard"
+		ln -s ../.. "$FG_NODES_DIR/node_modules/flowguard"
+	fi
 	(cd "$FG_NODES_DIR" && npm run --silent build) || return 1
 }
 

@@ -1,0 +1,29 @@
+#!/usr/bin/env node
+// Keeps every published version in step with the root package.json (run by `npm version` after
+// `napi version`, which already set npm/*/package.json): the root's optionalDependencies on the
+// platform packages, the version strings napi generated into binding.js, and n8n-nodes-flowguard's
+// own version and its semver range on flowguard. `node scripts/pack-check.mjs` verifies the result.
+import { readFileSync, writeFileSync } from 'node:fs'
+import { join, dirname } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..')
+const readJson = (p) => JSON.parse(readFileSync(join(root, p), 'utf8'))
+const writeJson = (p, v) => writeFileSync(join(root, p), JSON.stringify(v, null, 2) + '\n')
+
+const pkg = readJson('package.json')
+const version = pkg.version
+for (const name of Object.keys(pkg.optionalDependencies || {})) pkg.optionalDependencies[name] = version
+writeJson('package.json', pkg)
+
+// binding.js compares a platform package's version with the one it was generated for.
+const binding = readFileSync(join(root, 'binding.js'), 'utf8')
+  .replace(/bindingPackageVersion !== '[^']+'/g, `bindingPackageVersion !== '${version}'`)
+  .replace(/version mismatch, expected \S+ but got/g, `version mismatch, expected ${version} but got`)
+writeFileSync(join(root, 'binding.js'), binding)
+
+const nodes = readJson('n8n-nodes/package.json')
+nodes.version = version
+nodes.dependencies.flowguard = `^${version}`
+writeJson('n8n-nodes/package.json', nodes)
+console.log(`sync-versions: flowguard, its platform packages and n8n-nodes-flowguard at ${version}`)
