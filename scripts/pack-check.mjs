@@ -79,9 +79,10 @@ export function checkPackages(report, { binary = join(root, 'flowguard.linux-x64
   const pkg = readJson(join(root, 'package.json'))
   const version = pkg.version
 
-  check('flowguard: npm pack lists exactly the JS layer, binding loader, types, README, LICENSE', () => {
+  check('flowguard: npm pack lists exactly the JS layer (index.js, lib/), binding loader, types, README, LICENSE', () => {
     const files = packList(root)
-    const wrong = sameList(files, ['LICENSE', 'README.md', 'package.json', 'index.js', 'index.d.ts', 'binding.js', 'binding.d.ts'])
+    const lib = ['errors', 'item-results', 'job-state', 'once', 'options', 'with-lock'].map((f) => `lib/${f}.js`)
+    const wrong = sameList(files, ['LICENSE', 'README.md', 'package.json', 'index.js', 'index.d.ts', 'binding.js', 'binding.d.ts', ...lib])
     if (wrong) return wrong
     if (!files.includes(pkg.main) || !files.includes(pkg.types)) return `main ${pkg.main} / types ${pkg.types} not in the tarball`
   })
