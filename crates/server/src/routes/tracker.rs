@@ -198,7 +198,14 @@ pub async fn complete(State(app): State<App>, Body(b): Body<FinishIn>) -> ApiRes
 
 pub async fn fail(State(app): State<App>, Body(mut b): Body<FinishIn>) -> ApiResult<Json<ItemState>> {
     let reason = b.reason.take().unwrap_or_default();
-    finish(&app, b, "failed", Some(reason)).await
+    // The core names the reason `error` (as setItems does); this call's body names it `reason`.
+    finish(&app, b, "failed", Some(reason)).await.map_err(|mut e| {
+        if e.field.as_deref() == Some("error") {
+            e.field = Some("reason".into());
+            e.message = e.message.replacen("error", "reason", 1);
+        }
+        e
+    })
 }
 
 #[derive(Deserialize)]
