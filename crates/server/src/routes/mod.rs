@@ -10,35 +10,46 @@ use axum::Router;
 
 use crate::app::App;
 
-/// Every API route: (path, handler). The OpenAPI document lists the same paths (a test checks it).
-pub fn api() -> Router<App> {
-    Router::new()
-        .route("/v1/tracker/claim", post(tracker::claim))
-        .route("/v1/tracker/claimBatch", post(tracker::claim_batch))
-        .route("/v1/tracker/claimMany", post(tracker::claim_many))
-        .route("/v1/tracker/complete", post(tracker::complete))
-        .route("/v1/tracker/fail", post(tracker::fail))
-        .route("/v1/tracker/setItems", post(tracker::set_items))
-        .route("/v1/tracker/getItem", post(tracker::get_item))
-        .route("/v1/tracker/getItems", post(tracker::get_items))
-        .route("/v1/tracker/listItems", post(tracker::list_items))
-        .route("/v1/tracker/unsetItem", post(tracker::unset_item))
-        .route("/v1/lock/acquire", post(lock::acquire))
-        .route("/v1/lock/release", post(lock::release))
-        .route("/v1/lock/extend", post(lock::extend))
-        .route("/v1/lock/get", post(lock::get))
-        .route("/v1/queue/enqueue", post(queue::enqueue))
-        .route("/v1/queue/readBatch", post(queue::read_batch))
-        .route("/v1/queue/ack", post(queue::ack))
-        .route("/v1/queue/release", post(queue::release))
-        .route("/v1/queue/size", post(queue::size))
-        .route("/v1/queue/peek", post(queue::peek))
-        .route("/v1/state/get", post(state::get))
-        .route("/v1/state/getMany", post(state::get_many))
-        .route("/v1/state/set", post(state::set))
-        .route("/v1/state/delete", post(state::delete))
-        .route("/v1/state/increment", post(state::increment))
-        .route("/v1/state/claimKey", post(state::claim_key))
-        .route("/v1/state/completeKey", post(state::complete_key))
-        .route("/v1/state/releaseKey", post(state::release_key))
+/// Every API route: the router and the list of its paths (the OpenAPI document must list the
+/// same, a test checks it).
+macro_rules! api_routes {
+    ($($path:literal => $handler:path),* $(,)?) => {
+        /// The paths of the API routes, all `POST`.
+        pub const PATHS: &[&str] = &[$($path),*];
+
+        pub fn api() -> Router<App> {
+            Router::new()$(.route($path, post($handler)))*
+        }
+    };
+}
+
+api_routes! {
+    "/v1/tracker/claim" => tracker::claim,
+    "/v1/tracker/claimBatch" => tracker::claim_batch,
+    "/v1/tracker/claimMany" => tracker::claim_many,
+    "/v1/tracker/complete" => tracker::complete,
+    "/v1/tracker/fail" => tracker::fail,
+    "/v1/tracker/setItems" => tracker::set_items,
+    "/v1/tracker/getItem" => tracker::get_item,
+    "/v1/tracker/getItems" => tracker::get_items,
+    "/v1/tracker/listItems" => tracker::list_items,
+    "/v1/tracker/unsetItem" => tracker::unset_item,
+    "/v1/lock/acquire" => lock::acquire,
+    "/v1/lock/release" => lock::release,
+    "/v1/lock/extend" => lock::extend,
+    "/v1/lock/get" => lock::get,
+    "/v1/queue/enqueue" => queue::enqueue,
+    "/v1/queue/readBatch" => queue::read_batch,
+    "/v1/queue/ack" => queue::ack,
+    "/v1/queue/release" => queue::release,
+    "/v1/queue/size" => queue::size,
+    "/v1/queue/peek" => queue::peek,
+    "/v1/state/get" => state::get,
+    "/v1/state/getMany" => state::get_many,
+    "/v1/state/set" => state::set,
+    "/v1/state/delete" => state::delete,
+    "/v1/state/increment" => state::increment,
+    "/v1/state/claimKey" => state::claim_key,
+    "/v1/state/completeKey" => state::complete_key,
+    "/v1/state/releaseKey" => state::release_key,
 }
