@@ -43,6 +43,9 @@ pub async fn tracker(url: Option<String>) {
     assert_eq!((st, e["code"].as_str()), (412, Some("ERR_NOT_OWNER")), "{e}");
     let done = s.ok("/v1/tracker/complete", json!({"group": "g", "id": "a", "owner": owner})).await;
     assert_eq!(done["status"], "completed");
+    // Resent (Retry On Fail): the same state, still 200.
+    let again = s.ok("/v1/tracker/complete", json!({"group": "g", "id": "a", "owner": owner})).await;
+    assert_eq!((again["status"].as_str(), again["attempts"].as_u64()), (Some("completed"), Some(1)));
     // Strings for numbers and booleans (n8n's "Using Fields Below").
     let c = s
         .ok(
