@@ -40,9 +40,10 @@ async fn main() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(serve(listener, App::new(client, Some(token.clone()), Limits::default()), async {
-        let _ = stop_rx.await;
-    }));
+    let server =
+        tokio::spawn(serve(listener, App::new(client, Some(token.clone()), Limits::default()), async {
+            let _ = stop_rx.await;
+        }));
 
     let deadline = Instant::now() + Duration::from_secs(seconds);
     let started = Instant::now();
@@ -51,8 +52,10 @@ async fn main() {
             let (base, token) = (base.clone(), token.clone());
             tokio::spawn(async move {
                 let http = reqwest::Client::new();
-                let (acquire, release) = (format!("{base}/v1/lock/acquire"), format!("{base}/v1/lock/release"));
-                let (claim, complete) = (format!("{base}/v1/tracker/claim"), format!("{base}/v1/tracker/complete"));
+                let (acquire, release) =
+                    (format!("{base}/v1/lock/acquire"), format!("{base}/v1/lock/release"));
+                let (claim, complete) =
+                    (format!("{base}/v1/tracker/claim"), format!("{base}/v1/tracker/complete"));
                 let mut lat = Vec::new();
                 let mut errors = Vec::new();
                 let mut n = 0u64;
@@ -64,7 +67,8 @@ async fn main() {
                         Ok(v) => {
                             lat.push(t.elapsed());
                             let t = Instant::now();
-                            let r = call(&http, &release, &token, json!({"name": name, "owner": v["owner"]})).await;
+                            let r = call(&http, &release, &token, json!({"name": name, "owner": v["owner"]}))
+                                .await;
                             lat.push(t.elapsed());
                             if let Err(e) = r {
                                 errors.push(e);

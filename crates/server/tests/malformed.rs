@@ -300,8 +300,18 @@ async fn nothing_written(s: &Server) {
 
 #[tokio::test]
 async fn malformed_calls_are_answered_with_a_code_and_write_nothing() {
+    malformed(None).await
+}
+
+#[tokio::test]
+#[ignore = "needs a Redis: set REDIS_URL and pass --include-ignored (npm test does)"]
+async fn malformed_calls_on_redis_write_nothing() {
+    malformed(Some(std::env::var("REDIS_URL").expect("REDIS_URL must point at a Redis"))).await
+}
+
+async fn malformed(url: Option<String>) {
     let limits = Limits { max_batch: 5, max_wait_ms: 1000, ..Limits::default() };
-    let s = Server::start(None, Some(TOKEN), limits).await;
+    let s = Server::start(url, Some(TOKEN), limits).await;
     let cases = cases();
     assert!(cases.len() >= 30);
     for c in &cases {

@@ -33,9 +33,12 @@ fn rand_u64() -> u64 {
 
 impl Server {
     pub async fn start(url: Option<String>, token: Option<&str>, limits: Limits) -> Server {
-        let client = Client::open(OpenOptions { url, prefix: Some(prefix()), ..Default::default() })
-            .await
-            .expect("backend opens");
+        Server::start_with(OpenOptions { url, ..Default::default() }, token, limits).await
+    }
+
+    pub async fn start_with(opts: OpenOptions, token: Option<&str>, limits: Limits) -> Server {
+        let client =
+            Client::open(OpenOptions { prefix: Some(prefix()), ..opts }).await.expect("backend opens");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let (tx, rx) = oneshot::channel::<()>();
