@@ -29,6 +29,8 @@ fn env(name: &str, default: u64) -> u64 {
 
 #[tokio::main]
 async fn main() {
+    // reqwest's rustls is built without a provider of its own (this example speaks plain HTTP).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let seconds = env("LOAD_SECONDS", 3);
     let clients = env("LOAD_CLIENTS", 64) as usize;
     let url = std::env::var("REDIS_URL").ok();

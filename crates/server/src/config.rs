@@ -53,6 +53,12 @@ pub struct Args {
     /// Longest a call may take before it is answered 504, ms.
     #[arg(long, env = "FLOWGUARD_REQUEST_TIMEOUT_MS", default_value_t = Limits::default().request_timeout.as_millis() as u64)]
     pub request_timeout_ms: u64,
+    /// TLS certificate chain (PEM). With --tls-key, the server speaks HTTPS only.
+    #[arg(long, env = "FLOWGUARD_TLS_CERT", requires = "tls_key")]
+    pub tls_cert: Option<std::path::PathBuf>,
+    /// TLS private key (PEM) of --tls-cert.
+    #[arg(long, env = "FLOWGUARD_TLS_KEY", requires = "tls_cert")]
+    pub tls_key: Option<std::path::PathBuf>,
     /// Log format: json or text.
     #[arg(long, env = "FLOWGUARD_LOG_FORMAT", default_value = "json", value_parser = ["json", "text"])]
     pub log_format: String,

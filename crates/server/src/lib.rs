@@ -10,6 +10,7 @@ pub mod error;
 pub mod metrics;
 pub mod ops;
 pub mod routes;
+pub mod tls;
 
 pub use app::{router, App, Limits};
 

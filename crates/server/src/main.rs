@@ -54,9 +54,18 @@ async fn main() {
         listen = %args.listen,
         backend = client.kind(),
         auth = token.is_some(),
+        tls = args.tls_cert.is_some(),
         "flowguard-server listening"
     );
-    if let Err(e) = serve(listener, App::new(client, token, limits), shutdown_signal()).await {
+    let app = App::new(client, token, limits);
+    let served = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => {
+            let tls = flowguard_server::tls::config(cert, key).unwrap_or_else(|e| fail(e));
+            flowguard_server::tls::serve_tls(listener, app, tls, shutdown_signal()).await
+        }
+        _ => serve(listener, app, shutdown_signal()).await,
+    };
+    if let Err(e) = served {
         fail(format!("server error: {e}"));
     }
     tracing::info!("stopped");

@@ -19,6 +19,11 @@ pub struct Server {
     pub task: Option<JoinHandle<std::io::Result<()>>>,
 }
 
+/// The TLS provider of the test clients (reqwest's rustls is built without one of its own).
+pub fn crypto() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 /// A fresh key prefix, so tests sharing the process-wide embedded store (or one Redis) never meet.
 pub fn prefix() -> String {
     format!("fgs{:x}:", rand_u64())
@@ -37,6 +42,7 @@ impl Server {
     }
 
     pub async fn start_with(opts: OpenOptions, token: Option<&str>, limits: Limits) -> Server {
+        crypto();
         let client =
             Client::open(OpenOptions { prefix: Some(prefix()), ..opts }).await.expect("backend opens");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
