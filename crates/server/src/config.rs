@@ -12,8 +12,7 @@ use crate::app::Limits;
 pub const MIN_TOKEN_LEN: usize = 16;
 
 /// flowguard-server: item tracker, concurrency lock, dedup queue and job state over HTTP/JSON.
-///
-/// No Debug: the token and the Redis URL (which may hold a password) must never be printed.
+// No Debug: the token and the Redis URL (which may hold a password) must never be printed.
 #[derive(Parser, Clone)]
 #[command(name = "flowguard-server", version)]
 pub struct Args {

@@ -7,7 +7,7 @@ use flowguard_server::{serve, App};
 use tracing_subscriber::EnvFilter;
 
 fn fail(message: impl std::fmt::Display) -> ! {
-    tracing::error!(%message, "cannot start");
+    tracing::error!(reason = %message, "cannot start");
     eprintln!("flowguard-server: {message}");
     std::process::exit(2)
 }
@@ -46,24 +46,26 @@ async fn main() {
     }
     let token = args.token().unwrap_or_else(|e| fail(e));
     let limits = args.limits().unwrap_or_else(|e| fail(e));
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(flowguard_server::tls::config(cert, key).unwrap_or_else(|e| fail(e))),
+        _ => None,
+    };
     let client = Client::open(args.open_options()).await.unwrap_or_else(|e| fail(e));
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .unwrap_or_else(|e| fail(format!("cannot listen on {}: {e}", args.listen)));
+    let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_else(|_| args.listen.to_string());
     tracing::info!(
-        listen = %args.listen,
+        listen = %addr,
         backend = client.kind(),
         auth = token.is_some(),
         tls = args.tls_cert.is_some(),
         "flowguard-server listening"
     );
     let app = App::new(client, token, limits);
-    let served = match (&args.tls_cert, &args.tls_key) {
-        (Some(cert), Some(key)) => {
-            let tls = flowguard_server::tls::config(cert, key).unwrap_or_else(|e| fail(e));
-            flowguard_server::tls::serve_tls(listener, app, tls, shutdown_signal()).await
-        }
-        _ => serve(listener, app, shutdown_signal()).await,
+    let served = match tls {
+        Some(tls) => flowguard_server::tls::serve_tls(listener, app, tls, shutdown_signal()).await,
+        None => serve(listener, app, shutdown_signal()).await,
     };
     if let Err(e) = served {
         fail(format!("server error: {e}"));
