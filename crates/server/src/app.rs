@@ -1,0 +1,97 @@
+//! The server's shared state and its router.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::DefaultBodyLimit;
+use axum::middleware::from_fn_with_state;
+use axum::routing::get;
+use axum::Router;
+use flowguard_core::Client;
+use tower_http::trace::TraceLayer;
+
+use crate::error::ApiError;
+use crate::metrics::Metrics;
+use crate::{auth, metrics, ops, routes};
+
+/// Limits of one call, on top of the core's own.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// The largest request body, in bytes.
+    pub max_body: usize,
+    /// The most ids (requests, keys) in one call, and the largest `limit` of a read or peek.
+    pub max_batch: usize,
+    /// The longest `waitMs` of a lock acquire: kept below the request timeout.
+    pub max_wait_ms: u64,
+    /// The longest a call may take before it is answered with 504.
+    pub request_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_body: 2 * 1024 * 1024 + 64 * 1024,
+            max_batch: 10_000,
+            max_wait_ms: 30_000,
+            request_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+impl Limits {
+    pub fn batch(&self, field: &str, len: usize) -> Result<(), ApiError> {
+        if len > self.max_batch {
+            return Err(ApiError::invalid(
+                field,
+                format!("holds {len} entries; this server accepts at most {} per call", self.max_batch),
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn wait(&self, field: &str, ms: u64) -> Result<(), ApiError> {
+        if ms > self.max_wait_ms {
+            return Err(ApiError::invalid(
+                field,
+                format!("is {ms} ms; this server waits at most {} ms per call", self.max_wait_ms),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// What every handler shares.
+#[derive(Clone)]
+pub struct App {
+    pub client: Client,
+    /// The bearer token; None: no authentication (loopback only, checked at startup).
+    pub token: Option<Arc<str>>,
+    pub limits: Arc<Limits>,
+    pub metrics: Metrics,
+}
+
+impl App {
+    pub fn new(client: Client, token: Option<String>, limits: Limits) -> App {
+        App { client, token: token.map(Arc::from), limits: Arc::new(limits), metrics: Metrics::new() }
+    }
+}
+
+/// The whole HTTP surface: the API and `/metrics` behind the token; health, readiness and the
+/// OpenAPI document open.
+pub fn router(app: App) -> Router {
+    let guarded = routes::api()
+        .route("/metrics", get(ops::metrics))
+        .route_layer(from_fn_with_state(app.clone(), auth::require_token));
+    Router::new()
+        .merge(guarded)
+        .route("/healthz", get(ops::healthz))
+        .route("/readyz", get(ops::readyz))
+        .route("/openapi.json", get(ops::openapi))
+        .fallback(ops::not_found)
+        .method_not_allowed_fallback(ops::method_not_allowed)
+        .layer(DefaultBodyLimit::max(app.limits.max_body))
+        .layer(from_fn_with_state(app.clone(), ops::timeout))
+        .layer(from_fn_with_state(app.clone(), metrics::track))
+        .layer(TraceLayer::new_for_http())
+        .with_state(app)
+}

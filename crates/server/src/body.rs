@@ -1,0 +1,200 @@
+//! The JSON body of a call: checked content type, size (by the router's body limit) and shape,
+//! each failure a coded 400 or 413 naming the field at fault.
+//!
+//! Numbers and booleans are also accepted as strings ("60000", "true"): n8n's HTTP Request node
+//! sends every value of its "Using Fields Below" body mode as a string.
+
+use std::fmt;
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Request};
+use axum::http::{header, StatusCode};
+use serde::de::{self, DeserializeOwned, Deserializer, Visitor};
+
+use crate::error::{ApiError, INVALID_JSON, PAYLOAD_TOO_LARGE};
+
+/// A request body of type `T`.
+pub struct Body<T>(pub T);
+
+fn is_json(ct: &str) -> bool {
+    let mime = ct.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    mime == "application/json" || (mime.starts_with("application/") && mime.ends_with("+json"))
+}
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Body<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let ct = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+        if !is_json(ct) {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                INVALID_JSON,
+                "the body must be JSON sent with Content-Type: application/json",
+            ));
+        }
+        let bytes = Bytes::from_request(req, state).await.map_err(|r| {
+            if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    PAYLOAD_TOO_LARGE,
+                    "the body is larger than this server accepts",
+                )
+            } else {
+                ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    INVALID_JSON,
+                    format!("the body could not be read: {}", r.body_text()),
+                )
+            }
+        })?;
+        parse(&bytes).map(Body)
+    }
+}
+
+/// Parses one JSON value of type `T` from `bytes`.
+pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        shape_error(if path == "." { "" } else { &path }, e.into_inner())
+    })?;
+    de.end().map_err(|e| shape_error("", e))?;
+    Ok(value)
+}
+
+fn shape_error(path: &str, e: serde_json::Error) -> ApiError {
+    let text = e.to_string();
+    let text = match text.rfind(" at line ") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    };
+    if !e.is_data() {
+        return ApiError::new(
+            StatusCode::BAD_REQUEST,
+            INVALID_JSON,
+            format!("the body is not valid JSON: {text}"),
+        );
+    }
+    // A missing field is reported at its parent: name the field itself.
+    if let Some(name) = text.strip_prefix("missing field `").and_then(|r| r.split('`').next()) {
+        let field = if path.is_empty() { name.to_string() } else { format!("{path}.{name}") };
+        return ApiError::invalid(field, "is required");
+    }
+    if let Some(rest) = text.strip_prefix("unknown field `") {
+        let expected = rest.split_once(", ").map(|(_, e)| e).unwrap_or("");
+        let field = match rest.split('`').next() {
+            Some(name) if !path.ends_with(name) => {
+                format!("{path}.{name}").trim_start_matches('.').to_string()
+            }
+            _ => path.to_string(),
+        };
+        return ApiError::invalid(field, format!("is not a field of this call ({expected})"));
+    }
+    // "invalid type: string \"a\", expected a whole number" → "must be a whole number, got string \"a\"".
+    let text = match text.strip_prefix("invalid type: ").or_else(|| text.strip_prefix("invalid value: ")) {
+        Some(rest) => match rest.rsplit_once(", expected ") {
+            Some((got, expected)) => format!("must be {expected}, got {got}"),
+            None => text.clone(),
+        },
+        None => text,
+    };
+    if path.is_empty() {
+        return ApiError::new(StatusCode::BAD_REQUEST, "ERR_INVALID_ARGUMENT", format!("the body {text}"));
+    }
+    ApiError::invalid(path, text)
+}
+
+/// A whole number >= 0, given as a number or a string of digits.
+pub fn opt_u64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    d.deserialize_any(Whole { signed: false }).map(|v| v.map(|v| v as u64))
+}
+
+/// A whole number, given as a number or a string.
+pub fn opt_i64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    d.deserialize_any(Whole { signed: true }).map(|v| v.map(|v| v as i64))
+}
+
+/// `true` / `false`, also as strings.
+pub fn opt_bool<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
+    d.deserialize_any(Flag)
+}
+
+struct Whole {
+    signed: bool,
+}
+
+impl Whole {
+    fn check<E: de::Error>(&self, v: i128) -> Result<Option<i128>, E> {
+        let (min, max) =
+            if self.signed { (i64::MIN as i128, i64::MAX as i128) } else { (0, u64::MAX as i128) };
+        if v < min || v > max {
+            let what = if self.signed { "a whole number" } else { "a whole number of 0 or more" };
+            Err(E::custom(format!("must be {what}, got {v}")))
+        } else {
+            Ok(Some(v))
+        }
+    }
+}
+
+impl<'de> Visitor<'de> for Whole {
+    type Value = Option<i128>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(if self.signed { "a whole number" } else { "a whole number of 0 or more" })
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+        self.check(v as i128)
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+        self.check(v as i128)
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+        if v.fract() == 0.0 && v.abs() < 9.3e18 {
+            self.check(v as i128)
+        } else {
+            Err(E::custom(format!("must be a whole number, got {v}")))
+        }
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        match v.trim().parse::<i128>() {
+            Ok(n) => self.check(n),
+            Err(_) => Err(E::invalid_type(de::Unexpected::Str(v), &self)),
+        }
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+}
+
+struct Flag;
+
+impl<'de> Visitor<'de> for Flag {
+    type Value = Option<bool>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("true or false")
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
+        Ok(Some(v))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        match v.trim() {
+            "true" => Ok(Some(true)),
+            "false" => Ok(Some(false)),
+            _ => Err(E::invalid_type(de::Unexpected::Str(v), &self)),
+        }
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+}
+
+/// Milliseconds as a duration.
+pub fn ms(v: Option<u64>) -> Option<std::time::Duration> {
+    v.map(std::time::Duration::from_millis)
+}

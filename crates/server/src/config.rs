@@ -1,0 +1,143 @@
+//! Configuration by flags and environment variables.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use clap::Parser;
+use flowguard_core::OpenOptions;
+
+use crate::app::Limits;
+
+/// The shortest token accepted: a guessable token is no protection.
+pub const MIN_TOKEN_LEN: usize = 16;
+
+/// flowguard-server: item tracker, concurrency lock, dedup queue and job state over HTTP/JSON.
+// No Debug: the token and the Redis URL (which may hold a password) must never be printed.
+#[derive(Parser, Clone)]
+#[command(name = "flowguard-server", version)]
+pub struct Args {
+    /// Address to listen on. Without a token only a loopback address is accepted.
+    #[arg(long, env = "FLOWGUARD_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// Redis URL (redis://, rediss://). Without it: the embedded in-process store.
+    #[arg(long, env = "FLOWGUARD_REDIS_URL", hide_env_values = true)]
+    pub redis_url: Option<String>,
+    /// Bearer token callers must send (Authorization: Bearer <token>), at least 16 characters.
+    #[arg(long, env = "FLOWGUARD_TOKEN", hide_env_values = true, conflicts_with = "token_file")]
+    pub token: Option<String>,
+    /// A file holding the token (for Docker secrets); surrounding whitespace is ignored.
+    #[arg(long, env = "FLOWGUARD_TOKEN_FILE")]
+    pub token_file: Option<std::path::PathBuf>,
+    /// Key prefix (and embedded namespace). Default fg:
+    #[arg(long, env = "FLOWGUARD_PREFIX")]
+    pub prefix: Option<String>,
+    /// Connect timeout to Redis, ms.
+    #[arg(long, env = "FLOWGUARD_CONNECT_TIMEOUT_MS")]
+    pub connect_timeout_ms: Option<u64>,
+    /// Timeout of one Redis command, ms.
+    #[arg(long, env = "FLOWGUARD_COMMAND_TIMEOUT_MS")]
+    pub command_timeout_ms: Option<u64>,
+    /// How long finished item records are kept, ms.
+    #[arg(long, env = "FLOWGUARD_RETENTION_MS")]
+    pub retention_ms: Option<u64>,
+    /// Largest request body, bytes.
+    #[arg(long, env = "FLOWGUARD_MAX_BODY_BYTES", default_value_t = Limits::default().max_body)]
+    pub max_body_bytes: usize,
+    /// Most ids, requests or keys in one call.
+    #[arg(long, env = "FLOWGUARD_MAX_BATCH", default_value_t = Limits::default().max_batch)]
+    pub max_batch: usize,
+    /// Longest waitMs of a lock acquire, ms (below the request timeout).
+    #[arg(long, env = "FLOWGUARD_MAX_WAIT_MS", default_value_t = Limits::default().max_wait_ms)]
+    pub max_wait_ms: u64,
+    /// Longest a call may take before it is answered 504, ms.
+    #[arg(long, env = "FLOWGUARD_REQUEST_TIMEOUT_MS", default_value_t = Limits::default().request_timeout.as_millis() as u64)]
+    pub request_timeout_ms: u64,
+    /// TLS certificate chain (PEM). With --tls-key, the server speaks HTTPS only.
+    #[arg(long, env = "FLOWGUARD_TLS_CERT", requires = "tls_key")]
+    pub tls_cert: Option<std::path::PathBuf>,
+    /// TLS private key (PEM) of --tls-cert.
+    #[arg(long, env = "FLOWGUARD_TLS_KEY", requires = "tls_cert")]
+    pub tls_key: Option<std::path::PathBuf>,
+    /// Log format: json or text.
+    #[arg(long, env = "FLOWGUARD_LOG_FORMAT", default_value = "json", value_parser = ["json", "text"])]
+    pub log_format: String,
+}
+
+impl Args {
+    /// The token to require, from --token or --token-file.
+    pub fn token(&self) -> Result<Option<String>, String> {
+        let token = match (&self.token, &self.token_file) {
+            (Some(t), _) => Some(t.clone()),
+            (None, Some(path)) => Some(
+                std::fs::read_to_string(path)
+                    .map_err(|e| format!("cannot read --token-file {}: {e}", path.display()))?
+                    .trim()
+                    .to_string(),
+            ),
+            (None, None) => None,
+        };
+        if let Some(t) = &token {
+            if t.chars().count() < MIN_TOKEN_LEN || t.chars().any(|c| c.is_whitespace() || c.is_control()) {
+                return Err(format!("the token must be at least {MIN_TOKEN_LEN} characters without spaces"));
+            }
+        }
+        if token.is_none() && !self.listen.ip().is_loopback() {
+            return Err(format!(
+                "refusing to listen on {} without a token: set --token / FLOWGUARD_TOKEN (or listen on 127.0.0.1)",
+                self.listen
+            ));
+        }
+        Ok(token)
+    }
+
+    pub fn limits(&self) -> Result<Limits, String> {
+        if self.max_wait_ms >= self.request_timeout_ms {
+            return Err("--max-wait-ms must be below --request-timeout-ms".into());
+        }
+        if self.max_batch == 0 || self.max_body_bytes == 0 {
+            return Err("--max-batch and --max-body-bytes must be greater than 0".into());
+        }
+        Ok(Limits {
+            max_body: self.max_body_bytes,
+            max_batch: self.max_batch,
+            max_wait_ms: self.max_wait_ms,
+            request_timeout: Duration::from_millis(self.request_timeout_ms),
+        })
+    }
+
+    pub fn open_options(&self) -> OpenOptions {
+        OpenOptions {
+            url: self.redis_url.clone(),
+            prefix: self.prefix.clone(),
+            connect_timeout: self.connect_timeout_ms.map(Duration::from_millis),
+            command_timeout: self.command_timeout_ms.map(Duration::from_millis),
+            retention: self.retention_ms.map(Duration::from_millis),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(v: &[&str]) -> Args {
+        Args::try_parse_from(std::iter::once("flowguard-server").chain(v.iter().copied())).unwrap()
+    }
+
+    #[test]
+    fn a_public_address_needs_a_token() {
+        assert!(args(&["--listen", "0.0.0.0:8080"]).token().unwrap_err().contains("without a token"));
+        assert_eq!(args(&["--listen", "127.0.0.1:8080"]).token().unwrap(), None);
+        assert_eq!(args(&["--listen", "[::1]:8080"]).token().unwrap(), None);
+        let t = args(&["--listen", "0.0.0.0:8080", "--token", "0123456789abcdef"]).token().unwrap();
+        assert_eq!(t.as_deref(), Some("0123456789abcdef"));
+        let e = args(&["--token", "short"]).token().unwrap_err();
+        assert!(!e.contains("short"), "the token is never echoed: {e}");
+    }
+
+    #[test]
+    fn wait_stays_below_the_request_timeout() {
+        assert!(args(&["--max-wait-ms", "60000", "--request-timeout-ms", "60000"]).limits().is_err());
+        assert_eq!(args(&[]).limits().unwrap().max_wait_ms, 30_000);
+    }
+}

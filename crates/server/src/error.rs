@@ -1,0 +1,112 @@
+//! Errors as HTTP responses: a status a caller can route on and a coded JSON body
+//! `{code, message, field?}`, with the field named as the request body names it (camelCase, ms).
+
+use std::borrow::Cow;
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use flowguard_core::{Error, ErrorCode};
+use serde::Serialize;
+
+/// The code of a response, kept as a response extension so the metrics can count errors by code.
+#[derive(Debug, Clone, Copy)]
+pub struct Code(pub &'static str);
+
+/// Codes of the server itself (the core's are `ErrorCode::as_str`).
+pub const UNAUTHORIZED: &str = "ERR_UNAUTHORIZED";
+pub const NOT_FOUND: &str = "ERR_NOT_FOUND";
+pub const METHOD_NOT_ALLOWED: &str = "ERR_METHOD_NOT_ALLOWED";
+pub const PAYLOAD_TOO_LARGE: &str = "ERR_PAYLOAD_TOO_LARGE";
+pub const INVALID_JSON: &str = "ERR_INVALID_JSON";
+pub const LOCK_HELD: &str = "ERR_LOCK_HELD";
+pub const ITEM_BUSY: &str = "ERR_ITEM_BUSY";
+pub const KEY_PENDING: &str = "ERR_KEY_PENDING";
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ApiError {
+    #[serde(skip)]
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError { status, code, message: message.into(), field: None }
+    }
+
+    /// A bad argument found by the server (a type the body cannot have, a limit of this server).
+    pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> ApiError {
+        let field = field.into();
+        let message = format!("{field} {}", message.into());
+        ApiError {
+            field: Some(field),
+            ..ApiError::new(StatusCode::BAD_REQUEST, "ERR_INVALID_ARGUMENT", message)
+        }
+    }
+}
+
+/// The status of each core code. `ERR_NOT_OWNER` is 412 (the owner-token precondition failed:
+/// resending the same request can never succeed), unlike 409 (busy: a later call may succeed).
+pub fn status_of(code: ErrorCode) -> StatusCode {
+    match code {
+        ErrorCode::InvalidArgument | ErrorCode::Unsupported => StatusCode::BAD_REQUEST,
+        ErrorCode::NotOwner => StatusCode::PRECONDITION_FAILED,
+        ErrorCode::RedisUnavailable | ErrorCode::RedisAuth => StatusCode::SERVICE_UNAVAILABLE,
+        ErrorCode::Redis => StatusCode::BAD_GATEWAY,
+        ErrorCode::Timeout => StatusCode::GATEWAY_TIMEOUT,
+        ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+/// A field name of the core (snake_case, durations without unit) as the request body names it.
+pub fn body_name(rust: &str) -> Cow<'_, str> {
+    Cow::Borrowed(match rust {
+        "timeout" => "timeoutMs",
+        "keep" => "keepMs",
+        "wait" => "waitMs",
+        "lease" => "leaseMs",
+        "ttl" => "ttlMs",
+        "delay" => "delayMs",
+        "visibility_timeout" => "visibilityTimeoutMs",
+        "expires_at" => "expiresAt",
+        "reclaim_completed" => "reclaimCompleted",
+        other => other,
+    })
+}
+
+impl From<Error> for ApiError {
+    fn from(e: Error) -> ApiError {
+        ApiError {
+            status: status_of(e.code),
+            code: e.code.as_str(),
+            message: e.text(body_name),
+            field: e.field.as_ref().map(|p| p.render(body_name)),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut r = (self.status, Json(&self)).into_response();
+        r.extensions_mut().insert(Code(self.code));
+        r
+    }
+}
+
+/// A result that is not an error but that callers route on by status (a held lock, a busy item):
+/// the body is the result with a `code` added.
+pub fn busy<T: Serialize>(status: StatusCode, code: &'static str, result: &T) -> Response {
+    let mut body = serde_json::to_value(result).unwrap_or(serde_json::Value::Null);
+    if let serde_json::Value::Object(m) = &mut body {
+        m.insert("code".into(), code.into());
+    }
+    let mut r = (status, Json(body)).into_response();
+    r.extensions_mut().insert(Code(code));
+    r
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;

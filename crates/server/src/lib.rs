@@ -1,0 +1,29 @@
+//! flowguard-server: the four flowguard patterns over HTTP/JSON, for n8n's HTTP Request node and
+//! any other program. A thin shell over flowguard-core: transport, JSON conversion and error
+//! mapping only; every pattern's logic stays in the core.
+
+pub mod app;
+pub mod auth;
+pub mod body;
+pub mod config;
+pub mod error;
+pub mod metrics;
+pub mod ops;
+pub mod routes;
+pub mod tls;
+
+pub use app::{router, App, Limits};
+
+use std::future::Future;
+
+use tokio::net::TcpListener;
+
+/// Serves `app` on `listener` until `shutdown` resolves; then stops accepting connections and
+/// returns once the calls in flight are answered.
+pub async fn serve(
+    listener: TcpListener,
+    app: App,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(app)).with_graceful_shutdown(shutdown).await
+}

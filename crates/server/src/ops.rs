@@ -1,0 +1,87 @@
+//! Operations endpoints: liveness, readiness, metrics, the OpenAPI document, and the answers to
+//! unknown routes and methods.
+
+use axum::extract::{Request, State};
+use axum::http::{header, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::json;
+
+use crate::app::App;
+use crate::error::{ApiError, METHOD_NOT_ALLOWED, NOT_FOUND};
+
+/// The OpenAPI 3 document of the API.
+pub const OPENAPI: &str = include_str!("../openapi.json");
+
+/// Live: the process answers.
+pub async fn healthz() -> Json<serde_json::Value> {
+    Json(json!({ "status": "ok" }))
+}
+
+/// Ready: the backend answers a read (Redis reachable within the command timeout).
+pub async fn readyz(State(app): State<App>) -> Response {
+    match app.client.get_state(vec!["flowguard-server:readyz".into()]).await {
+        Ok(_) => Json(json!({ "status": "ready", "backend": app.client.kind() })).into_response(),
+        Err(e) => {
+            let mut err = ApiError::from(e);
+            err.status = StatusCode::SERVICE_UNAVAILABLE;
+            err.into_response()
+        }
+    }
+}
+
+pub async fn metrics(State(app): State<App>) -> Response {
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], app.metrics.render()).into_response()
+}
+
+pub async fn openapi() -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], OPENAPI).into_response()
+}
+
+pub async fn not_found(req: Request) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        NOT_FOUND,
+        format!("no route {} (see /openapi.json)", shown(req.uri().path())),
+    )
+}
+
+pub async fn method_not_allowed(req: Request) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        METHOD_NOT_ALLOWED,
+        format!(
+            "{} is not allowed on {} (API calls are POST with a JSON body)",
+            req.method(),
+            shown(req.uri().path())
+        ),
+    )
+}
+
+/// A path as shown in a message: cut to a readable length.
+fn shown(path: &str) -> String {
+    let mut s: String = path.chars().take(100).collect();
+    if s.len() < path.len() {
+        s.push('…');
+    }
+    s
+}
+
+/// Answers with 504 `ERR_TIMEOUT` when a call takes longer than the server's request timeout.
+/// Dropping the call there is safe: a backend step is one atomic script or command, applied
+/// whole or not at all (the caller cannot know which: resend only what is safe to resend).
+pub async fn timeout(State(app): State<App>, req: Request, next: Next) -> Response {
+    match tokio::time::timeout(app.limits.request_timeout, next.run(req)).await {
+        Ok(r) => r,
+        Err(_) => ApiError::new(
+            StatusCode::GATEWAY_TIMEOUT,
+            "ERR_TIMEOUT",
+            format!(
+                "the call took longer than the server's request timeout ({} ms)",
+                app.limits.request_timeout.as_millis()
+            ),
+        )
+        .into_response(),
+    }
+}

@@ -1,0 +1,138 @@
+//! Concurrency Lock routes: `/v1/lock/*`.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use flowguard_core::lock::{self as core, AcquireOptions};
+use serde::{Deserialize, Serialize};
+
+use crate::app::App;
+use crate::body::{ms, opt_u64, Body};
+use crate::error::{busy, ApiResult, LOCK_HELD};
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AcquireIn {
+    name: String,
+    #[serde(default, deserialize_with = "opt_u64")]
+    timeout_ms: Option<u64>,
+    #[serde(default, deserialize_with = "opt_u64")]
+    wait_ms: Option<u64>,
+    label: Option<String>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LockResult {
+    name: String,
+    acquired: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    owner: Option<String>,
+    fence: u64,
+    remaining_ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    holder: Option<String>,
+    waited_ms: u64,
+    attempts: u32,
+}
+
+/// Acquires a lock: 200 with the owner token and fence, or 409 `ERR_LOCK_HELD` with the holder,
+/// its `remainingMs` and fence when it is still held after `waitMs`.
+pub async fn acquire(State(app): State<App>, Body(b): Body<AcquireIn>) -> ApiResult<Response> {
+    if let Some(w) = b.wait_ms {
+        app.limits.wait("waitMs", w)?;
+    }
+    let opts = AcquireOptions { timeout: ms(b.timeout_ms), wait: ms(b.wait_ms), label: b.label };
+    let r: core::LockResult = app.client.acquire_lock(&b.name, opts).await?;
+    let out = LockResult {
+        name: r.name,
+        acquired: r.acquired,
+        owner: r.owner,
+        fence: r.fence,
+        remaining_ms: r.remaining_ms,
+        holder: r.holder,
+        waited_ms: r.waited_ms,
+        attempts: r.attempts,
+    };
+    Ok(if out.acquired { Json(out).into_response() } else { busy(StatusCode::CONFLICT, LOCK_HELD, &out) })
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OwnedIn {
+    name: String,
+    owner: String,
+    #[serde(default, deserialize_with = "opt_u64")]
+    timeout_ms: Option<u64>,
+}
+
+#[derive(Serialize)]
+pub struct ReleaseResult {
+    released: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'static str>,
+}
+
+/// Releases a lock held with `owner`. Always 200: a resent release finds the lock `not_held`
+/// (or held by another: `not_owner`), and changes nothing.
+pub async fn release(State(app): State<App>, Body(b): Body<OwnedIn>) -> ApiResult<Json<ReleaseResult>> {
+    if b.timeout_ms.is_some() {
+        return Err(crate::error::ApiError::invalid("timeoutMs", "is for extend, not release"));
+    }
+    let r = app.client.release_lock(&b.name, &b.owner).await?;
+    Ok(Json(ReleaseResult { released: r.released, reason: r.reason.map(|x| x.as_str()) }))
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExtendResult {
+    extended: bool,
+    remaining_ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'static str>,
+}
+
+/// Extends a lock's lease to `timeoutMs` from now: 200, or 412 `ERR_NOT_OWNER` (with the result)
+/// when the lock is no longer held with this owner token.
+pub async fn extend(State(app): State<App>, Body(b): Body<OwnedIn>) -> ApiResult<Response> {
+    let r = app.client.extend_lock(&b.name, &b.owner, ms(b.timeout_ms)).await?;
+    let out = ExtendResult {
+        extended: r.extended,
+        remaining_ms: r.remaining_ms,
+        reason: r.reason.map(|x| x.as_str()),
+    };
+    Ok(if out.extended {
+        Json(out).into_response()
+    } else {
+        busy(StatusCode::PRECONDITION_FAILED, flowguard_core::ErrorCode::NotOwner.as_str(), &out)
+    })
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NameIn {
+    name: String,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LockInfo {
+    name: String,
+    locked: bool,
+    remaining_ms: u64,
+    fence: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    holder: Option<String>,
+}
+
+pub async fn get(State(app): State<App>, Body(b): Body<NameIn>) -> ApiResult<Json<LockInfo>> {
+    let i = app.client.get_lock(&b.name).await?;
+    Ok(Json(LockInfo {
+        name: i.name,
+        locked: i.locked,
+        remaining_ms: i.remaining_ms,
+        fence: i.fence,
+        holder: i.holder,
+    }))
+}

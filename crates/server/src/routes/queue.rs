@@ -1,0 +1,274 @@
+//! Dedup Queue routes: `/v1/queue/*`.
+
+use axum::extract::State;
+use axum::Json;
+use flowguard_core::queue::{
+    EnqueueOptions, EnqueueOutcome, ReadOptions, SettleOutcome, Settled, ShardSelect,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::app::App;
+use crate::body::{ms, opt_bool, opt_u64, Body};
+use crate::error::ApiResult;
+
+/// One id or a list of ids.
+#[derive(Deserialize)]
+#[serde(untagged, expecting = "must be a string or an array of strings")]
+pub enum Ids {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl Ids {
+    fn into_vec(self) -> Vec<String> {
+        match self {
+            Ids::One(s) => vec![s],
+            Ids::Many(v) => v,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EnqueueIn {
+    queue: String,
+    ids: Ids,
+    #[serde(default, deserialize_with = "opt_u64")]
+    shards: Option<u64>,
+    #[serde(default, deserialize_with = "opt_u64")]
+    delay_ms: Option<u64>,
+    #[serde(default, deserialize_with = "opt_bool")]
+    debounce: Option<bool>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Enqueued {
+    id: String,
+    shard: u32,
+    outcome: &'static str,
+    due_at: i64,
+}
+
+#[derive(Serialize)]
+pub struct EnqueueResult {
+    added: usize,
+    duplicates: usize,
+    debounced: usize,
+    claimed: usize,
+    items: Vec<Enqueued>,
+}
+
+/// Enqueues ids. Safe to resend: an id already waiting is a `duplicate` (its due time kept).
+pub async fn enqueue(State(app): State<App>, Body(b): Body<EnqueueIn>) -> ApiResult<Json<EnqueueResult>> {
+    let ids = b.ids.into_vec();
+    app.limits.batch("ids", ids.len())?;
+    let opts =
+        EnqueueOptions { shards: b.shards, delay: ms(b.delay_ms), debounce: b.debounce.unwrap_or(false) };
+    let r = app.client.enqueue(&b.queue, ids, opts).await?;
+    let count = |o: EnqueueOutcome| r.iter().filter(|e| e.outcome == o).count();
+    Ok(Json(EnqueueResult {
+        added: count(EnqueueOutcome::Added),
+        duplicates: count(EnqueueOutcome::Duplicate),
+        debounced: count(EnqueueOutcome::Debounced),
+        claimed: count(EnqueueOutcome::Claimed),
+        items: r
+            .into_iter()
+            .map(|e| Enqueued { id: e.id, shard: e.shard, outcome: e.outcome.as_str(), due_at: e.due_at })
+            .collect(),
+    }))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReadIn {
+    queue: String,
+    #[serde(default, deserialize_with = "opt_u64")]
+    shards: Option<u64>,
+    #[serde(default, deserialize_with = "opt_u64")]
+    shard: Option<u64>,
+    #[serde(default, deserialize_with = "opt_u64")]
+    limit: Option<u64>,
+    #[serde(default, deserialize_with = "opt_u64")]
+    visibility_timeout_ms: Option<u64>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueItem {
+    id: String,
+    shard: u32,
+    due_at: i64,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueBatch {
+    owner: String,
+    visible_until: i64,
+    ids: Vec<String>,
+    items: Vec<QueueItem>,
+}
+
+pub async fn read_batch(State(app): State<App>, Body(b): Body<ReadIn>) -> ApiResult<Json<QueueBatch>> {
+    if let Some(limit) = b.limit {
+        app.limits.batch("limit", limit as usize)?;
+    }
+    let opts = ReadOptions {
+        shards: b.shards,
+        shard: b.shard,
+        limit: b.limit,
+        visibility_timeout: ms(b.visibility_timeout_ms),
+    };
+    let r = app.client.read_batch(&b.queue, opts).await?;
+    Ok(Json(QueueBatch {
+        owner: r.owner,
+        visible_until: r.visible_until,
+        ids: r.items.iter().map(|d| d.id.clone()).collect(),
+        items: r
+            .items
+            .into_iter()
+            .map(|d| QueueItem { id: d.id, shard: d.shard, due_at: d.due_at })
+            .collect(),
+    }))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SettleIn {
+    queue: String,
+    owner: String,
+    ids: Ids,
+    #[serde(default, deserialize_with = "opt_u64")]
+    shards: Option<u64>,
+    #[serde(default, deserialize_with = "opt_u64")]
+    delay_ms: Option<u64>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueSettled {
+    id: String,
+    shard: u32,
+    ok: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'static str>,
+    requeued: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    due_at: Option<i64>,
+}
+
+#[derive(Serialize)]
+pub struct SettleResult {
+    done: usize,
+    refused: usize,
+    items: Vec<QueueSettled>,
+}
+
+fn settled(r: Vec<Settled>) -> SettleResult {
+    let items: Vec<QueueSettled> = r
+        .into_iter()
+        .map(|s| QueueSettled {
+            id: s.id,
+            shard: s.shard,
+            ok: matches!(s.outcome, SettleOutcome::Done { .. }),
+            reason: s.outcome.reason(),
+            requeued: matches!(s.outcome, SettleOutcome::Done { requeued: true }),
+            due_at: s.due_at,
+        })
+        .collect();
+    let done = items.iter().filter(|i| i.ok).count();
+    SettleResult { done, refused: items.len() - done, items }
+}
+
+/// Acks ids read with `owner`. Safe to resend: an id already acked is `not_claimed`, nothing changes.
+pub async fn ack(State(app): State<App>, Body(b): Body<SettleIn>) -> ApiResult<Json<SettleResult>> {
+    if b.delay_ms.is_some() {
+        return Err(crate::error::ApiError::invalid("delayMs", "is for release, not ack"));
+    }
+    let ids = b.ids.into_vec();
+    app.limits.batch("ids", ids.len())?;
+    Ok(Json(settled(app.client.ack(&b.queue, &b.owner, ids, b.shards).await?)))
+}
+
+/// Releases ids read with `owner` (due again after `delayMs`). Safe to resend, like ack.
+pub async fn release(State(app): State<App>, Body(b): Body<SettleIn>) -> ApiResult<Json<SettleResult>> {
+    let ids = b.ids.into_vec();
+    app.limits.batch("ids", ids.len())?;
+    Ok(Json(settled(app.client.release(&b.queue, &b.owner, ids, b.shards, ms(b.delay_ms)).await?)))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SelectIn {
+    queue: String,
+    #[serde(default, deserialize_with = "opt_u64")]
+    shards: Option<u64>,
+    #[serde(default, deserialize_with = "opt_u64")]
+    shard: Option<u64>,
+    #[serde(default, deserialize_with = "opt_u64")]
+    limit: Option<u64>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueEntry {
+    id: String,
+    shard: u32,
+    due_at: i64,
+    due: bool,
+}
+
+pub async fn peek(State(app): State<App>, Body(b): Body<SelectIn>) -> ApiResult<Json<Vec<QueueEntry>>> {
+    if let Some(limit) = b.limit {
+        app.limits.batch("limit", limit as usize)?;
+    }
+    let r = app.client.peek(&b.queue, ShardSelect { shards: b.shards, shard: b.shard }, b.limit).await?;
+    Ok(Json(
+        r.into_iter()
+            .map(|w| QueueEntry { id: w.id, shard: w.shard, due_at: w.due_at, due: w.due })
+            .collect(),
+    ))
+}
+
+#[derive(Serialize)]
+pub struct ShardSize {
+    shard: u32,
+    waiting: u64,
+    due: u64,
+    claimed: u64,
+    again: u64,
+}
+
+#[derive(Serialize)]
+pub struct QueueSize {
+    waiting: u64,
+    due: u64,
+    claimed: u64,
+    again: u64,
+    shards: Vec<ShardSize>,
+}
+
+pub async fn size(State(app): State<App>, Body(b): Body<SelectIn>) -> ApiResult<Json<QueueSize>> {
+    if b.limit.is_some() {
+        return Err(crate::error::ApiError::invalid("limit", "is for peek, not size"));
+    }
+    let s = app.client.queue_size(&b.queue, ShardSelect { shards: b.shards, shard: b.shard }).await?;
+    Ok(Json(QueueSize {
+        waiting: s.waiting,
+        due: s.due,
+        claimed: s.claimed,
+        again: s.again,
+        shards: s
+            .shards
+            .into_iter()
+            .map(|x| ShardSize {
+                shard: x.shard,
+                waiting: x.waiting,
+                due: x.due,
+                claimed: x.claimed,
+                again: x.again,
+            })
+            .collect(),
+    }))
+}

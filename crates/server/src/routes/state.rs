@@ -1,0 +1,213 @@
+//! Job State routes: `/v1/state/*`. Values are plain JSON in the body, passed to the core as
+//! their exact text (no number is rounded on the way).
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use flowguard_core::state::{KeyClaim, SetOptions, StateValue};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use crate::app::App;
+use crate::body::{ms, opt_bool, opt_i64, opt_u64, Body};
+use crate::error::{busy, ApiError, ApiResult, KEY_PENDING};
+
+fn raw(json: String) -> ApiResult<Box<RawValue>> {
+    RawValue::from_string(json).map_err(|e| {
+        ApiError::from(flowguard_core::Error::internal(format!("a stored value is not JSON: {e}")))
+    })
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct KeyIn {
+    key: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct KeysIn {
+    keys: Vec<String>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Entry {
+    key: String,
+    found: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    value: Option<Box<RawValue>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    expires_at: Option<i64>,
+}
+
+fn entry(key: String, v: Option<StateValue>) -> ApiResult<Entry> {
+    Ok(match v {
+        Some(v) => Entry { key, found: true, value: Some(raw(v.json)?), expires_at: v.expires_at },
+        None => Entry { key, found: false, value: None, expires_at: None },
+    })
+}
+
+pub async fn get(State(app): State<App>, Body(b): Body<KeyIn>) -> ApiResult<Json<Entry>> {
+    let v = app.client.get_state(vec![b.key.clone()]).await?.pop().flatten();
+    Ok(Json(entry(b.key, v)?))
+}
+
+pub async fn get_many(State(app): State<App>, Body(b): Body<KeysIn>) -> ApiResult<Json<Vec<Entry>>> {
+    app.limits.batch("keys", b.keys.len())?;
+    let values = app.client.get_state(b.keys.clone()).await?;
+    Ok(Json(b.keys.into_iter().zip(values).map(|(k, v)| entry(k, v)).collect::<ApiResult<_>>()?))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SetIn {
+    key: String,
+    value: Box<RawValue>,
+    #[serde(default, deserialize_with = "opt_u64")]
+    ttl_ms: Option<u64>,
+    #[serde(default, deserialize_with = "opt_u64")]
+    expires_at: Option<u64>,
+    #[serde(default, deserialize_with = "opt_bool")]
+    if_absent: Option<bool>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SetResult {
+    written: bool,
+    value: Box<RawValue>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    expires_at: Option<i64>,
+}
+
+/// Writes a value. Safe to resend (the same value is written again; with `ifAbsent` the second
+/// call reports `written: false` and the value kept).
+pub async fn set(State(app): State<App>, Body(b): Body<SetIn>) -> ApiResult<Json<SetResult>> {
+    let opts =
+        SetOptions { ttl: ms(b.ttl_ms), expires_at: b.expires_at, if_absent: b.if_absent.unwrap_or(false) };
+    let r = app.client.set_state(&b.key, b.value.get(), opts).await?;
+    Ok(Json(SetResult { written: r.written, value: raw(r.current.json)?, expires_at: r.current.expires_at }))
+}
+
+#[derive(Serialize)]
+pub struct Deleted {
+    deleted: bool,
+}
+
+pub async fn delete(State(app): State<App>, Body(b): Body<KeyIn>) -> ApiResult<Json<Deleted>> {
+    Ok(Json(Deleted { deleted: app.client.delete_state(&b.key).await? }))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct IncrementIn {
+    key: String,
+    #[serde(default, deserialize_with = "opt_i64")]
+    by: Option<i64>,
+    #[serde(default, deserialize_with = "opt_u64")]
+    ttl_ms: Option<u64>,
+}
+
+#[derive(Serialize)]
+pub struct Counter {
+    value: i64,
+}
+
+/// Adds `by` (default 1). NOT safe to resend blindly: each call adds again.
+pub async fn increment(State(app): State<App>, Body(b): Body<IncrementIn>) -> ApiResult<Json<Counter>> {
+    Ok(Json(Counter { value: app.client.increment(&b.key, b.by, ms(b.ttl_ms)).await? }))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ClaimKeyIn {
+    key: String,
+    #[serde(default, deserialize_with = "opt_u64")]
+    lease_ms: Option<u64>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KeyClaimResult {
+    status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    owner: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lease_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    remaining_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    value: Option<Box<RawValue>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    expires_at: Option<i64>,
+}
+
+/// Takes an idempotency key: 200 `claimed` (run the work, then completeKey or releaseKey), 200
+/// `done` with the stored result, or 409 `ERR_KEY_PENDING` while another runner holds it.
+pub async fn claim_key(State(app): State<App>, Body(b): Body<ClaimKeyIn>) -> ApiResult<Response> {
+    let none = KeyClaimResult {
+        status: "",
+        owner: None,
+        lease_ms: None,
+        remaining_ms: None,
+        value: None,
+        expires_at: None,
+    };
+    Ok(match app.client.claim_key(&b.key, ms(b.lease_ms)).await? {
+        KeyClaim::Claimed { owner, lease_ms } => {
+            Json(KeyClaimResult { status: "claimed", owner: Some(owner), lease_ms: Some(lease_ms), ..none })
+                .into_response()
+        }
+        KeyClaim::Done { json, expires_at } => {
+            Json(KeyClaimResult { status: "done", value: Some(raw(json)?), expires_at, ..none })
+                .into_response()
+        }
+        KeyClaim::Pending { remaining_ms } => busy(
+            StatusCode::CONFLICT,
+            KEY_PENDING,
+            &KeyClaimResult { status: "pending", remaining_ms: Some(remaining_ms), ..none },
+        ),
+    })
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CompleteKeyIn {
+    key: String,
+    owner: String,
+    value: Box<RawValue>,
+    #[serde(default, deserialize_with = "opt_u64")]
+    ttl_ms: Option<u64>,
+}
+
+#[derive(Serialize)]
+pub struct Stored {
+    stored: bool,
+}
+
+/// Stores the result of the work under `owner`; 412 `ERR_NOT_OWNER` when the key is no longer
+/// held with it (its lease ran out, or a resent call after the first stored the result: claimKey
+/// then answers `done`).
+pub async fn complete_key(State(app): State<App>, Body(b): Body<CompleteKeyIn>) -> ApiResult<Json<Stored>> {
+    app.client.complete_key(&b.key, &b.owner, b.value.get(), ms(b.ttl_ms)).await?;
+    Ok(Json(Stored { stored: true }))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReleaseKeyIn {
+    key: String,
+    owner: String,
+}
+
+#[derive(Serialize)]
+pub struct Released {
+    released: bool,
+}
+
+/// Frees a pending key held with `owner`. Safe to resend: the second call reports `released: false`.
+pub async fn release_key(State(app): State<App>, Body(b): Body<ReleaseKeyIn>) -> ApiResult<Json<Released>> {
+    Ok(Json(Released { released: app.client.release_key(&b.key, &b.owner).await? }))
+}

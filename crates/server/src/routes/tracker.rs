@@ -1,0 +1,374 @@
+//! Item Tracker routes: `/v1/tracker/*`.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use flowguard_core::tracker::{self as core, ItemRequest, Outcome};
+use serde::{Deserialize, Serialize};
+
+use crate::app::App;
+use crate::body::{ms, opt_bool, opt_u64, Body};
+use crate::error::{busy, ApiResult, ITEM_BUSY};
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Transition {
+    pub at: i64,
+    pub status: String,
+    pub attempt: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ItemState {
+    pub id: String,
+    pub status: &'static str,
+    pub attempts: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lease_expires_at: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<i64>,
+    pub timeline: Vec<Transition>,
+}
+
+impl From<core::ItemState> for ItemState {
+    fn from(s: core::ItemState) -> Self {
+        ItemState {
+            id: s.id,
+            status: s.status.as_str(),
+            attempts: s.attempts,
+            last_error: s.last_error,
+            created_at: s.created_at,
+            updated_at: s.updated_at,
+            lease_expires_at: s.lease_expires_at,
+            finished_at: s.finished_at,
+            expires_at: s.expires_at,
+            timeline: s
+                .timeline
+                .into_iter()
+                .map(|t| Transition {
+                    at: t.at,
+                    status: t.status.into_owned(),
+                    attempt: t.attempt,
+                    error: t.error,
+                })
+                .collect(),
+        }
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClaimResult {
+    pub id: String,
+    pub claimed: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<&'static str>,
+    pub item: ItemState,
+}
+
+impl From<core::ClaimResult> for ClaimResult {
+    fn from(r: core::ClaimResult) -> Self {
+        ClaimResult {
+            id: r.item.id.clone(),
+            claimed: r.claimed,
+            owner: r.owner,
+            reason: r.reason.map(|s| s.as_str()),
+            item: r.item.into(),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ClaimIn {
+    group: String,
+    id: String,
+    #[serde(default, deserialize_with = "opt_u64")]
+    timeout_ms: Option<u64>,
+    #[serde(default, deserialize_with = "opt_bool")]
+    reclaim_completed: Option<bool>,
+}
+
+/// Claims one item: 200 when claimed, 409 `ERR_ITEM_BUSY` (with the result) when it is in
+/// progress under another live claim or completed.
+pub async fn claim(State(app): State<App>, Body(b): Body<ClaimIn>) -> ApiResult<Response> {
+    let req = ItemRequest {
+        id: b.id,
+        status: "in_progress".into(),
+        timeout: ms(b.timeout_ms),
+        reclaim_completed: b.reclaim_completed.unwrap_or(false),
+        ..Default::default()
+    };
+    let r = ClaimResult::from(core::ClaimResult::from(app.client.set_item(&b.group, req).await?));
+    Ok(if r.claimed { Json(r).into_response() } else { busy(StatusCode::CONFLICT, ITEM_BUSY, &r) })
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ClaimManyIn {
+    group: String,
+    ids: Vec<String>,
+    #[serde(default, deserialize_with = "opt_u64")]
+    timeout_ms: Option<u64>,
+    #[serde(default, deserialize_with = "opt_bool")]
+    reclaim_completed: Option<bool>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClaimBatch {
+    owner: String,
+    lease_expires_at: i64,
+    claimed: usize,
+    results: Vec<&'static str>,
+    attempts: Vec<u32>,
+}
+
+pub async fn claim_batch(State(app): State<App>, Body(b): Body<ClaimManyIn>) -> ApiResult<Json<ClaimBatch>> {
+    app.limits.batch("ids", b.ids.len())?;
+    let r = app
+        .client
+        .claim_batch(&b.group, &b.ids, ms(b.timeout_ms), b.reclaim_completed.unwrap_or(false))
+        .await?;
+    Ok(Json(ClaimBatch {
+        owner: r.owner,
+        lease_expires_at: r.lease_expires_at,
+        claimed: r.outcomes.iter().filter(|o| **o == core::BatchOutcome::Claimed).count(),
+        results: r.outcomes.iter().map(|o| o.as_str()).collect(),
+        attempts: r.attempts,
+    }))
+}
+
+pub async fn claim_many(
+    State(app): State<App>,
+    Body(b): Body<ClaimManyIn>,
+) -> ApiResult<Json<Vec<ClaimResult>>> {
+    app.limits.batch("ids", b.ids.len())?;
+    let r = app
+        .client
+        .claim_many(&b.group, b.ids, ms(b.timeout_ms), b.reclaim_completed.unwrap_or(false))
+        .await?;
+    Ok(Json(r.into_iter().map(ClaimResult::from).collect()))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FinishIn {
+    group: String,
+    id: String,
+    owner: Option<String>,
+    #[serde(default, deserialize_with = "opt_u64")]
+    keep_ms: Option<u64>,
+    /// The reason of `fail`.
+    reason: Option<String>,
+}
+
+async fn finish(app: &App, b: FinishIn, status: &str, error: Option<String>) -> ApiResult<Json<ItemState>> {
+    let req = ItemRequest {
+        id: b.id,
+        status: status.into(),
+        owner: b.owner,
+        keep: ms(b.keep_ms),
+        error,
+        ..Default::default()
+    };
+    Ok(Json(app.client.set_item(&b.group, req).await?.item.into()))
+}
+
+pub async fn complete(State(app): State<App>, Body(b): Body<FinishIn>) -> ApiResult<Json<ItemState>> {
+    if b.reason.is_some() {
+        return Err(crate::error::ApiError::invalid("reason", "is for fail, not complete"));
+    }
+    finish(&app, b, "completed", None).await
+}
+
+pub async fn fail(State(app): State<App>, Body(mut b): Body<FinishIn>) -> ApiResult<Json<ItemState>> {
+    let reason = b.reason.take().unwrap_or_default();
+    // The core names the reason `error` (as setItems does); this call's body names it `reason`.
+    finish(&app, b, "failed", Some(reason)).await.map_err(|mut e| {
+        if e.field.as_deref() == Some("error") {
+            e.field = Some("reason".into());
+            e.message = e.message.replacen("error", "reason", 1);
+        }
+        e
+    })
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RequestIn {
+    id: String,
+    status: String,
+    owner: Option<String>,
+    error: Option<String>,
+    #[serde(default, deserialize_with = "opt_u64")]
+    timeout_ms: Option<u64>,
+    #[serde(default, deserialize_with = "opt_u64")]
+    keep_ms: Option<u64>,
+    #[serde(default, deserialize_with = "opt_bool")]
+    reclaim_completed: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SetItemsIn {
+    group: String,
+    requests: Vec<RequestIn>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ItemResult {
+    id: String,
+    action: &'static str,
+    ok: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    claimed: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    owner: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    code: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<String>,
+    item: ItemState,
+}
+
+impl From<core::OpResult> for ItemResult {
+    fn from(r: core::OpResult) -> Self {
+        let is_claim = r.action == core::Action::Claim;
+        let (ok, reason, code, message) = match r.outcome {
+            Outcome::Done => (true, None, None, None),
+            Outcome::Busy(s) => (false, Some(s.as_str()), None, None),
+            Outcome::Refused(e) => (false, None, Some(e.code.as_str()), Some(e.message)),
+        };
+        ItemResult {
+            id: r.id,
+            action: r.action.as_str(),
+            ok,
+            claimed: if is_claim { Some(ok) } else { None },
+            reason,
+            owner: r.owner,
+            code,
+            message,
+            item: r.item.into(),
+        }
+    }
+}
+
+pub async fn set_items(
+    State(app): State<App>,
+    Body(b): Body<SetItemsIn>,
+) -> ApiResult<Json<Vec<ItemResult>>> {
+    app.limits.batch("requests", b.requests.len())?;
+    let reqs = b
+        .requests
+        .into_iter()
+        .map(|r| ItemRequest {
+            id: r.id,
+            status: r.status,
+            owner: r.owner,
+            error: r.error,
+            timeout: ms(r.timeout_ms),
+            keep: ms(r.keep_ms),
+            reclaim_completed: r.reclaim_completed.unwrap_or(false),
+        })
+        .collect();
+    Ok(Json(app.client.set_items(&b.group, reqs).await?.into_iter().map(ItemResult::from).collect()))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ItemIn {
+    group: String,
+    id: String,
+}
+
+pub async fn get_item(State(app): State<App>, Body(b): Body<ItemIn>) -> ApiResult<Json<ItemState>> {
+    Ok(Json(app.client.get_item(&b.group, &b.id).await?.into()))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ItemsIn {
+    group: String,
+    ids: Vec<String>,
+}
+
+pub async fn get_items(State(app): State<App>, Body(b): Body<ItemsIn>) -> ApiResult<Json<Vec<ItemState>>> {
+    app.limits.batch("ids", b.ids.len())?;
+    Ok(Json(app.client.get_items(&b.group, b.ids).await?.into_iter().map(ItemState::from).collect()))
+}
+
+#[derive(Serialize)]
+pub struct Unset {
+    existed: bool,
+}
+
+/// Forgets an item. Safe to resend: a second call finds no record (`existed: false`).
+pub async fn unset_item(State(app): State<App>, Body(b): Body<ItemIn>) -> ApiResult<Json<Unset>> {
+    let req = ItemRequest { id: b.id, status: "none".into(), ..Default::default() };
+    let r = app.client.set_item(&b.group, req).await?;
+    Ok(Json(Unset { existed: r.item.status != core::ItemStatus::None }))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ListIn {
+    group: String,
+    status: Option<String>,
+    #[serde(default, deserialize_with = "opt_u64")]
+    offset: Option<u64>,
+    #[serde(default, deserialize_with = "opt_u64")]
+    limit: Option<u64>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Counts {
+    in_progress: u64,
+    abandoned: u64,
+    completed: u64,
+    failed: u64,
+    total: u64,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ItemList {
+    counts: Counts,
+    items: Vec<ItemState>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    next_offset: Option<u64>,
+}
+
+pub async fn list_items(State(app): State<App>, Body(b): Body<ListIn>) -> ApiResult<Json<ItemList>> {
+    let l = app.client.list_items(&b.group, b.status.as_deref(), b.offset, b.limit).await?;
+    let c = l.counts;
+    Ok(Json(ItemList {
+        counts: Counts {
+            in_progress: c.in_progress,
+            abandoned: c.abandoned,
+            completed: c.completed,
+            failed: c.failed,
+            total: c.total(),
+        },
+        items: l.items.into_iter().map(ItemState::from).collect(),
+        next_offset: l.next_offset,
+    }))
+}

@@ -1,0 +1,55 @@
+//! The binary as an operator runs it: flags and environment, JSON logs without the token, and a
+//! graceful stop on SIGTERM.
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+const TOKEN: &str = "binary-test-token-0123456789";
+
+#[tokio::test]
+async fn sigterm_stops_the_binary_cleanly_and_logs_never_hold_the_token() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_flowguard-server"))
+        .args(["--listen", "127.0.0.1:0", "--prefix", &format!("bin{}:", std::process::id())])
+        .env("FLOWGUARD_TOKEN", TOKEN)
+        .env("FLOWGUARD_LOG", "debug")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    out.read_line(&mut first).unwrap();
+    let line: serde_json::Value =
+        serde_json::from_str(&first).unwrap_or_else(|_| panic!("a JSON log line: {first}"));
+    assert_eq!(line["fields"]["message"], "flowguard-server listening", "{first}");
+    let base = format!("http://{}", line["fields"]["listen"].as_str().unwrap());
+
+    let http = reqwest::Client::new();
+    let ok = http
+        .post(format!("{base}/v1/lock/acquire"))
+        .bearer_auth(TOKEN)
+        .json(&serde_json::json!({"name": "L"}));
+    assert_eq!(ok.send().await.unwrap().status().as_u16(), 200);
+    let wrong = http.post(format!("{base}/v1/lock/get")).bearer_auth("wrong-token-0123456789abc");
+    assert_eq!(wrong.json(&serde_json::json!({"name": "L"})).send().await.unwrap().status().as_u16(), 401);
+
+    let kill = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(kill.success());
+    let mut status = None;
+    for _ in 0..100 {
+        if let Some(s) = child.try_wait().unwrap() {
+            status = Some(s);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let status = status.expect("the server exits after SIGTERM");
+    assert!(status.success(), "{status}");
+    let mut logs = first;
+    out.read_to_string(&mut logs).unwrap();
+    child.stderr.take().unwrap().read_to_string(&mut logs).unwrap();
+    assert!(logs.contains("shutting down") && logs.contains("\"stopped\""), "{logs}");
+    assert!(logs.contains("/v1/lock/acquire"), "requests are logged at debug: {logs}");
+    assert!(!logs.contains(TOKEN) && !logs.contains("wrong-token"), "a token in the logs: {logs}");
+}

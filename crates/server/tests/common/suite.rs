@@ -1,0 +1,265 @@
+//! Every API route on one backend, through HTTP.
+
+use serde_json::json;
+
+use super::Server;
+
+#[macro_export]
+macro_rules! route_suite {
+    ($url:expr, [$($attr:tt)*]) => {
+        #[tokio::test]
+        $($attr)*
+        async fn tracker_routes() { common::suite::tracker($url).await }
+        #[tokio::test]
+        $($attr)*
+        async fn lock_routes() { common::suite::lock($url).await }
+        #[tokio::test]
+        $($attr)*
+        async fn queue_routes() { common::suite::queue($url).await }
+        #[tokio::test]
+        $($attr)*
+        async fn state_routes() { common::suite::state($url).await }
+        #[tokio::test]
+        $($attr)*
+        async fn ops_routes() { common::suite::ops($url).await }
+    };
+}
+
+pub async fn tracker(url: Option<String>) {
+    let s = Server::open(url).await;
+    let c = s.ok("/v1/tracker/claim", json!({"group": "g", "id": "a", "timeoutMs": 60000})).await;
+    assert_eq!(c["claimed"], true);
+    assert_eq!(c["item"]["status"], "in_progress");
+    let owner = c["owner"].as_str().unwrap().to_string();
+    // A busy item: 409 with the result and a code.
+    let (st, busy) = s.call("/v1/tracker/claim", json!({"group": "g", "id": "a"})).await;
+    assert_eq!(st, 409, "{busy}");
+    assert_eq!(busy["code"], "ERR_ITEM_BUSY");
+    assert_eq!(busy["reason"], "in_progress");
+    assert_eq!(busy["claimed"], false);
+    // A stale owner: 412 ERR_NOT_OWNER.
+    let (st, e) =
+        s.call("/v1/tracker/complete", json!({"group": "g", "id": "a", "owner": "0".repeat(32)})).await;
+    assert_eq!((st, e["code"].as_str()), (412, Some("ERR_NOT_OWNER")), "{e}");
+    let done = s.ok("/v1/tracker/complete", json!({"group": "g", "id": "a", "owner": owner})).await;
+    assert_eq!(done["status"], "completed");
+    // Resent (Retry On Fail): the same state, still 200.
+    let again = s.ok("/v1/tracker/complete", json!({"group": "g", "id": "a", "owner": owner})).await;
+    assert_eq!((again["status"].as_str(), again["attempts"].as_u64()), (Some("completed"), Some(1)));
+    // Strings for numbers and booleans (n8n's "Using Fields Below").
+    let c = s
+        .ok(
+            "/v1/tracker/claim",
+            json!({"group": "g", "id": "a", "timeoutMs": "1000", "reclaimCompleted": "true"}),
+        )
+        .await;
+    assert_eq!(c["claimed"], true);
+    assert_eq!(c["item"]["attempts"], 2);
+    let f = s.ok("/v1/tracker/fail", json!({"group": "g", "id": "b", "reason": "boom"})).await;
+    assert_eq!((f["status"].as_str(), f["lastError"].as_str()), (Some("failed"), Some("boom")));
+    let b = s.ok("/v1/tracker/claimBatch", json!({"group": "g", "ids": ["b", "c", "c"]})).await;
+    assert_eq!(b["results"], json!(["claimed", "claimed", "in_progress"]));
+    assert_eq!(b["claimed"], 2);
+    assert_eq!(b["owner"].as_str().unwrap().len(), 32);
+    let m = s.ok("/v1/tracker/claimMany", json!({"group": "g", "ids": ["d", "b"]})).await;
+    assert_eq!(m[0]["claimed"], true);
+    assert_eq!((m[1]["claimed"].as_bool(), m[1]["reason"].as_str()), (Some(false), Some("in_progress")));
+    let r = s
+        .ok(
+            "/v1/tracker/setItems",
+            json!({"group": "g", "requests": [
+                {"id": "e", "status": "in_progress", "timeoutMs": 5000},
+                {"id": "c", "status": "completed", "owner": b["owner"]},
+                {"id": "d", "status": "completed", "owner": "f".repeat(32)},
+                {"id": "x", "status": "none"}
+            ]}),
+        )
+        .await;
+    assert_eq!(r[0]["claimed"], true);
+    assert_eq!(r[1]["ok"], true);
+    assert_eq!((r[2]["ok"].as_bool(), r[2]["code"].as_str()), (Some(false), Some("ERR_NOT_OWNER")));
+    assert_eq!(r[3]["action"], "unset");
+    let one = s.ok("/v1/tracker/getItem", json!({"group": "g", "id": "c"})).await;
+    assert_eq!(one["status"], "completed");
+    assert!(one["timeline"].as_array().unwrap().len() >= 2);
+    let many = s.ok("/v1/tracker/getItems", json!({"group": "g", "ids": ["a", "zz"]})).await;
+    assert_eq!((many[0]["status"].as_str(), many[1]["status"].as_str()), (Some("in_progress"), Some("none")));
+    let l = s.ok("/v1/tracker/listItems", json!({"group": "g", "status": "completed"})).await;
+    assert_eq!(l["counts"]["completed"], 1);
+    assert_eq!(l["counts"]["total"], 5);
+    assert_eq!(l["items"][0]["id"], "c");
+    let l = s.ok("/v1/tracker/listItems", json!({"group": "g", "limit": 2})).await;
+    assert_eq!(l["items"].as_array().unwrap().len(), 2);
+    assert_eq!(l["nextOffset"], 2);
+    // Unset: safe to resend.
+    assert_eq!(s.ok("/v1/tracker/unsetItem", json!({"group": "g", "id": "c"})).await["existed"], true);
+    assert_eq!(s.ok("/v1/tracker/unsetItem", json!({"group": "g", "id": "c"})).await["existed"], false);
+}
+
+pub async fn lock(url: Option<String>) {
+    let s = Server::open(url).await;
+    let a = s.ok("/v1/lock/acquire", json!({"name": "L", "timeoutMs": 30000, "label": "run-1"})).await;
+    assert_eq!(a["acquired"], true);
+    let owner = a["owner"].as_str().unwrap().to_string();
+    let fence = a["fence"].as_u64().unwrap();
+    // Held: 409 with the holder, the time left and the fence.
+    let (st, held) = s.call("/v1/lock/acquire", json!({"name": "L", "waitMs": 50})).await;
+    assert_eq!(st, 409, "{held}");
+    assert_eq!(held["code"], "ERR_LOCK_HELD");
+    assert_eq!(held["holder"], "run-1");
+    assert_eq!(held["fence"], fence);
+    assert!(held["remainingMs"].as_u64().unwrap() > 20_000, "{held}");
+    assert!(held.get("owner").is_none());
+    assert!(held["waitedMs"].as_u64().unwrap() >= 40, "{held}");
+    let g = s.ok("/v1/lock/get", json!({"name": "L"})).await;
+    assert_eq!((g["locked"].as_bool(), g["holder"].as_str()), (Some(true), Some("run-1")));
+    let e = s.ok("/v1/lock/extend", json!({"name": "L", "owner": owner, "timeoutMs": 90000})).await;
+    assert_eq!(e["extended"], true);
+    assert!(e["remainingMs"].as_u64().unwrap() > 60_000);
+    let (st, e) = s.call("/v1/lock/extend", json!({"name": "L", "owner": "a".repeat(32)})).await;
+    assert_eq!(
+        (st, e["code"].as_str(), e["reason"].as_str()),
+        (412, Some("ERR_NOT_OWNER"), Some("not_owner")),
+        "{e}"
+    );
+    assert_eq!(
+        s.ok("/v1/lock/release", json!({"name": "L", "owner": owner})).await,
+        json!({"released": true})
+    );
+    // A resent release changes nothing and is still 200.
+    assert_eq!(
+        s.ok("/v1/lock/release", json!({"name": "L", "owner": owner})).await,
+        json!({"released": false, "reason": "not_held"})
+    );
+    let (st, e) = s.call("/v1/lock/extend", json!({"name": "L", "owner": owner})).await;
+    assert_eq!((st, e["reason"].as_str()), (412, Some("not_held")));
+    let a2 = s.ok("/v1/lock/acquire", json!({"name": "L"})).await;
+    assert!(a2["fence"].as_u64().unwrap() > fence);
+    assert_eq!(s.ok("/v1/lock/get", json!({"name": "free"})).await["locked"], false);
+}
+
+pub async fn queue(url: Option<String>) {
+    let s = Server::open(url).await;
+    let e = s.ok("/v1/queue/enqueue", json!({"queue": "q", "ids": ["a", "b", "c"], "shards": 2})).await;
+    assert_eq!(e["added"], 3);
+    // Resent: duplicates, nothing doubled.
+    let e = s.ok("/v1/queue/enqueue", json!({"queue": "q", "ids": ["a", "b", "c"], "shards": 2})).await;
+    assert_eq!(e["duplicates"], 3);
+    let e = s.ok("/v1/queue/enqueue", json!({"queue": "q", "ids": "d", "shards": 2, "delayMs": 60000})).await;
+    assert_eq!(e["items"][0]["outcome"], "added");
+    let size = s.ok("/v1/queue/size", json!({"queue": "q", "shards": 2})).await;
+    assert_eq!((size["waiting"].as_u64(), size["due"].as_u64()), (Some(4), Some(3)));
+    assert_eq!(size["shards"].as_array().unwrap().len(), 2);
+    let p = s.ok("/v1/queue/peek", json!({"queue": "q", "shards": 2, "limit": 10})).await;
+    assert_eq!(p.as_array().unwrap().len(), 4);
+    assert_eq!(p[3]["id"], "d");
+    assert_eq!(p[3]["due"], false);
+    let b = s
+        .ok(
+            "/v1/queue/readBatch",
+            json!({"queue": "q", "shards": 2, "limit": 2, "visibilityTimeoutMs": 30000}),
+        )
+        .await;
+    let ids: Vec<String> =
+        b["ids"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect();
+    assert_eq!(ids.len(), 2);
+    let owner = b["owner"].as_str().unwrap().to_string();
+    let a = s.ok("/v1/queue/ack", json!({"queue": "q", "owner": owner, "ids": [ids[0]], "shards": 2})).await;
+    assert_eq!((a["done"].as_u64(), a["refused"].as_u64()), (Some(1), Some(0)));
+    // A resent ack: not_claimed, 200, nothing changes.
+    let a = s.ok("/v1/queue/ack", json!({"queue": "q", "owner": owner, "ids": [ids[0]], "shards": 2})).await;
+    assert_eq!((a["done"].as_u64(), a["items"][0]["reason"].as_str()), (Some(0), Some("not_claimed")));
+    let r =
+        s.ok("/v1/queue/release", json!({"queue": "q", "owner": owner, "ids": ids[1], "shards": 2})).await;
+    assert_eq!(r["done"], 1);
+    assert!(r["items"][0]["dueAt"].as_i64().is_some());
+    let size = s.ok("/v1/queue/size", json!({"queue": "q", "shards": 2, "shard": 0})).await;
+    assert_eq!(size["shards"].as_array().unwrap().len(), 1);
+    let all = s.ok("/v1/queue/size", json!({"queue": "q", "shards": 2})).await;
+    assert_eq!((all["waiting"].as_u64(), all["claimed"].as_u64()), (Some(3), Some(0)));
+    // A shard count that disagrees with the queue's: 400, coded.
+    let (st, e) = s.call("/v1/queue/size", json!({"queue": "q", "shards": 3})).await;
+    assert_eq!((st, e["code"].as_str()), (400, Some("ERR_INVALID_ARGUMENT")), "{e}");
+}
+
+pub async fn state(url: Option<String>) {
+    let s = Server::open(url).await;
+    let v = json!({"n": 1, "big": 12345678901234567890u64, "s": "x", "l": [null, true]});
+    let r = s.ok("/v1/state/set", json!({"key": "k", "value": v, "ttlMs": 60000})).await;
+    assert_eq!(r["written"], true);
+    assert!(r["expiresAt"].as_i64().is_some());
+    let g = s.ok("/v1/state/get", json!({"key": "k"})).await;
+    assert_eq!((g["found"].as_bool(), &g["value"]), (Some(true), &v));
+    let raw = s
+        .http
+        .post(s.url("/v1/state/get"))
+        .bearer_auth(super::TOKEN)
+        .json(&json!({"key": "k"}))
+        .send()
+        .await
+        .unwrap();
+    assert!(raw.text().await.unwrap().contains("12345678901234567890"), "big numbers pass unrounded");
+    let r = s.ok("/v1/state/set", json!({"key": "k", "value": 2, "ifAbsent": true})).await;
+    assert_eq!((r["written"].as_bool(), &r["value"]), (Some(false), &v));
+    let r =
+        s.ok("/v1/state/set", json!({"key": "n", "value": null, "expiresAt": 8_000_000_000_000u64})).await;
+    assert_eq!((r["value"].is_null(), r["expiresAt"].as_i64()), (true, Some(8_000_000_000_000)));
+    let m = s.ok("/v1/state/getMany", json!({"keys": ["k", "missing", "n"]})).await;
+    assert_eq!(
+        (m[0]["found"].as_bool(), m[1]["found"].as_bool(), m[2]["found"].as_bool()),
+        (Some(true), Some(false), Some(true))
+    );
+    assert_eq!(s.ok("/v1/state/delete", json!({"key": "k"})).await["deleted"], true);
+    assert_eq!(s.ok("/v1/state/delete", json!({"key": "k"})).await["deleted"], false);
+    assert_eq!(s.ok("/v1/state/increment", json!({"key": "c"})).await["value"], 1);
+    assert_eq!(s.ok("/v1/state/increment", json!({"key": "c", "by": -5, "ttlMs": 60000})).await["value"], -4);
+    let (st, e) = s.call("/v1/state/increment", json!({"key": "n"})).await;
+    assert_eq!((st, e["code"].as_str()), (400, Some("ERR_INVALID_ARGUMENT")), "{e}");
+    // Idempotency keys.
+    let c = s.ok("/v1/state/claimKey", json!({"key": "job", "leaseMs": 30000})).await;
+    assert_eq!(c["status"], "claimed");
+    let owner = c["owner"].as_str().unwrap().to_string();
+    let (st, p) = s.call("/v1/state/claimKey", json!({"key": "job"})).await;
+    assert_eq!(
+        (st, p["status"].as_str(), p["code"].as_str()),
+        (409, Some("pending"), Some("ERR_KEY_PENDING")),
+        "{p}"
+    );
+    assert!(p["remainingMs"].as_u64().unwrap() > 20_000);
+    let done = s.ok("/v1/state/completeKey", json!({"key": "job", "owner": owner, "value": {"ok": 1}})).await;
+    assert_eq!(done, json!({"stored": true}));
+    let d = s.ok("/v1/state/claimKey", json!({"key": "job"})).await;
+    assert_eq!((d["status"].as_str(), &d["value"]), (Some("done"), &json!({"ok": 1})));
+    let (st, e) = s.call("/v1/state/completeKey", json!({"key": "job", "owner": owner, "value": 2})).await;
+    assert_eq!((st, e["code"].as_str()), (412, Some("ERR_NOT_OWNER")), "{e}");
+    let c = s.ok("/v1/state/claimKey", json!({"key": "job2"})).await;
+    let o2 = c["owner"].as_str().unwrap().to_string();
+    assert_eq!(s.ok("/v1/state/releaseKey", json!({"key": "job2", "owner": o2})).await["released"], true);
+    assert_eq!(s.ok("/v1/state/releaseKey", json!({"key": "job2", "owner": o2})).await["released"], false);
+    assert_eq!(s.ok("/v1/state/claimKey", json!({"key": "job2"})).await["status"], "claimed");
+}
+
+pub async fn ops(url: Option<String>) {
+    let kind = if url.is_some() { "redis" } else { "embedded" };
+    let s = Server::open(url).await;
+    let h: serde_json::Value = s.http.get(s.url("/healthz")).send().await.unwrap().json().await.unwrap();
+    assert_eq!(h["status"], "ok");
+    let r = s.http.get(s.url("/readyz")).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let r: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(r["backend"], kind);
+    s.ok("/v1/lock/get", json!({"name": "m"})).await;
+    s.call("/v1/lock/get", json!({"name": ""})).await;
+    let m = s.http.get(s.url("/metrics")).bearer_auth(super::TOKEN).send().await.unwrap();
+    assert_eq!(m.status().as_u16(), 200);
+    let text = m.text().await.unwrap();
+    assert!(
+        text.contains(r#"flowguard_http_requests_total{code="OK",route="/v1/lock/get",status="200"} 1"#),
+        "{text}"
+    );
+    assert!(text.contains(
+        r#"flowguard_http_requests_total{code="ERR_INVALID_ARGUMENT",route="/v1/lock/get",status="400"} 1"#
+    ));
+    assert!(text.contains("flowguard_http_request_duration_seconds_bucket"));
+    assert_eq!(s.http.get(s.url("/metrics")).send().await.unwrap().status().as_u16(), 401);
+}

@@ -1,0 +1,4 @@
+//! Every route on the embedded store.
+mod common;
+
+route_suite!(None, []);
