@@ -16,6 +16,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Flowguard, sleep } from './backends.mjs'
 import { haveRedis, freePort, startRedis, stopRedis } from './redis-server.mjs'
+import { startProxy } from './proxy.mjs'
 
 /** Whether this runtime is Node itself (the loop connection is used only there). */
 const underNode = !process.versions.bun && !process.versions.deno
@@ -111,6 +112,39 @@ test('a lock call Redis does not answer in time fails with ERR_TIMEOUT; the late
     assert.ok(other.acquired)
     assert.equal(other.fence, 1)
   } finally {
+    await stopRedis(redis)
+  }
+})
+
+test('a loop connection that went silent is retired after a few timeouts: lock calls work again over new connections', { skip, timeout: 60_000 }, async () => {
+  const port = await freePort()
+  const redis = await startRedis(port)
+  const proxy = await startProxy(port)
+  try {
+    const fg = await Flowguard.open({ url: `redis://127.0.0.1:${proxy.port}`, prefix: 'loop-silent:', commandTimeoutMs: 200 })
+    assert.equal(await warm(fg, ['-p', String(port)]), underNode)
+    // Every connection open now (the shared one and the loop one) stops carrying bytes, without
+    // an error; connections made later work.
+    proxy.blackholeOpen()
+    const codes = []
+    let ok = false
+    for (let i = 0; i < 40 && !ok; i++) {
+      try {
+        await fg.getLock('x')
+        ok = true
+      } catch (e) {
+        codes.push(e.code)
+      }
+    }
+    assert.ok(ok, `lock calls never recovered: ${codes.join(', ')}`)
+    // Each connection is given up after 3 timeouts in a row (the loop one, then the shared one
+    // its calls fall back to while the loop one reconnects).
+    assert.ok(codes.length <= 8, `${codes.length} failed calls before recovery: ${codes.join(', ')}`)
+    assert.ok(codes.every((c) => c === 'ERR_TIMEOUT' || c === 'ERR_REDIS_UNAVAILABLE'), codes.join(', '))
+    const l = await fg.acquireLock('after')
+    assert.ok(l.acquired)
+  } finally {
+    await proxy.close()
     await stopRedis(redis)
   }
 })

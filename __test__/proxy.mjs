@@ -7,12 +7,13 @@ import net from 'node:net'
 export async function startProxy(port) {
   let dropping = false
   const sockets = new Set()
+  const silenced = new WeakSet()
   const server = net.createServer((client) => {
     const upstream = net.connect(port, '127.0.0.1')
     for (const [from, to] of [[client, upstream], [upstream, client]]) {
       sockets.add(from)
       from.on('data', (d) => {
-        if (!dropping) to.write(d)
+        if (!dropping && !silenced.has(from)) to.write(d)
       })
       from.on('error', () => {})
       from.on('close', () => {
@@ -27,6 +28,10 @@ export async function startProxy(port) {
     /** From now on, drop every byte in both directions (true), or forward them again (false). */
     blackhole(on) {
       dropping = on
+    },
+    /** Drops every byte of the connections open now, for good; connections made later forward. */
+    blackholeOpen() {
+      for (const s of sockets) silenced.add(s)
     },
     close() {
       for (const s of sockets) s.destroy()

@@ -97,6 +97,9 @@ struct State {
     corked: bool,
     /// Commands buffered since the last write.
     queued: usize,
+    /// Calls timed out since the last reply: a socket that went silent reports no error by
+    /// itself, so after a few the connection is retired like the shared one.
+    timeouts_in_row: u32,
     dead: bool,
 }
 
@@ -121,6 +124,8 @@ thread_local! {
 /// while the rest are being made).
 const CORK_COMMANDS: usize = 16;
 const READ_CHUNK: usize = 16 * 1024;
+/// Timeouts in a row after which the connection is retired (the shared connection's rule).
+const RETIRE_AFTER_TIMEOUTS: u32 = flowguard_core::backend::redis::RETIRE_AFTER_TIMEOUTS;
 
 impl Live {
     /// Registers a connected socket with the loop of `owner`.
@@ -157,6 +162,7 @@ impl Live {
                 timer_armed: false,
                 corked: false,
                 queued: 0,
+                timeouts_in_row: 0,
                 dead: false,
             }),
         });
@@ -354,6 +360,7 @@ impl Live {
                     }
                 };
                 s.rlen += got;
+                s.timeouts_in_row = 0;
                 if s.rlen >= s.need {
                     if let Err(e) = take_replies(s, &mut replies) {
                         broken = Some(e);
@@ -411,11 +418,24 @@ impl Live {
         if expired.is_empty() {
             return;
         }
+        let retire = {
+            let mut s = self.s.borrow_mut();
+            s.timeouts_in_row = s.timeouts_in_row.saturating_add(expired.len() as u32);
+            s.timeouts_in_row >= RETIRE_AFTER_TIMEOUTS
+        };
         let mut expired = Some(expired);
         self.settle(|| {
             for slot in expired.take().into_iter().flatten() {
                 // The reply, should it come, finds the slot done and is dropped.
                 slot.complete(Err(io::Error::new(io::ErrorKind::TimedOut, "no reply in time").into()));
+            }
+            if retire {
+                // The calls still waiting fail as on a dropped connection; the next ones take the
+                // shared connection until a new one is up.
+                self.fail(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("no reply to {RETIRE_AFTER_TIMEOUTS} calls in a row: connection retired"),
+                ));
             }
         });
     }
