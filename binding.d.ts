@@ -19,8 +19,8 @@ export declare class Flowguard {
    * now, and failing within the connect timeout when it cannot be reached).
    */
   static open(options?: OpenOptions): Promise<Flowguard>
-  /** `embedded` or `redis`. */
-  get backend(): 'embedded' | 'redis'
+  /** `embedded` (in memory), `durable` (the embedded store in a file) or `redis`. */
+  get backend(): 'embedded' | 'durable' | 'redis'
   /** The key prefix. */
   get prefix(): string
   /**
@@ -274,6 +274,17 @@ export interface OpenOptions {
    * in-process store (one per process, shared by every client with the same prefix).
    */
   url?: string
+  /**
+   * A file for the durable embedded store (created when absent): items, locks, queued ids and
+   * values survive restarts and crashes, and processes that open the same file share it.
+   * Omitted (and no `url`): the in-memory embedded store, which forgets everything on exit.
+   */
+  path?: string
+  /**
+   * With `path`: `'process'` (default: a resolved call survives a crash of the process) or
+   * `'fsync'` (every commit flushed to the disk: it also survives a power loss; slower).
+   */
+  durability?: string
   /** Prefix of every key. Default `fg:`. May not contain `{` or `}`. */
   prefix?: string
   /** Connect timeout to Redis in ms. Default 2000. */

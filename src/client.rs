@@ -14,6 +14,13 @@ pub struct OpenOptions {
     /// `redis://[user:password@]host[:port][/db]`, or `rediss://…` for TLS. Omitted: the embedded
     /// in-process store (one per process, shared by every client with the same prefix).
     pub url: Option<String>,
+    /// A file for the durable embedded store (created when absent): items, locks, queued ids and
+    /// values survive restarts and crashes, and processes that open the same file share it.
+    /// Omitted (and no `url`): the in-memory embedded store, which forgets everything on exit.
+    pub path: Option<String>,
+    /// With `path`: `'process'` (default: a resolved call survives a crash of the process) or
+    /// `'fsync'` (every commit flushed to the disk: it also survives a power loss; slower).
+    pub durability: Option<String>,
     /// Prefix of every key. Default `fg:`. May not contain `{` or `}`.
     pub prefix: Option<String>,
     /// Connect timeout to Redis in ms. Default 2000.
@@ -35,6 +42,8 @@ fn open_options(o: Option<&Unknown>) -> flowguard_core::Result<CoreOpenOptions> 
     let Some(o) = args::opt_object(o, "options")? else { return Ok(CoreOpenOptions::default()) };
     Ok(CoreOpenOptions {
         url: args::opt_string(&args::prop(&o, "url")?, "url")?,
+        path: args::opt_string(&args::prop(&o, "path")?, "path")?,
+        durability: args::opt_string(&args::prop(&o, "durability")?, "durability")?,
         prefix: args::opt_string(&args::prop(&o, "prefix")?, "prefix")?,
         connect_timeout_ms: args::opt_number(&args::prop(&o, "connectTimeoutMs")?, "connectTimeoutMs")?,
         command_timeout_ms: args::opt_number(&args::prop(&o, "commandTimeoutMs")?, "commandTimeoutMs")?,
@@ -52,8 +61,8 @@ impl Flowguard {
         promise(env, async move { Ok(Flowguard { client: Client::open(opts?).await? }) })
     }
 
-    /// `embedded` or `redis`.
-    #[napi(getter, ts_return_type = "'embedded' | 'redis'")]
+    /// `embedded` (in memory), `durable` (the embedded store in a file) or `redis`.
+    #[napi(getter, ts_return_type = "'embedded' | 'durable' | 'redis'")]
     pub fn backend(&self) -> &'static str {
         self.client.kind()
     }

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use crate::backend::durable::Durability;
 use crate::backend::{self, Backend};
 use crate::error::Result;
 use crate::keys::{Keys, DEFAULT_PREFIX};
@@ -19,6 +20,11 @@ pub const DEFAULT_RETENTION_MS: u64 = 30 * 24 * 3600 * 1000;
 pub struct OpenOptions {
     /// `redis://[user:password@]host[:port][/db]` or `rediss://…` for TLS. None: the embedded store.
     pub url: Option<String>,
+    /// A file for the durable embedded store (created when absent): state survives restarts and
+    /// crashes, and processes that open the same file share it. None (and no URL): in memory.
+    pub path: Option<String>,
+    /// `process` (default: a resolved call survives kill -9) or `fsync` (also a power loss).
+    pub durability: Option<String>,
     /// Prefix of every key (and namespace of the embedded store). Default `fg:`.
     pub prefix: Option<String>,
     pub connect_timeout_ms: Option<f64>,
@@ -35,6 +41,9 @@ pub struct Config {
     pub connect_timeout_ms: u64,
     pub command_timeout_ms: u64,
     pub retention_ms: u64,
+    /// The durable store's file.
+    pub path: Option<String>,
+    pub durability: Durability,
 }
 
 #[derive(Clone)]
@@ -48,7 +57,8 @@ struct Inner {
 }
 
 impl Client {
-    /// Opens a client. Without a URL it uses the process-wide embedded store; with one it connects
+    /// Opens a client. Without a URL it uses the process-wide embedded store (in memory, or the
+    /// durable store in `path`); with one it connects
     /// to Redis (reusing a pooled connection for the same URL and timeouts) and fails within the
     /// connect timeout when Redis cannot be reached.
     pub async fn open(opts: OpenOptions) -> Result<Client> {
@@ -65,6 +75,11 @@ impl Client {
             connect_timeout_ms: ms("connectTimeoutMs", opts.connect_timeout_ms, DEFAULT_CONNECT_TIMEOUT_MS)?,
             command_timeout_ms: ms("commandTimeoutMs", opts.command_timeout_ms, DEFAULT_COMMAND_TIMEOUT_MS)?,
             retention_ms: ms("retentionMs", opts.retention_ms, DEFAULT_RETENTION_MS)?,
+            path: durable_path(&opts)?,
+            durability: match opts.durability.as_deref() {
+                Some(d) => Durability::parse(d)?,
+                None => Durability::default(),
+            },
         };
         let backend = backend::open(opts.url.as_deref(), &config).await?;
         Ok(Client { inner: Arc::new(Inner { backend, config }) })
@@ -78,8 +93,21 @@ impl Client {
         &self.inner.config
     }
 
-    /// `embedded` or `redis`.
+    /// `embedded`, `durable` or `redis`.
     pub fn kind(&self) -> &'static str {
         self.inner.backend.kind()
+    }
+}
+
+/// The durable store's path, checked: not empty, and not together with a Redis URL.
+fn durable_path(opts: &OpenOptions) -> Result<Option<String>> {
+    match (&opts.path, &opts.url) {
+        (Some(_), Some(_)) => Err(crate::Error::invalid(
+            "give either url (Redis) or path (the durable embedded store), not both",
+        )),
+        (Some(p), None) if p.is_empty() || p.contains('\0') => {
+            Err(crate::Error::invalid("path must be a non-empty file path without NUL characters"))
+        }
+        (p, _) => Ok(p.clone()),
     }
 }

@@ -1,5 +1,7 @@
-//! The two backends behind one interface: the in-process embedded store and Redis.
+//! The backends behind one interface: the in-process embedded store (in memory, or durable in a
+//! file) and Redis.
 
+pub mod durable;
 pub mod embedded;
 pub mod redis;
 
@@ -29,13 +31,17 @@ pub(crate) fn guard<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 pub enum Backend {
     Embedded(embedded::Embedded),
+    Durable(durable::Durable),
     Redis(redis::RedisStore),
 }
 
 pub async fn open(url: Option<&str>, config: &Config) -> Result<Backend> {
-    match url {
-        None => Ok(Backend::Embedded(embedded::Embedded::open(config.keys.prefix()))),
-        Some(url) => Ok(Backend::Redis(redis::RedisStore::open(url, config).await?)),
+    match (url, &config.path) {
+        (None, None) => Ok(Backend::Embedded(embedded::Embedded::open(config.keys.prefix()))),
+        (None, Some(path)) => {
+            Ok(Backend::Durable(durable::Durable::open(path, config.keys.prefix(), config.durability)?))
+        }
+        (Some(url), _) => Ok(Backend::Redis(redis::RedisStore::open(url, config).await?)),
     }
 }
 
@@ -43,6 +49,7 @@ impl Backend {
     pub fn kind(&self) -> &'static str {
         match self {
             Backend::Embedded(_) => "embedded",
+            Backend::Durable(_) => "durable",
             Backend::Redis(_) => "redis",
         }
     }
@@ -54,6 +61,7 @@ macro_rules! forward {
         async move {
             match $self {
                 Backend::Embedded(b) => b.$method($($arg),*).await,
+                Backend::Durable(b) => b.$method($($arg),*).await,
                 Backend::Redis(b) => b.$method($($arg),*).await,
             }
         }

@@ -14,8 +14,10 @@ pub(crate) use crate::backend::guard;
 
 pub use lock::LockTable;
 pub use queue::QueueTable;
+pub(crate) use state::integer;
 pub use state::StateTable;
 pub use tracker::TrackerTable;
+pub(crate) use tracker::{finish, fresh, page, take};
 
 /// Milliseconds since the Unix epoch by this process's clock.
 pub fn now_ms() -> i64 {
