@@ -53,6 +53,22 @@ export function backends() {
   }))
 }
 
+/** Backends that several processes can share, for the multi-process suites (crash,
+ * contention): the durable store (one fresh file) and Redis when REDIS_URL is set. `env` is what
+ * the fixture processes need (they open with `openFromEnv`). */
+export function sharedTargets(tag) {
+  const path = join(durableFolder(), `${tag}-${randomBytes(4).toString('hex')}.db`)
+  return [
+    { name: 'durable', skip: false, env: { FG_PATH: path }, open: (prefix) => Flowguard.open({ path, prefix }) },
+    {
+      name: 'redis',
+      skip: !process.env.REDIS_URL && 'REDIS_URL not set',
+      env: {},
+      open: (prefix) => Flowguard.open({ url: process.env.REDIS_URL, prefix }),
+    },
+  ]
+}
+
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 
 /** Resolves to the error a promise rejects with (fails if it resolves). */
