@@ -13,6 +13,9 @@ use crate::queue::{
     ShardSize,
 };
 
+/// A claim: (deadline, owner, due time of an enqueue made while claimed).
+type ClaimRow = (i64, String, Option<i64>);
+
 /// One shard of one queue in one namespace, inside a transaction.
 struct Shard<'a> {
     c: &'a Connection,
@@ -43,8 +46,8 @@ impl Shard<'_> {
             .optional()?)
     }
 
-    /// The claim of `id`: (deadline, owner, due time of an enqueue made while claimed).
-    fn claim_of(&self, id: &str) -> Sql<Option<(i64, String, Option<i64>)>> {
+    /// The claim of `id`.
+    fn claim_of(&self, id: &str) -> Sql<Option<ClaimRow>> {
         Ok(self
             .c
             .prepare_cached(

@@ -116,3 +116,78 @@ fn check_or_create(conn: &Connection, path: &Path) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::durable::{Durability, Durable};
+
+    fn temp(name: &str) -> std::path::PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("fg-schema-{}-{}", std::process::id(), rand::random::<u32>()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join(name)
+    }
+
+    fn open_err(path: &Path) -> Error {
+        match Durable::open(path.to_str().unwrap(), "fg:", Durability::Process) {
+            Ok(_) => panic!("{} opened", path.display()),
+            Err(e) => e,
+        }
+    }
+
+    #[test]
+    fn a_new_file_gets_the_layout_and_reopens() {
+        let path = temp("new.db");
+        Durable::open(path.to_str().unwrap(), "fg:", Durability::Process).unwrap();
+        let c = Connection::open(&path).unwrap();
+        let v: i64 = c.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
+        let app: i64 = c.pragma_query_value(None, "application_id", |r| r.get(0)).unwrap();
+        assert_eq!((v, app), (VERSION, APPLICATION_ID));
+        drop(c);
+        check_or_create(&open(&path).unwrap(), &path).unwrap();
+    }
+
+    #[test]
+    fn a_file_of_a_newer_layout_is_refused_and_left_alone() {
+        let path = temp("newer.db");
+        drop(open(&path).unwrap());
+        let c = Connection::open(&path).unwrap();
+        c.pragma_update(None, "user_version", VERSION + 1).unwrap();
+        drop(c);
+        let e = open_err(&path);
+        assert_eq!(e.code, ErrorCode::Unsupported, "{e}");
+        assert!(e.message.contains(&path.display().to_string()), "{e}");
+        let c = Connection::open(&path).unwrap();
+        let v: i64 = c.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
+        assert_eq!(v, VERSION + 1);
+    }
+
+    #[test]
+    fn another_programs_database_is_refused_and_left_alone() {
+        let path = temp("other.db");
+        let c = Connection::open(&path).unwrap();
+        c.execute_batch("CREATE TABLE execution_entity(id INTEGER PRIMARY KEY)").unwrap();
+        drop(c);
+        let e = open_err(&path);
+        assert_eq!(e.code, ErrorCode::Storage, "{e}");
+        assert!(e.message.contains("another program"), "{e}");
+        let c = Connection::open(&path).unwrap();
+        let n: i64 = c.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0)).unwrap();
+        assert_eq!(n, 1, "no table was added");
+    }
+
+    #[test]
+    fn a_corrupt_file_and_a_missing_directory_are_coded_errors_naming_the_path() {
+        let path = temp("corrupt.db");
+        std::fs::write(&path, vec![0x5a; 8192]).unwrap();
+        let e = open_err(&path);
+        assert_eq!(e.code, ErrorCode::Storage, "{e}");
+        assert!(e.message.contains(&path.display().to_string()) && e.message.contains("corrupt"), "{e}");
+
+        let path = temp("x").with_file_name("no-such-dir").join("state.db");
+        let e = open_err(&path);
+        assert_eq!(e.code, ErrorCode::Storage, "{e}");
+        assert!(e.message.contains(&path.display().to_string()), "{e}");
+    }
+}

@@ -31,8 +31,11 @@ fn put(c: &Connection, ns: &str, key: &str, json: &str, exp: Option<i64>, now: i
     Ok(())
 }
 
-/// The live idempotency key: (owner while pending, result when done, expiry).
-fn idem(c: &Connection, ns: &str, key: &str, now: i64) -> Sql<Option<(Option<String>, Option<String>, i64)>> {
+/// An idempotency key: (owner while pending, result when done, expiry).
+type IdemRow = (Option<String>, Option<String>, i64);
+
+/// The live idempotency key.
+fn idem(c: &Connection, ns: &str, key: &str, now: i64) -> Sql<Option<IdemRow>> {
     Ok(c.prepare_cached("SELECT owner, result, exp FROM idem WHERE ns = ?1 AND key = ?2 AND exp > ?3")?
         .query_row(params![ns, key, now], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
         .optional()?)
