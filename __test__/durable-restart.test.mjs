@@ -103,21 +103,36 @@ test('crash: processes SIGKILLed mid-call; every call that resolved survives, le
   for (const id of done) assert.ok(!redone.includes(id), `completed ${id} is not claimed again`)
   // Queue: every id enqueued and not acked is delivered now (claims of the dead ran out), and no
   // acked id comes back.
+  // The one exception: ids of the last batch a child read, whose ack may have committed just
+  // before the kill, without its log line.
+  const lastRead = new Map()
+  for (const l of lines) if (l[0] === 'R') lastRead.set(l[1], (l[2] || '').split(',').filter(Boolean))
+  const inFlight = new Set([...lastRead.values()].flat())
   const batch = await fg.readBatch('jobs', { limit: 10_000 })
   const delivered = new Set(batch.ids)
   for (const id of enqueued) {
     if (acked.has(id)) assert.ok(!delivered.has(id), `acked ${id} not delivered again`)
-    else assert.ok(delivered.has(id), `enqueued ${id} survived and is delivered`)
+    else assert.ok(delivered.has(id) || inFlight.has(id), `enqueued ${id} survived and is delivered`)
   }
-  console.log(`# durable crash: ${ROUNDS} kills, ${claimed.length} claims (${done.size} completed) and ${enqueued.length} enqueues resolved before them, all there; ${redone.length} items redone`)
+  const ackedUnlogged = enqueued.filter((id) => !acked.has(id) && !delivered.has(id)).length
+  console.log(`# durable crash: ${ROUNDS} kills, ${claimed.length} claims (${done.size} completed) and ${enqueued.length} enqueues resolved before them, all there; ${redone.length} items redone; ${ackedUnlogged} ids acked by a call the kill cut before its log line`)
 })
 
 test('two processes hammering one file: no id is claimed by both', { timeout: 120_000 }, async () => {
   const IDS = LONG ? 5000 : 1000
-  const env = { FG_PATH: file('hammer'), FG_PREFIX: freshPrefix('hammer'), MODE: 'hammer', IDS: String(IDS), GO_AT: String(Date.now() + 3000) }
-  const [a, b] = await Promise.all([child(env), child(env)])
-  const mineA = JSON.parse(a.out)
-  const mineB = JSON.parse(b.out)
+  const env = { ...process.env, FG_PATH: file('hammer'), FG_PREFIX: freshPrefix('hammer'), MODE: 'hammer', IDS: String(IDS) }
+  const procs = [0, 1].map(() => spawn(process.execPath, [join(here, 'fixtures/durable-child.mjs')], { env, stdio: ['pipe', 'pipe', 'inherit'] }))
+  const outs = procs.map((p) => {
+    let out = ''
+    p.stdout.on('data', (d) => (out += d))
+    const ready = new Promise((r) => p.stdout.on('data', () => out.startsWith('ready\n') && r()))
+    const done = new Promise((r, j) => p.on('exit', (code) => (code === 0 ? r(out.slice('ready\n'.length)) : j(new Error(`hammer child exited ${code}`)))))
+    return { ready, done }
+  })
+  // Both have opened the file: start them at once, so their claims race.
+  await Promise.all(outs.map((o) => o.ready))
+  for (const p of procs) p.stdin.write('go\n')
+  const [mineA, mineB] = (await Promise.all(outs.map((o) => o.done))).map((o) => JSON.parse(o))
   const both = mineA.filter((id) => new Set(mineB).has(id))
   assert.deepEqual(both, [], 'ids claimed by both processes')
   assert.equal(mineA.length + mineB.length, IDS, 'every id claimed once')
