@@ -39,10 +39,18 @@ test('a path in a missing directory: ERR_STORAGE naming it', async () => {
   assertStorage(await rejection(Flowguard.open({ path })), path, /directory/)
 })
 
-test('url and path together, an empty path, an unknown durability: ERR_INVALID_ARGUMENT', async () => {
-  for (const opts of [{ url: 'redis://127.0.0.1:1', path: 'x.db' }, { path: '' }, { path: join(durableFolder(), 'd.db'), durability: 'sometimes' }]) {
+test('url and path together, an empty path, an unknown durability, a misspelt option: ERR_INVALID_ARGUMENT naming it', async () => {
+  const path = join(durableFolder(), 'd.db')
+  const cases = [
+    [{ url: 'redis://127.0.0.1:1', path: 'x.db' }, /^path cannot be given with url/],
+    [{ path: '' }, /^path must be a non-empty file path/],
+    [{ path, durability: 'sometimes' }, /^options\.durability must be 'process' or 'fsync', got "sometimes"/],
+    [{ path, durabilty: 'fsync' }, /unknown option "durabilty"/],
+  ]
+  for (const [opts, message] of cases) {
     const e = await rejection(Flowguard.open(opts))
     assert.equal(e.code, 'ERR_INVALID_ARGUMENT', e.message)
+    assert.match(e.message, message)
   }
 })
 
