@@ -21,12 +21,13 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
  */
 export declare class Flowguard {
   /**
-   * Opens a client: the embedded store when `options.url` is omitted, else Redis (connecting
-   * now, and failing within the connect timeout when it cannot be reached).
+   * Opens a client: Redis with `options.url` (connecting now, and failing within the connect
+   * timeout when it cannot be reached), the durable embedded store in file `options.path`, else
+   * the in-memory embedded store.
    */
   static open(options?: Arg<OpenOptions> | undefined | null): Promise<Flowguard>
-  /** `embedded` or `redis`. */
-  get backend(): 'embedded' | 'redis'
+  /** `embedded` (in memory), `durable` (the embedded store in a file) or `redis`. */
+  get backend(): 'embedded' | 'durable' | 'redis'
   /** The key prefix. */
   get prefix(): string
   /**
@@ -319,6 +320,17 @@ export interface OpenOptions {
    * in-process store (one per process, shared by every client with the same prefix).
    */
   url?: string
+  /**
+   * A file for the durable embedded store (created when absent; not with `url`): items, locks,
+   * queued ids and values survive a restart or crash of the process, and processes that open
+   * the same file share them. Omitted (and no `url`): the in-memory store.
+   */
+  path?: string
+  /**
+   * What a resolved call of the durable store survives: `'process'` (default; a crash of the
+   * process, kill -9) or `'fsync'` (also a power loss: every write is flushed to the disk).
+   */
+  durability?: 'process' | 'fsync'
   /** Prefix of every key. Default `fg:`. May not contain `{` or `}`. */
   prefix?: string
   /** Connect timeout to Redis in ms. Default 2000. */

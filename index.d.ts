@@ -65,8 +65,9 @@ export declare class Flowguard {
   /** Not public: use `Flowguard.open`. */
   private constructor()
   /**
-   * Opens a client: the embedded store when `options.url` is omitted, else Redis (connecting
-   * now, and failing within the connect timeout when it cannot be reached).
+   * Opens a client: Redis with `options.url` (connecting now, and failing within the connect
+   * timeout when it cannot be reached), the durable embedded store in file `options.path`, else
+   * the in-memory embedded store.
    */
   static open(options?: OpenOptions): Promise<Flowguard>
   /**

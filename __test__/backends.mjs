@@ -1,7 +1,10 @@
 // Which backends the JS suites run on. The embedded store always; Redis when REDIS_URL is set
 // (scripts/test.mjs starts a throwaway redis-server and sets it). In CI a missing Redis fails.
 import { createRequire } from 'node:module'
-import { randomBytes } from 'node:crypto'
+import { randomBytes, createHash } from 'node:crypto'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 
 const require = createRequire(import.meta.url)
 export const { Flowguard } = require('../index.js')
@@ -15,15 +18,55 @@ export function freshPrefix(tag = 't') {
   return `test:${tag}:${randomBytes(6).toString('hex')}:`
 }
 
-/** [{ name, open(extraOptions) }] for every available backend. */
+let durableDir
+/** A folder of this process for durable store files, removed when the process exits. */
+export function durableFolder() {
+  if (!durableDir) {
+    durableDir = mkdtempSync(join(tmpdir(), 'fg-durable-'))
+    process.on('exit', () => rmSync(durableDir, { recursive: true, force: true }))
+  }
+  return durableDir
+}
+
+/** The durable store file of a prefix: clients opened with the same prefix share it, as they
+ * share the in-memory store. */
+export function durablePath(prefix) {
+  return join(durableFolder(), createHash('sha256').update(prefix).digest('hex').slice(0, 16) + '.db')
+}
+
+/** [{ name, open(extraOptions) }] for every available backend: the in-memory embedded store,
+ * the durable one (a file per prefix), and Redis when REDIS_URL is set. */
 export function backends() {
-  const list = [{ name: 'embedded', url: undefined }]
+  const list = [
+    { name: 'embedded', url: undefined },
+    { name: 'durable', url: undefined },
+  ]
   if (process.env.REDIS_URL) list.push({ name: 'redis', url: process.env.REDIS_URL })
   return list.map((b) => ({
     name: b.name,
     url: b.url,
-    open: (extra = {}) => Flowguard.open({ url: b.url, prefix: freshPrefix(b.name), ...extra }),
+    open: (extra = {}) => {
+      const opts = { url: b.url, prefix: freshPrefix(b.name), ...extra }
+      if (b.name === 'durable') opts.path ??= durablePath(opts.prefix)
+      return Flowguard.open(opts)
+    },
   }))
+}
+
+/** Backends that several processes can share, for the multi-process suites (crash,
+ * contention): the durable store (one fresh file) and Redis when REDIS_URL is set. `env` is what
+ * the fixture processes need (they open with `openFromEnv`). */
+export function sharedTargets(tag) {
+  const path = join(durableFolder(), `${tag}-${randomBytes(4).toString('hex')}.db`)
+  return [
+    { name: 'durable', skip: false, env: { FG_PATH: path }, open: (prefix) => Flowguard.open({ path, prefix }) },
+    {
+      name: 'redis',
+      skip: !process.env.REDIS_URL && 'REDIS_URL not set',
+      env: {},
+      open: (prefix) => Flowguard.open({ url: process.env.REDIS_URL, prefix }),
+    },
+  ]
 }
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms))

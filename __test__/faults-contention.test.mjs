@@ -1,4 +1,5 @@
-// Contention: P processes × N acquire/work/release cycles on one lock through Redis. Each appends
+// Contention: P processes × N acquire/work/release cycles on one lock through Redis, and through
+// one durable store file. Each appends
 // (fencing token, start, end) to one shared log and bumps a shared counter file non-atomically.
 // Asserts: no two holds overlap, fencing tokens strictly increase in hold order, no lost update.
 // CI size: 8 × 1,000 (measured here: 8 × 500 in 9.6 s, 8 × 2,000 in 30.5 s, with a build running
@@ -10,7 +11,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { freshPrefix } from './backends.mjs'
+import { freshPrefix, sharedTargets } from './backends.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const LONG = process.env.FLOWGUARD_LONG === '1'
@@ -29,10 +30,11 @@ function runWorker(env) {
   })
 }
 
-test(`contention: ${PROCS} processes × ${CYCLES} cycles on one lock`, { skip: !process.env.REDIS_URL && 'REDIS_URL not set', timeout: LONG ? 600_000 : 120_000 }, async () => {
+for (const target of sharedTargets('contention')) test(`contention on ${target.name}: ${PROCS} processes × ${CYCLES} cycles on one lock`, { skip: target.skip, timeout: LONG ? 600_000 : 120_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'fg-contention-'))
   try {
     const env = {
+      ...target.env,
       FG_PREFIX: freshPrefix('contention'),
       LOCK_NAME: 'shared:{lock}',
       CYCLES: String(CYCLES),

@@ -1,4 +1,4 @@
-// Crashes: workers SIGKILLed while holding item claims, the lock and Dedup Queue batches. After
+// Crashes (on Redis and on the durable store, where the workers share one file): workers SIGKILLed while holding item claims, the lock and Dedup Queue batches. After
 // the lease (visibility timeout) every item and id is processed (completed / acked exactly once),
 // none is lost, none is held by two live owners at once, and fencing tokens strictly increase.
 import { test } from 'node:test'
@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { Flowguard, freshPrefix } from './backends.mjs'
+import { freshPrefix, sharedTargets } from './backends.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const LONG = process.env.FLOWGUARD_LONG === '1'
@@ -18,10 +18,11 @@ const KILLS = LONG ? 20 : 6
 const ITEM_LEASE_MS = 1500
 const LOCK_LEASE_MS = 1000
 
-test(`crashes: ${KILLS} SIGKILLs among ${WORKERS} workers holding the lock, item claims and queue batches (${ITEMS} items)`, { skip: !process.env.REDIS_URL && 'REDIS_URL not set', timeout: LONG ? 600_000 : 120_000 }, async () => {
+for (const target of sharedTargets('crash')) test(`crashes on ${target.name}: ${KILLS} SIGKILLs among ${WORKERS} workers holding the lock, item claims and queue batches (${ITEMS} items)`, { skip: target.skip, timeout: LONG ? 600_000 : 120_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'fg-crash-'))
   const env = {
     ...process.env,
+    ...target.env,
     FG_PREFIX: freshPrefix('crash'),
     GROUP: 'batch:{crash}',
     ITEMS: String(ITEMS),
@@ -31,7 +32,7 @@ test(`crashes: ${KILLS} SIGKILLs among ${WORKERS} workers holding the lock, item
   }
   writeFileSync(env.LOG, '')
   // The Dedup Queue part runs once the queue exists in this build (it landed beside this suite).
-  const probe = await Flowguard.open({ url: process.env.REDIS_URL, prefix: env.FG_PREFIX })
+  const probe = await target.open(env.FG_PREFIX)
   const QUEUE_IDS = typeof probe.enqueue === 'function' ? ITEMS : 0
   if (QUEUE_IDS) {
     env.QUEUE = 'jobs:{crash}'
@@ -81,7 +82,7 @@ test(`crashes: ${KILLS} SIGKILLs among ${WORKERS} workers holding the lock, item
     assert.ok(lockKills >= 1 && claimKills >= 1, `killed while holding the lock ${lockKills}×, claims ${claimKills}×`)
     if (QUEUE_IDS) assert.ok(queueKills >= 1, `killed while holding a queue batch ${queueKills}×`)
 
-    const fg = await Flowguard.open({ url: process.env.REDIS_URL, prefix: env.FG_PREFIX })
+    const fg = await target.open(env.FG_PREFIX)
     const { counts } = await fg.listItems(env.GROUP, { limit: 1 })
     assert.equal(counts.completed, ITEMS, 'every item completed')
     assert.equal(counts.total, ITEMS, 'no other state left')

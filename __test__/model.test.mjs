@@ -1,8 +1,8 @@
 // The executable spec: seeded random sequences of calls on every pattern, with hostile and
-// invalid names, run step by step against the embedded store and Redis; every result and error
-// code must agree once what legitimately differs is normalised (owner tokens, clock readings:
-// see model/normalise.mjs). On a mismatch the failing sequence is shrunk and printed as code,
-// with the seed to run it again.
+// invalid names, run step by step against the embedded store (in memory and durable) and Redis;
+// every result and error code must agree once what legitimately differs is normalised (owner
+// tokens, clock readings: see model/normalise.mjs). On a mismatch the failing sequence is shrunk
+// and printed as code, with the seed to run it again.
 //
 // FLOWGUARD_MODEL_STEPS (default 3000) steps in sequences of 500, each on fresh prefixes, with
 // seeds FLOWGUARD_MODEL_SEED (default random), +1, +2, …
@@ -18,7 +18,7 @@ const steps = Number(process.env.FLOWGUARD_MODEL_STEPS || 3000)
 const first = process.env.FLOWGUARD_MODEL_SEED !== undefined ? Number(process.env.FLOWGUARD_MODEL_SEED) >>> 0 : randomInt(2 ** 31)
 const PER_SEQUENCE = 500
 
-test('model: the embedded store and Redis agree on every result and error', { skip: url ? false : 'needs REDIS_URL', timeout: 3600_000 }, async (t) => {
+test('model: the embedded store (in memory and durable) and Redis agree on every result and error', { skip: url ? false : 'needs REDIS_URL', timeout: 3600_000 }, async (t) => {
   let done = 0
   const stats = new Map()
   for (let i = 0; done < steps; i++) {

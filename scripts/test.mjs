@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // Every test: builds the addon (incremental), starts a throwaway redis-server on a free loopback
-// port unless REDIS_URL is set, then runs the Rust suites (embedded + Redis), the Node suites
-// (both backends), the lock and tracker suites under Bun and Deno (the devDependencies `bun` and
-// `deno`: runtimes without Node's libuv), when present the n8n end-to-end suite, and the install
+// port unless REDIS_URL is set, then runs the Rust suites (embedded, durable, Redis), the Node
+// suites (the same three), the lock and tracker suites under Bun and Deno (the devDependencies `bun`
+// and `deno`: runtimes without Node's libuv), when present the n8n end-to-end suite, and the install
 // proof (packed packages installed into a fresh n8n from a local registry). Prints one closing line:
 // "flowguard tests: N passed, M failed".
 import { spawn, spawnSync } from 'node:child_process'

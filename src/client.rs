@@ -1,11 +1,14 @@
 //! The `Flowguard` class: opening a client.
 
+use std::path::PathBuf;
+
 use napi::bindgen_prelude::*;
 use napi::Env;
 use napi_derive::napi;
 
 use super::from_js::{js_input, opt, opt_ms, Arg, Field};
 use super::promise;
+use flowguard_core::backend::durable::Durability;
 use flowguard_core::client::{Client, OpenOptions as CoreOpenOptions};
 
 /// Options of `Flowguard.open`. An option name it does not know is refused
@@ -15,6 +18,14 @@ pub struct OpenOptions {
     /// `redis://[user:password@]host[:port][/db]`, or `rediss://…` for TLS. Omitted: the embedded
     /// in-process store (one per process, shared by every client with the same prefix).
     pub url: Option<String>,
+    /// A file for the durable embedded store (created when absent; not with `url`): items, locks,
+    /// queued ids and values survive a restart or crash of the process, and processes that open
+    /// the same file share them. Omitted (and no `url`): the in-memory store.
+    pub path: Option<String>,
+    /// What a resolved call of the durable store survives: `'process'` (default; a crash of the
+    /// process, kill -9) or `'fsync'` (also a power loss: every write is flushed to the disk).
+    #[napi(ts_type = "'process' | 'fsync'")]
+    pub durability: Option<String>,
     /// Prefix of every key. Default `fg:`. May not contain `{` or `}`.
     pub prefix: Option<String>,
     /// Connect timeout to Redis in ms. Default 2000.
@@ -25,13 +36,15 @@ pub struct OpenOptions {
     pub retention_ms: Option<f64>,
 }
 
-js_input!(OpenOptions { url = "url", prefix = "prefix", connect_timeout_ms = "connectTimeoutMs", command_timeout_ms = "commandTimeoutMs", retention_ms = "retentionMs" });
+js_input!(OpenOptions { url = "url", path = "path", durability = "durability", prefix = "prefix", connect_timeout_ms = "connectTimeoutMs", command_timeout_ms = "commandTimeoutMs", retention_ms = "retentionMs" });
 
 impl OpenOptions {
     fn into_core(self) -> flowguard_core::Result<CoreOpenOptions> {
         let at = |name| Field("options", name);
         Ok(CoreOpenOptions {
             url: self.url,
+            path: self.path.map(PathBuf::from),
+            durability: self.durability.map(|d| Durability::parse(at("durability"), &d)).transpose()?,
             prefix: self.prefix,
             connect_timeout: opt_ms(at("connectTimeoutMs"), self.connect_timeout_ms)?,
             command_timeout: opt_ms(at("commandTimeoutMs"), self.command_timeout_ms)?,
@@ -49,8 +62,9 @@ pub struct Flowguard {
 
 #[napi]
 impl Flowguard {
-    /// Opens a client: the embedded store when `options.url` is omitted, else Redis (connecting
-    /// now, and failing within the connect timeout when it cannot be reached).
+    /// Opens a client: Redis with `options.url` (connecting now, and failing within the connect
+    /// timeout when it cannot be reached), the durable embedded store in file `options.path`, else
+    /// the in-memory embedded store.
     #[napi]
     pub fn open<'e>(
         env: &'e Env,
@@ -60,8 +74,8 @@ impl Flowguard {
         promise(env, async move { Ok(Flowguard { client: Client::open(opts?.unwrap_or_default()).await? }) })
     }
 
-    /// `embedded` or `redis`.
-    #[napi(getter, ts_return_type = "'embedded' | 'redis'")]
+    /// `embedded` (in memory), `durable` (the embedded store in a file) or `redis`.
+    #[napi(getter, ts_return_type = "'embedded' | 'durable' | 'redis'")]
     pub fn backend(&self) -> &'static str {
         self.client.kind()
     }

@@ -1,22 +1,29 @@
-// The model test's runner: runs a generated sequence step by step against the embedded store
-// and Redis, compares the normalised results, shrinks a failing sequence and prints it as code.
+// The model test's runner: runs a generated sequence step by step against the embedded store (in
+// memory and durable in a file) and Redis, compares the normalised results, shrinks a failing
+// sequence and prints it as code.
 import { setTimeout as sleep } from 'node:timers/promises'
 import { performance } from 'node:perf_hooks'
-import { Flowguard, freshPrefix } from '../backends.mjs'
+import { Flowguard, durablePath, freshPrefix } from '../backends.mjs'
 import { BOGUS_TOKEN, RETENTION, SHORT_RETENTION } from './generate.mjs'
 import { Side, canon, same } from './normalise.mjs'
 
 /** The documented error codes (README, Errors); ERR_INTERNAL is documented as a bug. */
 const CODES = new Set(['ERR_INVALID_ARGUMENT', 'ERR_REDIS_UNAVAILABLE', 'ERR_REDIS_AUTH', 'ERR_REDIS', 'ERR_TIMEOUT', 'ERR_NOT_OWNER', 'ERR_LOCK_LOST'])
 
+/** The backends a sequence runs on, in the order their results are compared and printed. */
+const SIDES = ['embedded', 'durable', 'redis']
+
 async function openSides(url) {
-  const side = async (name, u) => {
+  const side = async (name) => {
     const prefix = freshPrefix('model')
-    const s = new Side(name, await Flowguard.open({ url: u, prefix, retentionMs: RETENTION }))
-    s.clients = { shortRetention: await Flowguard.open({ url: u, prefix, retentionMs: SHORT_RETENTION }) }
+    const where = name === 'redis' ? { url } : name === 'durable' ? { path: durablePath(prefix) } : {}
+    const s = new Side(name, await Flowguard.open({ ...where, prefix, retentionMs: RETENTION }))
+    s.clients = { shortRetention: await Flowguard.open({ ...where, prefix, retentionMs: SHORT_RETENTION }) }
     return s
   }
-  return [await side('embedded', undefined), await side('redis', url)]
+  const sides = []
+  for (const name of SIDES) sides.push(await side(name))
+  return sides
 }
 
 /** What once()'s function throws: passed on as it is, so it has no code of flowguard's. */
@@ -93,8 +100,8 @@ async function runStep(side, step, pos, abs) {
 }
 
 /**
- * Runs `seq`; resolves to null when both backends agree on every step, else to the failure:
- * { pos, step, results: [embedded, redis], why }.
+ * Runs `seq`; resolves to null when every backend agrees with the embedded store on every step,
+ * else to the failure: { pos, step, results (in the order of SIDES), why }.
  */
 export async function execute(seq, url, stats) {
   const sides = await openSides(url)
@@ -120,7 +127,7 @@ export async function execute(seq, url, stats) {
     }
     const bad = results.find((r) => r.error !== undefined && !CODES.has(r.error) && !r.error.startsWith('fn failed'))
     if (bad) return { pos, step, results, why: `an error without a documented code: ${bad.error}` }
-    if (!same(results[0], results[1])) return { pos, step, results, why: 'the backends disagree', sides }
+    if (!results.every((r) => same(results[0], r))) return { pos, step, results, why: 'the backends disagree', sides }
   }
   return null
 }
@@ -179,7 +186,7 @@ function js(v) {
   return JSON.stringify(v)
 }
 
-/** The sequence as code, one call per line, and both results of the failing step. */
+/** The sequence as code, one call per line, and every backend's result of the failing step. */
 export function describe(seq, failure) {
   const lines = seq.map((s, pos) =>
     s.op === 'wait' ? `  /* ${pos} */ await sleep(${s.args[0]})` : `  /* ${pos}, step ${s.id} */ await ${s.client ? 'fgShortRetention' : 'fg'}.${s.op}(${s.args.map(js).join(', ')})`,
@@ -189,7 +196,6 @@ export function describe(seq, failure) {
     `  // on each backend: fg = await Flowguard.open({ url, prefix, retentionMs: ${RETENTION} }),`,
     `  // fgShortRetention = await Flowguard.open({ url, prefix, retentionMs: ${SHORT_RETENTION} }) (same prefix)`,
     ...lines,
-    `  embedded: ${canon(failure.results[0])}`,
-    `  redis:    ${canon(failure.results[1])}`,
+    ...SIDES.map((name, i) => `  ${`${name}:`.padEnd(10)}${canon(failure.results[i])}`),
   ].join('\n')
 }

@@ -1,10 +1,12 @@
 //! The entry point: a client bound to one backend and its settings.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::backend::durable::Durability;
 use crate::backend::{self, Backend};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::keys::{Keys, DEFAULT_PREFIX};
 use crate::validate;
 
@@ -20,6 +22,11 @@ pub const DEFAULT_RETENTION_MS: u64 = 30 * 24 * 3600 * 1000;
 pub struct OpenOptions {
     /// `redis://[user:password@]host[:port][/db]` or `rediss://…` for TLS. None: the embedded store.
     pub url: Option<String>,
+    /// A file for the durable embedded store (created when absent): state survives restarts and
+    /// crashes, and processes that open the same file share it. None (and no URL): in memory.
+    pub path: Option<PathBuf>,
+    /// What a resolved call of the durable store survives. Default [`Durability::Process`].
+    pub durability: Option<Durability>,
     /// Prefix of every key (and namespace of the embedded store). Default `fg:`.
     pub prefix: Option<String>,
     /// Connect timeout to Redis. Default 2 s.
@@ -38,6 +45,9 @@ pub struct Config {
     pub connect_timeout_ms: u64,
     pub command_timeout_ms: u64,
     pub retention_ms: u64,
+    /// The durable store's file.
+    pub path: Option<PathBuf>,
+    pub durability: Durability,
 }
 
 #[derive(Clone)]
@@ -51,7 +61,8 @@ struct Inner {
 }
 
 impl Client {
-    /// Opens a client. Without a URL it uses the process-wide embedded store; with one it connects
+    /// Opens a client. Without a URL it uses the process-wide embedded store (in memory, or the
+    /// durable store in `path`); with one it connects
     /// to Redis (reusing a pooled connection for the same URL and timeouts) and fails within the
     /// connect timeout when Redis cannot be reached.
     pub async fn open(opts: OpenOptions) -> Result<Client> {
@@ -70,6 +81,8 @@ impl Client {
                 DEFAULT_COMMAND_TIMEOUT_MS,
             )?,
             retention_ms: validate::duration_or("retention", opts.retention, DEFAULT_RETENTION_MS)?,
+            path: durable_path(&opts)?,
+            durability: opts.durability.unwrap_or_default(),
         };
         let backend = backend::open(opts.url.as_deref(), &config).await?;
         Ok(Client { inner: Arc::new(Inner { backend, config }) })
@@ -83,8 +96,22 @@ impl Client {
         &self.inner.config
     }
 
-    /// `embedded` or `redis`.
+    /// `embedded`, `durable` or `redis`.
     pub fn kind(&self) -> &'static str {
         self.inner.backend.kind()
+    }
+}
+
+/// The durable store's path, checked: not empty, and not together with a Redis URL.
+fn durable_path(opts: &OpenOptions) -> Result<Option<PathBuf>> {
+    match (&opts.path, &opts.url) {
+        (Some(_), Some(_)) => Err(Error::invalid_at(
+            "path",
+            "cannot be given with url: give either url (Redis) or path (the durable embedded store)",
+        )),
+        (Some(p), None) if p.as_os_str().is_empty() || p.as_os_str().as_encoded_bytes().contains(&0) => {
+            Err(Error::invalid_at("path", "must be a non-empty file path without NUL characters"))
+        }
+        (p, _) => Ok(p.clone()),
     }
 }

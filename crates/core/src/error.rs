@@ -20,8 +20,12 @@ pub enum ErrorCode {
     Timeout,
     /// A worker passed an owner token but the item or lock is now owned by someone else.
     NotOwner,
-    /// A feature cannot be used with the selected backend or configuration.
+    /// A feature cannot be used with the selected backend or configuration (also: a durable store
+    /// file written by a newer flowguard).
     Unsupported,
+    /// The durable store's file cannot be used: its directory is missing, it is read-only, the
+    /// disk is full, or it is corrupt or another program's database. The message names the path.
+    Storage,
     /// A bug in flowguard (a panic was caught before it could reach the host process).
     Internal,
 }
@@ -36,6 +40,7 @@ impl ErrorCode {
             ErrorCode::Timeout => "ERR_TIMEOUT",
             ErrorCode::NotOwner => "ERR_NOT_OWNER",
             ErrorCode::Unsupported => "ERR_UNSUPPORTED",
+            ErrorCode::Storage => "ERR_STORAGE",
             ErrorCode::Internal => "ERR_INTERNAL",
         }
     }

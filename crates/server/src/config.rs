@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use clap::Parser;
+use flowguard_core::backend::durable::Durability;
 use flowguard_core::OpenOptions;
 
 use crate::app::Limits;
@@ -19,9 +20,16 @@ pub struct Args {
     /// Address to listen on. Without a token only a loopback address is accepted.
     #[arg(long, env = "FLOWGUARD_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
-    /// Redis URL (redis://, rediss://). Without it: the embedded in-process store.
-    #[arg(long, env = "FLOWGUARD_REDIS_URL", hide_env_values = true)]
+    /// Redis URL (redis://, rediss://). Without it and without --path: the in-memory store.
+    #[arg(long, env = "FLOWGUARD_REDIS_URL", hide_env_values = true, conflicts_with = "path")]
     pub redis_url: Option<String>,
+    /// A durable store file (SQLite): state survives restarts and crashes of the server.
+    #[arg(long, env = "FLOWGUARD_PATH")]
+    pub path: Option<std::path::PathBuf>,
+    /// With --path: `process` (a resolved call survives a crash of the server; default) or
+    /// `fsync` (it survives a power loss too; every commit is flushed to the disk).
+    #[arg(long, env = "FLOWGUARD_DURABILITY", value_parser = ["process", "fsync"], requires = "path")]
+    pub durability: Option<String>,
     /// Bearer token callers must send (Authorization: Bearer <token>), at least 16 characters.
     #[arg(long, env = "FLOWGUARD_TOKEN", hide_env_values = true, conflicts_with = "token_file")]
     pub token: Option<String>,
@@ -112,6 +120,11 @@ impl Args {
             connect_timeout: self.connect_timeout_ms.map(Duration::from_millis),
             command_timeout: self.command_timeout_ms.map(Duration::from_millis),
             retention: self.retention_ms.map(Duration::from_millis),
+            path: self.path.clone(),
+            durability: self.durability.as_deref().map(|d| match d {
+                "fsync" => Durability::Fsync,
+                _ => Durability::Process,
+            }),
         }
     }
 }

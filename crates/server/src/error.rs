@@ -58,6 +58,8 @@ pub fn status_of(code: ErrorCode) -> StatusCode {
         ErrorCode::RedisUnavailable | ErrorCode::RedisAuth => StatusCode::SERVICE_UNAVAILABLE,
         ErrorCode::Redis => StatusCode::BAD_GATEWAY,
         ErrorCode::Timeout => StatusCode::GATEWAY_TIMEOUT,
+        // The store file cannot be read or written (disk full, read-only, corrupt).
+        ErrorCode::Storage => StatusCode::INSUFFICIENT_STORAGE,
         ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }

@@ -1,12 +1,14 @@
-//! The two backends behind one interface: the in-process embedded store and Redis.
+//! The backends behind one interface: the in-process embedded store (in memory, or durable in a
+//! file) and Redis.
 //!
 //! Each pattern has one trait ([`TrackerBackend`], [`LockBackend`], [`QueueBackend`],
 //! [`StateBackend`]), implemented directly by each backend. A [`Client`](crate::Client) holds
 //! its backend as a `Box<dyn Backend>`: the one place a call is dispatched to the chosen backend.
-//! The traits return boxed futures so they stay object-safe; the embedded store does its work
-//! before it returns and hands back a future that is ready on its first poll, which the Node
-//! binding turns into a synchronous return.
+//! The traits return boxed futures so they stay object-safe; the embedded stores (in memory and
+//! durable) do their work before they return and hand back a future that is ready on its first
+//! poll, which the Node binding turns into a synchronous return.
 
+pub mod durable;
 pub mod embedded;
 pub mod redis;
 
@@ -26,7 +28,7 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T>> + Send + 'a>>
 
 /// A backend: every pattern, and its name.
 pub trait Backend: TrackerBackend + LockBackend + QueueBackend + StateBackend + Send + Sync {
-    /// `embedded` or `redis`.
+    /// `embedded`, `durable` or `redis`.
     fn kind(&self) -> &'static str;
 }
 
@@ -41,10 +43,14 @@ pub(crate) fn guard<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Opens the embedded store (no URL) or a Redis connection.
+/// Opens the in-memory embedded store (no URL, no path), the durable store in file `path`, or a
+/// Redis connection.
 pub async fn open(url: Option<&str>, config: &Config) -> Result<Box<dyn Backend>> {
-    match url {
-        None => Ok(Box::new(embedded::Embedded::open(config.keys.prefix()))),
-        Some(url) => Ok(Box::new(redis::RedisStore::open(url, config).await?)),
+    match (url, &config.path) {
+        (None, None) => Ok(Box::new(embedded::Embedded::open(config.keys.prefix()))),
+        (None, Some(path)) => {
+            Ok(Box::new(durable::Durable::open(path, config.keys.prefix(), config.durability)?))
+        }
+        (Some(url), _) => Ok(Box::new(redis::RedisStore::open(url, config).await?)),
     }
 }

@@ -1,4 +1,4 @@
-//! The semantic suite shared by both backends: every test takes a freshly opened client with a
+//! The semantic suite shared by every backend: every test takes a freshly opened client with a
 //! prefix of its own.
 
 #![allow(dead_code)]
@@ -18,11 +18,27 @@ pub fn runtime() -> &'static tokio::runtime::Runtime {
     })
 }
 
-pub async fn open(url: Option<String>) -> Client {
+/// Where a suite runs: a Redis URL (None: the in-memory embedded store), or a durable store file.
+pub enum Target {
+    Url(Option<String>),
+    Path(std::path::PathBuf),
+}
+
+impl From<Option<String>> for Target {
+    fn from(url: Option<String>) -> Self {
+        Target::Url(url)
+    }
+}
+
+pub async fn open(target: impl Into<Target>) -> Client {
     let n: u64 =
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
     let prefix = format!("rt:{n:x}:{}:", flowguard_core::token::new_token());
-    Client::open(OpenOptions { url, prefix: Some(prefix), ..Default::default() }).await.expect("open")
+    let (url, path) = match target.into() {
+        Target::Url(url) => (url, None),
+        Target::Path(path) => (None, Some(path)),
+    };
+    Client::open(OpenOptions { url, path, prefix: Some(prefix), ..Default::default() }).await.expect("open")
 }
 
 fn req(id: &str, status: &str) -> ItemRequest {

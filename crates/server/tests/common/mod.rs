@@ -44,7 +44,9 @@ impl Server {
     pub async fn start_with(opts: OpenOptions, token: Option<&str>, limits: Limits) -> Server {
         crypto();
         let client =
-            Client::open(OpenOptions { prefix: Some(prefix()), ..opts }).await.expect("backend opens");
+            Client::open(OpenOptions { prefix: opts.prefix.clone().or_else(|| Some(prefix())), ..opts })
+                .await
+                .expect("backend opens");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let (tx, rx) = oneshot::channel::<()>();

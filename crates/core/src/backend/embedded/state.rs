@@ -35,7 +35,7 @@ const SWEEP_EVERY: u64 = 4096;
 
 /// The counter a value holds: `Ok(n)`, or a refusal when it is not an integer as a counter
 /// stores it (the forms the Redis script accepts) or lies outside the safe integer range.
-fn integer(json: &str) -> std::result::Result<i64, Refusal> {
+pub(crate) fn integer(json: &str) -> std::result::Result<i64, Refusal> {
     let digits = json.strip_prefix('-').unwrap_or(json);
     let canonical = !digits.is_empty()
         && digits.bytes().all(|b| b.is_ascii_digit())

@@ -150,20 +150,7 @@ fn apply_one(group_name: &str, g: &mut Group, op: &ItemOp, now: i64, retention_m
                 ItemOp::Fail { error, .. } => ("failed", Some(error)),
                 _ => ("completed", None),
             };
-            let state = g.update(id, now, |rec| {
-                rec.s = status.into();
-                rec.l = 0;
-                rec.u = now;
-                rec.d = now;
-                if let Some(e) = error {
-                    rec.e = Some(e.clone());
-                }
-                rec.x = now + *keep_ms as i64;
-                push(
-                    &mut rec.t,
-                    Transition { at: now, status: status.into(), attempt: rec.a, error: error.cloned() },
-                );
-            });
+            let state = g.update(id, now, |rec| finish(rec, status, error, now, *keep_ms));
             result(Outcome::Done, None, state)
         }
         ItemOp::Unset { .. } => {
@@ -177,8 +164,21 @@ fn apply_one(group_name: &str, g: &mut Group, op: &ItemOp, now: i64, retention_m
     }
 }
 
+/// A completion's or failure's change to a record: the same rules as the Redis scripts.
+pub(crate) fn finish(rec: &mut Record, status: &'static str, error: Option<&String>, now: i64, keep_ms: u64) {
+    rec.s = status.into();
+    rec.l = 0;
+    rec.u = now;
+    rec.d = now;
+    if let Some(e) = error {
+        rec.e = Some(e.clone());
+    }
+    rec.x = now + keep_ms as i64;
+    push(&mut rec.t, Transition { at: now, status: status.into(), attempt: rec.a, error: error.cloned() });
+}
+
 /// A claim's change to a record: the same rules as the Redis scripts.
-fn take(rec: &mut Record, owner: &str, now: i64, lease_end: i64, retention_ms: u64) {
+pub(crate) fn take(rec: &mut Record, owner: &str, now: i64, lease_end: i64, retention_ms: u64) {
     if rec.s == "in_progress" {
         push(&mut rec.t, Transition { at: rec.l, status: "abandoned".into(), attempt: rec.a, error: None });
     }
@@ -192,7 +192,7 @@ fn take(rec: &mut Record, owner: &str, now: i64, lease_end: i64, retention_ms: u
     push(&mut rec.t, Transition { at: now, status: "in_progress".into(), attempt: rec.a, error: None });
 }
 
-fn fresh(now: i64) -> Record {
+pub(crate) fn fresh(now: i64) -> Record {
     Record { s: Cow::Borrowed(""), a: 0, o: None, l: 0, c: now, u: now, d: 0, e: None, x: 0, t: Vec::new() }
 }
 
@@ -280,45 +280,55 @@ impl TrackerTable {
             return ItemList { counts: Counts::default(), items: Vec::new(), next_offset: None };
         };
         g.purge(now);
-        let mut live = Vec::new();
-        let mut abandoned = Vec::new();
-        let mut failed = Vec::new();
-        let mut completed = Vec::new();
-        for (id, r) in &g.items {
-            match r.status_at(now) {
-                ItemStatus::InProgress => live.push((r.l, id)),
-                ItemStatus::Abandoned => abandoned.push((r.l, id)),
-                ItemStatus::Failed => failed.push((r.x, id)),
-                ItemStatus::Completed => completed.push((r.x, id)),
-                ItemStatus::None => {}
-            }
-        }
-        for v in [&mut live, &mut abandoned, &mut failed, &mut completed] {
-            v.sort();
-        }
-        let counts = Counts {
-            in_progress: live.len() as u64,
-            abandoned: abandoned.len() as u64,
-            completed: completed.len() as u64,
-            failed: failed.len() as u64,
-        };
-        let chosen: Vec<&(i64, &String)> = match q.filter {
-            ListFilter::All => live.iter().chain(&abandoned).chain(&failed).chain(&completed).collect(),
-            ListFilter::InProgress => live.iter().collect(),
-            ListFilter::Abandoned => abandoned.iter().collect(),
-            ListFilter::Failed => failed.iter().collect(),
-            ListFilter::Completed => completed.iter().collect(),
-        };
-        let total = chosen.len() as u64;
-        let items = chosen
-            .into_iter()
-            .skip(q.offset as usize)
-            .take(q.limit as usize)
-            .map(|(_, id)| g.items[*id].to_state(id, now))
-            .collect();
-        let end = q.offset + q.limit;
-        ItemList { counts, items, next_offset: if end < total { Some(end) } else { None } }
+        page(g.items.iter(), now, q)
     }
+}
+
+/// One page of a group's items, from all its live records: in progress (by lease expiry),
+/// abandoned (by lease expiry), failed, completed (by record expiry).
+pub(crate) fn page<'a>(
+    records: impl Iterator<Item = (&'a String, &'a Record)>,
+    now: i64,
+    q: ListQuery,
+) -> ItemList {
+    let mut live = Vec::new();
+    let mut abandoned = Vec::new();
+    let mut failed = Vec::new();
+    let mut completed = Vec::new();
+    for (id, r) in records {
+        match r.status_at(now) {
+            ItemStatus::InProgress => live.push((r.l, id, r)),
+            ItemStatus::Abandoned => abandoned.push((r.l, id, r)),
+            ItemStatus::Failed => failed.push((r.x, id, r)),
+            ItemStatus::Completed => completed.push((r.x, id, r)),
+            ItemStatus::None => {}
+        }
+    }
+    for v in [&mut live, &mut abandoned, &mut failed, &mut completed] {
+        v.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    }
+    let counts = Counts {
+        in_progress: live.len() as u64,
+        abandoned: abandoned.len() as u64,
+        completed: completed.len() as u64,
+        failed: failed.len() as u64,
+    };
+    let chosen: Vec<&(i64, &String, &Record)> = match q.filter {
+        ListFilter::All => live.iter().chain(&abandoned).chain(&failed).chain(&completed).collect(),
+        ListFilter::InProgress => live.iter().collect(),
+        ListFilter::Abandoned => abandoned.iter().collect(),
+        ListFilter::Failed => failed.iter().collect(),
+        ListFilter::Completed => completed.iter().collect(),
+    };
+    let total = chosen.len() as u64;
+    let items = chosen
+        .into_iter()
+        .skip(q.offset as usize)
+        .take(q.limit as usize)
+        .map(|(_, id, r)| r.to_state(id, now))
+        .collect();
+    let end = q.offset + q.limit;
+    ItemList { counts, items, next_offset: if end < total { Some(end) } else { None } }
 }
 
 impl TrackerBackend for Embedded {

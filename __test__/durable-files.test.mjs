@@ -1,0 +1,115 @@
+// Bad store files: each a coded error (ERR_STORAGE) naming the path, and nothing else lost.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { execFileSync } from 'node:child_process'
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Flowguard, durableFolder, freshPrefix, rejection } from './backends.mjs'
+
+const isRoot = process.getuid?.() === 0
+
+/** A small tmpfs mounted for the test (root only), unmounted after `fn`. */
+async function withTmpfs(sizeKb, fn) {
+  const dir = mkdtempSync(join(tmpdir(), 'fg-tmpfs-'))
+  execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${sizeKb}k`, 'tmpfs', dir])
+  try {
+    return await fn(dir)
+  } finally {
+    execFileSync('umount', ['-l', dir])
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+function assertStorage(e, path, words) {
+  assert.equal(e.code, 'ERR_STORAGE', e.message)
+  assert.ok(e.message.includes(path), `names the path: ${e.message}`)
+  assert.match(e.message, words)
+}
+
+test('a corrupt file: ERR_STORAGE naming it, and the file is left as it was', async () => {
+  const path = join(durableFolder(), 'corrupt.db')
+  const junk = Buffer.alloc(16384, 0x5a)
+  writeFileSync(path, junk)
+  assertStorage(await rejection(Flowguard.open({ path })), path, /corrupt/)
+})
+
+test('a path in a missing directory: ERR_STORAGE naming it', async () => {
+  const path = join(durableFolder(), 'no-such-dir', 'state.db')
+  assertStorage(await rejection(Flowguard.open({ path })), path, /directory/)
+})
+
+test('url and path together, an empty path, an unknown durability, a misspelt option: ERR_INVALID_ARGUMENT naming it', async () => {
+  const path = join(durableFolder(), 'd.db')
+  const cases = [
+    [{ url: 'redis://127.0.0.1:1', path: 'x.db' }, /^path cannot be given with url/],
+    [{ path: '' }, /^path must be a non-empty file path/],
+    [{ path, durability: 'sometimes' }, /^options\.durability must be 'process' or 'fsync', got "sometimes"/],
+    [{ path, durabilty: 'fsync' }, /unknown option "durabilty"/],
+  ]
+  for (const [opts, message] of cases) {
+    const e = await rejection(Flowguard.open(opts))
+    assert.equal(e.code, 'ERR_INVALID_ARGUMENT', e.message)
+    assert.match(e.message, message)
+  }
+})
+
+test('a read-only file: ERR_STORAGE naming it', async () => {
+  if (!isRoot) {
+    const path = join(durableFolder(), 'readonly.db')
+    await Flowguard.open({ path, prefix: freshPrefix('ro') })
+    chmodSync(path, 0o444)
+    // A file made read-only after this process opened it keeps its connection: open a new path.
+    const other = join(mkdtempSync(join(tmpdir(), 'fg-ro-')), 'ro.db')
+    writeFileSync(other, '')
+    chmodSync(other, 0o444)
+    assertStorage(await rejection(Flowguard.open({ path: other })), other, /read-only/)
+    return
+  }
+  // Root writes through file modes: use a file system mounted read-only instead.
+  await withTmpfs(1024, async (dir) => {
+    const path = join(dir, 'ro.db')
+    writeFileSync(path, '')
+    execFileSync('mount', ['-o', 'remount,ro', dir])
+    const e = await rejection(Flowguard.open({ path }))
+    assert.equal(e.code, 'ERR_STORAGE', e.message)
+    assert.ok(e.message.includes(path), e.message)
+  })
+})
+
+test('a full disk: ERR_STORAGE naming the file; what was written before is kept', { skip: !isRoot && 'needs root to mount a small tmpfs' }, async () => {
+  await withTmpfs(512, async (dir) => {
+    const path = join(dir, 'full.db')
+    const filler = join(dir, 'filler')
+    writeFileSync(filler, Buffer.alloc(128 * 1024))
+    const fg = await Flowguard.open({ path, prefix: freshPrefix('full') })
+    const big = 'x'.repeat(50_000)
+    let written = 0
+    let err
+    for (let i = 0; i < 100; i++) {
+      try {
+        await fg.setState(`k${i}`, big)
+        written++
+      } catch (e) {
+        err = e
+        break
+      }
+    }
+    assert.ok(err, 'the disk filled up')
+    assert.ok(written >= 1, `some values were written first (${written})`)
+    assertStorage(err, path, /full/)
+    for (let i = 0; i < written; i++) assert.equal(await fg.getState(`k${i}`), big, `value ${i} kept`)
+    // Once there is space again, writes go on where they stopped.
+    rmSync(filler)
+    await fg.setState('after', 1)
+    assert.equal(await fg.getState('after'), 1)
+  })
+})
+
+test('durability fsync opens and writes', async () => {
+  const dir = join(durableFolder(), 'fsync')
+  mkdirSync(dir, { recursive: true })
+  const fg = await Flowguard.open({ path: join(dir, 'f.db'), durability: 'fsync', prefix: freshPrefix('fsync') })
+  assert.equal((await fg.claim('g', 'a')).claimed, true)
+  assert.equal((await fg.complete('g', 'a')).status, 'completed')
+})

@@ -1,0 +1,136 @@
+//! Concurrency Lock on the durable store. A lock name keeps its row after release or expiry, so
+//! its fencing token keeps increasing across restarts.
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::{Durable, Sql};
+use crate::backend::{ready, BoxFuture};
+use crate::lock::{Attempt, ExtendResult, LockBackend, LockInfo, Refusal, ReleaseResult};
+
+struct Row {
+    owner: Option<String>,
+    fence: u64,
+    label: Option<String>,
+    exp: i64,
+}
+
+impl Row {
+    fn live(&self, now: i64) -> bool {
+        self.owner.is_some() && self.exp > now
+    }
+    fn remaining(&self, now: i64) -> u64 {
+        (self.exp - now).max(0) as u64
+    }
+}
+
+fn load(c: &Connection, ns: &str, name: &str) -> Sql<Option<Row>> {
+    Ok(c.prepare_cached("SELECT owner, fence, label, exp FROM locks WHERE ns = ?1 AND name = ?2")?
+        .query_row(params![ns, name], |r| {
+            Ok(Row { owner: r.get(0)?, fence: r.get::<_, i64>(1)? as u64, label: r.get(2)?, exp: r.get(3)? })
+        })
+        .optional()?)
+}
+
+fn try_acquire(
+    c: &Connection,
+    ns: &str,
+    name: &str,
+    owner: &str,
+    lease_ms: u64,
+    label: Option<&str>,
+    now: i64,
+) -> Sql<Attempt> {
+    // An empty label is no label, as on Redis (where the lock value cannot tell them apart).
+    let label = label.filter(|l| !l.is_empty());
+    let row = load(c, ns, name)?;
+    if let Some(h) = row.as_ref().filter(|h| h.live(now)) {
+        return Ok(Attempt {
+            acquired: false,
+            fence: h.fence,
+            remaining_ms: h.remaining(now),
+            holder: h.label.clone(),
+        });
+    }
+    let fence = row.map_or(0, |h| h.fence) + 1;
+    c.prepare_cached(
+        "INSERT INTO locks (ns, name, owner, fence, label, exp) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+         ON CONFLICT (ns, name) DO UPDATE SET owner = excluded.owner, fence = excluded.fence,
+           label = excluded.label, exp = excluded.exp",
+    )?
+    .execute(params![ns, name, owner, fence as i64, label, now + lease_ms as i64])?;
+    Ok(Attempt { acquired: true, fence, remaining_ms: lease_ms, holder: label.map(str::to_string) })
+}
+
+fn release(c: &Connection, ns: &str, name: &str, owner: &str, now: i64) -> Sql<ReleaseResult> {
+    Ok(match load(c, ns, name)?.filter(|h| h.live(now)) {
+        None => ReleaseResult { released: false, reason: Some(Refusal::NotHeld) },
+        Some(h) if h.owner.as_deref() != Some(owner) => {
+            ReleaseResult { released: false, reason: Some(Refusal::NotOwner) }
+        }
+        Some(_) => {
+            c.prepare_cached(
+                "UPDATE locks SET owner = NULL, label = NULL, exp = 0 WHERE ns = ?1 AND name = ?2",
+            )?
+            .execute(params![ns, name])?;
+            ReleaseResult { released: true, reason: None }
+        }
+    })
+}
+
+fn extend(c: &Connection, ns: &str, name: &str, owner: &str, lease_ms: u64, now: i64) -> Sql<ExtendResult> {
+    Ok(match load(c, ns, name)?.filter(|h| h.live(now)) {
+        None => ExtendResult { extended: false, remaining_ms: 0, reason: Some(Refusal::NotHeld) },
+        Some(h) if h.owner.as_deref() != Some(owner) => {
+            ExtendResult { extended: false, remaining_ms: h.remaining(now), reason: Some(Refusal::NotOwner) }
+        }
+        Some(_) => {
+            c.prepare_cached("UPDATE locks SET exp = ?3 WHERE ns = ?1 AND name = ?2")?.execute(params![
+                ns,
+                name,
+                now + lease_ms as i64
+            ])?;
+            ExtendResult { extended: true, remaining_ms: lease_ms, reason: None }
+        }
+    })
+}
+
+fn inspect(c: &Connection, ns: &str, name: &str, now: i64) -> Sql<LockInfo> {
+    let row = load(c, ns, name)?;
+    Ok(match row {
+        Some(h) if h.live(now) => LockInfo {
+            name: name.to_string(),
+            locked: true,
+            remaining_ms: h.remaining(now),
+            fence: h.fence,
+            holder: h.label,
+        },
+        other => LockInfo {
+            name: name.to_string(),
+            locked: false,
+            remaining_ms: 0,
+            fence: other.map_or(0, |h| h.fence),
+            holder: None,
+        },
+    })
+}
+
+impl LockBackend for Durable {
+    fn try_acquire<'a>(
+        &'a self,
+        name: &'a str,
+        owner: &'a str,
+        lease_ms: u64,
+        label: Option<&'a str>,
+    ) -> BoxFuture<'a, Attempt> {
+        ready(self.write_tx(|c, ns, now| try_acquire(c, ns, name, owner, lease_ms, label, now)))
+    }
+    fn release<'a>(&'a self, name: &'a str, owner: &'a str) -> BoxFuture<'a, ReleaseResult> {
+        ready(self.write_tx(|c, ns, now| release(c, ns, name, owner, now)))
+    }
+    fn extend<'a>(&'a self, name: &'a str, owner: &'a str, lease_ms: u64) -> BoxFuture<'a, ExtendResult> {
+        ready(self.write_tx(|c, ns, now| extend(c, ns, name, owner, lease_ms, now)))
+    }
+    fn inspect<'a>(&'a self, name: &'a str) -> BoxFuture<'a, LockInfo> {
+        ready(self.read_tx(|c, ns, now| inspect(c, ns, name, now)))
+    }
+}

@@ -1,0 +1,221 @@
+//! The durable backend: the embedded store's four patterns kept in one SQLite file, so items,
+//! locks, queued ids and values survive a restart or a crash of the process (`Flowguard.open({
+//! path })`). Same rules, results and error codes as the in-memory embedded store.
+//!
+//! - One connection per file per process, shared by every client that opens the file (like the
+//!   in-memory store, each key prefix is its own namespace); statements are prepared once and
+//!   cached. Calls run inline on the calling thread: a transaction takes microseconds, and a
+//!   call that completes at once resolves without a hop to another thread.
+//! - Every call is one transaction; writes begin with `BEGIN IMMEDIATE`, so two processes that
+//!   use the same file (`n8n start` and `n8n execute`) take turns on SQLite's file lock: claims,
+//!   locks and queue reads stay exclusive across processes. A process that cannot get the lock
+//!   within [`BUSY_TIMEOUT_MS`] gets `ERR_TIMEOUT`.
+//! - Durability (WAL journal): by default (`synchronous=NORMAL`) a call that resolved is in the
+//!   write-ahead log and survives a crash of the process (kill -9); with `durability: 'fsync'`
+//!   (`synchronous=FULL`) every commit is also flushed to the disk, so it survives a power loss.
+//! - Time comes from [`clock`]: wall time that never runs backwards across processes and restarts.
+
+mod clock;
+mod lock;
+mod queue;
+mod schema;
+mod state;
+mod tracker;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+
+use rusqlite::{Connection, ErrorCode as SqliteCode};
+
+pub(crate) use crate::backend::guard;
+use crate::backend::Backend;
+use crate::error::{At, Error, ErrorCode, Result};
+
+/// How long a write waits for another process's transaction before `ERR_TIMEOUT`.
+pub const BUSY_TIMEOUT_MS: u64 = 5_000;
+/// Expired rows removed per write, at most: expired rows are invisible to every read, so they
+/// can go a slice at a time and no call pauses for a sweep.
+const PURGE_SLICE: i64 = 64;
+
+/// What a resolved call survives.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Durability {
+    /// A crash of the process (kill -9): committed to the write-ahead log (`synchronous=NORMAL`).
+    #[default]
+    Process,
+    /// A power loss or OS crash too: every commit flushed to the disk (`synchronous=FULL`).
+    Fsync,
+}
+
+impl Durability {
+    /// The level named `process` or `fsync`; `at` names the option in an error.
+    pub fn parse(at: impl At, s: &str) -> Result<Durability> {
+        match s {
+            "process" => Ok(Durability::Process),
+            "fsync" => Ok(Durability::Fsync),
+            other => Err(Error::invalid_at(
+                at,
+                format!("must be 'process' or 'fsync', got {:?}", crate::tracker::truncate(other, 40)),
+            )),
+        }
+    }
+}
+
+/// One open file: its path (for errors) and the process's connection to it.
+pub(crate) struct Db {
+    path: PathBuf,
+    conn: Mutex<Connection>,
+}
+
+fn open_files() -> &'static Mutex<HashMap<PathBuf, Weak<Db>>> {
+    static FILES: OnceLock<Mutex<HashMap<PathBuf, Weak<Db>>>> = OnceLock::new();
+    FILES.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+#[derive(Clone)]
+pub struct Durable {
+    db: Arc<Db>,
+    /// The key prefix: the namespace of every row this client reads and writes.
+    ns: Arc<str>,
+}
+
+impl Durable {
+    /// Opens (creating when absent) the store in file `path`, for key prefix `prefix`.
+    pub fn open(given: &Path, prefix: &str, durability: Durability) -> Result<Durable> {
+        let mut files = guard(open_files());
+        files.retain(|_, w| w.strong_count() > 0);
+        let known = given.canonicalize().ok().and_then(|p| files.get(&p).and_then(Weak::upgrade));
+        let db = match known {
+            Some(db) => db,
+            None => {
+                let conn = schema::open(given)?;
+                let key = given.canonicalize().unwrap_or_else(|_| given.to_path_buf());
+                let db = Arc::new(Db { path: given.to_path_buf(), conn: Mutex::new(conn) });
+                files.insert(key, Arc::downgrade(&db));
+                db
+            }
+        };
+        if durability == Durability::Fsync {
+            // A file shared in one process gets the stricter level any of its clients asked for.
+            let conn = guard(&db.conn);
+            conn.pragma_update(None, "synchronous", "FULL").map_err(|e| db.error(e))?;
+        }
+        Ok(Durable { db, ns: Arc::from(prefix) })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.db.path
+    }
+
+    /// Runs `f` as one write transaction (`BEGIN IMMEDIATE`: the file's write lock is taken
+    /// first, so concurrent processes serialize) at the store's time now.
+    fn write_tx<T>(&self, f: impl FnOnce(&Connection, &str, i64) -> Sql<T>) -> Result<T> {
+        self.transaction("BEGIN IMMEDIATE", true, f)
+    }
+
+    /// Runs `f` as one read transaction at the store's time now.
+    fn read_tx<T>(&self, f: impl FnOnce(&Connection, &str, i64) -> Sql<T>) -> Result<T> {
+        self.transaction("BEGIN DEFERRED", false, f)
+    }
+
+    fn transaction<T>(
+        &self,
+        begin: &str,
+        write: bool,
+        f: impl FnOnce(&Connection, &str, i64) -> Sql<T>,
+    ) -> Result<T> {
+        let conn = guard(&self.db.conn);
+        if !conn.is_autocommit() {
+            // A caller panicked inside a transaction: drop what it left half done.
+            let _ = conn.execute_batch("ROLLBACK");
+        }
+        let run = || -> Sql<T> {
+            conn.prepare_cached(begin)?.execute([])?;
+            let now = if write { clock::advance(&conn)? } else { clock::now(&conn)? };
+            let out = f(&conn, &self.ns, now)?;
+            conn.prepare_cached("COMMIT")?.execute([])?;
+            Ok(out)
+        };
+        run().map_err(|e| {
+            if !conn.is_autocommit() {
+                let _ = conn.execute_batch("ROLLBACK");
+            }
+            match e {
+                Fail::Db(e) => self.db.error(e),
+                Fail::Corrupt(what) => Error::new(
+                    ErrorCode::Storage,
+                    format!("the store file {} holds a damaged record ({what})", self.db.path.display()),
+                ),
+                Fail::Coded(e) => e,
+            }
+        })
+    }
+}
+
+/// Why a transaction failed: the database, a damaged row, or a coded refusal of the call.
+pub(crate) enum Fail {
+    Db(rusqlite::Error),
+    Corrupt(String),
+    Coded(Error),
+}
+
+impl From<rusqlite::Error> for Fail {
+    fn from(e: rusqlite::Error) -> Self {
+        Fail::Db(e)
+    }
+}
+
+pub(crate) type Sql<T> = std::result::Result<T, Fail>;
+
+impl Db {
+    fn error(&self, e: rusqlite::Error) -> Error {
+        storage_error(&self.path, e)
+    }
+}
+
+/// A database error as a coded error that names the file and says what to do.
+pub(crate) fn storage_error(path: &Path, e: rusqlite::Error) -> Error {
+    let p = path.display();
+    let code = e.sqlite_error_code();
+    match code {
+        Some(SqliteCode::DatabaseBusy | SqliteCode::DatabaseLocked) => Error::new(
+            ErrorCode::Timeout,
+            format!("the store file {p} stayed locked by another process for {BUSY_TIMEOUT_MS} ms; nothing was written"),
+        ),
+        Some(SqliteCode::ReadOnly) => {
+            Error::new(ErrorCode::Storage, format!("the store file {p} is read-only; nothing was written"))
+        }
+        Some(SqliteCode::DiskFull) => Error::new(
+            ErrorCode::Storage,
+            format!("the disk of the store file {p} is full; this call wrote nothing, earlier calls are kept"),
+        ),
+        Some(SqliteCode::NotADatabase | SqliteCode::DatabaseCorrupt) => Error::new(
+            ErrorCode::Storage,
+            format!("the store file {p} is corrupt or not a flowguard store ({e}); move it away to start afresh"),
+        ),
+        Some(SqliteCode::CannotOpen) => Error::new(
+            ErrorCode::Storage,
+            format!("cannot open the store file {p}: its directory does not exist or is not accessible"),
+        ),
+        Some(SqliteCode::PermissionDenied) => {
+            Error::new(ErrorCode::Storage, format!("no permission to use the store file {p}"))
+        }
+        _ => Error::new(ErrorCode::Storage, format!("the store file {p} could not be used: {e}")),
+    }
+}
+
+/// Removes up to [`PURGE_SLICE`] rows of `table` whose expiry column `exp` is at or before `now`.
+fn purge(c: &Connection, table: &str, now: i64) -> rusqlite::Result<()> {
+    let sql = format!(
+        "DELETE FROM {table} WHERE rowid IN (SELECT rowid FROM {table} WHERE exp <= ?1 LIMIT {PURGE_SLICE})"
+    );
+    c.prepare_cached(&sql)?.execute([now])?;
+    Ok(())
+}
+
+impl Backend for Durable {
+    fn kind(&self) -> &'static str {
+        "durable"
+    }
+}

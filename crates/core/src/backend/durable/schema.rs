@@ -1,0 +1,194 @@
+//! The file's layout and how a file is opened: pragmas, version check, tables.
+//!
+//! `application_id` marks a file as a flowguard store (so a path that points at some other
+//! SQLite database, n8n's own for one, is refused instead of written into); `user_version` is
+//! the layout's version. A file of a newer layout is refused with `ERR_UNSUPPORTED` and left as
+//! it is; a file of an older one would be migrated here, in one transaction.
+
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags};
+
+use super::{storage_error, BUSY_TIMEOUT_MS};
+use crate::error::{Error, ErrorCode, Result};
+
+/// "FGST": the `application_id` of a flowguard store.
+const APPLICATION_ID: i64 = 0x4647_5354;
+/// The layout this build writes.
+pub const VERSION: i64 = 1;
+
+const TABLES: &str = "
+CREATE TABLE meta(k TEXT PRIMARY KEY, v INTEGER NOT NULL) WITHOUT ROWID;
+INSERT INTO meta VALUES ('clock', 0);
+-- Item Tracker: the record as JSON (the shape of tracker::Record), forgotten at exp.
+CREATE TABLE items(ns TEXT NOT NULL, grp TEXT NOT NULL, id TEXT NOT NULL, exp INTEGER NOT NULL,
+  rec TEXT NOT NULL, UNIQUE(ns, grp, id));
+CREATE INDEX items_exp ON items(exp);
+-- Concurrency Lock: a row per lock name ever taken (it keeps the last fencing token); owner is
+-- NULL when free.
+CREATE TABLE locks(ns TEXT NOT NULL, name TEXT NOT NULL, owner TEXT, fence INTEGER NOT NULL,
+  label TEXT, exp INTEGER NOT NULL, PRIMARY KEY(ns, name)) WITHOUT ROWID;
+-- Dedup Queue: a row per shard that holds ids, with the queue's shard count (the same in every
+-- row of a queue); waiting ids; claimed ids (with the due time of an enqueue made while claimed,
+-- in again).
+CREATE TABLE q_shards(ns TEXT NOT NULL, queue TEXT NOT NULL, shard INTEGER NOT NULL,
+  shards INTEGER NOT NULL, PRIMARY KEY(ns, queue, shard)) WITHOUT ROWID;
+CREATE TABLE q_waiting(ns TEXT NOT NULL, queue TEXT NOT NULL, shard INTEGER NOT NULL,
+  id TEXT NOT NULL, due INTEGER NOT NULL, PRIMARY KEY(ns, queue, shard, id)) WITHOUT ROWID;
+CREATE INDEX q_waiting_due ON q_waiting(ns, queue, shard, due, id);
+CREATE TABLE q_claimed(ns TEXT NOT NULL, queue TEXT NOT NULL, shard INTEGER NOT NULL,
+  id TEXT NOT NULL, deadline INTEGER NOT NULL, owner TEXT NOT NULL, again INTEGER,
+  PRIMARY KEY(ns, queue, shard, id)) WITHOUT ROWID;
+CREATE INDEX q_claimed_deadline ON q_claimed(ns, queue, shard, deadline, id);
+-- Job State: values (exp NULL: no expiry) and idempotency keys (owner while pending, result
+-- when done).
+CREATE TABLE vals(ns TEXT NOT NULL, key TEXT NOT NULL, json TEXT NOT NULL, exp INTEGER,
+  UNIQUE(ns, key));
+CREATE INDEX vals_exp ON vals(exp) WHERE exp IS NOT NULL;
+CREATE TABLE idem(ns TEXT NOT NULL, key TEXT NOT NULL, owner TEXT, result TEXT,
+  exp INTEGER NOT NULL, UNIQUE(ns, key));
+CREATE INDEX idem_exp ON idem(exp);
+";
+
+/// Opens `path` (creating the file when absent), checks it is a flowguard store of a layout
+/// this build knows, and creates the tables of a new file.
+pub(super) fn open(path: &Path) -> Result<Connection> {
+    let p = path.display();
+    let fail = |e| storage_error(path, e);
+    let flags =
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags).map_err(fail)?;
+    if conn.is_readonly(rusqlite::MAIN_DB).map_err(fail)? {
+        return Err(Error::new(
+            ErrorCode::Storage,
+            format!("the store file {p} is read-only; it must be writable"),
+        ));
+    }
+    conn.busy_timeout(Duration::from_millis(BUSY_TIMEOUT_MS)).map_err(fail)?;
+    conn.set_prepared_statement_cache_capacity(64);
+    let mode: String =
+        conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0)).map_err(fail)?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(Error::new(
+            ErrorCode::Storage,
+            format!("the store file {p} cannot use a write-ahead log (journal mode {mode})"),
+        ));
+    }
+    conn.pragma_update(None, "synchronous", "NORMAL").map_err(fail)?;
+    conn.execute_batch("BEGIN IMMEDIATE").map_err(fail)?;
+    let checked = check_or_create(&conn, path);
+    match checked {
+        Ok(()) => conn.execute_batch("COMMIT").map_err(fail)?,
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            return Err(e);
+        }
+    }
+    Ok(conn)
+}
+
+fn check_or_create(conn: &Connection, path: &Path) -> Result<()> {
+    let p = path.display();
+    let fail = |e| storage_error(path, e);
+    let app: i64 = conn.pragma_query_value(None, "application_id", |r| r.get(0)).map_err(fail)?;
+    let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0)).map_err(fail)?;
+    let tables: i64 = conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0)).map_err(fail)?;
+    if app == 0 && version == 0 && tables == 0 {
+        conn.execute_batch(TABLES).map_err(fail)?;
+        conn.pragma_update(None, "application_id", APPLICATION_ID).map_err(fail)?;
+        conn.pragma_update(None, "user_version", VERSION).map_err(fail)?;
+        return Ok(());
+    }
+    if app != APPLICATION_ID {
+        return Err(Error::new(
+            ErrorCode::Storage,
+            format!("{p} is an SQLite database of another program, not a flowguard store; give flowguard a file of its own"),
+        ));
+    }
+    if version > VERSION {
+        return Err(Error::new(
+            ErrorCode::Unsupported,
+            format!(
+                "the store file {p} was written by a newer flowguard (layout {version}; this one reads up to \
+                 {VERSION}); upgrade flowguard, the file was left as it is"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::durable::{Durability, Durable};
+
+    fn temp(name: &str) -> std::path::PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("fg-schema-{}-{}", std::process::id(), rand::random::<u32>()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join(name)
+    }
+
+    fn open_err(path: &Path) -> Error {
+        match Durable::open(path, "fg:", Durability::Process) {
+            Ok(_) => panic!("{} opened", path.display()),
+            Err(e) => e,
+        }
+    }
+
+    #[test]
+    fn a_new_file_gets_the_layout_and_reopens() {
+        let path = temp("new.db");
+        Durable::open(&path, "fg:", Durability::Process).unwrap();
+        let c = Connection::open(&path).unwrap();
+        let v: i64 = c.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
+        let app: i64 = c.pragma_query_value(None, "application_id", |r| r.get(0)).unwrap();
+        assert_eq!((v, app), (VERSION, APPLICATION_ID));
+        drop(c);
+        check_or_create(&open(&path).unwrap(), &path).unwrap();
+    }
+
+    #[test]
+    fn a_file_of_a_newer_layout_is_refused_and_left_alone() {
+        let path = temp("newer.db");
+        drop(open(&path).unwrap());
+        let c = Connection::open(&path).unwrap();
+        c.pragma_update(None, "user_version", VERSION + 1).unwrap();
+        drop(c);
+        let e = open_err(&path);
+        assert_eq!(e.code, ErrorCode::Unsupported, "{e}");
+        assert!(e.message.contains(&path.display().to_string()), "{e}");
+        let c = Connection::open(&path).unwrap();
+        let v: i64 = c.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
+        assert_eq!(v, VERSION + 1);
+    }
+
+    #[test]
+    fn another_programs_database_is_refused_and_left_alone() {
+        let path = temp("other.db");
+        let c = Connection::open(&path).unwrap();
+        c.execute_batch("CREATE TABLE execution_entity(id INTEGER PRIMARY KEY)").unwrap();
+        drop(c);
+        let e = open_err(&path);
+        assert_eq!(e.code, ErrorCode::Storage, "{e}");
+        assert!(e.message.contains("another program"), "{e}");
+        let c = Connection::open(&path).unwrap();
+        let n: i64 = c.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0)).unwrap();
+        assert_eq!(n, 1, "no table was added");
+    }
+
+    #[test]
+    fn a_corrupt_file_and_a_missing_directory_are_coded_errors_naming_the_path() {
+        let path = temp("corrupt.db");
+        std::fs::write(&path, vec![0x5a; 8192]).unwrap();
+        let e = open_err(&path);
+        assert_eq!(e.code, ErrorCode::Storage, "{e}");
+        assert!(e.message.contains(&path.display().to_string()) && e.message.contains("corrupt"), "{e}");
+
+        let path = temp("x").with_file_name("no-such-dir").join("state.db");
+        let e = open_err(&path);
+        assert_eq!(e.code, ErrorCode::Storage, "{e}");
+        assert!(e.message.contains(&path.display().to_string()), "{e}");
+    }
+}

@@ -1,0 +1,156 @@
+//! Item Tracker on the durable store: the record of an item is a row (its JSON in `rec`), read,
+//! changed by the same rules as the in-memory store, and written back, all in one transaction.
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::{purge, Durable, Fail, Sql};
+use crate::backend::embedded::{finish, fresh, page, take};
+use crate::backend::{ready, BoxFuture};
+use crate::tracker::{
+    not_owner, BatchClaim, BatchOutcome, ClaimBatch, ItemList, ItemOp, ItemState, ItemStatus, ListQuery,
+    OpResult, Outcome, Record, TrackerBackend,
+};
+
+fn decode(id: &str, json: &str) -> Sql<Record> {
+    serde_json::from_str(json).map_err(|e| Fail::Corrupt(format!("item {id:?}: {e}")))
+}
+
+/// The live record of `id` (one whose retention has not run out).
+fn load(c: &Connection, ns: &str, group: &str, id: &str, now: i64) -> Sql<Option<Record>> {
+    let json: Option<String> = c
+        .prepare_cached("SELECT rec FROM items WHERE ns = ?1 AND grp = ?2 AND id = ?3 AND exp > ?4")?
+        .query_row(params![ns, group, id, now], |r| r.get(0))
+        .optional()?;
+    json.map(|j| decode(id, &j)).transpose()
+}
+
+fn save(c: &Connection, ns: &str, group: &str, id: &str, rec: &Record) -> Sql<()> {
+    let json = serde_json::to_string(rec).map_err(|e| Fail::Corrupt(e.to_string()))?;
+    c.prepare_cached(
+        "INSERT INTO items (ns, grp, id, exp, rec) VALUES (?1, ?2, ?3, ?4, ?5)
+         ON CONFLICT (ns, grp, id) DO UPDATE SET exp = excluded.exp, rec = excluded.rec",
+    )?
+    .execute(params![ns, group, id, rec.x, json])?;
+    Ok(())
+}
+
+fn state(rec: Option<&Record>, id: &str, now: i64) -> ItemState {
+    rec.map(|r| r.to_state(id, now)).unwrap_or_else(|| ItemState::unknown(id))
+}
+
+/// Applies one operation at `now`: the rules of the in-memory store's `apply_one`.
+fn apply_one(
+    c: &Connection,
+    ns: &str,
+    group: &str,
+    op: &ItemOp,
+    now: i64,
+    retention_ms: u64,
+) -> Sql<OpResult> {
+    let id = op.id();
+    let result =
+        |outcome, owner, item| OpResult { id: id.to_string(), action: op.action(), outcome, owner, item };
+    let current = load(c, ns, group, id, now)?;
+    Ok(match op {
+        ItemOp::Claim { owner, lease_ms, reclaim_completed, .. } => {
+            let busy = match current.as_ref().map(|r| r.status_at(now)) {
+                Some(ItemStatus::InProgress) => Some(ItemStatus::InProgress),
+                Some(ItemStatus::Completed) if !reclaim_completed => Some(ItemStatus::Completed),
+                _ => None,
+            };
+            if let Some(s) = busy {
+                return Ok(result(Outcome::Busy(s), None, state(current.as_ref(), id, now)));
+            }
+            let mut rec = current.unwrap_or_else(|| fresh(now));
+            take(&mut rec, owner, now, now + *lease_ms as i64, retention_ms);
+            save(c, ns, group, id, &rec)?;
+            result(Outcome::Done, Some(owner.clone()), rec.to_state(id, now))
+        }
+        ItemOp::Complete { owner, keep_ms, .. } | ItemOp::Fail { owner, keep_ms, .. } => {
+            if let Some(o) = owner {
+                if current.as_ref().and_then(|r| r.o.as_ref()) != Some(o) {
+                    let refused = Outcome::Refused(not_owner(group, id, current.as_ref()));
+                    return Ok(result(refused, None, state(current.as_ref(), id, now)));
+                }
+            }
+            let (status, error) = match op {
+                ItemOp::Fail { error, .. } => ("failed", Some(error)),
+                _ => ("completed", None),
+            };
+            let mut rec = current.unwrap_or_else(|| fresh(now));
+            finish(&mut rec, status, error, now, *keep_ms);
+            save(c, ns, group, id, &rec)?;
+            result(Outcome::Done, None, rec.to_state(id, now))
+        }
+        ItemOp::Unset { .. } => {
+            c.prepare_cached("DELETE FROM items WHERE ns = ?1 AND grp = ?2 AND id = ?3")?
+                .execute(params![ns, group, id])?;
+            result(Outcome::Done, None, state(current.as_ref(), id, now))
+        }
+    })
+}
+
+fn claim_batch(c: &Connection, ns: &str, group: &str, b: BatchClaim<'_>, now: i64) -> Sql<ClaimBatch> {
+    let lease_end = now + b.lease_ms as i64;
+    let mut outcomes = Vec::with_capacity(b.ids.len());
+    let mut attempts = Vec::with_capacity(b.ids.len());
+    for id in b.ids {
+        let current = load(c, ns, group, id, now)?;
+        let (outcome, a) = match current.as_ref().map(|r| (r.status_at(now), r.a)) {
+            Some((ItemStatus::InProgress, a)) => (BatchOutcome::InProgress, a),
+            Some((ItemStatus::Completed, a)) if !b.reclaim_completed => (BatchOutcome::Completed, a),
+            _ => {
+                let mut rec = current.unwrap_or_else(|| fresh(now));
+                take(&mut rec, b.owner, now, lease_end, b.retention_ms);
+                save(c, ns, group, id, &rec)?;
+                (BatchOutcome::Claimed, rec.a)
+            }
+        };
+        outcomes.push(outcome);
+        attempts.push(a);
+    }
+    purge(c, "items", now)?;
+    Ok(ClaimBatch { owner: b.owner.to_string(), lease_expires_at: lease_end, outcomes, attempts })
+}
+
+fn list(c: &Connection, ns: &str, group: &str, q: ListQuery, now: i64) -> Sql<ItemList> {
+    let mut st = c.prepare_cached("SELECT id, rec FROM items WHERE ns = ?1 AND grp = ?2 AND exp > ?3")?;
+    let rows =
+        st.query_map(params![ns, group, now], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
+    let mut records = Vec::new();
+    for row in rows {
+        let (id, json) = row?;
+        let rec = decode(&id, &json)?;
+        records.push((id, rec));
+    }
+    Ok(page(records.iter().map(|(id, r)| (id, r)), now, q))
+}
+
+impl TrackerBackend for Durable {
+    fn claim_batch<'a>(&'a self, group: &'a str, claim: BatchClaim<'a>) -> BoxFuture<'a, ClaimBatch> {
+        ready(self.write_tx(|c, ns, now| claim_batch(c, ns, group, claim, now)))
+    }
+    fn apply<'a>(
+        &'a self,
+        group: &'a str,
+        ops: &'a [ItemOp],
+        retention_ms: u64,
+    ) -> BoxFuture<'a, Vec<OpResult>> {
+        ready(self.write_tx(|c, ns, now| {
+            let out = ops
+                .iter()
+                .map(|op| apply_one(c, ns, group, op, now, retention_ms))
+                .collect::<Sql<Vec<_>>>()?;
+            purge(c, "items", now)?;
+            Ok(out)
+        }))
+    }
+    fn read<'a>(&'a self, group: &'a str, ids: &'a [String]) -> BoxFuture<'a, Vec<ItemState>> {
+        ready(self.read_tx(|c, ns, now| {
+            ids.iter().map(|id| Ok(state(load(c, ns, group, id, now)?.as_ref(), id, now))).collect()
+        }))
+    }
+    fn list<'a>(&'a self, group: &'a str, query: ListQuery, _retention_ms: u64) -> BoxFuture<'a, ItemList> {
+        ready(self.read_tx(|c, ns, now| list(c, ns, group, query, now)))
+    }
+}
