@@ -408,6 +408,11 @@ async function proveOn(label, runtime, ctx) {
     const run = parseRun(ex.stdout)
     const msg = run?.data?.resultData?.error?.message ?? (ex.stdout + ex.stderr).split('\n').filter((l) => /flowguard|binary|platform/i.test(l)).slice(0, 3).join(' | ')
     figures.push(`${label} (binary withheld): running the project loop ${run && !run.data?.resultData?.error ? 'SUCCEEDED (unexpected)' : 'failed'}: ${String(msg).slice(0, 400)}`)
+    check(
+      `${label} (binary withheld): our node fails when run, naming the platform, with no "npm i again" advice`,
+      /native binary for this platform \(linux-x64-gnu/.test(String(msg)) && !/npm i`? again|reinstall/i.test(String(msg)),
+      String(msg).slice(0, 400),
+    )
   } finally {
     await b.stop()
   }

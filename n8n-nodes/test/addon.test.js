@@ -13,7 +13,10 @@ Module._load = function load(request, ...rest) {
 	if (request === 'flowguard') {
 		flowguardLoads++;
 		if (failFlowguard) {
-			const e = new Error(`Cannot find module 'flowguard-${require('../dist/nodes/shared/addon').platformName()}'`);
+			// What napi-rs's generated loader throws when the platform package is missing.
+			const e = new Error(
+				'Cannot find native binding. npm has a bug related to optional dependencies (https://github.com/npm/cli/issues/4828). Please try `npm i` again after removing both package-lock.json and node_modules directory.',
+			);
 			e.code = 'MODULE_NOT_FOUND';
 			throw e;
 		}
@@ -55,7 +58,7 @@ test('a node fails when run, naming the platform, the missing platform package a
 		assert.ok(e instanceof NodeOperationError, String(e));
 		assert.match(e.message, new RegExp(`native binary for this platform \\(${platformName()}, Node v`));
 		assert.match(e.description, new RegExp(`npm install flowguard-${platformName()}@\\d`));
-		assert.doesNotMatch(`${e.message} ${e.description}`, /reinstall|npm i again/i);
+		assert.doesNotMatch(`${e.message} ${e.description}`, /reinstall|npm i`? again/i);
 		return true;
 	});
 	assert.match(platformName(), /^[a-z0-9]+-[a-z0-9]+(-gnu|-musl|-msvc)?$/);

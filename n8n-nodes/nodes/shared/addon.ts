@@ -51,9 +51,12 @@ export class AddonUnavailableError extends Error {
 	}
 }
 
-function firstLine(error: unknown): string {
-	const text = error instanceof Error ? error.message : String(error);
-	return text.split('\n')[0];
+/** What the loader said, up to its first sentence: napi-rs's loader goes on to advise `npm i`
+ * again, which does not fix a platform package left out; the description says what does. */
+function firstSentence(error: unknown): string {
+	const text = (error instanceof Error ? error.message : String(error)).split('\n')[0];
+	const end = text.indexOf('. ');
+	return end === -1 ? text : text.slice(0, end + 1);
 }
 
 function unavailable(error: unknown): AddonUnavailableError {
@@ -82,7 +85,7 @@ function unavailable(error: unknown): AddonUnavailableError {
 		);
 	}
 	return new AddonUnavailableError(
-		`flowguard could not load its native binary for this platform (${where}): ${firstLine(error)}`,
+		`flowguard could not load its native binary for this platform (${where}): ${firstSentence(error)}`,
 		`The binary comes in the platform package ${pkg}, an optional dependency of flowguard, which was not installed here (npm leaves optional dependencies out with --omit=optional, or when the install ran on another platform). Install it next to flowguard, in the folder n8n-nodes-flowguard is installed in: npm install ${pkg}${version ? '@' + version : ''}. The other nodes of this n8n are not affected.`,
 	);
 }
