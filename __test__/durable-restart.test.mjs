@@ -125,12 +125,22 @@ test('two processes hammering one file: no id is claimed by both', { timeout: 12
   const outs = procs.map((p) => {
     let out = ''
     p.stdout.on('data', (d) => (out += d))
-    const ready = new Promise((r) => p.stdout.on('data', () => out.startsWith('ready\n') && r()))
-    const done = new Promise((r, j) => p.on('exit', (code) => (code === 0 ? r(out.slice('ready\n'.length)) : j(new Error(`hammer child exited ${code}`)))))
+    const exited = new Promise((r) => p.on('exit', (code) => r(code)))
+    // A child that exits before it is ready fails the test (instead of leaving the other waiting).
+    const ready = new Promise((r, j) => {
+      p.stdout.on('data', () => out.startsWith('ready\n') && r())
+      exited.then((code) => j(new Error(`hammer child exited ${code} before it opened the file`)))
+    })
+    const done = exited.then((code) => (code === 0 ? out.slice('ready\n'.length) : Promise.reject(new Error(`hammer child exited ${code}`))))
     return { ready, done }
   })
-  // Both have opened the file: start them at once, so their claims race.
-  await Promise.all(outs.map((o) => o.ready))
+  try {
+    // Both have opened the file: start them at once, so their claims race.
+    await Promise.all(outs.map((o) => o.ready))
+  } catch (e) {
+    for (const p of procs) p.kill('SIGKILL')
+    throw e
+  }
   for (const p of procs) p.stdin.write('go\n')
   const [mineA, mineB] = (await Promise.all(outs.map((o) => o.done))).map((o) => JSON.parse(o))
   const both = mineA.filter((id) => new Set(mineB).has(id))

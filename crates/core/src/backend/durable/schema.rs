@@ -67,25 +67,57 @@ pub(super) fn open(path: &Path) -> Result<Connection> {
     }
     conn.busy_timeout(Duration::from_millis(BUSY_TIMEOUT_MS)).map_err(fail)?;
     conn.set_prepared_statement_cache_capacity(64);
-    let mode: String =
-        conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0)).map_err(fail)?;
-    if !mode.eq_ignore_ascii_case("wal") {
-        return Err(Error::new(
-            ErrorCode::Storage,
-            format!("the store file {p} cannot use a write-ahead log (journal mode {mode})"),
-        ));
-    }
-    conn.pragma_update(None, "synchronous", "NORMAL").map_err(fail)?;
-    conn.execute_batch("BEGIN IMMEDIATE").map_err(fail)?;
-    let checked = check_or_create(&conn, path);
-    match checked {
-        Ok(()) => conn.execute_batch("COMMIT").map_err(fail)?,
-        Err(e) => {
-            let _ = conn.execute_batch("ROLLBACK");
-            return Err(e);
+    // Two processes opening a new file at once: switching it to WAL can report "busy" without
+    // waiting in the busy handler, so the first steps are retried until the busy timeout.
+    let deadline = std::time::Instant::now() + Duration::from_millis(BUSY_TIMEOUT_MS);
+    loop {
+        match init(&conn, path) {
+            Err(Init::Busy(_)) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(Init::Busy(e)) => return Err(fail(e)),
+            Err(Init::Failed(e)) => return Err(e),
+            Ok(()) => return Ok(conn),
         }
     }
-    Ok(conn)
+}
+
+enum Init {
+    Busy(rusqlite::Error),
+    Failed(Error),
+}
+
+fn busy(path: &Path) -> impl Fn(rusqlite::Error) -> Init + '_ {
+    move |e| match &e {
+        rusqlite::Error::SqliteFailure(f, _)
+            if matches!(f.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) =>
+        {
+            Init::Busy(e)
+        }
+        _ => Init::Failed(storage_error(path, e)),
+    }
+}
+
+/// WAL mode, then the layout checked (or created) in one write transaction.
+fn init(conn: &Connection, path: &Path) -> std::result::Result<(), Init> {
+    let p = path.display();
+    let mode: String =
+        conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0)).map_err(busy(path))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(Init::Failed(Error::new(
+            ErrorCode::Storage,
+            format!("the store file {p} cannot use a write-ahead log (journal mode {mode})"),
+        )));
+    }
+    conn.pragma_update(None, "synchronous", "NORMAL").map_err(busy(path))?;
+    conn.execute_batch("BEGIN IMMEDIATE").map_err(busy(path))?;
+    match check_or_create(conn, path) {
+        Ok(()) => conn.execute_batch("COMMIT").map_err(busy(path)),
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            Err(Init::Failed(e))
+        }
+    }
 }
 
 fn check_or_create(conn: &Connection, path: &Path) -> Result<()> {
