@@ -3,15 +3,15 @@
 //!
 //! Every call does bounded work: one page of at most [`MAX_CATALOG_LIMIT`] names, found in at
 //! most [`MAX_STEPS`] backend steps, each of which looks at a bounded slice of what is stored
-//! (an index seek per name on the durable store, `SCAN … COUNT` on Redis). A page can hold fewer
-//! names than asked for (a slice held none) while a `cursor` says there is more; on Redis, where
-//! one `SCAN` step cannot be cut, a page can hold somewhat more. Pages follow the name order on the
-//! embedded stores and Redis's own order there; a name added or removed while paging may be seen
-//! or missed, and Redis may repeat a name across pages (never within one).
+//! (the names of one kind in memory, an index seek per name on the durable store, a `SCAN` step
+//! of about a thousand keys on Redis). A page can hold fewer names than asked for (the slices
+//! held fewer) while a `cursor` says there is more. Pages follow the name order on the embedded
+//! stores and Redis's SCAN order there; a name added or removed while paging may be seen or
+//! missed, and Redis may repeat a name across pages (never within one).
 
 use crate::backend::BoxFuture;
 use crate::client::Client;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::validate;
 
 /// Default and largest page of a listing.
@@ -19,6 +19,8 @@ pub const DEFAULT_CATALOG_LIMIT: u64 = 100;
 pub const MAX_CATALOG_LIMIT: u64 = 1_000;
 /// The most backend steps one listing call takes to fill its page.
 pub const MAX_STEPS: usize = 8;
+/// The longest cursor: a name, or a SCAN cursor and a name.
+pub const MAX_CURSOR_BYTES: usize = validate::MAX_NAME_BYTES + 32;
 
 /// What to list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,7 +61,13 @@ impl Client {
     pub async fn list_names(&self, kind: Kind, cursor: Option<&str>, limit: Option<u64>) -> Result<Page> {
         let limit = validate::range("limit", limit.unwrap_or(DEFAULT_CATALOG_LIMIT), 1, MAX_CATALOG_LIMIT)?;
         if let Some(c) = cursor {
-            validate::name("cursor", c)?;
+            // A name, or on Redis a SCAN cursor and a name.
+            if c.is_empty() || c.len() > MAX_CURSOR_BYTES {
+                return Err(Error::invalid_at(
+                    "cursor",
+                    format!("must be a cursor a page returned (1 to {MAX_CURSOR_BYTES} bytes)"),
+                ));
+            }
         }
         let mut page = Page { entries: Vec::new(), cursor: cursor.map(str::to_string) };
         for step in 0..MAX_STEPS {

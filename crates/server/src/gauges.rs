@@ -1,7 +1,7 @@
 //! The state gauges of `/metrics`, read at each scrape: locks held, items by group and status, ids
 //! by queue and state. Bounded: at most [`MAX_NAMES`] names of each kind are read per scrape (in
-//! pages of the catalog, then one read per name); `flowguard_listing_complete{kind}` tells whether
-//! every name was seen. A backend error leaves these gauges out and sets `flowguard_state_up` 0;
+//! at most [`MAX_PAGES`] catalog pages, then one read per name); `flowguard_listing_complete{kind}`
+//! tells whether every name was seen. A backend error leaves these gauges out and sets `flowguard_state_up` 0;
 //! the call counters are answered all the same.
 
 use flowguard_core::catalog::{Entry, Kind};
@@ -12,24 +12,25 @@ use prometheus::{Encoder, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder};
 /// The most names of each kind a scrape reads (label values of the per-group and per-queue
 /// gauges, so it also bounds the series a scrape exports).
 pub const MAX_NAMES: usize = 200;
-const PAGE: u64 = 100;
+/// The most catalog pages a scrape reads per kind: on Redis, pages of few names can each take a
+/// SCAN of the whole slice of the keyspace they cover.
+const MAX_PAGES: usize = 4;
 
 /// Up to [`MAX_NAMES`] names of `kind`, and whether that was all of them.
 async fn names(client: &Client, kind: Kind) -> flowguard_core::Result<(Vec<Entry>, bool)> {
     let mut out = Vec::new();
     let mut cursor: Option<String> = None;
-    loop {
-        let p = client.list_names(kind, cursor.as_deref(), Some(PAGE)).await?;
+    for _ in 0..MAX_PAGES {
+        let p = client.list_names(kind, cursor.as_deref(), Some(MAX_NAMES as u64)).await?;
         out.extend(p.entries);
         cursor = p.cursor;
-        if cursor.is_none() {
-            return Ok((out, true));
-        }
-        if out.len() >= MAX_NAMES {
-            out.truncate(MAX_NAMES);
-            return Ok((out, false));
+        if cursor.is_none() || out.len() >= MAX_NAMES {
+            break;
         }
     }
+    let complete = cursor.is_none() && out.len() <= MAX_NAMES;
+    out.truncate(MAX_NAMES);
+    Ok((out, complete))
 }
 
 fn gauge_vec(r: &Registry, name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {

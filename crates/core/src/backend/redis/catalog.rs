@@ -1,12 +1,17 @@
-//! Catalog on Redis: one `SCAN cursor MATCH … COUNT limit` per step (Redis looks at about `limit`
-//! keys of its keyspace, whatever its size), the names read back from the keys. Queues also get
-//! their shard count, one `HGET` per queue found, pipelined.
+//! Catalog on Redis: one `SCAN cursor MATCH … COUNT 1000` per step (Redis looks at about a
+//! thousand keys of its keyspace, whatever its size), the names read back from the keys. A step
+//! that finds more names than asked for returns the first ones in name order and a cursor that
+//! runs the same SCAN step again past the last name returned. Queues also get their shard count,
+//! one `HGET` per queue listed, pipelined.
 
 use super::{map_error, RedisStore};
 use crate::backend::BoxFuture;
 use crate::catalog::{CatalogBackend, Entry, Kind, Page};
 use crate::error::{Error, Result};
 use crate::keys::{glob_escape, unescape};
+
+/// The `COUNT` of one SCAN step: about how many keys Redis looks at.
+const SCAN_COUNT: u64 = 1000;
 
 /// The SCAN pattern of a kind, and how its keys end after the escaped name.
 fn pattern(prefix: &str, kind: Kind) -> (String, &'static str, &'static str) {
@@ -55,30 +60,48 @@ impl RedisStore {
 impl CatalogBackend for RedisStore {
     fn list_names<'a>(&'a self, kind: Kind, cursor: Option<&'a str>, limit: u64) -> BoxFuture<'a, Page> {
         Box::pin(async move {
-            let start: u64 = match cursor {
-                None => 0,
-                Some(c) => c.parse().map_err(|_| {
-                    Error::invalid_at(
-                        "cursor",
-                        "is not a cursor of this Redis listing (pass the one a page returned)",
-                    )
-                })?,
+            // `<scan cursor>` or `<scan cursor>:<last name returned from that step>`.
+            let (start, after) = match cursor {
+                None => (0, None),
+                Some(c) => {
+                    let (scan, after) = match c.split_once(':') {
+                        Some((scan, after)) => (scan, Some(after)),
+                        None => (c, None),
+                    };
+                    let scan: u64 = scan.parse().map_err(|_| {
+                        Error::invalid_at(
+                            "cursor",
+                            "is not a cursor of this Redis listing (pass the one a page returned)",
+                        )
+                    })?;
+                    (scan, after)
+                }
             };
             let prefix = self.keys().prefix();
             let (pat, head, tail) = pattern(prefix, kind);
             let mut cmd = redis::cmd("SCAN");
-            cmd.arg(start).arg("MATCH").arg(&pat).arg("COUNT").arg(limit);
+            cmd.arg(start).arg("MATCH").arg(&pat).arg("COUNT").arg(SCAN_COUNT);
             let (next, keys): (u64, Vec<String>) = self.query(&cmd).await?;
-            let mut names: Vec<String> = keys.iter().filter_map(|k| name_of(k, prefix, head, tail)).collect();
+            let mut names: Vec<String> = keys
+                .iter()
+                .filter_map(|k| name_of(k, prefix, head, tail))
+                .filter(|n| after.is_none_or(|a| n.as_str() > a))
+                .collect();
             names.sort();
             names.dedup();
+            let cursor = if names.len() as u64 > limit {
+                names.truncate(limit as usize);
+                Some(format!("{start}:{}", names.last().expect("limit is at least 1")))
+            } else {
+                (next != 0).then(|| next.to_string())
+            };
             let shards = match kind {
                 Kind::Queues => self.queue_shards(&names).await?,
                 _ => vec![None; names.len()],
             };
             let entries =
                 names.into_iter().zip(shards).map(|(name, shards)| Entry { name, shards }).collect();
-            Ok(Page { entries, cursor: (next != 0).then(|| next.to_string()) })
+            Ok(Page { entries, cursor })
         })
     }
 }
