@@ -171,6 +171,10 @@ test('the dashboard shows groups, failed items, locks and queues, asks for the t
   assert.equal(await total.locator('td.q-waiting').textContent(), '7')
   assert.equal(await total.locator('td.q-claimed').textContent(), '0')
   await page.screenshot({ path: join(shots, '3-after-refresh.png'), fullPage: true })
+  await page.emulateMedia({ colorScheme: 'dark' })
+  await page.screenshot({ path: join(shots, '4-dark.png'), fullPage: true })
+  await page.setViewportSize({ width: 400, height: 800 })
+  await page.screenshot({ path: join(shots, '5-narrow.png'), fullPage: true })
 
   // The token lives in this tab only: "Forget token" asks again.
   await page.click('#forget')

@@ -55,8 +55,11 @@ pub async fn groups(State(app): State<App>, Body(b): Body<ListIn>) -> ApiResult<
     let p = page(&app, Kind::Groups, &b).await?;
     let mut groups = Vec::with_capacity(p.entries.len());
     for e in p.entries {
-        let l = app.client.list_items(&e.name, Some("all"), None, Some(1)).await?;
-        groups.push(GroupSummary { group: e.name, counts: l.counts.into() });
+        let c = app.client.list_items(&e.name, Some("all"), None, Some(1)).await?.counts;
+        // A group whose records have all expired (and are not yet forgotten) holds nothing.
+        if c.total() > 0 {
+            groups.push(GroupSummary { group: e.name, counts: c.into() });
+        }
     }
     Ok(Json(GroupList { groups, cursor: p.cursor }))
 }
