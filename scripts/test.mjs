@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 // Every test: builds the addon (incremental), starts a throwaway redis-server on a free loopback
 // port unless REDIS_URL is set, then runs the Rust suites (embedded, durable, Redis), the Node
-// suites (the same three), the lock and tracker suites under Bun and Deno (the devDependencies `bun`
-// and `deno`: runtimes without Node's libuv), when present the n8n end-to-end suite, and the install
-// proof (packed packages installed into a fresh n8n from a local registry). Prints one closing line:
+// suites (the same three), the server's dashboard in chromium, the lock and tracker suites under
+// Bun and Deno (the devDependencies `bun` and `deno`: runtimes without Node's libuv), when present
+// the n8n end-to-end suite, and the install proof (packed packages installed into a fresh n8n from
+// a local registry). Prints one closing line:
 // "flowguard tests: N passed, M failed".
 import { spawn, spawnSync } from 'node:child_process'
 import { mkdtempSync, existsSync, rmSync } from 'node:fs'
@@ -110,6 +111,9 @@ try {
     const host = spawnSync('rustc', ['-vV'], { encoding: 'utf8' }).stdout.match(/^host: (\S+)/m)[1]
     run('cargo test', 'cargo', ['test', '--workspace', '--target', host, '--', '--include-ignored'], env, cargoCounts)
     run('node --test', process.execPath, ['--test', '--test-reporter=tap', '__test__/'], env, nodeCounts)
+    // The server's dashboard in Debian's chromium (playwright-core), on the binary cargo test built.
+    const serverBin = join(root, 'target', host, 'debug', 'flowguard-server')
+    run('dashboard (browser)', process.execPath, ['--test', '--test-reporter=tap', 'crates/server/e2e/'], { ...env, FLOWGUARD_SERVER_BIN: serverBin }, nodeCounts)
     const bin = (name) => join(root, 'node_modules', '.bin', name)
     // Without the devDependency (npm install not run): a failure in CI, a note elsewhere.
     const missing = (name) => {

@@ -30,6 +30,38 @@ pub fn escape(name: &str) -> String {
     out
 }
 
+/// The name [`escape`] was given, or None when `s` is not an escaped name.
+pub fn unescape(s: &str) -> Option<String> {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find(['%', '{', '}', ':']) {
+        out.push_str(&rest[..i]);
+        let code = rest.get(i..i + 3)?;
+        out.push(match code {
+            "%25" => '%',
+            "%7B" => '{',
+            "%7D" => '}',
+            "%3A" => ':',
+            _ => return None,
+        });
+        rest = &rest[i + 3..];
+    }
+    out.push_str(rest);
+    Some(out)
+}
+
+/// `s` with the glob characters of a `SCAN … MATCH` pattern escaped.
+pub fn glob_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 4);
+    for ch in s.chars() {
+        if matches!(ch, '*' | '?' | '[' | ']' | '\\') {
+            out.push('\\');
+        }
+        out.push(ch);
+    }
+    out
+}
+
 impl Keys {
     pub fn new(prefix: &str) -> Result<Keys> {
         if prefix.len() > MAX_PREFIX_BYTES {
@@ -145,6 +177,16 @@ fn crc16(data: &[u8]) -> u16 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unescape_inverts_escape() {
+        for n in ["plain", "a:b", "%7B{}", "100%", "ü:%3A", ""] {
+            assert_eq!(unescape(&escape(n)).as_deref(), Some(n));
+        }
+        assert_eq!(unescape("a%zz"), None);
+        assert_eq!(unescape("a:b"), None);
+        assert_eq!(glob_escape("fg*[x]?\\"), "fg\\*\\[x\\]\\?\\\\");
+    }
     use std::collections::HashSet;
 
     fn names() -> Vec<String> {

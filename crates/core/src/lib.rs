@@ -5,6 +5,7 @@
 //! shells over it.
 
 pub mod backend;
+pub mod catalog;
 pub mod client;
 pub mod error;
 pub mod keys;

@@ -12,7 +12,7 @@ use tower_http::trace::TraceLayer;
 
 use crate::error::ApiError;
 use crate::metrics::Metrics;
-use crate::{auth, metrics, ops, routes};
+use crate::{auth, dashboard, metrics, ops, routes};
 
 /// Limits of one call, on top of the core's own.
 #[derive(Debug, Clone)]
@@ -76,8 +76,8 @@ impl App {
     }
 }
 
-/// The whole HTTP surface: the API and `/metrics` behind the token; health, readiness and the
-/// OpenAPI document open.
+/// The whole HTTP surface: the API and `/metrics` behind the token; health, readiness, the
+/// OpenAPI document and the dashboard's page (which reads through the API) open.
 pub fn router(app: App) -> Router {
     let guarded = routes::api()
         .route("/metrics", get(ops::metrics))
@@ -87,6 +87,7 @@ pub fn router(app: App) -> Router {
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .route("/openapi.json", get(ops::openapi))
+        .merge(dashboard::routes())
         .fallback(ops::not_found)
         .method_not_allowed_fallback(ops::method_not_allowed)
         .layer(DefaultBodyLimit::max(app.limits.max_body))

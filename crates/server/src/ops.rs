@@ -32,7 +32,9 @@ pub async fn readyz(State(app): State<App>) -> Response {
 }
 
 pub async fn metrics(State(app): State<App>) -> Response {
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], app.metrics.render()).into_response()
+    let mut text = app.metrics.render();
+    text.push_str(&crate::gauges::render(&app.client).await);
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
 }
 
 pub async fn openapi() -> Response {

@@ -78,6 +78,15 @@ async fn redis_down_is_503_and_silent_is_504() {
     assert!(!e.to_string().contains(TOKEN));
     let (st, e) = ready(&s).await;
     assert_eq!((st, e["code"].as_str()), (503, Some("ERR_REDIS_UNAVAILABLE")), "{e}");
+    // The metrics still answer: the call counters, and the state gauges marked as not read.
+    let m = s.http.get(s.url("/metrics")).bearer_auth(TOKEN).send().await.unwrap();
+    assert_eq!(m.status().as_u16(), 200);
+    let text = m.text().await.unwrap();
+    assert!(text.lines().any(|l| l == "flowguard_state_up 0"), "{text}");
+    assert!(
+        text.contains("flowguard_http_requests_total") && !text.contains("flowguard_locks_held"),
+        "{text}"
+    );
 
     mode.send(Mode::Forward).unwrap();
     let mut back = false;

@@ -47,3 +47,8 @@ async fn state_outlives_the_server() {
     s.shutdown().await;
     let _ = std::fs::remove_dir_all(path.parent().unwrap());
 }
+
+#[tokio::test]
+async fn listing_routes_and_state_gauges() {
+    common::suite::catalog_on(&on(&file("catalog"), "c:").await).await;
+}

@@ -4,6 +4,7 @@ mod common;
 use std::collections::BTreeSet;
 
 use common::Server;
+use flowguard_server::dashboard;
 use flowguard_server::routes::PATHS;
 use serde_json::Value;
 
@@ -17,7 +18,7 @@ async fn every_route_is_documented_and_every_documented_route_exists() {
     let doc: Value = res.json().await.unwrap();
     assert_eq!(doc["openapi"], "3.0.3");
     let documented: BTreeSet<&str> = doc["paths"].as_object().unwrap().keys().map(|k| k.as_str()).collect();
-    let served: BTreeSet<&str> = PATHS.iter().chain(OPS).copied().collect();
+    let served: BTreeSet<&str> = PATHS.iter().chain(OPS).chain(dashboard::PATHS).copied().collect();
     assert_eq!(documented, served);
     for (path, item) in doc["paths"].as_object().unwrap() {
         let methods: Vec<&String> = item.as_object().unwrap().keys().collect();

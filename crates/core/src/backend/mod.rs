@@ -16,6 +16,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Mutex, MutexGuard};
 
+use crate::catalog::CatalogBackend;
 use crate::client::Config;
 use crate::error::Result;
 use crate::lock::LockBackend;
@@ -27,7 +28,9 @@ use crate::tracker::TrackerBackend;
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T>> + Send + 'a>>;
 
 /// A backend: every pattern, and its name.
-pub trait Backend: TrackerBackend + LockBackend + QueueBackend + StateBackend + Send + Sync {
+pub trait Backend:
+    TrackerBackend + LockBackend + QueueBackend + StateBackend + CatalogBackend + Send + Sync
+{
     /// `embedded`, `durable` or `redis`.
     fn kind(&self) -> &'static str;
 }

@@ -505,6 +505,60 @@ pub async fn queue_shard_count_is_kept_per_queue(c: Client) {
     assert_eq!(c.queue_size("q", ShardSelect { shards: shards(4), shard: None }).await.unwrap().waiting, 2);
 }
 
+/// Every page of a catalog listing, with a small limit so it takes several pages.
+async fn all_names(c: &Client, kind: flowguard_core::catalog::Kind) -> Vec<(String, Option<u32>)> {
+    let (mut out, mut cursor) = (Vec::new(), None::<String>);
+    for _ in 0..100_000 {
+        let p = c.list_names(kind, cursor.as_deref(), Some(2)).await.unwrap();
+        out.extend(p.entries.into_iter().map(|e| (e.name, e.shards)));
+        cursor = p.cursor;
+        if cursor.is_none() {
+            break;
+        }
+    }
+    assert!(cursor.is_none(), "the listing ended");
+    out.sort();
+    out.dedup();
+    out
+}
+
+pub async fn catalog_lists_the_names_in_use(c: Client) {
+    use flowguard_core::catalog::Kind;
+    use flowguard_core::queue::{EnqueueOptions, ReadOptions};
+    let groups = ["g:1", "g{2}", "g%3", "g4", "g5"];
+    for g in groups {
+        c.set_items(g, vec![req("a", "completed")]).await.unwrap();
+    }
+    let want: Vec<(String, Option<u32>)> = groups.iter().map(|g| (g.to_string(), None)).collect();
+    let mut want_sorted = want.clone();
+    want_sorted.sort();
+    assert_eq!(all_names(&c, Kind::Groups).await, want_sorted);
+
+    let held = c.acquire_lock("held:1", AcquireOptions::default()).await.unwrap();
+    assert!(held.acquired);
+    let freed = c.acquire_lock("freed", AcquireOptions::default()).await.unwrap();
+    c.release_lock("freed", freed.owner.as_deref().unwrap()).await.unwrap();
+    assert_eq!(all_names(&c, Kind::Locks).await, vec![("held:1".to_string(), None)]);
+
+    let three = EnqueueOptions { shards: shards(3), ..Default::default() };
+    c.enqueue("q:a", (0..10).map(|i| format!("id-{i}")).collect(), three).await.unwrap();
+    c.enqueue("q:done", vec!["x".into()], EnqueueOptions::default()).await.unwrap();
+    let b = c.read_batch("q:done", ReadOptions::default()).await.unwrap();
+    c.ack("q:done", &b.owner, vec!["x".into()], None).await.unwrap();
+    c.enqueue("q:claimed", vec!["y".into()], EnqueueOptions::default()).await.unwrap();
+    c.read_batch("q:claimed", ReadOptions::default()).await.unwrap();
+    assert_eq!(
+        all_names(&c, Kind::Queues).await,
+        vec![("q:a".to_string(), Some(3)), ("q:claimed".to_string(), Some(1))]
+    );
+
+    let e = c.list_names(Kind::Groups, None, Some(0)).await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidArgument, "{}", e.message);
+    assert!(e.to_string().contains("limit"), "{e}");
+    let e = c.list_names(Kind::Groups, Some(""), None).await.unwrap_err();
+    assert!(e.to_string().contains("cursor"), "{e}");
+}
+
 /// Generates one `#[tokio::test]` per suite function for a backend.
 #[macro_export]
 macro_rules! suite {
@@ -526,7 +580,8 @@ macro_rules! suite {
             concurrent_lock_sets_have_one_winner,
             lock_bad_input,
             empty_label_reads_back_as_no_label,
-            queue_shard_count_is_kept_per_queue
+            queue_shard_count_is_kept_per_queue,
+            catalog_lists_the_names_in_use
         );
     };
     (@each $url:expr, $attrs:tt, $($name:ident),*) => {

@@ -127,12 +127,17 @@ pub struct LockInfo {
 }
 
 pub async fn get(State(app): State<App>, Body(b): Body<NameIn>) -> ApiResult<Json<LockInfo>> {
-    let i = app.client.get_lock(&b.name).await?;
-    Ok(Json(LockInfo {
-        name: i.name,
-        locked: i.locked,
-        remaining_ms: i.remaining_ms,
-        fence: i.fence,
-        holder: i.holder,
-    }))
+    Ok(Json(app.client.get_lock(&b.name).await?.into()))
+}
+
+impl From<core::LockInfo> for LockInfo {
+    fn from(i: core::LockInfo) -> Self {
+        LockInfo {
+            name: i.name,
+            locked: i.locked,
+            remaining_ms: i.remaining_ms,
+            fence: i.fence,
+            holder: i.holder,
+        }
+    }
 }

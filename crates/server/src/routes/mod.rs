@@ -1,5 +1,6 @@
 //! The API routes of the four patterns, all `POST` with a JSON body (see docs/server.md).
 
+pub mod catalog;
 pub mod lock;
 pub mod queue;
 pub mod state;
@@ -52,4 +53,7 @@ api_routes! {
     "/v1/state/claimKey" => state::claim_key,
     "/v1/state/completeKey" => state::complete_key,
     "/v1/state/releaseKey" => state::release_key,
+    "/v1/tracker/listGroups" => catalog::groups,
+    "/v1/lock/list" => catalog::locks,
+    "/v1/queue/list" => catalog::queues,
 }

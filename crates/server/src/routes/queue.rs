@@ -253,22 +253,27 @@ pub async fn size(State(app): State<App>, Body(b): Body<SelectIn>) -> ApiResult<
     if b.limit.is_some() {
         return Err(crate::error::ApiError::invalid("limit", "is for peek, not size"));
     }
-    let s = app.client.queue_size(&b.queue, ShardSelect { shards: b.shards, shard: b.shard }).await?;
-    Ok(Json(QueueSize {
-        waiting: s.waiting,
-        due: s.due,
-        claimed: s.claimed,
-        again: s.again,
-        shards: s
-            .shards
-            .into_iter()
-            .map(|x| ShardSize {
-                shard: x.shard,
-                waiting: x.waiting,
-                due: x.due,
-                claimed: x.claimed,
-                again: x.again,
-            })
-            .collect(),
-    }))
+    Ok(Json(app.client.queue_size(&b.queue, ShardSelect { shards: b.shards, shard: b.shard }).await?.into()))
+}
+
+impl From<flowguard_core::queue::QueueSize> for QueueSize {
+    fn from(s: flowguard_core::queue::QueueSize) -> Self {
+        QueueSize {
+            waiting: s.waiting,
+            due: s.due,
+            claimed: s.claimed,
+            again: s.again,
+            shards: s
+                .shards
+                .into_iter()
+                .map(|x| ShardSize {
+                    shard: x.shard,
+                    waiting: x.waiting,
+                    due: x.due,
+                    claimed: x.claimed,
+                    again: x.again,
+                })
+                .collect(),
+        }
+    }
 }

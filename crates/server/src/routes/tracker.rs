@@ -359,16 +359,21 @@ pub struct ItemList {
 
 pub async fn list_items(State(app): State<App>, Body(b): Body<ListIn>) -> ApiResult<Json<ItemList>> {
     let l = app.client.list_items(&b.group, b.status.as_deref(), b.offset, b.limit).await?;
-    let c = l.counts;
     Ok(Json(ItemList {
-        counts: Counts {
+        counts: l.counts.into(),
+        items: l.items.into_iter().map(ItemState::from).collect(),
+        next_offset: l.next_offset,
+    }))
+}
+
+impl From<core::Counts> for Counts {
+    fn from(c: core::Counts) -> Self {
+        Counts {
             in_progress: c.in_progress,
             abandoned: c.abandoned,
             completed: c.completed,
             failed: c.failed,
             total: c.total(),
-        },
-        items: l.items.into_iter().map(ItemState::from).collect(),
-        next_offset: l.next_offset,
-    }))
+        }
+    }
 }

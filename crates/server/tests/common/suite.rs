@@ -22,6 +22,9 @@ macro_rules! route_suite {
         #[tokio::test]
         $($attr)*
         async fn ops_routes() { common::suite::ops($url).await }
+        #[tokio::test]
+        $($attr)*
+        async fn listing_routes_and_state_gauges() { common::suite::catalog($url).await }
     };
 }
 
@@ -262,4 +265,92 @@ pub async fn ops(url: Option<String>) {
     ));
     assert!(text.contains("flowguard_http_request_duration_seconds_bucket"));
     assert_eq!(s.http.get(s.url("/metrics")).send().await.unwrap().status().as_u16(), 401);
+}
+
+/// Every page of a listing route, a name at a time.
+async fn all_pages(s: &Server, path: &str, field: &str) -> Vec<serde_json::Value> {
+    let (mut out, mut cursor) = (Vec::new(), None::<String>);
+    for _ in 0..10_000 {
+        let mut body = json!({"limit": 1});
+        if let Some(c) = &cursor {
+            body["cursor"] = json!(c);
+        }
+        let page = s.ok(path, body).await;
+        out.extend(page[field].as_array().unwrap().iter().cloned());
+        match page["cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_string()),
+            None => return out,
+        }
+    }
+    panic!("{path} never ended");
+}
+
+pub async fn catalog(url: Option<String>) {
+    catalog_on(&Server::open(url).await).await
+}
+
+pub async fn catalog_on(s: &Server) {
+    s.ok(
+        "/v1/tracker/setItems",
+        json!({"group": "g-a", "requests": [{"id": "1", "status": "completed"}, {"id": "2", "status": "failed", "error": "boom"}]}),
+    )
+    .await;
+    s.ok("/v1/tracker/setItems", json!({"group": "g-b", "requests": [{"id": "1", "status": "completed"}]}))
+        .await;
+    s.ok("/v1/lock/acquire", json!({"name": "L", "label": "w1", "timeoutMs": 600000})).await;
+    let free = s.ok("/v1/lock/acquire", json!({"name": "free"})).await;
+    s.ok("/v1/lock/release", json!({"name": "free", "owner": free["owner"]})).await;
+    let ids: Vec<String> = (0..6).map(|i| format!("id-{i}")).collect();
+    s.ok("/v1/queue/enqueue", json!({"queue": "q", "ids": ids, "shards": 3})).await;
+    s.ok("/v1/queue/readBatch", json!({"queue": "q", "shards": 3, "limit": 2})).await;
+
+    let mut groups = all_pages(s, "/v1/tracker/listGroups", "groups").await;
+    groups.sort_by_key(|g| g["group"].as_str().unwrap().to_string());
+    groups.dedup();
+    assert_eq!(groups.len(), 2, "{groups:?}");
+    assert_eq!(groups[0]["group"], "g-a");
+    assert_eq!(
+        groups[0]["counts"],
+        json!({"inProgress": 0, "abandoned": 0, "completed": 1, "failed": 1, "total": 2})
+    );
+    assert_eq!(groups[1]["counts"]["completed"], 1);
+
+    let locks = all_pages(s, "/v1/lock/list", "locks").await;
+    assert_eq!(locks.len(), 1, "{locks:?}");
+    assert_eq!(
+        (&locks[0]["name"], &locks[0]["holder"], &locks[0]["fence"]),
+        (&json!("L"), &json!("w1"), &json!(1))
+    );
+    assert!(locks[0]["remainingMs"].as_u64().unwrap() > 590_000);
+
+    let queues = all_pages(s, "/v1/queue/list", "queues").await;
+    assert_eq!(queues.len(), 1, "{queues:?}");
+    let q = &queues[0];
+    assert_eq!(
+        (&q["queue"], &q["shardCount"], &q["waiting"], &q["claimed"]),
+        (&json!("q"), &json!(3), &json!(4), &json!(2))
+    );
+    assert_eq!(q["shards"].as_array().unwrap().len(), 3);
+
+    for bad in [json!({"limit": 0}), json!({"limit": 101}), json!({"cursor": ""}), json!({"other": 1})] {
+        let (st, e) = s.call("/v1/queue/list", bad.clone()).await;
+        assert_eq!(st, 400, "{bad} answered {e}");
+        assert!(e["code"] == "ERR_INVALID_ARGUMENT" || e["code"] == "ERR_INVALID_JSON", "{e}");
+    }
+
+    let text =
+        s.http.get(s.url("/metrics")).bearer_auth(super::TOKEN).send().await.unwrap().text().await.unwrap();
+    for line in [
+        "flowguard_locks_held 1",
+        r#"flowguard_items{group="g-a",status="failed"} 1"#,
+        r#"flowguard_items{group="g-a",status="completed"} 1"#,
+        r#"flowguard_items{group="g-b",status="completed"} 1"#,
+        r#"flowguard_queue_ids{queue="q",state="waiting"} 4"#,
+        r#"flowguard_queue_ids{queue="q",state="claimed"} 2"#,
+        r#"flowguard_listing_complete{kind="groups"} 1"#,
+        r#"flowguard_listing_complete{kind="queues"} 1"#,
+        "flowguard_state_up 1",
+    ] {
+        assert!(text.lines().any(|l| l == line), "missing {line:?} in\n{text}");
+    }
 }

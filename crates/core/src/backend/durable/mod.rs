@@ -15,6 +15,7 @@
 //!   (`synchronous=FULL`) every commit is also flushed to the disk, so it survives a power loss.
 //! - Time comes from [`clock`]: wall time that never runs backwards across processes and restarts.
 
+mod catalog;
 mod clock;
 mod lock;
 mod queue;

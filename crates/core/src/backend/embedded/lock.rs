@@ -133,3 +133,10 @@ impl LockBackend for Embedded {
         ready(Ok(guard(&self.namespace().locks).inspect(name)))
     }
 }
+
+impl LockTable {
+    /// The names of the locks held at `now` (for the catalog).
+    pub(super) fn held_names(&self, now: i64) -> impl Iterator<Item = &str> {
+        self.held.iter().filter(move |(_, h)| h.expires_at > now).map(|(k, _)| k.as_str())
+    }
+}

@@ -270,3 +270,10 @@ impl QueueBackend for Embedded {
         ready(guard(&self.namespace().queues).size(at))
     }
 }
+
+impl QueueTable {
+    /// The queues that hold ids, with their shard counts (for the catalog).
+    pub(super) fn queue_names(&self) -> impl Iterator<Item = (&str, u32)> {
+        self.meta.iter().map(|(k, m)| (k.as_str(), m.shards))
+    }
+}

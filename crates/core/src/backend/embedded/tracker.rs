@@ -350,3 +350,10 @@ impl TrackerBackend for Embedded {
         ready(Ok(guard(&self.namespace().tracker).list(group, query)))
     }
 }
+
+impl TrackerTable {
+    /// The names of the groups that hold records (for the catalog).
+    pub(super) fn group_names(&self) -> impl Iterator<Item = &str> {
+        self.groups.iter().filter(|(_, g)| !g.items.is_empty()).map(|(k, _)| k.as_str())
+    }
+}

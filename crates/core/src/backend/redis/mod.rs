@@ -7,6 +7,7 @@
 //! that went silent, e.g. behind a dropped NAT or firewall entry, never reports an error by
 //! itself), and its TCP socket has keepalive probes and `TCP_NODELAY` set.
 
+mod catalog;
 mod lock;
 mod queue;
 mod state;

@@ -1,0 +1,86 @@
+//! Catalog on the durable store: names in name order, each found by one index seek (the tables'
+//! keys begin with the namespace and the name), so a page costs its size in seeks however many
+//! items or ids the names hold.
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::{Durable, Sql};
+use crate::backend::{ready, BoxFuture};
+use crate::catalog::{CatalogBackend, Entry, Kind, Page};
+
+/// How many lock rows a step looks at per name asked for: a lock name keeps its row (and fence)
+/// after release, so free rows are skipped, a bounded number per step.
+const LOCK_ROWS_PER_NAME: u64 = 8;
+
+/// The next distinct names after `cursor` by repeated seeks of `sql` (which takes ns, the name
+/// to start after, and yields a name and a shard count or NULL).
+fn distinct(c: &Connection, sql: &str, ns: &str, cursor: Option<&str>, limit: u64) -> Sql<Page> {
+    let mut stmt = c.prepare_cached(sql)?;
+    let mut entries: Vec<Entry> = Vec::new();
+    let mut after = cursor.unwrap_or("").to_string();
+    while (entries.len() as u64) < limit {
+        let next = stmt
+            .query_row(params![ns, after], |r| {
+                Ok(Entry { name: r.get(0)?, shards: r.get::<_, Option<i64>>(1)?.map(|s| s as u32) })
+            })
+            .optional()?;
+        match next {
+            Some(e) => {
+                after.clone_from(&e.name);
+                entries.push(e);
+            }
+            None => return Ok(Page { entries, cursor: None }),
+        }
+    }
+    // A full page: there is more when a name follows its last one.
+    let more = stmt.query_row(params![ns, after], |_| Ok(())).optional()?.is_some();
+    Ok(Page { entries, cursor: more.then_some(after) })
+}
+
+fn held_locks(c: &Connection, ns: &str, cursor: Option<&str>, limit: u64, now: i64) -> Sql<Page> {
+    let budget = limit.saturating_mul(LOCK_ROWS_PER_NAME);
+    let mut stmt = c.prepare_cached(
+        "SELECT name, owner IS NOT NULL AND exp > ?3 FROM locks WHERE ns = ?1 AND name > ?2
+         ORDER BY name LIMIT ?4",
+    )?;
+    let rows = stmt.query_map(params![ns, cursor.unwrap_or(""), now, budget as i64], |r| {
+        Ok((r.get::<_, String>(0)?, r.get::<_, bool>(1)?))
+    })?;
+    let (mut entries, mut seen, mut last) = (Vec::new(), 0u64, None);
+    for row in rows {
+        let (name, held) = row?;
+        seen += 1;
+        if held {
+            entries.push(Entry { name: name.clone(), shards: None });
+        }
+        last = Some(name);
+        if entries.len() as u64 >= limit {
+            break;
+        }
+    }
+    // Stopped on a full page or at the budget: the rest starts after the last row looked at.
+    let cursor = if entries.len() as u64 >= limit || seen >= budget { last } else { None };
+    Ok(Page { entries, cursor })
+}
+
+impl CatalogBackend for Durable {
+    fn list_names<'a>(&'a self, kind: Kind, cursor: Option<&'a str>, limit: u64) -> BoxFuture<'a, Page> {
+        ready(self.read_tx(|c, ns, now| match kind {
+            Kind::Groups => distinct(
+                c,
+                "SELECT grp, NULL FROM items WHERE ns = ?1 AND grp > ?2 ORDER BY grp LIMIT 1",
+                ns,
+                cursor,
+                limit,
+            ),
+            Kind::Queues => distinct(
+                c,
+                "SELECT queue, shards FROM q_shards WHERE ns = ?1 AND queue > ?2 ORDER BY queue LIMIT 1",
+                ns,
+                cursor,
+                limit,
+            ),
+            Kind::Locks => held_locks(c, ns, cursor, limit, now),
+        }))
+    }
+}

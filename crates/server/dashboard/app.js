@@ -1,0 +1,270 @@
+// The flowguard dashboard: reads the server's listing routes and shows them. No framework, no
+// build step; every value from the server is set as text (never parsed as HTML).
+//
+// A section is an entry of SECTIONS: { id, title, load(cursor) -> { rows, cursor }, render(rows) ->
+// Node, empty }. To show something new, add a listing route to the server and a section here.
+'use strict'
+
+const TOKEN_KEY = 'flowguard.token'
+const PAGE = 50
+const FAILED_SHOWN = 10
+const AUTO_MS = 5000
+
+class AuthError extends Error {}
+
+let token = sessionStorage.getItem(TOKEN_KEY) || ''
+
+/** One API call: POST with a JSON body; the server's coded error as an Error. */
+async function api(path, body) {
+  const headers = { 'content-type': 'application/json' }
+  if (token) headers.authorization = `Bearer ${token}`
+  const res = await fetch(path, { method: 'POST', headers, body: JSON.stringify(body || {}) })
+  const data = await res.json().catch(() => null)
+  if (res.status === 401) throw new AuthError(token ? 'The server refused this token.' : '')
+  if (!res.ok) {
+    const e = new Error(data && data.message ? `${data.code}: ${data.message}` : `${path} answered ${res.status}`)
+    throw e
+  }
+  return data
+}
+
+/** Builds an element: h('td', { class: 'n' }, 'text', child, …). */
+function h(tag, attrs, ...children) {
+  const el = document.createElement(tag)
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue
+    if (k === 'class') el.className = v
+    else if (k.startsWith('on')) el.addEventListener(k.slice(2), v)
+    else el.setAttribute(k, v === true ? '' : String(v))
+  }
+  for (const c of children.flat()) {
+    if (c === undefined || c === null || c === false) continue
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)))
+  }
+  return el
+}
+
+const fmt = new Intl.NumberFormat('en')
+const num = (n) => fmt.format(n)
+
+function duration(ms) {
+  if (ms < 1000) return `${ms} ms`
+  const s = ms / 1000
+  if (s < 60) return `${s.toFixed(s < 10 ? 1 : 0)} s`
+  const m = Math.floor(s / 60)
+  if (m < 60) return `${m} min ${Math.round(s % 60)} s`
+  const hours = Math.floor(m / 60)
+  if (hours < 48) return `${hours} h ${m % 60} min`
+  return `${Math.floor(hours / 24)} d ${hours % 24} h`
+}
+
+function when(t) {
+  if (!t) return ''
+  const d = Date.now() - t
+  return d >= 0 ? `${duration(d)} ago` : `in ${duration(-d)}`
+}
+
+const iso = (t) => (t ? new Date(t).toISOString() : '')
+const time = (t) => h('time', { datetime: iso(t), title: iso(t) }, when(t))
+
+const STATUS_LABEL = { in_progress: 'in progress', abandoned: 'abandoned', completed: 'completed', failed: 'failed' }
+const badge = (status, text) => h('span', { class: `badge s-${status}` }, text ?? STATUS_LABEL[status] ?? status)
+
+// ---- Item Tracker groups ---------------------------------------------------------------------
+
+async function loadGroups(cursor) {
+  const page = await api('/v1/tracker/listGroups', { cursor, limit: PAGE })
+  const rows = await Promise.all(
+    page.groups.map(async (g) => {
+      const failed = g.counts.failed > 0
+        ? (await api('/v1/tracker/listItems', { group: g.group, status: 'failed', limit: FAILED_SHOWN })).items
+        : []
+      return { ...g, failed }
+    }),
+  )
+  return { rows, cursor: page.cursor }
+}
+
+function timeline(item) {
+  return h('ol', { class: 'timeline' },
+    item.timeline.map((t) => h('li', { class: `s-${t.status}` },
+      time(t.at), ' ', badge(t.status), t.attempt ? h('span', { class: 'muted' }, ` attempt ${t.attempt}`) : null,
+      t.error ? h('span', { class: 'err' }, ` ${t.error}`) : null)))
+}
+
+function renderGroups(rows) {
+  const counts = ['in_progress', 'abandoned', 'completed', 'failed']
+  const key = { in_progress: 'inProgress', abandoned: 'abandoned', completed: 'completed', failed: 'failed' }
+  return h('div', { class: 'cards' }, rows.map((g) => h('article', { class: 'card', 'data-group': g.group },
+    h('div', { class: 'card-head' },
+      h('h3', {}, g.group),
+      h('span', { class: 'muted' }, g.counts.total === 1 ? '1 item' : `${num(g.counts.total)} items`)),
+    h('dl', { class: 'counts' }, counts.map((s) => h('div', { class: `count s-${s}${g.counts[key[s]] ? '' : ' zero'}`, 'data-status': s },
+      h('dt', {}, STATUS_LABEL[s]), h('dd', {}, num(g.counts[key[s]]))))),
+    g.failed.length
+      ? h('details', { class: 'failed', open: true },
+        h('summary', {}, `Failed items${g.counts.failed > g.failed.length ? ` (latest ${g.failed.length} of ${num(g.counts.failed)})` : ''}`),
+        h('table', {},
+          h('thead', {}, h('tr', {}, h('th', {}, 'item'), h('th', {}, 'error'), h('th', { class: 'n' }, 'attempts'), h('th', {}, 'failed'), h('th', {}, 'timeline'))),
+          h('tbody', {}, g.failed.map((it) => h('tr', { 'data-item': it.id },
+            h('td', { class: 'mono' }, it.id),
+            h('td', { class: 'err' }, it.lastError || ''),
+            h('td', { class: 'n' }, num(it.attempts)),
+            h('td', {}, time(it.finishedAt || it.updatedAt)),
+            h('td', {}, timeline(it)))))))
+      : null)))
+}
+
+// ---- Locks -----------------------------------------------------------------------------------
+
+async function loadLocks(cursor) {
+  const page = await api('/v1/lock/list', { cursor, limit: PAGE })
+  return { rows: page.locks, cursor: page.cursor }
+}
+
+function renderLocks(rows) {
+  return h('table', { class: 'grid' },
+    h('thead', {}, h('tr', {}, h('th', {}, 'lock'), h('th', {}, 'holder'), h('th', { class: 'n' }, 'time left'), h('th', { class: 'n' }, 'fence'))),
+    h('tbody', {}, rows.map((l) => h('tr', { 'data-lock': l.name },
+      h('td', { class: 'mono' }, l.name),
+      h('td', { class: 'holder' }, l.holder ? l.holder : h('span', { class: 'muted' }, 'no label')),
+      h('td', { class: 'n left', title: `until ${iso(Date.now() + l.remainingMs)}` }, duration(l.remainingMs)),
+      h('td', { class: 'n fence' }, num(l.fence))))))
+}
+
+// ---- Dedup queues ----------------------------------------------------------------------------
+
+async function loadQueues(cursor) {
+  const page = await api('/v1/queue/list', { cursor, limit: PAGE })
+  return { rows: page.queues, cursor: page.cursor }
+}
+
+const QUEUE_COLS = ['waiting', 'due', 'claimed', 'again']
+const QUEUE_HELP = {
+  waiting: 'ids waiting, due or not',
+  due: 'waiting ids that are due now',
+  claimed: 'ids held by a reader',
+  again: 'claimed ids enqueued again, delivered once more after their claim',
+}
+
+function renderQueues(rows) {
+  const head = (first) => h('thead', {}, h('tr', {}, h('th', {}, first), QUEUE_COLS.map((c) => h('th', { class: 'n', title: QUEUE_HELP[c] }, c))))
+  const cells = (s) => QUEUE_COLS.map((c) => h('td', { class: `n q-${c}${s[c] ? '' : ' zero'}` }, num(s[c])))
+  return h('div', { class: 'cards' }, rows.map((q) => h('article', { class: 'card', 'data-queue': q.queue },
+    h('div', { class: 'card-head' },
+      h('h3', {}, q.queue),
+      h('span', { class: 'muted' }, q.shardCount === 1 ? '1 shard' : `${q.shardCount} shards`)),
+    h('table', { class: 'grid' }, head(''), h('tbody', {}, h('tr', { class: 'total' }, h('th', {}, 'total'), cells(q)))),
+    q.shardCount > 1
+      ? h('details', { class: 'shards', open: q.shardCount <= 8 },
+        h('summary', {}, 'per shard'),
+        h('table', { class: 'grid' }, head('shard'), h('tbody', {},
+          q.shards.map((s) => h('tr', { 'data-shard': s.shard }, h('th', {}, `#${s.shard}`), cells(s))))))
+      : null)))
+}
+
+// ---- Page ------------------------------------------------------------------------------------
+
+const SECTIONS = [
+  { id: 'groups', title: 'Item Tracker', load: loadGroups, render: renderGroups, empty: 'No group holds items.' },
+  { id: 'locks', title: 'Locks held', load: loadLocks, render: renderLocks, empty: 'No lock is held.' },
+  { id: 'queues', title: 'Dedup queues', load: loadQueues, render: renderQueues, empty: 'No queue holds ids.' },
+]
+
+const $ = (id) => document.getElementById(id)
+let timer = null
+let busy = false
+
+function showLogin(message) {
+  $('login').hidden = false
+  $('controls').hidden = true
+  $('sections').replaceChildren()
+  $('login-error').textContent = message || ''
+  $('forget').hidden = !token
+  $('token').focus()
+}
+
+async function renderSection(s, state) {
+  const body = state.rows.length ? s.render(state.rows) : h('p', { class: 'empty' }, s.empty)
+  const more = state.cursor
+    ? h('button', {
+      type: 'button',
+      class: 'quiet more',
+      onclick: async (ev) => {
+        ev.target.disabled = true
+        try {
+          const next = await s.load(state.cursor)
+          state.rows = state.rows.concat(next.rows)
+          state.cursor = next.cursor
+          $(`sec-${s.id}`).replaceWith(await renderSection(s, state))
+        } catch (e) {
+          problem(e)
+        }
+      },
+    }, 'Load more')
+    : null
+  return h('section', { id: `sec-${s.id}`, 'aria-labelledby': `h-${s.id}` },
+    h('h2', { id: `h-${s.id}` }, s.title, state.rows.length ? h('span', { class: 'n-rows' }, num(state.rows.length) + (state.cursor ? '+' : '')) : null),
+    body, more)
+}
+
+function problem(e) {
+  $('problem').hidden = !e
+  $('problem').textContent = e ? `Could not read the server: ${e.message}` : ''
+}
+
+async function refresh() {
+  if (busy) return
+  busy = true
+  try {
+    const loaded = await Promise.all(SECTIONS.map((s) => s.load(undefined)))
+    const nodes = await Promise.all(SECTIONS.map((s, i) => renderSection(s, loaded[i])))
+    $('login').hidden = true
+    $('controls').hidden = false
+    $('forget').hidden = !token
+    $('sections').replaceChildren(...nodes)
+    $('updated').textContent = `updated ${new Date().toLocaleTimeString()}`
+    problem(null)
+  } catch (e) {
+    if (e instanceof AuthError) {
+      stopAuto()
+      showLogin(e.message)
+    } else {
+      problem(e)
+    }
+  } finally {
+    busy = false
+  }
+}
+
+function stopAuto() {
+  clearInterval(timer)
+  timer = null
+}
+
+function startAuto() {
+  stopAuto()
+  if ($('auto').checked) timer = setInterval(refresh, AUTO_MS)
+}
+
+$('login').addEventListener('submit', (ev) => {
+  ev.preventDefault()
+  token = $('token').value.trim()
+  $('token').value = ''
+  if (token) sessionStorage.setItem(TOKEN_KEY, token)
+  else sessionStorage.removeItem(TOKEN_KEY)
+  refresh().then(startAuto)
+})
+$('refresh').addEventListener('click', refresh)
+$('auto').addEventListener('change', startAuto)
+$('forget').addEventListener('click', () => {
+  token = ''
+  sessionStorage.removeItem(TOKEN_KEY)
+  stopAuto()
+  showLogin('')
+})
+
+fetch('/readyz').then((r) => r.json()).then((r) => {
+  if (r.backend) $('backend').textContent = `${r.backend} store`
+}).catch(() => {})
+refresh().then(startAuto)

@@ -1,0 +1,123 @@
+//! Listing routes (what the dashboard shows): `/v1/tracker/listGroups`, `/v1/lock/list`,
+//! `/v1/queue/list`. Each takes `{cursor?, limit?}` and answers one page with the `cursor` of the
+//! next (absent at the end). A page costs one bounded catalog call plus one read per name listed
+//! (the group's counts, the lock's holder, the queue's sizes), so `limit` is kept small.
+
+use axum::extract::State;
+use axum::Json;
+use flowguard_core::catalog::{Kind, Page};
+use flowguard_core::ErrorCode;
+use serde::{Deserialize, Serialize};
+
+use crate::app::App;
+use crate::body::{opt_u64, Body};
+use crate::error::{ApiError, ApiResult};
+use crate::routes::{lock::LockInfo, queue::QueueSize, tracker::Counts};
+
+/// Default and largest page of a listing route.
+pub const DEFAULT_LIST: u64 = 50;
+pub const MAX_LIST: u64 = 100;
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ListIn {
+    cursor: Option<String>,
+    #[serde(default, deserialize_with = "opt_u64")]
+    limit: Option<u64>,
+}
+
+async fn page(app: &App, kind: Kind, b: &ListIn) -> ApiResult<Page> {
+    let limit = b.limit.unwrap_or(DEFAULT_LIST);
+    if !(1..=MAX_LIST).contains(&limit) {
+        return Err(ApiError::invalid(
+            "limit",
+            format!("must be a whole number from 1 to {MAX_LIST}, got {limit}"),
+        ));
+    }
+    Ok(app.client.list_names(kind, b.cursor.as_deref(), Some(limit)).await?)
+}
+
+#[derive(Serialize)]
+pub struct GroupSummary {
+    group: String,
+    counts: Counts,
+}
+
+#[derive(Serialize)]
+pub struct GroupList {
+    groups: Vec<GroupSummary>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cursor: Option<String>,
+}
+
+/// Tracker groups that hold records, with their counts by status.
+pub async fn groups(State(app): State<App>, Body(b): Body<ListIn>) -> ApiResult<Json<GroupList>> {
+    let p = page(&app, Kind::Groups, &b).await?;
+    let mut groups = Vec::with_capacity(p.entries.len());
+    for e in p.entries {
+        let c = app.client.list_items(&e.name, Some("all"), None, Some(1)).await?.counts;
+        // A group whose records have all expired (and are not yet forgotten) holds nothing.
+        if c.total() > 0 {
+            groups.push(GroupSummary { group: e.name, counts: c.into() });
+        }
+    }
+    Ok(Json(GroupList { groups, cursor: p.cursor }))
+}
+
+#[derive(Serialize)]
+pub struct LockList {
+    locks: Vec<LockInfo>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cursor: Option<String>,
+}
+
+/// Locks held now, with holder label, time left and fence.
+pub async fn locks(State(app): State<App>, Body(b): Body<ListIn>) -> ApiResult<Json<LockList>> {
+    let p = page(&app, Kind::Locks, &b).await?;
+    let mut locks = Vec::with_capacity(p.entries.len());
+    for e in p.entries {
+        let i = app.client.get_lock(&e.name).await?;
+        // Released or expired since it was listed: not held any more.
+        if i.locked {
+            locks.push(i.into());
+        }
+    }
+    Ok(Json(LockList { locks, cursor: p.cursor }))
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueSummary {
+    queue: String,
+    /// The shard count the queue holds ids for (`shards` of its calls); `shards` below lists
+    /// each shard's sizes, as `/v1/queue/size` does.
+    shard_count: u32,
+    #[serde(flatten)]
+    size: QueueSize,
+}
+
+#[derive(Serialize)]
+pub struct QueueList {
+    queues: Vec<QueueSummary>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cursor: Option<String>,
+}
+
+/// Queues that hold ids, with their shard count and the ids waiting, due, claimed and queued again
+/// (in total and per shard).
+pub async fn queues(State(app): State<App>, Body(b): Body<ListIn>) -> ApiResult<Json<QueueList>> {
+    use flowguard_core::queue::ShardSelect;
+    let p = page(&app, Kind::Queues, &b).await?;
+    let mut queues = Vec::with_capacity(p.entries.len());
+    for e in p.entries {
+        let shards = e.shards.unwrap_or(1);
+        let select = ShardSelect { shards: Some(shards as u64), shard: None };
+        match app.client.queue_size(&e.name, select).await {
+            Ok(s) => queues.push(QueueSummary { queue: e.name, shard_count: shards, size: s.into() }),
+            // Emptied, and taken up again with another shard count, since it was listed.
+            Err(err) if err.code == ErrorCode::InvalidArgument => {}
+            Err(err) => return Err(err.into()),
+        }
+    }
+    Ok(Json(QueueList { queues, cursor: p.cursor }))
+}
