@@ -8,8 +8,9 @@
 //!   call that completes at once resolves without a hop to another thread.
 //! - Every call is one transaction; writes begin with `BEGIN IMMEDIATE`, so two processes that
 //!   use the same file (`n8n start` and `n8n execute`) take turns on SQLite's file lock: claims,
-//!   locks and queue reads stay exclusive across processes. A process that cannot get the lock
-//!   within [`BUSY_TIMEOUT_MS`] gets `ERR_TIMEOUT`.
+//!   locks and queue reads stay exclusive across processes. A call never waits inside SQLite for
+//!   another process's lock: it is retried after short random pauses (see
+//!   `Durable::transaction`), and gets `ERR_TIMEOUT` after [`BUSY_TIMEOUT_MS`].
 //! - Durability (WAL journal): by default (`synchronous=NORMAL`) a call that resolved is in the
 //!   write-ahead log and survives a crash of the process (kill -9); with `durability: 'fsync'`
 //!   (`synchronous=FULL`) every commit is also flushed to the disk, so it survives a power loss.

@@ -70,6 +70,9 @@ pub(super) fn open(path: &Path) -> Result<Connection> {
     }
     conn.busy_timeout(Duration::from_millis(BUSY_TIMEOUT_MS)).map_err(fail)?;
     conn.set_prepared_statement_cache_capacity(64);
+    // A batch claim of 10,000 new items touches more pages than SQLite's default cache (2 MB)
+    // holds; pages spilled from it mid-transaction are written to the log twice.
+    conn.pragma_update(None, "cache_size", -16_384).map_err(fail)?;
     // Two processes opening a new file at once: switching it to WAL can report "busy" without
     // waiting in the busy handler, so the first steps are retried until the busy timeout.
     let deadline = std::time::Instant::now() + Duration::from_millis(BUSY_TIMEOUT_MS);
