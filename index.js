@@ -28,7 +28,7 @@ class Flowguard {
       throw coded(TypeError, 'ERR_INVALID_ARGUMENT', 'Flowguard has no public constructor: use `await Flowguard.open(options)`')
     }
     this.#native = native
-    this.#embedded = native.backend === 'embedded'
+    this.#embedded = native.backend === 'embedded' || native.backend === 'durable'
   }
 
   /** Opens a client: the embedded store without `options.url`, else Redis. */

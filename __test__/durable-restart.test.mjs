@@ -118,33 +118,57 @@ test('crash: processes SIGKILLed mid-call; every call that resolved survives, le
   console.log(`# durable crash: ${ROUNDS} kills, ${claimed.length} claims (${done.size} completed) and ${enqueued.length} enqueues resolved before them, all there; ${redone.length} items redone; ${ackedUnlogged} ids acked by a call the kill cut before its log line`)
 })
 
-test('two processes hammering one file: no id is claimed by both', { timeout: 120_000 }, async () => {
-  const IDS = LONG ? 5000 : 1000
-  const env = { ...process.env, FG_PATH: file('hammer'), FG_PREFIX: freshPrefix('hammer'), MODE: 'hammer', IDS: String(IDS) }
-  const procs = [0, 1].map(() => spawn(process.execPath, [join(here, 'fixtures/durable-child.mjs')], { env, stdio: ['pipe', 'pipe', 'inherit'] }))
-  const outs = procs.map((p) => {
+/**
+ * Runs one durable child per env of `envs` on one file, started together once all have opened it;
+ * resolves to what each printed after 'ready'.
+ */
+async function race(envs) {
+  const procs = envs.map((env) => spawn(process.execPath, [join(here, 'fixtures/durable-child.mjs')], { env, stdio: ['pipe', 'pipe', 'inherit'] }))
+  const outs = procs.map((p, i) => {
+    const { MODE } = envs[i]
     let out = ''
     p.stdout.on('data', (d) => (out += d))
     const exited = new Promise((r) => p.on('exit', (code) => r(code)))
     // A child that exits before it is ready fails the test (instead of leaving the other waiting).
     const ready = new Promise((r, j) => {
       p.stdout.on('data', () => out.startsWith('ready\n') && r())
-      exited.then((code) => j(new Error(`hammer child exited ${code} before it opened the file`)))
+      exited.then((code) => j(new Error(`${MODE} child exited ${code} before it opened the file`)))
     })
-    const done = exited.then((code) => (code === 0 ? out.slice('ready\n'.length) : Promise.reject(new Error(`hammer child exited ${code}`))))
+    const done = exited.then((code) => (code === 0 ? out.slice('ready\n'.length) : Promise.reject(new Error(`${MODE} child exited ${code}`))))
     return { ready, done }
   })
   try {
-    // Both have opened the file: start them at once, so their claims race.
+    // All have opened the file: start them at once, so their calls race.
     await Promise.all(outs.map((o) => o.ready))
   } catch (e) {
     for (const p of procs) p.kill('SIGKILL')
     throw e
   }
   for (const p of procs) p.stdin.write('go\n')
-  const [mineA, mineB] = (await Promise.all(outs.map((o) => o.done))).map((o) => JSON.parse(o))
+  return Promise.all(outs.map((o) => o.done))
+}
+
+test('two processes hammering one file: no id is claimed by both', { timeout: 120_000 }, async () => {
+  const IDS = LONG ? 5000 : 1000
+  const env = { ...process.env, FG_PATH: file('hammer'), FG_PREFIX: freshPrefix('hammer'), MODE: 'hammer', IDS: String(IDS) }
+  const [mineA, mineB] = (await race([env, env])).map((o) => JSON.parse(o))
   const both = mineA.filter((id) => new Set(mineB).has(id))
   assert.deepEqual(both, [], 'ids claimed by both processes')
   assert.equal(mineA.length + mineB.length, IDS, 'every id claimed once')
   console.log(`# durable hammer: ${IDS} ids, ${mineA.length} + ${mineB.length} claims, 0 double claims`)
+})
+
+// Fairness: a process writing back to back (batch claims, each a long transaction, or single
+// claims) must not keep another's writes waiting until ERR_TIMEOUT (the busy timeout, 5 s).
+test('two processes writing back to back on one file both make steady progress', { timeout: 60_000 }, async () => {
+  const RUN_MS = LONG ? 10_000 : 2_000
+  const base = { ...process.env, FG_PATH: file('steady'), FG_PREFIX: freshPrefix('steady'), MODE: 'steady', RUN_MS: String(RUN_MS) }
+  const outs = (await race([{ ...base, KIND: 'batch' }, { ...base, KIND: 'single' }])).map((o) => JSON.parse(o))
+  for (const [kind, o] of [['batch', outs[0]], ['single', outs[1]]]) {
+    assert.deepEqual(o.errors, [], `${kind} claims failed`)
+    assert.ok(o.calls >= 5, `the ${kind} process made progress (${o.calls} calls)`)
+    // Half the busy timeout: a process that got the file's lock only by luck would wait seconds.
+    assert.ok(o.maxGapMs < 2_500, `the ${kind} process never waited long for the other (longest ${o.maxGapMs} ms)`)
+  }
+  console.log(`# durable fairness: ${RUN_MS} ms, batch process ${outs[0].calls} calls of 2,000 (longest wait ${outs[0].maxGapMs} ms), single process ${outs[1].calls} claims (longest wait ${outs[1].maxGapMs} ms)`)
 })

@@ -65,8 +65,10 @@ function claimFromNumbers(id, owner) {
 }
 
 /**
- * Claims an item through `native` (see index.d.ts). `embedded`: the native client is the
- * embedded store, whose claims are done at once into `numbers`. A throw becomes a rejection.
+ * Claims an item through `native` (see index.d.ts). `embedded`: the native client is an
+ * embedded store (in memory or durable), whose claims are done at once into `numbers` (or, on a
+ * durable file locked by another process, come as a Promise of the compact JSON array). A throw
+ * becomes a rejection.
  */
 function claim(native, embedded, group, id, options) {
   let r
@@ -76,6 +78,7 @@ function claim(native, embedded, group, id, options) {
   } catch (err) {
     return Promise.reject(err)
   }
+  if (r !== null && typeof r !== 'string') return r.then((text) => claimResult(id, JSON.parse(text)))
   if (r !== null && r.charCodeAt(0) === 91 /* [ */) return Promise.resolve(claimResult(id, JSON.parse(r)))
   return Promise.resolve(claimFromNumbers(id, r))
 }

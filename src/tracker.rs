@@ -408,11 +408,12 @@ impl Flowguard {
         })
     }
 
-    /// Claims one item on the embedded store, the fastest way through napi (index.js's `claim`
-    /// uses it when the client is embedded): the numbers of the result are written into `out`
-    /// (a Float64Array of at least 70 entries, see [`write_claim`]), and the call returns
+    /// Claims one item on the embedded stores (in memory or durable), the fastest way through
+    /// napi (index.js's `claim` uses it for them): the numbers of the result are written into
+    /// `out` (a Float64Array of at least 70 entries, see [`write_claim`]), and the call returns
     /// the owner token (claimed), null (not claimed), or, when the item has error texts, the
-    /// compact JSON array of `_claim` (its first character is `[`).
+    /// compact JSON array of `_claim` (its first character is `[`). When the durable store's
+    /// file is locked by another process, the call returns a Promise of that JSON array instead.
     #[napi(js_name = "_claimNow", skip_typescript)]
     pub fn claim_now<'e>(
         &self,
@@ -423,9 +424,9 @@ impl Flowguard {
         options: Arg<'e, Option<ClaimOptions>>,
     ) -> Result<Unknown<'e>> {
         let fail = |e: flowguard_core::Error| super::js_error(env, &e);
-        if self.client.backend().kind() != "embedded" {
+        if !matches!(self.client.backend().kind(), "embedded" | "durable") {
             // Checked before anything runs: a Redis claim must not be started and dropped.
-            return Err(fail(flowguard_core::Error::internal("_claimNow is for the embedded store")));
+            return Err(fail(flowguard_core::Error::internal("_claimNow is for the embedded stores")));
         }
         // The output is checked before the claim is applied: a claim must never be made and
         // then lost because its result could not be written.
@@ -448,8 +449,11 @@ impl Flowguard {
         let r = match super::first_poll(fut) {
             Ok(Ok(r)) => r,
             Ok(Err(e)) => return Err(fail(e)),
-            Err(_) => {
-                return Err(fail(flowguard_core::Error::internal("_claimNow is for the embedded store")))
+            Err(rest) => {
+                // The durable store's file is locked by another process: the claim goes on as a
+                // task, and this call returns a Promise of the compact JSON array of `_claim`.
+                let text = async move { compact(&claim_tuple(&rest.await?)) };
+                return Ok(super::settle::spawn(env, text)?.to_unknown());
             }
         };
         let texts = r.item.last_error.is_some() || r.item.timeline.iter().any(|t| t.error.is_some());

@@ -5,7 +5,7 @@
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::{Durable, Sql};
-use crate::backend::{ready, BoxFuture};
+use crate::backend::BoxFuture;
 use crate::catalog::{CatalogBackend, Entry, Kind, Page};
 
 /// How many lock rows a step looks at per name asked for: a lock name keeps its row (and fence)
@@ -65,7 +65,7 @@ fn held_locks(c: &Connection, ns: &str, cursor: Option<&str>, limit: u64, now: i
 
 impl CatalogBackend for Durable {
     fn list_names<'a>(&'a self, kind: Kind, cursor: Option<&'a str>, limit: u64) -> BoxFuture<'a, Page> {
-        ready(self.read_tx(|c, ns, now| match kind {
+        self.read_tx(move |c, ns, now| match kind {
             Kind::Groups => distinct(
                 c,
                 "SELECT grp, NULL FROM items WHERE ns = ?1 AND grp > ?2 ORDER BY grp LIMIT 1",
@@ -81,6 +81,6 @@ impl CatalogBackend for Durable {
                 limit,
             ),
             Kind::Locks => held_locks(c, ns, cursor, limit, now),
-        }))
+        })
     }
 }

@@ -4,7 +4,7 @@
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::{Durable, Sql};
-use crate::backend::{ready, BoxFuture};
+use crate::backend::BoxFuture;
 use crate::lock::{Attempt, ExtendResult, LockBackend, LockInfo, Refusal, ReleaseResult};
 
 struct Row {
@@ -122,15 +122,15 @@ impl LockBackend for Durable {
         lease_ms: u64,
         label: Option<&'a str>,
     ) -> BoxFuture<'a, Attempt> {
-        ready(self.write_tx(|c, ns, now| try_acquire(c, ns, name, owner, lease_ms, label, now)))
+        self.write_tx(move |c, ns, now| try_acquire(c, ns, name, owner, lease_ms, label, now))
     }
     fn release<'a>(&'a self, name: &'a str, owner: &'a str) -> BoxFuture<'a, ReleaseResult> {
-        ready(self.write_tx(|c, ns, now| release(c, ns, name, owner, now)))
+        self.write_tx(move |c, ns, now| release(c, ns, name, owner, now))
     }
     fn extend<'a>(&'a self, name: &'a str, owner: &'a str, lease_ms: u64) -> BoxFuture<'a, ExtendResult> {
-        ready(self.write_tx(|c, ns, now| extend(c, ns, name, owner, lease_ms, now)))
+        self.write_tx(move |c, ns, now| extend(c, ns, name, owner, lease_ms, now))
     }
     fn inspect<'a>(&'a self, name: &'a str) -> BoxFuture<'a, LockInfo> {
-        ready(self.read_tx(|c, ns, now| inspect(c, ns, name, now)))
+        self.read_tx(move |c, ns, now| inspect(c, ns, name, now))
     }
 }

@@ -8,14 +8,16 @@
 //!   call that completes at once resolves without a hop to another thread.
 //! - Every call is one transaction; writes begin with `BEGIN IMMEDIATE`, so two processes that
 //!   use the same file (`n8n start` and `n8n execute`) take turns on SQLite's file lock: claims,
-//!   locks and queue reads stay exclusive across processes. A process that cannot get the lock
-//!   within [`BUSY_TIMEOUT_MS`] gets `ERR_TIMEOUT`.
+//!   locks and queue reads stay exclusive across processes. A call never waits inside SQLite for
+//!   another process's lock: it is retried after short random pauses (see
+//!   `Durable::transaction`), and gets `ERR_TIMEOUT` after [`BUSY_TIMEOUT_MS`].
 //! - Durability (WAL journal): by default (`synchronous=NORMAL`) a call that resolved is in the
 //!   write-ahead log and survives a crash of the process (kill -9); with `durability: 'fsync'`
 //!   (`synchronous=FULL`) every commit is also flushed to the disk, so it survives a power loss.
 //! - Time comes from [`clock`]: wall time that never runs backwards across processes and restarts.
 
 mod catalog;
+mod checkpoint;
 mod clock;
 mod lock;
 mod queue;
@@ -26,11 +28,12 @@ mod tracker;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, ErrorCode as SqliteCode};
 
 pub(crate) use crate::backend::guard;
-use crate::backend::Backend;
+use crate::backend::{Backend, BoxFuture};
 use crate::error::{At, Error, ErrorCode, Result};
 
 /// How long a write waits for another process's transaction before `ERR_TIMEOUT`.
@@ -67,6 +70,10 @@ impl Durability {
 pub(crate) struct Db {
     path: PathBuf,
     conn: Mutex<Connection>,
+    /// The sweep for expired items (see `tracker`).
+    sweep: Mutex<tracker::Sweep>,
+    /// Declared after `conn`, so it outlives it (the connection's commit hook points into it).
+    _checkpoint: Arc<checkpoint::Checkpointer>,
 }
 
 fn open_files() -> &'static Mutex<HashMap<PathBuf, Weak<Db>>> {
@@ -92,7 +99,14 @@ impl Durable {
             None => {
                 let conn = schema::open(given)?;
                 let key = given.canonicalize().unwrap_or_else(|_| given.to_path_buf());
-                let db = Arc::new(Db { path: given.to_path_buf(), conn: Mutex::new(conn) });
+                let checkpoint = checkpoint::Checkpointer::new(given);
+                checkpoint.attach(&conn);
+                let db = Arc::new(Db {
+                    path: given.to_path_buf(),
+                    conn: Mutex::new(conn),
+                    sweep: Mutex::default(),
+                    _checkpoint: checkpoint,
+                });
                 files.insert(key, Arc::downgrade(&db));
                 db
             }
@@ -111,26 +125,55 @@ impl Durable {
 
     /// Runs `f` as one write transaction (`BEGIN IMMEDIATE`: the file's write lock is taken
     /// first, so concurrent processes serialize) at the store's time now.
-    fn write_tx<T>(&self, f: impl FnOnce(&Connection, &str, i64) -> Sql<T>) -> Result<T> {
-        self.transaction("BEGIN IMMEDIATE", true, f)
+    fn write_tx<'a, T: Send + 'a>(
+        &'a self,
+        f: impl Fn(&Connection, &str, i64) -> Sql<T> + Send + 'a,
+    ) -> BoxFuture<'a, T> {
+        self.transaction(true, f)
     }
 
     /// Runs `f` as one read transaction at the store's time now.
-    fn read_tx<T>(&self, f: impl FnOnce(&Connection, &str, i64) -> Sql<T>) -> Result<T> {
-        self.transaction("BEGIN DEFERRED", false, f)
+    fn read_tx<'a, T: Send + 'a>(
+        &'a self,
+        f: impl Fn(&Connection, &str, i64) -> Sql<T> + Send + 'a,
+    ) -> BoxFuture<'a, T> {
+        self.transaction(false, f)
     }
 
-    fn transaction<T>(
-        &self,
-        begin: &str,
+    /// The transaction is tried at once, on the calling thread, never waiting for another
+    /// process: when the file is free (the usual case) the call completes in its first poll,
+    /// with no hop to another thread. When another process holds the file's write lock, the
+    /// call becomes pending and tries again after short randomized pauses, until
+    /// [`BUSY_TIMEOUT_MS`] (`ERR_TIMEOUT`). The pauses stay short and even: SQLite's own busy
+    /// handler sleeps up to 100 ms between tries, so a process that writes back to back could
+    /// keep the lock through every try of a waiting one and starve it.
+    fn transaction<'a, T: Send + 'a>(
+        &'a self,
         write: bool,
-        f: impl FnOnce(&Connection, &str, i64) -> Sql<T>,
-    ) -> Result<T> {
+        f: impl Fn(&Connection, &str, i64) -> Sql<T> + Send + 'a,
+    ) -> BoxFuture<'a, T> {
+        Box::pin(async move {
+            let deadline = Instant::now() + Duration::from_millis(BUSY_TIMEOUT_MS);
+            loop {
+                match self.attempt(write, &f) {
+                    Err(Fail::Db(e)) if is_busy(&e) && Instant::now() < deadline => {
+                        tokio::time::sleep(Duration::from_micros(rand::random_range(200..=1_500))).await;
+                    }
+                    Err(e) => return Err(self.failure(e)),
+                    Ok(out) => return Ok(out),
+                }
+            }
+        })
+    }
+
+    /// One try of a transaction: done, failed, or `busy` with nothing written.
+    fn attempt<T>(&self, write: bool, f: &impl Fn(&Connection, &str, i64) -> Sql<T>) -> Sql<T> {
         let conn = guard(&self.db.conn);
         if !conn.is_autocommit() {
             // A caller panicked inside a transaction: drop what it left half done.
             let _ = conn.execute_batch("ROLLBACK");
         }
+        let begin = if write { "BEGIN IMMEDIATE" } else { "BEGIN DEFERRED" };
         let run = || -> Sql<T> {
             conn.prepare_cached(begin)?.execute([])?;
             let now = if write { clock::advance(&conn)? } else { clock::now(&conn)? };
@@ -138,20 +181,28 @@ impl Durable {
             conn.prepare_cached("COMMIT")?.execute([])?;
             Ok(out)
         };
-        run().map_err(|e| {
+        run().inspect_err(|_| {
             if !conn.is_autocommit() {
                 let _ = conn.execute_batch("ROLLBACK");
             }
-            match e {
-                Fail::Db(e) => self.db.error(e),
-                Fail::Corrupt(what) => Error::new(
-                    ErrorCode::Storage,
-                    format!("the store file {} holds a damaged record ({what})", self.db.path.display()),
-                ),
-                Fail::Coded(e) => e,
-            }
         })
     }
+
+    fn failure(&self, e: Fail) -> Error {
+        match e {
+            Fail::Db(e) => self.db.error(e),
+            Fail::Corrupt(what) => Error::new(
+                ErrorCode::Storage,
+                format!("the store file {} holds a damaged record ({what})", self.db.path.display()),
+            ),
+            Fail::Coded(e) => e,
+        }
+    }
+}
+
+/// Whether `e` says another connection holds the lock this one needs.
+pub(crate) fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(e.sqlite_error_code(), Some(SqliteCode::DatabaseBusy | SqliteCode::DatabaseLocked))
 }
 
 /// Why a transaction failed: the database, a damaged row, or a coded refusal of the call.

@@ -5,7 +5,7 @@
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::{Durable, Fail, Sql};
-use crate::backend::{ready, BoxFuture};
+use crate::backend::BoxFuture;
 use crate::queue::{
     shard_mismatch, EnqueueOutcome, QueueBackend, SettleAction, SettleOutcome, ShardClaim, ShardRef,
     ShardSize,
@@ -267,7 +267,7 @@ impl QueueBackend for Durable {
         delay_ms: u64,
         debounce: bool,
     ) -> BoxFuture<'a, Vec<(EnqueueOutcome, i64)>> {
-        ready(self.write_tx(|c, ns, now| with(c, ns, at, now, |s| enqueue(s, ids, delay_ms, debounce, now))))
+        self.write_tx(move |c, ns, now| with(c, ns, at, now, |s| enqueue(s, ids, delay_ms, debounce, now)))
     }
     fn claim<'a>(
         &'a self,
@@ -276,9 +276,7 @@ impl QueueBackend for Durable {
         limit: u64,
         visibility_ms: u64,
     ) -> BoxFuture<'a, ShardClaim> {
-        ready(
-            self.write_tx(|c, ns, now| with(c, ns, at, now, |s| claim(s, owner, limit, visibility_ms, now))),
-        )
+        self.write_tx(move |c, ns, now| with(c, ns, at, now, |s| claim(s, owner, limit, visibility_ms, now)))
     }
     fn settle<'a>(
         &'a self,
@@ -287,12 +285,12 @@ impl QueueBackend for Durable {
         ids: &'a [String],
         action: SettleAction,
     ) -> BoxFuture<'a, Vec<(SettleOutcome, Option<i64>)>> {
-        ready(self.write_tx(|c, ns, now| with(c, ns, at, now, |s| settle(s, owner, ids, action, now))))
+        self.write_tx(move |c, ns, now| with(c, ns, at, now, |s| settle(s, owner, ids, action, now)))
     }
     fn peek<'a>(&'a self, at: ShardRef<'a>, limit: u64) -> BoxFuture<'a, (i64, Vec<(String, i64)>)> {
-        ready(self.write_tx(|c, ns, now| with(c, ns, at, now, |s| peek(s, limit, now))))
+        self.write_tx(move |c, ns, now| with(c, ns, at, now, |s| peek(s, limit, now)))
     }
     fn size<'a>(&'a self, at: ShardRef<'a>) -> BoxFuture<'a, ShardSize> {
-        ready(self.write_tx(|c, ns, now| with(c, ns, at, now, |s| size(s, now))))
+        self.write_tx(move |c, ns, now| with(c, ns, at, now, |s| size(s, now)))
     }
 }

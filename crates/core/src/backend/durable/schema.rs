@@ -3,7 +3,11 @@
 //! `application_id` marks a file as a flowguard store (so a path that points at some other
 //! SQLite database, n8n's own for one, is refused instead of written into); `user_version` is
 //! the layout's version. A file of a newer layout is refused with `ERR_UNSUPPORTED` and left as
-//! it is; a file of an older one would be migrated here, in one transaction.
+//! it is; a file of an older one is migrated when opened, in one transaction (see [`migrate`]).
+//!
+//! Layout 2 keeps items in a table clustered on their key (`WITHOUT ROWID`) and without an index
+//! on their expiry, so a claim writes one B-tree page instead of three; expired items are swept
+//! in key order instead (`tracker::purge`).
 
 use std::path::Path;
 use std::time::Duration;
@@ -16,15 +20,14 @@ use crate::error::{Error, ErrorCode, Result};
 /// "FGST": the `application_id` of a flowguard store.
 const APPLICATION_ID: i64 = 0x4647_5354;
 /// The layout this build writes.
-pub const VERSION: i64 = 1;
+pub const VERSION: i64 = 2;
 
 const TABLES: &str = "
 CREATE TABLE meta(k TEXT PRIMARY KEY, v INTEGER NOT NULL) WITHOUT ROWID;
 INSERT INTO meta VALUES ('clock', 0);
 -- Item Tracker: the record as JSON (the shape of tracker::Record), forgotten at exp.
 CREATE TABLE items(ns TEXT NOT NULL, grp TEXT NOT NULL, id TEXT NOT NULL, exp INTEGER NOT NULL,
-  rec TEXT NOT NULL, UNIQUE(ns, grp, id));
-CREATE INDEX items_exp ON items(exp);
+  rec TEXT NOT NULL, PRIMARY KEY(ns, grp, id)) WITHOUT ROWID;
 -- Concurrency Lock: a row per lock name ever taken (it keeps the last fencing token); owner is
 -- NULL when free.
 CREATE TABLE locks(ns TEXT NOT NULL, name TEXT NOT NULL, owner TEXT, fence INTEGER NOT NULL,
@@ -67,6 +70,9 @@ pub(super) fn open(path: &Path) -> Result<Connection> {
     }
     conn.busy_timeout(Duration::from_millis(BUSY_TIMEOUT_MS)).map_err(fail)?;
     conn.set_prepared_statement_cache_capacity(64);
+    // A batch claim of 10,000 new items touches more pages than SQLite's default cache (2 MB)
+    // holds; pages spilled from it mid-transaction are written to the log twice.
+    conn.pragma_update(None, "cache_size", -16_384).map_err(fail)?;
     // Two processes opening a new file at once: switching it to WAL can report "busy" without
     // waiting in the busy handler, so the first steps are retried until the busy timeout.
     let deadline = std::time::Instant::now() + Duration::from_millis(BUSY_TIMEOUT_MS);
@@ -77,7 +83,12 @@ pub(super) fn open(path: &Path) -> Result<Connection> {
             }
             Err(Init::Busy(e)) => return Err(fail(e)),
             Err(Init::Failed(e)) => return Err(e),
-            Ok(()) => return Ok(conn),
+            Ok(()) => {
+                // From here on, a call never waits inside SQLite for another process's lock:
+                // `Durable::transaction` retries a busy call without blocking its thread.
+                conn.busy_timeout(Duration::ZERO).map_err(fail)?;
+                return Ok(conn);
+            }
         }
     }
 }
@@ -138,6 +149,9 @@ fn check_or_create(conn: &Connection, path: &Path) -> Result<()> {
             format!("{p} is an SQLite database of another program, not a flowguard store; give flowguard a file of its own"),
         ));
     }
+    if version < VERSION {
+        return migrate(conn, version).map_err(fail);
+    }
     if version > VERSION {
         return Err(Error::new(
             ErrorCode::Unsupported,
@@ -148,6 +162,22 @@ fn check_or_create(conn: &Connection, path: &Path) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// Brings a file of layout `from` to [`VERSION`], inside the caller's write transaction (a
+/// crash leaves the file as it was).
+fn migrate(conn: &Connection, from: i64) -> rusqlite::Result<()> {
+    if from < 2 {
+        // Layout 1 kept items in a rowid table with two indexes (key, expiry).
+        conn.execute_batch(
+            "CREATE TABLE items2(ns TEXT NOT NULL, grp TEXT NOT NULL, id TEXT NOT NULL,
+               exp INTEGER NOT NULL, rec TEXT NOT NULL, PRIMARY KEY(ns, grp, id)) WITHOUT ROWID;
+             INSERT INTO items2 SELECT ns, grp, id, exp, rec FROM items;
+             DROP TABLE items;
+             ALTER TABLE items2 RENAME TO items;",
+        )?;
+    }
+    conn.pragma_update(None, "user_version", VERSION)
 }
 
 #[cfg(test)]
@@ -179,6 +209,43 @@ mod tests {
         assert_eq!((v, app), (VERSION, APPLICATION_ID));
         drop(c);
         check_or_create(&open(&path).unwrap(), &path).unwrap();
+    }
+
+    #[test]
+    fn a_file_of_layout_1_is_migrated_with_its_items() {
+        let path = temp("v1.db");
+        let c = Connection::open(&path).unwrap();
+        c.execute_batch(
+            "PRAGMA journal_mode=WAL;
+             CREATE TABLE meta(k TEXT PRIMARY KEY, v INTEGER NOT NULL) WITHOUT ROWID;
+             INSERT INTO meta VALUES ('clock', 0);
+             CREATE TABLE items(ns TEXT NOT NULL, grp TEXT NOT NULL, id TEXT NOT NULL, exp INTEGER NOT NULL,
+               rec TEXT NOT NULL, UNIQUE(ns, grp, id));
+             CREATE INDEX items_exp ON items(exp);
+             INSERT INTO items VALUES ('fg:', 'g', 'a', 9007199254740991, '{}');
+             PRAGMA application_id = 1179079508;
+             PRAGMA user_version = 1;",
+        )
+        .unwrap();
+        drop(c);
+        drop(open(&path).unwrap());
+        let c = Connection::open(&path).unwrap();
+        let v: i64 = c.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
+        assert_eq!(v, VERSION);
+        let (id, rec): (String, String) = c
+            .query_row("SELECT id, rec FROM items WHERE ns = 'fg:' AND grp = 'g'", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .unwrap();
+        assert_eq!((id.as_str(), rec.as_str()), ("a", "{}"));
+        let indexes: i64 = c
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'items'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(indexes, 0, "layout 2 keeps no index beside the items' key");
     }
 
     #[test]

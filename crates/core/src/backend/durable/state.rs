@@ -6,7 +6,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use super::{purge, Durable, Sql};
 use crate::backend::embedded::integer;
-use crate::backend::{ready, BoxFuture};
+use crate::backend::BoxFuture;
 use crate::state::{Expiry, KeyClaim, Refusal, SetResult, StateBackend, StateValue, MAX_SAFE_INTEGER};
 
 type Refused<T> = std::result::Result<T, Refusal>;
@@ -142,7 +142,7 @@ fn release_key(c: &Connection, ns: &str, key: &str, owner: &str, now: i64) -> Sq
 
 impl StateBackend for Durable {
     fn get<'a>(&'a self, keys: &'a [String]) -> BoxFuture<'a, Vec<Option<StateValue>>> {
-        ready(self.read_tx(|c, ns, now| keys.iter().map(|k| value(c, ns, k, now)).collect()))
+        self.read_tx(move |c, ns, now| keys.iter().map(|k| value(c, ns, k, now)).collect())
     }
     fn set<'a>(
         &'a self,
@@ -151,16 +151,16 @@ impl StateBackend for Durable {
         expiry: Expiry,
         if_absent: bool,
     ) -> BoxFuture<'a, Refused<SetResult>> {
-        ready(self.write_tx(|c, ns, now| set(c, ns, key, json, expiry, if_absent, now)))
+        self.write_tx(move |c, ns, now| set(c, ns, key, json, expiry, if_absent, now))
     }
     fn delete<'a>(&'a self, key: &'a str) -> BoxFuture<'a, bool> {
-        ready(self.write_tx(|c, ns, now| delete(c, ns, key, now)))
+        self.write_tx(move |c, ns, now| delete(c, ns, key, now))
     }
     fn increment<'a>(&'a self, key: &'a str, by: i64, ttl_ms: Option<u64>) -> BoxFuture<'a, Refused<i64>> {
-        ready(self.write_tx(|c, ns, now| increment(c, ns, key, by, ttl_ms, now)))
+        self.write_tx(move |c, ns, now| increment(c, ns, key, by, ttl_ms, now))
     }
     fn claim_key<'a>(&'a self, key: &'a str, owner: &'a str, lease_ms: u64) -> BoxFuture<'a, KeyClaim> {
-        ready(self.write_tx(|c, ns, now| claim_key(c, ns, key, owner, lease_ms, now)))
+        self.write_tx(move |c, ns, now| claim_key(c, ns, key, owner, lease_ms, now))
     }
     fn complete_key<'a>(
         &'a self,
@@ -169,9 +169,9 @@ impl StateBackend for Durable {
         json: &'a str,
         ttl_ms: u64,
     ) -> BoxFuture<'a, bool> {
-        ready(self.write_tx(|c, ns, now| complete_key(c, ns, key, owner, json, ttl_ms, now)))
+        self.write_tx(move |c, ns, now| complete_key(c, ns, key, owner, json, ttl_ms, now))
     }
     fn release_key<'a>(&'a self, key: &'a str, owner: &'a str) -> BoxFuture<'a, bool> {
-        ready(self.write_tx(|c, ns, now| release_key(c, ns, key, owner, now)))
+        self.write_tx(move |c, ns, now| release_key(c, ns, key, owner, now))
     }
 }

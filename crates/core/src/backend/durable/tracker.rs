@@ -3,9 +3,9 @@
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::{purge, Durable, Fail, Sql};
+use super::{Durable, Fail, Sql};
 use crate::backend::embedded::{finish, fresh, page, take};
-use crate::backend::{ready, BoxFuture};
+use crate::backend::BoxFuture;
 use crate::tracker::{
     not_owner, BatchClaim, BatchOutcome, ClaimBatch, ItemList, ItemOp, ItemState, ItemStatus, ListQuery,
     OpResult, Outcome, Record, TrackerBackend,
@@ -109,7 +109,6 @@ fn claim_batch(c: &Connection, ns: &str, group: &str, b: BatchClaim<'_>, now: i6
         outcomes.push(outcome);
         attempts.push(a);
     }
-    purge(c, "items", now)?;
     Ok(ClaimBatch { owner: b.owner.to_string(), lease_expires_at: lease_end, outcomes, attempts })
 }
 
@@ -126,9 +125,57 @@ fn list(c: &Connection, ns: &str, group: &str, q: ListQuery, now: i64) -> Sql<It
     Ok(page(records.iter().map(|(id, r)| (id, r)), now, q))
 }
 
+/// Items visited by one sweep for expired ones.
+const SWEEP: usize = 256;
+
+/// Where the sweep for expired items stands in this process: items written since the last
+/// sweep, and the key it stopped after (`None`: at the start of the table).
+#[derive(Default)]
+pub(super) struct Sweep {
+    debt: usize,
+    after: Option<(String, String, String)>,
+}
+
+impl Durable {
+    /// Removes expired items without an index on their expiry (which would cost every claim
+    /// another page written): for every `SWEEP / 2` items written, the next [`SWEEP`] items in
+    /// key order (after where the last sweep stopped, around the table) are visited and the
+    /// expired ones deleted. So each write does a bounded share of the work, and since the
+    /// sweep visits items twice as fast as they are written, it passes over every row while
+    /// the table grows by at most half of it: expired rows cannot pile up. Expired rows are
+    /// invisible to every read until then.
+    fn sweep_items(&self, c: &Connection, now: i64, written: usize) -> Sql<()> {
+        let mut sweep = super::guard(&self.db.sweep);
+        sweep.debt += written;
+        while sweep.debt >= SWEEP / 2 {
+            sweep.debt -= SWEEP / 2;
+            let (ns, grp, id) = sweep.after.clone().unwrap_or_default();
+            // The key after which the next sweep starts: the last one visited by this one.
+            let next: Option<(String, String, String)> = c
+                .prepare_cached(
+                    "SELECT ns, grp, id FROM items WHERE (ns, grp, id) > (?1, ?2, ?3)
+                     ORDER BY ns, grp, id LIMIT 1 OFFSET ?4",
+                )?
+                .query_row(params![ns, grp, id, SWEEP as i64 - 1], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .optional()?;
+            c.prepare_cached(
+                "DELETE FROM items WHERE (ns, grp, id) IN (SELECT ns, grp, id FROM items
+                   WHERE (ns, grp, id) > (?1, ?2, ?3) ORDER BY ns, grp, id LIMIT ?4) AND exp <= ?5",
+            )?
+            .execute(params![ns, grp, id, SWEEP as i64, now])?;
+            sweep.after = next;
+        }
+        Ok(())
+    }
+}
+
 impl TrackerBackend for Durable {
     fn claim_batch<'a>(&'a self, group: &'a str, claim: BatchClaim<'a>) -> BoxFuture<'a, ClaimBatch> {
-        ready(self.write_tx(|c, ns, now| claim_batch(c, ns, group, claim, now)))
+        self.write_tx(move |c, ns, now| {
+            let out = claim_batch(c, ns, group, claim, now)?;
+            self.sweep_items(c, now, claim.ids.len())?;
+            Ok(out)
+        })
     }
     fn apply<'a>(
         &'a self,
@@ -136,21 +183,21 @@ impl TrackerBackend for Durable {
         ops: &'a [ItemOp],
         retention_ms: u64,
     ) -> BoxFuture<'a, Vec<OpResult>> {
-        ready(self.write_tx(|c, ns, now| {
+        self.write_tx(move |c, ns, now| {
             let out = ops
                 .iter()
                 .map(|op| apply_one(c, ns, group, op, now, retention_ms))
                 .collect::<Sql<Vec<_>>>()?;
-            purge(c, "items", now)?;
+            self.sweep_items(c, now, ops.len())?;
             Ok(out)
-        }))
+        })
     }
     fn read<'a>(&'a self, group: &'a str, ids: &'a [String]) -> BoxFuture<'a, Vec<ItemState>> {
-        ready(self.read_tx(|c, ns, now| {
+        self.read_tx(move |c, ns, now| {
             ids.iter().map(|id| Ok(state(load(c, ns, group, id, now)?.as_ref(), id, now))).collect()
-        }))
+        })
     }
     fn list<'a>(&'a self, group: &'a str, query: ListQuery, _retention_ms: u64) -> BoxFuture<'a, ItemList> {
-        ready(self.read_tx(|c, ns, now| list(c, ns, group, query, now)))
+        self.read_tx(move |c, ns, now| list(c, ns, group, query, now))
     }
 }
