@@ -94,7 +94,7 @@ impl Flowguard {
 
     /// Lets go of this client's Redis connection: closed once no open client of the same
     /// settings uses it. Calls in flight finish; later Redis calls fail with `ERR_CLOSED`.
-    #[napi]
+    #[napi(ts_return_type = "Promise<void>")]
     pub fn close<'e>(&self, env: &'e Env) -> Result<PromiseRaw<'e, ()>> {
         self.client.close();
         promise(env, async { Ok(()) })
