@@ -366,6 +366,12 @@ export interface QueueBatch {
   /** The claimed ids, oldest first. */
   ids: Array<string>
   items: Array<QueueItem>
+  /**
+   * Present when some shards could not be read (unreachable, or no reply within the command
+   * timeout; e.g. a Redis Cluster node failing over): their due ids stay due for a later read.
+   * The call fails when no shard could be read.
+   */
+  failedShards?: Array<number>
 }
 
 export interface QueueEnqueued {
