@@ -327,7 +327,8 @@ fn shard_fault(e: &Error) -> bool {
 /// The error of an enqueue whose step failed on some shards: the first error, saying how many
 /// ids the other shards took (enqueueing them again is safe: they are reported as duplicates).
 fn partly_enqueued(groups: &[(u32, Vec<usize>)], replies: Vec<Result<Vec<(EnqueueOutcome, i64)>>>) -> Error {
-    let done: usize = groups.iter().zip(&replies).filter(|(_, r)| r.is_ok()).map(|((_, pos), _)| pos.len()).sum();
+    let done: usize =
+        groups.iter().zip(&replies).filter(|(_, r)| r.is_ok()).map(|((_, pos), _)| pos.len()).sum();
     let failed_shards: Vec<String> =
         groups.iter().zip(&replies).filter(|(_, r)| r.is_err()).map(|((s, _), _)| s.to_string()).collect();
     let Some(Err(mut e)) = replies.into_iter().find(|r| r.is_err()) else {
@@ -369,7 +370,8 @@ impl Client {
             self.backend().settle(ShardRef { queue, shard: *shard, shards }, owner, ids, action)
         }))
         .await;
-        let kept: usize = by.iter().zip(&released).filter(|(_, r)| r.is_err()).map(|((_, ids), _)| ids.len()).sum();
+        let kept: usize =
+            by.iter().zip(&released).filter(|(_, r)| r.is_err()).map(|((_, ids), _)| ids.len()).sum();
         e.message.push_str(&if kept == 0 {
             format!(" (the {} ids claimed on other shards were released)", items.len())
         } else {
@@ -484,7 +486,10 @@ impl Client {
             if want == 0 {
                 break;
             }
-            let c = match self.backend().claim(ShardRef { queue, shard, shards }, &owner, want, visibility_ms).await
+            let c = match self
+                .backend()
+                .claim(ShardRef { queue, shard, shards }, &owner, want, visibility_ms)
+                .await
             {
                 Ok(c) => c,
                 Err(e) if shard_fault(&e) => {
@@ -502,7 +507,12 @@ impl Client {
         let mut failed_shards: Vec<u32> = failed.into_iter().map(|(s, _)| s).collect();
         failed_shards.sort_unstable();
         failed_shards.dedup();
-        Ok(Batch { owner, visible_until: if items.is_empty() { 0 } else { visible_until }, items, failed_shards })
+        Ok(Batch {
+            owner,
+            visible_until: if items.is_empty() { 0 } else { visible_until },
+            items,
+            failed_shards,
+        })
     }
 
     /// Acks (removes) or releases (makes due again after `delay`) ids held by `owner`.

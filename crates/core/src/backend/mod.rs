@@ -55,7 +55,9 @@ pub async fn open(
     config: &Config,
 ) -> Result<Box<dyn Backend>> {
     match (url, cluster, &config.path) {
-        (Some(url), _, _) => Ok(Box::new(redis::RedisStore::open(redis::Endpoints::Single(url), config).await?)),
+        (Some(url), _, _) => {
+            Ok(Box::new(redis::RedisStore::open(redis::Endpoints::Single(url), config).await?))
+        }
         (None, Some(urls), _) => {
             Ok(Box::new(redis::RedisStore::open(redis::Endpoints::Cluster(urls), config).await?))
         }

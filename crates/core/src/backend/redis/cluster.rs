@@ -28,7 +28,10 @@ pub(super) struct ClusterLink {
 }
 
 impl ClusterLink {
-    pub(super) async fn run<T: redis::FromRedisValue>(&self, inv: &redis::ScriptInvocation<'_>) -> RedisResult<T> {
+    pub(super) async fn run<T: redis::FromRedisValue>(
+        &self,
+        inv: &redis::ScriptInvocation<'_>,
+    ) -> RedisResult<T> {
         inv.invoke_async(&mut self.conn.clone()).await
     }
 }

@@ -31,8 +31,8 @@ use redis::{ConnectionAddr, IntoConnectionInfo, RedisError};
 use crate::backend::Backend;
 use crate::client::Config;
 use crate::error::{Error, ErrorCode, Result};
-use cluster::ClusterLink;
 use crate::keys::Keys;
+use cluster::ClusterLink;
 
 /// The connection settings a pooled connection is keyed by.
 #[derive(Clone, PartialEq, Eq, Hash)]
