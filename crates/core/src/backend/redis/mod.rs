@@ -119,7 +119,7 @@ impl Conn {
 
 /// How a pooled connection reaches Redis: one server, or a cluster.
 enum Link {
-    Single(Conn),
+    Single(Box<Conn>),
     Cluster(ClusterLink),
 }
 
@@ -355,11 +355,11 @@ async fn connect(url: &str, config: &Config) -> Result<Shared> {
             Err(_) => return Err(no_connection()),
         };
     Ok(Shared {
-        link: Link::Single(Conn {
+        link: Link::Single(Box::new(Conn {
             client,
             config: mcfg,
             current: Mutex::new(Current { generation: 0, manager, timeouts: 0 }),
-        }),
+        })),
         target,
         fast,
     })
