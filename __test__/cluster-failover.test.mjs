@@ -52,6 +52,30 @@ function ownerOf(key) {
   throw new Error(`no primary for slot ${slot}`)
 }
 
+/** Connections the live nodes hold, counted by CLIENT LIST (redis-cli's own one left out). */
+function clusterConnections() {
+  return roles().reduce((n, r) => n + cli(r.port, 'CLIENT', 'LIST').split('\n').filter((l) => l && !l.includes('cmd=client')).length, 0)
+}
+
+test('cluster clients opened with distinct timeouts and closed leave no connections behind', { skip }, async () => {
+  const before = clusterConnections()
+  const prefix = freshPrefix('cluster-pool')
+  for (let i = 0; i < 200; i++) {
+    const fg = await Flowguard.open({ cluster: cluster.urls, prefix, commandTimeoutMs: 5000 + i })
+    await fg.acquireLock(`l${i % 10}`)
+    await fg.enqueue('q', [`a${i}`, `b${i}`, `c${i}`], { shards: 3 })
+    await fg.close()
+  }
+  let after
+  for (let i = 0; i < 100; i++) {
+    after = clusterConnections()
+    if (after <= before) break
+    await sleep(20)
+  }
+  console.log(`# cluster connections: ${before} before 200 open/close rounds with distinct commandTimeoutMs, ${after} after`)
+  assert.ok(after <= before, `${after - before} connections left behind`)
+})
+
 test('a read over shards whose primary was killed mid-call: every claim it made is in its batch', { skip }, async () => {
   const prefix = freshPrefix('cluster-read')
   const fg = await Flowguard.open({ cluster: cluster.urls, prefix, commandTimeoutMs: 400 })
