@@ -76,6 +76,18 @@ test('cluster clients opened with distinct timeouts and closed leave no connecti
   assert.ok(after <= before, `${after - before} connections left behind`)
 })
 
+test('url naming one node of the cluster: the redirected calls say to use cluster', { skip }, async () => {
+  const fg = await Flowguard.open({ url: cluster.urls[0], prefix: freshPrefix('cluster-url') })
+  const results = await Promise.allSettled(Array.from({ length: 30 }, (_, i) => fg.claim(`g${i}`, 'x')))
+  const refused = results.filter((r) => r.status === 'rejected').map((r) => r.reason)
+  assert.ok(refused.length > 0 && refused.length < 30, `${refused.length} of 30 refused`)
+  for (const e of refused) {
+    assert.equal(e.code, 'ERR_REDIS')
+    assert.match(e.message, /is a Redis Cluster node and redirected the call .*open the client with `cluster: \[<node URLs>\]` instead of `url`/)
+  }
+  await fg.close()
+})
+
 test('a read over shards whose primary was killed mid-call: every claim it made is in its batch', { skip }, async () => {
   const prefix = freshPrefix('cluster-read')
   const fg = await Flowguard.open({ cluster: cluster.urls, prefix, commandTimeoutMs: 400 })

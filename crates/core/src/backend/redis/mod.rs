@@ -412,6 +412,17 @@ pub(crate) fn map_error(target: &Target, e: RedisError) -> Error {
             format!("cannot reach Redis at {}: {detail}", target.display),
         );
     }
+    // One node of a cluster, opened by `url`, redirects the keys of the slots it does not own.
+    if code == "MOVED" || code == "ASK" {
+        return Error::new(
+            ErrorCode::Redis,
+            format!(
+                "Redis at {} is a Redis Cluster node and redirected the call ({detail}): open the client with \
+                 `cluster: [<node URLs>]` instead of `url`",
+                target.display
+            ),
+        );
+    }
     Error::new(ErrorCode::Redis, format!("Redis at {} answered with an error: {detail}", target.display))
 }
 
