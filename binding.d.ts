@@ -31,6 +31,11 @@ export declare class Flowguard {
   /** The key prefix. */
   get prefix(): string
   /**
+   * Lets go of this client's Redis connection: closed once no open client of the same
+   * settings uses it. Calls in flight finish; later Redis calls fail with `ERR_CLOSED`.
+   */
+  close(): Promise<void>
+  /**
    * Acquires a lock. A held lock is a result (`acquired: false`, with the holder's label and
    * time left), not an error.
    */
@@ -321,6 +326,12 @@ export interface OpenOptions {
    */
   url?: string
   /**
+   * The seed nodes of a Redis Cluster (`redis://host:port` each, or `rediss://…`): any nodes
+   * of the cluster, one is enough, more survive the loss of some. Each call goes to the primary
+   * of its keys' slot; the slot map is refreshed after a failover. Not with `url` or `path`.
+   */
+  cluster?: string | string[]
+  /**
    * A file for the durable embedded store (created when absent; not with `url`): items, locks,
    * queued ids and values survive a restart or crash of the process, and processes that open
    * the same file share them. Omitted (and no `url`): the in-memory store.
@@ -355,6 +366,12 @@ export interface QueueBatch {
   /** The claimed ids, oldest first. */
   ids: Array<string>
   items: Array<QueueItem>
+  /**
+   * Present when some shards could not be read (unreachable, or no reply within the command
+   * timeout; e.g. a Redis Cluster node failing over): their due ids stay due for a later read.
+   * The call fails when no shard could be read.
+   */
+  failedShards?: Array<number>
 }
 
 export interface QueueEnqueued {

@@ -59,9 +59,12 @@ export interface Flowguard extends NativeFlowguard {}
 
 /**
  * A client of one backend. Open it once and share it; connections are pooled per URL and
- * timeouts, so opening again with the same settings reuses the connection.
+ * timeouts, so opening again with the same settings reuses the connection, and a connection is
+ * closed when the last client using it is closed (`close()`, or `await using`).
  */
 export declare class Flowguard {
+  /** `close()`, for `await using client = await Flowguard.open(…)`. */
+  [Symbol.asyncDispose](): Promise<void>
   /** Not public: use `Flowguard.open`. */
   private constructor()
   /**

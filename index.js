@@ -49,6 +49,11 @@ class Flowguard {
     return this.#native.prefix
   }
 
+  /** Lets go of the Redis connection (closed once no open client of the same settings uses it). */
+  close() {
+    return this.#native.close()
+  }
+
   // Item Tracker.
   claim(group, id, options) {
     return items.claim(this.#native, this.#embedded, group, id, options)
@@ -179,6 +184,13 @@ class Flowguard {
 
   once(key, fn, options) {
     return once(this.#native, key, fn, options)
+  }
+}
+
+// `await using client = await Flowguard.open(…)` closes the client at the end of the block.
+if (typeof Symbol.asyncDispose === 'symbol') {
+  Flowguard.prototype[Symbol.asyncDispose] = function () {
+    return this.close()
   }
 }
 

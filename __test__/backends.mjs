@@ -9,7 +9,10 @@ import { join } from 'node:path'
 const require = createRequire(import.meta.url)
 export const { Flowguard } = require('../index.js')
 
-if (process.env.CI === 'true' && !process.env.REDIS_URL) {
+/** The seed URLs of a Redis Cluster (comma-separated REDIS_CLUSTER_URLS), for the cluster run. */
+export const clusterUrls = process.env.REDIS_CLUSTER_URLS ? process.env.REDIS_CLUSTER_URLS.split(',') : undefined
+
+if (process.env.CI === 'true' && !process.env.REDIS_URL && !clusterUrls) {
   throw new Error('CI=true but REDIS_URL is not set: the Redis suites must run in CI')
 }
 
@@ -35,18 +38,25 @@ export function durablePath(prefix) {
 }
 
 /** [{ name, open(extraOptions) }] for every available backend: the in-memory embedded store,
- * the durable one (a file per prefix), and Redis when REDIS_URL is set. */
+ * the durable one (a file per prefix), Redis when REDIS_URL is set and a Redis Cluster when
+ * REDIS_CLUSTER_URLS is. FLOWGUARD_BACKENDS (comma-separated names) keeps only those named. */
 export function backends() {
-  const list = [
+  let list = [
     { name: 'embedded', url: undefined },
     { name: 'durable', url: undefined },
   ]
   if (process.env.REDIS_URL) list.push({ name: 'redis', url: process.env.REDIS_URL })
+  if (clusterUrls) list.push({ name: 'cluster', cluster: clusterUrls })
+  if (process.env.FLOWGUARD_BACKENDS) {
+    const only = process.env.FLOWGUARD_BACKENDS.split(',')
+    list = list.filter((b) => only.includes(b.name))
+  }
   return list.map((b) => ({
     name: b.name,
     url: b.url,
     open: (extra = {}) => {
       const opts = { url: b.url, prefix: freshPrefix(b.name), ...extra }
+      if (b.cluster) opts.cluster ??= b.cluster
       if (b.name === 'durable') opts.path ??= durablePath(opts.prefix)
       return Flowguard.open(opts)
     },

@@ -36,7 +36,7 @@ const calls = [
 ]
 
 describe('Flowguard.open', () => {
-  for (const opts of [{ ulr: 'redis://127.0.0.1:1' }, { cluster: ['redis://127.0.0.1:1'] }, { URL: 'x' }, { prefix: 'p:', connectTimeout: 5 }]) {
+  for (const opts of [{ ulr: 'redis://127.0.0.1:1' }, { nodes: ['redis://127.0.0.1:1'] }, { URL: 'x' }, { prefix: 'p:', connectTimeout: 5 }]) {
     test(`refuses ${JSON.stringify(opts)} instead of opening the embedded store`, async () => {
       const e = await rejection(Flowguard.open(opts))
       assert.equal(e.code, 'ERR_INVALID_ARGUMENT', e.message)
@@ -45,6 +45,22 @@ describe('Flowguard.open', () => {
       assert.ok(e.message.includes(JSON.stringify(name)), e.message)
     })
   }
+  test('cluster: a list of seed URLs, alone; a bad one is named; an unreachable cluster fails within the connect timeout', async () => {
+    for (const [opts, pattern] of [
+      [{ cluster: [] }, /^(options\.)?cluster must list 1 to 64 seed node URLs/],
+      [{ cluster: ['redis://127.0.0.1:1'], url: 'redis://127.0.0.1:1' }, /^(options\.)?cluster cannot be given with url or path/],
+      [{ cluster: ['redis://127.0.0.1:1', 'not a url'] }, /^(options\.)?cluster\[1\] is not a valid Redis URL/],
+      [{ cluster: 7 }, /options\.cluster/],
+    ]) {
+      const e = await rejection(Flowguard.open(opts))
+      assert.equal(e.code, 'ERR_INVALID_ARGUMENT', e.message)
+      assert.match(e.message, pattern)
+    }
+    const t0 = Date.now()
+    const e = await rejection(Flowguard.open({ cluster: 'redis://127.0.0.1:1', connectTimeoutMs: 200 }))
+    assert.equal(e.code, 'ERR_REDIS_UNAVAILABLE', e.message)
+    assert.ok(Date.now() - t0 < 2000)
+  })
   test('undefined values of known options are absent, and null options are none', async () => {
     assert.equal((await Flowguard.open({ url: undefined, prefix: 'opt:' })).backend, 'embedded')
     assert.equal((await Flowguard.open(null)).backend, 'embedded')

@@ -69,6 +69,8 @@ const tapLeafCounts = (out) => {
 }
 /** The suites run under Bun and Deno too (the others spawn Node-specific child processes). */
 const otherRuntimeSuites = ['__test__/lock.test.mjs', '__test__/lock-loop.test.mjs', '__test__/tracker.test.mjs']
+/** The suites run once more against a Redis Cluster. */
+const clusterSuites = ['tracker', 'lock', 'queue', 'state'].map((s) => `__test__/${s}.test.mjs`)
 const lineCounts = (out) => {
   const m = [...out.matchAll(/(\d+) passed, (\d+) failed/g)].pop()
   return m ? { p: Number(m[1]), f: Number(m[2]) } : { p: 0, f: 0 }
@@ -114,6 +116,20 @@ try {
     // The server's dashboard in Debian's chromium (playwright-core), on the binary cargo test built.
     const serverBin = join(root, 'target', host, 'debug', 'flowguard-server')
     run('dashboard (browser)', process.execPath, ['--test', '--test-reporter=tap', 'crates/server/e2e/'], { ...env, FLOWGUARD_SERVER_BIN: serverBin }, nodeCounts)
+    // The core suites again on a real Redis Cluster (3 primaries, 3 replicas on loopback).
+    const { startCluster } = await import('../__test__/redis-cluster.mjs')
+    const cluster = await startCluster().catch((e) => {
+      failed++
+      summary.push(`node --test (Redis Cluster): the cluster did not start: ${e.message}`)
+    })
+    if (cluster) {
+      try {
+        run('node --test (Redis Cluster)', process.execPath, ['--test', '--test-reporter=tap', ...clusterSuites],
+          { ...env, REDIS_CLUSTER_URLS: cluster.urls.join(','), FLOWGUARD_BACKENDS: 'cluster' }, nodeCounts)
+      } finally {
+        cluster.stop()
+      }
+    }
     const bin = (name) => join(root, 'node_modules', '.bin', name)
     // Without the devDependency (npm install not run): a failure in CI, a note elsewhere.
     const missing = (name) => {

@@ -6,7 +6,7 @@ use napi::bindgen_prelude::*;
 use napi::Env;
 use napi_derive::napi;
 
-use super::from_js::{js_input, opt, opt_ms, Arg, Field};
+use super::from_js::{js_input, one_or_many, opt, opt_ms, Arg, Field};
 use super::promise;
 use flowguard_core::backend::durable::Durability;
 use flowguard_core::client::{Client, OpenOptions as CoreOpenOptions};
@@ -18,6 +18,11 @@ pub struct OpenOptions {
     /// `redis://[user:password@]host[:port][/db]`, or `rediss://…` for TLS. Omitted: the embedded
     /// in-process store (one per process, shared by every client with the same prefix).
     pub url: Option<String>,
+    /// The seed nodes of a Redis Cluster (`redis://host:port` each, or `rediss://…`): any nodes
+    /// of the cluster, one is enough, more survive the loss of some. Each call goes to the primary
+    /// of its keys' slot; the slot map is refreshed after a failover. Not with `url` or `path`.
+    #[napi(ts_type = "string | string[]")]
+    pub cluster: Option<Either<String, Vec<String>>>,
     /// A file for the durable embedded store (created when absent; not with `url`): items, locks,
     /// queued ids and values survive a restart or crash of the process, and processes that open
     /// the same file share them. Omitted (and no `url`): the in-memory store.
@@ -36,13 +41,14 @@ pub struct OpenOptions {
     pub retention_ms: Option<f64>,
 }
 
-js_input!(OpenOptions { url = "url", path = "path", durability = "durability", prefix = "prefix", connect_timeout_ms = "connectTimeoutMs", command_timeout_ms = "commandTimeoutMs", retention_ms = "retentionMs" });
+js_input!(OpenOptions { url = "url", cluster = "cluster", path = "path", durability = "durability", prefix = "prefix", connect_timeout_ms = "connectTimeoutMs", command_timeout_ms = "commandTimeoutMs", retention_ms = "retentionMs" });
 
 impl OpenOptions {
     fn into_core(self) -> flowguard_core::Result<CoreOpenOptions> {
         let at = |name| Field("options", name);
         Ok(CoreOpenOptions {
             url: self.url,
+            cluster: self.cluster.map(one_or_many),
             path: self.path.map(PathBuf::from),
             durability: self.durability.map(|d| Durability::parse(at("durability"), &d)).transpose()?,
             prefix: self.prefix,
@@ -84,5 +90,13 @@ impl Flowguard {
     #[napi(getter)]
     pub fn prefix(&self) -> String {
         self.client.config().keys.prefix().to_string()
+    }
+
+    /// Lets go of this client's Redis connection: closed once no open client of the same
+    /// settings uses it. Calls in flight finish; later Redis calls fail with `ERR_CLOSED`.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn close<'e>(&self, env: &'e Env) -> Result<PromiseRaw<'e, ()>> {
+        self.client.close();
+        promise(env, async { Ok(()) })
     }
 }

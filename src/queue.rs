@@ -79,6 +79,10 @@ pub struct QueueBatch {
     /// The claimed ids, oldest first.
     pub ids: Vec<String>,
     pub items: Vec<QueueItem>,
+    /// Present when some shards could not be read (unreachable, or no reply within the command
+    /// timeout; e.g. a Redis Cluster node failing over): their due ids stay due for a later read.
+    /// The call fails when no shard could be read.
+    pub failed_shards: Option<Vec<u32>>,
 }
 
 #[napi(object)]
@@ -280,6 +284,7 @@ impl Flowguard {
             let (queue, opts) = parsed?;
             let b = client.read_batch(&queue, opts).await?;
             Ok(QueueBatch {
+                failed_shards: (!b.failed_shards.is_empty()).then_some(b.failed_shards),
                 owner: b.owner,
                 visible_until: b.visible_until as f64,
                 ids: b.items.iter().map(|d| d.id.clone()).collect(),

@@ -31,5 +31,22 @@ export class FlowguardRedisApi implements ICredentialType {
 			default: false,
 			description: 'Whether to skip the check of the TLS certificate of the server',
 		},
+		{
+			displayName: 'Redis Cluster',
+			name: 'cluster',
+			type: 'boolean',
+			default: false,
+			description:
+				'Whether Host is a node of a Redis Cluster: each call then goes to the primary of its keys\' slot, and the cluster\'s failovers are followed (Database Number is not used)',
+		},
+		{
+			displayName: 'More Cluster Nodes',
+			name: 'clusterNodes',
+			type: 'string',
+			displayOptions: { show: { cluster: [true] } },
+			default: '',
+			placeholder: 'redis-2:6379, redis-3:6379',
+			description: 'Other nodes of the cluster (host:port, comma-separated), tried when Host cannot be reached',
+		},
 	];
 }

@@ -1,12 +1,20 @@
 // Unit tests of the nodes' shared helpers (run after `npm run build`): node --test test/*.test.js
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { redisUrlFromCredential, isQueueMode, openClient, openClientCount } = require('../dist/nodes/shared/client');
+const { redisUrlFromCredential, redisTargetFromCredential, isQueueMode, openClient, openClientCount } = require('../dist/nodes/shared/client');
 
 test('Redis URL from n8n\'s Redis credential: password only', () => {
 	assert.equal(
 		redisUrlFromCredential({ host: 'redis.local', port: 6380, password: 'p@ss:w/rd', database: 2, ssl: false }),
 		'redis://:p%40ss%3Aw%2Frd@redis.local:6380/2',
+	);
+});
+
+test('Redis Cluster credential: Host and Port first, then the other nodes, each with the credentials and TLS, database 0', () => {
+	assert.deepEqual(redisTargetFromCredential({ host: 'h', port: 6379, database: 3 }), { url: 'redis://h:6379/3' });
+	assert.deepEqual(
+		redisTargetFromCredential({ host: 'n1', port: 7000, password: 'x', database: 3, ssl: true, cluster: true, clusterNodes: ' n2:7001, n3 ,[::1]:7002' }),
+		{ cluster: ['rediss://:x@n1:7000/0', 'rediss://:x@n2:7001/0', 'rediss://:x@n3:7000/0', 'rediss://:x@[::1]:7002/0'] },
 	);
 });
 

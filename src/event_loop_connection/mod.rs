@@ -69,6 +69,7 @@ impl Transport for EventLoopTransport {
         };
         Some(Arc::new(Server {
             id: NEXT.fetch_add(1, Ordering::Relaxed),
+            alive: Arc::new(()),
             settings: Arc::new(Settings {
                 addr,
                 username: settings.username().map(str::to_string),
@@ -84,6 +85,9 @@ impl Transport for EventLoopTransport {
 /// One pooled server; each environment that calls it gets a connection of its own.
 struct Server {
     id: usize,
+    /// Held while the pooled connection is: an environment's connection whose server has gone
+    /// (its last client closed) is closed when the environment next connects somewhere.
+    alive: Arc<()>,
     settings: Arc<Settings>,
 }
 
@@ -113,6 +117,8 @@ pub(crate) struct Connections {
     uv: &'static libuv::Uv,
     uv_loop: *mut c_void,
     conns: RefCell<HashMap<usize, Entry>>,
+    /// The server of each entry of `conns`, held weakly.
+    servers: RefCell<HashMap<usize, std::sync::Weak<()>>>,
     /// libuv handles not closed yet (a teardown finishes when none is left).
     open: Cell<usize>,
     /// Node's handle of the teardown in progress, released once every handle is closed.
@@ -133,6 +139,7 @@ impl Connections {
             uv,
             uv_loop,
             conns: RefCell::new(HashMap::new()),
+            servers: RefCell::new(HashMap::new()),
             open: Cell::new(0),
             teardown: Cell::new(None),
             torn_down: Cell::new(false),
@@ -156,6 +163,11 @@ impl Connections {
             return None;
         }
         let mut conns = self.conns.try_borrow_mut().ok()?;
+        if !conns.contains_key(&server.id) {
+            let mut servers = self.servers.try_borrow_mut().ok()?;
+            sweep(&mut conns, &mut servers);
+            servers.insert(server.id, Arc::downgrade(&server.alive));
+        }
         let entry =
             conns.entry(server.id).or_insert(Entry::Down { at: Instant::now(), backoff: Duration::ZERO });
         if matches!(entry, Entry::Live(l) if l.is_dead()) {
@@ -234,6 +246,20 @@ impl Connections {
             unsafe { sys::napi_remove_async_cleanup_hook(handle) };
         }
     }
+}
+
+/// Closes the connections of servers no pooled connection holds any more (each new server
+/// sweeps, so their number stays that of the servers in use).
+fn sweep(conns: &mut HashMap<usize, Entry>, servers: &mut HashMap<usize, std::sync::Weak<()>>) {
+    servers.retain(|id, alive| {
+        if alive.strong_count() > 0 {
+            return true;
+        }
+        if let Some(Entry::Live(l)) = conns.remove(id) {
+            l.shut();
+        }
+        false
+    });
 }
 
 /// The environment goes away: close every handle; tell Node once libuv has closed them.

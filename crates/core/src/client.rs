@@ -22,6 +22,10 @@ pub const DEFAULT_RETENTION_MS: u64 = 30 * 24 * 3600 * 1000;
 pub struct OpenOptions {
     /// `redis://[user:password@]host[:port][/db]` or `rediss://…` for TLS. None: the embedded store.
     pub url: Option<String>,
+    /// The seed nodes of a Redis Cluster, `redis://host:port` each (any nodes of the cluster,
+    /// primaries or replicas; one is enough, more survive the loss of some). Not with `url` or
+    /// `path`.
+    pub cluster: Option<Vec<String>>,
     /// A file for the durable embedded store (created when absent): state survives restarts and
     /// crashes, and processes that open the same file share it. None (and no URL): in memory.
     pub path: Option<PathBuf>,
@@ -84,7 +88,8 @@ impl Client {
             path: durable_path(&opts)?,
             durability: opts.durability.unwrap_or_default(),
         };
-        let backend = backend::open(opts.url.as_deref(), &config).await?;
+        cluster_check(&opts)?;
+        let backend = backend::open(opts.url.as_deref(), opts.cluster.as_deref(), &config).await?;
         Ok(Client { inner: Arc::new(Inner { backend, config }) })
     }
 
@@ -100,6 +105,37 @@ impl Client {
     pub fn kind(&self) -> &'static str {
         self.inner.backend.kind()
     }
+
+    /// Lets go of this client's Redis connection (shared with other open clients of the same
+    /// settings, and closed when the last of them closes); calls in flight finish, later Redis
+    /// calls fail with `ERR_CLOSED`. Closing twice is harmless. The embedded stores hold no
+    /// connection: there it changes nothing.
+    pub fn close(&self) {
+        self.inner.backend.close();
+    }
+}
+
+/// The most seed nodes of a cluster.
+pub const MAX_CLUSTER_SEEDS: usize = 64;
+
+/// The cluster seeds, checked: a non-empty list of at most [`MAX_CLUSTER_SEEDS`] URLs, and not
+/// together with `url` or `path`.
+fn cluster_check(opts: &OpenOptions) -> Result<()> {
+    let Some(seeds) = &opts.cluster else { return Ok(()) };
+    if opts.url.is_some() || opts.path.is_some() {
+        return Err(Error::invalid_at(
+            "cluster",
+            "cannot be given with url or path: give url (one Redis server), cluster (the seed nodes of a \
+             Redis Cluster) or path (the durable embedded store)",
+        ));
+    }
+    if seeds.is_empty() || seeds.len() > MAX_CLUSTER_SEEDS {
+        return Err(Error::invalid_at(
+            "cluster",
+            format!("must list 1 to {MAX_CLUSTER_SEEDS} seed node URLs, got {}", seeds.len()),
+        ));
+    }
+    Ok(())
 }
 
 /// The durable store's path, checked: not empty, and not together with a Redis URL.

@@ -28,6 +28,8 @@ pub enum ErrorCode {
     Storage,
     /// A bug in flowguard (a panic was caught before it could reach the host process).
     Internal,
+    /// The client was closed (`close()`): open a new one.
+    Closed,
 }
 
 impl ErrorCode {
@@ -42,6 +44,7 @@ impl ErrorCode {
             ErrorCode::Unsupported => "ERR_UNSUPPORTED",
             ErrorCode::Storage => "ERR_STORAGE",
             ErrorCode::Internal => "ERR_INTERNAL",
+            ErrorCode::Closed => "ERR_CLOSED",
         }
     }
 }

@@ -23,7 +23,7 @@ use futures_util::future::join_all;
 
 use crate::backend::BoxFuture;
 use crate::client::Client;
-use crate::error::{Error, FieldPath, Result};
+use crate::error::{Error, ErrorCode, FieldPath, Result};
 use crate::tracker::truncate;
 use crate::{token, validate};
 
@@ -120,6 +120,9 @@ pub struct Batch {
     /// Until when the ids are held (the earliest over the shards read); 0 when nothing was claimed.
     pub visible_until: i64,
     pub items: Vec<Delivery>,
+    /// Shards that could not be read (unreachable, or no reply within the command timeout):
+    /// their due ids stay due for a later read. Empty when every shard answered.
+    pub failed_shards: Vec<u32>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -315,7 +318,72 @@ fn quotas(limit: u64, k: usize, start: usize) -> Vec<u64> {
     (0..k).map(|i| base + u64::from((i + k - start) % k < extra)).collect()
 }
 
+/// An error of one shard's step that leaves the other shards' results usable: the shard's
+/// server could not be reached, did not answer in time, or answered with an error of its own.
+fn shard_fault(e: &Error) -> bool {
+    matches!(e.code, ErrorCode::RedisUnavailable | ErrorCode::Timeout | ErrorCode::Redis)
+}
+
+/// The error of an enqueue whose step failed on some shards: the first error, saying how many
+/// ids the other shards took (enqueueing them again is safe: they are reported as duplicates).
+fn partly_enqueued(groups: &[(u32, Vec<usize>)], replies: Vec<Result<Vec<(EnqueueOutcome, i64)>>>) -> Error {
+    let done: usize =
+        groups.iter().zip(&replies).filter(|(_, r)| r.is_ok()).map(|((_, pos), _)| pos.len()).sum();
+    let failed_shards: Vec<String> =
+        groups.iter().zip(&replies).filter(|(_, r)| r.is_err()).map(|((s, _), _)| s.to_string()).collect();
+    let Some(Err(mut e)) = replies.into_iter().find(|r| r.is_err()) else {
+        return Error::internal("an enqueue failed without an error");
+    };
+    if done > 0 {
+        e.message.push_str(&format!(
+            " (shard {} failed; {done} ids of other shards were enqueued: enqueueing all ids again is safe, \
+             those are reported as duplicates)",
+            failed_shards.join(", ")
+        ));
+    }
+    e
+}
+
 impl Client {
+    /// Releases the ids a failing read claimed on the shards that answered (the caller gets an
+    /// error, never their owner token), and returns `e`, saying what became of them.
+    async fn release_unreturned(
+        &self,
+        queue: &str,
+        shards: u32,
+        owner: &str,
+        items: &[Delivery],
+        mut e: Error,
+    ) -> Error {
+        if items.is_empty() {
+            return e;
+        }
+        let mut by: Vec<(u32, Vec<String>)> = Vec::new();
+        for d in items {
+            match by.iter_mut().find(|(s, _)| *s == d.shard) {
+                Some((_, ids)) => ids.push(d.id.clone()),
+                None => by.push((d.shard, vec![d.id.clone()])),
+            }
+        }
+        let action = SettleAction::Release { delay_ms: 0 };
+        let released = join_all(by.iter().map(|(shard, ids)| {
+            self.backend().settle(ShardRef { queue, shard: *shard, shards }, owner, ids, action)
+        }))
+        .await;
+        let kept: usize =
+            by.iter().zip(&released).filter(|(_, r)| r.is_err()).map(|((_, ids), _)| ids.len()).sum();
+        e.message.push_str(&if kept == 0 {
+            format!(" (the {} ids claimed on other shards were released)", items.len())
+        } else {
+            format!(
+                " ({kept} of the {} ids claimed on other shards could not be released: they are due again \
+                 after the visibility timeout)",
+                items.len()
+            )
+        });
+        e
+    }
+
     /// Enqueues ids: each to its shard, one atomic step per shard touched, the shards in
     /// parallel. Results are in the order of `ids`.
     pub async fn enqueue(
@@ -338,6 +406,9 @@ impl Client {
             async move { self.backend().enqueue(at, &part, delay_ms, opts.debounce).await }
         });
         let replies = join_all(calls).await;
+        if replies.iter().any(|r| r.is_err()) {
+            return Err(partly_enqueued(&groups, replies));
+        }
         let mut out: Vec<Option<Enqueued>> = vec![None; ids.len()];
         for ((shard, pos), reply) in groups.iter().zip(replies) {
             let reply = reply?;
@@ -373,16 +444,27 @@ impl Client {
             async move { (*shard, *q, self.backend().claim(at, owner, *q, visibility_ms).await) }
         }))
         .await;
-        // A failed shard fails the call: ids claimed on other shards stay held by an owner token
-        // nobody knows and become due again after the visibility timeout, so nothing is lost.
+        // A shard that cannot be reached (or timed out) is left out: the batch holds what the
+        // other shards gave and names it in `failed_shards`, its ids stay due for a later read.
+        // The call fails when no shard answered, and when a shard refused the call itself (a
+        // shard count mismatch): then what the other shards gave is released first, so no id
+        // stays held by an owner token the caller never received.
         let mut items = Vec::new();
         let mut visible_until = i64::MAX;
         // Shards that may hold more due ids: those that filled their quota, and those that had
         // none (a limit below the shard count), in the rotated order.
         let rotated: Vec<usize> = (0..targets.len()).map(|i| (i + start) % targets.len()).collect();
         let mut more: Vec<u32> = rotated.iter().filter(|&&i| quota[i] == 0).map(|&i| targets[i]).collect();
+        let mut failed: Vec<(u32, Error)> = Vec::new();
+        let asked = first.len();
         for (shard, q, r) in first {
-            let c = r?;
+            let c = match r {
+                Ok(c) => c,
+                Err(e) => {
+                    failed.push((shard, e));
+                    continue;
+                }
+            };
             if c.items.len() as u64 >= q {
                 more.push(shard);
             }
@@ -391,21 +473,46 @@ impl Client {
             }
             items.extend(c.items.into_iter().map(|(id, due_at)| Delivery { id, shard, due_at }));
         }
+        if let Some(i) = failed.iter().position(|(_, e)| !shard_fault(e)) {
+            let e = failed.swap_remove(i).1;
+            return Err(self.release_unreturned(queue, shards, &owner, &items, e).await);
+        }
+        if failed.len() == asked && !failed.is_empty() {
+            return Err(failed.swap_remove(0).1);
+        }
         // Second pass, one shard at a time so the limit is never exceeded.
         for shard in more {
             let want = limit - items.len() as u64;
             if want == 0 {
                 break;
             }
-            let c =
-                self.backend().claim(ShardRef { queue, shard, shards }, &owner, want, visibility_ms).await?;
+            let c = match self
+                .backend()
+                .claim(ShardRef { queue, shard, shards }, &owner, want, visibility_ms)
+                .await
+            {
+                Ok(c) => c,
+                Err(e) if shard_fault(&e) => {
+                    failed.push((shard, e));
+                    continue;
+                }
+                Err(e) => return Err(self.release_unreturned(queue, shards, &owner, &items, e).await),
+            };
             if !c.items.is_empty() {
                 visible_until = visible_until.min(c.visible_until);
             }
             items.extend(c.items.into_iter().map(|(id, due_at)| Delivery { id, shard, due_at }));
         }
         items.sort_by(|a, b| a.due_at.cmp(&b.due_at).then_with(|| a.shard.cmp(&b.shard)));
-        Ok(Batch { owner, visible_until: if items.is_empty() { 0 } else { visible_until }, items })
+        let mut failed_shards: Vec<u32> = failed.into_iter().map(|(s, _)| s).collect();
+        failed_shards.sort_unstable();
+        failed_shards.dedup();
+        Ok(Batch {
+            owner,
+            visible_until: if items.is_empty() { 0 } else { visible_until },
+            items,
+            failed_shards,
+        })
     }
 
     /// Acks (removes) or releases (makes due again after `delay`) ids held by `owner`.

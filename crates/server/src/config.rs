@@ -116,6 +116,7 @@ impl Args {
     pub fn open_options(&self) -> OpenOptions {
         OpenOptions {
             url: self.redis_url.clone(),
+            cluster: None,
             prefix: self.prefix.clone(),
             connect_timeout: self.connect_timeout_ms.map(Duration::from_millis),
             command_timeout: self.command_timeout_ms.map(Duration::from_millis),

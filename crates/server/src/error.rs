@@ -61,6 +61,8 @@ pub fn status_of(code: ErrorCode) -> StatusCode {
         // The store file cannot be read or written (disk full, read-only, corrupt).
         ErrorCode::Storage => StatusCode::INSUFFICIENT_STORAGE,
         ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        // The server never closes its client; should it happen, it is the server's fault.
+        ErrorCode::Closed => StatusCode::SERVICE_UNAVAILABLE,
     }
 }
 

@@ -11,6 +11,8 @@ type Backend = 'embedded' | 'redis';
 interface ClientSettings {
 	backend: Backend;
 	url?: string;
+	/** The seed nodes of a Redis Cluster (instead of `url`). */
+	cluster?: string[];
 	prefix: string;
 }
 
@@ -22,7 +24,7 @@ interface ClientSettings {
 const clients = new Map<string, Promise<Flowguard>>();
 
 function cacheKey(s: ClientSettings): string {
-	return JSON.stringify([s.backend, s.url ?? '', s.prefix]);
+	return JSON.stringify([s.backend, s.url ?? '', s.cluster ?? [], s.prefix]);
 }
 
 export async function openClient(s: ClientSettings): Promise<Flowguard> {
@@ -31,7 +33,13 @@ export async function openClient(s: ClientSettings): Promise<Flowguard> {
 	if (!pending) {
 		// Loaded here, on first use, so that n8n loads the package even without the native binary.
 		pending = loadFlowguard().then(({ Flowguard }) =>
-			Flowguard.open(s.backend === 'redis' ? { url: s.url, prefix: s.prefix } : { prefix: s.prefix }),
+			Flowguard.open(
+				s.backend !== 'redis'
+					? { prefix: s.prefix }
+					: s.cluster
+						? { cluster: s.cluster, prefix: s.prefix }
+						: { url: s.url, prefix: s.prefix },
+			),
 		);
 		clients.set(key, pending);
 		// A failed open is not cached: the next execution tries again (Redis may be back).
@@ -67,6 +75,26 @@ export function redisUrlFromCredential(c: ICredentialDataDecryptedObject): strin
 	return `${tls ? 'rediss' : 'redis'}://${auth}${h}:${port}/${db}${insecure}`;
 }
 
+/**
+ * The Redis target of a credential: `{ url }`, or `{ cluster }` (Host and Port, then the other
+ * cluster nodes, each as a URL with the credential's user, password and TLS setting) when the
+ * credential's Redis Cluster switch is on.
+ */
+export function redisTargetFromCredential(c: ICredentialDataDecryptedObject): { url?: string; cluster?: string[] } {
+	const url = redisUrlFromCredential(c);
+	if (c.cluster !== true) return { url };
+	const others = str(c.clusterNodes)
+		.split(',')
+		.map((n) => n.trim())
+		.filter((n) => n !== '')
+		.map((n) => {
+			const at = n.lastIndexOf(':');
+			const port = at > 0 && !n.endsWith(']') ? Number(n.slice(at + 1)) : NaN;
+			return redisUrlFromCredential({ ...c, host: Number.isInteger(port) ? n.slice(0, at) : n, port: Number.isInteger(port) ? port : c.port, database: 0 });
+		});
+	return { cluster: [redisUrlFromCredential({ ...c, database: 0 }), ...others] };
+}
+
 /** True when n8n runs in queue mode (executions spread over worker processes). */
 export function isQueueMode(): boolean {
 	return (process.env.EXECUTIONS_MODE ?? '').trim().toLowerCase() === 'queue';
@@ -85,7 +113,7 @@ export async function clientFor(ctx: IExecuteFunctions): Promise<Flowguard> {
 	if (backend === 'redis') {
 		const cred = await ctx.getCredentials(redisCredentialType(ctx.getNode().typeVersion));
 		try {
-			return await openClient({ backend, url: redisUrlFromCredential(cred), prefix });
+			return await openClient({ backend, ...redisTargetFromCredential(cred), prefix });
 		} catch (error) {
 			if (error instanceof AddonUnavailableError) throw addonError(ctx, error);
 			throw new NodeOperationError(ctx.getNode(), `Could not connect to Redis: ${errorMessage(error)}`, {

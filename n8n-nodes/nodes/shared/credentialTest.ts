@@ -5,7 +5,7 @@ import type {
 } from 'n8n-workflow';
 
 import { AddonUnavailableError } from './addon';
-import { openClient, redisUrlFromCredential } from './client';
+import { openClient, redisTargetFromCredential } from './client';
 import { errorMessage } from './errors';
 
 /**
@@ -20,7 +20,7 @@ export async function flowguardRedisConnectionTest(
 	try {
 		const fg = await openClient({
 			backend: 'redis',
-			url: redisUrlFromCredential(credential.data ?? {}),
+			...redisTargetFromCredential(credential.data ?? {}),
 			prefix: 'fg:',
 		});
 		await fg.getLock('flowguard:connection-test');

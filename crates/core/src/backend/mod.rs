@@ -33,6 +33,10 @@ pub trait Backend:
 {
     /// `embedded`, `durable` or `redis`.
     fn kind(&self) -> &'static str;
+
+    /// Lets go of what this client holds (a pooled Redis connection); later calls may fail with
+    /// `ERR_CLOSED`. The embedded stores hold nothing per client.
+    fn close(&self) {}
 }
 
 /// A step that is already done: ready on its first poll.
@@ -47,13 +51,22 @@ pub(crate) fn guard<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// Opens the in-memory embedded store (no URL, no path), the durable store in file `path`, or a
-/// Redis connection.
-pub async fn open(url: Option<&str>, config: &Config) -> Result<Box<dyn Backend>> {
-    match (url, &config.path) {
-        (None, None) => Ok(Box::new(embedded::Embedded::open(config.keys.prefix()))),
-        (None, Some(path)) => {
+/// Redis connection (one server's URL, or a cluster's seed URLs).
+pub async fn open(
+    url: Option<&str>,
+    cluster: Option<&[String]>,
+    config: &Config,
+) -> Result<Box<dyn Backend>> {
+    match (url, cluster, &config.path) {
+        (Some(url), _, _) => {
+            Ok(Box::new(redis::RedisStore::open(redis::Endpoints::Single(url), config).await?))
+        }
+        (None, Some(urls), _) => {
+            Ok(Box::new(redis::RedisStore::open(redis::Endpoints::Cluster(urls), config).await?))
+        }
+        (None, None, None) => Ok(Box::new(embedded::Embedded::open(config.keys.prefix()))),
+        (None, None, Some(path)) => {
             Ok(Box::new(durable::Durable::open(path, config.keys.prefix(), config.durability)?))
         }
-        (Some(url), _) => Ok(Box::new(redis::RedisStore::open(url, config).await?)),
     }
 }

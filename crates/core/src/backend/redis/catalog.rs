@@ -4,10 +4,10 @@
 //! runs the same SCAN step again past the last name returned. Queues also get their shard count,
 //! one `HGET` per queue listed, pipelined.
 
-use super::{map_error, RedisStore};
+use super::{map_error, Link, RedisStore};
 use crate::backend::BoxFuture;
 use crate::catalog::{CatalogBackend, Entry, Kind, Page};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorCode, Result};
 use crate::keys::{glob_escape, unescape};
 
 /// The `COUNT` of one SCAN step: about how many keys Redis looks at.
@@ -34,11 +34,23 @@ fn name_of(key: &str, prefix: &str, head: &str, tail: &str) -> Option<String> {
 }
 
 impl RedisStore {
-    async fn query<T: redis::FromRedisValue>(&self, cmd: &redis::Cmd) -> Result<T> {
-        let (generation, mut conn) = self.conn.checkout();
-        let outcome = cmd.query_async::<T>(&mut conn).await;
-        self.conn.record(generation, &outcome);
-        outcome.map_err(|e| map_error(&self.target, e))
+    /// Sends a command or pipeline to the one server. A cluster spreads names over its primaries,
+    /// which one SCAN cannot walk: listing is refused there with a coded error.
+    async fn query<T: redis::FromRedisValue>(&self, q: Query<'_>) -> Result<T> {
+        let shared = self.shared()?;
+        let Link::Single(conn) = &shared.link else {
+            return Err(Error::new(
+                ErrorCode::Unsupported,
+                "listing names is not supported on a Redis Cluster (it needs a SCAN of every primary)",
+            ));
+        };
+        let (generation, mut c) = conn.checkout();
+        let outcome = match q {
+            Query::Cmd(cmd) => cmd.query_async::<T>(&mut c).await,
+            Query::Pipe(pipe) => pipe.query_async::<T>(&mut c).await,
+        };
+        conn.record(generation, &outcome);
+        outcome.map_err(|e| map_error(&shared.target, e))
     }
 
     async fn queue_shards(&self, names: &[String]) -> Result<Vec<Option<u32>>> {
@@ -49,12 +61,14 @@ impl RedisStore {
         for n in names {
             pipe.cmd("HGET").arg(self.keys().queue_meta(n)).arg("n");
         }
-        let (generation, mut conn) = self.conn.checkout();
-        let outcome = pipe.query_async::<Vec<Option<String>>>(&mut conn).await;
-        self.conn.record(generation, &outcome);
-        let replies = outcome.map_err(|e| map_error(&self.target, e))?;
+        let replies: Vec<Option<String>> = self.query(Query::Pipe(&pipe)).await?;
         Ok(replies.into_iter().map(|v| v.and_then(|s| s.parse().ok())).collect())
     }
+}
+
+enum Query<'a> {
+    Cmd(&'a redis::Cmd),
+    Pipe(&'a redis::Pipeline),
 }
 
 impl CatalogBackend for RedisStore {
@@ -81,7 +95,7 @@ impl CatalogBackend for RedisStore {
             let (pat, head, tail) = pattern(prefix, kind);
             let mut cmd = redis::cmd("SCAN");
             cmd.arg(start).arg("MATCH").arg(&pat).arg("COUNT").arg(SCAN_COUNT);
-            let (next, keys): (u64, Vec<String>) = self.query(&cmd).await?;
+            let (next, keys): (u64, Vec<String>) = self.query(Query::Cmd(&cmd)).await?;
             let mut names: Vec<String> = keys
                 .iter()
                 .filter_map(|k| name_of(k, prefix, head, tail))

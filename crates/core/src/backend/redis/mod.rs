@@ -1,13 +1,20 @@
 //! The Redis backend: one pooled, multiplexed, self-reconnecting connection per configuration,
-//! shared by every client of the process. Each atomic step is one Lua script (EVALSHA, kept in a
-//! static) or one command; lease times come from the Redis server's clock. Lock scripts go over a
-//! shell's faster connection when it has one for the calling thread ([`transport`]).
+//! shared by the open clients of the process and closed when the last of them closes (or is
+//! dropped). Each atomic step is one Lua script (EVALSHA, kept in a static) or one command; lease
+//! times come from the Redis server's clock. Lock scripts go over a shell's faster connection when
+//! it has one for the calling thread ([`transport`]).
+//!
+//! A Redis Cluster is reached through redis-rs's cluster client ([`cluster`]): seed nodes, slots
+//! followed through MOVED/ASK, the slot map refreshed after a failover, writes sent to primaries
+//! only. Every script touches the keys of one hash slot (see `keys.rs`), so each runs whole on
+//! the primary that owns it.
 //!
 //! A pooled connection is retired after [`RETIRE_AFTER_TIMEOUTS`] timeouts in a row (a socket
 //! that went silent, e.g. behind a dropped NAT or firewall entry, never reports an error by
 //! itself), and its TCP socket has keepalive probes and `TCP_NODELAY` set.
 
 mod catalog;
+mod cluster;
 mod lock;
 mod queue;
 mod state;
@@ -15,7 +22,7 @@ mod tracker;
 pub mod transport;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
 use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
@@ -26,11 +33,14 @@ use crate::backend::Backend;
 use crate::client::Config;
 use crate::error::{Error, ErrorCode, Result};
 use crate::keys::Keys;
+use cluster::ClusterLink;
 
 /// The connection settings a pooled connection is keyed by.
 #[derive(Clone, PartialEq, Eq, Hash)]
 struct PoolKey {
-    url: String,
+    /// The URL, or the seed URLs of a cluster.
+    urls: Vec<String>,
+    cluster: bool,
     connect_timeout_ms: u64,
     command_timeout_ms: u64,
     /// The tokio runtime whose task drives the connection: a connection dies with its runtime,
@@ -39,8 +49,10 @@ struct PoolKey {
     runtime: Option<tokio::runtime::Id>,
 }
 
-fn pool() -> &'static Mutex<HashMap<PoolKey, Shared>> {
-    static POOL: OnceLock<Mutex<HashMap<PoolKey, Shared>>> = OnceLock::new();
+/// The pool holds its connections weakly: the stores using one own it, and the last to close
+/// (or be dropped) closes it. Entries nobody holds are removed at the next open.
+fn pool() -> &'static Mutex<HashMap<PoolKey, Weak<Shared>>> {
+    static POOL: OnceLock<Mutex<HashMap<PoolKey, Weak<Shared>>>> = OnceLock::new();
     POOL.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
@@ -106,10 +118,15 @@ impl Conn {
     }
 }
 
+/// How a pooled connection reaches Redis: one server, or a cluster.
+enum Link {
+    Single(Box<Conn>),
+    Cluster(ClusterLink),
+}
+
 /// A connection and what to say about it in errors (never the password).
-#[derive(Clone)]
 struct Shared {
-    conn: Arc<Conn>,
+    link: Link,
     target: Target,
     fast: Option<std::sync::Arc<dyn transport::Endpoint>>,
 }
@@ -132,12 +149,10 @@ impl Target {
     }
 }
 
-#[derive(Clone)]
 pub struct RedisStore {
-    conn: Arc<Conn>,
-    target: Target,
+    /// None once closed.
+    shared: RwLock<Option<Arc<Shared>>>,
     keys: Keys,
-    fast: Option<std::sync::Arc<dyn transport::Endpoint>>,
 }
 
 fn describe(client: &redis::Client) -> (String, Option<String>) {
@@ -152,51 +167,81 @@ fn describe(client: &redis::Client) -> (String, Option<String>) {
     (format!("{addr} db {db}"), info.redis_settings().password().map(str::to_string))
 }
 
+/// Where a store connects: one server's URL, or a cluster's seed URLs.
+#[derive(Clone, Copy)]
+pub enum Endpoints<'a> {
+    Single(&'a str),
+    Cluster(&'a [String]),
+}
+
 impl RedisStore {
-    pub async fn open(url: &str, config: &Config) -> Result<RedisStore> {
+    pub async fn open(to: Endpoints<'_>, config: &Config) -> Result<RedisStore> {
+        let (urls, cluster) = match to {
+            Endpoints::Single(url) => (vec![url.to_string()], false),
+            Endpoints::Cluster(urls) => (urls.to_vec(), true),
+        };
         let key = PoolKey {
-            url: url.to_string(),
+            urls,
+            cluster,
             connect_timeout_ms: config.connect_timeout_ms,
             command_timeout_ms: config.command_timeout_ms,
             runtime: tokio::runtime::Handle::try_current().ok().map(|h| h.id()),
         };
-        let cached = crate::backend::guard(pool()).get(&key).cloned();
+        let cached = crate::backend::guard(pool()).get(&key).and_then(Weak::upgrade);
         let shared = match cached {
             Some(s) => s,
             None => {
-                let s = connect(url, config).await?;
+                let s = Arc::new(match to {
+                    Endpoints::Single(url) => connect(url, config).await?,
+                    Endpoints::Cluster(urls) => cluster::connect(urls, config).await?,
+                });
                 // Two first calls may race to connect; keep the first stored and drop the other.
-                // Connections of other runtimes leave the pool (stores using them keep them).
+                // Connections of other runtimes, and those no store holds, leave the pool.
                 let mut pool = crate::backend::guard(pool());
-                pool.retain(|k, _| k.runtime == key.runtime);
-                pool.entry(key).or_insert(s).clone()
+                pool.retain(|k, v| k.runtime == key.runtime && v.strong_count() > 0);
+                match pool.get(&key).and_then(Weak::upgrade) {
+                    Some(first) => first,
+                    None => {
+                        pool.insert(key, Arc::downgrade(&s));
+                        s
+                    }
+                }
             }
         };
-        Ok(RedisStore {
-            conn: shared.conn,
-            target: shared.target,
-            keys: config.keys.clone(),
-            fast: shared.fast,
-        })
+        Ok(RedisStore { shared: RwLock::new(Some(shared)), keys: config.keys.clone() })
     }
 
     pub fn keys(&self) -> &Keys {
         &self.keys
     }
 
+    /// The connection, or the error of a closed client.
+    fn shared(&self) -> Result<Arc<Shared>> {
+        self.shared.read().unwrap_or_else(|p| p.into_inner()).clone().ok_or_else(|| {
+            Error::new(ErrorCode::Closed, "this client was closed: open a new one with Flowguard.open")
+        })
+    }
+
     /// Runs a script with a fresh handle to the shared connection, mapping errors. A call whose
     /// connection attempt was refused (nothing was sent) is tried once more, so the first call
     /// after Redis comes back succeeds instead of reporting the earlier refusal.
     pub(crate) async fn run<T: redis::FromRedisValue>(&self, inv: &redis::ScriptInvocation<'_>) -> Result<T> {
-        let (mut generation, mut conn) = self.conn.checkout();
-        let mut outcome = inv.invoke_async::<T>(&mut conn).await;
-        if matches!(&outcome, Err(e) if e.is_connection_refusal()) {
-            let (g, mut conn) = self.conn.checkout();
-            generation = g;
-            outcome = inv.invoke_async::<T>(&mut conn).await;
-        }
-        self.conn.record(generation, &outcome);
-        outcome.map_err(|e| map_error(&self.target, e))
+        let shared = self.shared()?;
+        let outcome = match &shared.link {
+            Link::Single(conn) => {
+                let (mut generation, mut c) = conn.checkout();
+                let mut outcome = inv.invoke_async::<T>(&mut c).await;
+                if matches!(&outcome, Err(e) if e.is_connection_refusal()) {
+                    let (g, mut c) = conn.checkout();
+                    generation = g;
+                    outcome = inv.invoke_async::<T>(&mut c).await;
+                }
+                conn.record(generation, &outcome);
+                outcome
+            }
+            Link::Cluster(c) => c.run(inv).await,
+        };
+        outcome.map_err(|e| map_error(&shared.target, e))
     }
 
     /// Runs a script: over the transport's endpoint when it takes the command (see
@@ -207,7 +252,8 @@ impl RedisStore {
         keys: &[&[u8]],
         args: &[&[u8]],
     ) -> Result<T> {
-        if let Some(fast) = &self.fast {
+        let shared = self.shared()?;
+        if let Some(fast) = &shared.fast {
             let sha = lua.script.get_hash().as_bytes();
             if let Some(reply) = fast.send(&eval_cmd("EVALSHA", sha, keys, args)) {
                 let v = match reply.await {
@@ -221,7 +267,7 @@ impl RedisStore {
                 };
                 return v
                     .and_then(|v| T::from_redis_value(v).map_err(RedisError::from))
-                    .map_err(|e| map_error(&self.target, e));
+                    .map_err(|e| map_error(&shared.target, e));
             }
         }
         self.eval_pooled(lua, keys, args).await
@@ -310,11 +356,11 @@ async fn connect(url: &str, config: &Config) -> Result<Shared> {
             Err(_) => return Err(no_connection()),
         };
     Ok(Shared {
-        conn: Arc::new(Conn {
+        link: Link::Single(Box::new(Conn {
             client,
             config: mcfg,
             current: Mutex::new(Current { generation: 0, manager, timeouts: 0 }),
-        }),
+        })),
         target,
         fast,
     })
@@ -323,6 +369,12 @@ async fn connect(url: &str, config: &Config) -> Result<Shared> {
 impl Backend for RedisStore {
     fn kind(&self) -> &'static str {
         "redis"
+    }
+
+    /// Lets go of the pooled connection: closed now if no other open client uses it, else when
+    /// the last one closes. Calls in flight finish; later calls fail with `ERR_CLOSED`.
+    fn close(&self) {
+        self.shared.write().unwrap_or_else(|p| p.into_inner()).take();
     }
 }
 
@@ -359,6 +411,17 @@ pub(crate) fn map_error(target: &Target, e: RedisError) -> Error {
         return Error::new(
             ErrorCode::RedisUnavailable,
             format!("cannot reach Redis at {}: {detail}", target.display),
+        );
+    }
+    // One node of a cluster, opened by `url`, redirects the keys of the slots it does not own.
+    if code == "MOVED" || code == "ASK" {
+        return Error::new(
+            ErrorCode::Redis,
+            format!(
+                "Redis at {} is a Redis Cluster node and redirected the call ({detail}): open the client with \
+                 `cluster: [<node URLs>]` instead of `url`",
+                target.display
+            ),
         );
     }
     Error::new(ErrorCode::Redis, format!("Redis at {} answered with an error: {detail}", target.display))

@@ -1,0 +1,64 @@
+// A throwaway Redis Cluster on loopback: `masters` primaries with `replicas` replicas each, made
+// by `redis-cli --cluster create`. For the cluster run of the core suites (scripts/test.mjs) and
+// the failover suite, which kills and fails over its own nodes.
+import { spawn, spawnSync } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { freePort, waitForPort } from './redis-server.mjs'
+import { sleep } from './backends.mjs'
+
+/** Runs redis-cli against 127.0.0.1:port; its trimmed output. */
+export function cli(port, ...args) {
+  const r = spawnSync('redis-cli', ['-p', String(port), ...args], { encoding: 'utf8' })
+  return (r.stdout || '').trim()
+}
+
+/** Fields of `CLUSTER INFO` / `INFO` output as an object. */
+export function infoFields(text) {
+  return Object.fromEntries(text.split(/\r?\n/).filter((l) => l.includes(':')).map((l) => l.split(':').map((s) => s.trim())))
+}
+
+/**
+ * Starts the cluster: resolves to { urls, nodes: [{ port, proc }], stop() } once every node
+ * reports cluster_state:ok. `nodeTimeoutMs` is cluster-node-timeout (how soon a dead primary is
+ * failed over).
+ */
+export async function startCluster({ masters = 3, replicas = 1, nodeTimeoutMs = 1000 } = {}) {
+  const dir = mkdtempSync(join(tmpdir(), 'fg-cluster-'))
+  const nodes = []
+  const stop = () => {
+    for (const n of nodes) if (n.proc.exitCode === null && n.proc.signalCode === null) n.proc.kill('SIGKILL')
+    rmSync(dir, { recursive: true, force: true })
+  }
+  try {
+    for (let i = 0; i < masters * (1 + replicas); i++) {
+      const port = await freePort()
+      const proc = spawn('redis-server', [
+        '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir,
+        '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`,
+        '--cluster-node-timeout', String(nodeTimeoutMs),
+      ], { stdio: 'ignore' })
+      nodes.push({ port, proc })
+      if (!(await waitForPort(port))) throw new Error(`cluster node on port ${port} did not start`)
+    }
+    const create = spawnSync('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', String(replicas), '--cluster-yes'], { encoding: 'utf8' })
+    if (create.status !== 0) throw new Error(`redis-cli --cluster create failed: ${create.stdout}${create.stderr}`)
+    for (let i = 0; ; i++) {
+      if (nodes.every((n) => infoFields(cli(n.port, 'CLUSTER', 'INFO')).cluster_state === 'ok')) break
+      if (i > 400) throw new Error('the cluster did not reach cluster_state:ok')
+      await sleep(25)
+    }
+    // Replicas must have synced before a failover can be asked of them.
+    for (let i = 0; ; i++) {
+      const roles = nodes.map((n) => infoFields(cli(n.port, 'INFO', 'replication')))
+      if (roles.filter((r) => r.role === 'slave').every((r) => r.master_link_status === 'up') && roles.filter((r) => r.role === 'slave').length === masters * replicas) break
+      if (i > 400) throw new Error('the replicas did not sync')
+      await sleep(25)
+    }
+  } catch (e) {
+    stop()
+    throw e
+  }
+  return { urls: nodes.map((n) => `redis://127.0.0.1:${n.port}`), nodes, stop }
+}
