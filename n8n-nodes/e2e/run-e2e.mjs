@@ -852,7 +852,7 @@ await withServer(async (base) => {
 	compareBase = base;
 	const l2 = await post(`${base}/webhook/flowguard-project-loop`);
 	const rep = reportOf(await post(`${base}/webhook/flowguard-project-report`));
-	const attempts = Object.fromEntries((rep?.items ?? []).map((i) => [i.id, i.attempts]));
+	const attempts = Object.fromEntries((rep?.items ?? []).map((i) => [i.id, i.attempts]).sort());
 	check(
 		'[embedded, n8n restarted] run 2 of the loop processes only the 2 failed projects: 5 completed, 0 failed; attempts 2 for those, 1 for the rest',
 		l2.status === 200 && rep?.counts?.completed === 5 && rep.counts.failed === 0 &&
