@@ -835,6 +835,13 @@ await withServer(async (base) => {
 		r1.status === 200 && ['a', 'b', 'c'].every((x) => worked('rd', x, 'run1') === 1 && worked('ft', x, 'run1') === 1),
 		`${r1.status} ${r1.text.slice(0, 300)}`,
 	);
+	// The webhook answers with the last node's items: Mark completed, with Options → Keep Forever.
+	check(
+		'[compare] run 1: Mark completed with Keep Forever: a and c completed with no expiry (no expiresAt)',
+		Array.isArray(r1.json) && r1.json.map((j) => j.itemTracker?.id).join(',') === 'a,c' &&
+			r1.json.every((j) => j.itemTracker.item.status === 'completed' && !('expiresAt' in j.itemTracker.item)),
+		r1.text.slice(0, 400),
+	);
 	// Race: 3 items, each sent by two executions that reach both sides at the same moment.
 	const at = new Date(Date.now() + 4000).toISOString();
 	const race = await Promise.all(['r1', 'r1', 'r2', 'r2', 'r3', 'r3'].map((x) => compare([{ id: x }], 'race', at)));
