@@ -192,10 +192,10 @@ export interface FinishOptions {
    */
   owner?: string
   /**
-   * How long the record is kept, in ms (a completed item counts as done until then). Default:
-   * the client's retention.
+   * How long the record is kept, in ms (a completed item counts as done until then), or
+   * `'forever'`: until it is unset. Default: the client's retention.
    */
-  keepMs?: number
+  keepMs?: number | 'forever'
 }
 
 /** Options of `increment`. */
@@ -221,8 +221,11 @@ export interface ItemRequestInput {
   error?: string
   /** The lease of a claim in ms. Default 600000. Checked on every request. */
   timeoutMs?: number
-  /** How long a finished record is kept, in ms. Default: the client's retention. */
-  keepMs?: number
+  /**
+   * How long a finished record is kept, in ms, or `'forever'`: until it is unset. Default: the
+   * client's retention.
+   */
+  keepMs?: number | 'forever'
   /** Claim even an item that is completed. Default false. */
   reclaimCompleted?: boolean
 }
@@ -252,7 +255,10 @@ export interface ItemState {
   updatedAt?: number
   leaseExpiresAt?: number
   finishedAt?: number
-  /** When the record will be forgotten (retention, or `keepMs` of a completion). */
+  /**
+   * When the record will be forgotten (retention, or `keepMs` of a completion); absent for a
+   * record kept forever (`keepMs: 'forever'`) and for an unknown item.
+   */
   expiresAt?: number
   /** The latest transitions, oldest first (at most 20). */
   timeline: Array<Transition>

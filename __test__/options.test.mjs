@@ -106,7 +106,8 @@ for (const b of backends()) {
     test('a bad number names the field in JavaScript terms', async () => {
       const fg = await b.open()
       const e = await rejection(fg.setItems('g', [{ id: 'a', status: 'completed' }, { id: 'b', status: 'completed', keepMs: 'x' }]))
-      assert.equal(e.message, 'requests[1].keepMs must be a number, got a string')
+      assert.equal(e.message, 'requests[1].keepMs must be a number of milliseconds or "forever", got "x"')
+      assert.equal((await rejection(fg.complete('g', 'a', { keepMs: true }))).message, 'options.keepMs must be a number or a string, got a boolean')
       assert.equal((await rejection(fg.claim('g', 'a', { timeoutMs: '600' }))).message, 'options.timeoutMs must be a number, got a string')
       assert.match((await rejection(fg.readBatch('q', { visibilityTimeoutMs: 0 }))).message, /^visibilityTimeoutMs must be greater than 0/)
     })

@@ -97,6 +97,30 @@ for (const b of backends()) {
       assert.ok((await fg.claim('g', 'w')).claimed)
     })
 
+    test("keepMs 'forever': the mark has no expiry, outlives retention and keepMs limits, and goes only when unset", async () => {
+      const fg = await b.open({ retentionMs: 100 })
+      const a = await fg.claim('g', 'f')
+      const done = await fg.complete('g', 'f', { owner: a.owner, keepMs: 'forever' })
+      assert.equal(done.status, 'completed')
+      assert.equal(done.expiresAt, undefined)
+      const failed = await fg.fail('g', 'x', 'boom', { keepMs: 'forever' })
+      assert.equal(failed.expiresAt, undefined)
+      const r = await fg.setItems('g', [{ id: 's', status: 'completed', keepMs: 'forever' }, { id: 't', status: 'completed' }])
+      assert.equal(r[0].item.expiresAt, undefined)
+      assert.equal(typeof r[1].item.expiresAt, 'number')
+      await sleep(250)
+      // The client's retention (100 ms) forgot 't'; the marks kept forever are still there.
+      assert.deepEqual((await fg.getItems('g', ['f', 'x', 's', 't'])).map((i) => i.status), ['completed', 'failed', 'completed', 'none'])
+      assert.equal((await fg.claim('g', 'f')).reason, 'completed')
+      const list = await fg.listItems('g')
+      assert.deepEqual([list.counts.completed, list.counts.failed], [2, 1])
+      assert.ok(list.items.every((i) => i.expiresAt === undefined))
+      await fg.unsetItem('g', 'f')
+      assert.equal((await fg.getItem('g', 'f')).status, 'none')
+      assert.match((await rejection(fg.complete('g', 'y', { keepMs: 366 * 86400000 }))).message, /^keepMs is 31622400000 ms; the limit is 31536000000 ms \(365 days\); "forever" keeps it with no expiry$/)
+      assert.match((await rejection(fg.complete('g', 'y', { keepMs: 'Forever' }))).message, /^options\.keepMs must be a number of milliseconds or "forever"/)
+    })
+
     test('retention: finished records are forgotten after retentionMs', async () => {
       const fg = await b.open({ retentionMs: 100 })
       await fg.claim('g', 'r')
@@ -200,6 +224,27 @@ for (const b of backends()) {
     })
 
     if (b.name === 'redis') {
+      test("Redis: a group holding a mark kept forever keeps its keys (no TTL that would drop it)", async () => {
+        const { connect } = await import('./resp.mjs')
+        const r = await connect(process.env.REDIS_URL)
+        try {
+          const fg = await b.open({ retentionMs: 100 })
+          await fg.complete('kf', 'a', { keepMs: 'forever' })
+          await fg.complete('kf', 'b', { keepMs: 50 })
+          const year = 365 * 86400000
+          for (const key of [`${fg.prefix}{t:kf}:r`, `${fg.prefix}{t:kf}:s:completed`]) {
+            const pttl = await r.call('PTTL', key)
+            assert.ok(pttl === -1 || pttl > 1000 * year, `${key} PTTL ${pttl}`)
+          }
+          await sleep(150)
+          await fg.claim('kf', 'c')
+          assert.equal(await r.call('HLEN', `${fg.prefix}{t:kf}:r`), 2, 'b expired and was purged; a stays')
+          assert.equal((await fg.getItem('kf', 'a')).status, 'completed')
+        } finally {
+          r.close()
+        }
+      })
+
       test('Redis: expired records are deleted by later writes, without listItems (no pile-up)', async () => {
         const { connect } = await import('./resp.mjs')
         const r = await connect(process.env.REDIS_URL)

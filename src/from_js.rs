@@ -344,6 +344,20 @@ impl FromJs for Either<String, Vec<String>> {
     }
 }
 
+/// A number or a string (`keepMs`: milliseconds or `'forever'`).
+impl FromJs for Either<f64, String> {
+    unsafe fn from_js(env: sys::napi_env, v: sys::napi_value, at: impl At + Copy) -> Result<Self> {
+        let t = unsafe { type_of(env, v)? };
+        if t == sys::ValueType::napi_string {
+            return Ok(Either::B(unsafe { read_string(env, v, at)? }));
+        }
+        if t != sys::ValueType::napi_number {
+            return Err(wrong(at, "a number or a string", t));
+        }
+        Ok(Either::A(unsafe { f64::from_js(env, v, at)? }))
+    }
+}
+
 /// The strings of one string or an array of them.
 pub fn one_or_many(v: Either<String, Vec<String>>) -> Vec<String> {
     match v {

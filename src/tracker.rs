@@ -7,11 +7,11 @@ use napi_derive::napi;
 use super::client::Flowguard;
 use serde::Serialize;
 
-use super::from_js::{js_input, opt, opt_ms, whole, Arg, Elem, Field};
+use super::from_js::{js_input, ms, opt, opt_ms, whole, Arg, Elem, Field};
 use super::json::{json, Json};
 use super::{now_or_promise, promise};
 use flowguard_core::error::At;
-use flowguard_core::tracker::{self as core, ItemRequest, Outcome};
+use flowguard_core::tracker::{self as core, ItemRequest, Keep, Outcome};
 
 #[napi(object)]
 #[derive(Serialize)]
@@ -45,7 +45,8 @@ pub struct ItemState {
     pub lease_expires_at: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub finished_at: Option<f64>,
-    /// When the record will be forgotten (retention, or `keepMs` of a completion).
+    /// When the record will be forgotten (retention, or `keepMs` of a completion); absent for a
+    /// record kept forever (`keepMs: 'forever'`) and for an unknown item.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<f64>,
     /// The latest transitions, oldest first (at most 20).
@@ -148,9 +149,10 @@ pub struct FinishOptions {
     /// The owner token of the claim; when given and a newer claim owns the item, the call is
     /// refused with `ERR_NOT_OWNER`.
     pub owner: Option<String>,
-    /// How long the record is kept, in ms (a completed item counts as done until then). Default:
-    /// the client's retention.
-    pub keep_ms: Option<f64>,
+    /// How long the record is kept, in ms (a completed item counts as done until then), or
+    /// `'forever'`: until it is unset. Default: the client's retention.
+    #[napi(ts_type = "number | 'forever'")]
+    pub keep_ms: Option<Either<f64, String>>,
 }
 
 js_input!(FinishOptions { owner = "owner", keep_ms = "keepMs" });
@@ -168,8 +170,10 @@ pub struct ItemRequestInput {
     pub error: Option<String>,
     /// The lease of a claim in ms. Default 600000. Checked on every request.
     pub timeout_ms: Option<f64>,
-    /// How long a finished record is kept, in ms. Default: the client's retention.
-    pub keep_ms: Option<f64>,
+    /// How long a finished record is kept, in ms, or `'forever'`: until it is unset. Default: the
+    /// client's retention.
+    #[napi(ts_type = "number | 'forever'")]
+    pub keep_ms: Option<Either<f64, String>>,
     /// Claim even an item that is completed. Default false.
     pub reclaim_completed: Option<bool>,
 }
@@ -184,7 +188,7 @@ impl ItemRequestInput {
             owner: self.owner,
             error: self.error,
             timeout: opt_ms(Field(at, "timeoutMs"), self.timeout_ms)?,
-            keep: opt_ms(Field(at, "keepMs"), self.keep_ms)?,
+            keep: opt_keep(Field(at, "keepMs"), self.keep_ms)?,
             reclaim_completed: self.reclaim_completed.unwrap_or(false),
         })
     }
@@ -368,11 +372,18 @@ fn compact<T: Serialize>(v: &T) -> flowguard_core::Result<String> {
 }
 
 /// The owner and kept time of a finish's options.
-fn finish_opts(
-    o: Option<FinishOptions>,
-) -> flowguard_core::Result<(Option<String>, Option<std::time::Duration>)> {
+fn finish_opts(o: Option<FinishOptions>) -> flowguard_core::Result<(Option<String>, Option<Keep>)> {
     let Some(o) = o else { return Ok((None, None)) };
-    Ok((o.owner, opt_ms(Field("options", "keepMs"), o.keep_ms)?))
+    Ok((o.owner, opt_keep(Field("options", "keepMs"), o.keep_ms)?))
+}
+
+/// `keepMs`: milliseconds, or the word `'forever'`.
+fn opt_keep(at: impl At + Copy, v: Option<Either<f64, String>>) -> flowguard_core::Result<Option<Keep>> {
+    Ok(match v {
+        None => None,
+        Some(Either::A(n)) => Some(Keep::For(ms(at, n)?)),
+        Some(Either::B(word)) => Some(Keep::from_word(at, &word)?),
+    })
 }
 
 /// A claim request for one item.

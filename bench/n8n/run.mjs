@@ -220,7 +220,11 @@ say(`n8n ${n8nVersion} on Node ${node24Version}; ${CASES.length * 2} workflows i
 
 /** One execution: wall time of the n8n process, the execution's own time, per-node times, Redis commands. */
 async function execute(wf, { flush = true } = {}) {
-	if (flush) redisCli('FLUSHDB');
+	if (flush) {
+		redisCli('FLUSHDB');
+		// The Embedded backend's file in n8n's folder (its state outlives each n8n execute): every timed run starts empty.
+		for (const ext of ['', '-wal', '-shm']) fs.rmSync(path.join(userFolder, '.n8n', `flowguard.db${ext}`), { force: true });
+	}
 	redisCli('CONFIG', 'RESETSTAT');
 	const r = await n8n(['execute', `--id=${wf.id}`, '--rawOutput']);
 	const stats = commandStats();

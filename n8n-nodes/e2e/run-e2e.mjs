@@ -13,6 +13,8 @@ import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { fileURLToPath } from 'node:url';
 
+import { COMPARE_ID, COMPARE_PATH, compareWorkflow } from './compare-workflow.mjs';
+
 const here = path.dirname(fileURLToPath(import.meta.url));
 const nodesDir = path.resolve(here, '..');
 const examplesDir = path.join(nodesDir, 'examples');
@@ -193,6 +195,14 @@ function redisVariant(wf, cred = REDIS_CRED, suffix = 'R') {
 	}
 	return w;
 }
+/** A copy whose flowguard nodes use another key prefix and options (Embedded stays Embedded). */
+function optionsVariant(wf, options, suffix) {
+	const w = structuredClone(wf);
+	w.id = wf.id + suffix;
+	w.name = `${wf.name} [${suffix}]`;
+	for (const n of w.nodes) if (isFg(n)) n.parameters.options = { ...(n.parameters.options ?? {}), ...options };
+	return w;
+}
 /** A copy with the On Error setting of one node changed. */
 function onErrorVariant(wf, nodeName, onError, suffix) {
 	const w = structuredClone(wf);
@@ -201,6 +211,8 @@ function onErrorVariant(wf, nodeName, onError, suffix) {
 	const n = w.nodes.find((x) => x.name === nodeName);
 	if (onError) n.onError = onError;
 	else delete n.onError;
+	// A key prefix of its own: the Embedded state of the original's runs is in the same file.
+	for (const x of w.nodes) if (isFg(x)) x.parameters.options = { ...(x.parameters.options ?? {}), keyPrefix: `fg-${suffix.toLowerCase()}:` };
 	return w;
 }
 
@@ -228,6 +240,11 @@ const toImport = [
 	redisVariant(byName[LOOP], BAD_CRED, 'B'),
 	redisVariant(byName[LOOP], FG_CRED, 'V2'),
 	onErrorVariant(byName[QRCPT], 'Ack with a wrong receipt', undefined, 'S'),
+	// The loop through `n8n execute` (a new process each time) on the Embedded file, under a key
+	// prefix of its own (the server runs the example's own prefix), and in memory only.
+	optionsVariant(byName[LOOP], { keyPrefix: 'fg-cli:' }, 'C'),
+	optionsVariant(byName[LOOP], { keyPrefix: 'fg-cli:', memoryOnly: true }, 'M'),
+	compareWorkflow(),
 ];
 // The product sync's Schedule Trigger (every 30 min, at :00 and :30) is disabled in the imported
 // copies: the server started below must not run a sync of its own in the middle of the checks.
@@ -259,7 +276,7 @@ if (process.env.FG_LINT_RESULT) {
 	fs.rmSync(path.join(workDir, 'credentials.json'));
 	const w = n8n(['import:workflow', '--separate', `--input=${wfDir}`]);
 	check(`import ${toImport.length} workflows (the examples, their Redis copies and variants)`, w.rc === 0, redact(w.stderr).slice(-400));
-	for (const id of [SUB, SUB + 'R', JOB, JOB + 'R', ROUTE, ROUTE + 'R', LOOP, REPORT, QENQ, QSYNC]) {
+	for (const id of [SUB, SUB + 'R', JOB, JOB + 'R', ROUTE, ROUTE + 'R', LOOP, REPORT, QENQ, QSYNC, COMPARE_ID]) {
 		const p = n8n(['publish:workflow', `--id=${id}`]);
 		if (p.rc !== 0) check(`publish workflow ${id}`, false, redact(p.stderr).slice(-400));
 	}
@@ -270,7 +287,7 @@ const sorted = (a) => [...a].sort().join(',');
 
 // ---------------------------------------------------------------- Item Tracker: the project loop
 for (const [backend, id] of [
-	['embedded', LOOP],
+	['embedded', LOOP + 'C'],
 	['redis', LOOP + 'R'],
 ]) {
 	const r = execute(id);
@@ -297,20 +314,40 @@ for (const [backend, id] of [
 		JSON.stringify(completed).slice(0, 400),
 	);
 }
-{
-	const r = execute(LOOP + 'R');
+for (const [backend, id] of [
+	// Each `n8n execute` is a new process: on Embedded the state is in the file in n8n's folder.
+	['embedded, a second n8n execute', LOOP + 'C'],
+	['redis', LOOP + 'R'],
+]) {
+	const r = execute(id);
 	const claimed = r.out('Claim project', 0) ?? [];
 	const skipped = r.out('Claim project', 1) ?? [];
 	check(
-		'[redis] run 2: only the 2 failed projects are claimed again (attempt 2); the 3 completed go to the Skipped output',
+		`[${backend}] run 2: only the 2 failed projects are claimed again (attempt 2); the 3 completed go to the Skipped output`,
 		r.ok && ids(claimed) === 'globex,umbrella' && claimed.every((j) => j.itemTracker.item.attempts === 2) &&
 			ids(skipped) === 'acme,hooli,initech' && skipped.every((j) => j.itemTracker.reason === 'completed' && j.itemTracker.claimed === false),
 		JSON.stringify({ claimed: claimed.map((j) => j.id), skipped: skipped.map((j) => j.id), err: r.error?.message }),
 	);
 	check(
-		'[redis] run 2: the re-processed projects succeed and are completed; no Mark failed',
+		`[${backend}] run 2: the re-processed projects succeed and are completed; no Mark failed`,
 		ids(r.out('Mark completed')?.map((j) => j.itemTracker)) === 'globex,umbrella' && !r.ran('Mark failed'),
 	);
+}
+{
+	const stateFile = path.join(userFolder, '.n8n', 'flowguard.db');
+	check(
+		"[embedded] the state is in .n8n/flowguard.db, beside n8n's database.sqlite",
+		fs.existsSync(stateFile) && fs.statSync(stateFile).size > 0 && fs.existsSync(path.join(userFolder, '.n8n', 'database.sqlite')),
+		stateFile,
+	);
+	const m = execute(LOOP + 'M');
+	check(
+		'[embedded, Keep State in Memory Only] a new n8n execute sees none of the file\'s state: all 5 projects claimed (attempt 1)',
+		m.ok && (m.out('Claim project', 0) ?? []).length === 5 && (m.out('Claim project', 0) ?? []).every((j) => j.itemTracker.item.attempts === 1),
+		redact(m.error?.message ?? m.all.slice(-400)),
+	);
+}
+{
 	const r3 = execute(LOOP + 'R');
 	check(
 		'[redis] run 3: nothing left to do, all 5 projects skipped as completed',
@@ -677,7 +714,17 @@ async function ownerSession(base) {
 	return (res.headers.get('set-cookie') ?? '').split(';')[0];
 }
 
+const reportOf = (res) => (Array.isArray(res.json) ? res.json[0] : res.json);
+let compareBase = '';
+/** One execution of the comparison workflow (see compare-workflow.mjs) on the current server. */
+async function compare(items, tag, at = new Date().toISOString()) {
+	return await post(`${compareBase}/webhook/${COMPARE_PATH}`, { items: items.map((x) => ({ ...x, tag })), at });
+}
+/** How many executions of the comparison worked on `id` in run `tag` on `side` (rd or ft). */
+const worked = (side, id, tag) => executionsOf(COMPARE_ID, `"${side}:${id}:${tag}"`).filter((e) => e.has).length;
+
 await withServer(async (base) => {
+	compareBase = base;
 	{
 		// The Test button of a credential: the REST call the credential dialog makes.
 		const cookie = await ownerSession(base);
@@ -772,22 +819,63 @@ await withServer(async (base) => {
 		);
 	}
 
-	// Embedded state lives as long as the n8n process: a second run of the loop re-processes only what failed.
+	// The weekly loop on the Embedded file, run 1 before n8n restarts (run 2 after it, below).
 	const l1 = await post(`${base}/webhook/flowguard-project-loop`);
-	const s1 = await post(`${base}/webhook/flowguard-project-report`);
-	const l2 = await post(`${base}/webhook/flowguard-project-loop`);
-	const s2 = await post(`${base}/webhook/flowguard-project-report`);
-	const c1 = (Array.isArray(s1.json) ? s1.json[0] : s1.json)?.counts;
-	const c2 = (Array.isArray(s2.json) ? s2.json[0] : s2.json)?.counts;
+	const c1 = reportOf(await post(`${base}/webhook/flowguard-project-report`))?.counts;
 	check(
-		'[embedded] in one n8n process: run 1 of the loop leaves 3 completed and 2 failed',
+		'[embedded, n8n start] run 1 of the loop leaves 3 completed and 2 failed',
 		l1.status === 200 && c1?.completed === 3 && c1?.failed === 2,
 		`${l1.status} ${JSON.stringify(c1)}`,
 	);
+
+	// Comparison with Remove Duplicates: run 1, item b fails (its work failed).
+	const r1 = await compare([{ id: 'a' }, { id: 'b', fail: true }, { id: 'c' }], 'run1');
 	check(
-		'[embedded] run 2 processes only the failed ones: 5 completed, 0 failed',
-		l2.status === 200 && c2?.completed === 5 && c2?.failed === 0,
-		`${l2.status} ${JSON.stringify(c2)}`,
+		'[compare] run 1: Remove Duplicates and the Item Tracker both let a, b and c through to the work (b fails)',
+		r1.status === 200 && ['a', 'b', 'c'].every((x) => worked('rd', x, 'run1') === 1 && worked('ft', x, 'run1') === 1),
+		`${r1.status} ${r1.text.slice(0, 300)}`,
+	);
+	// The webhook answers with the last node's items: Mark completed, with Options → Keep Forever.
+	check(
+		'[compare] run 1: Mark completed with Keep Forever: a and c completed with no expiry (no expiresAt)',
+		Array.isArray(r1.json) && r1.json.map((j) => j.itemTracker?.id).join(',') === 'a,c' &&
+			r1.json.every((j) => j.itemTracker.item.status === 'completed' && !('expiresAt' in j.itemTracker.item)),
+		r1.text.slice(0, 400),
+	);
+	// Race: 3 items, each sent by two executions that reach both sides at the same moment.
+	const at = new Date(Date.now() + 4000).toISOString();
+	const race = await Promise.all(['r1', 'r1', 'r2', 'r2', 'r3', 'r3'].map((x) => compare([{ id: x }], 'race', at)));
+	const rdTwice = ['r1', 'r2', 'r3'].filter((x) => worked('rd', x, 'race') === 2);
+	const ftCounts = ['r1', 'r2', 'r3'].map((x) => worked('ft', x, 'race'));
+	check(
+		`[compare, race] two executions at once per item: the Item Tracker lets exactly one work on each item (${ftCounts.join(',')}); Remove Duplicates let both work on ${rdTwice.length} of 3 items`,
+		race.every((x) => x.status === 200) && ftCounts.join(',') === '1,1,1' && rdTwice.length > 0,
+		JSON.stringify({ statuses: race.map((x) => x.status), rdTwice, ftCounts }),
+	);
+});
+
+// Stop and start n8n: the Embedded state is in the file, n8n's own (Remove Duplicates) in its database.
+await withServer(async (base) => {
+	compareBase = base;
+	const l2 = await post(`${base}/webhook/flowguard-project-loop`);
+	const rep = reportOf(await post(`${base}/webhook/flowguard-project-report`));
+	const attempts = Object.fromEntries((rep?.items ?? []).map((i) => [i.id, i.attempts]).sort());
+	check(
+		'[embedded, n8n restarted] run 2 of the loop processes only the 2 failed projects: 5 completed, 0 failed; attempts 2 for those, 1 for the rest',
+		l2.status === 200 && rep?.counts?.completed === 5 && rep.counts.failed === 0 &&
+			JSON.stringify(attempts) === JSON.stringify({ acme: 1, globex: 2, hooli: 1, initech: 1, umbrella: 2 }),
+		`${l2.status} ${JSON.stringify(rep).slice(0, 400)}`,
+	);
+	const r2 = await compare([{ id: 'a' }, { id: 'b' }, { id: 'c' }], 'run2');
+	check(
+		'[compare, restart] after the restart both skip a and c, done in run 1 (Remove Duplicates and the Item Tracker alike)',
+		r2.status === 200 && ['a', 'c'].every((x) => worked('rd', x, 'run2') === 0 && worked('ft', x, 'run2') === 0),
+		`${r2.status} ${r2.text.slice(0, 300)}`,
+	);
+	check(
+		'[compare, retry] b, whose work failed in run 1, is worked on again by the Item Tracker; Remove Duplicates drops it (it recorded b as seen although the work failed)',
+		worked('ft', 'b', 'run2') === 1 && worked('rd', 'b', 'run2') === 0,
+		JSON.stringify({ ft: worked('ft', 'b', 'run2'), rd: worked('rd', 'b', 'run2') }),
 	);
 });
 

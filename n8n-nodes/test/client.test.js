@@ -60,3 +60,31 @@ test('a failed open is not cached', async () => {
 	await assert.rejects(openClient({ backend: 'redis', url: 'redis://127.0.0.1:1/0', prefix: 'x:' }), (e) => typeof e.code === 'string');
 	assert.equal(openClientCount(), n);
 });
+
+test("the Embedded backend's file is in n8n's folder: N8N_USER_FOLDER/.n8n, else ~/.n8n", () => {
+	const { embeddedStatePath, n8nFolder } = require('../dist/nodes/shared/storage');
+	const path = require('node:path');
+	assert.equal(embeddedStatePath({ N8N_USER_FOLDER: '/srv/n8n', HOME: '/home/u' }), path.join('/srv/n8n', '.n8n', 'flowguard.db'));
+	if (process.platform !== 'win32') assert.equal(n8nFolder({ HOME: '/home/u' }), path.join('/home/u', '.n8n'));
+	assert.equal(n8nFolder({}), path.join(process.cwd(), '.n8n'));
+});
+
+test('an Embedded client with a path is the durable store, cached apart from the in-memory one', async () => {
+	const fs = require('node:fs');
+	const os = require('node:os');
+	const path = require('node:path');
+	const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fg-nodes-'));
+	try {
+		const file = path.join(dir, 'flowguard.db');
+		const durable = await openClient({ backend: 'embedded', path: file, prefix: 'unit-d:' });
+		const memory = await openClient({ backend: 'embedded', prefix: 'unit-d:' });
+		assert.equal(durable.backend, 'durable');
+		assert.equal(memory.backend, 'embedded');
+		assert.equal(await openClient({ backend: 'embedded', path: file, prefix: 'unit-d:' }), durable);
+		assert.equal((await durable.claim('g', 'a')).claimed, true);
+		assert.equal((await memory.claim('g', 'a')).claimed, true, 'the in-memory store does not see the file');
+		assert.ok(fs.statSync(file).size > 0);
+	} finally {
+		fs.rmSync(dir, { recursive: true, force: true });
+	}
+});

@@ -22,6 +22,47 @@ use crate::{token, validate};
 pub const DEFAULT_LEASE_MS: u64 = 600_000;
 /// How many transitions an item keeps in its timeline.
 pub const MAX_TIMELINE: usize = 20;
+/// The expiry of a record kept until it is unset ([`Keep::Forever`]): the latest time that every
+/// backend stores exactly (the Redis scripts write record times with 14 significant digits), in
+/// the year 5138. No clock reaches it, so no purge removes such a record.
+pub const NEVER: i64 = 99_999_999_999_999;
+/// The `keep_ms` of an [`ItemOp`] for [`Keep::Forever`]: so long that [`expiry`] gives [`NEVER`].
+pub const KEEP_FOREVER_MS: u64 = NEVER as u64;
+
+/// When a record kept `keep_ms` from `now` expires: [`NEVER`] at the latest.
+pub fn expiry(now: i64, keep_ms: u64) -> i64 {
+    now.saturating_add(keep_ms.min(KEEP_FOREVER_MS) as i64).min(NEVER)
+}
+
+/// How long a completed or failed record is kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    /// For this long (more than 0, at most 365 days).
+    For(Duration),
+    /// Until it is unset: no expiry.
+    Forever,
+}
+
+impl Keep {
+    /// The word that asks for [`Keep::Forever`] where a number of milliseconds is also accepted.
+    pub const FOREVER_WORD: &'static str = "forever";
+
+    /// [`Keep::Forever`] from its word; any other word is refused, naming `field`.
+    pub fn from_word(field: impl At, word: &str) -> Result<Keep> {
+        if word == Self::FOREVER_WORD {
+            return Ok(Keep::Forever);
+        }
+        Err(Error::invalid_at(
+            field,
+            format!(
+                "must be a number of milliseconds or {:?}, got {:?}",
+                Self::FOREVER_WORD,
+                truncate(word, 40)
+            ),
+        ))
+    }
+}
+
 /// Default and largest page of `list`.
 pub const DEFAULT_LIST_LIMIT: u64 = 100;
 pub const MAX_LIST_LIMIT: u64 = 10_000;
@@ -117,7 +158,8 @@ impl Record {
             updated_at: Some(self.u),
             lease_expires_at: if leased { Some(self.l) } else { None },
             finished_at: if self.d > 0 { Some(self.d) } else { None },
-            expires_at: Some(self.x),
+            // A record kept forever has no expiry to report.
+            expires_at: (self.x < NEVER).then_some(self.x),
             timeline: self.t.clone(),
         }
     }
@@ -155,7 +197,8 @@ impl ItemState {
     }
 }
 
-/// A validated operation on one item, as a backend executes it.
+/// A validated operation on one item, as a backend executes it. A finished record expires at
+/// [`expiry`]`(now, keep_ms)`; `keep_ms` is [`KEEP_FOREVER_MS`] for a record kept forever.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ItemOp {
     Claim { id: String, owner: String, lease_ms: u64, reclaim_completed: bool },
@@ -236,7 +279,7 @@ pub struct ItemRequest {
     /// is refused even where it would not be used.
     pub timeout: Option<Duration>,
     /// How long a completed or failed record is kept; the client's retention by default.
-    pub keep: Option<Duration>,
+    pub keep: Option<Keep>,
     pub reclaim_completed: bool,
 }
 
@@ -423,7 +466,16 @@ fn to_op(i: Option<usize>, req: ItemRequest, retention_ms: u64) -> Result<ItemOp
     if let Some(owner) = &req.owner {
         token::check_token(field("owner"), owner)?;
     }
-    let keep_ms = validate::duration_or(field("keep"), req.keep, retention_ms)?;
+    let keep_ms = match req.keep {
+        None => retention_ms,
+        Some(Keep::Forever) => KEEP_FOREVER_MS,
+        Some(Keep::For(d)) => validate::duration(field("keep"), d).map_err(|mut e| {
+            if d.as_millis() > validate::MAX_DURATION_MS as u128 {
+                e.message.push_str(&format!("; {:?} keeps it with no expiry", Keep::FOREVER_WORD));
+            }
+            e
+        })?,
+    };
     // The lease is checked whatever the status, so a bad value never passes unnoticed.
     let lease_ms = validate::duration_or(field("timeout"), req.timeout, DEFAULT_LEASE_MS)?;
     Ok(match req.status.as_str() {

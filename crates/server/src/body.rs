@@ -115,6 +115,59 @@ pub fn opt_i64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error>
     d.deserialize_any(Whole { signed: true }).map(|v| v.map(|v| v as i64))
 }
 
+/// `keepMs`: whole milliseconds (a number or a string of digits), or the word `"forever"`.
+pub fn opt_keep<'de, D: Deserializer<'de>>(d: D) -> Result<Option<KeepMs>, D::Error> {
+    d.deserialize_any(KeepVisitor)
+}
+
+/// A `keepMs` as given: milliseconds or forever (see [`keep`]).
+pub enum KeepMs {
+    Ms(u64),
+    Forever,
+}
+
+/// The core's [`Keep`](flowguard_core::tracker::Keep) of a `keepMs`.
+pub fn keep(v: Option<KeepMs>) -> Option<flowguard_core::tracker::Keep> {
+    use flowguard_core::tracker::Keep;
+    v.map(|k| match k {
+        KeepMs::Ms(ms) => Keep::For(std::time::Duration::from_millis(ms)),
+        KeepMs::Forever => Keep::Forever,
+    })
+}
+
+struct KeepVisitor;
+
+impl<'de> Visitor<'de> for KeepVisitor {
+    type Value = Option<KeepMs>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a whole number of milliseconds or \"forever\"")
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+        Whole { signed: false }.visit_u64(v).map(|v| v.map(|v| KeepMs::Ms(v as u64)))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+        Whole { signed: false }.visit_i64(v).map(|v| v.map(|v| KeepMs::Ms(v as u64)))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+        Whole { signed: false }.visit_f64(v).map(|v| v.map(|v| KeepMs::Ms(v as u64)))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        if v.trim() == flowguard_core::tracker::Keep::FOREVER_WORD {
+            return Ok(Some(KeepMs::Forever));
+        }
+        match v.trim().parse::<u64>() {
+            Ok(n) => Ok(Some(KeepMs::Ms(n))),
+            Err(_) => Err(E::invalid_type(de::Unexpected::Str(v), &self)),
+        }
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+}
+
 /// `true` / `false`, also as strings.
 pub fn opt_bool<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
     d.deserialize_any(Flag)

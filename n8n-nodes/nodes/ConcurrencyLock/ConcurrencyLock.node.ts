@@ -5,6 +5,7 @@ import { credentialTest } from '../shared/credentialTest';
 import {
 	backendProperty,
 	keyPrefixOption,
+	memoryOnlyOption,
 	NODE_VERSIONS,
 	REDIS_V1,
 	REDIS_V2,
@@ -71,7 +72,7 @@ export class ConcurrencyLock implements INodeType {
 				type: 'collection',
 				placeholder: 'Add Option',
 				default: {},
-				options: [keyPrefixOption, ...set.options, resultFieldOption(DEFAULT_FIELD)],
+				options: [keyPrefixOption, memoryOnlyOption, ...set.options, resultFieldOption(DEFAULT_FIELD)],
 			},
 		],
 	};

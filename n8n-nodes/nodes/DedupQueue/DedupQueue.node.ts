@@ -5,6 +5,7 @@ import { credentialTest } from '../shared/credentialTest';
 import {
 	backendProperty,
 	keyPrefixOption,
+	memoryOnlyOption,
 	NODE_VERSIONS,
 	REDIS_V1,
 	REDIS_V2,
@@ -87,6 +88,7 @@ export class DedupQueue implements INodeType {
 					...enqueue.options,
 					release.delayOption,
 					keyPrefixOption,
+					memoryOnlyOption,
 					{
 						displayName: 'Only Shard',
 						name: 'shard',

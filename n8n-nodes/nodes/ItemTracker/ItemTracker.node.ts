@@ -5,6 +5,7 @@ import { credentialTest } from '../shared/credentialTest';
 import {
 	backendProperty,
 	keyPrefixOption,
+	memoryOnlyOption,
 	NODE_VERSIONS,
 	REDIS_V1,
 	REDIS_V2,
@@ -82,7 +83,7 @@ export class ItemTracker implements INodeType {
 				type: 'collection',
 				placeholder: 'Add Option',
 				default: {},
-				options: [keyPrefixOption, ...set.options, resultFieldOption(DEFAULT_FIELD, ['get', 'set', 'unset'])],
+				options: [keyPrefixOption, memoryOnlyOption, ...set.options, resultFieldOption(DEFAULT_FIELD, ['get', 'set', 'unset'])],
 			},
 		],
 	};

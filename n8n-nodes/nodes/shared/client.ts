@@ -5,6 +5,7 @@ import { NodeOperationError } from 'n8n-workflow';
 import { AddonUnavailableError, loadFlowguard } from './addon';
 import { redisCredentialType } from './descriptions';
 import { errorMessage } from './errors';
+import { embeddedStatePath } from './storage';
 
 type Backend = 'embedded' | 'redis';
 
@@ -13,6 +14,8 @@ interface ClientSettings {
 	url?: string;
 	/** The seed nodes of a Redis Cluster (instead of `url`). */
 	cluster?: string[];
+	/** Embedded only: the file of the durable store; none keeps the state in memory. */
+	path?: string;
 	prefix: string;
 }
 
@@ -24,7 +27,7 @@ interface ClientSettings {
 const clients = new Map<string, Promise<Flowguard>>();
 
 function cacheKey(s: ClientSettings): string {
-	return JSON.stringify([s.backend, s.url ?? '', s.cluster ?? [], s.prefix]);
+	return JSON.stringify([s.backend, s.url ?? '', s.cluster ?? [], s.path ?? '', s.prefix]);
 }
 
 export async function openClient(s: ClientSettings): Promise<Flowguard> {
@@ -35,7 +38,7 @@ export async function openClient(s: ClientSettings): Promise<Flowguard> {
 		pending = loadFlowguard().then(({ Flowguard }) =>
 			Flowguard.open(
 				s.backend !== 'redis'
-					? { prefix: s.prefix }
+					? { prefix: s.prefix, ...(s.path ? { path: s.path } : {}) }
 					: s.cluster
 						? { cluster: s.cluster, prefix: s.prefix }
 						: { url: s.url, prefix: s.prefix },
@@ -101,7 +104,7 @@ export function isQueueMode(): boolean {
 }
 
 export const QUEUE_MODE_MESSAGE =
-	'The Embedded backend keeps its locks, items and queues inside one n8n process, but this n8n runs in queue mode (EXECUTIONS_MODE=queue), where executions run in several worker processes that would not see each other\'s state. Set Backend to Redis and choose a Redis credential.';
+	'The Embedded backend keeps its locks, items and queues on this machine (in a file in n8n\'s folder, or in memory), but this n8n runs in queue mode (EXECUTIONS_MODE=queue), where executions run in worker processes, usually on other machines, that would not see that state. Set Backend to Redis and choose a Redis credential.';
 
 /**
  * Opens (or reuses) the client for the node's backend settings. Backend and prefix are read once
@@ -125,14 +128,15 @@ export async function clientFor(ctx: IExecuteFunctions): Promise<Flowguard> {
 	if (isQueueMode()) {
 		throw new NodeOperationError(ctx.getNode(), QUEUE_MODE_MESSAGE);
 	}
+	const memoryOnly = ctx.getNodeParameter('options.memoryOnly', 0, false) === true;
+	const path = memoryOnly ? undefined : embeddedStatePath();
 	try {
-		return await openClient({ backend: 'embedded', prefix });
+		return await openClient({ backend: 'embedded', prefix, ...(path ? { path } : {}) });
 	} catch (error) {
 		if (error instanceof AddonUnavailableError) throw addonError(ctx, error);
 		throw new NodeOperationError(ctx.getNode(), `Could not open the embedded store: ${errorMessage(error)}`);
 	}
 }
-
 
 function addonError(ctx: IExecuteFunctions, error: AddonUnavailableError): NodeOperationError {
 	return new NodeOperationError(ctx.getNode(), error.message, { description: error.description });

@@ -11,7 +11,7 @@ export const backendProperty: INodeProperties = {
 			name: 'Embedded',
 			value: 'embedded',
 			description:
-				'State kept inside this n8n instance; no setup. Not for queue mode (several n8n processes).',
+				"State kept in the file .n8n/flowguard.db beside n8n's database (in N8N_USER_FOLDER, else the home folder): it survives restarts; no setup. Not for queue mode.",
 		},
 		{
 			name: 'Redis',
@@ -29,6 +29,17 @@ export const keyPrefixOption: INodeProperties = {
 	default: 'fg:',
 	description:
 		'Prefix of every key flowguard writes (in Redis, and in the embedded store). Nodes that should see the same items or locks must use the same prefix.',
+};
+
+/** Embedded only: keep the state in this n8n process's memory instead of the file in n8n's folder. */
+export const memoryOnlyOption: INodeProperties = {
+	displayName: 'Keep State in Memory Only',
+	name: 'memoryOnly',
+	type: 'boolean',
+	default: false,
+	description:
+		"Whether the Embedded backend keeps its state in this n8n process's memory only instead of the file flowguard.db in n8n's folder: lost when n8n restarts, and not seen by n8n execute (another process)",
+	displayOptions: { show: { '/backend': ['embedded'] } },
 };
 
 /** The Result Field option: where the node puts its result in the output item. */

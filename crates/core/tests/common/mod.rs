@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use flowguard_core::lock::AcquireOptions;
-use flowguard_core::tracker::{ItemRequest, ItemStatus, Outcome};
+use flowguard_core::tracker::{ItemRequest, ItemStatus, Keep, Outcome};
 use flowguard_core::{Client, ErrorCode, OpenOptions};
 
 /// One runtime for the whole suite, as in Node: pooled connections live on the runtime that
@@ -190,7 +190,7 @@ pub async fn keep_ms_expires_completed_marks(c: Client) {
         "weekly",
         ItemRequest {
             owner: r[0].owner.clone(),
-            keep: Some(Duration::from_millis(150)),
+            keep: Some(Keep::For(Duration::from_millis(150))),
             ..req("w", "completed")
         },
     )
@@ -203,6 +203,68 @@ pub async fn keep_ms_expires_completed_marks(c: Client) {
     let list = c.list_items("weekly", None, None, None).await.unwrap();
     assert_eq!(list.counts.total(), 0);
     assert!(c.claim_many("weekly", vec!["w".into()], None, false).await.unwrap()[0].claimed);
+}
+
+pub async fn keep_forever_has_no_expiry_until_unset(c: Client) {
+    let r = c.claim_many("forever", vec!["f".into(), "g".into()], None, false).await.unwrap();
+    let done = c
+        .set_item(
+            "forever",
+            ItemRequest { owner: r[0].owner.clone(), keep: Some(Keep::Forever), ..req("f", "completed") },
+        )
+        .await
+        .unwrap();
+    assert_eq!(done.item.status, ItemStatus::Completed);
+    assert_eq!(done.item.expires_at, None, "a mark kept forever has no expiry");
+    // A failure can be kept forever too, in a batch beside a bounded one.
+    let rs = c
+        .set_items(
+            "forever",
+            vec![
+                ItemRequest { keep: Some(Keep::Forever), error: Some("boom".into()), ..req("g", "failed") },
+                ItemRequest { keep: Some(Keep::For(Duration::from_secs(60))), ..req("h", "completed") },
+            ],
+        )
+        .await
+        .unwrap();
+    assert_eq!(rs[0].item.expires_at, None);
+    let h_expires = rs[1].item.expires_at.expect("a bounded keep has an expiry");
+    assert!(
+        h_expires > rs[1].item.updated_at.unwrap() && h_expires <= rs[1].item.updated_at.unwrap() + 60_000
+    );
+    let again = c.claim_many("forever", vec!["f".into()], None, false).await.unwrap();
+    assert!(!again[0].claimed, "a completed mark kept forever is skipped by a claim");
+    let list = c.list_items("forever", Some("completed"), None, None).await.unwrap();
+    assert_eq!(list.counts.completed, 2);
+    let f = list.items.iter().find(|i| i.id == "f").unwrap();
+    assert_eq!(f.expires_at, None);
+    // Completing it again with a bounded keep bounds it again.
+    let bounded = c
+        .set_item(
+            "forever",
+            ItemRequest { keep: Some(Keep::For(Duration::from_millis(100))), ..req("f", "completed") },
+        )
+        .await
+        .unwrap();
+    assert!(bounded.item.expires_at.is_some());
+    sleep(250).await;
+    assert_eq!(c.get_item("forever", "f").await.unwrap().status, ItemStatus::None);
+    // Unset forgets a record kept forever.
+    c.set_item("forever", req("g", "none")).await.unwrap();
+    assert_eq!(c.get_item("forever", "g").await.unwrap().status, ItemStatus::None);
+    // Over 365 days is refused, naming the field; the word is the way to ask for no expiry.
+    let e = c
+        .set_item(
+            "forever",
+            ItemRequest { keep: Some(Keep::For(Duration::from_secs(366 * 86_400))), ..req("x", "completed") },
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidArgument);
+    assert_eq!(e.field.as_ref().map(|f| f.to_string()).as_deref(), Some("keep"));
+    let e = Keep::from_word("keep", "for ever").unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidArgument);
+    assert_eq!(Keep::from_word("keep", "forever").unwrap(), Keep::Forever);
 }
 
 pub async fn unset_forgets(c: Client) {
@@ -570,6 +632,7 @@ macro_rules! suite {
             batch_apply_is_ordered_and_reports_each_item,
             claim_batch_matches_claim_rules,
             keep_ms_expires_completed_marks,
+            keep_forever_has_no_expiry_until_unset,
             unset_forgets,
             names_with_any_characters_are_distinct,
             bad_input_is_refused_before_writing,

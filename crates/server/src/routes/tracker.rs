@@ -8,7 +8,7 @@ use flowguard_core::tracker::{self as core, ItemRequest, Outcome};
 use serde::{Deserialize, Serialize};
 
 use crate::app::App;
-use crate::body::{ms, opt_bool, opt_u64, Body};
+use crate::body::{keep, ms, opt_bool, opt_keep, opt_u64, Body, KeepMs};
 use crate::error::{busy, ApiResult, ITEM_BUSY};
 
 #[derive(Serialize)]
@@ -171,8 +171,8 @@ pub struct FinishIn {
     group: String,
     id: String,
     owner: Option<String>,
-    #[serde(default, deserialize_with = "opt_u64")]
-    keep_ms: Option<u64>,
+    #[serde(default, deserialize_with = "opt_keep")]
+    keep_ms: Option<KeepMs>,
     /// The reason of `fail`.
     reason: Option<String>,
 }
@@ -182,7 +182,7 @@ async fn finish(app: &App, b: FinishIn, status: &str, error: Option<String>) -> 
         id: b.id,
         status: status.into(),
         owner: b.owner,
-        keep: ms(b.keep_ms),
+        keep: keep(b.keep_ms),
         error,
         ..Default::default()
     };
@@ -217,8 +217,8 @@ pub struct RequestIn {
     error: Option<String>,
     #[serde(default, deserialize_with = "opt_u64")]
     timeout_ms: Option<u64>,
-    #[serde(default, deserialize_with = "opt_u64")]
-    keep_ms: Option<u64>,
+    #[serde(default, deserialize_with = "opt_keep")]
+    keep_ms: Option<KeepMs>,
     #[serde(default, deserialize_with = "opt_bool")]
     reclaim_completed: Option<bool>,
 }
@@ -285,7 +285,7 @@ pub async fn set_items(
             owner: r.owner,
             error: r.error,
             timeout: ms(r.timeout_ms),
-            keep: ms(r.keep_ms),
+            keep: keep(r.keep_ms),
             reclaim_completed: r.reclaim_completed.unwrap_or(false),
         })
         .collect();

@@ -94,6 +94,30 @@ pub async fn tracker(url: Option<String>) {
     let l = s.ok("/v1/tracker/listItems", json!({"group": "g", "limit": 2})).await;
     assert_eq!(l["items"].as_array().unwrap().len(), 2);
     assert_eq!(l["nextOffset"], 2);
+    // keepMs "forever": no expiry (complete, fail, setItems); another word is refused, named.
+    let kept = s.ok("/v1/tracker/complete", json!({"group": "k", "id": "a", "keepMs": "forever"})).await;
+    assert_eq!(kept["status"], "completed");
+    assert!(kept.get("expiresAt").is_none(), "{kept}");
+    let kept =
+        s.ok("/v1/tracker/fail", json!({"group": "k", "id": "b", "reason": "r", "keepMs": "forever"})).await;
+    assert!(kept.get("expiresAt").is_none(), "{kept}");
+    let r = s
+        .ok(
+            "/v1/tracker/setItems",
+            json!({"group": "k", "requests": [
+                {"id": "c", "status": "completed", "keepMs": "forever"},
+                {"id": "d", "status": "completed", "keepMs": "60000"}
+            ]}),
+        )
+        .await;
+    assert!(r[0]["item"].get("expiresAt").is_none(), "{r}");
+    assert!(r[1]["item"]["expiresAt"].as_i64().is_some(), "{r}");
+    let (st, e) = s.call("/v1/tracker/complete", json!({"group": "k", "id": "e", "keepMs": "always"})).await;
+    assert_eq!(
+        (st, e["code"].as_str(), e["field"].as_str()),
+        (400, Some("ERR_INVALID_ARGUMENT"), Some("keepMs")),
+        "{e}"
+    );
     // Unset: safe to resend.
     assert_eq!(s.ok("/v1/tracker/unsetItem", json!({"group": "g", "id": "c"})).await["existed"], true);
     assert_eq!(s.ok("/v1/tracker/unsetItem", json!({"group": "g", "id": "c"})).await["existed"], false);

@@ -28,7 +28,7 @@ export interface SetRequest {
 	owner?: string;
 	error?: string;
 	timeoutMs?: number;
-	keepMs?: number;
+	keepMs?: number | 'forever';
 	reclaimCompleted?: boolean;
 }
 

@@ -95,6 +95,15 @@ export const options: INodeProperties[] = [
 		displayOptions: { show: { '/operation': ['set'], '/status': ['completed', 'failed'] } },
 	},
 	{
+		displayName: 'Keep Forever',
+		name: 'keepForever',
+		type: 'boolean',
+		default: false,
+		description:
+			"Whether to keep the Completed or Failed mark until it is unset, with no expiry (by default it is kept 30 days), like n8n's Remove Duplicates node keeps its history. Not with Expire Completed Mark on. Each item kept costs a few hundred bytes: see the package README.",
+		displayOptions: { show: { '/operation': ['set'], '/status': ['completed', 'failed'] } },
+	},
+	{
 		displayName: 'Reclaim Completed Items',
 		name: 'reclaimCompleted',
 		type: 'boolean',
@@ -132,6 +141,7 @@ export async function execute(op: OperationContext): Promise<INodeExecutionData[
 		} else if (params.get('expireCompleted', i, false) === true) {
 			req.keepMs = secondsToMs(ctx, params.get('completedExpiry', i), 'Expire After', i);
 		}
+		if (req.keepMs === undefined && options.keepForever === true) req.keepMs = 'forever';
 		return req;
 	};
 	return await trackItems(op, 'set', request, twoOutputs);

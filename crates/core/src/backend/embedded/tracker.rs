@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use super::{guard, now_ms, Embedded};
 use crate::backend::{ready, BoxFuture};
 use crate::tracker::{
-    not_owner, BatchClaim, BatchOutcome, ClaimBatch, Counts, ItemList, ItemOp, ItemState, ItemStatus,
+    expiry, not_owner, BatchClaim, BatchOutcome, ClaimBatch, Counts, ItemList, ItemOp, ItemState, ItemStatus,
     ListFilter, ListQuery, OpResult, Outcome, Record, TrackerBackend, Transition, MAX_TIMELINE,
 };
 
@@ -173,7 +173,7 @@ pub(crate) fn finish(rec: &mut Record, status: &'static str, error: Option<&Stri
     if let Some(e) = error {
         rec.e = Some(e.clone());
     }
-    rec.x = now + keep_ms as i64;
+    rec.x = expiry(now, keep_ms);
     push(&mut rec.t, Transition { at: now, status: status.into(), attempt: rec.a, error: error.cloned() });
 }
 

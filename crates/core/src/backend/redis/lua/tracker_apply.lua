@@ -71,7 +71,7 @@ for i = 0, n - 1 do
       rec.l = 0
       rec.u = now
       rec.d = now
-      rec.x = now + num
+      rec.x = math.min(now + num, NEVER)
       if action == 'f' then
         rec.e = text
         remember(rec.t, {t = now, s = status, a = rec.a, e = text})

@@ -8,6 +8,8 @@
 -- string.format('%d', …), or inside records through cjson, which writes 14 significant digits:
 -- exact for every time in ms before the year 5138 and every count. Never by concatenation, which
 -- uses '%.14g' ('1e+14').
+-- The expiry of a record kept forever (tracker.rs NEVER): exact in cjson, reached by no clock.
+local NEVER = 99999999999999
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
