@@ -15,7 +15,7 @@ test('the nodes (version 2) name the flowguard Redis credential, tested by flowg
 	assert.equal(new FlowguardRedisApi().name, 'flowguardRedisApi');
 	assert.deepEqual(
 		new FlowguardRedisApi().properties.map((p) => p.name).sort(),
-		['database', 'disableTlsVerification', 'host', 'password', 'port', 'ssl', 'user'],
+		['cluster', 'clusterNodes', 'database', 'disableTlsVerification', 'host', 'password', 'port', 'ssl', 'user'],
 	);
 	// Version 1 (saved workflows) keeps n8n's own Redis credential.
 	assert.deepEqual(d.credentials.find((c) => c.name === 'redis').displayOptions.show['@version'], [1]);
