@@ -13,6 +13,8 @@ import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { fileURLToPath } from 'node:url';
 
+import { serverSuite } from './server-backend.mjs';
+
 const here = path.dirname(fileURLToPath(import.meta.url));
 const nodesDir = path.resolve(here, '..');
 const examplesDir = path.join(nodesDir, 'examples');
@@ -677,6 +679,13 @@ async function ownerSession(base) {
 	return (res.headers.get('set-cookie') ?? '').split(';')[0];
 }
 
+// ---------------------------------------------------------------- the flowguard server backend (server-backend.mjs)
+const serverChecks = await serverSuite({
+	check, execute, n8n, post, freePort, sleep, log, workDir, byName, executionsOf, executionData, redact,
+	addSecret: (s) => secrets.push(s),
+});
+await serverChecks.cli();
+
 await withServer(async (base) => {
 	{
 		// The Test button of a credential: the REST call the credential dialog makes.
@@ -704,6 +713,7 @@ await withServer(async (base) => {
 				!String(bad.message).includes('e2e-wrong-password-5b1d'),
 			redact(JSON.stringify({ ok, bad })).slice(0, 400),
 		);
+		await serverChecks.webhooks(base, testCredential);
 	}
 	for (const [backend, sfx] of [
 		['embedded', ''],
@@ -792,6 +802,7 @@ await withServer(async (base) => {
 });
 
 // ---------------------------------------------------------------- clean-up and summary
+await serverChecks.stop();
 try {
 	const keys = redisKeys(`${prefix}*`);
 	for (let i = 0; i < keys.length; i += 200) redisCli('DEL', ...keys.slice(i, i + 200));

@@ -18,6 +18,12 @@ export const backendProperty: INodeProperties = {
 			value: 'redis',
 			description: "State kept in Redis, using n8n's Redis credential. Works with queue mode.",
 		},
+		{
+			name: 'Flowguard Server',
+			value: 'server',
+			description:
+				'State kept by a flowguard server (a sidecar), called over HTTP: no native code in n8n (n8n Cloud, any Docker image). Works with queue mode.',
+		},
 	],
 	default: 'embedded',
 };
@@ -29,6 +35,8 @@ export const keyPrefixOption: INodeProperties = {
 	default: 'fg:',
 	description:
 		'Prefix of every key flowguard writes (in Redis, and in the embedded store). Nodes that should see the same items or locks must use the same prefix.',
+	// A flowguard server has one prefix for all its callers (its --prefix).
+	displayOptions: { hide: { '/backend': ['server'] } },
 };
 
 /** The Result Field option: where the node puts its result in the output item. */
@@ -62,3 +70,6 @@ export function redisCredentialType(typeVersion: number): 'redis' | 'flowguardRe
  */
 export const REDIS_V1: INodeCredentialDescription['displayOptions'] = { show: { backend: ['redis'], '@version': [1] } };
 export const REDIS_V2: INodeCredentialDescription['displayOptions'] = { show: { backend: ['redis'], '@version': [2] } };
+
+/** When the credential of the flowguard server backend applies (every node version). */
+export const SERVER_BACKEND: INodeCredentialDescription['displayOptions'] = { show: { backend: ['server'] } };
