@@ -7,8 +7,8 @@
 import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 const HTTP_LOOP = 'fgExHttpLoop00001';
 const HTTP_LOCK = 'fgExHttpLock00001';
@@ -53,41 +53,23 @@ export async function startServer({ bin, dir, port, token, log }) {
 }
 
 /**
- * A proxy in front of the server that loses the answer of the first call to `dropPath`: it
- * forwards the call (the server applies it), then cuts the connection instead of answering, as a
- * network failure after the write would. n8n's Retry On Fail then sends the call again.
+ * Starts dropping-proxy.mjs (its own process: the suite blocks while n8n runs) in front of
+ * `target`: it loses the answer of the first call to `dropPath` after the server applied it, so
+ * n8n's Retry On Fail sends the call again.
  */
-function droppingProxy(target, dropPath) {
-	const seen = [];
-	let dropped = 0;
-	const server = http.createServer((req, res) => {
-		const chunks = [];
-		req.on('data', (c) => chunks.push(c));
-		req.on('end', () => {
-			const body = Buffer.concat(chunks);
-			seen.push({ path: req.url, body: body.toString('utf8') });
-			const up = http.request(`${target}${req.url}`, { method: req.method, headers: req.headers }, (answer) => {
-				const parts = [];
-				answer.on('data', (c) => parts.push(c));
-				answer.on('end', () => {
-					if (req.url === dropPath && dropped === 0) {
-						dropped++;
-						req.socket.destroy();
-						return;
-					}
-					res.writeHead(answer.statusCode, answer.headers);
-					res.end(Buffer.concat(parts));
-				});
-			});
-			up.on('error', () => req.socket.destroy());
-			up.end(body);
-		});
-	});
+async function droppingProxy(target, dropPath, port) {
+	const here = path.dirname(fileURLToPath(import.meta.url));
+	const child = spawn(process.execPath, [path.join(here, 'dropping-proxy.mjs'), String(port), target, dropPath], { stdio: ['ignore', 'pipe', 'inherit'] });
+	await new Promise((resolve) => child.stdout.once('data', resolve));
+	const url = `http://127.0.0.1:${port}`;
 	return {
-		seen,
-		dropped: () => dropped,
-		listen: (port) => new Promise((r) => server.listen(port, '127.0.0.1', r)),
-		close: () => new Promise((r) => server.close(r)),
+		url,
+		seen: async () => (await (await fetch(`${url}/__proxy/seen`)).json()),
+		close: async () => {
+			if (child.exitCode !== null) return;
+			child.kill('SIGTERM');
+			await new Promise((r) => child.once('exit', r));
+		},
 	};
 }
 
@@ -145,9 +127,7 @@ export async function serverSuite(h) {
 	fs.mkdirSync(dir, { recursive: true });
 	const server = await startServer({ bin, dir, port: await freePort(), token, log });
 	h.addSecret(token);
-	const proxy = droppingProxy(server.url, '/v1/tracker/complete');
-	const proxyPort = await freePort();
-	await proxy.listen(proxyPort);
+	const proxy = await droppingProxy(server.url, '/v1/tracker/complete', await freePort());
 	const downPort = await freePort();
 
 	// Credentials: the nodes' flowguard Server credential (and one pointing at nothing); the
@@ -167,7 +147,7 @@ export async function serverSuite(h) {
 
 	const wfs = [
 		httpVariant(byName[HTTP_LOOP], 'T', { serverUrl: server.url }),
-		httpVariant(byName[HTTP_LOOP], 'P', { serverUrl: `http://127.0.0.1:${proxyPort}`, group: 'weekly-projects-http-retry' }),
+		httpVariant(byName[HTTP_LOOP], 'P', { serverUrl: proxy.url, group: 'weekly-projects-http-retry' }),
 		httpVariant(byName[HTTP_LOCK], 'T', { serverUrl: server.url }),
 		httpVariant(byName[HTTP_LOCK], 'X', { serverUrl: server.url, lockName: '' }),
 		serverVariant(byName[LOOP], 'SV'),
@@ -225,15 +205,16 @@ export async function serverSuite(h) {
 
 		// Retry On Fail: the first complete's answer is lost after the server applied it; the resend is answered 200, same state.
 		const rp = execute(HTTP_LOOP + 'P');
-		const completes = proxy.seen.filter((s) => s.path === '/v1/tracker/complete');
+		const seen = await proxy.seen();
+		const completes = seen.seen.filter((s) => s.path === '/v1/tracker/complete');
 		const firstId = completes[0] && JSON.parse(completes[0].body).id;
 		const state = await api('/v1/tracker/getItems', { group: 'weekly-projects-http-retry', ids: ['acme', 'hooli', 'initech'] });
 		check(
 			'[server, HTTP Request only] Retry On Fail: the first complete\'s answer is lost after the server applied it; n8n resends it, the server answers 200 with the same state (completed, attempt 1)',
-			rp.ok && proxy.dropped() === 1 && completes.length === 4 && completes.filter((s) => JSON.parse(s.body).id === firstId).length === 2 &&
+			rp.ok && seen.dropped === 1 && completes.length === 4 && completes.filter((s) => JSON.parse(s.body).id === firstId).length === 2 &&
 				(rp.out('Mark completed') ?? []).length === 3 && state.status === 200 &&
 				state.json.every((s) => s.status === 'completed' && s.attempts === 1),
-			redact(JSON.stringify({ err: rp.error?.message, dropped: proxy.dropped(), completes: completes.map((s) => s.body), state: state.json })).slice(0, 600),
+			redact(JSON.stringify({ err: rp.error?.message, dropped: seen.dropped, completes: completes.map((s) => s.body), state: state.json })).slice(0, 600),
 		);
 
 		// A 400 with a coded body is routed to the error branch, which stops the run with the server's code and message.

@@ -22,7 +22,7 @@ export const backendProperty: INodeProperties = {
 			name: 'Flowguard Server',
 			value: 'server',
 			description:
-				'State kept by a flowguard server (a sidecar), called over HTTP: no native code in n8n (n8n Cloud, any Docker image). Works with queue mode.',
+				'State kept by a flowguard server (a sidecar beside n8n), called over HTTP: no native code is loaded in n8n. Works with queue mode.',
 		},
 	],
 	default: 'embedded',
