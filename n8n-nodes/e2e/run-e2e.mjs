@@ -13,6 +13,7 @@ import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { fileURLToPath } from 'node:url';
 
+import { queueModeSuite } from './queue-mode.mjs';
 import { serverSuite } from './server-backend.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -800,6 +801,11 @@ await withServer(async (base) => {
 		`${l2.status} ${JSON.stringify(c2)}`,
 	);
 });
+
+// ---------------------------------------------------------------- queue mode (queue-mode.mjs), nodes on the flowguard server
+if (serverChecks.queue) {
+	await queueModeSuite({ check, post, freePort, sleep, log, userFolder, n8nBin, executionsOf, redisUrl, prefix }, serverChecks.queue);
+}
 
 // ---------------------------------------------------------------- clean-up and summary
 await serverChecks.stop();

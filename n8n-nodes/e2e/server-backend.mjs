@@ -64,6 +64,7 @@ async function droppingProxy(target, dropPath, port) {
 	const url = `http://127.0.0.1:${port}`;
 	return {
 		url,
+		child,
 		seen: async () => (await (await fetch(`${url}/__proxy/seen`)).json()),
 		close: async () => {
 			if (child.exitCode !== null) return;
@@ -111,6 +112,20 @@ function serverVariant(wf, suffix, cred = SERVER_CRED) {
 	return w;
 }
 
+const QUEUE_GROUP = 'weekly-projects-queue';
+
+/** The workflow with every Item Tracker node on `group`. */
+function withGroup(w, group) {
+	for (const n of w.nodes) if (n.type === 'n8n-nodes-flowguard.itemTracker') n.parameters.group = group;
+	return w;
+}
+
+/** The workflow with its Wait node waiting `seconds`. */
+function withWait(w, seconds) {
+	for (const n of w.nodes) if (n.type === 'n8n-nodes-base.wait') n.parameters.amount = seconds;
+	return w;
+}
+
 /**
  * Sets up the server, its credentials and the workflows; returns the checks to run before n8n
  * starts as a server (`cli`) and those that need it (`webhooks`, given its base URL).
@@ -120,14 +135,20 @@ export async function serverSuite(h) {
 	const bin = process.env.FG_SERVER_BIN;
 	if (!bin || !fs.existsSync(bin)) {
 		check('flowguard-server binary is built (FG_SERVER_BIN)', false, `FG_SERVER_BIN=${bin}`);
-		return { cli: async () => {}, webhooks: async () => {}, stop: async () => {} };
+		return { cli: async () => {}, webhooks: async () => {}, queue: undefined, stop: async () => {} };
 	}
 	const token = randomBytes(24).toString('hex');
 	const dir = path.join(workDir, 'flowguard-server');
 	fs.mkdirSync(dir, { recursive: true });
-	const server = await startServer({ bin, dir, port: await freePort(), token, log });
+	const serverPort = await freePort();
+	let server = await startServer({ bin, dir, port: serverPort, token, log });
 	h.addSecret(token);
 	const proxy = await droppingProxy(server.url, '/v1/tracker/complete', await freePort());
+	// Neither outlives the suite, even when it stops early.
+	process.on('exit', () => {
+		server.child.kill('SIGKILL');
+		proxy.child.kill('SIGKILL');
+	});
 	const downPort = await freePort();
 
 	// Credentials: the nodes' flowguard Server credential (and one pointing at nothing); the
@@ -153,13 +174,16 @@ export async function serverSuite(h) {
 		serverVariant(byName[LOOP], 'SV'),
 		serverVariant(byName[LOOP], 'SD', DOWN_CRED),
 		serverVariant(byName[JOB], 'SV'),
+		// For the queue-mode part (queue-mode.mjs): the loop on a group of its own, a job that holds the lock 10 s.
+		withGroup(serverVariant(byName[LOOP], 'SQ'), QUEUE_GROUP),
+		withWait(serverVariant(byName[JOB], 'SQ'), 10),
 	];
 	const wfDir = path.join(workDir, 'server-workflows');
 	fs.mkdirSync(wfDir, { recursive: true });
 	for (const w of wfs) fs.writeFileSync(path.join(wfDir, `${w.id}.json`), JSON.stringify(w, null, 1));
 	const w = n8n(['import:workflow', '--separate', `--input=${wfDir}`]);
 	check(`import ${wfs.length} workflows on the flowguard server (HTTP Request examples, nodes on the server backend)`, w.rc === 0, redact(w.stderr).slice(-400));
-	for (const id of [HTTP_LOCK + 'T', JOB + 'SV']) {
+	for (const id of [HTTP_LOCK + 'T', JOB + 'SV', LOOP + 'SQ', JOB + 'SQ']) {
 		const p = n8n(['publish:workflow', `--id=${id}`]);
 		if (p.rc !== 0) check(`publish workflow ${id}`, false, redact(p.stderr).slice(-400));
 	}
@@ -309,6 +333,20 @@ export async function serverSuite(h) {
 	return {
 		cli,
 		webhooks,
+		/** What the queue-mode part uses: the server's API, a kill and a restart on the same port and store file. */
+		queue: {
+			api,
+			JOB_SV: JOB + 'SV',
+			LOOP_SQ: LOOP + 'SQ',
+			QUEUE_GROUP,
+			async kill() {
+				server.child.kill('SIGKILL');
+				await new Promise((r) => (server.child.exitCode !== null || server.child.signalCode ? r() : server.child.once('exit', r)));
+			},
+			async restart() {
+				server = await startServer({ bin, dir, port: serverPort, token, log });
+			},
+		},
 		async stop() {
 			await proxy.close();
 			await server.stop();
