@@ -14,6 +14,8 @@ const HTTP_LOOP = 'fgExHttpLoop00001';
 const HTTP_LOCK = 'fgExHttpLock00001';
 const LOOP = 'fgExLoop000000001';
 const JOB = 'fgExLockedJob0001';
+const QENQ = 'fgExQueueEnqueue1';
+const QSYNC = 'fgExQueueSync0001';
 
 export const SERVER_CRED = { id: 'fgE2eServerCred1', name: 'flowguard e2e server', type: 'flowguardServerApi' };
 const HEADER_CRED = { id: 'fgServerHeaderAuth1', name: 'flowguard server token (Header Auth)', type: 'httpHeaderAuth' };
@@ -108,6 +110,8 @@ function serverVariant(wf, suffix, cred = SERVER_CRED) {
 			n.parameters.path += `-${suffix.toLowerCase()}`;
 			n.webhookId = randomUUID();
 		} else if (n.webhookId) n.webhookId = randomUUID();
+		// The product sync's schedule must not fire while the suite runs.
+		if (n.type === 'n8n-nodes-base.scheduleTrigger') n.disabled = true;
 	}
 	return w;
 }
@@ -174,6 +178,8 @@ export async function serverSuite(h) {
 		serverVariant(byName[LOOP], 'SV'),
 		serverVariant(byName[LOOP], 'SD', DOWN_CRED),
 		serverVariant(byName[JOB], 'SV'),
+		serverVariant(byName[QENQ], 'SV'),
+		serverVariant(byName[QSYNC], 'SV'),
 		// For the queue-mode part (queue-mode.mjs): the loop on a group of its own, a job that holds the lock 10 s.
 		withGroup(serverVariant(byName[LOOP], 'SQ'), QUEUE_GROUP),
 		withWait(serverVariant(byName[JOB], 'SQ'), 10),
@@ -227,18 +233,23 @@ export async function serverSuite(h) {
 			JSON.stringify({ again: again.map((j) => j.body?.id), busy: busy.map((j) => [j.statusCode, j.body?.code]), err: r2.error?.message }).slice(0, 500),
 		);
 
-		// Retry On Fail: the first complete's answer is lost after the server applied it; the resend is answered 200, same state.
+		// Retry On Fail: the answer of the first complete is lost after the server applied it. n8n
+		// retries the node, which sends the complete of every item again: each is answered 200 with
+		// the same state.
 		const rp = execute(HTTP_LOOP + 'P');
 		const seen = await proxy.seen();
-		const completes = seen.seen.filter((s) => s.path === '/v1/tracker/complete');
-		const firstId = completes[0] && JSON.parse(completes[0].body).id;
+		const completes = seen.seen.filter((x) => x.path === '/v1/tracker/complete').map((x) => JSON.parse(x.body));
+		const sentTwice = ['acme', 'hooli', 'initech'].every(
+			(id) => completes.filter((x) => x.id === id).length === 2 && new Set(completes.filter((x) => x.id === id).map((x) => x.owner)).size === 1,
+		);
+		const done = rp.out('Mark completed') ?? [];
 		const state = await api('/v1/tracker/getItems', { group: 'weekly-projects-http-retry', ids: ['acme', 'hooli', 'initech'] });
 		check(
-			'[server, HTTP Request only] Retry On Fail: the first complete\'s answer is lost after the server applied it; n8n resends it, the server answers 200 with the same state (completed, attempt 1)',
-			rp.ok && seen.dropped === 1 && completes.length === 4 && completes.filter((s) => JSON.parse(s.body).id === firstId).length === 2 &&
-				(rp.out('Mark completed') ?? []).length === 3 && state.status === 200 &&
-				state.json.every((s) => s.status === 'completed' && s.attempts === 1),
-			redact(JSON.stringify({ err: rp.error?.message, dropped: seen.dropped, completes: completes.map((s) => s.body), state: state.json })).slice(0, 600),
+			'[server, HTTP Request only] Retry On Fail: the first complete\'s answer is lost after the server applied it; n8n resends the node\'s 3 completes, each answered 200 with the same state (completed, attempt 1)',
+			rp.ok && seen.dropped === 1 && completes.length === 6 && sentTwice &&
+				done.length === 3 && done.every((x) => x.status === 'completed' && x.attempts === 1) && state.status === 200 &&
+				state.json.every((x) => x.status === 'completed' && x.attempts === 1),
+			redact(JSON.stringify({ err: rp.error?.message, dropped: seen.dropped, completes: completes.map((x) => x.id), done, state: state.json })).slice(0, 600),
 		);
 
 		// A 400 with a coded body is routed to the error branch, which stops the run with the server's code and message.
@@ -283,6 +294,26 @@ export async function serverSuite(h) {
 			'[server backend] the state is the server\'s: its listItems shows 5 completed in group weekly-projects',
 			st.status === 200 && st.json.counts.completed === 5 && st.json.counts.total === 5,
 			JSON.stringify(st.json?.counts),
+		);
+		// Dedup Queue: the product sync pair (one enqueue call, one read, one ack call).
+		const e = execute(QENQ + 'SV');
+		const enq = e.out('Enqueue product') ?? [];
+		const size = e.out('Queue size')?.[0];
+		check(
+			'[server backend] Dedup Queue enqueue: 6 product IDs, 4 added and 2 duplicates, shards fnv1a(id) % 4; Size 4 waiting',
+			e.ok && enq.map((j) => j.dedupQueue?.outcome).join(',') === 'added,added,duplicate,added,duplicate,added' &&
+				enq.find((j) => j.productId === 'product-id-1')?.dedupQueue.shard === 0 && size?.waiting === 4 && size.due === 4,
+			String(JSON.stringify(enq.map((j) => j.dedupQueue) ?? e.error?.message)).slice(0, 500),
+		);
+		const q = execute(QSYNC + 'SV');
+		const read = q.out('Read a batch') ?? [];
+		const acked = q.out('Ack synced products') ?? [];
+		const after = q.out('Queue size')?.[0];
+		check(
+			'[server backend] Dedup Queue read, sync and ack: the 4 IDs read with one receipt, acked in one call; Size 0 waiting, 0 claimed',
+			q.ok && read.length === 4 && /^[0-9a-f]{32}$/.test(read[0]?.owner ?? '') && read.every((j) => j.owner === read[0].owner) &&
+				acked.length === 4 && acked.every((j) => j.dedupQueue?.ok === true) && after?.waiting === 0 && after.claimed === 0,
+			String(JSON.stringify({ read, acked: acked.map((j) => j.dedupQueue), after, err: q.error?.message })).slice(0, 600),
 		);
 		const d = execute(LOOP + 'SD');
 		check(
