@@ -64,7 +64,7 @@ export async function queueModeSuite(h, fg) {
 		// ------------------------------------------------ overlapping locked jobs on two workers
 		{
 			const first = post(`${url}/webhook/flowguard-locked-job-sv`);
-			await sleep(800);
+			await fg.lockHeld('locked-job');
 			const second = await post(`${url}/webhook/flowguard-locked-job-sv`);
 			const a = await first;
 			const execs = executionsOf(fg.JOB_SV, 'Already Executing').slice(-2);
@@ -96,8 +96,7 @@ export async function queueModeSuite(h, fg) {
 			const before = await fg.api('/v1/tracker/listItems', { group: fg.QUEUE_GROUP });
 			// The long job takes the lock, waits 8 s, then releases it.
 			const job = post(`${url}/webhook/flowguard-locked-job-sq`);
-			await sleep(1500);
-			const held = await fg.api('/v1/lock/get', { name: 'locked-job' });
+			const held = await fg.lockHeld('locked-job');
 			await fg.kill();
 			const down = await post(`${url}/webhook/flowguard-project-loop-sq`);
 			const failed = executionsOf(fg.LOOP_SQ, 'Could not reach the flowguard server');

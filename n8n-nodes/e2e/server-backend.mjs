@@ -202,6 +202,15 @@ export async function serverSuite(h) {
 		});
 		return { status: res.status, json: await res.json() };
 	};
+	/** Waits (up to 20 s) until the server says the lock is held: the first run took it. */
+	const lockHeld = async (name) => {
+		let r;
+		for (let t0 = Date.now(); Date.now() - t0 < 20000; await sleep(100)) {
+			r = await api('/v1/lock/get', { name });
+			if (r.json?.locked) break;
+		}
+		return r;
+	};
 	const ids = (items) => (items ?? []).map((j) => j.body?.id ?? j.project ?? j.id ?? j.itemTracker?.id).sort().join(',');
 
 	async function cli() {
@@ -339,8 +348,7 @@ export async function serverSuite(h) {
 			['server backend', JOB + 'SV', 'locked-job-sv', 'Already Executing'],
 		]) {
 			const first = post(`${base}/webhook/flowguard-${sfx}`);
-			await sleep(800);
-			const held = await api('/v1/lock/get', { name: wf === JOB + 'SV' ? 'locked-job' : 'locked-job-http' });
+			const held = await lockHeld(wf === JOB + 'SV' ? 'locked-job' : 'locked-job-http');
 			const second = await post(`${base}/webhook/flowguard-${sfx}`);
 			const a = await first;
 			const execs = executionsOf(wf, busyText);
@@ -367,6 +375,7 @@ export async function serverSuite(h) {
 		/** What the queue-mode part uses: the server's API, a kill and a restart on the same port and store file. */
 		queue: {
 			api,
+			lockHeld,
 			JOB_SV: JOB + 'SV',
 			LOOP_SQ: LOOP + 'SQ',
 			QUEUE_GROUP,
