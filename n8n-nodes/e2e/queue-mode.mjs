@@ -36,26 +36,28 @@ export async function queueModeSuite(h, fg) {
 		return { child, text: () => fs.readFileSync(logFile, 'utf8') };
 	};
 	const port = await freePort();
+	const url = `http://127.0.0.1:${port}`;
+	const alive = (ps) => ps.every((p) => p.child.exitCode === null);
+	/** Waits up to 180 s for `ready`, while the processes `ps` run. */
+	const until = async (ps, ready) => {
+		for (let t = Date.now(); Date.now() - t < 180000 && alive(ps); await sleep(500)) {
+			try {
+				if (await ready()) return true;
+			} catch {
+				// not listening yet
+			}
+		}
+		return false;
+	};
+	// The main first (it migrates the database), then the workers: three processes opening the
+	// SQLite file at once time out on its lock on a slow machine.
 	const t0 = Date.now();
 	const main = await start('main', ['start'], { N8N_PORT: String(port), N8N_LISTEN_ADDRESS: '127.0.0.1' });
-	const workers = [
-		await start('worker-a', ['worker', '--concurrency=1'], {}),
-		await start('worker-b', ['worker', '--concurrency=1'], {}),
-	];
-	const url = `http://127.0.0.1:${port}`;
-	let up = false;
-	while (Date.now() - t0 < 120000 && [main, ...workers].every((p) => p.child.exitCode === null)) {
-		try {
-			const ready = (await fetch(`${url}/healthz/readiness`)).ok;
-			if (ready && main.text().includes('Editor is now accessible') && workers.every((w) => w.text().includes('n8n worker is now ready'))) {
-				up = true;
-				break;
-			}
-		} catch {
-			// not listening yet
-		}
-		await sleep(500);
-	}
+	const mainUp = await until([main], async () => (await fetch(`${url}/healthz/readiness`)).ok && main.text().includes('Editor is now accessible'));
+	const workers = mainUp
+		? [await start('worker-a', ['worker', '--concurrency=1'], {}), await start('worker-b', ['worker', '--concurrency=1'], {})]
+		: [];
+	const up = mainUp && (await until([main, ...workers], async () => workers.every((w) => w.text().includes('n8n worker is now ready'))));
 	check(`[queue mode] n8n main and two workers up (EXECUTIONS_MODE=queue, SQLite, Bull on Redis; ${((Date.now() - t0) / 1000).toFixed(1)} s)`, up);
 	/** Which worker logged that it ran execution `id`. */
 	const ranOn = (id) => workers.findIndex((w) => w.text().includes(`Worker started execution ${id} `));
