@@ -14,6 +14,8 @@ import { DatabaseSync } from 'node:sqlite';
 import { fileURLToPath } from 'node:url';
 
 import { COMPARE_ID, COMPARE_PATH, compareWorkflow } from './compare-workflow.mjs';
+import { queueModeSuite } from './queue-mode.mjs';
+import { serverSuite } from './server-backend.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const nodesDir = path.resolve(here, '..');
@@ -722,6 +724,12 @@ async function compare(items, tag, at = new Date().toISOString()) {
 }
 /** How many executions of the comparison worked on `id` in run `tag` on `side` (rd or ft). */
 const worked = (side, id, tag) => executionsOf(COMPARE_ID, `"${side}:${id}:${tag}"`).filter((e) => e.has).length;
+// ---------------------------------------------------------------- the flowguard server backend (server-backend.mjs)
+const serverChecks = await serverSuite({
+	check, execute, n8n, post, freePort, sleep, log, workDir, byName, executionsOf, executionData, redact,
+	addSecret: (s) => secrets.push(s),
+});
+await serverChecks.cli();
 
 await withServer(async (base) => {
 	compareBase = base;
@@ -751,6 +759,7 @@ await withServer(async (base) => {
 				!String(bad.message).includes('e2e-wrong-password-5b1d'),
 			redact(JSON.stringify({ ok, bad })).slice(0, 400),
 		);
+		await serverChecks.webhooks(base, testCredential);
 	}
 	for (const [backend, sfx] of [
 		['embedded', ''],
@@ -879,7 +888,13 @@ await withServer(async (base) => {
 	);
 });
 
+// ---------------------------------------------------------------- queue mode (queue-mode.mjs), nodes on the flowguard server
+if (serverChecks.queue) {
+	await queueModeSuite({ check, post, freePort, sleep, log, userFolder, n8nBin, executionsOf, redisUrl, prefix }, serverChecks.queue);
+}
+
 // ---------------------------------------------------------------- clean-up and summary
+await serverChecks.stop();
 try {
 	const keys = redisKeys(`${prefix}*`);
 	for (let i = 0; i < keys.length; i += 200) redisCli('DEL', ...keys.slice(i, i + 200));

@@ -10,6 +10,7 @@ import {
 	REDIS_V1,
 	REDIS_V2,
 	resultFieldOption,
+	SERVER_BACKEND,
 } from '../shared/descriptions';
 import { route } from '../shared/router';
 import * as get from './actions/get.operation';
@@ -42,6 +43,7 @@ export class ItemTracker implements INodeType {
 			// eslint-disable-next-line @n8n/community-nodes/valid-credential-references
 			{ name: 'redis', required: true, displayOptions: REDIS_V1 },
 			{ name: 'flowguardRedisApi', required: true, testedBy: 'flowguardRedisConnectionTest', displayOptions: REDIS_V2 },
+			{ name: 'flowguardServerApi', required: true, testedBy: 'flowguardServerConnectionTest', displayOptions: SERVER_BACKEND },
 		],
 		properties: [
 			backendProperty,

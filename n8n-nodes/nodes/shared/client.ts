@@ -104,7 +104,7 @@ export function isQueueMode(): boolean {
 }
 
 export const QUEUE_MODE_MESSAGE =
-	'The Embedded backend keeps its locks, items and queues on this machine (in a file in n8n\'s folder, or in memory), but this n8n runs in queue mode (EXECUTIONS_MODE=queue), where executions run in worker processes, usually on other machines, that would not see that state. Set Backend to Redis and choose a Redis credential.';
+	'The Embedded backend keeps its locks, items and queues on this machine (in a file in n8n\'s folder, or in memory), but this n8n runs in queue mode (EXECUTIONS_MODE=queue), where executions run in worker processes, usually on other machines, that would not see that state. Set Backend to Redis and choose a Redis credential, or to Flowguard Server.';
 
 /**
  * Opens (or reuses) the client for the node's backend settings. Backend and prefix are read once

@@ -18,6 +18,12 @@ export const backendProperty: INodeProperties = {
 			value: 'redis',
 			description: "State kept in Redis, using n8n's Redis credential. Works with queue mode.",
 		},
+		{
+			name: 'Flowguard Server',
+			value: 'server',
+			description:
+				'State kept by a flowguard server (a sidecar beside n8n), called over HTTP: no native code is loaded in n8n. Works with queue mode.',
+		},
 	],
 	default: 'embedded',
 };
@@ -29,6 +35,8 @@ export const keyPrefixOption: INodeProperties = {
 	default: 'fg:',
 	description:
 		'Prefix of every key flowguard writes (in Redis, and in the embedded store). Nodes that should see the same items or locks must use the same prefix.',
+	// A flowguard server has one prefix for all its callers (its --prefix).
+	displayOptions: { hide: { '/backend': ['server'] } },
 };
 
 /** Embedded only: keep the state in this n8n process's memory instead of the file in n8n's folder. */
@@ -73,3 +81,6 @@ export function redisCredentialType(typeVersion: number): 'redis' | 'flowguardRe
  */
 export const REDIS_V1: INodeCredentialDescription['displayOptions'] = { show: { backend: ['redis'], '@version': [1] } };
 export const REDIS_V2: INodeCredentialDescription['displayOptions'] = { show: { backend: ['redis'], '@version': [2] } };
+
+/** When the credential of the flowguard server backend applies (every node version). */
+export const SERVER_BACKEND: INodeCredentialDescription['displayOptions'] = { show: { backend: ['server'] } };

@@ -23,6 +23,12 @@ export function describeCode(code: string | undefined): string | undefined {
 			return 'Redis did not answer in time.';
 		case 'ERR_INVALID_ARGUMENT':
 			return 'A parameter has a value flowguard does not accept; the message names it.';
+		case 'ERR_SERVER_UNAVAILABLE':
+			return "The flowguard server could not be reached. Check that it is running and the Server URL of the credential.";
+		case 'ERR_UNAUTHORIZED':
+			return 'Set the Token of the flowguard Server credential to the token the server was started with.';
+		case 'ERR_STORAGE':
+			return "The flowguard server cannot read or write its store's file (disk full, read-only); see the server's log.";
 		default:
 			return undefined;
 	}

@@ -4,6 +4,24 @@ import { NodeOperationError } from 'n8n-workflow';
 
 import { clientFor } from './client';
 import { ItemParameters } from './params';
+import { serverClientFor } from './server';
+
+/** The calls the nodes make: the addon's client (Embedded, Redis) or the flowguard server's. */
+export type Calls = Pick<
+	Flowguard,
+	| 'setItems'
+	| 'getItems'
+	| 'listItems'
+	| 'acquireLock'
+	| 'releaseLock'
+	| 'extendLock'
+	| 'getLock'
+	| 'enqueue'
+	| 'readBatch'
+	| 'ack'
+	| 'release'
+	| 'queueSize'
+>;
 
 /** What an operation's `execute` gets: the n8n context, the input items, their parameters and the client. */
 export interface OperationContext {
@@ -11,7 +29,7 @@ export interface OperationContext {
 	items: INodeExecutionData[];
 	/** Parameters without an expression are read once, `={{ $json.field }}` from the item. */
 	params: ItemParameters;
-	fg: Flowguard;
+	fg: Calls;
 }
 
 export type OperationExecute = (op: OperationContext) => Promise<INodeExecutionData[][]>;
@@ -23,7 +41,9 @@ export async function route(
 ): Promise<INodeExecutionData[][]> {
 	const items = ctx.getInputData();
 	const operation = ctx.getNodeParameter('operation', 0) as string;
-	const fg = await clientFor(ctx);
+	// The flowguard server backend never loads the native addon (see addon.ts).
+	const fg: Calls =
+		ctx.getNodeParameter('backend', 0, 'embedded') === 'server' ? await serverClientFor(ctx) : await clientFor(ctx);
 	const execute = Object.prototype.hasOwnProperty.call(operations, operation) ? operations[operation] : undefined;
 	if (!execute) {
 		throw new NodeOperationError(ctx.getNode(), `Unknown operation ${JSON.stringify(operation)}`);
