@@ -1,6 +1,6 @@
 //! Concurrency Lock on the embedded store.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use super::{guard, now_ms, Embedded};
 use crate::backend::{ready, BoxFuture};
@@ -16,13 +16,22 @@ struct Held {
 #[derive(Default)]
 pub struct LockTable {
     held: HashMap<String, Held>,
-    /// The last fencing token issued per lock name; kept for the life of the process so tokens
-    /// strictly increase across acquisitions, releases and expiries.
-    fences: HashMap<String, u64>,
+    /// The last fencing token issued per lock name and until when it is kept: [`FENCE_KEEP_MS`]
+    /// past the lease of each acquisition, so tokens strictly increase across acquisitions,
+    /// releases and expiries of a name used at least once in that time (as on Redis).
+    fences: HashMap<String, (u64, i64)>,
+    /// (keep until, name) of every fence, to forget them in bounded slices.
+    fence_expiry: BTreeSet<(i64, String)>,
     ops: u64,
 }
 
 const SWEEP_EVERY: u64 = 4096;
+
+/// How long a lock name's last fence is kept after the lease of its last acquisition: 30 days.
+pub const FENCE_KEEP_MS: i64 = 30 * 86_400_000;
+
+/// The most fences one call forgets.
+const SLICE: usize = 1000;
 
 impl LockTable {
     /// The live holder of `name`, dropping an expired one.
@@ -30,6 +39,14 @@ impl LockTable {
         self.ops += 1;
         if self.ops.is_multiple_of(SWEEP_EVERY) {
             self.held.retain(|_, h| h.expires_at > now);
+        }
+        for _ in 0..SLICE {
+            match self.fence_expiry.first() {
+                Some((x, _)) if *x <= now => {}
+                _ => break,
+            }
+            let (_, gone) = self.fence_expiry.pop_first().expect("first exists");
+            self.fences.remove(&gone);
         }
         if self.held.get(name).is_some_and(|h| h.expires_at <= now) {
             self.held.remove(name);
@@ -49,9 +66,13 @@ impl LockTable {
                 holder: h.label.clone(),
             };
         }
-        let fence = self.fences.entry(name.to_string()).or_insert(0);
-        *fence += 1;
-        let fence = *fence;
+        let keep_until = now + lease_ms as i64 + FENCE_KEEP_MS;
+        let entry = self.fences.entry(name.to_string()).or_insert((0, keep_until));
+        let old_until = std::mem::replace(&mut entry.1, keep_until);
+        entry.0 += 1;
+        let fence = entry.0;
+        self.fence_expiry.remove(&(old_until, name.to_string()));
+        self.fence_expiry.insert((keep_until, name.to_string()));
         self.held.insert(
             name.to_string(),
             Held {
@@ -106,7 +127,7 @@ impl LockTable {
                 name: name.to_string(),
                 locked: false,
                 remaining_ms: 0,
-                fence: self.fences.get(name).copied().unwrap_or(0),
+                fence: self.fences.get(name).map_or(0, |f| f.0),
                 holder: None,
             },
         }

@@ -11,6 +11,7 @@
 
 mod lock;
 mod queue;
+mod ranked;
 mod state;
 mod tracker;
 

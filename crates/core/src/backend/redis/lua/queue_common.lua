@@ -17,9 +17,13 @@ end
 local was_held = held()
 
 -- Expired claims go back to waiting, due at their deadline, or at the due time of an enqueue
--- made while they were claimed when that is later.
-local function reap()
-  local exp = redis.call('ZRANGEBYSCORE', C, '-inf', fmt(now), 'WITHSCORES')
+-- made while they were claimed when that is later. At most `max` per call (at least SLICE):
+-- when many claims expire at once, the following calls return them slice by slice, so no call
+-- stalls Redis. A claim whose deadline passed counts as waiting and due (queue_size.lua) and
+-- cannot be acked or released (queue_settle.lua) before it is returned.
+local SLICE = 1000
+local function reap(max)
+  local exp = redis.call('ZRANGEBYSCORE', C, '-inf', fmt(now), 'WITHSCORES', 'LIMIT', 0, math.max(SLICE, max))
   for i = 1, #exp, 2 do
     local id, due = exp[i], tonumber(exp[i + 1])
     redis.call('ZREM', C, id)

@@ -12,14 +12,16 @@ local maxtl = tonumber(ARGV[2])
 local out = {now}
 local latest = 0
 local n = (#ARGV - 2) / 5
-purge(retention, math.max(100, 2 * n))
+purge(retention, math.max(100, 2 * n), false)
 
 local function remember(tl, entry)
   tl[#tl + 1] = entry
   while #tl > maxtl do table.remove(tl, 1) end
 end
 
+local written = {}
 local function index(which, id, score)
+  written[which] = true
   for k = 1, 3 do
     if k ~= which then redis.call('ZREM', KEYS[k], id) end
   end
@@ -89,5 +91,5 @@ for i = 0, n - 1 do
   end
 end
 
-keep_alive(latest)
+keep_alive(latest, written)
 return out
