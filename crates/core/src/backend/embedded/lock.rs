@@ -1,6 +1,8 @@
 //! Concurrency Lock on the embedded store.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
+
+use super::expiries::{Expiries, SLICE};
 
 use super::{guard, now_ms, Embedded};
 use crate::backend::{ready, BoxFuture};
@@ -20,36 +22,31 @@ pub struct LockTable {
     /// past the lease of each acquisition, so tokens strictly increase across acquisitions,
     /// releases and expiries of a name used at least once in that time (as on Redis).
     fences: HashMap<String, (u64, i64)>,
-    /// (keep until, name) of every fence, to forget them in bounded slices.
-    fence_expiry: BTreeSet<(i64, String)>,
-    ops: u64,
+    /// When each lease ends and each fence is forgotten, for clean-up in bounded slices.
+    lease_expiry: Expiries,
+    fence_expiry: Expiries,
 }
-
-const SWEEP_EVERY: u64 = 4096;
 
 /// How long a lock name's last fence is kept after the lease of its last acquisition: 30 days.
 pub const FENCE_KEEP_MS: i64 = 30 * 86_400_000;
 
-/// The most fences one call forgets.
-const SLICE: usize = 1000;
-
 impl LockTable {
+    fn drop_held(&mut self, name: &str) {
+        if let Some(h) = self.held.remove(name) {
+            self.lease_expiry.moved(name, Some(h.expires_at), None);
+        }
+    }
+
     /// The live holder of `name`, dropping an expired one.
     fn live(&mut self, name: &str, now: i64) -> Option<&mut Held> {
-        self.ops += 1;
-        if self.ops.is_multiple_of(SWEEP_EVERY) {
-            self.held.retain(|_, h| h.expires_at > now);
+        for gone in self.lease_expiry.due(now, SLICE) {
+            self.held.remove(&gone);
         }
-        for _ in 0..SLICE {
-            match self.fence_expiry.first() {
-                Some((x, _)) if *x <= now => {}
-                _ => break,
-            }
-            let (_, gone) = self.fence_expiry.pop_first().expect("first exists");
+        for gone in self.fence_expiry.due(now, SLICE) {
             self.fences.remove(&gone);
         }
         if self.held.get(name).is_some_and(|h| h.expires_at <= now) {
-            self.held.remove(name);
+            self.drop_held(name);
         }
         self.held.get_mut(name)
     }
@@ -71,8 +68,8 @@ impl LockTable {
         let old_until = std::mem::replace(&mut entry.1, keep_until);
         entry.0 += 1;
         let fence = entry.0;
-        self.fence_expiry.remove(&(old_until, name.to_string()));
-        self.fence_expiry.insert((keep_until, name.to_string()));
+        self.fence_expiry.moved(name, Some(old_until).filter(|_| fence > 1), Some(keep_until));
+        self.lease_expiry.moved(name, None, Some(now + lease_ms as i64));
         self.held.insert(
             name.to_string(),
             Held {
@@ -91,7 +88,7 @@ impl LockTable {
             None => ReleaseResult { released: false, reason: Some(Refusal::NotHeld) },
             Some(h) if h.owner != owner => ReleaseResult { released: false, reason: Some(Refusal::NotOwner) },
             Some(_) => {
-                self.held.remove(name);
+                self.drop_held(name);
                 ReleaseResult { released: true, reason: None }
             }
         }
@@ -107,7 +104,8 @@ impl LockTable {
                 reason: Some(Refusal::NotOwner),
             },
             Some(h) => {
-                h.expires_at = now + lease_ms as i64;
+                let old = std::mem::replace(&mut h.expires_at, now + lease_ms as i64);
+                self.lease_expiry.moved(name, Some(old), Some(now + lease_ms as i64));
                 ExtendResult { extended: true, remaining_ms: lease_ms, reason: None }
             }
         }

@@ -9,6 +9,7 @@
 //! `dueAt`, `expiresAt`, …) are epoch ms on that clock: the wall clock as it was when the store
 //! first read the time, plus the monotonic time since.
 
+mod expiries;
 mod lock;
 mod queue;
 mod ranked;

@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 
+use super::expiries::SLICE;
 use super::ranked::RankedSet;
 
 use super::{guard, now_ms, Embedded};
@@ -11,9 +12,6 @@ use crate::queue::{
     shard_mismatch, EnqueueOutcome, QueueBackend, SettleAction, SettleOutcome, ShardClaim, ShardRef,
     ShardSize,
 };
-
-/// The most expired claims one call returns to waiting (see [`Shard::reap`]).
-const SLICE: usize = 1000;
 
 #[derive(Default)]
 struct Shard {
@@ -234,7 +232,8 @@ impl QueueTable {
             s.reap(now, 0);
             // Claims that expired and are not returned yet count as waiting and due.
             // O(log n): the sets are ranked.
-            let up_to_now = |set: &RankedSet<(i64, String)>| set.count_below(&(now + 1, String::new())) as u64;
+            let up_to_now =
+                |set: &RankedSet<(i64, String)>| set.count_below(&(now + 1, String::new())) as u64;
             let expired = up_to_now(&s.claimed);
             ShardSize {
                 shard: at.shard,

@@ -1,8 +1,9 @@
 //! Item Tracker on the embedded store.
 
 use std::borrow::Cow;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 
+use super::expiries::{Expiries, SLICE};
 use super::ranked::RankedSet;
 use super::{guard, now_ms, Embedded};
 use crate::backend::{ready, BoxFuture};
@@ -25,18 +26,14 @@ pub struct TrackerTable {
 #[derive(Default)]
 struct Group {
     items: Map<Record>,
-    /// (record expiry, id) of every record, kept in step with the records, to forget expired
-    /// records without scanning.
-    expiry: BTreeSet<(i64, String)>,
+    /// Every record's expiry, to forget expired records without scanning.
+    expiry: Expiries,
     /// Per status, in `listItems` order: in progress by lease end, completed and failed by
     /// expiry, each ranked so a page or a count costs O(log n + page).
     by_status: [RankedSet<(i64, String)>; 3],
 }
 
 const SWEEP_EVERY: u64 = 4096;
-
-/// The most records one call forgets (see [`Group::purge`]).
-pub const SLICE: usize = 1000;
 
 /// A record's status index and its position there.
 fn slot(r: &Record) -> Option<(usize, i64)> {
@@ -59,12 +56,7 @@ impl Group {
     /// at least twice what they write, so expired records cannot pile up in a group in use). A
     /// record left for a later call already counts as absent.
     fn purge(&mut self, now: i64, max: usize) {
-        for _ in 0..max {
-            match self.expiry.first() {
-                Some((x, _)) if *x <= now => {}
-                _ => break,
-            }
-            let (_, id) = self.expiry.pop_first().expect("first exists");
+        for id in self.expiry.due(now, max) {
             if let Some(old) = self.items.remove(&id) {
                 self.unindex(&old, id);
             }
@@ -100,12 +92,7 @@ impl Group {
                 (None, None, x, sl)
             }
         };
-        if old_x != Some(new_x) {
-            if let Some(x) = old_x {
-                self.expiry.remove(&(x, id.to_string()));
-            }
-            self.expiry.insert((new_x, id.to_string()));
-        }
+        self.expiry.moved(id, old_x, Some(new_x));
         if old_slot != new_slot {
             if let Some((k, at)) = old_slot {
                 self.by_status[k].remove(&(at, id.to_string()));
@@ -125,7 +112,7 @@ impl Group {
 
     fn remove(&mut self, id: &str) -> Option<Record> {
         let old = self.items.remove(id)?;
-        self.expiry.remove(&(old.x, id.to_string()));
+        self.expiry.moved(id, Some(old.x), None);
         self.unindex(&old, id.to_string());
         Some(old)
     }
@@ -135,7 +122,7 @@ impl Group {
     /// out leases that ended `retention_ms` ago (records that may have expired), and the page
     /// skips expired records.
     fn list(&self, now: i64, q: ListQuery, retention_ms: u64) -> ItemList {
-        let exact = !self.expiry.first().is_some_and(|(x, _)| *x <= now);
+        let exact = !self.expiry.any_due(now);
         let [ip, done, failed] = &self.by_status;
         let ended = up_to(ip, now);
         let abandoned = if exact { ended } else { ended - up_to(ip, now - retention_ms as i64) };
@@ -446,17 +433,32 @@ mod tests {
     #[test]
     fn purge_forgets_one_slice_per_call() {
         let mut t = TrackerTable::default();
+        t.apply(
+            "g",
+            &[ItemOp::Claim {
+                id: "live".into(),
+                owner: "o".into(),
+                lease_ms: 60_000,
+                reclaim_completed: false,
+            }],
+            DAY,
+        );
         let ids: Vec<String> = (0..2500).map(|i| format!("i{i}")).collect();
         let b = t.claim_batch(
             "g",
-            BatchClaim { ids: &ids, owner: "o", lease_ms: 60_000, reclaim_completed: false, retention_ms: DAY },
+            BatchClaim {
+                ids: &ids,
+                owner: "o",
+                lease_ms: 60_000,
+                reclaim_completed: false,
+                retention_ms: DAY,
+            },
         );
         let ops: Vec<ItemOp> = ids
             .iter()
             .map(|id| ItemOp::Complete { id: id.clone(), owner: Some(b.owner.clone()), keep_ms: 1 })
             .collect();
         t.apply("g", &ops, DAY);
-        t.apply("g", &[ItemOp::Claim { id: "live".into(), owner: "o".into(), lease_ms: 60_000, reclaim_completed: false }], DAY);
         assert_eq!(t.groups["g"].items.len(), 2501);
         std::thread::sleep(std::time::Duration::from_millis(5));
         let q = ListQuery { filter: ListFilter::All, offset: 0, limit: 10 };
@@ -480,7 +482,12 @@ mod tests {
         let ids: Vec<String> = (0..50).map(|i| format!("i{i:02}")).collect();
         let mut ops = Vec::new();
         for (i, id) in ids.iter().enumerate() {
-            ops.push(ItemOp::Claim { id: id.clone(), owner: "o".into(), lease_ms: 60_000 + i as u64, reclaim_completed: false });
+            ops.push(ItemOp::Claim {
+                id: id.clone(),
+                owner: "o".into(),
+                lease_ms: 60_000 + i as u64,
+                reclaim_completed: false,
+            });
         }
         t.apply("g", &ops, DAY);
         let finish: Vec<ItemOp> = ids[..20]

@@ -11,13 +11,16 @@
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
--- A record, or false when there is none or it expired; and its JSON text.
+-- A record, or false when there is none or it expired; its JSON text; and the index it may
+-- be in: 1..3 for a live record's status, 0 for none (no record), -1 for any (an expired record
+-- not purged yet).
+local INDEX_OF = {in_progress = 1, completed = 2, failed = 3}
 local function load(id)
   local raw = redis.call('HGET', KEYS[4], id)
-  if not raw then return false, false end
+  if not raw then return false, false, 0 end
   local rec = cjson.decode(raw)
-  if rec.x <= now then return false, false end
-  return rec, raw
+  if rec.x <= now then return false, false, -1 end
+  return rec, raw, INDEX_OF[rec.s] or -1
 end
 
 -- Forgets records whose time has passed, up to `max` ids looked at per index and call, in chunks
@@ -77,38 +80,43 @@ end
 -- may have been claimed with a longer retention than this client's). Once none is, until the
 -- latest completed or failed record expires, earlier too: a claim (lease + retention) followed
 -- by a completion with a shorter keepMs must not leave the records behind their index. Every key
--- of the group gets the same expiry; it is only moved earlier when that gains more than SLACK_MS
--- (keys may outlive their last record by that much, never the other way round), so a stream of
--- writes does not set four TTLs per call. `written[k]`: this call wrote KEYS[k], which may be new
--- and have no TTL yet.
-local SLACK_MS = 1000
+-- of the group gets the same expiry, moved earlier only when that gains more than the slack (an
+-- eighth of the time left, at least a second): keys may outlive their last record by that much,
+-- never the other way round, and a stream of writes mostly finds nothing to change (one PTTL).
+-- `written[k]`: this call wrote KEYS[k], which may be new and have no TTL yet.
+local function slack(target)
+  return math.max(1000, math.floor((target - now) / 8))
+end
 local function keep_alive(expires, written)
-  local in_progress = redis.call('EXISTS', KEYS[1]) == 1
-  local target = expires
-  if not in_progress then
-    target = 0
-    for k = 2, 3 do
-      local top = redis.call('ZRANGE', KEYS[k], -1, -1, 'WITHSCORES')
-      if top[2] and tonumber(top[2]) > target then target = tonumber(top[2]) end
+  local pttl = redis.call('PTTL', KEYS[4])
+  local current = now + pttl
+  if pttl < 0 or current < expires or current > expires + slack(expires) then
+    local in_progress = redis.call('EXISTS', KEYS[1]) == 1
+    local target = expires
+    if not in_progress then
+      target = 0
+      for k = 2, 3 do
+        local top = redis.call('ZRANGE', KEYS[k], -1, -1, 'WITHSCORES')
+        if top[2] and tonumber(top[2]) > target then target = tonumber(top[2]) end
+      end
+      if target <= now then
+        -- No index holds a live record. UNLINK: a large hash is freed off Redis's main thread.
+        if target > 0 then redis.call('UNLINK', KEYS[1], KEYS[2], KEYS[3], KEYS[4]) end
+        return
+      end
+    elseif pttl >= 0 and current > target then
+      target = current
     end
-    if target <= now then
-      -- No index holds a live record. UNLINK: a large hash is freed off Redis's main thread.
-      if target > 0 then redis.call('UNLINK', KEYS[1], KEYS[2], KEYS[3], KEYS[4]) end
+    if target > now and (pttl < 0 or current < target or current > target + slack(target)) then
+      local ms = string.format('%d', target - now)
+      for k = 1, 4 do redis.call('PEXPIRE', KEYS[k], ms) end
       return
     end
   end
-  local pttl = redis.call('PTTL', KEYS[4])
-  local current = now + pttl
-  local reset = pttl < 0 or current < target or (not in_progress and current > target + SLACK_MS)
-  if in_progress and current > target then target = current end
-  if reset and target > now then
-    local ms = string.format('%d', target - now)
-    for k = 1, 4 do redis.call('PEXPIRE', KEYS[k], ms) end
-  else
-    for k = 1, 3 do
-      if written[k] and redis.call('PTTL', KEYS[k]) == -1 then
-        redis.call('PEXPIRE', KEYS[k], string.format('%d', pttl))
-      end
+  if pttl < 0 then return end
+  for k = 1, 3 do
+    if written[k] and redis.call('PTTL', KEYS[k]) == -1 then
+      redis.call('PEXPIRE', KEYS[k], string.format('%d', pttl))
     end
   end
 end
