@@ -209,7 +209,7 @@ async function queueCase(backend) {
   while (true) {
     const b = await fg.readBatch('q', { limit: CHUNK })
     if (b.items.length === 0) break
-    await fg.ack('q', b.items.map((x) => x.id), { owner: b.owner })
+    await fg.ack('q', b.owner, b.items.map((x) => x.id))
   }
   const keysLeft = backend === 'redis' ? await keysUnder(prefix) : null
   const memAfter = backend === 'redis' ? await usedMemory() : process.memoryUsage().rss
