@@ -127,6 +127,18 @@ async function slowlogMax() {
 
 const rows = []
 
+/** The median time of `n` calls of `fn`, in ms. */
+async function timed(n, fn) {
+  const t = []
+  for (let i = 0; i < n; i++) {
+    const s = performance.now()
+    await fn()
+    t.push(performance.now() - s)
+  }
+  t.sort((a, b) => a - b)
+  return t[n >> 1]
+}
+
 async function trackerCase(backend) {
   const prefix = `scale:${backend}:t:${process.pid}:`
   const fg = await Flowguard.open({ url: backend === 'redis' ? URL_ : undefined, prefix })
@@ -142,6 +154,8 @@ async function trackerCase(backend) {
     await fg.setItems('g', chunk.map((id) => ({ id, status: 'completed', owner: b.owner, keepMs })))
   }
   const setupS = (Date.now() - t0) / 1000
+  // One page from the middle of N + 1 records (issue 12: O(log n + page), not a sort of all).
+  const pageMs = await timed(20, () => fg.listItems('g', { offset: Math.floor(N / 2), limit: 20 }))
   // Not waiting an hour: the records are completed again, in chunks, with a keepMs that ends at
   // one moment after this pass (which writes less than the first: only their expiry changes).
   const end = Date.now() + 2000 + setupS * 1000
@@ -173,7 +187,7 @@ async function trackerCase(backend) {
   await fg.listItems('g')
   const keysLeft = backend === 'redis' ? await keysUnder(prefix) : null
   const memAfter = backend === 'redis' ? await usedMemory() : process.memoryUsage().rss
-  rows.push({ backend, pattern: `tracker: ${N.toLocaleString('en-US')} completed records expiring at once`, setupS, ...r, log, counts, keysLeft, memBefore, memAfter })
+  rows.push({ backend, pattern: `tracker: ${N.toLocaleString('en-US')} completed records expiring at once`, setupS, pageMs, ...r, log, counts, keysLeft, memBefore, memAfter })
 }
 
 async function queueCase(backend) {
@@ -182,6 +196,7 @@ async function queueCase(backend) {
   const memBefore = backend === 'redis' ? await usedMemory() : process.memoryUsage().rss
   const t0 = Date.now()
   for (let i = 0; i < N; i += CHUNK) await fg.enqueue('q', ids(i, Math.min(CHUNK, N - i)))
+  const sizeMs = await timed(20, () => fg.queueSize('q'))
   // Every claim's visibility ends at `at`, after the claiming pass (given twice the enqueue time).
   const at = Date.now() + 2000 + 2 * (Date.now() - t0)
   let claimed = 0
@@ -213,7 +228,7 @@ async function queueCase(backend) {
   }
   const keysLeft = backend === 'redis' ? await keysUnder(prefix) : null
   const memAfter = backend === 'redis' ? await usedMemory() : process.memoryUsage().rss
-  rows.push({ backend, pattern: `queue: ${N.toLocaleString('en-US')} claims expiring at once`, setupS, ...r, log, counts: size, claimedN: claimed, keysLeft, memBefore, memAfter })
+  rows.push({ backend, pattern: `queue: ${N.toLocaleString('en-US')} claims expiring at once`, setupS, sizeMs, ...r, log, counts: size, claimedN: claimed, keysLeft, memBefore, memAfter })
 }
 
 try {
@@ -239,6 +254,10 @@ for (const r of rows) {
   const slow = r.log ? `${ms(r.log.ms)}${r.log.count ? ` (${r.log.cmd.trim()})` : ' (none ≥ 1 ms)'}` : '–'
   lines.push(`| ${r.backend} | ${r.pattern} | ${r.calls} | ${ms(r.slowest)} | ${slow} | ${ms(r.lagMax)} | ${mem} | ${r.keysLeft ?? '–'} |`)
 }
+lines.push('')
+lines.push('Reads at that size, before the expiry (median of 20 calls): ' + rows.map((r) => r.pageMs != null
+  ? `${r.backend} listItems page of 20 at offset N/2 ${r.pageMs.toFixed(2)} ms`
+  : `${r.backend} queueSize ${r.sizeMs.toFixed(2)} ms`).join('; ') + '.')
 console.log(lines.join('\n'))
 console.log('\n' + JSON.stringify(rows.map((r) => ({ ...r, log: r.log })), null, 1))
 process.exit(0)
