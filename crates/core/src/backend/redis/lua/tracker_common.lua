@@ -81,8 +81,9 @@ end
 -- latest completed or failed record expires, earlier too: a claim (lease + retention) followed
 -- by a completion with a shorter keepMs must not leave the records behind their index. Every key
 -- of the group gets the same expiry, moved earlier only when that gains more than the slack (an
--- eighth of the time left, at least a second): keys may outlive their last record by that much,
--- never the other way round, and a stream of writes mostly finds nothing to change (one PTTL).
+-- eighth of the time left, at least a second) and made later by that much more than needed:
+-- keys may outlive their last record by the slack, never the other way round, and a stream of
+-- writes mostly finds nothing to change (one PTTL).
 -- `written[k]`: this call wrote KEYS[k], which may be new and have no TTL yet.
 local function slack(target)
   return math.max(1000, math.floor((target - now) / 8))
@@ -108,6 +109,9 @@ local function keep_alive(expires, written)
       target = current
     end
     if target > now and (pttl < 0 or current < target or current > target + slack(target)) then
+      -- Made later while items are in progress: with the slack as headroom, so the claims that
+      -- follow find nothing to change for a while.
+      if in_progress and (pttl < 0 or current < target) then target = target + slack(target) end
       local ms = string.format('%d', target - now)
       for k = 1, 4 do redis.call('PEXPIRE', KEYS[k], ms) end
       return
