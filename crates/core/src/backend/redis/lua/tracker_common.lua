@@ -80,18 +80,18 @@ end
 -- may have been claimed with a longer retention than this client's). Once none is, until the
 -- latest completed or failed record expires, earlier too: a claim (lease + retention) followed
 -- by a completion with a shorter keepMs must not leave the records behind their index. Every key
--- of the group gets the same expiry, moved earlier only when that gains more than the slack (an
--- eighth of the time left, at least a second) and made later by that much more than needed:
--- keys may outlive their last record by the slack, never the other way round, and a stream of
--- writes mostly finds nothing to change (one PTTL).
--- `written[k]`: this call wrote KEYS[k], which may be new and have no TTL yet.
+-- of the group gets the same expiry. It is made later by a slack (an eighth of the time left,
+-- at least a second) more than needed, and earlier only when that gains more than twice the
+-- slack: keys may outlive their last record by a quarter of its time left (at least 2 s), never
+-- the other way round, and a stream of claims and completions mostly finds nothing to change
+-- (one PTTL). `written[k]`: this call wrote KEYS[k], which may be new and have no TTL yet.
 local function slack(target)
   return math.max(1000, math.floor((target - now) / 8))
 end
 local function keep_alive(expires, written)
   local pttl = redis.call('PTTL', KEYS[4])
   local current = now + pttl
-  if pttl < 0 or current < expires or current > expires + slack(expires) then
+  if pttl < 0 or current < expires or current > expires + 2 * slack(expires) then
     local in_progress = redis.call('EXISTS', KEYS[1]) == 1
     local target = expires
     if not in_progress then
@@ -105,14 +105,15 @@ local function keep_alive(expires, written)
         if target > 0 then redis.call('UNLINK', KEYS[1], KEYS[2], KEYS[3], KEYS[4]) end
         return
       end
-    elseif pttl >= 0 and current > target then
-      target = current
     end
-    if target > now and (pttl < 0 or current < target or current > target + slack(target)) then
-      -- Made later while items are in progress: with the slack as headroom, so the claims that
-      -- follow find nothing to change for a while.
-      if in_progress and (pttl < 0 or current < target) then target = target + slack(target) end
-      local ms = string.format('%d', target - now)
+    local set = false
+    if pttl < 0 or current < target then
+      set = target + slack(target)
+    elseif not in_progress and current > target + 2 * slack(target) then
+      set = target
+    end
+    if set and set > now then
+      local ms = string.format('%d', set - now)
       for k = 1, 4 do redis.call('PEXPIRE', KEYS[k], ms) end
       return
     end
