@@ -2,6 +2,8 @@
 
 use std::collections::HashMap;
 
+use super::expiries::{Expiries, SLICE};
+
 use super::{guard, now_ms, Embedded};
 use crate::backend::{ready, BoxFuture};
 use crate::lock::{Attempt, ExtendResult, LockBackend, LockInfo, Refusal, ReleaseResult};
@@ -16,23 +18,35 @@ struct Held {
 #[derive(Default)]
 pub struct LockTable {
     held: HashMap<String, Held>,
-    /// The last fencing token issued per lock name; kept for the life of the process so tokens
-    /// strictly increase across acquisitions, releases and expiries.
-    fences: HashMap<String, u64>,
-    ops: u64,
+    /// The last fencing token issued per lock name and until when it is kept: [`FENCE_KEEP_MS`]
+    /// past the lease of each acquisition, so tokens strictly increase across acquisitions,
+    /// releases and expiries of a name used at least once in that time (as on Redis).
+    fences: HashMap<String, (u64, i64)>,
+    /// When each lease ends and each fence is forgotten, for clean-up in bounded slices.
+    lease_expiry: Expiries,
+    fence_expiry: Expiries,
 }
 
-const SWEEP_EVERY: u64 = 4096;
+/// How long a lock name's last fence is kept after the lease of its last acquisition: 30 days.
+pub const FENCE_KEEP_MS: i64 = 30 * 86_400_000;
 
 impl LockTable {
+    fn drop_held(&mut self, name: &str) {
+        if let Some(h) = self.held.remove(name) {
+            self.lease_expiry.moved(name, Some(h.expires_at), None);
+        }
+    }
+
     /// The live holder of `name`, dropping an expired one.
     fn live(&mut self, name: &str, now: i64) -> Option<&mut Held> {
-        self.ops += 1;
-        if self.ops.is_multiple_of(SWEEP_EVERY) {
-            self.held.retain(|_, h| h.expires_at > now);
+        for gone in self.lease_expiry.due(now, SLICE) {
+            self.held.remove(&gone);
+        }
+        for gone in self.fence_expiry.due(now, SLICE) {
+            self.fences.remove(&gone);
         }
         if self.held.get(name).is_some_and(|h| h.expires_at <= now) {
-            self.held.remove(name);
+            self.drop_held(name);
         }
         self.held.get_mut(name)
     }
@@ -49,9 +63,13 @@ impl LockTable {
                 holder: h.label.clone(),
             };
         }
-        let fence = self.fences.entry(name.to_string()).or_insert(0);
-        *fence += 1;
-        let fence = *fence;
+        let keep_until = now + lease_ms as i64 + FENCE_KEEP_MS;
+        let entry = self.fences.entry(name.to_string()).or_insert((0, keep_until));
+        let old_until = std::mem::replace(&mut entry.1, keep_until);
+        entry.0 += 1;
+        let fence = entry.0;
+        self.fence_expiry.moved(name, Some(old_until).filter(|_| fence > 1), Some(keep_until));
+        self.lease_expiry.moved(name, None, Some(now + lease_ms as i64));
         self.held.insert(
             name.to_string(),
             Held {
@@ -70,7 +88,7 @@ impl LockTable {
             None => ReleaseResult { released: false, reason: Some(Refusal::NotHeld) },
             Some(h) if h.owner != owner => ReleaseResult { released: false, reason: Some(Refusal::NotOwner) },
             Some(_) => {
-                self.held.remove(name);
+                self.drop_held(name);
                 ReleaseResult { released: true, reason: None }
             }
         }
@@ -86,7 +104,8 @@ impl LockTable {
                 reason: Some(Refusal::NotOwner),
             },
             Some(h) => {
-                h.expires_at = now + lease_ms as i64;
+                let old = std::mem::replace(&mut h.expires_at, now + lease_ms as i64);
+                self.lease_expiry.moved(name, Some(old), Some(now + lease_ms as i64));
                 ExtendResult { extended: true, remaining_ms: lease_ms, reason: None }
             }
         }
@@ -106,7 +125,7 @@ impl LockTable {
                 name: name.to_string(),
                 locked: false,
                 remaining_ms: 0,
-                fence: self.fences.get(name).copied().unwrap_or(0),
+                fence: self.fences.get(name).map_or(0, |f| f.0),
                 holder: None,
             },
         }

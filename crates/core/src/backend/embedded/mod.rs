@@ -10,8 +10,10 @@
 //! first read the time, plus the monotonic time since.
 
 mod catalog;
+mod expiries;
 mod lock;
 mod queue;
+mod ranked;
 mod state;
 mod tracker;
 

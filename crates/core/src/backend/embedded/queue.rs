@@ -1,6 +1,9 @@
 //! Dedup Queue on the embedded store. The same rules as the Redis scripts `queue_*.lua`.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
+
+use super::expiries::SLICE;
+use super::ranked::RankedSet;
 
 use super::{guard, now_ms, Embedded};
 use crate::backend::{ready, BoxFuture};
@@ -13,10 +16,10 @@ use crate::queue::{
 #[derive(Default)]
 struct Shard {
     /// (due time, id) and id -> due time.
-    waiting: BTreeSet<(i64, String)>,
+    waiting: RankedSet<(i64, String)>,
     due: HashMap<String, i64>,
     /// (visibility deadline, id) and id -> (deadline, owner).
-    claimed: BTreeSet<(i64, String)>,
+    claimed: RankedSet<(i64, String)>,
     claims: HashMap<String, (i64, String)>,
     /// Claimed ids enqueued again: id -> due time.
     again: HashMap<String, i64>,
@@ -41,11 +44,14 @@ impl Shard {
     }
 
     /// Returns expired claims to waiting, due at their deadline (or at the due time of a later
-    /// enqueue, when that is later).
-    fn reap(&mut self, now: i64) {
-        while let Some((deadline, _)) = self.claimed.first() {
-            if *deadline > now {
-                break;
+    /// enqueue, when that is later): at most `max(SLICE, max)` per call, so a mass expiry never
+    /// blocks the event loop in one call (the following calls go on, as on Redis). A claim whose
+    /// deadline passed cannot be acked or released, and counts as waiting and due in `size`.
+    fn reap(&mut self, now: i64, max: usize) {
+        for _ in 0..SLICE.max(max) {
+            match self.claimed.first() {
+                Some((deadline, _)) if *deadline <= now => {}
+                _ => break,
             }
             let (deadline, id) = self.claimed.pop_first().expect("first exists");
             self.claims.remove(&id);
@@ -118,7 +124,7 @@ impl QueueTable {
         debounce: bool,
     ) -> Result<Vec<(EnqueueOutcome, i64)>> {
         self.with(at, |s, now| {
-            s.reap(now);
+            s.reap(now, ids.len());
             let due = now + delay_ms as i64;
             ids.iter()
                 .map(|id| {
@@ -154,7 +160,7 @@ impl QueueTable {
         visibility_ms: u64,
     ) -> Result<ShardClaim> {
         self.with(at, |s, now| {
-            s.reap(now);
+            s.reap(now, limit as usize);
             let deadline = now + visibility_ms as i64;
             let mut items = Vec::new();
             while (items.len() as u64) < limit {
@@ -209,26 +215,31 @@ impl QueueTable {
                     }
                 })
                 .collect();
-            s.reap(now);
+            s.reap(now, ids.len());
             out
         })
     }
 
     pub fn peek(&mut self, at: ShardRef<'_>, limit: u64) -> Result<(i64, Vec<(String, i64)>)> {
         self.with(at, |s, now| {
-            s.reap(now);
+            s.reap(now, limit as usize);
             (now, s.waiting.iter().take(limit as usize).map(|(d, id)| (id.clone(), *d)).collect())
         })
     }
 
     pub fn size(&mut self, at: ShardRef<'_>) -> Result<ShardSize> {
         self.with(at, |s, now| {
-            s.reap(now);
+            s.reap(now, 0);
+            // Claims that expired and are not returned yet count as waiting and due.
+            // O(log n): the sets are ranked.
+            let up_to_now =
+                |set: &RankedSet<(i64, String)>| set.count_below(&(now + 1, String::new())) as u64;
+            let expired = up_to_now(&s.claimed);
             ShardSize {
                 shard: at.shard,
-                waiting: s.waiting.len() as u64,
-                due: s.waiting.iter().take_while(|(d, _)| *d <= now).count() as u64,
-                claimed: s.claimed.len() as u64,
+                waiting: s.waiting.len() as u64 + expired,
+                due: up_to_now(&s.waiting) + expired,
+                claimed: s.claimed.len() as u64 - expired,
                 again: s.again.len() as u64,
             }
         })
@@ -275,5 +286,31 @@ impl QueueTable {
     /// The queues that hold ids, with their shard counts (for the catalog).
     pub(super) fn queue_names(&self) -> impl Iterator<Item = (&str, u32)> {
         self.meta.iter().map(|(k, m)| (k.as_str(), m.shards))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{QueueTable, SLICE};
+    use crate::queue::ShardRef;
+
+    /// 2.5 slices of claims expire together: each call returns one slice at most to waiting,
+    /// and the counts already show them as waiting and due.
+    #[test]
+    fn reap_returns_one_slice_per_call() {
+        let mut q = QueueTable::default();
+        let at = ShardRef { queue: "q", shard: 0, shards: 1 };
+        let ids: Vec<String> = (0..2500).map(|i| format!("i{i}")).collect();
+        q.enqueue(at, &ids, 0, false).expect("enqueue");
+        assert_eq!(q.claim(at, "o", 2500, 1).expect("claim").items.len(), 2500);
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        let mut left = Vec::new();
+        for _ in 0..3 {
+            let s = q.size(at).expect("size");
+            assert_eq!((s.waiting, s.due, s.claimed), (2500, 2500, 0));
+            left.push(q.shards[&("q".to_string(), 0)].claimed.len());
+        }
+        assert_eq!(left, vec![2500 - SLICE, 2500 - 2 * SLICE, 0]);
+        assert_eq!(q.claim(at, "o", 2500, 60_000).expect("claim").items.len(), 2500);
     }
 }

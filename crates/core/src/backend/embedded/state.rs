@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 
+use super::expiries::{Expiries, SLICE};
 use super::{guard, now_ms, Embedded};
 use crate::backend::{ready, BoxFuture};
 use crate::state::{Expiry, KeyClaim, Refusal, SetResult, StateBackend, StateValue, MAX_SAFE_INTEGER};
@@ -28,10 +29,10 @@ struct Key {
 pub struct StateTable {
     values: HashMap<String, Entry>,
     keys: HashMap<String, Key>,
-    ops: u64,
+    /// The expiries of `values` (those that expire) and of `keys`, for clean-up in slices.
+    value_expiry: Expiries,
+    key_expiry: Expiries,
 }
-
-const SWEEP_EVERY: u64 = 4096;
 
 /// The counter a value holds: `Ok(n)`, or a refusal when it is not an integer as a counter
 /// stores it (the forms the Redis script accepts) or lies outside the safe integer range.
@@ -50,26 +51,66 @@ pub(crate) fn integer(json: &str) -> std::result::Result<i64, Refusal> {
 }
 
 impl StateTable {
-    /// Drops expired entries: the one asked for at once, all of them now and then.
+    /// Drops expired entries: the one asked for at once, others a bounded slice per call.
     fn tick(&mut self, key: &str, now: i64) {
-        self.ops += 1;
-        if self.ops.is_multiple_of(SWEEP_EVERY) {
-            self.values.retain(|_, e| e.live(now));
-            self.keys.retain(|_, k| k.expires_at > now);
+        self.sweep(now);
+        self.expire(key, now);
+    }
+
+    /// Drops up to [`SLICE`] expired values and as many keys.
+    fn sweep(&mut self, now: i64) {
+        for k in self.value_expiry.due(now, SLICE) {
+            self.values.remove(&k);
         }
+        for k in self.key_expiry.due(now, SLICE) {
+            self.keys.remove(&k);
+        }
+    }
+
+    /// Drops `key`'s value and idempotency key when expired.
+    fn expire(&mut self, key: &str, now: i64) {
         if self.values.get(key).is_some_and(|e| !e.live(now)) {
-            self.values.remove(key);
+            self.drop_value(key);
         }
         if self.keys.get(key).is_some_and(|k| k.expires_at <= now) {
-            self.keys.remove(key);
+            self.drop_key(key);
+        }
+    }
+
+    fn put_value(&mut self, key: &str, e: Entry) {
+        let new = e.expires_at;
+        let old = self.values.insert(key.to_string(), e).and_then(|o| o.expires_at);
+        self.value_expiry.moved(key, old, new);
+    }
+
+    fn drop_value(&mut self, key: &str) -> bool {
+        match self.values.remove(key) {
+            Some(old) => {
+                self.value_expiry.moved(key, old.expires_at, None);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn put_key(&mut self, key: &str, k: Key) {
+        let new = k.expires_at;
+        let old = self.keys.insert(key.to_string(), k).map(|o| o.expires_at);
+        self.key_expiry.moved(key, old, Some(new));
+    }
+
+    fn drop_key(&mut self, key: &str) {
+        if let Some(old) = self.keys.remove(key) {
+            self.key_expiry.moved(key, Some(old.expires_at), None);
         }
     }
 
     pub fn get(&mut self, keys: &[String]) -> Vec<Option<StateValue>> {
         let now = now_ms();
+        self.sweep(now);
         keys.iter()
             .map(|k| {
-                self.tick(k, now);
+                self.expire(k, now);
                 self.values.get(k).map(|e| StateValue { json: e.json.clone(), expires_at: e.expires_at })
             })
             .collect()
@@ -96,14 +137,14 @@ impl StateTable {
                 return Ok(SetResult { written: false, current });
             }
         }
-        self.values.insert(key.to_string(), Entry { json: json.to_string(), expires_at });
+        self.put_value(key, Entry { json: json.to_string(), expires_at });
         Ok(SetResult { written: true, current: StateValue { json: json.to_string(), expires_at } })
     }
 
     pub fn delete(&mut self, key: &str) -> bool {
         let now = now_ms();
         self.tick(key, now);
-        self.values.remove(key).is_some()
+        self.drop_value(key)
     }
 
     pub fn increment(
@@ -123,7 +164,7 @@ impl StateTable {
             return Err(Refusal::OutOfRange);
         }
         let expires_at = expires_at.or_else(|| ttl_ms.map(|t| now + t as i64));
-        self.values.insert(key.to_string(), Entry { json: next.to_string(), expires_at });
+        self.put_value(key, Entry { json: next.to_string(), expires_at });
         Ok(next)
     }
 
@@ -136,8 +177,8 @@ impl StateTable {
             }
             Some(k) => KeyClaim::Pending { remaining_ms: (k.expires_at - now).max(0) as u64 },
             None => {
-                self.keys.insert(
-                    key.to_string(),
+                self.put_key(
+                    key,
                     Key { owner: Some(owner.to_string()), result: None, expires_at: now + lease_ms as i64 },
                 );
                 KeyClaim::Claimed { owner: owner.to_string(), lease_ms }
@@ -150,9 +191,12 @@ impl StateTable {
         self.tick(key, now);
         match self.keys.get_mut(key) {
             Some(k) if k.result.is_none() && k.owner.as_deref() == Some(owner) => {
+                let old = k.expires_at;
                 k.owner = None;
                 k.result = Some(json.to_string());
                 k.expires_at = now + ttl_ms as i64;
+                let new = k.expires_at;
+                self.key_expiry.moved(key, Some(old), Some(new));
                 true
             }
             _ => false,
@@ -164,7 +208,7 @@ impl StateTable {
         self.tick(key, now);
         match self.keys.get(key) {
             Some(k) if k.result.is_none() && k.owner.as_deref() == Some(owner) => {
-                self.keys.remove(key);
+                self.drop_key(key);
                 true
             }
             _ => false,

@@ -1,8 +1,10 @@
 //! Item Tracker on the embedded store.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
+use super::expiries::{Expiries, SLICE};
+use super::ranked::RankedSet;
 use super::{guard, now_ms, Embedded};
 use crate::backend::{ready, BoxFuture};
 use crate::tracker::{
@@ -24,48 +26,47 @@ pub struct TrackerTable {
 #[derive(Default)]
 struct Group {
     items: Map<Record>,
-    /// Ids by record expiry, to forget expired records without scanning. Every record has an
-    /// entry at its current expiry; entries left behind when a record's expiry changed or it was
-    /// removed are skipped when their time comes (and dropped by `compact` when too many).
-    expiry: BTreeMap<i64, Vec<String>>,
-    /// How many entries of `expiry` are left behind.
-    stale: usize,
+    /// Every record's expiry, to forget expired records without scanning.
+    expiry: Expiries,
+    /// Per status, in `listItems` order: in progress by lease end, completed and failed by
+    /// expiry, each ranked so a page or a count costs O(log n + page).
+    by_status: [RankedSet<(i64, String)>; 3],
 }
 
 const SWEEP_EVERY: u64 = 4096;
 
+/// A record's status index and its position there.
+fn slot(r: &Record) -> Option<(usize, i64)> {
+    match &*r.s {
+        "in_progress" => Some((0, r.l)),
+        "completed" => Some((1, r.x)),
+        "failed" => Some((2, r.x)),
+        _ => None,
+    }
+}
+
+/// How many keys of `set` have a score up to `t`.
+fn up_to(set: &RankedSet<(i64, String)>, t: i64) -> usize {
+    set.count_below(&(t.saturating_add(1), String::new()))
+}
+
 impl Group {
-    fn purge(&mut self, now: i64) {
-        while let Some(entry) = self.expiry.first_entry() {
-            if *entry.key() > now {
-                break;
+    /// Forgets records whose expiry passed, at most `max` per call: clean-up in bounded slices,
+    /// so a mass expiry never blocks the event loop in one call (later calls go on; writers pass
+    /// at least twice what they write, so expired records cannot pile up in a group in use). A
+    /// record left for a later call already counts as absent.
+    fn purge(&mut self, now: i64, max: usize) {
+        for id in self.expiry.due(now, max) {
+            if let Some(old) = self.items.remove(&id) {
+                self.unindex(&old, id);
             }
-            let x = *entry.key();
-            for id in entry.remove() {
-                if matches!(self.items.get(&id), Some(r) if r.x == x) {
-                    self.items.remove(&id);
-                } else {
-                    self.stale = self.stale.saturating_sub(1);
-                }
-            }
-        }
-        if self.stale > 1024 && self.stale > 2 * self.items.len() {
-            self.compact();
         }
     }
 
-    /// Rebuilds the expiry index from the records.
-    fn compact(&mut self) {
-        let mut expiry: BTreeMap<i64, Vec<String>> = BTreeMap::new();
-        for (id, r) in &self.items {
-            expiry.entry(r.x).or_default().push(id.clone());
+    fn unindex(&mut self, r: &Record, id: String) {
+        if let Some((k, at)) = slot(r) {
+            self.by_status[k].remove(&(at, id));
         }
-        self.expiry = expiry;
-        self.stale = 0;
-    }
-
-    fn index(&mut self, x: i64, id: &str) {
-        self.expiry.entry(x).or_default().push(id.to_string());
     }
 
     /// Changes the record of `id` in place (a fresh one when there is none), keeps the expiry
@@ -77,29 +78,91 @@ impl Group {
 
     /// [`Group::update`] without building the state.
     fn update_quiet(&mut self, id: &str, now: i64, change: impl FnOnce(&mut Record)) {
-        match self.items.get_mut(id) {
+        let (old_x, old_slot, new_x, new_slot) = match self.items.get_mut(id) {
             Some(rec) => {
-                let old_x = rec.x;
+                let (old_x, old_slot) = (Some(rec.x), slot(rec));
                 change(rec);
-                let x = rec.x;
-                if x != old_x {
-                    self.stale += 1;
-                    self.index(x, id);
-                }
+                (old_x, old_slot, rec.x, slot(rec))
             }
             None => {
                 let mut rec = fresh(now);
                 change(&mut rec);
-                self.index(rec.x, id);
+                let (x, sl) = (rec.x, slot(&rec));
                 self.items.insert(id.to_string(), rec);
+                (None, None, x, sl)
             }
+        };
+        self.expiry.moved(id, old_x, Some(new_x));
+        if old_slot != new_slot {
+            if let Some((k, at)) = old_slot {
+                self.by_status[k].remove(&(at, id.to_string()));
+            }
+            if let Some((k, at)) = new_slot {
+                self.by_status[k].insert((at, id.to_string()));
+            }
+        }
+    }
+
+    /// Forgets the record of `id` when it expired and a purge slice has not reached it yet.
+    fn expire(&mut self, id: &str, now: i64) {
+        if self.items.get(id).is_some_and(|r| r.x <= now) {
+            self.remove(id);
         }
     }
 
     fn remove(&mut self, id: &str) -> Option<Record> {
         let old = self.items.remove(id)?;
-        self.stale += 1;
+        self.expiry.moved(id, Some(old.x), None);
+        self.unindex(&old, id.to_string());
         Some(old)
+    }
+
+    /// One page and the counts, from the status indexes: the same as the Redis script
+    /// `tracker_list.lua`. When a purge slice left expired records, the abandoned count leaves
+    /// out leases that ended `retention_ms` ago (records that may have expired), and the page
+    /// skips expired records.
+    fn list(&self, now: i64, q: ListQuery, retention_ms: u64) -> ItemList {
+        let exact = !self.expiry.any_due(now);
+        let [ip, done, failed] = &self.by_status;
+        let ended = up_to(ip, now);
+        let abandoned = if exact { ended } else { ended - up_to(ip, now - retention_ms as i64) };
+        let (c_first, f_first) = (up_to(done, now), up_to(failed, now));
+        let counts = Counts {
+            in_progress: (ip.len() - ended) as u64,
+            abandoned: abandoned as u64,
+            completed: (done.len() - c_first) as u64,
+            failed: (failed.len() - f_first) as u64,
+        };
+        let segments = [
+            (ListFilter::InProgress, ip, ended, counts.in_progress),
+            (ListFilter::Abandoned, ip, ended - abandoned, counts.abandoned),
+            (ListFilter::Failed, failed, f_first, counts.failed),
+            (ListFilter::Completed, done, c_first, counts.completed),
+        ];
+        let (mut skip, mut want) = (q.offset, q.limit);
+        let mut items = Vec::new();
+        for (filter, set, first, count) in segments {
+            if want == 0 {
+                break;
+            }
+            if q.filter != ListFilter::All && q.filter != filter {
+                continue;
+            }
+            if skip >= count {
+                skip -= count;
+                continue;
+            }
+            let n = want.min(count - skip);
+            for (_, id) in set.iter_from(first + skip as usize).take(n as usize) {
+                if let Some(r) = self.items.get(id).filter(|r| r.x > now) {
+                    items.push(r.to_state(id, now));
+                }
+            }
+            want -= n;
+            skip = 0;
+        }
+        let end = q.offset + q.limit;
+        ItemList { counts, items, next_offset: if end < counts.of(q.filter) { Some(end) } else { None } }
     }
 }
 
@@ -116,6 +179,7 @@ fn push(t: &mut Vec<Transition>, tr: Transition) {
 /// Applies one operation at `now`. The same rules as the Redis script `tracker_apply.lua`.
 fn apply_one(group_name: &str, g: &mut Group, op: &ItemOp, now: i64, retention_ms: u64) -> OpResult {
     let id = op.id();
+    g.expire(id, now);
     let result =
         |outcome, owner, item| OpResult { id: id.to_string(), action: op.action(), outcome, owner, item };
     let current = |g: &Group| match g.items.get(id) {
@@ -197,11 +261,12 @@ pub(crate) fn fresh(now: i64) -> Record {
 }
 
 impl TrackerTable {
-    fn group_mut(&mut self, group: &str, now: i64) -> &mut Group {
+    /// The group, after a purge of up to `max(SLICE, 2 * writes)` records.
+    fn group_mut(&mut self, group: &str, now: i64, writes: usize) -> &mut Group {
         self.writes += 1;
         if self.writes.is_multiple_of(SWEEP_EVERY) {
             self.groups.retain(|_, g| {
-                g.purge(now);
+                g.purge(now, SLICE);
                 !g.items.is_empty()
             });
         }
@@ -209,13 +274,13 @@ impl TrackerTable {
             self.groups.insert(group.to_string(), Group::default());
         }
         let g = self.groups.get_mut(group).expect("inserted above");
-        g.purge(now);
+        g.purge(now, SLICE.max(2 * writes));
         g
     }
 
     pub fn apply(&mut self, group: &str, ops: &[ItemOp], retention_ms: u64) -> Vec<OpResult> {
         let now = now_ms();
-        let g = self.group_mut(group, now);
+        let g = self.group_mut(group, now, ops.len());
         let out = ops.iter().map(|op| apply_one(group, g, op, now, retention_ms)).collect();
         if g.items.is_empty() {
             self.groups.remove(group);
@@ -226,11 +291,12 @@ impl TrackerTable {
     pub fn claim_batch(&mut self, group: &str, c: BatchClaim<'_>) -> ClaimBatch {
         let now = now_ms();
         let lease_end = now + c.lease_ms as i64;
-        let g = self.group_mut(group, now);
+        let g = self.group_mut(group, now, c.ids.len());
         g.items.reserve(c.ids.len());
         let mut outcomes = Vec::with_capacity(c.ids.len());
         let mut attempts = Vec::with_capacity(c.ids.len());
         for id in c.ids {
+            g.expire(id, now);
             let (outcome, a) = match g.items.get(id.as_str()) {
                 Some(r) => match r.status_at(now) {
                     ItemStatus::InProgress => (BatchOutcome::InProgress, r.a),
@@ -263,9 +329,9 @@ impl TrackerTable {
         match g {
             None => ids.iter().map(|id| ItemState::unknown(id)).collect(),
             Some(g) => {
-                g.purge(now);
+                g.purge(now, SLICE);
                 ids.iter()
-                    .map(|id| match g.items.get(id) {
+                    .map(|id| match g.items.get(id).filter(|r| r.x > now) {
                         Some(r) => r.to_state(id, now),
                         None => ItemState::unknown(id),
                     })
@@ -274,13 +340,17 @@ impl TrackerTable {
         }
     }
 
-    pub fn list(&mut self, group: &str, q: ListQuery) -> ItemList {
+    pub fn list(&mut self, group: &str, q: ListQuery, retention_ms: u64) -> ItemList {
         let now = now_ms();
         let Some(g) = self.groups.get_mut(group) else {
             return ItemList { counts: Counts::default(), items: Vec::new(), next_offset: None };
         };
-        g.purge(now);
-        page(g.items.iter(), now, q)
+        g.purge(now, SLICE);
+        let out = g.list(now, q, retention_ms);
+        if g.items.is_empty() {
+            self.groups.remove(group);
+        }
+        out
     }
 }
 
@@ -346,8 +416,107 @@ impl TrackerBackend for Embedded {
     fn read<'a>(&'a self, group: &'a str, ids: &'a [String]) -> BoxFuture<'a, Vec<ItemState>> {
         ready(Ok(guard(&self.namespace().tracker).read(group, ids)))
     }
-    fn list<'a>(&'a self, group: &'a str, query: ListQuery, _retention_ms: u64) -> BoxFuture<'a, ItemList> {
-        ready(Ok(guard(&self.namespace().tracker).list(group, query)))
+    fn list<'a>(&'a self, group: &'a str, query: ListQuery, retention_ms: u64) -> BoxFuture<'a, ItemList> {
+        ready(Ok(guard(&self.namespace().tracker).list(group, query, retention_ms)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{TrackerTable, SLICE};
+    use crate::tracker::{BatchClaim, ItemOp, ListFilter, ListQuery};
+
+    const DAY: u64 = 86_400_000;
+
+    /// 2.5 slices of records expire together: each call forgets one slice at most, and every
+    /// call already counts them as gone.
+    #[test]
+    fn purge_forgets_one_slice_per_call() {
+        let mut t = TrackerTable::default();
+        t.apply(
+            "g",
+            &[ItemOp::Claim {
+                id: "live".into(),
+                owner: "o".into(),
+                lease_ms: 60_000,
+                reclaim_completed: false,
+            }],
+            DAY,
+        );
+        let ids: Vec<String> = (0..2500).map(|i| format!("i{i}")).collect();
+        let b = t.claim_batch(
+            "g",
+            BatchClaim {
+                ids: &ids,
+                owner: "o",
+                lease_ms: 60_000,
+                reclaim_completed: false,
+                retention_ms: DAY,
+            },
+        );
+        let ops: Vec<ItemOp> = ids
+            .iter()
+            .map(|id| ItemOp::Complete { id: id.clone(), owner: Some(b.owner.clone()), keep_ms: 1 })
+            .collect();
+        t.apply("g", &ops, DAY);
+        assert_eq!(t.groups["g"].items.len(), 2501);
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        let q = ListQuery { filter: ListFilter::All, offset: 0, limit: 10 };
+        let mut left = Vec::new();
+        for _ in 0..3 {
+            let l = t.list("g", q, DAY);
+            assert_eq!((l.counts.in_progress, l.counts.completed), (1, 0));
+            assert_eq!(l.items.len(), 1);
+            let g = &t.groups["g"];
+            assert_eq!(g.items.len(), g.expiry.len());
+            assert_eq!(g.items.len(), g.by_status.iter().map(|s| s.len()).sum::<usize>());
+            left.push(g.items.len());
+        }
+        assert_eq!(left, vec![2501 - SLICE, 2501 - 2 * SLICE, 1]);
+    }
+
+    /// Pages come from the ranked indexes in the documented order, with exact counts.
+    #[test]
+    fn pages_in_order() {
+        let mut t = TrackerTable::default();
+        let ids: Vec<String> = (0..50).map(|i| format!("i{i:02}")).collect();
+        let mut ops = Vec::new();
+        for (i, id) in ids.iter().enumerate() {
+            ops.push(ItemOp::Claim {
+                id: id.clone(),
+                owner: "o".into(),
+                lease_ms: 60_000 + i as u64,
+                reclaim_completed: false,
+            });
+        }
+        t.apply("g", &ops, DAY);
+        let finish: Vec<ItemOp> = ids[..20]
+            .iter()
+            .enumerate()
+            .map(|(i, id)| {
+                if i % 2 == 0 {
+                    ItemOp::Complete { id: id.clone(), owner: None, keep_ms: DAY - i as u64 }
+                } else {
+                    ItemOp::Fail { id: id.clone(), owner: None, error: "e".into(), keep_ms: DAY + i as u64 }
+                }
+            })
+            .collect();
+        t.apply("g", &finish, DAY);
+        let mut seen = Vec::new();
+        let mut offset = 0;
+        loop {
+            let l = t.list("g", ListQuery { filter: ListFilter::All, offset, limit: 7 }, DAY);
+            assert_eq!((l.counts.in_progress, l.counts.completed, l.counts.failed), (30, 10, 10));
+            seen.extend(l.items.iter().map(|s| s.id.clone()));
+            match l.next_offset {
+                Some(o) => offset = o,
+                None => break,
+            }
+        }
+        let mut want: Vec<String> = ids[20..].to_vec();
+        want.extend((1..20).step_by(2).map(|i| ids[i].clone()));
+        want.extend((0..20).step_by(2).rev().map(|i| ids[i].clone()));
+        assert_eq!(seen, want);
     }
 }
 

@@ -1,7 +1,7 @@
 -- Dedup Queue: claim up to ARGV[3] due ids of one shard, oldest first, for ARGV[4] ms, for the
 -- owner token ARGV[2]. Reply: the change of the shard's state (see tidy), the visibility deadline,
 -- then id and due time per claimed id.
-reap()
+reap(tonumber(ARGV[3]))
 local deadline = now + tonumber(ARGV[4])
 local ids = redis.call('ZRANGEBYSCORE', W, '-inf', fmt(now), 'WITHSCORES', 'LIMIT', 0, ARGV[3])
 local out = {1, deadline}

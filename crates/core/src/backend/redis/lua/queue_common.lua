@@ -17,19 +17,34 @@ end
 local was_held = held()
 
 -- Expired claims go back to waiting, due at their deadline, or at the due time of an enqueue
--- made while they were claimed when that is later.
-local function reap()
-  local exp = redis.call('ZRANGEBYSCORE', C, '-inf', fmt(now), 'WITHSCORES')
-  for i = 1, #exp, 2 do
-    local id, due = exp[i], tonumber(exp[i + 1])
-    redis.call('ZREM', C, id)
-    redis.call('HDEL', O, id)
-    local a = redis.call('ZSCORE', A, id)
-    if a then
-      redis.call('ZREM', A, id)
-      if tonumber(a) > due then due = tonumber(a) end
+-- made while they were claimed when that is later. At most `max` per call (at least SLICE):
+-- when many claims expire at once, the following calls return them slice by slice, so no call
+-- stalls Redis. A claim whose deadline passed counts as waiting and due (queue_size.lua) and
+-- cannot be acked or released (queue_settle.lua) before it is returned.
+local SLICE = 1000
+local function reap(max)
+  local left = math.max(SLICE, max)
+  -- Variadic commands per chunk of at most 1000 ids (the most Lua's unpack takes safely).
+  local again = redis.call('ZCARD', A) > 0
+  while left > 0 do
+    local exp = redis.call('ZRANGEBYSCORE', C, '-inf', fmt(now), 'WITHSCORES', 'LIMIT', 0, math.min(1000, left))
+    if #exp == 0 then break end
+    local ids, zs = {}, {}
+    for i = 1, #exp, 2 do
+      local id, due = exp[i], tonumber(exp[i + 1])
+      if again then
+        local a = redis.call('ZSCORE', A, id)
+        if a and tonumber(a) > due then due = tonumber(a) end
+      end
+      ids[#ids + 1] = id
+      zs[#zs + 1] = fmt(due); zs[#zs + 1] = id
     end
-    redis.call('ZADD', W, fmt(due), id)
+    redis.call('ZREM', C, unpack(ids))
+    redis.call('HDEL', O, unpack(ids))
+    if again then redis.call('ZREM', A, unpack(ids)) end
+    redis.call('ZADD', W, unpack(zs))
+    left = left - #ids
+    if #ids < 1000 then break end
   end
 end
 

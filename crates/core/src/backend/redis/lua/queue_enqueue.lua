@@ -2,7 +2,7 @@
 -- ids. Reply: the change of the shard's state (see tidy), then per id a code (1 added, 0
 -- duplicate, 2 debounced, 3 claimed: kept to be delivered again after the claim ends) and its due
 -- time.
-reap()
+reap(#ARGV - 3)
 local due = now + tonumber(ARGV[2])
 local debounce = ARGV[3] == '1'
 local out = {1}

@@ -1,6 +1,6 @@
 -- Dedup Queue: the first ARGV[2] waiting ids of one shard by due time, without claiming.
 -- Reply: the change of the shard's state (see tidy), now, then id and due time per id.
-reap()
+reap(tonumber(ARGV[2]))
 local ids = redis.call('ZRANGE', W, 0, fmt(tonumber(ARGV[2]) - 1), 'WITHSCORES')
 local out = {1, now}
 for i = 1, #ids, 2 do

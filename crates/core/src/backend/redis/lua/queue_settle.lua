@@ -37,6 +37,6 @@ for i = 5, #ARGV do
   out[#out + 1] = code
   out[#out + 1] = at
 end
-reap()
+reap(#ARGV - 4)
 out[1] = tidy()
 return out

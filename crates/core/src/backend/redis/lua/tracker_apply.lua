@@ -12,16 +12,19 @@ local maxtl = tonumber(ARGV[2])
 local out = {now}
 local latest = 0
 local n = (#ARGV - 2) / 5
-purge(retention, math.max(100, 2 * n))
+purge(retention, math.max(100, 2 * n), false)
 
 local function remember(tl, entry)
   tl[#tl + 1] = entry
   while #tl > maxtl do table.remove(tl, 1) end
 end
 
-local function index(which, id, score)
+-- Moves `id` to index `which` (0: none) from `was` (see load: 0 none, -1 any).
+local written = {}
+local function index(which, was, id, score)
+  written[which] = true
   for k = 1, 3 do
-    if k ~= which then redis.call('ZREM', KEYS[k], id) end
+    if k ~= which and (was == k or was < 0) then redis.call('ZREM', KEYS[k], id) end
   end
   if which > 0 then redis.call('ZADD', KEYS[which], score, id) end
 end
@@ -36,7 +39,7 @@ end
 for i = 0, n - 1 do
   local b = 3 + i * 5
   local action, id, owner, num, text = ARGV[b], ARGV[b + 1], ARGV[b + 2], tonumber(ARGV[b + 3]), ARGV[b + 4]
-  local rec, raw = load(id)
+  local rec, raw, was = load(id)
   if action == 'c' then
     if rec and rec.s == 'in_progress' and rec.l > now then
       out[#out + 1] = 0; out[#out + 1] = 'in_progress'; out[#out + 1] = raw
@@ -55,7 +58,7 @@ for i = 0, n - 1 do
       rec.x = rec.l + retention
       remember(rec.t, {t = now, s = 'in_progress', a = rec.a})
       local js = store(id, rec)
-      index(1, id, rec.l)
+      index(1, was, id, rec.l)
       out[#out + 1] = 1; out[#out + 1] = ''; out[#out + 1] = js
     end
   elseif action == 'd' or action == 'f' then
@@ -79,15 +82,15 @@ for i = 0, n - 1 do
         remember(rec.t, {t = now, s = status, a = rec.a})
       end
       local js = store(id, rec)
-      index(which, id, rec.x)
+      index(which, was, id, rec.x)
       out[#out + 1] = 1; out[#out + 1] = ''; out[#out + 1] = js
     end
   else
     redis.call('HDEL', KEYS[4], id)
-    index(0, id, 0)
+    index(0, was, id, 0)
     out[#out + 1] = 1; out[#out + 1] = ''; out[#out + 1] = raw
   end
 end
 
-keep_alive(latest)
+keep_alive(latest, written)
 return out

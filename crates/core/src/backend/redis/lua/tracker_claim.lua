@@ -15,7 +15,7 @@ local expires = lease_end + retention
 local lease_end_s = string.format('%d', lease_end)
 local n = #ARGV - 5
 local CHUNK = 500
-purge(retention, math.max(100, 2 * n))
+purge(retention, math.max(100, 2 * n), false)
 
 -- Every new item gets the same record: encode it once.
 local fresh = cjson.encode({s = 'in_progress', a = 1, o = owner, l = lease_end, c = now, u = now, d = 0, x = expires,
@@ -67,5 +67,5 @@ for c = 0, n - 1, CHUNK do
     redis.call('ZREM', KEYS[3], unpack(moved))
   end
 end
-if any then keep_alive(expires) end
+if any then keep_alive(expires, {true}) end
 return {now, ex}

@@ -13,25 +13,32 @@ local NEVER = 99999999999999
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
--- A record, or false when there is none or it expired; and its JSON text.
+-- A record, or false when there is none or it expired; its JSON text; and the index it may
+-- be in: 1..3 for a live record's status, 0 for none (no record), -1 for any (an expired record
+-- not purged yet).
+local INDEX_OF = {in_progress = 1, completed = 2, failed = 3}
 local function load(id)
   local raw = redis.call('HGET', KEYS[4], id)
-  if not raw then return false, false end
+  if not raw then return false, false, 0 end
   local rec = cjson.decode(raw)
-  if rec.x <= now then return false, false end
-  return rec, raw
+  if rec.x <= now then return false, false, -1 end
+  return rec, raw, INDEX_OF[rec.s] or -1
 end
 
--- Forgets records whose time has passed, up to `max` per index and call (max < 0: all), in
--- chunks of at most 1000 ids. Completed and failed: their index score is their expiry. In
--- progress: the score is the lease end and the record lives `retention` after it (the retention
--- of the client that claimed it, so the record itself decides). Writers pass at least twice the
--- number of items they write, so expired records cannot pile up in a group that is in use.
-local function purge(retention, max)
-  local function chunk(done)
-    if max < 0 then return 1000 end
-    return math.min(1000, max - done)
-  end
+-- Forgets records whose time has passed, up to `max` ids looked at per index and call, in chunks
+-- of at most 1000 ids: clean-up is done in bounded slices, so no call stalls Redis when many
+-- records expire at once (the rest goes in later calls, and a group nobody calls again leaves
+-- with its keys' TTL). Completed and failed: their index score is their expiry. In progress:
+-- the score is the lease end and the record lives `retention` after it (the retention of the
+-- client that claimed it, so the record itself decides). Writers pass at least twice the number
+-- of items they write, so expired records cannot pile up in a group that is in use.
+-- `listing` (listItems): look at every lease that ended, not only those that ended this
+-- client's retention ago (a record claimed by a client with a shorter retention is gone before
+-- that), stepping over records kept longer. Returns whether the in-progress index holds no
+-- expired record after the call (then its abandoned count is exact).
+local SLICE = 1000
+local function purge(retention, max, listing)
+  local function chunk(done) return math.min(1000, max - done) end
   for k = 2, 3 do
     local done = 0
     while chunk(done) > 0 do
@@ -44,16 +51,14 @@ local function purge(retention, max)
       if #ids < want then break end
     end
   end
-  -- A bounded purge looks at leases that ended this client's retention ago. An unbounded one
-  -- (listItems, whose counts must be exact) looks at every lease that ended: a record claimed by
-  -- a client with a shorter retention is gone before that, and must not count as abandoned.
   local cutoff = now - retention
-  if max < 0 then cutoff = now end
+  if listing then cutoff = now end
   local done, kept = 0, 0
-  while chunk(done) > 0 do
+  while true do
     local want = chunk(done)
+    if want <= 0 then return false end
     local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', cutoff, 'LIMIT', kept, want)
-    if #ids == 0 then break end
+    if #ids == 0 then return true end
     local raws = redis.call('HMGET', KEYS[4], unpack(ids))
     local gone = {}
     for j = 1, #ids do
@@ -65,19 +70,60 @@ local function purge(retention, max)
     end
     done = done + #ids
     kept = kept + #ids - #gone
-    -- Records kept longer (claimed by a client with a longer retention) stay in front: a bounded
-    -- purge stops there, an unbounded one steps over them.
-    if (max >= 0 and #gone < #ids) or #ids < want then break end
+    -- Records kept longer (claimed by a client with a longer retention) stay in front: a
+    -- writer's purge stops there, a listing one steps over them.
+    if #ids < want then return true end
+    if not listing and #gone < #ids then return false end
   end
 end
 
--- Makes every key of the group live at least until `expires` (ms).
-local function keep_alive(expires)
-  local want = expires - now
-  if want <= 0 then return end
-  for k = 1, 4 do
-    local pttl = redis.call('PTTL', KEYS[k])
-    if pttl == -1 or (pttl >= 0 and pttl < want) then redis.call('PEXPIRE', KEYS[k], want) end
+-- Sets how long the group's keys live: until its latest record expires. While items are in
+-- progress, only ever later (`expires`: the latest expiry this call wrote; a record in progress
+-- may have been claimed with a longer retention than this client's). Once none is, until the
+-- latest completed or failed record expires, earlier too: a claim (lease + retention) followed
+-- by a completion with a shorter keepMs must not leave the records behind their index. Every key
+-- of the group gets the same expiry. It is made later by a slack (an eighth of the time left,
+-- at least a second) more than needed, and earlier only when that gains more than twice the
+-- slack: keys may outlive their last record by a quarter of its time left (at least 2 s), never
+-- the other way round, and a stream of claims and completions mostly finds nothing to change
+-- (one PTTL). `written[k]`: this call wrote KEYS[k], which may be new and have no TTL yet.
+local function slack(target)
+  return math.max(1000, math.floor((target - now) / 8))
+end
+local function keep_alive(expires, written)
+  local pttl = redis.call('PTTL', KEYS[4])
+  local current = now + pttl
+  if pttl < 0 or current < expires or current > expires + 2 * slack(expires) then
+    local in_progress = redis.call('EXISTS', KEYS[1]) == 1
+    local target = expires
+    if not in_progress then
+      target = 0
+      for k = 2, 3 do
+        local top = redis.call('ZRANGE', KEYS[k], -1, -1, 'WITHSCORES')
+        if top[2] and tonumber(top[2]) > target then target = tonumber(top[2]) end
+      end
+      if target <= now then
+        -- No index holds a live record. UNLINK: a large hash is freed off Redis's main thread.
+        if target > 0 then redis.call('UNLINK', KEYS[1], KEYS[2], KEYS[3], KEYS[4]) end
+        return
+      end
+    end
+    local set = false
+    if pttl < 0 or current < target then
+      set = target + slack(target)
+    elseif not in_progress and current > target + 2 * slack(target) then
+      set = target
+    end
+    if set and set > now then
+      local ms = string.format('%d', set - now)
+      for k = 1, 4 do redis.call('PEXPIRE', KEYS[k], ms) end
+      return
+    end
+  end
+  if pttl < 0 then return end
+  for k = 1, 3 do
+    if written[k] and redis.call('PTTL', KEYS[k]) == -1 then
+      redis.call('PEXPIRE', KEYS[k], string.format('%d', pttl))
+    end
   end
 end
-

@@ -2,29 +2,36 @@
 -- KEYS: the group (see tracker_common.lua).
 -- ARGV: filter (all | in_progress | abandoned | completed | failed), offset, limit, retention ms.
 -- Reply: now, live, abandoned, completed, failed, then id and record pairs.
+-- Bounded work: one purge slice, counts by score range and pages by rank (O(log n + page)).
 local filter = ARGV[1]
 local offset, limit, retention = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 
--- Forget every record whose time has passed, so the counts are exact.
-purge(retention, -1)
+local exact = purge(retention, SLICE, true)
 
 -- '%d', not concatenation: Lua turns a number into text with '%.14g'.
-local after_now = '(' .. string.format('%d', now)
+local now_s = string.format('%d', now)
+local after_now = '(' .. now_s
 
-local live = redis.call('ZCOUNT', KEYS[1], after_now, '+inf')
-local abandoned = redis.call('ZCOUNT', KEYS[1], '-inf', now)
-local completed = redis.call('ZCARD', KEYS[2])
-local failed = redis.call('ZCARD', KEYS[3])
+-- Completed and failed are scored by expiry: the live ones are those after now, whatever the
+-- purge left. In progress is scored by lease end; a lease that ended is abandoned while its
+-- record lives. When the purge slice did not reach every ended lease, the records that may have
+-- expired are those that ended this client's retention ago: they are left out of the count (and
+-- forgotten by the next calls).
+local ended = redis.call('ZCOUNT', KEYS[1], '-inf', now_s)
+local live = redis.call('ZCARD', KEYS[1]) - ended
+local abandoned = ended
+if not exact then
+  abandoned = redis.call('ZCOUNT', KEYS[1], '(' .. string.format('%d', now - retention), now_s)
+end
+local completed = redis.call('ZCOUNT', KEYS[2], after_now, '+inf')
+local failed = redis.call('ZCOUNT', KEYS[3], after_now, '+inf')
 
+-- Each segment is a rank range of its index: [first, first + count).
 local segments = {
-  {name = 'in_progress', count = live, fetch = function(o, c)
-    return redis.call('ZRANGEBYSCORE', KEYS[1], after_now, '+inf', 'LIMIT', o, c) end},
-  {name = 'abandoned', count = abandoned, fetch = function(o, c)
-    return redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', o, c) end},
-  {name = 'failed', count = failed, fetch = function(o, c)
-    return redis.call('ZRANGE', KEYS[3], o, o + c - 1) end},
-  {name = 'completed', count = completed, fetch = function(o, c)
-    return redis.call('ZRANGE', KEYS[2], o, o + c - 1) end},
+  {name = 'in_progress', key = KEYS[1], first = ended, count = live},
+  {name = 'abandoned', key = KEYS[1], first = ended - abandoned, count = abandoned},
+  {name = 'failed', key = KEYS[3], first = redis.call('ZCARD', KEYS[3]) - failed, count = failed},
+  {name = 'completed', key = KEYS[2], first = redis.call('ZCARD', KEYS[2]) - completed, count = completed},
 }
 
 local out = {now, live, abandoned, completed, failed}
@@ -35,7 +42,8 @@ for _, seg in ipairs(segments) do
     if skip >= seg.count then
       skip = skip - seg.count
     else
-      local ids = seg.fetch(skip, math.min(want, seg.count - skip))
+      local from = seg.first + skip
+      local ids = redis.call('ZRANGE', seg.key, from, from + math.min(want, seg.count - skip) - 1)
       skip = 0
       for _, id in ipairs(ids) do
         want = want - 1

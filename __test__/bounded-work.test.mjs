@@ -1,0 +1,139 @@
+// Bounded work and memory that is given back (issue 12). Structural checks, not timings: when
+// more entries expire together than one clean-up slice (1000), one call forgets at most a slice
+// and the following calls go on, while every result already counts the expired entries as gone;
+// and the keys of the README's weekly pattern (claim, then complete with a shorter keepMs) leave
+// Redis when the last record's keepMs ends.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { Flowguard, backends, sleep } from './backends.mjs'
+import { connect } from './resp.mjs'
+
+const SLICE = 1000
+const redisUrl = process.env.REDIS_URL
+
+const keysUnder = (r, prefix) => r.scanAll(`${prefix}*`)
+
+const ids = (n, tag = 'i') => Array.from({ length: n }, (_, i) => `${tag}${i}`)
+
+test('redis: listItems forgets at most one slice of expired records per call, counts exclude the rest', { skip: !redisUrl && 'REDIS_URL not set' }, async () => {
+  const prefix = `bounded:${process.pid}:${Date.now()}:t:`
+  const fg = await Flowguard.open({ url: redisUrl, prefix })
+  const r = await connect(redisUrl)
+  try {
+    // One item stays in progress, so the group's keys live on (their TTL follows the latest
+    // record) and only the purge slices can forget the others.
+    assert.equal((await fg.claim('g', 'live', { timeoutMs: 60_000 })).claimed, true)
+    const all = ids(2500)
+    const b = await fg.claimBatch('g', all)
+    const done = await fg.setItems('g', all.map((id) => ({ id, status: 'completed', owner: b.owner, keepMs: 1 })))
+    assert.equal(done.filter((x) => x.ok !== false).length, 2500)
+    const [records] = (await keysUnder(r, prefix)).filter((k) => k.endsWith(':r'))
+    assert.ok(records, 'the records hash exists')
+    assert.equal(await r.call('HLEN', records), 2501)
+    await sleep(20)
+    const sizes = []
+    for (let i = 0; i < 3; i++) {
+      const l = await fg.listItems('g', { limit: 10 })
+      assert.deepEqual(l.counts, { inProgress: 1, abandoned: 0, completed: 0, failed: 0, total: 1 })
+      assert.deepEqual(l.items.map((x) => x.id), ['live'])
+      sizes.push(await r.call('HLEN', records))
+    }
+    assert.deepEqual(sizes, [2501 - SLICE, 2501 - 2 * SLICE, 1])
+  } finally {
+    r.close()
+  }
+})
+
+test('redis: expired queue claims return to waiting one slice per call, counted as waiting meanwhile', { skip: !redisUrl && 'REDIS_URL not set' }, async () => {
+  const prefix = `bounded:${process.pid}:${Date.now()}:q:`
+  const fg = await Flowguard.open({ url: redisUrl, prefix })
+  const r = await connect(redisUrl)
+  try {
+    await fg.enqueue('q', ids(2500))
+    const got = await fg.readBatch('q', { limit: 2500, visibilityTimeoutMs: 1 })
+    assert.equal(got.items.length, 2500)
+    await sleep(20)
+    const claimedKey = (await keysUnder(r, prefix)).find((k) => k.endsWith(':c'))
+    assert.ok(claimedKey)
+    const left = []
+    for (let i = 0; i < 3; i++) {
+      const s = await fg.queueSize('q')
+      assert.equal(s.waiting, 2500)
+      assert.equal(s.due, 2500)
+      assert.equal(s.claimed, 0)
+      left.push(await r.call('ZCARD', claimedKey))
+    }
+    assert.deepEqual(left, [2500 - SLICE, 2500 - 2 * SLICE, 0])
+    // A claim of more than a slice returns as many expired claims as it asks for.
+    const again = await fg.readBatch('q', { limit: 2500 })
+    assert.equal(again.items.length, 2500)
+  } finally {
+    r.close()
+  }
+})
+
+for (const b of backends()) {
+  for (const how of ['claimMany', 'claimBatch']) {
+    test(`${b.name}: README weekly pattern (${how}, then setItems with a shorter keepMs) forgets everything at keepMs`, async () => {
+      const prefix = `bounded:${process.pid}:${Date.now()}:${how}:`
+      const fg = await b.open({ prefix })
+      const all = ids(300, 'p')
+      let owner
+      if (how === 'claimMany') {
+        const claims = await fg.claimMany('weekly', all, { timeoutMs: 5 * 60_000 })
+        assert.ok(claims.every((c) => c.claimed))
+        owner = (id) => claims.find((c) => c.id === id).owner
+      } else {
+        const c = await fg.claimBatch('weekly', all, { timeoutMs: 5 * 60_000 })
+        owner = () => c.owner
+      }
+      const results = all.map((id, i) =>
+        i % 10 === 0
+          ? { id, status: 'failed', owner: owner(id), error: 'x', keepMs: 300 }
+          : { id, status: 'completed', owner: owner(id), keepMs: 300 },
+      )
+      await fg.setItems('weekly', results)
+      const before = await fg.listItems('weekly')
+      assert.deepEqual(before.counts, { inProgress: 0, abandoned: 0, completed: 270, failed: 30, total: 300 })
+      await sleep(450)
+      if (b.name === 'redis') {
+        const r = await connect(b.url)
+        try {
+          // The keys go with their TTL, without any call on the group.
+          assert.deepEqual(await keysUnder(r, prefix), [])
+        } finally {
+          r.close()
+        }
+      }
+      const after = await fg.listItems('weekly')
+      assert.deepEqual(after.counts, { inProgress: 0, abandoned: 0, completed: 0, failed: 0, total: 0 })
+      assert.equal((await fg.getItem('weekly', 'p1')).status, 'none')
+    })
+  }
+}
+
+test('redis: a lock fence counter lives 30 days past the lease, refreshed on acquire', { skip: !redisUrl && 'REDIS_URL not set' }, async () => {
+  const prefix = `bounded:${process.pid}:${Date.now()}:l:`
+  const fg = await Flowguard.open({ url: redisUrl, prefix })
+  const r = await connect(redisUrl)
+  try {
+    const a = await fg.acquireLock('job', { timeoutMs: 60_000 })
+    assert.equal(a.acquired, true)
+    const fence = (await keysUnder(r, prefix)).find((k) => k.endsWith(':fence'))
+    assert.ok(fence)
+    const keep = 30 * 86_400_000
+    const ttl = await r.call('PTTL', fence)
+    assert.ok(ttl > keep && ttl <= keep + 60_000, `fence TTL ${ttl}`)
+    await fg.releaseLock('job', a.owner)
+    const b2 = await fg.acquireLock('job', { timeoutMs: 1000 })
+    assert.equal(b2.fence, a.fence + 1)
+    const ttl2 = await r.call('PTTL', fence)
+    assert.ok(ttl2 > keep && ttl2 <= keep + 1000, `fence TTL after a shorter lease ${ttl2}`)
+    // A busy attempt leaves the counter and its TTL as they were.
+    const busy = await fg.acquireLock('job', { timeoutMs: 1000 })
+    assert.equal(busy.acquired, false)
+    assert.equal(await r.call('GET', fence), String(b2.fence))
+  } finally {
+    r.close()
+  }
+})
