@@ -18,8 +18,10 @@ use std::sync::{Mutex, MutexGuard};
 
 use crate::client::Config;
 use crate::error::Result;
+use crate::limiter::LimiterBackend;
 use crate::lock::LockBackend;
 use crate::queue::QueueBackend;
+use crate::semaphore::SemaphoreBackend;
 use crate::state::StateBackend;
 use crate::tracker::TrackerBackend;
 
@@ -27,7 +29,9 @@ use crate::tracker::TrackerBackend;
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T>> + Send + 'a>>;
 
 /// A backend: every pattern, and its name.
-pub trait Backend: TrackerBackend + LockBackend + QueueBackend + StateBackend + Send + Sync {
+pub trait Backend:
+    TrackerBackend + LockBackend + QueueBackend + StateBackend + LimiterBackend + SemaphoreBackend + Send + Sync
+{
     /// `embedded`, `durable` or `redis`.
     fn kind(&self) -> &'static str;
 }

@@ -16,9 +16,11 @@
 //! - Time comes from [`clock`]: wall time that never runs backwards across processes and restarts.
 
 mod clock;
+mod limiter;
 mod lock;
 mod queue;
 mod schema;
+mod semaphore;
 mod state;
 mod tracker;
 

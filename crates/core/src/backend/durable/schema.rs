@@ -16,7 +16,7 @@ use crate::error::{Error, ErrorCode, Result};
 /// "FGST": the `application_id` of a flowguard store.
 const APPLICATION_ID: i64 = 0x4647_5354;
 /// The layout this build writes.
-pub const VERSION: i64 = 1;
+pub const VERSION: i64 = 2;
 
 const TABLES: &str = "
 CREATE TABLE meta(k TEXT PRIMARY KEY, v INTEGER NOT NULL) WITHOUT ROWID;
@@ -49,6 +49,21 @@ CREATE INDEX vals_exp ON vals(exp) WHERE exp IS NOT NULL;
 CREATE TABLE idem(ns TEXT NOT NULL, key TEXT NOT NULL, owner TEXT, result TEXT,
   exp INTEGER NOT NULL, UNIQUE(ns, key));
 CREATE INDEX idem_exp ON idem(exp);
+";
+
+/// Layout 2 adds the Rate Limiter and the Semaphore (a file of layout 1 gets these tables).
+const TABLES_V2: &str = "
+-- Rate Limiter: the TAT (µs since the epoch) per name; a row whose exp (ms) has passed equals
+-- no row.
+CREATE TABLE limiters(ns TEXT NOT NULL, name TEXT NOT NULL, tat INTEGER NOT NULL,
+  exp INTEGER NOT NULL, UNIQUE(ns, name));
+CREATE INDEX limiters_exp ON limiters(exp);
+-- Semaphore: a row per name ever taken (its last fencing token), a row per holder.
+CREATE TABLE sem_fences(ns TEXT NOT NULL, name TEXT NOT NULL, fence INTEGER NOT NULL,
+  PRIMARY KEY(ns, name)) WITHOUT ROWID;
+CREATE TABLE sem_holders(ns TEXT NOT NULL, name TEXT NOT NULL, owner TEXT NOT NULL,
+  fence INTEGER NOT NULL, label TEXT, exp INTEGER NOT NULL, UNIQUE(ns, name, owner));
+CREATE INDEX sem_holders_exp ON sem_holders(exp);
 ";
 
 /// Opens `path` (creating the file when absent), checks it is a flowguard store of a layout
@@ -128,6 +143,7 @@ fn check_or_create(conn: &Connection, path: &Path) -> Result<()> {
     let tables: i64 = conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0)).map_err(fail)?;
     if app == 0 && version == 0 && tables == 0 {
         conn.execute_batch(TABLES).map_err(fail)?;
+        conn.execute_batch(TABLES_V2).map_err(fail)?;
         conn.pragma_update(None, "application_id", APPLICATION_ID).map_err(fail)?;
         conn.pragma_update(None, "user_version", VERSION).map_err(fail)?;
         return Ok(());
@@ -146,6 +162,11 @@ fn check_or_create(conn: &Connection, path: &Path) -> Result<()> {
                  {VERSION}); upgrade flowguard, the file was left as it is"
             ),
         ));
+    }
+    if version < 2 {
+        // In the open's write transaction: another process opening the file waits for it.
+        conn.execute_batch(TABLES_V2).map_err(fail)?;
+        conn.pragma_update(None, "user_version", VERSION).map_err(fail)?;
     }
     Ok(())
 }

@@ -7,8 +7,10 @@
 //! that went silent, e.g. behind a dropped NAT or firewall entry, never reports an error by
 //! itself), and its TCP socket has keepalive probes and `TCP_NODELAY` set.
 
+mod limiter;
 mod lock;
 mod queue;
+mod semaphore;
 mod state;
 mod tracker;
 pub mod transport;
