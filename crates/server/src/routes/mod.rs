@@ -1,7 +1,9 @@
-//! The API routes of the four patterns, all `POST` with a JSON body (see docs/server.md).
+//! The API routes of the patterns, all `POST` with a JSON body (see docs/server.md).
 
+pub mod limiter;
 pub mod lock;
 pub mod queue;
+pub mod semaphore;
 pub mod state;
 pub mod tracker;
 
@@ -52,4 +54,10 @@ api_routes! {
     "/v1/state/claimKey" => state::claim_key,
     "/v1/state/completeKey" => state::complete_key,
     "/v1/state/releaseKey" => state::release_key,
+    "/v1/limiter/take" => limiter::take,
+    "/v1/limiter/wait" => limiter::wait,
+    "/v1/semaphore/acquire" => semaphore::acquire,
+    "/v1/semaphore/release" => semaphore::release,
+    "/v1/semaphore/extend" => semaphore::extend,
+    "/v1/semaphore/get" => semaphore::get,
 }
