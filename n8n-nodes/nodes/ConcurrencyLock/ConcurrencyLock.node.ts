@@ -11,7 +11,7 @@ import {
 	resultFieldOption,
 } from '../shared/descriptions';
 import { route } from '../shared/router';
-import { DEFAULT_FIELD } from './actions/calls';
+import { DEFAULT_FIELD, permitsProperty } from './actions/calls';
 import * as extend from './actions/extend.operation';
 import * as get from './actions/get.operation';
 import { ownerTokenProperty } from './actions/owner';
@@ -60,6 +60,7 @@ export class ConcurrencyLock implements INodeType {
 				placeholder: 'e.g. {{ $workflow.name }}',
 				description: 'Name of the lock. Flows that must not run at the same time use the same name.',
 			},
+			permitsProperty,
 			...set.description,
 			...get.description,
 			...extend.description,
