@@ -218,6 +218,34 @@ mod tests {
     }
 
     #[test]
+    fn a_file_of_layout_1_gets_the_tables_of_layout_2() {
+        let path = temp("v1.db");
+        drop(open(&path).unwrap());
+        let c = Connection::open(&path).unwrap();
+        c.execute_batch(
+            "DROP TABLE limiters; DROP TABLE sem_fences; DROP TABLE sem_holders; PRAGMA user_version = 1",
+        )
+        .unwrap();
+        c.execute_batch("INSERT INTO locks VALUES ('fg:', 'kept', NULL, 7, NULL, 0)").unwrap();
+        drop(c);
+        drop(open(&path).unwrap());
+        let c = Connection::open(&path).unwrap();
+        let v: i64 = c.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
+        assert_eq!(v, VERSION);
+        let n: i64 = c
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE name IN ('limiters', 'sem_fences', 'sem_holders')",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(n, 3);
+        let fence: i64 =
+            c.query_row("SELECT fence FROM locks WHERE name = 'kept'", [], |r| r.get(0)).unwrap();
+        assert_eq!(fence, 7, "the rows of layout 1 are kept");
+    }
+
+    #[test]
     fn another_programs_database_is_refused_and_left_alone() {
         let path = temp("other.db");
         let c = Connection::open(&path).unwrap();
