@@ -31,10 +31,17 @@ export declare class Flowguard {
   /** The key prefix. */
   get prefix(): string
   /**
-   * Lets go of this client's Redis connection: closed once no open client of the same
-   * settings uses it. Calls in flight finish; later Redis calls fail with `ERR_CLOSED`.
+   * Takes tokens of rate limiter `name` (GCRA): allowed or not, with the time to wait and the
+   * tokens left. With `maxWaitMs`, reserves them when they are due within it and says when
+   * (`waitMs`, `slotsMs`); never waits itself. A refusal is a result, not an error.
    */
-  close(): Promise<void>
+  rateLimit(name: Arg<string>, options: Arg<RateLimitOptions>): Promise<RateLimitResult>
+  /**
+   * Like `rateLimit`, then waits until the reserved tokens are due: resolves when the caller
+   * may go ahead (`allowed: true`), or at once with `allowed: false` when they are not due
+   * within `maxWaitMs`.
+   */
+  waitRateLimit(name: Arg<string>, options: Arg<RateLimitOptions>): Promise<RateLimitResult>
   /**
    * Acquires a lock. A held lock is a result (`acquired: false`, with the holder's label and
    * time left), not an error.
@@ -73,6 +80,20 @@ export declare class Flowguard {
    * A string with an unpaired surrogate is refused (`ERR_INVALID_ARGUMENT`), as every name is.
    */
   static shardOf(id: Arg<string>, shards: Arg<number>): number
+  /**
+   * Takes one of `permits` permits of semaphore `name`. All held is a result (`acquired:
+   * false`, with the time until the first lease ends), not an error.
+   */
+  acquirePermit(name: Arg<string>, options: Arg<PermitOptions>): Promise<PermitResult>
+  /**
+   * Releases a permit, only with its owner token (`not_held` when it has none: released,
+   * expired, or a wrong token).
+   */
+  releasePermit(name: Arg<string>, owner: Arg<string>): Promise<ReleaseResult>
+  /** Extends a permit's lease to `timeoutMs` from now, only with its owner token. */
+  extendPermit(name: Arg<string>, owner: Arg<string>, options?: Arg<ExtendOptions> | undefined | null): Promise<ExtendResult>
+  /** The live holders of a semaphore and its last fencing token. */
+  getSemaphore(name: Arg<string>): Promise<SemaphoreInfo>
   /** Reads values as JSON text, in one round trip. Prefer `getState` / `getStates`. */
   getStateJson(keys: Arg<Array<string>>): Promise<Array<StateEntry>>
   /** Writes a value given as JSON text (at most 1 MiB). Prefer `setState`. */
@@ -192,10 +213,10 @@ export interface FinishOptions {
    */
   owner?: string
   /**
-   * How long the record is kept, in ms (a completed item counts as done until then), or
-   * `'forever'`: until it is unset. Default: the client's retention.
+   * How long the record is kept, in ms (a completed item counts as done until then). Default:
+   * the client's retention.
    */
-  keepMs?: number | 'forever'
+  keepMs?: number
 }
 
 /** Options of `increment`. */
@@ -221,11 +242,8 @@ export interface ItemRequestInput {
   error?: string
   /** The lease of a claim in ms. Default 600000. Checked on every request. */
   timeoutMs?: number
-  /**
-   * How long a finished record is kept, in ms, or `'forever'`: until it is unset. Default: the
-   * client's retention.
-   */
-  keepMs?: number | 'forever'
+  /** How long a finished record is kept, in ms. Default: the client's retention. */
+  keepMs?: number
   /** Claim even an item that is completed. Default false. */
   reclaimCompleted?: boolean
 }
@@ -255,10 +273,7 @@ export interface ItemState {
   updatedAt?: number
   leaseExpiresAt?: number
   finishedAt?: number
-  /**
-   * When the record will be forgotten (retention, or `keepMs` of a completion); absent for a
-   * record kept forever (`keepMs: 'forever'`) and for an unknown item.
-   */
+  /** When the record will be forgotten (retention, or `keepMs` of a completion). */
   expiresAt?: number
   /** The latest transitions, oldest first (at most 20). */
   timeline: Array<Transition>
@@ -332,12 +347,6 @@ export interface OpenOptions {
    */
   url?: string
   /**
-   * The seed nodes of a Redis Cluster (`redis://host:port` each, or `rediss://…`): any nodes
-   * of the cluster, one is enough, more survive the loss of some. Each call goes to the primary
-   * of its keys' slot; the slot map is refreshed after a failover. Not with `url` or `path`.
-   */
-  cluster?: string | string[]
-  /**
    * A file for the durable embedded store (created when absent; not with `url`): items, locks,
    * queued ids and values survive a restart or crash of the process, and processes that open
    * the same file share them. Omitted (and no `url`): the in-memory store.
@@ -358,6 +367,45 @@ export interface OpenOptions {
   retentionMs?: number
 }
 
+export interface PermitHolder {
+  fence: number
+  remainingMs: number
+  label?: string
+}
+
+/** Options of `acquirePermit`. */
+export interface PermitOptions {
+  /**
+   * How many holders the semaphore allows at once (1 to 1000). Required; callers of one name
+   * should give the same.
+   */
+  permits: number
+  /** The lease of this permit in ms: a holder that dies loses it then. Default 600000 (600 s). */
+  timeoutMs?: number
+  /** When all permits are held, keep trying (with backoff and jitter) for up to this many ms. Default 0. */
+  waitMs?: number
+  /** A label shown to others while this call holds its permit (e.g. an execution id). */
+  label?: string
+}
+
+export interface PermitResult {
+  name: string
+  acquired: boolean
+  /** The owner token: the only key that releases or extends this permit. */
+  owner?: string
+  /**
+   * The fencing token: strictly increasing per semaphore name (ours when acquired, the last
+   * one issued when not).
+   */
+  fence: number
+  /** Holders now (ours included when acquired). */
+  holders: number
+  /** Ms left on our lease when acquired; when not, ms until the first holder's lease ends. */
+  remainingMs: number
+  waitedMs: number
+  attempts: number
+}
+
 /** Options of `ack`. */
 export interface QueueAckOptions {
   /** The queue's shard count (1 to 1024). Default 1. */
@@ -372,12 +420,6 @@ export interface QueueBatch {
   /** The claimed ids, oldest first. */
   ids: Array<string>
   items: Array<QueueItem>
-  /**
-   * Present when some shards could not be read (unreachable, or no reply within the command
-   * timeout; e.g. a Redis Cluster node failing over): their due ids stay due for a later read.
-   * The call fails when no shard could be read.
-   */
-  failedShards?: Array<number>
 }
 
 export interface QueueEnqueued {
@@ -516,9 +558,60 @@ export interface QueueSizeOptions {
   shard?: number
 }
 
+/**
+ * Options of `rateLimit` and `waitRateLimit`: the limiter's rule (callers of one name should
+ * give the same) and what this call takes.
+ */
+export interface RateLimitOptions {
+  /** Tokens per period (1 to 1000000). Required. */
+  limit: number
+  /** The period in ms. Default 1000. */
+  periodMs?: number
+  /**
+   * Tokens that may go at once after an idle time. Default 1: tokens are evenly spaced,
+   * `periodMs / limit` apart, and no window of `periodMs` holds more than `limit`. With a
+   * burst `b`, a window of `periodMs` holds at most `b + limit - 1`.
+   */
+  burst?: number
+  /** Tokens this call takes. Default 1. At most `burst`, unless `maxWaitMs` is given. */
+  cost?: number
+  /**
+   * Reserve the tokens when the last of them is due within this many ms (default 0: only
+   * when allowed now). A reservation is final: the tokens count as taken at their slot times.
+   */
+  maxWaitMs?: number
+}
+
+export interface RateLimitResult {
+  name: string
+  /** Whether the tokens were taken (now, or reserved for the times in `slotsMs`). */
+  allowed: boolean
+  cost: number
+  /** Tokens that could be taken at once now, after this call. */
+  remaining: number
+  /** When not allowed: ms until the same call would be allowed without waiting. */
+  retryAfterMs: number
+  /** Ms until the limiter is full again (its whole burst available), if nothing else is taken. */
+  resetAfterMs: number
+  /** When allowed: ms from the decision until the last token is due (0: all are due now). */
+  waitMs: number
+  /** When allowed: for each token, ms from the decision until it is due, in order. */
+  slotsMs: Array<number>
+  /** The time of the decision, ms since the epoch on the backend's clock (Redis: its TIME). */
+  decidedAt: number
+}
+
 export interface ReleaseResult {
   released: boolean
   reason?: 'not_held' | 'not_owner'
+}
+
+export interface SemaphoreInfo {
+  name: string
+  /** The live holders, first lease end first (their owner tokens are never shown). */
+  holders: Array<PermitHolder>
+  /** The last fencing token issued (0: never taken). */
+  fence: number
 }
 
 export interface StateEntry {

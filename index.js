@@ -141,6 +141,32 @@ class Flowguard {
     return this.#native.queueSize(queue, options)
   }
 
+  // Rate Limiter.
+  rateLimit(name, options) {
+    return this.#native.rateLimit(name, options)
+  }
+
+  waitRateLimit(name, options) {
+    return this.#native.waitRateLimit(name, options)
+  }
+
+  // Semaphore.
+  acquirePermit(name, options) {
+    return this.#native.acquirePermit(name, options)
+  }
+
+  releasePermit(name, owner) {
+    return this.#native.releasePermit(name, owner)
+  }
+
+  extendPermit(name, owner, options) {
+    return this.#native.extendPermit(name, owner, options)
+  }
+
+  getSemaphore(name) {
+    return this.#native.getSemaphore(name)
+  }
+
   // Job State.
   getState(key) {
     return getState(this.#native, key)

@@ -106,6 +106,8 @@ pub fn js_name(rust: &str) -> Cow<'_, str> {
         "connect_timeout" => "connectTimeoutMs",
         "command_timeout" => "commandTimeoutMs",
         "retention" => "retentionMs",
+        "period" => "periodMs",
+        "max_wait" => "maxWaitMs",
         other if other.contains('_') => {
             let mut out = String::with_capacity(other.len());
             let mut up = false;

@@ -10,10 +10,12 @@ mod client;
 mod event_loop_connection;
 mod from_js;
 mod json;
+mod limiter;
 mod lock;
 mod queue;
 #[cfg(unix)]
 mod runtime;
+mod semaphore;
 mod settle;
 mod state;
 mod tracker;

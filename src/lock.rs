@@ -72,6 +72,36 @@ pub struct LockInfo {
     pub holder: Option<String>,
 }
 
+impl From<core::ReleaseResult> for ReleaseResult {
+    fn from(r: core::ReleaseResult) -> Self {
+        ReleaseResult { released: r.released, reason: r.reason.map(|x| x.as_str().to_string()) }
+    }
+}
+
+impl From<core::ExtendResult> for ExtendResult {
+    fn from(r: core::ExtendResult) -> Self {
+        ExtendResult {
+            extended: r.extended,
+            remaining_ms: r.remaining_ms as f64,
+            reason: r.reason.map(|x| x.as_str().to_string()),
+        }
+    }
+}
+
+/// The name, owner and lease of an extend call, converted.
+pub(crate) fn extend_args(
+    name: Arg<'_, String>,
+    owner: Arg<'_, String>,
+    options: Option<Arg<'_, ExtendOptions>>,
+) -> flowguard_core::Result<(String, String, Option<std::time::Duration>)> {
+    let (name, owner) = (name.get("name")?, owner.get("owner")?);
+    let timeout = match opt(&options, "options")? {
+        Some(o) => opt_ms(Field("options", "timeoutMs"), o.timeout_ms)?,
+        None => None,
+    };
+    Ok((name, owner, timeout))
+}
+
 fn lock_opts(o: Option<LockOptions>) -> flowguard_core::Result<AcquireOptions> {
     let Some(o) = o else { return Ok(AcquireOptions::default()) };
     let at = |name| Field("options", name);
@@ -123,8 +153,7 @@ impl Flowguard {
         let client = self.client.clone();
         promise(env, async move {
             let (name, owner) = parsed?;
-            let r = client.release_lock(&name, &owner).await?;
-            Ok(ReleaseResult { released: r.released, reason: r.reason.map(|x| x.as_str().to_string()) })
+            Ok(client.release_lock(&name, &owner).await?.into())
         })
     }
 
@@ -137,23 +166,11 @@ impl Flowguard {
         owner: Arg<'e, String>,
         options: Option<Arg<'e, ExtendOptions>>,
     ) -> Result<PromiseRaw<'e, ExtendResult>> {
-        let parsed = (|| {
-            let (name, owner) = (name.get("name")?, owner.get("owner")?);
-            let timeout = match opt(&options, "options")? {
-                Some(o) => opt_ms(Field("options", "timeoutMs"), o.timeout_ms)?,
-                None => None,
-            };
-            Ok((name, owner, timeout))
-        })();
+        let parsed = extend_args(name, owner, options);
         let client = self.client.clone();
         promise(env, async move {
             let (name, owner, timeout) = parsed?;
-            let r: core::ExtendResult = client.extend_lock(&name, &owner, timeout).await?;
-            Ok(ExtendResult {
-                extended: r.extended,
-                remaining_ms: r.remaining_ms as f64,
-                reason: r.reason.map(|x| x.as_str().to_string()),
-            })
+            Ok(client.extend_lock(&name, &owner, timeout).await?.into())
         })
     }
 

@@ -228,7 +228,8 @@ const STALE = 'fgExStale00000001';
 const QENQ = 'fgExQueueEnqueue1';
 const QSYNC = 'fgExQueueSync0001';
 const QRCPT = 'fgExQueueReceipt1';
-for (const id of [LOOP, REPORT, SUB, CALLER, JOB, ROUTE, STALE, QENQ, QSYNC, QRCPT]) {
+const PACED = 'fgExPacedSync0001';
+for (const id of [LOOP, REPORT, SUB, CALLER, JOB, ROUTE, STALE, QENQ, QSYNC, QRCPT, PACED]) {
 	if (!byName[id]) {
 		console.error(`example workflow ${id} is missing from ${examplesDir}`);
 		process.exit(2);
@@ -278,7 +279,7 @@ if (process.env.FG_LINT_RESULT) {
 	fs.rmSync(path.join(workDir, 'credentials.json'));
 	const w = n8n(['import:workflow', '--separate', `--input=${wfDir}`]);
 	check(`import ${toImport.length} workflows (the examples, their Redis copies and variants)`, w.rc === 0, redact(w.stderr).slice(-400));
-	for (const id of [SUB, SUB + 'R', JOB, JOB + 'R', ROUTE, ROUTE + 'R', LOOP, REPORT, QENQ, QSYNC, COMPARE_ID]) {
+	for (const id of [SUB, SUB + 'R', JOB, JOB + 'R', ROUTE, ROUTE + 'R', LOOP, REPORT, QENQ, QSYNC, COMPARE_ID, PACED, PACED + 'R']) {
 		const p = n8n(['publish:workflow', `--id=${id}`]);
 		if (p.rc !== 0) check(`publish workflow ${id}`, false, redact(p.stderr).slice(-400));
 	}
@@ -826,6 +827,43 @@ await withServer(async (base) => {
 			s2.status === 200 && runs.length === 2 && runs.every((x) => x.status === 'success') && runs[0].has && !runs[1].has,
 			`${s2.status} ${s2.text.slice(0, 200)} executions: ${JSON.stringify(runs)}`,
 		);
+	}
+
+	// Rate Limit: the paced consumer (example 11), two executions at once, calling a local HTTP server
+	// that logs when each call arrives. The limiter books slots 500 ms apart (exact, on the store's
+	// clock); between a slot and the HTTP call n8n runs the next node, so the arrival times are
+	// checked with a stated tolerance of 150 ms: consecutive calls at least 350 ms apart, and any
+	// 3 calls in a row at least 850 ms apart (no second holds more than 2).
+	for (const [backend, sfx] of [
+		['embedded', ''],
+		['redis', '-redis'],
+	]) {
+		const arrivals = [];
+		const api = (await import('node:http')).createServer((req, res) => {
+			arrivals.push({ t: performance.now(), path: req.url });
+			res.setHeader('content-type', 'application/json');
+			res.end(JSON.stringify({ ok: true, path: req.url }));
+		});
+		await new Promise((r) => api.listen(0, '127.0.0.1', r));
+		const apiUrl = `http://127.0.0.1:${api.address().port}`;
+		try {
+			const [a, b] = await Promise.all([
+				post(`${base}/webhook/flowguard-paced-sync${sfx}`, { productIds: ['p-a1', 'p-a2', 'p-a3'], apiUrl }),
+				post(`${base}/webhook/flowguard-paced-sync${sfx}`, { productIds: ['p-b1', 'p-b2', 'p-b3'], apiUrl }),
+			]);
+			const times = arrivals.map((x) => x.t).sort((x, y) => x - y);
+			const gaps = times.slice(1).map((t, i) => t - times[i]);
+			const spans3 = times.slice(2).map((t, i) => t - times[i]);
+			const acked = (r) => (Array.isArray(r.json) ? r.json : []).filter((j) => j.dedupQueue?.acked === true || j.acked === true).length;
+			check(
+				`[${backend}] Rate Limit 2/s across two executions of the paced sync: 6 HTTP calls, closest ${Math.round(Math.min(...gaps))} ms apart, any 3 in a row at least ${Math.round(Math.min(...spans3))} ms apart (>= 350 / 850 ms)`,
+				a.status === 200 && b.status === 200 && arrivals.length === 6 && new Set(arrivals.map((x) => x.path)).size === 6 &&
+					gaps.every((g) => g >= 350) && spans3.every((s) => s >= 850),
+				`${a.status} ${a.text.slice(0, 300)} | ${b.status} ${b.text.slice(0, 300)} | arrivals ${JSON.stringify(arrivals.map((x) => [Math.round(x.t - times[0]), x.path]))} acked ${acked(a)}+${acked(b)}`,
+			);
+		} finally {
+			api.close();
+		}
 	}
 
 	// The weekly loop on the Embedded file, run 1 before n8n restarts (run 2 after it, below).

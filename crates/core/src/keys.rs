@@ -140,6 +140,17 @@ impl Keys {
         format!("{}{{q:{}}}:m", self.prefix, escape(queue))
     }
 
+    /// Rate Limiter: the limiter's TAT (µs since the epoch, Redis time), expiring when reached.
+    pub fn limiter(&self, name: &str) -> String {
+        self.tagged("rl", name)
+    }
+
+    /// Semaphore: `h` holders (owner -> lease end, ms), `i` their fence and label, `fence` the
+    /// counter of fencing tokens (never expires).
+    pub fn semaphore(&self, name: &str, part: &str) -> String {
+        format!("{}:{part}", self.tagged("sem", name))
+    }
+
     /// Job State: a JSON value or counter.
     pub fn state(&self, key: &str) -> String {
         self.tagged("s", key)

@@ -118,6 +118,33 @@ fn pause(attempt: u32, holder_remaining_ms: u64, left: Duration) -> Duration {
     Duration::from_millis(ms.max(1)).min(left)
 }
 
+/// Runs `attempt` until `outcome` says it got what it wanted, or `wait_ms` has passed, pausing
+/// between attempts ([`pause`], given the time `outcome` says is left on the holder's lease).
+/// Returns the last attempt, the ms waited and the number of attempts.
+pub(crate) async fn retry<T, F, Fut>(
+    wait_ms: u64,
+    mut attempt: F,
+    outcome: impl Fn(&T) -> (bool, u64),
+) -> Result<(T, u64, u32)>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    let start = Instant::now();
+    let deadline = start + Duration::from_millis(wait_ms);
+    let mut attempts = 0u32;
+    loop {
+        let a = attempt().await?;
+        attempts += 1;
+        let now = Instant::now();
+        let (done, remaining_ms) = outcome(&a);
+        if done || now >= deadline {
+            return Ok((a, now.duration_since(start).as_millis() as u64, attempts));
+        }
+        tokio::time::sleep(pause(attempts - 1, remaining_ms, deadline - now)).await;
+    }
+}
+
 impl Client {
     /// Acquires lock `name`. When it is held, either returns at once with `acquired: false`, or
     /// (with `wait_ms`) retries with backoff and jitter until it is free or `wait_ms` has passed.
@@ -132,27 +159,23 @@ impl Client {
             validate::text("label", label)?;
         }
         let owner = token::new_token();
-        let start = Instant::now();
-        let deadline = start + Duration::from_millis(wait_ms);
-        let mut attempts = 0u32;
-        loop {
-            let a = self.backend().try_acquire(name, &owner, lease_ms, opts.label.as_deref()).await?;
-            attempts += 1;
-            let now = Instant::now();
-            if a.acquired || now >= deadline {
-                return Ok(LockResult {
-                    name: name.to_string(),
-                    acquired: a.acquired,
-                    owner: if a.acquired { Some(owner) } else { None },
-                    fence: a.fence,
-                    remaining_ms: a.remaining_ms,
-                    holder: a.holder,
-                    waited_ms: now.duration_since(start).as_millis() as u64,
-                    attempts,
-                });
-            }
-            tokio::time::sleep(pause(attempts - 1, a.remaining_ms, deadline - now)).await;
-        }
+        let label = opts.label.as_deref();
+        let (a, waited_ms, attempts) = retry(
+            wait_ms,
+            || self.backend().try_acquire(name, &owner, lease_ms, label),
+            |a| (a.acquired, a.remaining_ms),
+        )
+        .await?;
+        Ok(LockResult {
+            name: name.to_string(),
+            acquired: a.acquired,
+            owner: a.acquired.then_some(owner),
+            fence: a.fence,
+            remaining_ms: a.remaining_ms,
+            holder: a.holder,
+            waited_ms,
+            attempts,
+        })
     }
 
     pub async fn release_lock(&self, name: &str, owner: &str) -> Result<ReleaseResult> {

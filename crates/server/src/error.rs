@@ -78,6 +78,8 @@ pub fn body_name(rust: &str) -> Cow<'_, str> {
         "visibility_timeout" => "visibilityTimeoutMs",
         "expires_at" => "expiresAt",
         "reclaim_completed" => "reclaimCompleted",
+        "period" => "periodMs",
+        "max_wait" => "maxWaitMs",
         other => other,
     })
 }

@@ -13,7 +13,7 @@ import {
 	SERVER_BACKEND,
 } from '../shared/descriptions';
 import { route } from '../shared/router';
-import { DEFAULT_FIELD } from './actions/calls';
+import { DEFAULT_FIELD, permitsProperty } from './actions/calls';
 import * as extend from './actions/extend.operation';
 import * as get from './actions/get.operation';
 import { ownerTokenProperty } from './actions/owner';
@@ -63,6 +63,7 @@ export class ConcurrencyLock implements INodeType {
 				placeholder: 'e.g. {{ $workflow.name }}',
 				description: 'Name of the lock. Flows that must not run at the same time use the same name.',
 			},
+			permitsProperty,
 			...set.description,
 			...get.description,
 			...extend.description,

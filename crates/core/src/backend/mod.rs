@@ -19,8 +19,10 @@ use std::sync::{Mutex, MutexGuard};
 use crate::catalog::CatalogBackend;
 use crate::client::Config;
 use crate::error::Result;
+use crate::limiter::LimiterBackend;
 use crate::lock::LockBackend;
 use crate::queue::QueueBackend;
+use crate::semaphore::SemaphoreBackend;
 use crate::state::StateBackend;
 use crate::tracker::TrackerBackend;
 
@@ -29,7 +31,15 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T>> + Send + 'a>>
 
 /// A backend: every pattern, and its name.
 pub trait Backend:
-    TrackerBackend + LockBackend + QueueBackend + StateBackend + CatalogBackend + Send + Sync
+    TrackerBackend
+    + LockBackend
+    + QueueBackend
+    + StateBackend
+    + CatalogBackend
+    + LimiterBackend
+    + SemaphoreBackend
+    + Send
+    + Sync
 {
     /// `embedded`, `durable` or `redis`.
     fn kind(&self) -> &'static str;

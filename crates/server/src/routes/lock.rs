@@ -61,10 +61,10 @@ pub async fn acquire(State(app): State<App>, Body(b): Body<AcquireIn>) -> ApiRes
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct OwnedIn {
-    name: String,
-    owner: String,
+    pub(super) name: String,
+    pub(super) owner: String,
     #[serde(default, deserialize_with = "opt_u64")]
-    timeout_ms: Option<u64>,
+    pub(super) timeout_ms: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -80,28 +80,38 @@ pub async fn release(State(app): State<App>, Body(b): Body<OwnedIn>) -> ApiResul
     if b.timeout_ms.is_some() {
         return Err(crate::error::ApiError::invalid("timeoutMs", "is for extend, not release"));
     }
-    let r = app.client.release_lock(&b.name, &b.owner).await?;
-    Ok(Json(ReleaseResult { released: r.released, reason: r.reason.map(|x| x.as_str()) }))
+    Ok(Json(app.client.release_lock(&b.name, &b.owner).await?.into()))
 }
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ExtendResult {
-    extended: bool,
+    pub(super) extended: bool,
     remaining_ms: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     reason: Option<&'static str>,
 }
 
+impl From<core::ReleaseResult> for ReleaseResult {
+    fn from(r: core::ReleaseResult) -> Self {
+        ReleaseResult { released: r.released, reason: r.reason.map(|x| x.as_str()) }
+    }
+}
+
+impl From<core::ExtendResult> for ExtendResult {
+    fn from(r: core::ExtendResult) -> Self {
+        ExtendResult {
+            extended: r.extended,
+            remaining_ms: r.remaining_ms,
+            reason: r.reason.map(|x| x.as_str()),
+        }
+    }
+}
+
 /// Extends a lock's lease to `timeoutMs` from now: 200, or 412 `ERR_NOT_OWNER` (with the result)
 /// when the lock is no longer held with this owner token.
 pub async fn extend(State(app): State<App>, Body(b): Body<OwnedIn>) -> ApiResult<Response> {
-    let r = app.client.extend_lock(&b.name, &b.owner, ms(b.timeout_ms)).await?;
-    let out = ExtendResult {
-        extended: r.extended,
-        remaining_ms: r.remaining_ms,
-        reason: r.reason.map(|x| x.as_str()),
-    };
+    let out: ExtendResult = app.client.extend_lock(&b.name, &b.owner, ms(b.timeout_ms)).await?.into();
     Ok(if out.extended {
         Json(out).into_response()
     } else {

@@ -1,8 +1,10 @@
-//! The API routes of the four patterns, all `POST` with a JSON body (see docs/server.md).
+//! The API routes of the patterns, all `POST` with a JSON body (see docs/server.md).
 
 pub mod catalog;
+pub mod limiter;
 pub mod lock;
 pub mod queue;
+pub mod semaphore;
 pub mod state;
 pub mod tracker;
 
@@ -56,4 +58,10 @@ api_routes! {
     "/v1/tracker/listGroups" => catalog::groups,
     "/v1/lock/list" => catalog::locks,
     "/v1/queue/list" => catalog::queues,
+    "/v1/limiter/take" => limiter::take,
+    "/v1/limiter/wait" => limiter::wait,
+    "/v1/semaphore/acquire" => semaphore::acquire,
+    "/v1/semaphore/release" => semaphore::release,
+    "/v1/semaphore/extend" => semaphore::extend,
+    "/v1/semaphore/get" => semaphore::get,
 }

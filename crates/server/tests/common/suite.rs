@@ -25,6 +25,9 @@ macro_rules! route_suite {
         #[tokio::test]
         $($attr)*
         async fn listing_routes_and_state_gauges() { common::suite::catalog($url).await }
+        #[tokio::test]
+        $($attr)*
+        async fn pacing_routes() { common::suite::pacing($url).await }
     };
 }
 
@@ -377,4 +380,49 @@ pub async fn catalog_on(s: &Server) {
     ] {
         assert!(text.lines().any(|l| l == line), "missing {line:?} in\n{text}");
     }
+}
+
+/// Rate Limiter and Semaphore routes.
+pub async fn pacing(url: Option<String>) {
+    let s = Server::open(url).await;
+    let t = s.ok("/v1/limiter/take", json!({"name": "api", "limit": 2})).await;
+    assert_eq!((t["allowed"].as_bool(), t["remaining"].as_u64()), (Some(true), Some(0)), "{t}");
+    let (st, over) = s.call("/v1/limiter/take", json!({"name": "api", "limit": 2})).await;
+    assert_eq!((st, over["code"].as_str()), (429, Some("ERR_RATE_LIMITED")), "{over}");
+    let retry = over["retryAfterMs"].as_f64().unwrap();
+    assert!(retry > 0.0 && retry <= 500.0, "{over}");
+    // Reserve: the slot is given, and /wait answers once it has come.
+    let r = s.ok("/v1/limiter/take", json!({"name": "api", "limit": 2, "maxWaitMs": 1000})).await;
+    assert!(r["slotsMs"][0].as_f64().unwrap() > 0.0, "{r}");
+    let t0 = std::time::Instant::now();
+    let w = s.ok("/v1/limiter/wait", json!({"name": "api", "limit": 2, "maxWaitMs": "2000"})).await;
+    assert!(t0.elapsed().as_millis() as f64 + 5.0 >= w["waitMs"].as_f64().unwrap(), "{w}");
+    let (st, e) = s.call("/v1/limiter/take", json!({"name": "api"})).await;
+    assert_eq!(
+        (st, e["code"].as_str(), e["field"].as_str()),
+        (400, Some("ERR_INVALID_ARGUMENT"), Some("limit")),
+        "{e}"
+    );
+
+    let a = s.ok("/v1/semaphore/acquire", json!({"name": "pool", "permits": 1, "label": "run-1"})).await;
+    let owner = a["owner"].as_str().unwrap().to_string();
+    assert_eq!((a["fence"].as_u64(), a["holders"].as_u64()), (Some(1), Some(1)), "{a}");
+    let (st, full) = s.call("/v1/semaphore/acquire", json!({"name": "pool", "permits": 1})).await;
+    assert_eq!(
+        (st, full["code"].as_str(), full["holders"].as_u64()),
+        (409, Some("ERR_SEMAPHORE_FULL"), Some(1)),
+        "{full}"
+    );
+    let g = s.ok("/v1/semaphore/get", json!({"name": "pool"})).await;
+    assert_eq!((g["holders"][0]["label"].as_str(), g["fence"].as_u64()), (Some("run-1"), Some(1)), "{g}");
+    let x = s.ok("/v1/semaphore/extend", json!({"name": "pool", "owner": owner, "timeoutMs": 5000})).await;
+    assert_eq!(x["extended"], true);
+    assert_eq!(
+        s.ok("/v1/semaphore/release", json!({"name": "pool", "owner": owner})).await["released"],
+        true
+    );
+    let again = s.ok("/v1/semaphore/release", json!({"name": "pool", "owner": owner})).await;
+    assert_eq!((again["released"].as_bool(), again["reason"].as_str()), (Some(false), Some("not_held")));
+    let (st, lost) = s.call("/v1/semaphore/extend", json!({"name": "pool", "owner": owner})).await;
+    assert_eq!((st, lost["code"].as_str()), (412, Some("ERR_NOT_OWNER")), "{lost}");
 }

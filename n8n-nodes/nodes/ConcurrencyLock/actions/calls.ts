@@ -14,7 +14,25 @@ export const FIELDS: FieldNames = {
 	waitMs: 'Max Wait',
 	label: 'Holder Label',
 	owner: 'Owner Token',
+	permits: 'Permits',
 };
+
+/** The Permits parameter: 1 (the default) is a lock; more is a semaphore of that many holders. */
+export const permitsProperty = {
+	displayName: 'Permits',
+	name: 'permits',
+	type: 'number' as const,
+	typeOptions: { minValue: 1, numberPrecision: 0 },
+	default: 1,
+	description:
+		'How many runs may hold it at once. 1: a lock. More: a semaphore (for example at most 3 calls to an API at once); every node of one name must give the same number.',
+};
+
+/** The item's Permits (1 when the node has none: workflows saved before it existed). */
+export function permitsOf(op: OperationContext, itemIndex: number): number {
+	const n = Number(op.params.get('permits', itemIndex, 1));
+	return Number.isFinite(n) ? n : 1;
+}
 
 /** One item's lock call; items whose calls have the same `key` share one call. */
 export interface LockCall {

@@ -4,7 +4,7 @@ import { NodeOperationError } from 'n8n-workflow';
 import { secondsToMs } from '../../shared/convert';
 import { clean } from '../../shared/items';
 import type { OperationContext } from '../../shared/router';
-import { runLockCalls } from './calls';
+import { permitsOf, runLockCalls } from './calls';
 import { ownerOf } from './owner';
 
 export const option = {
@@ -25,9 +25,14 @@ export async function execute(op: OperationContext): Promise<INodeExecutionData[
 		(input) => {
 			const owner = ownerOf(op, input, 'Extend');
 			const timeoutMs = secondsToMs(ctx, params.get('timeout', input.itemIndex), 'Timeout', input.itemIndex);
-			return { key: JSON.stringify([input.name, owner, timeoutMs]), name: input.name, owner, timeoutMs };
+			const permits = permitsOf(op, input.itemIndex);
+			return { key: JSON.stringify([input.name, owner, timeoutMs, permits]), name: input.name, owner, timeoutMs, permits };
 		},
-		async (c) => clean({ name: c.name, owner: c.owner, ...(await fg.extendLock(c.name, c.owner, { timeoutMs: c.timeoutMs })) }),
+		async (c) => {
+			const opts = { timeoutMs: c.timeoutMs };
+			const r = c.permits === 1 ? await fg.extendLock(c.name, c.owner, opts) : await fg.extendPermit(c.name, c.owner, opts);
+			return clean({ name: c.name, owner: c.owner, ...r });
+		},
 		(c, r, i) => {
 			if (r.extended === true) return;
 			throw new NodeOperationError(

@@ -2,7 +2,7 @@ import type { INodeExecutionData, INodeProperties } from 'n8n-workflow';
 
 import { clean } from '../../shared/items';
 import type { OperationContext } from '../../shared/router';
-import { runLockCalls } from './calls';
+import { permitsOf, runLockCalls } from './calls';
 
 export const option = {
 	name: 'Get',
@@ -18,8 +18,16 @@ export async function execute(op: OperationContext): Promise<INodeExecutionData[
 	const { main } = await runLockCalls(
 		op,
 		'get',
-		({ name }) => ({ key: name, name }),
-		async (c) => clean(await op.fg.getLock(c.name)),
+		({ name, itemIndex }) => {
+			const permits = permitsOf(op, itemIndex);
+			return { key: JSON.stringify([name, permits]), name, permits };
+		},
+		async (c) => {
+			if (c.permits === 1) return clean(await op.fg.getLock(c.name));
+			// A semaphore: locked when all its permits are held.
+			const s = await op.fg.getSemaphore(c.name);
+			return clean({ name: s.name, locked: s.holders.length >= c.permits, permits: c.permits, fence: s.fence, holders: s.holders.map((h) => clean({ ...h })) });
+		},
 	);
 	return [main];
 }

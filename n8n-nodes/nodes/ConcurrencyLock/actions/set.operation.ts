@@ -5,7 +5,7 @@ import { secondsToMs } from '../../shared/convert';
 import { clean } from '../../shared/items';
 import type { OperationContext } from '../../shared/router';
 import type { LockCall } from './calls';
-import { runLockCalls } from './calls';
+import { permitsOf, runLockCalls } from './calls';
 import { defaultLabel } from './holder';
 
 type WhenLocked = 'error' | 'output' | 'wait';
@@ -83,6 +83,7 @@ interface SetCall extends LockCall {
 	waitMs?: number;
 	whenLocked: WhenLocked;
 	label: string;
+	permits: number;
 }
 
 export async function execute(op: OperationContext): Promise<INodeExecutionData[][]> {
@@ -97,16 +98,20 @@ export async function execute(op: OperationContext): Promise<INodeExecutionData[
 			const timeoutMs = secondsToMs(ctx, params.get('timeout', i), 'Timeout', i);
 			const whenLocked = params.get('whenLocked', i, 'error') as WhenLocked;
 			const waitMs = whenLocked === 'wait' ? secondsToMs(ctx, params.get('maxWait', i), 'Max Wait', i) : undefined;
-			const c = { name, timeoutMs, waitMs, whenLocked, label: (options.label as string) || (label ??= defaultLabel(ctx)) };
-			return { ...c, key: JSON.stringify([name, timeoutMs, waitMs ?? 0, c.label]) };
+			const permits = permitsOf(op, i);
+			const c = { name, timeoutMs, waitMs, whenLocked, permits, label: (options.label as string) || (label ??= defaultLabel(ctx)) };
+			return { ...c, key: JSON.stringify([name, timeoutMs, waitMs ?? 0, c.label, permits]) };
 		},
-		async (c) =>
-			clean(await fg.acquireLock(c.name, { timeoutMs: c.timeoutMs, ...(c.waitMs ? { waitMs: c.waitMs } : {}), label: c.label })),
+		async (c) => {
+			const opts = { timeoutMs: c.timeoutMs, ...(c.waitMs ? { waitMs: c.waitMs } : {}), label: c.label };
+			// Permits above 1: one of that many permits of the semaphore of this name.
+			return clean(c.permits === 1 ? await fg.acquireLock(c.name, opts) : await fg.acquirePermit(c.name, { ...opts, permits: c.permits }));
+		},
 		(c, r, i) => {
 			if (r.acquired === true) return;
 			if (c.whenLocked === 'output' && twoOutputs) return 'second';
 			const left = Math.ceil(Number(r.remainingMs ?? 0) / 1000);
-			const holder = r.holder ? ` by ${String(r.holder)}` : '';
+			const holder = r.holder ? ` by ${String(r.holder)}` : c.permits > 1 ? ` (all ${c.permits} permits)` : '';
 			const waited = c.whenLocked === 'wait' ? ` (waited ${Math.round(Number(r.waitedMs ?? 0) / 1000)} s)` : '';
 			throw new NodeOperationError(ctx.getNode(), ALREADY_EXECUTING, {
 				itemIndex: i,

@@ -2,7 +2,7 @@ import type { INodeExecutionData, INodeProperties } from 'n8n-workflow';
 
 import { clean } from '../../shared/items';
 import type { OperationContext } from '../../shared/router';
-import { runLockCalls } from './calls';
+import { permitsOf, runLockCalls } from './calls';
 import { ownerOf } from './owner';
 
 export const option = {
@@ -21,9 +21,11 @@ export async function execute(op: OperationContext): Promise<INodeExecutionData[
 		'unset',
 		(input) => {
 			const owner = ownerOf(op, input, 'Unset');
-			return { key: JSON.stringify([input.name, owner, 0]), name: input.name, owner };
+			const permits = permitsOf(op, input.itemIndex);
+			return { key: JSON.stringify([input.name, owner, permits]), name: input.name, owner, permits };
 		},
-		async (c) => clean({ name: c.name, ...(await op.fg.releaseLock(c.name, c.owner)) }),
+		async (c) =>
+			clean({ name: c.name, ...(await (c.permits === 1 ? op.fg.releaseLock(c.name, c.owner) : op.fg.releasePermit(c.name, c.owner))) }),
 	);
 	return [main];
 }

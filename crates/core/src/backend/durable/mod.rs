@@ -19,9 +19,11 @@
 mod catalog;
 mod checkpoint;
 mod clock;
+mod limiter;
 mod lock;
 mod queue;
 mod schema;
+mod semaphore;
 mod state;
 mod tracker;
 

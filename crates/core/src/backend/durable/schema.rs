@@ -7,7 +7,7 @@
 //!
 //! Layout 2 keeps items in a table clustered on their key (`WITHOUT ROWID`) and without an index
 //! on their expiry, so a claim writes one B-tree page instead of three; expired items are swept
-//! in key order instead (`tracker::purge`).
+//! in key order instead (`tracker::purge`). Layout 3 adds the Rate Limiter and Semaphore tables.
 
 use std::path::Path;
 use std::time::Duration;
@@ -20,7 +20,7 @@ use crate::error::{Error, ErrorCode, Result};
 /// "FGST": the `application_id` of a flowguard store.
 const APPLICATION_ID: i64 = 0x4647_5354;
 /// The layout this build writes.
-pub const VERSION: i64 = 2;
+pub const VERSION: i64 = 3;
 
 const TABLES: &str = "
 CREATE TABLE meta(k TEXT PRIMARY KEY, v INTEGER NOT NULL) WITHOUT ROWID;
@@ -52,6 +52,21 @@ CREATE INDEX vals_exp ON vals(exp) WHERE exp IS NOT NULL;
 CREATE TABLE idem(ns TEXT NOT NULL, key TEXT NOT NULL, owner TEXT, result TEXT,
   exp INTEGER NOT NULL, UNIQUE(ns, key));
 CREATE INDEX idem_exp ON idem(exp);
+";
+
+/// Layout 3 adds the Rate Limiter and the Semaphore (an older file gets these tables).
+const TABLES_V3: &str = "
+-- Rate Limiter: the TAT (µs since the epoch) per name; a row whose exp (ms) has passed equals
+-- no row.
+CREATE TABLE limiters(ns TEXT NOT NULL, name TEXT NOT NULL, tat INTEGER NOT NULL,
+  exp INTEGER NOT NULL, UNIQUE(ns, name));
+CREATE INDEX limiters_exp ON limiters(exp);
+-- Semaphore: a row per name ever taken (its last fencing token), a row per holder.
+CREATE TABLE sem_fences(ns TEXT NOT NULL, name TEXT NOT NULL, fence INTEGER NOT NULL,
+  PRIMARY KEY(ns, name)) WITHOUT ROWID;
+CREATE TABLE sem_holders(ns TEXT NOT NULL, name TEXT NOT NULL, owner TEXT NOT NULL,
+  fence INTEGER NOT NULL, label TEXT, exp INTEGER NOT NULL, UNIQUE(ns, name, owner));
+CREATE INDEX sem_holders_exp ON sem_holders(exp);
 ";
 
 /// Opens `path` (creating the file when absent), checks it is a flowguard store of a layout
@@ -139,6 +154,7 @@ fn check_or_create(conn: &Connection, path: &Path) -> Result<()> {
     let tables: i64 = conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0)).map_err(fail)?;
     if app == 0 && version == 0 && tables == 0 {
         conn.execute_batch(TABLES).map_err(fail)?;
+        conn.execute_batch(TABLES_V3).map_err(fail)?;
         conn.pragma_update(None, "application_id", APPLICATION_ID).map_err(fail)?;
         conn.pragma_update(None, "user_version", VERSION).map_err(fail)?;
         return Ok(());
@@ -176,6 +192,9 @@ fn migrate(conn: &Connection, from: i64) -> rusqlite::Result<()> {
              DROP TABLE items;
              ALTER TABLE items2 RENAME TO items;",
         )?;
+    }
+    if from < 3 {
+        conn.execute_batch(TABLES_V3)?;
     }
     conn.pragma_update(None, "user_version", VERSION)
 }
@@ -246,6 +265,14 @@ mod tests {
             )
             .unwrap();
         assert_eq!(indexes, 0, "layout 2 keeps no index beside the items' key");
+        let pacing: i64 = c
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE name IN ('limiters', 'sem_fences', 'sem_holders')",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(pacing, 3, "layout 3's tables are added on the way");
     }
 
     #[test]
@@ -261,6 +288,34 @@ mod tests {
         let c = Connection::open(&path).unwrap();
         let v: i64 = c.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
         assert_eq!(v, VERSION + 1);
+    }
+
+    #[test]
+    fn a_file_of_layout_2_gets_the_tables_of_layout_3() {
+        let path = temp("v1.db");
+        drop(open(&path).unwrap());
+        let c = Connection::open(&path).unwrap();
+        c.execute_batch(
+            "DROP TABLE limiters; DROP TABLE sem_fences; DROP TABLE sem_holders; PRAGMA user_version = 2",
+        )
+        .unwrap();
+        c.execute_batch("INSERT INTO locks VALUES ('fg:', 'kept', NULL, 7, NULL, 0)").unwrap();
+        drop(c);
+        drop(open(&path).unwrap());
+        let c = Connection::open(&path).unwrap();
+        let v: i64 = c.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
+        assert_eq!(v, VERSION);
+        let n: i64 = c
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE name IN ('limiters', 'sem_fences', 'sem_holders')",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(n, 3);
+        let fence: i64 =
+            c.query_row("SELECT fence FROM locks WHERE name = 'kept'", [], |r| r.get(0)).unwrap();
+        assert_eq!(fence, 7, "the rows of layout 2 are kept");
     }
 
     #[test]

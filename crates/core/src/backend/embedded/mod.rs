@@ -11,9 +11,11 @@
 
 mod catalog;
 mod expiries;
+mod limiter;
 mod lock;
 mod queue;
 mod ranked;
+mod semaphore;
 mod state;
 mod tracker;
 
@@ -24,8 +26,10 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 pub(crate) use crate::backend::guard;
 use crate::backend::Backend;
 
+pub use limiter::LimiterTable;
 pub use lock::LockTable;
 pub use queue::QueueTable;
+pub use semaphore::SemaphoreTable;
 pub(crate) use state::integer;
 pub use state::StateTable;
 pub use tracker::TrackerTable;
@@ -34,6 +38,11 @@ pub(crate) use tracker::{finish, fresh, page, take};
 /// Milliseconds since the Unix epoch on the store's clock: monotonic, anchored to the wall clock
 /// once per process (see the module docs).
 pub fn now_ms() -> i64 {
+    now_us() / 1000
+}
+
+/// Microseconds since the Unix epoch on the store's clock (the same clock as [`now_ms`]).
+pub fn now_us() -> i64 {
     // The anchor keeps the wall clock's sub-millisecond part: rounding it and the elapsed time
     // down separately would put this clock up to 2 ms behind the wall clock it starts from.
     static ANCHOR: OnceLock<(Instant, u128)> = OnceLock::new();
@@ -41,7 +50,7 @@ pub fn now_ms() -> i64 {
         let wall = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros()).unwrap_or(0);
         (Instant::now(), wall)
     });
-    ((epoch_us + at.elapsed().as_micros()) / 1000) as i64
+    (epoch_us + at.elapsed().as_micros()) as i64
 }
 
 /// The state of one namespace (one key prefix).
@@ -51,6 +60,8 @@ pub struct Namespace {
     pub locks: Mutex<LockTable>,
     pub queues: Mutex<QueueTable>,
     pub state: Mutex<StateTable>,
+    pub limiters: Mutex<LimiterTable>,
+    pub semaphores: Mutex<SemaphoreTable>,
 }
 
 fn namespaces() -> &'static Mutex<HashMap<String, Arc<Namespace>>> {

@@ -421,6 +421,13 @@ impl TrackerBackend for Embedded {
     }
 }
 
+impl TrackerTable {
+    /// The names of the groups that hold records (for the catalog).
+    pub(super) fn group_names(&self) -> impl Iterator<Item = &str> {
+        self.groups.iter().filter(|(_, g)| !g.items.is_empty()).map(|(k, _)| k.as_str())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::{TrackerTable, SLICE};
@@ -517,12 +524,5 @@ mod tests {
         want.extend((1..20).step_by(2).map(|i| ids[i].clone()));
         want.extend((0..20).step_by(2).rev().map(|i| ids[i].clone()));
         assert_eq!(seen, want);
-    }
-}
-
-impl TrackerTable {
-    /// The names of the groups that hold records (for the catalog).
-    pub(super) fn group_names(&self) -> impl Iterator<Item = &str> {
-        self.groups.iter().filter(|(_, g)| !g.items.is_empty()).map(|(k, _)| k.as_str())
     }
 }

@@ -15,8 +15,10 @@
 
 mod catalog;
 mod cluster;
+mod limiter;
 mod lock;
 mod queue;
+mod semaphore;
 mod state;
 mod tracker;
 pub mod transport;

@@ -1,0 +1,97 @@
+// Semaphore on every backend: N permits with leases, owner tokens, fencing tokens, waiting.
+import { test, describe } from 'node:test'
+import assert from 'node:assert/strict'
+import { backends, rejection, sleep } from './backends.mjs'
+import { connect } from './resp.mjs'
+
+for (const b of backends()) {
+  describe(`Semaphore on ${b.name}`, () => {
+    test('30 concurrent acquires of 3 permits: exactly 3 win, with distinct increasing fences', async () => {
+      const fg = await b.open()
+      const r = await Promise.all(Array.from({ length: 30 }, (_, i) => fg.acquirePermit('api', { permits: 3, label: `run-${i}` })))
+      const won = r.filter((x) => x.acquired)
+      assert.equal(won.length, 3)
+      assert.deepEqual(won.map((x) => x.fence).sort(), [1, 2, 3])
+      for (const x of r.filter((x) => !x.acquired)) {
+        assert.equal(x.holders, 3)
+        assert.equal(x.owner, undefined)
+        assert.ok(x.remainingMs > 590000)
+      }
+      const info = await fg.getSemaphore('api')
+      assert.equal(info.holders.length, 3)
+      assert.equal(info.fence, 3)
+      assert.ok(info.holders.every((h) => /^run-\d+$/.test(h.label)))
+    })
+
+    test('release and extend by the owner only; a released permit is taken again', async () => {
+      const fg = await b.open()
+      const a = await fg.acquirePermit('s', { permits: 1 })
+      assert.equal((await fg.acquirePermit('s', { permits: 1 })).acquired, false)
+      const stranger = '0'.repeat(32)
+      assert.deepEqual(await fg.releasePermit('s', stranger), { released: false, reason: 'not_held' })
+      assert.deepEqual(await fg.extendPermit('s', stranger), { extended: false, remainingMs: 0, reason: 'not_held' })
+      assert.deepEqual(await fg.extendPermit('s', a.owner, { timeoutMs: 5000 }), { extended: true, remainingMs: 5000 })
+      assert.deepEqual(await fg.releasePermit('s', a.owner), { released: true })
+      assert.deepEqual(await fg.releasePermit('s', a.owner), { released: false, reason: 'not_held' })
+      const c = await fg.acquirePermit('s', { permits: 1 })
+      assert.equal(c.acquired, true)
+      assert.equal(c.fence, a.fence + 1)
+      assert.equal((await rejection(fg.releasePermit('s', 'nope'))).code, 'ERR_INVALID_ARGUMENT')
+    })
+
+    test('a dead holder\'s permit ends with its lease; its owner can no longer release or extend it', async () => {
+      const fg = await b.open()
+      const a = await fg.acquirePermit('lease', { permits: 2, timeoutMs: 150 })
+      const c = await fg.acquirePermit('lease', { permits: 2, timeoutMs: 60000 })
+      assert.equal((await fg.acquirePermit('lease', { permits: 2 })).acquired, false)
+      await sleep(250)
+      const d = await fg.acquirePermit('lease', { permits: 2 })
+      assert.equal(d.acquired, true)
+      assert.equal(d.holders, 2)
+      assert.equal((await fg.releasePermit('lease', a.owner)).released, false)
+      assert.equal((await fg.extendPermit('lease', a.owner)).extended, false)
+      assert.equal((await fg.getSemaphore('lease')).holders.length, 2)
+      assert.equal((await fg.releasePermit('lease', c.owner)).released, true)
+    })
+
+    test('waitMs: waits for a permit to come free, and gives up after the bound', async () => {
+      const fg = await b.open()
+      const a = await fg.acquirePermit('w', { permits: 1 })
+      setTimeout(() => fg.releasePermit('w', a.owner), 150)
+      const t0 = Date.now()
+      const c = await fg.acquirePermit('w', { permits: 1, waitMs: 3000 })
+      assert.equal(c.acquired, true)
+      assert.ok(c.attempts > 1 && c.waitedMs >= 100, JSON.stringify(c))
+      const d = await fg.acquirePermit('w', { permits: 1, waitMs: 200 })
+      assert.equal(d.acquired, false)
+      assert.ok(Date.now() - t0 < 2500)
+      assert.ok(d.waitedMs >= 190 && d.waitedMs < 1000, JSON.stringify(d))
+    })
+
+    test('bad options are refused, naming the field', async () => {
+      const fg = await b.open()
+      for (const [opts, field] of [[{ permits: 0 }, 'permits'], [{ permits: 1001 }, 'permits'], [{}, 'permits'], [{ permits: 2, timeoutMs: 0 }, 'timeoutMs'], [{ permits: 2, x: 1 }, 'x']]) {
+        const e = await rejection(fg.acquirePermit('x', opts))
+        assert.equal(e.code, 'ERR_INVALID_ARGUMENT', JSON.stringify(opts))
+        assert.match(e.message, new RegExp(field), e.message)
+      }
+    })
+
+    if (b.name === 'redis') {
+      test('keys share the name\'s hash slot and expire with the longest lease', async () => {
+        const fg = await b.open()
+        const r = await connect(process.env.REDIS_URL)
+        try {
+          await fg.acquirePermit('k', { permits: 2, timeoutMs: 200 })
+          const keys = (await r.scanAll(`${fg.prefix}*`)).sort()
+          assert.deepEqual(keys, ['fence', 'h', 'i'].map((p) => `${fg.prefix}{sem:k}:${p}`))
+          await sleep(300)
+          assert.deepEqual(await r.scanAll(`${fg.prefix}*`), [`${fg.prefix}{sem:k}:fence`])
+          assert.equal((await fg.acquirePermit('k', { permits: 2 })).fence, 2)
+        } finally {
+          r.close()
+        }
+      })
+    }
+  })
+}

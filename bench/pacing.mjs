@@ -1,0 +1,90 @@
+#!/usr/bin/env node
+// Rate Limiter and Semaphore side by side on one redis-server, in one run:
+//   - limiter decisions per second: flowguard `rateLimit` vs rate-limiter-flexible's
+//     RateLimiterRedis `consume` (over ioredis), one at a time and 64 in flight, a rate so high
+//     that every decision allows (both libraries then do their full write);
+//   - semaphore acquire + release pairs per second: flowguard `acquirePermit` / `releasePermit`
+//     vs redis-semaphore's Semaphore (over ioredis), 1000 permits (never full), one at a time and
+//     64 in flight.
+// Rounds alternate between the libraries (A, B, A, B, …); medians of BENCH_ROUNDS (default 5).
+// Needs the release build (`npm run build`) and `npm install` in bench/. Starts its own
+// redis-server unless REDIS_URL is set. Prints a table; writes nothing.
+import { createRequire } from 'node:module'
+import { spawn, spawnSync } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { mkdtempSync, rmSync, statSync, readdirSync } from 'node:fs'
+import { tmpdir, loadavg, cpus } from 'node:os'
+import { join, dirname } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import net from 'node:net'
+
+const here = dirname(fileURLToPath(import.meta.url))
+const root = join(here, '..')
+const addon = readdirSync(root).find((f) => f.endsWith('.node'))
+if (!addon || statSync(join(root, addon)).size > 16 * 2 ** 20) throw new Error('needs the release build at the repository root: npm run build')
+const require = createRequire(import.meta.url)
+const { Flowguard } = require(join(root, 'index.js'))
+const { default: Redis } = await import('ioredis')
+const { RateLimiterRedis } = await import('rate-limiter-flexible')
+const { Semaphore } = await import('redis-semaphore')
+const ROUNDS = Number(process.env.BENCH_ROUNDS || 5)
+
+const freePort = () => new Promise((ok) => { const s = net.createServer().listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => ok(port)) }) })
+let redis = null
+let url = process.env.REDIS_URL
+if (!url) {
+  const port = await freePort()
+  const dir = mkdtempSync(join(tmpdir(), 'fg-pacing-'))
+  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' })
+  for (let i = 0; i < 100 && spawnSync('redis-cli', ['-p', String(port), 'ping'], { encoding: 'utf8' }).stdout?.trim() !== 'PONG'; i++) await new Promise((r) => setTimeout(r, 50))
+  redis = { proc, dir }
+  url = `redis://127.0.0.1:${port}`
+}
+const uniq = (s) => `${s}:${randomBytes(6).toString('hex')}`
+async function loop(n, par, fn) {
+  let next = 0
+  const t0 = process.hrtime.bigint()
+  await Promise.all(Array.from({ length: par }, async () => { for (let i = next++; i < n; i = next++) await fn(i) }))
+  return n / (Number(process.hrtime.bigint() - t0) / 1e9)
+}
+
+const fg = await Flowguard.open({ url, prefix: 'bench:' })
+const io = new Redis(url, { enableOfflineQueue: true })
+await io.ping()
+
+const RATE = { limit: 1_000_000, periodMs: 1000, burst: 1_000_000 }
+const sizes = [['one at a time', 1, 3000], ['64 in flight', 64, 20000]]
+const cases = []
+for (const [label, par, n] of sizes) {
+  cases.push([`limiter decision, ${label}`, {
+    flowguard: async () => { const k = uniq('rl'); return loop(n, par, async () => { const r = await fg.rateLimit(k, RATE); if (!r.allowed) throw new Error('refused') }) },
+    'rate-limiter-flexible': async () => {
+      const rl = new RateLimiterRedis({ storeClient: io, keyPrefix: uniq('rlf'), points: RATE.limit, duration: 1 })
+      return loop(n, par, async () => { await rl.consume('k') })
+    },
+  }])
+  cases.push([`semaphore acquire + release, ${label}`, {
+    flowguard: async () => { const k = uniq('sem'); return loop(n, par, async () => { const p = await fg.acquirePermit(k, { permits: 1000, timeoutMs: 10000 }); await fg.releasePermit(k, p.owner) }) },
+    'redis-semaphore': async () => {
+      const k = uniq('rs')
+      return loop(n, par, async () => { const s = new Semaphore(io, k, 1000, { lockTimeout: 10000, acquireTimeout: 10000, refreshInterval: 0 }); await s.acquire(); await s.release() })
+    },
+  }])
+}
+
+const median = (a) => [...a].sort((x, y) => x - y)[a.length >> 1]
+console.log(`pacing bench: ${ROUNDS} rounds, Node ${process.version}, ${cpus().length} cores, load ${loadavg().map((x) => x.toFixed(1)).join(' ')}, Redis ${url}`)
+console.log('| case | flowguard | other | other library | flowguard / other |')
+console.log('|---|---:|---:|---|---:|')
+for (const [name, libs] of cases) {
+  const [a, b] = Object.keys(libs)
+  const res = { [a]: [], [b]: [] }
+  await libs[a](); await libs[b]() // warm-up
+  for (let r = 0; r < ROUNDS; r++) for (const l of r % 2 ? [b, a] : [a, b]) res[l].push(await libs[l]())
+  const fa = median(res[a])
+  const fb = median(res[b])
+  console.log(`| ${name} | ${Math.round(fa).toLocaleString('en')} /s | ${Math.round(fb).toLocaleString('en')} /s | ${b} | ${(fa / fb).toFixed(2)} |`)
+}
+io.disconnect()
+if (redis) { redis.proc.kill('SIGKILL'); rmSync(redis.dir, { recursive: true, force: true }) }
+process.exit(0)

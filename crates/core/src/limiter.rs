@@ -1,0 +1,249 @@
+//! Rate Limiter: at most `limit` per `period` per name, across processes, by GCRA (the generic
+//! cell rate algorithm of redis-cell).
+//!
+//! A limiter keeps one number per name, its theoretical arrival time (TAT): the time at which it
+//! would be empty again. Each token moves the TAT on by the emission interval `period / limit`;
+//! a take is allowed while the TAT it leaves is at most `burst` intervals ahead of now. So at
+//! most `burst + limit - 1` takes fall in any window of one `period` (with the default burst of
+//! 1: at most `limit`, evenly spaced), and an idle name costs nothing: its record expires when the
+//! TAT is reached, at which point it equals a fresh one.
+//!
+//! A take with `max_wait` reserves: when the tokens are due within `max_wait`, the TAT is moved
+//! on at once and the result says when each token is due (`slots`), so callers queue in order
+//! without polling and without ever exceeding the rate. Times are in microseconds on the
+//! backend's clock (Redis `TIME` on Redis).
+
+use std::time::Duration;
+
+use crate::backend::BoxFuture;
+use crate::client::Client;
+use crate::error::{Error, Result};
+use crate::validate;
+
+/// The most tokens per period, burst, or tokens in one take.
+pub const MAX_LIMIT: u64 = 1_000_000;
+
+/// A limiter's rule, validated: the emission interval and the burst, in microseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rule {
+    /// `period / limit`, rounded up to a whole microsecond (never faster than asked).
+    pub interval_us: u64,
+    /// How many tokens may be taken at once after an idle time (at least 1).
+    pub burst: u64,
+}
+
+/// What a backend reports for one take: whether it was allowed (or reserved), the backend's time
+/// and the TAT before the take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Take {
+    pub allowed: bool,
+    pub now_us: i64,
+    pub tat_us: i64,
+}
+
+/// What a backend must do for the Rate Limiter: one atomic step.
+pub trait LimiterBackend {
+    /// Takes `cost` tokens of limiter `name` when the last of them is due within `max_wait_us`
+    /// (0: now), moving its TAT on; else changes nothing.
+    fn take<'a>(&'a self, name: &'a str, rule: Rule, cost: u64, max_wait_us: u64) -> BoxFuture<'a, Take>;
+}
+
+/// The decision of one take on a limiter record (`stored`: its TAT, None when absent or expired):
+/// the take and the TAT to store (None: store nothing). The embedded stores use it as is; the
+/// Redis script does the same arithmetic.
+pub fn decide(
+    stored: Option<i64>,
+    now_us: i64,
+    rule: Rule,
+    cost: u64,
+    max_wait_us: u64,
+) -> (Take, Option<i64>) {
+    let tat = stored.map_or(now_us, |t| t.max(now_us));
+    let next = tat + (cost * rule.interval_us) as i64;
+    let due = next - (rule.burst * rule.interval_us) as i64;
+    let allowed = due - now_us <= max_wait_us as i64;
+    let take = Take { allowed, now_us, tat_us: tat };
+    (take, (allowed && cost > 0).then_some(next))
+}
+
+/// Options of a take, before validation.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LimitOptions {
+    /// Tokens per period. Required.
+    pub limit: u64,
+    /// The period. Default 1 s.
+    pub period: Option<Duration>,
+    /// Tokens that may go at once after an idle time. Default 1 (evenly spaced).
+    pub burst: Option<u64>,
+    /// Tokens this call takes. Default 1. Without `max_wait` at most `burst`.
+    pub cost: Option<u64>,
+    /// Reserve the tokens when they are all due within this time (default 0: only when allowed now).
+    pub max_wait: Option<Duration>,
+}
+
+/// The result of a take.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LimitResult {
+    pub name: String,
+    /// Whether the tokens were taken (now, or reserved for `slots`).
+    pub allowed: bool,
+    pub cost: u64,
+    /// Tokens that could be taken at once now after this call.
+    pub remaining: u64,
+    /// When not allowed: ms until the same call would be allowed without waiting.
+    pub retry_after_ms: f64,
+    /// Ms until the limiter is full again (its burst available) if nothing else is taken.
+    pub reset_after_ms: f64,
+    /// When allowed: ms from the decision until the last token is due (0 when all are due now).
+    pub wait_ms: f64,
+    /// When allowed: for each token, ms from the decision until it is due (in order).
+    pub slots_ms: Vec<f64>,
+    /// The decision's time, ms since the epoch on the backend's clock (with a fraction).
+    pub decided_at: f64,
+}
+
+fn ms(us: i64) -> f64 {
+    us.max(0) as f64 / 1000.0
+}
+
+/// Checks options and returns the rule, cost and max wait (µs).
+pub fn rule_of(opts: &LimitOptions) -> Result<(Rule, u64, u64)> {
+    let limit = validate::range("limit", opts.limit, 1, MAX_LIMIT)?;
+    let period_ms = validate::duration_or("period", opts.period, 1_000)?;
+    let burst = validate::range("burst", opts.burst.unwrap_or(1), 1, MAX_LIMIT)?;
+    let cost = validate::range("cost", opts.cost.unwrap_or(1), 0, validate::MAX_BATCH as u64)?;
+    let max_wait_ms = match opts.max_wait {
+        Some(v) => validate::duration_or_zero("max_wait", v)?,
+        None => 0,
+    };
+    let interval_us = (period_ms * 1000).div_ceil(limit);
+    let max_us = validate::MAX_DURATION_MS * 1000;
+    if burst.saturating_mul(interval_us) > max_us {
+        return Err(Error::invalid_at(
+            "burst",
+            format!("is {burst} tokens of {interval_us} µs each: more than 365 days; lower burst or period"),
+        ));
+    }
+    if cost.saturating_mul(interval_us) > max_us {
+        return Err(Error::invalid_at(
+            "cost",
+            format!("is {cost} tokens of {interval_us} µs each: more than 365 days; lower cost or period"),
+        ));
+    }
+    if max_wait_ms == 0 && cost > burst {
+        return Err(Error::invalid_at(
+            "cost",
+            format!(
+                "is {cost} but burst is {burst}: more than burst tokens are never allowed at once; give a \
+                 max wait to reserve them over time, or raise burst"
+            ),
+        ));
+    }
+    Ok((Rule { interval_us, burst }, cost, max_wait_ms * 1000))
+}
+
+/// The caller's view of a backend's take.
+pub fn result_of(name: &str, rule: Rule, cost: u64, t: Take) -> LimitResult {
+    let (iv, burst) = (rule.interval_us as i64, rule.burst as i64);
+    let tat = if t.allowed { t.tat_us + cost as i64 * iv } else { t.tat_us };
+    let remaining = ((t.now_us + burst * iv - tat) / iv).max(0) as u64;
+    let due_last = t.tat_us + cost as i64 * iv - burst * iv;
+    let slots_ms = if t.allowed {
+        (1..=cost as i64).map(|j| ms(t.tat_us + j * iv - burst * iv - t.now_us)).collect()
+    } else {
+        Vec::new()
+    };
+    LimitResult {
+        name: name.to_string(),
+        allowed: t.allowed,
+        cost,
+        remaining,
+        retry_after_ms: if t.allowed { 0.0 } else { ms(due_last - t.now_us) },
+        reset_after_ms: ms(tat - t.now_us),
+        wait_ms: if t.allowed { ms(due_last - t.now_us) } else { 0.0 },
+        slots_ms,
+        decided_at: t.now_us as f64 / 1000.0,
+    }
+}
+
+impl Client {
+    /// Takes tokens of limiter `name`: allowed or not, with the time to wait and the tokens left.
+    /// With `max_wait`, reserves them when they are due within it (see the module docs); never
+    /// sleeps.
+    pub async fn rate_limit(&self, name: &str, opts: LimitOptions) -> Result<LimitResult> {
+        validate::name("name", name)?;
+        let (rule, cost, max_wait_us) = rule_of(&opts)?;
+        let t = self.backend().take(name, rule, cost, max_wait_us).await?;
+        Ok(result_of(name, rule, cost, t))
+    }
+
+    /// Like [`Client::rate_limit`], then sleeps until the last reserved token is due: it returns
+    /// when the call may go ahead (`allowed`), or at once when the tokens are not due within
+    /// `max_wait`.
+    pub async fn rate_limit_wait(&self, name: &str, opts: LimitOptions) -> Result<LimitResult> {
+        let r = self.rate_limit(name, opts).await?;
+        if r.allowed && r.wait_ms > 0.0 {
+            tokio::time::sleep(Duration::from_micros((r.wait_ms * 1000.0).ceil() as u64)).await;
+        }
+        Ok(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RULE: Rule = Rule { interval_us: 500_000, burst: 1 };
+
+    #[test]
+    fn gcra_spaces_tokens_by_the_interval() {
+        let (t, tat) = decide(None, 0, RULE, 1, 0);
+        assert!(t.allowed);
+        assert_eq!(tat, Some(500_000));
+        let (t, tat2) = decide(tat, 100_000, RULE, 1, 0);
+        assert!(!t.allowed);
+        assert_eq!(tat2, None);
+        let r = result_of("x", RULE, 1, t);
+        assert_eq!(r.retry_after_ms, 400.0);
+        let (t, _) = decide(tat, 500_000, RULE, 1, 0);
+        assert!(t.allowed);
+    }
+
+    #[test]
+    fn reservations_give_each_token_its_slot() {
+        let (t, tat) = decide(None, 0, RULE, 4, 2_000_000);
+        assert!(t.allowed);
+        assert_eq!(tat, Some(2_000_000));
+        let r = result_of("x", RULE, 4, t);
+        assert_eq!(r.slots_ms, vec![0.0, 500.0, 1000.0, 1500.0]);
+        assert_eq!(r.wait_ms, 1500.0);
+        // The next reservation queues behind it; one that does not fit changes nothing.
+        let (t, _) = decide(tat, 0, RULE, 1, 2_000_000);
+        assert_eq!(result_of("x", RULE, 1, t).slots_ms, vec![2000.0]);
+        let (t, none) = decide(tat, 0, RULE, 1, 1_000_000);
+        assert!(!t.allowed && none.is_none());
+    }
+
+    #[test]
+    fn burst_lets_tokens_go_at_once() {
+        let rule = Rule { interval_us: 100, burst: 3 };
+        let mut tat = None;
+        for _ in 0..3 {
+            let (t, next) = decide(tat, 1000, rule, 1, 0);
+            assert!(t.allowed);
+            tat = next;
+        }
+        let (t, _) = decide(tat, 1000, rule, 1, 0);
+        assert!(!t.allowed);
+        assert_eq!(result_of("x", rule, 1, t).remaining, 0);
+    }
+
+    #[test]
+    fn options_are_checked() {
+        let o = |limit, cost| LimitOptions { limit, cost: Some(cost), ..Default::default() };
+        assert!(rule_of(&o(0, 1)).unwrap_err().to_string().contains("limit"));
+        assert!(rule_of(&o(2, 2)).unwrap_err().to_string().contains("burst"));
+        let (rule, cost, wait) = rule_of(&o(3, 1)).unwrap();
+        assert_eq!((rule.interval_us, rule.burst, cost, wait), (333_334, 1, 1, 0));
+    }
+}
