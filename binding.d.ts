@@ -31,6 +31,11 @@ export declare class Flowguard {
   /** The key prefix. */
   get prefix(): string
   /**
+   * Lets go of this client's Redis connection: closed once no open client of the same
+   * settings uses it. Calls in flight finish; later Redis calls fail with `ERR_CLOSED`.
+   */
+  close(): Promise<void>
+  /**
    * Takes tokens of rate limiter `name` (GCRA): allowed or not, with the time to wait and the
    * tokens left. With `maxWaitMs`, reserves them when they are due within it and says when
    * (`waitMs`, `slotsMs`); never waits itself. A refusal is a result, not an error.
@@ -213,10 +218,10 @@ export interface FinishOptions {
    */
   owner?: string
   /**
-   * How long the record is kept, in ms (a completed item counts as done until then). Default:
-   * the client's retention.
+   * How long the record is kept, in ms (a completed item counts as done until then), or
+   * `'forever'`: until it is unset. Default: the client's retention.
    */
-  keepMs?: number
+  keepMs?: number | 'forever'
 }
 
 /** Options of `increment`. */
@@ -242,8 +247,11 @@ export interface ItemRequestInput {
   error?: string
   /** The lease of a claim in ms. Default 600000. Checked on every request. */
   timeoutMs?: number
-  /** How long a finished record is kept, in ms. Default: the client's retention. */
-  keepMs?: number
+  /**
+   * How long a finished record is kept, in ms, or `'forever'`: until it is unset. Default: the
+   * client's retention.
+   */
+  keepMs?: number | 'forever'
   /** Claim even an item that is completed. Default false. */
   reclaimCompleted?: boolean
 }
@@ -273,7 +281,10 @@ export interface ItemState {
   updatedAt?: number
   leaseExpiresAt?: number
   finishedAt?: number
-  /** When the record will be forgotten (retention, or `keepMs` of a completion). */
+  /**
+   * When the record will be forgotten (retention, or `keepMs` of a completion); absent for a
+   * record kept forever (`keepMs: 'forever'`) and for an unknown item.
+   */
   expiresAt?: number
   /** The latest transitions, oldest first (at most 20). */
   timeline: Array<Transition>
@@ -346,6 +357,12 @@ export interface OpenOptions {
    * in-process store (one per process, shared by every client with the same prefix).
    */
   url?: string
+  /**
+   * The seed nodes of a Redis Cluster (`redis://host:port` each, or `rediss://…`): any nodes
+   * of the cluster, one is enough, more survive the loss of some. Each call goes to the primary
+   * of its keys' slot; the slot map is refreshed after a failover. Not with `url` or `path`.
+   */
+  cluster?: string | string[]
   /**
    * A file for the durable embedded store (created when absent; not with `url`): items, locks,
    * queued ids and values survive a restart or crash of the process, and processes that open
@@ -420,6 +437,12 @@ export interface QueueBatch {
   /** The claimed ids, oldest first. */
   ids: Array<string>
   items: Array<QueueItem>
+  /**
+   * Present when some shards could not be read (unreachable, or no reply within the command
+   * timeout; e.g. a Redis Cluster node failing over): their due ids stay due for a later read.
+   * The call fails when no shard could be read.
+   */
+  failedShards?: Array<number>
 }
 
 export interface QueueEnqueued {
