@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { freePort, waitForPort } from './redis-server.mjs'
-import { sleep } from './backends.mjs'
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 
 /** Runs redis-cli against 127.0.0.1:port; its trimmed output. */
 export function cli(port, ...args) {
