@@ -1,5 +1,5 @@
 //! Catalog: the names in use — tracker groups that hold records, locks held now, queues that hold
-//! ids (with their shard count) — listed a page at a time, for dashboards and metrics.
+//! ids (with their shard count), rate limiters in use, semaphores held — listed a page at a time, for dashboards and metrics.
 //!
 //! Every call does bounded work: one page of at most [`MAX_CATALOG_LIMIT`] names, found in at
 //! most [`MAX_STEPS`] backend steps, each of which looks at a bounded slice of what is stored
@@ -31,6 +31,10 @@ pub enum Kind {
     Locks,
     /// Dedup queues that hold ids (waiting or claimed).
     Queues,
+    /// Rate limiters not full again yet (tokens taken within their refill time).
+    Limiters,
+    /// Semaphores with live holders.
+    Semaphores,
 }
 
 /// One listed name.

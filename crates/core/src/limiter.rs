@@ -46,6 +46,40 @@ pub trait LimiterBackend {
     /// Takes `cost` tokens of limiter `name` when the last of them is due within `max_wait_us`
     /// (0: now), moving its TAT on; else changes nothing.
     fn take<'a>(&'a self, name: &'a str, rule: Rule, cost: u64, max_wait_us: u64) -> BoxFuture<'a, Take>;
+    /// Reads limiter `name` without changing it: the backend's time and the stored TAT (None when
+    /// absent or reached).
+    fn inspect_limiter<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Stored>;
+}
+
+/// A limiter record as read by inspect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stored {
+    pub now_us: i64,
+    pub tat_us: Option<i64>,
+}
+
+/// A limiter as inspect shows it. The rule is given by each take and not stored, so what a
+/// limiter holds is how far its TAT runs ahead of now: the time until it is full again.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LimiterInfo {
+    pub name: String,
+    /// Whether tokens were taken recently enough that the limiter is not full again yet.
+    pub active: bool,
+    /// Ms until the limiter is full again (its burst available) if nothing else is taken.
+    pub reset_after_ms: f64,
+    /// The read's time, ms since the epoch on the backend's clock (with a fraction).
+    pub read_at: f64,
+}
+
+/// The caller's view of an inspect.
+pub fn info_of(name: &str, s: Stored) -> LimiterInfo {
+    let ahead = s.tat_us.map_or(0, |t| t - s.now_us);
+    LimiterInfo {
+        name: name.to_string(),
+        active: ahead > 0,
+        reset_after_ms: ms(ahead),
+        read_at: s.now_us as f64 / 1000.0,
+    }
 }
 
 /// The decision of one take on a limiter record (`stored`: its TAT, None when absent or expired):
@@ -187,6 +221,12 @@ impl Client {
         }
         Ok(r)
     }
+
+    /// Reads limiter `name` without taking tokens: whether it is in use and when it is full again.
+    pub async fn get_limiter(&self, name: &str) -> Result<LimiterInfo> {
+        validate::name("name", name)?;
+        Ok(info_of(name, self.backend().inspect_limiter(name).await?))
+    }
 }
 
 #[cfg(test)]
@@ -236,6 +276,14 @@ mod tests {
         let (t, _) = decide(tat, 1000, rule, 1, 0);
         assert!(!t.allowed);
         assert_eq!(result_of("x", rule, 1, t).remaining, 0);
+    }
+
+    #[test]
+    fn inspect_shows_the_time_until_full() {
+        let i = info_of("x", Stored { now_us: 1_000, tat_us: Some(501_000) });
+        assert_eq!((i.active, i.reset_after_ms, i.read_at), (true, 500.0, 1.0));
+        let i = info_of("x", Stored { now_us: 1_000, tat_us: None });
+        assert_eq!((i.active, i.reset_after_ms), (false, 0.0));
     }
 
     #[test]

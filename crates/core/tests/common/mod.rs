@@ -586,7 +586,9 @@ async fn all_names(c: &Client, kind: flowguard_core::catalog::Kind) -> Vec<(Stri
 
 pub async fn catalog_lists_the_names_in_use(c: Client) {
     use flowguard_core::catalog::Kind;
+    use flowguard_core::limiter::LimitOptions;
     use flowguard_core::queue::{EnqueueOptions, ReadOptions};
+    use flowguard_core::semaphore::PermitOptions;
     let groups = ["g:1", "g{2}", "g%3", "g4", "g5"];
     for g in groups {
         c.set_items(g, vec![req("a", "completed")]).await.unwrap();
@@ -613,6 +615,27 @@ pub async fn catalog_lists_the_names_in_use(c: Client) {
         all_names(&c, Kind::Queues).await,
         vec![("q:a".to_string(), Some(3)), ("q:claimed".to_string(), Some(1))]
     );
+
+    let slow = LimitOptions { limit: 1, period: Some(Duration::from_secs(600)), ..Default::default() };
+    for n in ["rl:a", "rl{b}"] {
+        assert!(c.rate_limit(n, slow.clone()).await.unwrap().allowed);
+    }
+    let nothing = LimitOptions { cost: Some(0), ..slow.clone() };
+    c.rate_limit("rl:untaken", nothing).await.unwrap();
+    assert_eq!(
+        all_names(&c, Kind::Limiters).await,
+        vec![("rl:a".to_string(), None), ("rl{b}".to_string(), None)]
+    );
+    let i = c.get_limiter("rl:a").await.unwrap();
+    assert!(i.active && i.reset_after_ms > 590_000.0 && i.reset_after_ms <= 600_000.0, "{i:?}");
+    let i = c.get_limiter("rl:untaken").await.unwrap();
+    assert!(!i.active && i.reset_after_ms == 0.0, "{i:?}");
+
+    let two = PermitOptions { permits: 2, label: Some("w".into()), ..Default::default() };
+    assert!(c.acquire_permit("sem:held", two.clone()).await.unwrap().acquired);
+    let p = c.acquire_permit("sem:freed", two).await.unwrap();
+    c.release_permit("sem:freed", p.owner.as_deref().unwrap()).await.unwrap();
+    assert_eq!(all_names(&c, Kind::Semaphores).await, vec![("sem:held".to_string(), None)]);
 
     let e = c.list_names(Kind::Groups, None, Some(0)).await.unwrap_err();
     assert_eq!(e.code, ErrorCode::InvalidArgument, "{}", e.message);

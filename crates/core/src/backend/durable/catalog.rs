@@ -8,9 +8,10 @@ use super::{Durable, Sql};
 use crate::backend::BoxFuture;
 use crate::catalog::{CatalogBackend, Entry, Kind, Page};
 
-/// How many lock rows a step looks at per name asked for: a lock name keeps its row (and fence)
-/// after release, so free rows are skipped, a bounded number per step.
-const LOCK_ROWS_PER_NAME: u64 = 8;
+/// How many rows a step looks at per name asked for: a lock name keeps its row (and fence) after
+/// release, and limiter and semaphore rows stay until purged, so rows of names not in use are
+/// skipped, a bounded number per step.
+const ROWS_PER_NAME: u64 = 8;
 
 /// The next distinct names after `cursor` by repeated seeks of `sql` (which takes ns, the name
 /// to start after, and yields a name and a shard count or NULL).
@@ -37,12 +38,11 @@ fn distinct(c: &Connection, sql: &str, ns: &str, cursor: Option<&str>, limit: u6
     Ok(Page { entries, cursor: more.then_some(after) })
 }
 
-fn held_locks(c: &Connection, ns: &str, cursor: Option<&str>, limit: u64, now: i64) -> Sql<Page> {
-    let budget = limit.saturating_mul(LOCK_ROWS_PER_NAME);
-    let mut stmt = c.prepare_cached(
-        "SELECT name, owner IS NOT NULL AND exp > ?3 FROM locks WHERE ns = ?1 AND name > ?2
-         ORDER BY name LIMIT ?4",
-    )?;
+/// The names in use after `cursor` by one range read of `sql` (which takes ns, the name to start
+/// after, now and a row budget, and yields a name and whether it is in use), skipping the rest.
+fn in_use(c: &Connection, sql: &str, ns: &str, cursor: Option<&str>, limit: u64, now: i64) -> Sql<Page> {
+    let budget = limit.saturating_mul(ROWS_PER_NAME);
+    let mut stmt = c.prepare_cached(sql)?;
     let rows = stmt.query_map(params![ns, cursor.unwrap_or(""), now, budget as i64], |r| {
         Ok((r.get::<_, String>(0)?, r.get::<_, bool>(1)?))
     })?;
@@ -80,7 +80,35 @@ impl CatalogBackend for Durable {
                 cursor,
                 limit,
             ),
-            Kind::Locks => held_locks(c, ns, cursor, limit, now),
+            Kind::Locks => in_use(
+                c,
+                "SELECT name, owner IS NOT NULL AND exp > ?3 FROM locks WHERE ns = ?1 AND name > ?2
+                 ORDER BY name LIMIT ?4",
+                ns,
+                cursor,
+                limit,
+                now,
+            ),
+            // `exp` is in ms; the TAT runs to it.
+            Kind::Limiters => in_use(
+                c,
+                "SELECT name, exp > ?3 FROM limiters WHERE ns = ?1 AND name > ?2 ORDER BY name LIMIT ?4",
+                ns,
+                cursor,
+                limit,
+                now,
+            ),
+            // One row per name: a name's holders (at most its permits) are grouped by the unique
+            // (ns, name, owner) index.
+            Kind::Semaphores => in_use(
+                c,
+                "SELECT name, max(exp) > ?3 FROM sem_holders WHERE ns = ?1 AND name > ?2
+                 GROUP BY name ORDER BY name LIMIT ?4",
+                ns,
+                cursor,
+                limit,
+                now,
+            ),
         })
     }
 }

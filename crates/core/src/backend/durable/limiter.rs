@@ -5,7 +5,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use super::{purge, Durable, Sql};
 use crate::backend::embedded::now_us;
 use crate::backend::BoxFuture;
-use crate::limiter::{decide, LimiterBackend, Rule, Take};
+use crate::limiter::{decide, LimiterBackend, Rule, Stored, Take};
 
 fn take(
     c: &Connection,
@@ -35,8 +35,21 @@ fn take(
     Ok(t)
 }
 
+fn inspect(c: &Connection, ns: &str, name: &str, now_ms: i64) -> Sql<Stored> {
+    let now = now_us().max(now_ms * 1000);
+    let tat: Option<i64> = c
+        .prepare_cached("SELECT tat FROM limiters WHERE ns = ?1 AND name = ?2")?
+        .query_row(params![ns, name], |r| r.get(0))
+        .optional()?;
+    Ok(Stored { now_us: now, tat_us: tat.filter(|t| *t > now) })
+}
+
 impl LimiterBackend for Durable {
     fn take<'a>(&'a self, name: &'a str, rule: Rule, cost: u64, max_wait_us: u64) -> BoxFuture<'a, Take> {
         self.write_tx(move |c, ns, now| take(c, ns, name, rule, cost, max_wait_us, now))
+    }
+
+    fn inspect_limiter<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Stored> {
+        self.read_tx(move |c, ns, now| inspect(c, ns, name, now))
     }
 }

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use super::{guard, now_us, Embedded};
 use crate::backend::{ready, BoxFuture};
-use crate::limiter::{decide, LimiterBackend, Rule, Take};
+use crate::limiter::{decide, LimiterBackend, Rule, Stored, Take};
 
 #[derive(Default)]
 pub struct LimiterTable {
@@ -28,10 +28,24 @@ impl LimiterTable {
         }
         take
     }
+
+    pub fn inspect(&self, name: &str) -> Stored {
+        let now = now_us();
+        Stored { now_us: now, tat_us: self.tats.get(name).copied().filter(|t| *t > now) }
+    }
+
+    /// Names whose TAT is still ahead of `now_us` (not full again yet).
+    pub(super) fn active_names(&self, now_us: i64) -> impl Iterator<Item = &str> {
+        self.tats.iter().filter(move |(_, t)| **t > now_us).map(|(k, _)| k.as_str())
+    }
 }
 
 impl LimiterBackend for Embedded {
     fn take<'a>(&'a self, name: &'a str, rule: Rule, cost: u64, max_wait_us: u64) -> BoxFuture<'a, Take> {
         ready(Ok(guard(&self.namespace().limiters).take(name, rule, cost, max_wait_us)))
+    }
+
+    fn inspect_limiter<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Stored> {
+        ready(Ok(guard(&self.namespace().limiters).inspect(name)))
     }
 }

@@ -2,7 +2,9 @@
 //! thousand keys of its keyspace, whatever its size), the names read back from the keys. A step
 //! that finds more names than asked for returns the first ones in name order and a cursor that
 //! runs the same SCAN step again past the last name returned. Queues also get their shard count,
-//! one `HGET` per queue listed, pipelined.
+//! one `HGET` per queue listed, pipelined. Limiter keys exist while in use (they expire when full
+//! again); a semaphore is listed by its holders' key, which may still hold ended leases until a
+//! step meets them (the caller reads each one).
 
 use super::{map_error, Link, RedisStore};
 use crate::backend::BoxFuture;
@@ -19,6 +21,8 @@ fn pattern(prefix: &str, kind: Kind) -> (String, &'static str, &'static str) {
         Kind::Groups => ("{t:", "}:r"),
         Kind::Locks => ("{l:", "}"),
         Kind::Queues => ("{q:", "}:m"),
+        Kind::Limiters => ("{rl:", "}"),
+        Kind::Semaphores => ("{sem:", "}:h"),
     };
     (format!("{}{head}*{tail}", glob_escape(prefix)), head, tail)
 }
@@ -139,5 +143,10 @@ mod tests {
         let g = k.tracker_group("g 1");
         assert_eq!(name_of(&k.item_records(&g), k.prefix(), head, tail).as_deref(), Some("g 1"));
         assert_eq!(name_of(&k.item_index(&g, "failed"), k.prefix(), head, tail), None);
+        let (_, head, tail) = pattern(k.prefix(), Kind::Limiters);
+        assert_eq!(name_of(&k.limiter("api:1"), k.prefix(), head, tail).as_deref(), Some("api:1"));
+        let (_, head, tail) = pattern(k.prefix(), Kind::Semaphores);
+        assert_eq!(name_of(&k.semaphore("s}1", "h"), k.prefix(), head, tail).as_deref(), Some("s}1"));
+        assert_eq!(name_of(&k.semaphore("s", "fence"), k.prefix(), head, tail), None);
     }
 }
