@@ -1,7 +1,8 @@
 //! Listing routes (what the dashboard shows): `/v1/tracker/listGroups`, `/v1/lock/list`,
-//! `/v1/queue/list`. Each takes `{cursor?, limit?}` and answers one page with the `cursor` of the
+//! `/v1/queue/list`, `/v1/limiter/list`, `/v1/semaphore/list`. Each takes `{cursor?, limit?}` and answers one page with the `cursor` of the
 //! next (absent at the end). A page costs one bounded catalog call plus one read per name listed
-//! (the group's counts, the lock's holder, the queue's sizes), so `limit` is kept small.
+//! (the group's counts, the lock's holder, the queue's sizes, the limiter's state, the
+//! semaphore's holders), so `limit` is kept small.
 
 use axum::extract::State;
 use axum::Json;
@@ -12,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::app::App;
 use crate::body::{opt_u64, Body};
 use crate::error::{ApiError, ApiResult};
-use crate::routes::{lock::LockInfo, queue::QueueSize, tracker::Counts};
+use crate::routes::{lock::LockInfo, queue::QueueSize, semaphore::SemaphoreOut, tracker::Counts};
 
 /// Default and largest page of a listing route.
 pub const DEFAULT_LIST: u64 = 50;
@@ -120,4 +121,61 @@ pub async fn queues(State(app): State<App>, Body(b): Body<ListIn>) -> ApiResult<
         }
     }
     Ok(Json(QueueList { queues, cursor: p.cursor }))
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LimiterSummary {
+    name: String,
+    /// Ms until the limiter is full again (its burst available) if nothing else is taken.
+    reset_after_ms: f64,
+    /// The read's time, ms since the epoch on the backend's clock.
+    read_at: f64,
+}
+
+#[derive(Serialize)]
+pub struct LimiterList {
+    limiters: Vec<LimiterSummary>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cursor: Option<String>,
+}
+
+/// Rate limiters in use (not full again yet), with the time until each is full. The rule (limit,
+/// period, burst) is given by each take and not stored, so it is not listed.
+pub async fn limiters(State(app): State<App>, Body(b): Body<ListIn>) -> ApiResult<Json<LimiterList>> {
+    let p = page(&app, Kind::Limiters, &b).await?;
+    let mut limiters = Vec::with_capacity(p.entries.len());
+    for e in p.entries {
+        let i = app.client.get_limiter(&e.name).await?;
+        // Full again since it was listed: not in use any more.
+        if i.active {
+            limiters.push(LimiterSummary {
+                name: i.name,
+                reset_after_ms: i.reset_after_ms,
+                read_at: i.read_at,
+            });
+        }
+    }
+    Ok(Json(LimiterList { limiters, cursor: p.cursor }))
+}
+
+#[derive(Serialize)]
+pub struct SemaphoreList {
+    semaphores: Vec<SemaphoreOut>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cursor: Option<String>,
+}
+
+/// Semaphores with live holders, each holder with its label, time left and fence.
+pub async fn semaphores(State(app): State<App>, Body(b): Body<ListIn>) -> ApiResult<Json<SemaphoreList>> {
+    let p = page(&app, Kind::Semaphores, &b).await?;
+    let mut semaphores = Vec::with_capacity(p.entries.len());
+    for e in p.entries {
+        let i = app.client.get_semaphore(&e.name).await?;
+        // Every holder released or expired since it was listed: not held any more.
+        if !i.holders.is_empty() {
+            semaphores.push(i.into());
+        }
+    }
+    Ok(Json(SemaphoreList { semaphores, cursor: p.cursor }))
 }

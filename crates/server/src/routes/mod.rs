@@ -64,4 +64,6 @@ api_routes! {
     "/v1/semaphore/release" => semaphore::release,
     "/v1/semaphore/extend" => semaphore::extend,
     "/v1/semaphore/get" => semaphore::get,
+    "/v1/limiter/list" => catalog::limiters,
+    "/v1/semaphore/list" => catalog::semaphores,
 }

@@ -111,15 +111,20 @@ pub struct SemaphoreOut {
     fence: u64,
 }
 
+impl From<flowguard_core::semaphore::SemaphoreInfo> for SemaphoreOut {
+    fn from(i: flowguard_core::semaphore::SemaphoreInfo) -> Self {
+        SemaphoreOut {
+            name: i.name,
+            holders: i
+                .holders
+                .into_iter()
+                .map(|h| HolderOut { fence: h.fence, remaining_ms: h.remaining_ms, label: h.label })
+                .collect(),
+            fence: i.fence,
+        }
+    }
+}
+
 pub async fn get(State(app): State<App>, Body(b): Body<NameIn>) -> ApiResult<Json<SemaphoreOut>> {
-    let i = app.client.get_semaphore(&b.name).await?;
-    Ok(Json(SemaphoreOut {
-        name: i.name,
-        holders: i
-            .holders
-            .into_iter()
-            .map(|h| HolderOut { fence: h.fence, remaining_ms: h.remaining_ms, label: h.label })
-            .collect(),
-        fence: i.fence,
-    }))
+    Ok(Json(app.client.get_semaphore(&b.name).await?.into()))
 }

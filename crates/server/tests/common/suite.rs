@@ -330,6 +330,14 @@ pub async fn catalog_on(s: &Server) {
     let ids: Vec<String> = (0..6).map(|i| format!("id-{i}")).collect();
     s.ok("/v1/queue/enqueue", json!({"queue": "q", "ids": ids, "shards": 3})).await;
     s.ok("/v1/queue/readBatch", json!({"queue": "q", "shards": 3, "limit": 2})).await;
+    // 1 of 4 tokens per 10 min taken: full again in 150 s.
+    let rule = json!({"name": "api", "limit": 4, "periodMs": 600000, "burst": 4});
+    s.ok("/v1/limiter/take", rule).await;
+    s.ok("/v1/limiter/take", json!({"name": "idle", "limit": 1, "cost": 0})).await;
+    s.ok("/v1/semaphore/acquire", json!({"name": "S", "permits": 3, "label": "w2", "timeoutMs": 600000}))
+        .await;
+    let gone = s.ok("/v1/semaphore/acquire", json!({"name": "gone", "permits": 3})).await;
+    s.ok("/v1/semaphore/release", json!({"name": "gone", "owner": gone["owner"]})).await;
 
     let mut groups = all_pages(s, "/v1/tracker/listGroups", "groups").await;
     groups.sort_by_key(|g| g["group"].as_str().unwrap().to_string());
@@ -359,10 +367,26 @@ pub async fn catalog_on(s: &Server) {
     );
     assert_eq!(q["shards"].as_array().unwrap().len(), 3);
 
-    for bad in [json!({"limit": 0}), json!({"limit": 101}), json!({"cursor": ""}), json!({"other": 1})] {
-        let (st, e) = s.call("/v1/queue/list", bad.clone()).await;
-        assert_eq!(st, 400, "{bad} answered {e}");
-        assert!(e["code"] == "ERR_INVALID_ARGUMENT" || e["code"] == "ERR_INVALID_JSON", "{e}");
+    let limiters = all_pages(s, "/v1/limiter/list", "limiters").await;
+    assert_eq!(limiters.len(), 1, "{limiters:?}");
+    assert_eq!(limiters[0]["name"], "api");
+    let reset = limiters[0]["resetAfterMs"].as_f64().unwrap();
+    assert!(reset > 140_000.0 && reset <= 150_000.0, "{limiters:?}");
+
+    let semaphores = all_pages(s, "/v1/semaphore/list", "semaphores").await;
+    assert_eq!(semaphores.len(), 1, "{semaphores:?}");
+    let sem = &semaphores[0];
+    assert_eq!((&sem["name"], &sem["fence"]), (&json!("S"), &json!(1)));
+    let holders = sem["holders"].as_array().unwrap();
+    assert_eq!((holders.len(), &holders[0]["label"], &holders[0]["fence"]), (1, &json!("w2"), &json!(1)));
+    assert!(holders[0]["remainingMs"].as_u64().unwrap() > 590_000, "{sem}");
+
+    for path in ["/v1/queue/list", "/v1/limiter/list", "/v1/semaphore/list"] {
+        for bad in [json!({"limit": 0}), json!({"limit": 101}), json!({"cursor": ""}), json!({"other": 1})] {
+            let (st, e) = s.call(path, bad.clone()).await;
+            assert_eq!(st, 400, "{path} {bad} answered {e}");
+            assert!(e["code"] == "ERR_INVALID_ARGUMENT" || e["code"] == "ERR_INVALID_JSON", "{e}");
+        }
     }
 
     let text =

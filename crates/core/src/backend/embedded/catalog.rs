@@ -41,8 +41,12 @@ impl CatalogBackend for Embedded {
             Kind::Groups => page(guard(&ns.tracker).group_names().map(|n| (n, None)), cursor, limit),
             Kind::Locks => page(guard(&ns.locks).held_names(now_ms()).map(|n| (n, None)), cursor, limit),
             Kind::Queues => page(guard(&ns.queues).queue_names().map(|(n, s)| (n, Some(s))), cursor, limit),
-            Kind::Limiters => page(guard(&ns.limiters).active_names(now_us()).map(|n| (n, None)), cursor, limit),
-            Kind::Semaphores => page(guard(&ns.semaphores).held_names(now_ms()).map(|n| (n, None)), cursor, limit),
+            Kind::Limiters => {
+                page(guard(&ns.limiters).active_names(now_us()).map(|n| (n, None)), cursor, limit)
+            }
+            Kind::Semaphores => {
+                page(guard(&ns.semaphores).held_names(now_ms()).map(|n| (n, None)), cursor, limit)
+            }
         }))
     }
 }

@@ -87,7 +87,10 @@ impl SemaphoreTable {
 
     /// Names with a holder whose lease has not ended at `now`.
     pub(super) fn held_names(&self, now: i64) -> impl Iterator<Item = &str> {
-        self.held.iter().filter(move |(_, hs)| hs.values().any(|h| h.expires_at > now)).map(|(k, _)| k.as_str())
+        self.held
+            .iter()
+            .filter(move |(_, hs)| hs.values().any(|h| h.expires_at > now))
+            .map(|(k, _)| k.as_str())
     }
 
     pub fn inspect(&mut self, name: &str) -> SemaphoreInfo {

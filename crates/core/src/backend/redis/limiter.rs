@@ -34,7 +34,9 @@ impl LimiterBackend for RedisStore {
             let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
             let reply: Vec<Value> = self.eval(take_script(), &[key.as_bytes()], &args).await?;
             match reply.as_slice() {
-                [code, now, tat] => Ok(Take { allowed: int(code)? == 1, now_us: int(now)?, tat_us: int(tat)? }),
+                [code, now, tat] => {
+                    Ok(Take { allowed: int(code)? == 1, now_us: int(now)?, tat_us: int(tat)? })
+                }
                 _ => Err(foreign(&key)),
             }
         })
