@@ -1,5 +1,5 @@
 //! The state gauges of `/metrics`, read at each scrape: locks held, items by group and status, ids
-//! by queue and state. Bounded: at most [`MAX_NAMES`] names of each kind are read per scrape (in
+//! by queue and state, rate limiters in use, holders by semaphore. Bounded: at most [`MAX_NAMES`] names of each kind are read per scrape (in
 //! at most [`MAX_PAGES`] catalog pages, then one read per name); `flowguard_listing_complete{kind}`
 //! tells whether every name was seen. A backend error leaves these gauges out and sets `flowguard_state_up` 0;
 //! the call counters are answered all the same.
@@ -81,6 +81,19 @@ async fn collect(client: &Client, r: &Registry) -> flowguard_core::Result<()> {
         {
             ids.with_label_values(&[q.name.as_str(), state]).set(n as i64);
         }
+    }
+    let limiters =
+        IntGauge::new("flowguard_limiters_in_use", "Rate limiters not full again yet").expect("valid metric");
+    r.register(Box::new(limiters.clone())).expect("metric registered once");
+    let (names_in_use, all) = names(client, Kind::Limiters).await?;
+    complete.with_label_values(&["limiters"]).set(all as i64);
+    limiters.set(names_in_use.len() as i64);
+    let holders = gauge_vec(r, "flowguard_semaphore_holders", "Live holders by semaphore", &["semaphore"]);
+    let (semaphores, all) = names(client, Kind::Semaphores).await?;
+    complete.with_label_values(&["semaphores"]).set(all as i64);
+    for s in semaphores {
+        let i = client.get_semaphore(&s.name).await?;
+        holders.with_label_values(&[s.name.as_str()]).set(i.holders.len() as i64);
     }
     Ok(())
 }

@@ -400,6 +400,9 @@ pub async fn catalog_on(s: &Server) {
         r#"flowguard_queue_ids{queue="q",state="claimed"} 2"#,
         r#"flowguard_listing_complete{kind="groups"} 1"#,
         r#"flowguard_listing_complete{kind="queues"} 1"#,
+        "flowguard_limiters_in_use 1",
+        r#"flowguard_semaphore_holders{semaphore="S"} 1"#,
+        r#"flowguard_listing_complete{kind="semaphores"} 1"#,
         "flowguard_state_up 1",
     ] {
         assert!(text.lines().any(|l| l == line), "missing {line:?} in\n{text}");
