@@ -163,12 +163,57 @@ function renderQueues(rows) {
       : null)))
 }
 
+// ---- Rate limiters ---------------------------------------------------------------------------
+
+async function loadLimiters(cursor) {
+  const page = await api('/v1/limiter/list', { cursor, limit: PAGE })
+  return { rows: page.limiters, cursor: page.cursor }
+}
+
+// The rule (limit, period, burst) is given by each take and not stored: what a limiter holds is
+// the time until it is full again, which is what is shown.
+function renderLimiters(rows) {
+  return h('table', { class: 'grid' },
+    h('thead', {}, h('tr', {}, h('th', {}, 'limiter'),
+      h('th', { class: 'n', title: 'time until its burst is available again if nothing else is taken' }, 'full again in'),
+      h('th', { class: 'n' }, 'full again at'))),
+    h('tbody', {}, rows.map((l) => {
+      const at = l.readAt + l.resetAfterMs
+      return h('tr', { 'data-limiter': l.name },
+        h('td', { class: 'mono' }, l.name),
+        h('td', { class: 'n reset' }, duration(Math.ceil(l.resetAfterMs))),
+        h('td', { class: 'n at' }, h('time', { datetime: iso(at) }, new Date(at).toLocaleTimeString())))
+    })))
+}
+
+// ---- Semaphores ------------------------------------------------------------------------------
+
+async function loadSemaphores(cursor) {
+  const page = await api('/v1/semaphore/list', { cursor, limit: PAGE })
+  return { rows: page.semaphores, cursor: page.cursor }
+}
+
+function renderSemaphores(rows) {
+  return h('div', { class: 'cards' }, rows.map((s) => h('article', { class: 'card', 'data-semaphore': s.name },
+    h('div', { class: 'card-head' },
+      h('h3', {}, s.name),
+      h('span', { class: 'muted holders' }, s.holders.length === 1 ? '1 holder' : `${num(s.holders.length)} holders`)),
+    h('table', { class: 'grid' },
+      h('thead', {}, h('tr', {}, h('th', {}, 'holder'), h('th', { class: 'n' }, 'time left'), h('th', { class: 'n' }, 'fence'))),
+      h('tbody', {}, s.holders.map((p) => h('tr', { 'data-fence': p.fence },
+        h('td', { class: 'holder' }, p.label ? p.label : h('span', { class: 'muted' }, 'no label')),
+        h('td', { class: 'n left', title: `until ${iso(Date.now() + p.remainingMs)}` }, duration(p.remainingMs)),
+        h('td', { class: 'n fence' }, num(p.fence)))))))))
+}
+
 // ---- Page ------------------------------------------------------------------------------------
 
 const SECTIONS = [
   { id: 'groups', title: 'Item Tracker', load: loadGroups, render: renderGroups, empty: 'No group holds items.' },
   { id: 'locks', title: 'Locks held', load: loadLocks, render: renderLocks, empty: 'No lock is held.' },
   { id: 'queues', title: 'Dedup queues', load: loadQueues, render: renderQueues, empty: 'No queue holds ids.' },
+  { id: 'limiters', title: 'Rate limiters in use', load: loadLimiters, render: renderLimiters, empty: 'No rate limiter is in use.' },
+  { id: 'semaphores', title: 'Semaphores held', load: loadSemaphores, render: renderSemaphores, empty: 'No semaphore is held.' },
 ]
 
 const $ = (id) => document.getElementById(id)

@@ -2,7 +2,7 @@
 // browser). Starts flowguard-server on the in-memory store with a token, makes some state over the
 // API, and checks what a person sees: the token prompt (missing, wrong, right token), group counts,
 // a failed item's error and timeline, the held lock's holder and fence, a queue's numbers per
-// shard, and the page after a refresh. Screenshots go to target/dashboard-screenshots/ (ignored).
+// shard, a partly used rate limiter, a semaphore's holders, and the page after a refresh. Screenshots go to target/dashboard-screenshots/ (ignored).
 //
 // FLOWGUARD_SERVER_BIN: the server binary (default: the newest target/*/debug/flowguard-server);
 // FLOWGUARD_CHROMIUM: the browser (default /usr/bin/chromium).
@@ -98,6 +98,11 @@ test('the dashboard shows groups, failed items, locks and queues, asks for the t
   const batch = await call('/v1/queue/readBatch', { queue: 'orders', shards: 2, limit: 3 })
   assert.equal(batch.items.length, 3)
   const size = await call('/v1/queue/size', { queue: 'orders', shards: 2 })
+  // 3 of 10 tokens per 10 min taken: full again in 3 min.
+  const taken = await call('/v1/limiter/take', { name: 'shop-api', limit: 10, periodMs: 600000, burst: 10, cost: 3 })
+  assert.equal(taken.remaining, 7)
+  const permit = await call('/v1/semaphore/acquire', { name: 'exports', permits: 3, label: 'worker-7', timeoutMs: 600000 })
+  await call('/v1/semaphore/acquire', { name: 'exports', permits: 3, timeoutMs: 120000 })
 
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } })
   const errors = []
@@ -155,6 +160,19 @@ test('the dashboard shows groups, failed items, locks and queues, asks for the t
     assert.equal(await r.locator('td.q-due').textContent(), String(s.due), `shard ${s.shard} due`)
     assert.equal(await r.locator('td.q-claimed').textContent(), String(s.claimed), `shard ${s.shard} claimed`)
   }
+
+  const limiter = page.locator('tr[data-limiter="shop-api"]')
+  assert.match(await limiter.locator('.reset').textContent(), /^(2 min 5\d s|3 min 0 s)$/)
+  assert.match(await limiter.locator('.at').textContent(), /\d/)
+
+  const sem = page.locator('article[data-semaphore="exports"]')
+  assert.equal(await sem.locator('.holders').textContent(), '2 holders')
+  const first = sem.locator(`tr[data-fence="${permit.fence}"]`)
+  assert.equal(await first.locator('.holder').textContent(), 'worker-7')
+  assert.match(await first.locator('.left').textContent(), /^(9 min|10 min)/)
+  const second = sem.locator(`tr[data-fence="${permit.fence + 1}"]`)
+  assert.equal(await second.locator('.holder').textContent(), 'no label')
+  assert.match(await second.locator('.left').textContent(), /^(1 min|2 min)/)
   await page.screenshot({ path: join(shots, '2-dashboard.png'), fullPage: true })
 
   // Changes show after a refresh: one more failure, the lock released, the batch acknowledged.
@@ -162,6 +180,7 @@ test('the dashboard shows groups, failed items, locks and queues, asks for the t
   await call('/v1/tracker/setItems', { group: 'weekly-sync', requests: [{ id: 'sku-3', status: 'failed', error: 'out of stock' }] })
   await call('/v1/lock/release', { name: 'nightly-export', owner: lock.owner })
   await call('/v1/queue/ack', { queue: 'orders', shards: 2, owner: batch.owner, ids: batch.items.map((i) => i.id) })
+  await call('/v1/semaphore/release', { name: 'exports', owner: permit.owner })
   await page.click('#refresh')
   await page.locator('#sec-locks .empty').waitFor()
   assert.equal(await count('failed'), '2')
@@ -170,6 +189,8 @@ test('the dashboard shows groups, failed items, locks and queues, asks for the t
   assert.equal(await page.locator('#sec-locks .empty').textContent(), 'No lock is held.')
   assert.equal(await total.locator('td.q-waiting').textContent(), '7')
   assert.equal(await total.locator('td.q-claimed').textContent(), '0')
+  assert.equal(await sem.locator('.holders').textContent(), '1 holder')
+  assert.equal(await first.count(), 0, 'the released holder is gone')
   await page.screenshot({ path: join(shots, '3-after-refresh.png'), fullPage: true })
   await page.emulateMedia({ colorScheme: 'dark' })
   await page.screenshot({ path: join(shots, '4-dark.png'), fullPage: true })
@@ -192,7 +213,7 @@ test('the page and its assets are served without a token, with a strict content 
     assert.match(res.headers.get('content-security-policy'), /default-src 'none'; script-src 'self'/)
   }
   // The data is not: the listing routes need the token like every API route.
-  for (const path of ['/v1/tracker/listGroups', '/v1/lock/list', '/v1/queue/list']) {
+  for (const path of ['/v1/tracker/listGroups', '/v1/lock/list', '/v1/queue/list', '/v1/limiter/list', '/v1/semaphore/list']) {
     const res = await fetch(base + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })
     assert.equal(res.status, 401, path)
     assert.equal((await res.json()).code, 'ERR_UNAUTHORIZED')
