@@ -74,11 +74,13 @@ for (const b of backends()) {
     test('withLock: runs, extends while running, releases after, also on throw', async () => {
       const fg = await b.open()
       const r = await fg.withLock('job', async (signal, lock) => {
-        await sleep(250) // longer than the 120 ms lease: only extension keeps it
+        // Longer than the 1 s lease: only extension keeps it. The lease is long enough that a
+        // loaded machine's event-loop stalls (suites run in parallel) do not outlast its margin.
+        await sleep(1500)
         assert.equal(signal.aborted, false)
         assert.equal((await fg.getLock('job')).locked, true)
         return lock.fence
-      }, { timeoutMs: 120 })
+      }, { timeoutMs: 1000 })
       assert.equal(r.acquired, true)
       assert.equal(r.released, true)
       assert.equal(typeof r.value, 'number')
