@@ -26,11 +26,15 @@ fn load(c: &Connection, ns: &str, group: &str, id: &str, now: i64) -> Sql<Option
 
 fn save(c: &Connection, ns: &str, group: &str, id: &str, rec: &Record) -> Sql<()> {
     let json = serde_json::to_string(rec).map_err(|e| Fail::Corrupt(e.to_string()))?;
+    save_json(c, ns, group, id, rec.x, &json)
+}
+
+fn save_json(c: &Connection, ns: &str, group: &str, id: &str, exp: i64, json: &str) -> Sql<()> {
     c.prepare_cached(
         "INSERT INTO items (ns, grp, id, exp, rec) VALUES (?1, ?2, ?3, ?4, ?5)
          ON CONFLICT (ns, grp, id) DO UPDATE SET exp = excluded.exp, rec = excluded.rec",
     )?
-    .execute(params![ns, group, id, rec.x, json])?;
+    .execute(params![ns, group, id, exp, json])?;
     Ok(())
 }
 
@@ -90,24 +94,54 @@ fn apply_one(
     })
 }
 
+/// A batch claim. Most ids of a batch are usually new, and every new id gets the same record (a
+/// fresh one, taken once), so that record is encoded once and each new id costs one insert that
+/// skips existing rows; only the ids whose insert found a row are read and decided one by one.
+/// Ids are visited in key order (first occurrences first), so the inserts walk the B-tree
+/// forward instead of jumping around it; outcomes stay in the caller's order.
 fn claim_batch(c: &Connection, ns: &str, group: &str, b: BatchClaim<'_>, now: i64) -> Sql<ClaimBatch> {
     let lease_end = now + b.lease_ms as i64;
-    let mut outcomes = Vec::with_capacity(b.ids.len());
-    let mut attempts = Vec::with_capacity(b.ids.len());
-    for id in b.ids {
-        let current = load(c, ns, group, id, now)?;
-        let (outcome, a) = match current.as_ref().map(|r| (r.status_at(now), r.a)) {
-            Some((ItemStatus::InProgress, a)) => (BatchOutcome::InProgress, a),
-            Some((ItemStatus::Completed, a)) if !b.reclaim_completed => (BatchOutcome::Completed, a),
-            _ => {
-                let mut rec = current.unwrap_or_else(|| fresh(now));
+    let mut new_rec = fresh(now);
+    take(&mut new_rec, b.owner, now, lease_end, b.retention_ms);
+    let new_json = serde_json::to_string(&new_rec).map_err(|e| Fail::Corrupt(e.to_string()))?;
+    let mut order: Vec<usize> = (0..b.ids.len()).collect();
+    order.sort_by(|&i, &j| b.ids[i].cmp(&b.ids[j]));
+    let mut outcomes = vec![BatchOutcome::Claimed; b.ids.len()];
+    let mut attempts = vec![new_rec.a; b.ids.len()];
+    let mut insert = c.prepare_cached(
+        "INSERT INTO items (ns, grp, id, exp, rec) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
+    )?;
+    // Runs of ids alike are common (a first run: all new; a re-run: mostly known), so after an
+    // insert that found a row the next id is read first, and after a read that found none the
+    // next one is inserted first: each id costs one B-tree step, apart from where a run changes.
+    let mut expect_new = true;
+    for i in order {
+        let id = &b.ids[i];
+        if expect_new {
+            if insert.execute(params![ns, group, id, new_rec.x, new_json])? == 1 {
+                continue;
+            }
+            expect_new = false;
+        }
+        let (outcome, a) = match load(c, ns, group, id, now)? {
+            Some(r) if matches!(r.status_at(now), ItemStatus::InProgress) => (BatchOutcome::InProgress, r.a),
+            Some(r) if matches!(r.status_at(now), ItemStatus::Completed) && !b.reclaim_completed => {
+                (BatchOutcome::Completed, r.a)
+            }
+            Some(mut rec) => {
                 take(&mut rec, b.owner, now, lease_end, b.retention_ms);
                 save(c, ns, group, id, &rec)?;
                 (BatchOutcome::Claimed, rec.a)
             }
+            None => {
+                // No live record (none, or one whose retention ran out): the new record.
+                save_json(c, ns, group, id, new_rec.x, &new_json)?;
+                expect_new = true;
+                (BatchOutcome::Claimed, new_rec.a)
+            }
         };
-        outcomes.push(outcome);
-        attempts.push(a);
+        outcomes[i] = outcome;
+        attempts[i] = a;
     }
     Ok(ClaimBatch { owner: b.owner.to_string(), lease_expires_at: lease_end, outcomes, attempts })
 }
