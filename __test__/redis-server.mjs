@@ -2,7 +2,7 @@
 // their own (the shared one from REDIS_URL must stay up for the other suites).
 import { spawn, spawnSync } from 'node:child_process'
 import net from 'node:net'
-import { sleep } from './backends.mjs'
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 
 export const haveRedis = spawnSync('redis-server', ['--version']).status === 0
 if (process.env.CI === 'true' && !haveRedis) throw new Error('CI=true but redis-server is not installed')
