@@ -829,7 +829,7 @@ await withServer(async (base) => {
 		);
 	}
 
-	// Rate Limit: the paced consumer (example 11), two executions at once, calling a local HTTP server
+	// Rate Limit: the paced consumer (example 13), two executions at once, calling a local HTTP server
 	// that logs when each call arrives. The limiter books slots 500 ms apart (exact, on the store's
 	// clock); between a slot and the HTTP call n8n runs the next node, so the arrival times are
 	// checked with a stated tolerance of 150 ms: consecutive calls at least 350 ms apart, and any
