@@ -48,6 +48,49 @@ test('a held lock (409) and a lost lock on extend (412) are results, without the
 	assert.deepEqual(await client.extendLock('l', 'o', { timeoutMs: 1000 }), { extended: false, remainingMs: 0, reason: 'not_owner' });
 });
 
+test('permits (Concurrency Lock with Permits > 1): the semaphore routes; a full semaphore (409) and a lost permit (412) are results', async () => {
+	const full = { name: 's', acquired: false, fence: 4, holders: 3, remainingMs: 900, waitedMs: 0, attempts: 1, code: 'ERR_SEMAPHORE_FULL' };
+	const { client, calls } = fake((path) => {
+		if (path === '/v1/semaphore/acquire') return { status: 409, body: full };
+		if (path === '/v1/semaphore/extend') return { status: 412, body: { extended: false, remainingMs: 0, reason: 'not_held', code: 'ERR_NOT_OWNER' } };
+		if (path === '/v1/semaphore/get') return { status: 200, body: { name: 's', holders: [{ fence: 4, remainingMs: 900 }], fence: 4 } };
+		return { status: 200, body: { released: true } };
+	});
+	const r = await client.acquirePermit('s', { permits: 3, timeoutMs: 1000, label: 'run 8' });
+	assert.equal(r.acquired, false);
+	assert.equal(r.holders, 3);
+	assert.equal(r.code, undefined);
+	assert.deepEqual(await client.extendPermit('s', 'o', { timeoutMs: 1000 }), { extended: false, remainingMs: 0, reason: 'not_held' });
+	assert.deepEqual(await client.releasePermit('s', 'o'), { released: true });
+	assert.equal((await client.getSemaphore('s')).holders.length, 1);
+	assert.deepEqual(
+		calls.map((c) => [c.path, c.body]),
+		[
+			['/v1/semaphore/acquire', { name: 's', permits: 3, timeoutMs: 1000, label: 'run 8' }],
+			['/v1/semaphore/extend', { name: 's', owner: 'o', timeoutMs: 1000 }],
+			['/v1/semaphore/release', { name: 's', owner: 'o' }],
+			['/v1/semaphore/get', { name: 's' }],
+		],
+	);
+});
+
+test('Rate Limit on the server: take and wait routes, a refused take (429) is a result', async () => {
+	const refused = { name: 'api', allowed: false, cost: 1, remaining: 0, retryAfterMs: 400, resetAfterMs: 900, waitMs: 0, slotsMs: [], decidedAt: 1, code: 'ERR_RATE_LIMITED' };
+	const { client, calls } = fake((path) => ({ status: 429, body: refused }));
+	const r = await client.rateLimit('api', { limit: 2, periodMs: 1000 });
+	assert.equal(r.allowed, false);
+	assert.equal(r.retryAfterMs, 400);
+	assert.equal(r.code, undefined);
+	assert.equal((await client.waitRateLimit('api', { limit: 2, periodMs: 1000, maxWaitMs: 5000 })).allowed, false);
+	assert.deepEqual(
+		calls.map((c) => [c.path, c.body]),
+		[
+			['/v1/limiter/take', { name: 'api', limit: 2, periodMs: 1000 }],
+			['/v1/limiter/wait', { name: 'api', limit: 2, periodMs: 1000, maxWaitMs: 5000 }],
+		],
+	);
+});
+
 test('a wait longer than one server call is asked in parts, and the waits and attempts add up', async () => {
 	const { client, calls } = fake((path, body, n) => ({
 		status: n < 3 ? 409 : 200,

@@ -1,11 +1,12 @@
-import type { RateLimitResult } from 'flowguard';
+import type { Flowguard, RateLimitResult } from 'flowguard';
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeType, INodeTypeDescription } from 'n8n-workflow';
 import { NodeConnectionTypes, NodeOperationError } from 'n8n-workflow';
 
 import { clientFor } from '../shared/client';
+import { serverClientFor } from '../shared/server';
 import { secondsToMs, toNumber, toText } from '../shared/convert';
 import { credentialTest } from '../shared/credentialTest';
-import { backendProperty, keyPrefixOption, NODE_VERSIONS, REDIS_V1, REDIS_V2, resultFieldOption } from '../shared/descriptions';
+import { backendProperty, keyPrefixOption, NODE_VERSIONS, REDIS_V1, REDIS_V2, resultFieldOption, SERVER_BACKEND } from '../shared/descriptions';
 import { clean, ItemOutputs, withResult } from '../shared/items';
 import { ItemParameters } from '../shared/params';
 
@@ -58,6 +59,7 @@ export class RateLimit implements INodeType {
 				testedBy: 'flowguardRedisConnectionTest',
 				displayOptions: REDIS_V2,
 			},
+			{ name: 'flowguardServerApi', required: true, testedBy: 'flowguardServerConnectionTest', displayOptions: SERVER_BACKEND },
 		],
 		properties: [
 			backendProperty,
@@ -154,7 +156,9 @@ export class RateLimit implements INodeType {
 async function limitItems(ctx: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 	const items = ctx.getInputData();
 	const params = new ItemParameters(ctx, items);
-	const fg = await clientFor(ctx);
+	// The flowguard server backend never loads the native addon (see addon.ts).
+	const fg: Pick<Flowguard, 'rateLimit' | 'waitRateLimit'> =
+		ctx.getNodeParameter('backend', 0, 'embedded') === 'server' ? await serverClientFor(ctx) : await clientFor(ctx);
 	const whenLimited = ctx.getNodeParameter('whenLimited', 0, 'wait') as WhenLimited;
 	const outputs = new ItemOutputs(ctx, items, FIELDS);
 	const limited: INodeExecutionData[] = [];

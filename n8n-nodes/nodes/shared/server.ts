@@ -8,6 +8,8 @@ import type {
 	LockInfo,
 	LockOptions,
 	LockResult,
+	PermitOptions,
+	PermitResult,
 	QueueAckOptions,
 	QueueBatch,
 	QueueEnqueueOptions,
@@ -17,7 +19,10 @@ import type {
 	QueueSettleResult,
 	QueueSize,
 	QueueSizeOptions,
+	RateLimitOptions,
+	RateLimitResult,
 	ReleaseResult,
+	SemaphoreInfo,
 } from 'flowguard';
 import type { ICredentialDataDecryptedObject, IDataObject, IExecuteFunctions, IHttpRequestOptions } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
@@ -145,13 +150,26 @@ export class ServerClient {
 
 	/** A held lock is a result (409 with the holder), as on the addon. A wait over WAIT_CHUNK_MS is asked in parts. */
 	async acquireLock(name: string, options?: LockOptions | null): Promise<LockResult> {
-		const { waitMs = 0, ...rest } = options ?? {};
+		return await this.acquire<LockResult>('/v1/lock/acquire', { name, ...(options ?? {}) });
+	}
+
+	/** A full semaphore is a result (409 with the holders), as on the addon; waits as `acquireLock` does. */
+	async acquirePermit(name: string, options: PermitOptions): Promise<PermitResult> {
+		return await this.acquire<PermitResult>('/v1/semaphore/acquire', { name, ...options });
+	}
+
+	/** One acquire route (lock or permit): 409 is a result; a wait over WAIT_CHUNK_MS is asked in parts. */
+	private async acquire<R extends { acquired: boolean; waitedMs: number; attempts: number }>(
+		path: string,
+		body: IDataObject & { waitMs?: number },
+	): Promise<R> {
+		const { waitMs = 0, ...rest } = body;
 		const until = Date.now() + waitMs;
 		let waitedMs = 0;
 		let attempts = 0;
 		for (;;) {
 			const wait = Math.max(0, Math.min(WAIT_CHUNK_MS, until - Date.now()));
-			const r = await this.call<LockResult>('/v1/lock/acquire', { name, ...rest, ...(wait > 0 ? { waitMs: wait } : {}) }, [409], CALL_TIMEOUT_MS + wait);
+			const r = await this.call<R>(path, { ...rest, ...(wait > 0 ? { waitMs: wait } : {}) }, [409], CALL_TIMEOUT_MS + wait);
 			waitedMs += r.waitedMs ?? 0;
 			attempts += r.attempts ?? 1;
 			if (r.acquired || Date.now() >= until) return { ...r, waitedMs, attempts };
@@ -169,6 +187,32 @@ export class ServerClient {
 
 	async getLock(name: string): Promise<LockInfo> {
 		return await this.call('/v1/lock/get', { name });
+	}
+
+	async releasePermit(name: string, owner: string): Promise<ReleaseResult> {
+		return await this.call('/v1/semaphore/release', { name, owner });
+	}
+
+	/** A permit no longer held is a result (412 with `extended: false`), as on the addon. */
+	async extendPermit(name: string, owner: string, options?: { timeoutMs?: number } | null): Promise<ExtendResult> {
+		return await this.call('/v1/semaphore/extend', { name, owner, ...(options ?? {}) }, [412]);
+	}
+
+	async getSemaphore(name: string): Promise<SemaphoreInfo> {
+		return await this.call('/v1/semaphore/get', { name });
+	}
+
+	/** A refused take (429) is a result, as on the addon. */
+	async rateLimit(name: string, options: RateLimitOptions): Promise<RateLimitResult> {
+		return await this.call('/v1/limiter/take', { name, ...options }, [429]);
+	}
+
+	/**
+	 * The server waits until the reserved tokens are due: `maxWaitMs` is at most the server's
+	 * `--max-wait-ms` (a longer one is refused with ERR_INVALID_ARGUMENT naming it).
+	 */
+	async waitRateLimit(name: string, options: RateLimitOptions): Promise<RateLimitResult> {
+		return await this.call('/v1/limiter/wait', { name, ...options }, [429], CALL_TIMEOUT_MS + (options.maxWaitMs ?? 0));
 	}
 
 	async enqueue(queue: string, ids: string | string[], options?: QueueEnqueueOptions | null): Promise<QueueEnqueueResult> {
