@@ -4,7 +4,7 @@
 // `n8n-nodes-flowguard`, publishes them to a real local registry (Verdaccio on loopback), then a
 // fresh n8n (2.41.1 on Node 24; with FLOWGUARD_PROOF_N8N1=1 also 1.123.x on Node 22) in its own
 // temp user folder installs `n8n-nodes-flowguard` by name through POST /rest/community-packages,
-// the call of Settings > Community Nodes, with n8n's install code as shipped. Checks: the three
+// the call of Settings > Community Nodes, with n8n's install code as shipped. Checks: the four
 // nodes load (/types/nodes.json), survive a restart, and the imported example workflow (the
 // weekly project loop, embedded backend) runs with the right output through `n8n execute`.
 // Then again with the platform package withheld from the registry: n8n starts, installs and
@@ -287,7 +287,7 @@ class N8n {
   }
 }
 
-const EXPECTED_TYPES = ['n8n-nodes-flowguard.itemTracker', 'n8n-nodes-flowguard.concurrencyLock', 'n8n-nodes-flowguard.dedupQueue']
+const EXPECTED_TYPES = ['n8n-nodes-flowguard.itemTracker', 'n8n-nodes-flowguard.concurrencyLock', 'n8n-nodes-flowguard.dedupQueue', 'n8n-nodes-flowguard.rateLimit']
 
 // The JSON `n8n execute --rawOutput` prints, from the first line that is exactly `{`.
 function parseRun(stdout) {
@@ -316,7 +316,7 @@ async function installScenario(label, n8n, { withBinary }) {
   figures.push(`${label}: POST /rest/community-packages took ${secs.toFixed(1)} s (status ${inst.status})`)
   const installed = inst.json?.data ?? inst.json
   const types = (installed?.installedNodes ?? []).map((n) => n.type).sort()
-  check(`${label}: n8n installs n8n-nodes-flowguard by name (${secs.toFixed(1)} s) with its three nodes`, inst.status === 200 && JSON.stringify(types) === JSON.stringify([...EXPECTED_TYPES].sort()), `${inst.status} ${inst.text.slice(0, 800)}`)
+  check(`${label}: n8n installs n8n-nodes-flowguard by name (${secs.toFixed(1)} s) with its four nodes`, inst.status === 200 && JSON.stringify(types) === JSON.stringify([...EXPECTED_TYPES].sort()), `${inst.status} ${inst.text.slice(0, 800)}`)
   if (inst.status !== 200) return false // n8n rolled the install back: nothing more to look at
   const pkgDir = join(n8n.run.userFolder, '.n8n', 'nodes', 'node_modules', 'n8n-nodes-flowguard')
   const resolve = (spec, from) => sh(join(n8n.runtime.nodeBin, 'node'), ['-p', `require('fs').realpathSync(require.resolve(${JSON.stringify(spec)}))`], { cwd: from, env: { PATH: n8n.env.PATH } })
@@ -334,7 +334,7 @@ async function installScenario(label, n8n, { withBinary }) {
   }
   const loaded = await n8n.nodeTypes()
   const missing = EXPECTED_TYPES.filter((t) => !loaded.includes(t))
-  check(`${label}: /types/nodes.json lists the three nodes after the install`, missing.length === 0, `missing ${missing.join(', ')} of ${loaded.length} types`)
+  check(`${label}: /types/nodes.json lists the four nodes after the install`, missing.length === 0, `missing ${missing.join(', ')} of ${loaded.length} types`)
   return inst.status === 200
 }
 
@@ -349,7 +349,7 @@ async function proveOn(label, runtime, ctx) {
     check(`${label}: owner logs in after the restart`, login.status === 200, `${login.status} ${login.text.slice(0, 300)}`)
     const after = await a.nodeTypes()
     const missing = EXPECTED_TYPES.filter((t) => !after.includes(t))
-    check(`${label}: the three nodes are loaded again after the restart`, missing.length === 0, `missing ${missing.join(', ')}`)
+    check(`${label}: the four nodes are loaded again after the restart`, missing.length === 0, `missing ${missing.join(', ')}`)
     const pk = await a.rest('GET', '/rest/community-packages')
     const list = pk.json?.data ?? pk.json ?? []
     const mine = Array.isArray(list) ? list.find((p) => p.packageName === 'n8n-nodes-flowguard') : undefined
