@@ -112,6 +112,30 @@ for (const b of backends()) {
   }
 }
 
+test('redis: a semaphore fence counter lives 30 days past the longest lease, never shortened by a shorter one', { skip: !redisUrl && 'REDIS_URL not set' }, async () => {
+  const prefix = `bounded:${process.pid}:${Date.now()}:s:`
+  const fg = await Flowguard.open({ url: redisUrl, prefix })
+  const r = await connect(redisUrl)
+  try {
+    const keep = 30 * 86_400_000
+    const a = await fg.acquirePermit('api', { permits: 2, timeoutMs: 60_000 })
+    assert.equal(a.acquired, true)
+    const fence = (await keysUnder(r, prefix)).find((k) => k.endsWith(':fence'))
+    assert.ok(fence, 'the fence counter key')
+    const ttl = await r.call('PTTL', fence)
+    assert.ok(ttl > keep + 50_000 && ttl <= keep + 60_000, `fence TTL ${ttl}`)
+    // A second holder with a shorter lease: the counter keeps the longer lifetime.
+    const b = await fg.acquirePermit('api', { permits: 2, timeoutMs: 1000 })
+    assert.equal(b.fence, a.fence + 1)
+    const ttl2 = await r.call('PTTL', fence)
+    assert.ok(ttl2 > keep + 50_000, `fence TTL after a shorter lease ${ttl2}`)
+    await fg.releasePermit('api', a.owner)
+    await fg.releasePermit('api', b.owner)
+  } finally {
+    r.close()
+  }
+})
+
 test('redis: a lock fence counter lives 30 days past the lease, refreshed on acquire', { skip: !redisUrl && 'REDIS_URL not set' }, async () => {
   const prefix = `bounded:${process.pid}:${Date.now()}:l:`
   const fg = await Flowguard.open({ url: redisUrl, prefix })

@@ -64,8 +64,12 @@ test('lock calls use the loop connection: plain, with AUTH and a database, on a 
   const args = ['-p', String(port), '-a', 'pw-loop', '--no-auth-warning']
   try {
     let others = 0
+    // Both stores stay referenced to the end: a store collected as garbage closes its connections,
+    // and the count of script clients below includes the first store's.
+    const stores = []
     for (const url of [`redis://:pw-loop@127.0.0.1:${port}/3`, `redis+unix://${sock}?pass=pw-loop&db=4`]) {
       const fg = await Flowguard.open({ url, prefix: 'loop:' })
+      stores.push(fg)
       const loop = await warm(fg, args, others)
       others += loop ? 2 : 1
       assert.equal(loop, underNode, `a loop connection appears under Node only (${url.replace('pw-loop', '***')})`)
@@ -80,6 +84,7 @@ test('lock calls use the loop connection: plain, with AUTH and a database, on a 
     assert.ok(Number(cli([...args, '-n', '3', 'DBSIZE'])) > 0, 'keys in database 3')
     assert.ok(Number(cli([...args, '-n', '4', 'DBSIZE'])) > 0, 'keys in database 4')
     assert.equal(cli([...args, '-n', '0', 'DBSIZE']), '0', 'nothing in database 0')
+    for (const fg of stores) await fg.close()
   } finally {
     await stopRedis(redis)
     rmSync(dir, { recursive: true, force: true })

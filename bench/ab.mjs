@@ -9,13 +9,12 @@
 // REDIS_URL is set. BENCH_ROUNDS (default 7). Prints a table with the ratio B / A per case; writes
 // nothing. Used to show that a refactoring makes no row slower beyond noise (BENCHMARKS.md).
 import { createRequire } from 'node:module'
-import { spawn, spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { mkdtempSync, rmSync, statSync, readdirSync } from 'node:fs'
-import { tmpdir, loadavg } from 'node:os'
+import { statSync, readdirSync } from 'node:fs'
+import { loadavg } from 'node:os'
 import { join, dirname, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import net from 'node:net'
+import { benchRedis } from './redis-server.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const [dirA, dirB = join(here, '..')] = process.argv.slice(2).map((d) => resolve(d))
@@ -33,26 +32,8 @@ const A = require(join(dirA, 'index.js')).Flowguard
 const B = require(join(dirB, 'index.js')).Flowguard
 const ROUNDS = Number(process.env.BENCH_ROUNDS || 7)
 
-const freePort = () =>
-  new Promise((ok) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address()
-      s.close(() => ok(port))
-    })
-  })
-let redis = null
-let url = process.env.REDIS_URL
-if (!url) {
-  const port = await freePort()
-  const dir = mkdtempSync(join(tmpdir(), 'fg-ab-'))
-  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' })
-  for (let i = 0; i < 100 && spawnSync('redis-cli', ['-p', String(port), 'ping'], { encoding: 'utf8' }).stdout?.trim() !== 'PONG'; i++) {
-    await new Promise((r) => setTimeout(r, 50))
-  }
-  redis = { proc, dir }
-  url = `redis://127.0.0.1:${port}`
-}
-
+const redis = await benchRedis('ab')
+const url = redis.url
 const uniq = (s) => `${s}:${randomBytes(6).toString('hex')}`
 async function loop(n, par, fn) {
   let next = 0
@@ -174,7 +155,6 @@ for (const [name, { A: a, B: b }] of Object.entries(samples)) {
   console.log(`| ${name} | ${fmt(median(a))} | ${fmt(median(b))} | ${(median(b) / median(a)).toFixed(2)} | ${fmt(Math.min(...a))} – ${fmt(Math.max(...a))} | ${fmt(Math.min(...b))} – ${fmt(Math.max(...b))} |`)
 }
 if (redis) {
-  redis.proc.kill('SIGKILL')
-  rmSync(redis.dir, { recursive: true, force: true })
+  redis.stop()
 }
 process.exit(0)

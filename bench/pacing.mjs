@@ -10,13 +10,12 @@
 // Needs the release build (`npm run build`) and `npm install` in bench/. Starts its own
 // redis-server unless REDIS_URL is set. Prints a table; writes nothing.
 import { createRequire } from 'node:module'
-import { spawn, spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { mkdtempSync, rmSync, statSync, readdirSync } from 'node:fs'
-import { tmpdir, loadavg, cpus } from 'node:os'
+import { statSync, readdirSync } from 'node:fs'
+import { loadavg, cpus } from 'node:os'
 import { join, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import net from 'node:net'
+import { benchRedis } from './redis-server.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const root = join(here, '..')
@@ -29,17 +28,8 @@ const { RateLimiterRedis } = await import('rate-limiter-flexible')
 const { Semaphore } = await import('redis-semaphore')
 const ROUNDS = Number(process.env.BENCH_ROUNDS || 5)
 
-const freePort = () => new Promise((ok) => { const s = net.createServer().listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => ok(port)) }) })
-let redis = null
-let url = process.env.REDIS_URL
-if (!url) {
-  const port = await freePort()
-  const dir = mkdtempSync(join(tmpdir(), 'fg-pacing-'))
-  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' })
-  for (let i = 0; i < 100 && spawnSync('redis-cli', ['-p', String(port), 'ping'], { encoding: 'utf8' }).stdout?.trim() !== 'PONG'; i++) await new Promise((r) => setTimeout(r, 50))
-  redis = { proc, dir }
-  url = `redis://127.0.0.1:${port}`
-}
+const redis = await benchRedis('pacing')
+const url = redis.url
 const uniq = (s) => `${s}:${randomBytes(6).toString('hex')}`
 async function loop(n, par, fn) {
   let next = 0
@@ -86,5 +76,5 @@ for (const [name, libs] of cases) {
   console.log(`| ${name} | ${Math.round(fa).toLocaleString('en')} /s | ${Math.round(fb).toLocaleString('en')} /s | ${b} | ${(fa / fb).toFixed(2)} |`)
 }
 io.disconnect()
-if (redis) { redis.proc.kill('SIGKILL'); rmSync(redis.dir, { recursive: true, force: true }) }
+redis.stop()
 process.exit(0)

@@ -11,13 +11,13 @@
 // figures mean nothing); BENCH_NO_WRITE=1 prints without writing files. BENCH_ONLY=lock,napi runs
 // only the cases whose group starts with one of the comma-separated words (and never writes files).
 import { createRequire } from 'node:module'
-import { spawn, spawnSync, execSync } from 'node:child_process'
+import { execSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir, cpus, loadavg, totalmem, release, platform } from 'node:os'
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { cpus, loadavg, totalmem, release, platform } from 'node:os'
 import { join, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import net from 'node:net'
+import { benchRedis } from './redis-server.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const root = join(here, '..')
@@ -56,29 +56,9 @@ const N_MEM = size(50000, 2000)
 // ---------------------------------------------------------------------------------------------
 // Redis
 
-function freePort() {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address()
-      s.close(() => resolve(port))
-    })
-  })
-}
-
-async function startRedis() {
-  const port = await freePort()
-  const dir = mkdtempSync(join(tmpdir(), 'flowguard-bench-'))
-  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' })
-  for (let i = 0; i < 100; i++) {
-    if (spawnSync('redis-cli', ['-p', String(port), 'ping'], { encoding: 'utf8' }).stdout?.trim() === 'PONG') break
-    await new Promise((r) => setTimeout(r, 50))
-  }
-  return { url: `redis://127.0.0.1:${port}`, stop: () => { proc.kill('SIGKILL'); rmSync(dir, { recursive: true, force: true }) } }
-}
-
-const ownRedis = process.env.REDIS_URL ? null : await startRedis()
-const URL_ = process.env.REDIS_URL || ownRedis.url
-for (const sig of ['SIGINT', 'SIGTERM']) process.once(sig, () => { ownRedis?.stop(); process.exit(130) })
+const redis = await benchRedis('bench')
+const ownRedis = redis.own ? redis : null
+const URL_ = redis.url
 const run = randomBytes(4).toString('hex')
 
 // ---------------------------------------------------------------------------------------------

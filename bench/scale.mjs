@@ -4,6 +4,7 @@
 //   node bench/scale.mjs            1,000,000 tracked items and 1,000,000 queue claims per backend
 //   node bench/scale.mjs --long     2,500,000 of each
 //   BENCH_SCALE_N=20000 node bench/scale.mjs   any size (a smoke run)
+//   node --expose-gc bench/scale.mjs   the setup's garbage collected before each measured phase
 //
 // For each backend and pattern: N entries are written so that they all expire at the same
 // moment (tracker: completed records whose keepMs ends together, one item left in progress so the
@@ -18,13 +19,10 @@
 // Starts its own redis-server on a free loopback port unless REDIS_URL is set. Prints a Markdown
 // block for BENCHMARKS.md; writes nothing.
 import { createRequire } from 'node:module'
-import { spawn, spawnSync } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { monitorEventLoopDelay } from 'node:perf_hooks'
-import net from 'node:net'
+import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks'
+import { benchRedis } from './redis-server.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const require = createRequire(import.meta.url)
@@ -35,28 +33,9 @@ const N = Number(process.env.BENCH_SCALE_N || (process.argv.includes('--long') ?
 const CHUNK = 10_000
 const SLICE = 1000
 
-function freePort() {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address()
-      s.close(() => resolve(port))
-    })
-  })
-}
-
-async function startRedis() {
-  const port = await freePort()
-  const dir = mkdtempSync(join(tmpdir(), 'flowguard-scale-'))
-  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' })
-  for (let i = 0; i < 100; i++) {
-    if (spawnSync('redis-cli', ['-p', String(port), 'ping'], { encoding: 'utf8' }).stdout?.trim() === 'PONG') break
-    await new Promise((r) => setTimeout(r, 50))
-  }
-  return { url: `redis://127.0.0.1:${port}`, stop: () => { proc.kill('SIGKILL'); rmSync(dir, { recursive: true, force: true }) } }
-}
-
-const ownRedis = process.env.REDIS_URL ? null : await startRedis()
-const URL_ = process.env.REDIS_URL || ownRedis.url
+const redis = await benchRedis('scale')
+const ownRedis = redis.own ? redis : null
+const URL_ = redis.url
 const io = new IORedis(URL_)
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 const ids = (from, n) => Array.from({ length: n }, (_, i) => `item-${from + i}`)
@@ -89,6 +68,15 @@ async function keyOf(prefix, suffix) {
 /** Runs `call` until `done()` (checked every 50 calls) or `maxCalls`; returns the slowest call
  * (ms), the calls made, and the event-loop lag (max, ms) while it ran. */
 async function drain(call, done, maxCalls) {
+  // The setup leaves millions of JavaScript objects behind: collect them first (with
+  // --expose-gc), so the lag shows what the calls hold the loop for, and report the longest
+  // garbage-collection pause seen during the phase beside it.
+  globalThis.gc?.()
+  let gcMax = 0
+  const gcs = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) gcMax = Math.max(gcMax, e.duration)
+  })
+  gcs.observe({ entryTypes: ['gc'] })
   const lag = monitorEventLoopDelay({ resolution: 1 })
   lag.enable()
   let slowest = 0
@@ -104,7 +92,9 @@ async function drain(call, done, maxCalls) {
     if (calls % 10 === 0) await new Promise((r) => setImmediate(r))
   }
   lag.disable()
-  return { slowest, calls, seconds: (performance.now() - t0) / 1000, lagMax: lag.max / 1e6 }
+  await new Promise((r) => setTimeout(r, 20)) // gc entries are delivered in a later task
+  gcs.disconnect()
+  return { slowest, calls, seconds: (performance.now() - t0) / 1000, lagMax: lag.max / 1e6, gcMax }
 }
 
 async function slowlogStart() {
@@ -245,14 +235,14 @@ const ms = (v) => (v >= 10 ? v.toFixed(0) : v.toFixed(1))
 const lines = []
 lines.push(`Scale (bench/scale.mjs${N === 2_500_000 ? ' --long' : ''}, N = ${N.toLocaleString('en-US')}): clean-up after N entries expire at once. Bounds: Redis call ≤ ~50 ms, embedded call ≤ ~20 ms of event-loop lag.`)
 lines.push('')
-lines.push('| backend | pattern | calls until cleaned | slowest call (caller) ms | slowest Redis command ms | event-loop lag max ms | memory before → after | keys left (SCAN) |')
-lines.push('|---|---|---:|---:|---:|---:|---|---:|')
+lines.push('| backend | pattern | calls until cleaned | slowest call (caller) ms | slowest Redis command ms | event-loop lag max ms | longest GC pause ms | memory before → after | keys left (SCAN) |')
+lines.push('|---|---|---:|---:|---:|---:|---:|---|---:|')
 for (const r of rows) {
   const mem = r.backend === 'redis'
     ? `used_memory ${(r.memBefore / 2 ** 20).toFixed(1)} → ${(r.memAfter / 2 ** 20).toFixed(1)} MiB`
     : `RSS ${(r.memBefore / 2 ** 20).toFixed(0)} → ${(r.memAfter / 2 ** 20).toFixed(0)} MiB`
   const slow = r.log ? `${ms(r.log.ms)}${r.log.count ? ` (${r.log.cmd.trim()})` : ' (none ≥ 1 ms)'}` : '–'
-  lines.push(`| ${r.backend} | ${r.pattern} | ${r.calls} | ${ms(r.slowest)} | ${slow} | ${ms(r.lagMax)} | ${mem} | ${r.keysLeft ?? '–'} |`)
+  lines.push(`| ${r.backend} | ${r.pattern} | ${r.calls} | ${ms(r.slowest)} | ${slow} | ${ms(r.lagMax)} | ${ms(r.gcMax)} | ${mem} | ${r.keysLeft ?? '–'} |`)
 }
 lines.push('')
 lines.push('Reads at that size, before the expiry (median of 20 calls): ' + rows.map((r) => r.pageMs != null

@@ -13,6 +13,11 @@ use crate::{token, validate};
 
 /// Default lease of a lock: 600 s, as the n8n template uses.
 pub const DEFAULT_LOCK_MS: u64 = 600_000;
+
+/// How long a lock name's last fencing token is kept after the lease of its last acquisition, on
+/// every backend: 30 days. Tokens strictly increase for a name used at least once in that time; a
+/// name unused longer starts again at 1 and its counter is given back.
+pub const FENCE_KEEP_MS: u64 = 30 * 86_400_000;
 /// First and largest pause between attempts while waiting for a lock.
 const BACKOFF_START_MS: u64 = 10;
 const BACKOFF_MAX_MS: u64 = 500;
@@ -145,19 +150,35 @@ where
     }
 }
 
+/// The lease and wait (ms) of an acquisition, and its label, checked: locks and semaphores.
+pub(crate) fn check_lease(
+    timeout: Option<Duration>,
+    wait: Option<Duration>,
+    label: Option<&str>,
+) -> Result<(u64, u64)> {
+    let lease_ms = validate::duration_or("timeout", timeout, DEFAULT_LOCK_MS)?;
+    let wait_ms = match wait {
+        Some(v) => validate::duration_or_zero("wait", v)?,
+        None => 0,
+    };
+    if let Some(label) = label {
+        validate::text("label", label)?;
+    }
+    Ok((lease_ms, wait_ms))
+}
+
+/// The name and owner token of a release or extension, checked: locks and semaphores.
+pub(crate) fn check_holder(name: &str, owner: &str) -> Result<()> {
+    validate::name("name", name)?;
+    token::check_token("owner", owner)
+}
+
 impl Client {
     /// Acquires lock `name`. When it is held, either returns at once with `acquired: false`, or
     /// (with `wait_ms`) retries with backoff and jitter until it is free or `wait_ms` has passed.
     pub async fn acquire_lock(&self, name: &str, opts: AcquireOptions) -> Result<LockResult> {
         validate::name("name", name)?;
-        let lease_ms = validate::duration_or("timeout", opts.timeout, DEFAULT_LOCK_MS)?;
-        let wait_ms = match opts.wait {
-            Some(v) => validate::duration_or_zero("wait", v)?,
-            None => 0,
-        };
-        if let Some(label) = &opts.label {
-            validate::text("label", label)?;
-        }
+        let (lease_ms, wait_ms) = check_lease(opts.timeout, opts.wait, opts.label.as_deref())?;
         let owner = token::new_token();
         let label = opts.label.as_deref();
         let (a, waited_ms, attempts) = retry(
@@ -179,8 +200,7 @@ impl Client {
     }
 
     pub async fn release_lock(&self, name: &str, owner: &str) -> Result<ReleaseResult> {
-        validate::name("name", name)?;
-        token::check_token("owner", owner)?;
+        check_holder(name, owner)?;
         self.backend().release(name, owner).await
     }
 
@@ -190,8 +210,7 @@ impl Client {
         owner: &str,
         timeout: Option<Duration>,
     ) -> Result<ExtendResult> {
-        validate::name("name", name)?;
-        token::check_token("owner", owner)?;
+        check_holder(name, owner)?;
         let lease_ms = validate::duration_or("timeout", timeout, DEFAULT_LOCK_MS)?;
         self.backend().extend(name, owner, lease_ms).await
     }

@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::backend::BoxFuture;
 use crate::client::Client;
 use crate::error::Result;
-use crate::lock::{retry, ExtendResult, ReleaseResult, DEFAULT_LOCK_MS};
+use crate::lock::{check_holder, check_lease, retry, ExtendResult, ReleaseResult, DEFAULT_LOCK_MS};
 use crate::{token, validate};
 
 /// The most permits of one semaphore: every step on a full one touches each holder at most once.
@@ -101,14 +101,7 @@ impl Client {
     pub async fn acquire_permit(&self, name: &str, opts: PermitOptions) -> Result<PermitResult> {
         validate::name("name", name)?;
         let permits = validate::range("permits", opts.permits, 1, MAX_PERMITS)?;
-        let lease_ms = validate::duration_or("timeout", opts.timeout, DEFAULT_LOCK_MS)?;
-        let wait_ms = match opts.wait {
-            Some(v) => validate::duration_or_zero("wait", v)?,
-            None => 0,
-        };
-        if let Some(label) = &opts.label {
-            validate::text("label", label)?;
-        }
+        let (lease_ms, wait_ms) = check_lease(opts.timeout, opts.wait, opts.label.as_deref())?;
         let owner = token::new_token();
         let label = opts.label.as_deref();
         let (a, waited_ms, attempts) = retry(
@@ -130,8 +123,7 @@ impl Client {
     }
 
     pub async fn release_permit(&self, name: &str, owner: &str) -> Result<ReleaseResult> {
-        validate::name("name", name)?;
-        token::check_token("owner", owner)?;
+        check_holder(name, owner)?;
         self.backend().release_permit(name, owner).await
     }
 
@@ -141,8 +133,7 @@ impl Client {
         owner: &str,
         timeout: Option<Duration>,
     ) -> Result<ExtendResult> {
-        validate::name("name", name)?;
-        token::check_token("owner", owner)?;
+        check_holder(name, owner)?;
         let lease_ms = validate::duration_or("timeout", timeout, DEFAULT_LOCK_MS)?;
         self.backend().extend_permit(name, owner, lease_ms).await
     }

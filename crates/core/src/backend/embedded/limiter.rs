@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 
+use super::expiries::{Expiries, SLICE};
 use super::{guard, now_us, Embedded};
 use crate::backend::{ready, BoxFuture};
 use crate::limiter::{decide, LimiterBackend, Rule, Stored, Take};
@@ -9,22 +10,22 @@ use crate::limiter::{decide, LimiterBackend, Rule, Stored, Take};
 #[derive(Default)]
 pub struct LimiterTable {
     tats: HashMap<String, i64>,
-    ops: u64,
+    /// Each name by its TAT: a reached TAT is the same as none, so names are dropped then, in
+    /// bounded slices per call (idle limiters cost nothing, and no call scans them all).
+    reached: Expiries,
 }
-
-const SWEEP_EVERY: u64 = 4096;
 
 impl LimiterTable {
     pub fn take(&mut self, name: &str, rule: Rule, cost: u64, max_wait_us: u64) -> Take {
         let now = now_us();
-        self.ops += 1;
-        if self.ops.is_multiple_of(SWEEP_EVERY) {
-            // A reached TAT is the same as none: idle limiters cost nothing.
-            self.tats.retain(|_, tat| *tat > now);
+        for gone in self.reached.due(now, SLICE) {
+            self.tats.remove(&gone);
         }
-        let (take, next) = decide(self.tats.get(name).copied(), now, rule, cost, max_wait_us);
+        let old = self.tats.get(name).copied();
+        let (take, next) = decide(old, now, rule, cost, max_wait_us);
         if let Some(next) = next {
             self.tats.insert(name.to_string(), next);
+            self.reached.moved(name, old, Some(next));
         }
         take
     }
@@ -47,5 +48,35 @@ impl LimiterBackend for Embedded {
 
     fn inspect_limiter<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Stored> {
         ready(Ok(guard(&self.namespace().limiters).inspect(name)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{LimiterTable, SLICE};
+    use crate::limiter::Rule;
+
+    /// 2.5 slices of names reach their TAT together: each take forgets one slice at most, and a
+    /// name still ahead is kept.
+    #[test]
+    fn reached_names_go_one_slice_per_call() {
+        let mut t = LimiterTable::default();
+        let slow = Rule { interval_us: 3_600_000_000, burst: 1 };
+        assert!(t.take("kept", slow, 1, 0).allowed);
+        // 2500 names whose TAT has just been reached.
+        let past = super::now_us() - 1;
+        for i in 0..2500 {
+            let name = format!("n{i}");
+            t.tats.insert(name.clone(), past);
+            t.reached.moved(&name, None, Some(past));
+        }
+        let mut left = Vec::new();
+        for _ in 0..3 {
+            // A take of cost 0 stores nothing.
+            t.take("other", slow, 0, 0);
+            left.push(t.tats.len());
+        }
+        assert_eq!(left, vec![2501 - SLICE, 2501 - 2 * SLICE, 1]);
+        assert!(t.inspect("kept").tat_us.is_some());
     }
 }

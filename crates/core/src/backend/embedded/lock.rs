@@ -6,7 +6,7 @@ use super::expiries::{Expiries, SLICE};
 
 use super::{guard, now_ms, Embedded};
 use crate::backend::{ready, BoxFuture};
-use crate::lock::{Attempt, ExtendResult, LockBackend, LockInfo, Refusal, ReleaseResult};
+use crate::lock::{Attempt, ExtendResult, LockBackend, LockInfo, Refusal, ReleaseResult, FENCE_KEEP_MS};
 
 struct Held {
     owner: String,
@@ -26,9 +26,6 @@ pub struct LockTable {
     lease_expiry: Expiries,
     fence_expiry: Expiries,
 }
-
-/// How long a lock name's last fence is kept after the lease of its last acquisition: 30 days.
-pub const FENCE_KEEP_MS: i64 = 30 * 86_400_000;
 
 impl LockTable {
     fn drop_held(&mut self, name: &str) {
@@ -63,7 +60,7 @@ impl LockTable {
                 holder: h.label.clone(),
             };
         }
-        let keep_until = now + lease_ms as i64 + FENCE_KEEP_MS;
+        let keep_until = now + lease_ms as i64 + FENCE_KEEP_MS as i64;
         let entry = self.fences.entry(name.to_string()).or_insert((0, keep_until));
         let old_until = std::mem::replace(&mut entry.1, keep_until);
         entry.0 += 1;

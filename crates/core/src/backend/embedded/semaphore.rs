@@ -2,9 +2,10 @@
 
 use std::collections::HashMap;
 
+use super::expiries::{Expiries, SLICE};
 use super::{guard, now_ms, Embedded};
 use crate::backend::{ready, BoxFuture};
-use crate::lock::{ExtendResult, Refusal, ReleaseResult};
+use crate::lock::{ExtendResult, Refusal, ReleaseResult, FENCE_KEEP_MS};
 use crate::semaphore::{Holder, PermitAttempt, SemaphoreBackend, SemaphoreInfo};
 
 struct Held {
@@ -15,25 +16,43 @@ struct Held {
 
 #[derive(Default)]
 pub struct SemaphoreTable {
-    /// Live holders per name, by owner token.
+    /// Holders per name, by owner token (expired ones are dropped when the name is used).
     held: HashMap<String, HashMap<String, Held>>,
-    /// The last fencing token issued per name, for the life of the process.
-    fences: HashMap<String, u64>,
-    ops: u64,
+    /// The last fencing token issued per name and until when it is kept: [`FENCE_KEEP_MS`] past
+    /// the lease of each acquisition, as for locks.
+    fences: HashMap<String, (u64, i64)>,
+    /// Each name by when its fence is forgotten, for clean-up in bounded slices.
+    forget: Expiries,
 }
 
-const SWEEP_EVERY: u64 = 4096;
-
 impl SemaphoreTable {
-    /// The live holders of `name`, dropping expired ones (and, now and then, every empty name).
-    fn live(&mut self, name: &str, now: i64) -> Option<&mut HashMap<String, Held>> {
-        self.ops += 1;
-        if self.ops.is_multiple_of(SWEEP_EVERY) {
-            self.held.retain(|_, hs| {
+    /// Forgets, in one bounded slice, the names whose fence has outlived its keep time (those
+    /// with a hold extended past it are kept until that hold ends, plus the keep time).
+    fn sweep(&mut self, now: i64) {
+        for name in self.forget.due(now, SLICE) {
+            let last_end = self.held.get_mut(&name).and_then(|hs| {
                 hs.retain(|_, h| h.expires_at > now);
-                !hs.is_empty()
+                hs.values().map(|h| h.expires_at).max()
             });
+            match last_end {
+                Some(end) => {
+                    let keep = end + FENCE_KEEP_MS as i64;
+                    if let Some(f) = self.fences.get_mut(&name) {
+                        f.1 = keep;
+                    }
+                    self.forget.moved(&name, None, Some(keep));
+                }
+                None => {
+                    self.held.remove(&name);
+                    self.fences.remove(&name);
+                }
+            }
         }
+    }
+
+    /// The live holders of `name`, dropping expired ones.
+    fn live(&mut self, name: &str, now: i64) -> Option<&mut HashMap<String, Held>> {
+        self.sweep(now);
         let hs = self.held.get_mut(name)?;
         hs.retain(|_, h| h.expires_at > now);
         Some(hs)
@@ -48,7 +67,7 @@ impl SemaphoreTable {
         label: Option<&str>,
     ) -> PermitAttempt {
         let now = now_ms();
-        let last = self.fences.get(name).copied().unwrap_or(0);
+        let last = self.fences.get(name).map_or(0, |f| f.0);
         if let Some(hs) = self.live(name, now).filter(|hs| hs.len() as u64 >= permits) {
             let first = hs.values().map(|h| h.expires_at).min().unwrap_or(now);
             return PermitAttempt {
@@ -59,7 +78,10 @@ impl SemaphoreTable {
             };
         }
         let fence = last + 1;
-        self.fences.insert(name.to_string(), fence);
+        let before = self.fences.get(name).map(|f| f.1);
+        let keep = (now + lease_ms as i64 + FENCE_KEEP_MS as i64).max(before.unwrap_or(i64::MIN));
+        self.fences.insert(name.to_string(), (fence, keep));
+        self.forget.moved(name, before, Some(keep));
         let hs = self.held.entry(name.to_string()).or_default();
         let label = label.filter(|l| !l.is_empty()).map(str::to_string);
         hs.insert(owner.to_string(), Held { fence, label, expires_at: now + lease_ms as i64 });
@@ -108,7 +130,7 @@ impl SemaphoreTable {
             })
             .unwrap_or_default();
         holders.sort_by_key(|h| (h.remaining_ms, h.fence));
-        SemaphoreInfo { name: name.to_string(), holders, fence: self.fences.get(name).copied().unwrap_or(0) }
+        SemaphoreInfo { name: name.to_string(), holders, fence: self.fences.get(name).map_or(0, |f| f.0) }
     }
 }
 
@@ -136,5 +158,39 @@ impl SemaphoreBackend for Embedded {
     }
     fn inspect_semaphore<'a>(&'a self, name: &'a str) -> BoxFuture<'a, SemaphoreInfo> {
         ready(Ok(guard(&self.namespace().semaphores).inspect(name)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{SemaphoreTable, FENCE_KEEP_MS, SLICE};
+
+    /// Names whose fence has outlived its keep time go a slice per call; a name with a live
+    /// hold stays, with its fence.
+    #[test]
+    fn forgotten_names_go_one_slice_per_call() {
+        let mut t = SemaphoreTable::default();
+        for i in 0..2500 {
+            assert!(t.try_acquire(&format!("s{i}"), "o", 1, 1, None).acquired);
+        }
+        assert!(t.try_acquire("held", "o", 1, 60_000, None).acquired);
+        // Age every fence past its keep time, as 30 days would.
+        let past = super::now_ms() - 1;
+        let names: Vec<String> = t.fences.keys().filter(|n| *n != "held").cloned().collect();
+        for n in &names {
+            let f = t.fences.get_mut(n).expect("fence");
+            t.forget.moved(n, Some(f.1), Some(past));
+            f.1 = past;
+        }
+        let mut left = Vec::new();
+        for _ in 0..3 {
+            t.inspect("held");
+            left.push(t.fences.len());
+        }
+        assert_eq!(left, vec![2501 - SLICE, 2501 - 2 * SLICE, 1]);
+        assert_eq!(t.held.len(), 1);
+        let info = t.inspect("held");
+        assert_eq!((info.holders.len(), info.fence), (1, 1));
+        assert!(t.fences["held"].1 >= super::now_ms() + FENCE_KEEP_MS as i64);
     }
 }

@@ -5,7 +5,7 @@ use redis::Value;
 use super::{int, lua, opt_str, RedisStore};
 use crate::backend::BoxFuture;
 use crate::error::{Error, ErrorCode, Result};
-use crate::lock::{Attempt, ExtendResult, LockBackend, LockInfo, Refusal, ReleaseResult};
+use crate::lock::{Attempt, ExtendResult, LockBackend, LockInfo, Refusal, ReleaseResult, FENCE_KEEP_MS};
 
 lua!(acquire_script, "lock_acquire.lua");
 lua!(release_script, "lock_release.lua");
@@ -52,8 +52,10 @@ impl LockBackend for RedisStore {
         Box::pin(async move {
             let (lock, fence) = (self.keys().lock(name), self.keys().lock_fence(name));
             let lease = lease_ms.to_string();
+            let fence_keep = lease_ms.saturating_add(FENCE_KEEP_MS).to_string();
             let keys: [&[u8]; 2] = [lock.as_bytes(), fence.as_bytes()];
-            let args: [&[u8]; 3] = [owner.as_bytes(), lease.as_bytes(), label.unwrap_or("").as_bytes()];
+            let args: [&[u8]; 4] =
+                [owner.as_bytes(), lease.as_bytes(), label.unwrap_or("").as_bytes(), fence_keep.as_bytes()];
             match self.eval::<Value>(acquire_script(), &keys, &args).await? {
                 Value::Array(held) => {
                     let (fence, remaining_ms, holder) = holder(&held, [&lock, &fence])?;

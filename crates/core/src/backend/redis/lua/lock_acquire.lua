@@ -1,18 +1,16 @@
 -- Concurrency Lock: acquire. KEYS[1]: the lock, one string "<owner>:<fence>:<label>" whose expiry
--- is the lease; KEYS[2]: the lock's fence counter, kept FENCE_KEEP_MS past the lease on every
--- acquisition, so fencing tokens strictly increase across releases and expiries for a lock name
--- used at least once in that time (exact up to 2^53); a name unused longer starts again at 1,
--- and its key is given back. ARGV: owner, lease ms, label
--- ('' = none). Reply: the fence (acquired) | {"<fence>:<label>" of the holder, ms left} (held) |
+-- is the lease; KEYS[2]: the lock's fence counter, kept FENCE_KEEP_MS (lock.rs) past the lease on
+-- every acquisition, so fencing tokens strictly increase across releases and expiries for a lock
+-- name used at least once in that time (exact up to 2^53); a name unused longer starts again at
+-- 1, and its key is given back. ARGV: owner, lease ms, label ('' = none), the counter's lifetime
+-- in ms (lease + FENCE_KEEP_MS, computed by the caller: no arithmetic or formatting here).
+-- Reply: the fence (acquired) | {"<fence>:<label>" of the holder, ms left} (held) |
 -- {false, i}: KEYS[i] holds a value flowguard did not write (nothing changed).
--- 30 days, as the docs say (a hold extended past it can outlive its counter).
-local FENCE_KEEP_MS = 30 * 86400000
 local fence = redis.pcall('INCR', KEYS[2])
 if type(fence) ~= 'number' then return {false, 2} end
 -- '%d', not concatenation: Lua turns a number into text with '%.14g' (1e14 would become '1e+14').
-local value = ARGV[1] .. ':' .. string.format('%d', fence) .. ':' .. ARGV[3]
-if redis.call('SET', KEYS[1], value, 'NX', 'PX', ARGV[2]) then
-  redis.call('PEXPIRE', KEYS[2], string.format('%d', tonumber(ARGV[2]) + FENCE_KEEP_MS))
+if redis.call('SET', KEYS[1], ARGV[1] .. ':' .. string.format('%d', fence) .. ':' .. ARGV[3], 'NX', 'PX', ARGV[2]) then
+  redis.call('PEXPIRE', KEYS[2], ARGV[4])
   return fence
 end
 -- Held: give the number back, so the counter stays the last fence granted (none: it had expired

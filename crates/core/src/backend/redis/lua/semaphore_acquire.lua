@@ -1,4 +1,5 @@
--- ARGV: owner, permits, lease ms, label ('' = none).
+-- ARGV: owner, permits, lease ms, label ('' = none), the fence counter's lifetime in ms (lease +
+-- FENCE_KEEP_MS, computed by the caller).
 -- Reply: {1, holders, fence} | {0, holders, ms until the first lease ends, last fence} |
 -- {-1, i}: KEYS[i] holds a value flowguard did not write (nothing changed).
 local bad = foreign()
@@ -15,5 +16,7 @@ local fence = redis.pcall('INCR', KEYS[3])
 if type(fence) ~= 'number' then return {-1, 3} end
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[1])
 redis.call('HSET', KEYS[2], ARGV[1], string.format('%d', fence) .. ':' .. ARGV[4])
+-- Only ever later: another holder's longer lease keeps the counter longer.
+if redis.call('PTTL', KEYS[3]) < tonumber(ARGV[5]) then redis.call('PEXPIRE', KEYS[3], ARGV[5]) end
 keep()
 return {1, n + 1, fence}
