@@ -121,6 +121,8 @@ const cadSha = await io.script('LOAD', CAD)
 const casSha = await io.script('LOAD', CAS_DONE)
 
 const LEASE = 60000
+// The lock's fence counter lifetime past the lease (crates/core/src/lock.rs FENCE_KEEP_MS).
+const FENCE_KEEP_MS = 30 * 86_400_000
 const K = (s) => `hand:${run}:${s}`
 
 // ---------------------------------------------------------------------------------------------
@@ -172,7 +174,7 @@ bench('lock-serial', "ioredis running flowguard's scripts", 'pairs/s', async () 
   const key = K(uniq('ls'))
   const s = await loop(N_LOCK_SERIAL, 1, async () => {
     const t = token()
-    const a = await io.evalsha(acqSha, 2, key, `${key}:fence`, t, LEASE, '')
+    const a = await io.evalsha(acqSha, 2, key, `${key}:fence`, t, LEASE, '', LEASE + FENCE_KEEP_MS)
     if (typeof a !== 'number') throw new Error('ioredis (flowguard script) lock not acquired')
     if ((await io.evalsha(relSha, 1, key, t)) !== 1) throw new Error('ioredis (flowguard script) lock not released')
   })
@@ -216,7 +218,7 @@ bench('lock-64', "ioredis running flowguard's scripts", 'pairs/s', async () => {
   const s = await loop(N_LOCK_PAR, PAR, async (_, w) => {
     const key = `${base}-${w}`
     const t = token()
-    const a = await io.evalsha(acqSha, 2, key, `${key}:fence`, t, LEASE, '')
+    const a = await io.evalsha(acqSha, 2, key, `${key}:fence`, t, LEASE, '', LEASE + FENCE_KEEP_MS)
     if (typeof a !== 'number') throw new Error('ioredis (flowguard script) lock not acquired')
     if ((await io.evalsha(relSha, 1, key, t)) !== 1) throw new Error('ioredis (flowguard script) lock not released')
   })
