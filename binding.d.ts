@@ -364,6 +364,11 @@ export interface OpenOptions {
    */
   cluster?: string | string[]
   /**
+   * A Sentinel-managed Redis: the sentinels are asked for the primary of `masterName`, and
+   * asked again when it fails or is demoted. Not with `url`, `cluster` or `path`.
+   */
+  sentinel?: SentinelOptions
+  /**
    * A file for the durable embedded store (created when absent; not with `url`): items, locks,
    * queued ids and values survive a restart or crash of the process, and processes that open
    * the same file share them. Omitted (and no `url`): the in-memory store.
@@ -635,6 +640,25 @@ export interface SemaphoreInfo {
   holders: Array<PermitHolder>
   /** The last fencing token issued (0: never taken). */
   fence: number
+}
+
+/** Where a Sentinel-managed Redis is (`sentinel` of `Flowguard.open`). */
+export interface SentinelOptions {
+  /** The name the sentinels monitor the primary under (`sentinel monitor <name> …`). */
+  masterName: string
+  /**
+   * The sentinels: `redis://[user:password@]host[:port]` each (the sentinels' own credentials,
+   * if they have any). `rediss://…` reaches the sentinels and the data nodes over TLS
+   * (`#insecure` skips the certificate check); all the same scheme. One is enough, more
+   * survive the loss of some.
+   */
+  nodes: string | string[]
+  /** ACL user of the data nodes (primary and replicas). */
+  username?: string
+  /** Password of the data nodes. Never shown in errors. */
+  password?: string
+  /** Database of the data nodes. Default 0. */
+  db?: number
 }
 
 export interface StateEntry {
