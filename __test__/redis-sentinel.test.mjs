@@ -143,7 +143,11 @@ async function underLoad(tag, fault) {
   stop = true
   await Promise.all(workers)
   const longest = Math.max(0, ...outages.filter(([, e]) => e >= t0).map(([s, e]) => e - s))
-  const states = await clients[0].getItems('g', acked)
+  // Read back by a new client, which asks the sentinels afresh: the loop's clients would read
+  // their own writes back from an old primary they still wrote to.
+  const checker = await open({ prefix })
+  const states = await checker.getItems('g', acked)
+  await checker.close()
   const lost = states.filter((s) => s.status !== 'completed').map((s) => s.id)
   const afterFault = acked.length - ackedBefore
   console.log(
