@@ -22,8 +22,10 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
 export declare class Flowguard {
   /**
    * Opens a client: Redis with `options.url` (connecting now, and failing within the connect
-   * timeout when it cannot be reached), the durable embedded store in file `options.path`, else
-   * the in-memory embedded store.
+   * timeout when it cannot be reached), a Redis Cluster with `options.cluster`, a
+   * Sentinel-managed Redis with `options.sentinel` (the primary of `masterName` resolved through
+   * the sentinels now, and again after a failover), the durable embedded store in file
+   * `options.path`, else the in-memory embedded store.
    */
   static open(options?: Arg<OpenOptions> | undefined | null): Promise<Flowguard>
   /** `embedded` (in memory), `durable` (the embedded store in a file) or `redis`. */
@@ -364,6 +366,11 @@ export interface OpenOptions {
    */
   cluster?: string | string[]
   /**
+   * A Sentinel-managed Redis: the sentinels are asked for the primary of `masterName`, and
+   * asked again when it fails or is demoted. Not with `url`, `cluster` or `path`.
+   */
+  sentinel?: SentinelOptions
+  /**
    * A file for the durable embedded store (created when absent; not with `url`): items, locks,
    * queued ids and values survive a restart or crash of the process, and processes that open
    * the same file share them. Omitted (and no `url`): the in-memory store.
@@ -635,6 +642,25 @@ export interface SemaphoreInfo {
   holders: Array<PermitHolder>
   /** The last fencing token issued (0: never taken). */
   fence: number
+}
+
+/** Where a Sentinel-managed Redis is (`sentinel` of `Flowguard.open`). */
+export interface SentinelOptions {
+  /** The name the sentinels monitor the primary under (`sentinel monitor <name> …`). */
+  masterName: string
+  /**
+   * The sentinels: `redis://[user:password@]host[:port]` each (the sentinels' own credentials,
+   * if they have any). `rediss://…` reaches the sentinels and the data nodes over TLS
+   * (`#insecure` skips the certificate check); all the same scheme. One is enough, more
+   * survive the loss of some.
+   */
+  nodes: string | string[]
+  /** ACL user of the data nodes (primary and replicas). */
+  username?: string
+  /** Password of the data nodes. Never shown in errors. */
+  password?: string
+  /** Database of the data nodes. Default 0. */
+  db?: number
 }
 
 export interface StateEntry {

@@ -69,8 +69,10 @@ export declare class Flowguard {
   private constructor()
   /**
    * Opens a client: Redis with `options.url` (connecting now, and failing within the connect
-   * timeout when it cannot be reached), the durable embedded store in file `options.path`, else
-   * the in-memory embedded store.
+   * timeout when it cannot be reached), a Redis Cluster with `options.cluster`, a Sentinel-managed
+   * Redis with `options.sentinel` (the primary of `masterName` resolved through the sentinels now,
+   * and again after a failover), the durable embedded store in file `options.path`, else the
+   * in-memory embedded store.
    */
   static open(options?: OpenOptions): Promise<Flowguard>
   /**

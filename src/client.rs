@@ -6,9 +6,10 @@ use napi::bindgen_prelude::*;
 use napi::Env;
 use napi_derive::napi;
 
-use super::from_js::{js_input, one_or_many, opt, opt_ms, Arg, Field};
+use super::from_js::{js_input, one_or_many, opt, opt_ms, whole, Arg, Field};
 use super::promise;
 use flowguard_core::backend::durable::Durability;
+use flowguard_core::backend::redis::SentinelOptions as CoreSentinelOptions;
 use flowguard_core::client::{Client, OpenOptions as CoreOpenOptions};
 
 /// Options of `Flowguard.open`. An option name it does not know is refused
@@ -23,6 +24,9 @@ pub struct OpenOptions {
     /// of its keys' slot; the slot map is refreshed after a failover. Not with `url` or `path`.
     #[napi(ts_type = "string | string[]")]
     pub cluster: Option<Either<String, Vec<String>>>,
+    /// A Sentinel-managed Redis: the sentinels are asked for the primary of `masterName`, and
+    /// asked again when it fails or is demoted. Not with `url`, `cluster` or `path`.
+    pub sentinel: Option<SentinelOptions>,
     /// A file for the durable embedded store (created when absent; not with `url`): items, locks,
     /// queued ids and values survive a restart or crash of the process, and processes that open
     /// the same file share them. Omitted (and no `url`): the in-memory store.
@@ -41,7 +45,7 @@ pub struct OpenOptions {
     pub retention_ms: Option<f64>,
 }
 
-js_input!(OpenOptions { url = "url", cluster = "cluster", path = "path", durability = "durability", prefix = "prefix", connect_timeout_ms = "connectTimeoutMs", command_timeout_ms = "commandTimeoutMs", retention_ms = "retentionMs" });
+js_input!(OpenOptions { url = "url", cluster = "cluster", sentinel = "sentinel", path = "path", durability = "durability", prefix = "prefix", connect_timeout_ms = "connectTimeoutMs", command_timeout_ms = "commandTimeoutMs", retention_ms = "retentionMs" });
 
 impl OpenOptions {
     fn into_core(self) -> flowguard_core::Result<CoreOpenOptions> {
@@ -49,12 +53,47 @@ impl OpenOptions {
         Ok(CoreOpenOptions {
             url: self.url,
             cluster: self.cluster.map(one_or_many),
+            sentinel: self.sentinel.map(SentinelOptions::into_core).transpose()?,
             path: self.path.map(PathBuf::from),
             durability: self.durability.map(|d| Durability::parse(at("durability"), &d)).transpose()?,
             prefix: self.prefix,
             connect_timeout: opt_ms(at("connectTimeoutMs"), self.connect_timeout_ms)?,
             command_timeout: opt_ms(at("commandTimeoutMs"), self.command_timeout_ms)?,
             retention: opt_ms(at("retentionMs"), self.retention_ms)?,
+        })
+    }
+}
+
+/// Where a Sentinel-managed Redis is (`sentinel` of `Flowguard.open`).
+#[napi(object, object_from_js = false, object_to_js = false)]
+pub struct SentinelOptions {
+    /// The name the sentinels monitor the primary under (`sentinel monitor <name> …`).
+    pub master_name: String,
+    /// The sentinels: `redis://[user:password@]host[:port]` each (the sentinels' own credentials,
+    /// if they have any). `rediss://…` reaches the sentinels and the data nodes over TLS
+    /// (`#insecure` skips the certificate check); all the same scheme. One is enough, more
+    /// survive the loss of some.
+    #[napi(ts_type = "string | string[]")]
+    pub nodes: Either<String, Vec<String>>,
+    /// ACL user of the data nodes (primary and replicas).
+    pub username: Option<String>,
+    /// Password of the data nodes. Never shown in errors.
+    pub password: Option<String>,
+    /// Database of the data nodes. Default 0.
+    pub db: Option<f64>,
+}
+
+js_input!(SentinelOptions { master_name = "masterName", nodes = "nodes", username = "username", password = "password", db = "db" });
+
+impl SentinelOptions {
+    fn into_core(self) -> flowguard_core::Result<CoreSentinelOptions> {
+        let db = whole(Field(Field("options", "sentinel"), "db"), self.db)?;
+        Ok(CoreSentinelOptions {
+            master_name: self.master_name,
+            nodes: one_or_many(self.nodes),
+            username: self.username,
+            password: self.password,
+            db: db.map(|d| i64::try_from(d).unwrap_or(i64::MAX)),
         })
     }
 }
@@ -69,8 +108,10 @@ pub struct Flowguard {
 #[napi]
 impl Flowguard {
     /// Opens a client: Redis with `options.url` (connecting now, and failing within the connect
-    /// timeout when it cannot be reached), the durable embedded store in file `options.path`, else
-    /// the in-memory embedded store.
+    /// timeout when it cannot be reached), a Redis Cluster with `options.cluster`, a
+    /// Sentinel-managed Redis with `options.sentinel` (the primary of `masterName` resolved through
+    /// the sentinels now, and again after a failover), the durable embedded store in file
+    /// `options.path`, else the in-memory embedded store.
     #[napi]
     pub fn open<'e>(
         env: &'e Env,

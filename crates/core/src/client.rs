@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::backend::durable::Durability;
+use crate::backend::redis::SentinelOptions;
 use crate::backend::{self, Backend};
 use crate::error::{Error, Result};
 use crate::keys::{Keys, DEFAULT_PREFIX};
@@ -26,6 +27,9 @@ pub struct OpenOptions {
     /// primaries or replicas; one is enough, more survive the loss of some). Not with `url` or
     /// `path`.
     pub cluster: Option<Vec<String>>,
+    /// A Sentinel-managed Redis: the master name, the sentinels, and the data nodes'
+    /// credentials. Not with `url`, `cluster` or `path`.
+    pub sentinel: Option<SentinelOptions>,
     /// A file for the durable embedded store (created when absent): state survives restarts and
     /// crashes, and processes that open the same file share it. None (and no URL): in memory.
     pub path: Option<PathBuf>,
@@ -89,7 +93,10 @@ impl Client {
             durability: opts.durability.unwrap_or_default(),
         };
         cluster_check(&opts)?;
-        let backend = backend::open(opts.url.as_deref(), opts.cluster.as_deref(), &config).await?;
+        sentinel_check(&opts)?;
+        let backend =
+            backend::open(opts.url.as_deref(), opts.cluster.as_deref(), opts.sentinel.as_ref(), &config)
+                .await?;
         Ok(Client { inner: Arc::new(Inner { backend, config }) })
     }
 
@@ -138,6 +145,19 @@ fn cluster_check(opts: &OpenOptions) -> Result<()> {
     Ok(())
 }
 
+/// The sentinel options, checked: not together with `url`, `cluster` or `path`.
+fn sentinel_check(opts: &OpenOptions) -> Result<()> {
+    let Some(sentinel) = &opts.sentinel else { return Ok(()) };
+    if opts.url.is_some() || opts.cluster.is_some() || opts.path.is_some() {
+        return Err(Error::invalid_at(
+            "sentinel",
+            "cannot be given with url, cluster or path: give url (one Redis server), cluster (the seed nodes \
+             of a Redis Cluster), sentinel (a Sentinel-managed Redis) or path (the durable embedded store)",
+        ));
+    }
+    sentinel.check()
+}
+
 /// The durable store's path, checked: not empty, and not together with a Redis URL.
 fn durable_path(opts: &OpenOptions) -> Result<Option<PathBuf>> {
     match (&opts.path, &opts.url) {
@@ -149,5 +169,38 @@ fn durable_path(opts: &OpenOptions) -> Result<Option<PathBuf>> {
             Err(Error::invalid_at("path", "must be a non-empty file path without NUL characters"))
         }
         (p, _) => Ok(p.clone()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sentinel() -> Option<SentinelOptions> {
+        Some(SentinelOptions {
+            master_name: "main".into(),
+            nodes: vec!["redis://127.0.0.1:26379".into()],
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn sentinel_excludes_the_other_targets() {
+        let url =
+            OpenOptions { url: Some("redis://127.0.0.1".into()), sentinel: sentinel(), ..Default::default() };
+        let cluster = OpenOptions {
+            cluster: Some(vec!["redis://127.0.0.1".into()]),
+            sentinel: sentinel(),
+            ..Default::default()
+        };
+        let path = OpenOptions { path: Some("x.db".into()), sentinel: sentinel(), ..Default::default() };
+        for opts in [url, path] {
+            let e = sentinel_check(&opts).expect_err("refused");
+            assert_eq!(e.code, crate::error::ErrorCode::InvalidArgument);
+            assert_eq!(e.field.map(|f| f.to_string()).as_deref(), Some("sentinel"));
+        }
+        // `cluster` with `sentinel` is refused by either check, naming one of them.
+        assert!(cluster_check(&cluster).is_ok() && sentinel_check(&cluster).is_err());
+        sentinel_check(&OpenOptions { sentinel: sentinel(), ..Default::default() }).unwrap();
     }
 }

@@ -117,6 +117,7 @@ impl Args {
         OpenOptions {
             url: self.redis_url.clone(),
             cluster: None,
+            sentinel: None,
             prefix: self.prefix.clone(),
             connect_timeout: self.connect_timeout_ms.map(Duration::from_millis),
             command_timeout: self.command_timeout_ms.map(Duration::from_millis),

@@ -65,8 +65,12 @@ pub(crate) fn guard<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 pub async fn open(
     url: Option<&str>,
     cluster: Option<&[String]>,
+    sentinel: Option<&redis::SentinelOptions>,
     config: &Config,
 ) -> Result<Box<dyn Backend>> {
+    if let (None, None, Some(opts)) = (url, cluster, sentinel) {
+        return Ok(Box::new(redis::RedisStore::open(redis::Endpoints::Sentinel(opts), config).await?));
+    }
     match (url, cluster, &config.path) {
         (Some(url), _, _) => {
             Ok(Box::new(redis::RedisStore::open(redis::Endpoints::Single(url), config).await?))

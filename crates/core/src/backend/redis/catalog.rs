@@ -42,12 +42,25 @@ impl RedisStore {
     /// which one SCAN cannot walk: listing is refused there with a coded error.
     async fn query<T: redis::FromRedisValue>(&self, q: Query<'_>) -> Result<T> {
         let shared = self.shared()?;
-        let Link::Single(conn) = &shared.link else {
-            return Err(Error::new(
-                ErrorCode::Unsupported,
-                "listing names is not supported on a Redis Cluster (it needs a SCAN of every primary)",
-            ));
-        };
+        let conn =
+            match &shared.link {
+                Link::Single(conn) => conn,
+                Link::Sentinel(s) => {
+                    let outcome = s
+                        .run(|mut c| async move {
+                            match q {
+                                Query::Cmd(cmd) => cmd.query_async::<T>(&mut c).await,
+                                Query::Pipe(pipe) => pipe.query_async::<T>(&mut c).await,
+                            }
+                        })
+                        .await;
+                    return outcome.map_err(|e| map_error(&shared.target, e));
+                }
+                Link::Cluster(_) => return Err(Error::new(
+                    ErrorCode::Unsupported,
+                    "listing names is not supported on a Redis Cluster (it needs a SCAN of every primary)",
+                )),
+            };
         let (generation, mut c) = conn.checkout();
         let outcome = match q {
             Query::Cmd(cmd) => cmd.query_async::<T>(&mut c).await,
@@ -70,6 +83,7 @@ impl RedisStore {
     }
 }
 
+#[derive(Clone, Copy)]
 enum Query<'a> {
     Cmd(&'a redis::Cmd),
     Pipe(&'a redis::Pipeline),

@@ -19,8 +19,8 @@ use crate::error::{Error, ErrorCode, FieldPath, Result};
 const RETRIES: u32 = 16;
 /// Wait before a retry: from [`MIN_RETRY_WAIT_MS`], doubling, up to [`MAX_RETRY_WAIT_MS`]. Short,
 /// so a call that waits out a failover goes through soon after the replica is promoted.
-const MIN_RETRY_WAIT_MS: u64 = 10;
-const MAX_RETRY_WAIT_MS: u64 = 250;
+pub(super) const MIN_RETRY_WAIT_MS: u64 = 10;
+pub(super) const MAX_RETRY_WAIT_MS: u64 = 250;
 
 /// The cluster connection of a pooled store.
 pub(super) struct ClusterLink {
@@ -37,7 +37,7 @@ impl ClusterLink {
 }
 
 /// `host:port, host:port (cluster)`: the seeds, no credentials.
-fn describe(urls: &[String]) -> (String, Option<String>) {
+fn describe(urls: &[String]) -> (String, Vec<String>) {
     let mut secret = None;
     let seeds: Vec<String> = urls
         .iter()
@@ -53,7 +53,7 @@ fn describe(urls: &[String]) -> (String, Option<String>) {
             }
         })
         .collect();
-    (format!("cluster {}", seeds.join(", ")), secret)
+    (format!("cluster {}", seeds.join(", ")), secret.into_iter().collect())
 }
 
 /// Connects to a cluster through its seed nodes (any of them, primary or replica), reading the
@@ -70,7 +70,7 @@ pub(super) async fn connect(urls: &[String], config: &Config) -> Result<Shared> 
         infos.push(info);
     }
     let (display, secret) = describe(urls);
-    let target = Target { display, secret, command_timeout_ms: config.command_timeout_ms };
+    let target = Target { display, secrets: secret, command_timeout_ms: config.command_timeout_ms };
     let command_timeout = Duration::from_millis(config.command_timeout_ms);
     let client = ClusterClientBuilder::new(infos)
         .connection_timeout(Duration::from_millis(config.connect_timeout_ms))

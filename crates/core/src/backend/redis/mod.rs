@@ -9,6 +9,9 @@
 //! only. Every script touches the keys of one hash slot (see `keys.rs`), so each runs whole on
 //! the primary that owns it.
 //!
+//! A Sentinel-managed Redis is reached through its sentinels ([`sentinel`]): the primary of a
+//! master name resolved again when it fails or is demoted.
+//!
 //! A pooled connection is retired after [`RETIRE_AFTER_TIMEOUTS`] timeouts in a row (a socket
 //! that went silent, e.g. behind a dropped NAT or firewall entry, never reports an error by
 //! itself), and its TCP socket has keepalive probes and `TCP_NODELAY` set.
@@ -19,6 +22,7 @@ mod limiter;
 mod lock;
 mod queue;
 mod semaphore;
+mod sentinel;
 mod state;
 mod tracker;
 pub mod transport;
@@ -36,6 +40,8 @@ use crate::client::Config;
 use crate::error::{Error, ErrorCode, Result};
 use crate::keys::Keys;
 use cluster::ClusterLink;
+use sentinel::SentinelLink;
+pub use sentinel::SentinelOptions;
 
 /// The connection settings a pooled connection is keyed by.
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -43,6 +49,8 @@ struct PoolKey {
     /// The URL, or the seed URLs of a cluster.
     urls: Vec<String>,
     cluster: bool,
+    /// The master name, sentinels and data-node credentials of a Sentinel-managed Redis.
+    sentinel: Option<SentinelOptions>,
     connect_timeout_ms: u64,
     command_timeout_ms: u64,
     /// The tokio runtime whose task drives the connection: a connection dies with its runtime,
@@ -120,10 +128,12 @@ impl Conn {
     }
 }
 
-/// How a pooled connection reaches Redis: one server, or a cluster.
+/// How a pooled connection reaches Redis: one server, a cluster, or the primary the sentinels
+/// name.
 enum Link {
     Single(Box<Conn>),
     Cluster(ClusterLink),
+    Sentinel(Box<SentinelLink>),
 }
 
 /// A connection and what to say about it in errors (never the password).
@@ -137,17 +147,19 @@ struct Shared {
 #[derive(Clone)]
 pub struct Target {
     pub display: String,
-    secret: Option<String>,
+    /// The passwords to scrub from messages.
+    secrets: Vec<String>,
     pub command_timeout_ms: u64,
 }
 
 impl Target {
-    /// Removes the password from a message, should a library ever echo it.
+    /// Removes the passwords from a message, should a library ever echo them.
     fn scrub(&self, msg: &str) -> String {
-        match &self.secret {
-            Some(s) if !s.is_empty() => msg.replace(s.as_str(), "***"),
-            _ => msg.to_string(),
+        let mut out = msg.to_string();
+        for s in self.secrets.iter().filter(|s| !s.is_empty()) {
+            out = out.replace(s.as_str(), "***");
         }
+        out
     }
 }
 
@@ -157,7 +169,7 @@ pub struct RedisStore {
     keys: Keys,
 }
 
-fn describe(client: &redis::Client) -> (String, Option<String>) {
+fn describe(client: &redis::Client) -> (String, Vec<String>) {
     let info = client.get_connection_info();
     let db = info.redis_settings().db();
     let addr = match info.addr() {
@@ -166,25 +178,28 @@ fn describe(client: &redis::Client) -> (String, Option<String>) {
         ConnectionAddr::Unix(p) => format!("unix:{}", p.display()),
         other => format!("{other:?}"),
     };
-    (format!("{addr} db {db}"), info.redis_settings().password().map(str::to_string))
+    (format!("{addr} db {db}"), info.redis_settings().password().map(str::to_string).into_iter().collect())
 }
 
-/// Where a store connects: one server's URL, or a cluster's seed URLs.
+/// Where a store connects: one server's URL, a cluster's seed URLs, or sentinels.
 #[derive(Clone, Copy)]
 pub enum Endpoints<'a> {
     Single(&'a str),
     Cluster(&'a [String]),
+    Sentinel(&'a SentinelOptions),
 }
 
 impl RedisStore {
     pub async fn open(to: Endpoints<'_>, config: &Config) -> Result<RedisStore> {
-        let (urls, cluster) = match to {
-            Endpoints::Single(url) => (vec![url.to_string()], false),
-            Endpoints::Cluster(urls) => (urls.to_vec(), true),
+        let (urls, cluster, sentinel) = match to {
+            Endpoints::Single(url) => (vec![url.to_string()], false, None),
+            Endpoints::Cluster(urls) => (urls.to_vec(), true, None),
+            Endpoints::Sentinel(opts) => (Vec::new(), false, Some(opts.clone())),
         };
         let key = PoolKey {
             urls,
             cluster,
+            sentinel,
             connect_timeout_ms: config.connect_timeout_ms,
             command_timeout_ms: config.command_timeout_ms,
             runtime: tokio::runtime::Handle::try_current().ok().map(|h| h.id()),
@@ -196,6 +211,7 @@ impl RedisStore {
                 let s = Arc::new(match to {
                     Endpoints::Single(url) => connect(url, config).await?,
                     Endpoints::Cluster(urls) => cluster::connect(urls, config).await?,
+                    Endpoints::Sentinel(opts) => sentinel::connect(opts, config).await?,
                 });
                 // Two first calls may race to connect; keep the first stored and drop the other.
                 // Connections of other runtimes, and those no store holds, leave the pool.
@@ -242,6 +258,7 @@ impl RedisStore {
                 outcome
             }
             Link::Cluster(c) => c.run(inv).await,
+            Link::Sentinel(s) => s.run(|mut c| async move { inv.invoke_async::<T>(&mut c).await }).await,
         };
         outcome.map_err(|e| map_error(&shared.target, e))
     }
@@ -329,7 +346,7 @@ async fn connect(url: &str, config: &Config) -> Result<Shared> {
         config.connect_timeout_ms,
         config.command_timeout_ms,
     );
-    let target = Target { display, secret, command_timeout_ms: config.command_timeout_ms };
+    let target = Target { display, secrets: secret, command_timeout_ms: config.command_timeout_ms };
     let mcfg = ConnectionManagerConfig::new()
         .set_connection_timeout(Some(Duration::from_millis(config.connect_timeout_ms)))
         .set_response_timeout(Some(Duration::from_millis(config.command_timeout_ms)))
@@ -401,6 +418,13 @@ pub(crate) fn map_error(target: &Target, e: RedisError) -> Error {
         return Error::new(
             ErrorCode::RedisAuth,
             format!("Redis at {} refused the credentials: {detail}", target.display),
+        );
+    }
+    // The sentinels answered but name no primary they see up (or the node they name is not one).
+    if e.kind() == redis::ErrorKind::MasterNameNotFoundBySentinel {
+        return Error::new(
+            ErrorCode::RedisUnavailable,
+            format!("no primary for Redis {}: the sentinels know none that is up ({detail})", target.display),
         );
     }
     if e.is_timeout() {
