@@ -70,7 +70,10 @@ impl StateBackend for RedisStore {
                 let all: Vec<usize> = (0..full.len()).collect();
                 let chunks: Vec<Vec<usize>> = all.chunks(GET_CHUNK).map(<[usize]>::to_vec).collect();
                 match self.read_states(&full, chunks).await {
-                    Err(e) if e.code == ErrorCode::Redis && e.message.contains("CROSSSLOT") => {}
+                    // redis-rs names it CrossSlot; the server says CROSSSLOT.
+                    Err(e)
+                        if e.code == ErrorCode::Redis
+                            && e.message.to_ascii_lowercase().contains("crossslot") => {}
                     other => return other,
                 }
             }
