@@ -14,6 +14,8 @@ const redisUrl = process.env.REDIS_URL
 const keysUnder = (r, prefix) => r.scanAll(`${prefix}*`)
 
 const ids = (n, tag = 'i') => Array.from({ length: n }, (_, i) => `${tag}${i}`)
+// Records in a group's hash: its fields but the group's bookkeeping (the field '').
+const recordCount = async (r, hash) => (await r.call('HLEN', hash)) - (await r.call('HEXISTS', hash, ''))
 
 test('redis: listItems forgets at most one slice of expired records per call, counts exclude the rest', { skip: !redisUrl && 'REDIS_URL not set' }, async () => {
   const prefix = `bounded:${process.pid}:${Date.now()}:t:`
@@ -29,14 +31,14 @@ test('redis: listItems forgets at most one slice of expired records per call, co
     assert.equal(done.filter((x) => x.ok !== false).length, 2500)
     const [records] = (await keysUnder(r, prefix)).filter((k) => k.endsWith(':r'))
     assert.ok(records, 'the records hash exists')
-    assert.equal(await r.call('HLEN', records), 2501)
+    assert.equal(await recordCount(r, records), 2501)
     await sleep(20)
     const sizes = []
     for (let i = 0; i < 3; i++) {
       const l = await fg.listItems('g', { limit: 10 })
       assert.deepEqual(l.counts, { inProgress: 1, abandoned: 0, completed: 0, failed: 0, total: 1 })
       assert.deepEqual(l.items.map((x) => x.id), ['live'])
-      sizes.push(await r.call('HLEN', records))
+      sizes.push(await recordCount(r, records))
     }
     assert.deepEqual(sizes, [2501 - SLICE, 2501 - 2 * SLICE, 1])
   } finally {

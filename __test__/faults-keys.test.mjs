@@ -115,7 +115,9 @@ test(`keys: distinct names never share a key; one group's keys share a slot (see
     // The items are fields of their group's record hash: two distinct fields per group.
     const hashes = keys.filter((k) => k.endsWith('}:r'))
     assert.equal(hashes.length, groupNames.length)
-    for (const h of hashes) assert.equal(await r.call('HLEN', h), 2, `${JSON.stringify(h)} holds 2 records`)
+    // Two records and the group's bookkeeping (the field '').
+    for (const h of hashes) assert.equal(await r.call('HLEN', h), 3, `${JSON.stringify(h)} holds 2 records`)
+    for (const h of hashes) assert.equal(await r.call('HEXISTS', h, ''), 1)
     const byTag = new Map()
     for (const k of keys) {
       const t = hashTag(k)

@@ -240,6 +240,11 @@ impl RedisStore {
         })
     }
 
+    /// Whether this store reaches a Redis Cluster (whose scripts take the keys of one slot).
+    pub(crate) fn is_cluster(&self) -> Result<bool> {
+        Ok(matches!(self.shared()?.link, Link::Cluster(_)))
+    }
+
     /// Runs a script with a fresh handle to the shared connection, mapping errors. A call whose
     /// connection attempt was refused (nothing was sent) is tried once more, so the first call
     /// after Redis comes back succeeds instead of reporting the earlier refusal.

@@ -2,12 +2,15 @@
 
 use redis::Value;
 
-use super::{int, opt_str, script, RedisStore};
+use super::{int, lua, opt_str, script, RedisStore};
 use crate::backend::BoxFuture;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorCode, Result};
 use crate::state::{Expiry, KeyClaim, Refusal, SetResult, StateBackend, StateValue};
 
-script!(get_script, "state_get.lua");
+lua!(get_script, "state_get.lua");
+
+/// The most keys one read script takes: a read of many keys is bounded work per script.
+const GET_CHUNK: usize = 1000;
 script!(set_script, "state_set.lua");
 script!(delete_script, "state_delete.lua");
 script!(incr_script, "state_incr.lua");
@@ -24,52 +27,61 @@ fn expires_at(now: i64, pttl: i64) -> Option<i64> {
     }
 }
 
+impl RedisStore {
+    /// Reads the values of `full` (state keys), one script per group of positions in `groups`,
+    /// the scripts sent at once.
+    async fn read_states(&self, full: &[String], groups: Vec<Vec<usize>>) -> Result<Vec<Option<StateValue>>> {
+        let reads = groups.into_iter().map(|idx| async move {
+            let keys: Vec<&[u8]> = idx.iter().map(|&i| full[i].as_bytes()).collect();
+            let reply: Vec<Value> = self.eval(get_script(), &keys, &[]).await?;
+            if reply.len() != 1 + idx.len() * 2 {
+                return Err(Error::internal(format!("state get script replied with {} values", reply.len())));
+            }
+            let now = int(&reply[0])?;
+            let values = reply[1..]
+                .chunks(2)
+                .map(|p| match opt_str(&p[0])? {
+                    Some(json) => Ok(Some(StateValue { json, expires_at: expires_at(now, int(&p[1])?) })),
+                    None => Ok(None),
+                })
+                .collect::<Result<Vec<_>>>()?;
+            Ok::<_, Error>((idx, values))
+        });
+        let mut out: Vec<Option<StateValue>> = vec![None; full.len()];
+        for (idx, values) in futures_util::future::try_join_all(reads).await? {
+            for (i, v) in idx.into_iter().zip(values) {
+                out[i] = v;
+            }
+        }
+        Ok(out)
+    }
+}
+
 impl StateBackend for RedisStore {
-    /// Reads values: one script per Redis Cluster hash slot (each state key has its own hash tag,
-    /// and a script may only touch keys of one slot), the scripts running concurrently. On a
-    /// single server that is one script per slot the keys happen to map to, all pipelined on the
-    /// shared connection.
+    /// Reads values. On one server: one script per [`GET_CHUNK`] keys (one for a usual read),
+    /// pipelined on the connection. On a Redis Cluster: one script per hash slot (each state key
+    /// has its own hash tag, and Redis Cluster refuses a script whose keys span slots, even on
+    /// one node), the scripts running concurrently; so too on a cluster node opened by `url`,
+    /// found out by its CROSSSLOT refusal of the first script (which changed nothing).
     fn get<'a>(&'a self, keys: &'a [String]) -> BoxFuture<'a, Vec<Option<StateValue>>> {
         Box::pin(async move {
             let full: Vec<String> = keys.iter().map(|k| self.keys().state(k)).collect();
+            if !self.is_cluster()? {
+                let all: Vec<usize> = (0..full.len()).collect();
+                let chunks: Vec<Vec<usize>> = all.chunks(GET_CHUNK).map(<[usize]>::to_vec).collect();
+                match self.read_states(&full, chunks).await {
+                    // redis-rs names it CrossSlot; the server says CROSSSLOT.
+                    Err(e)
+                        if e.code == ErrorCode::Redis
+                            && e.message.to_ascii_lowercase().contains("crossslot") => {}
+                    other => return other,
+                }
+            }
             let mut by_slot: std::collections::BTreeMap<u16, Vec<usize>> = std::collections::BTreeMap::new();
             for (i, k) in full.iter().enumerate() {
                 by_slot.entry(crate::keys::hash_slot(k.as_bytes())).or_default().push(i);
             }
-            let reads = by_slot.into_values().map(|idx| {
-                let full = &full;
-                async move {
-                    let mut inv = get_script().prepare_invoke();
-                    for &i in &idx {
-                        inv.key(&full[i]);
-                    }
-                    let reply: Vec<Value> = self.run(&inv).await?;
-                    if reply.len() != 1 + idx.len() * 2 {
-                        return Err(Error::internal(format!(
-                            "state get script replied with {} values",
-                            reply.len()
-                        )));
-                    }
-                    let now = int(&reply[0])?;
-                    let values = reply[1..]
-                        .chunks(2)
-                        .map(|p| match opt_str(&p[0])? {
-                            Some(json) => {
-                                Ok(Some(StateValue { json, expires_at: expires_at(now, int(&p[1])?) }))
-                            }
-                            None => Ok(None),
-                        })
-                        .collect::<Result<Vec<_>>>()?;
-                    Ok::<_, Error>((idx, values))
-                }
-            });
-            let mut out: Vec<Option<StateValue>> = vec![None; keys.len()];
-            for (idx, values) in futures_util::future::try_join_all(reads).await? {
-                for (i, v) in idx.into_iter().zip(values) {
-                    out[i] = v;
-                }
-            }
-            Ok(out)
+            self.read_states(&full, by_slot.into_values().collect()).await
         })
     }
 

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use redis::Value;
 
-use super::{int, opt_str, script, RedisStore};
+use super::{int, lua, opt_str, Lua, RedisStore};
 use crate::backend::BoxFuture;
 use crate::error::{Error, Result};
 use crate::tracker::{
@@ -12,17 +12,15 @@ use crate::tracker::{
     ListFilter, ListQuery, OpResult, Outcome, Record, TrackerBackend, MAX_TIMELINE,
 };
 
-/// A tracker script with `tracker_common.lua` (the group's keys, time, purge) in front.
+/// A tracker script with `tracker_common.lua` (the group's keys, time, purge) in front, run by
+/// [`RedisStore::eval`] (over the shell's faster connection when it has one).
 macro_rules! group_script {
     ($name:ident, $file:literal) => {
-        fn $name() -> &'static redis::Script {
-            static S: std::sync::OnceLock<redis::Script> = std::sync::OnceLock::new();
-            S.get_or_init(|| {
-                redis::Script::new(concat!(
-                    include_str!("lua/tracker_common.lua"),
-                    include_str!(concat!("lua/", $file))
-                ))
-            })
+        fn $name() -> &'static Lua {
+            static S: std::sync::OnceLock<Lua> = std::sync::OnceLock::new();
+            const SOURCE: &str =
+                concat!(include_str!("lua/tracker_common.lua"), include_str!(concat!("lua/", $file)));
+            S.get_or_init(|| Lua { script: redis::Script::new(SOURCE), source: SOURCE })
         }
     };
 }
@@ -30,7 +28,27 @@ macro_rules! group_script {
 group_script!(apply_script, "tracker_apply.lua");
 group_script!(claim_script, "tracker_claim.lua");
 group_script!(list_script, "tracker_list.lua");
-script!(read_script, "tracker_read.lua");
+lua!(read_script, "tracker_read.lua");
+
+/// A script's arguments: borrowed text, or numbers written out.
+struct Args<'a>(Vec<std::borrow::Cow<'a, [u8]>>);
+
+impl<'a> Args<'a> {
+    fn with_capacity(n: usize) -> Self {
+        Args(Vec::with_capacity(n))
+    }
+    fn text(&mut self, s: &'a str) -> &mut Self {
+        self.0.push(std::borrow::Cow::Borrowed(s.as_bytes()));
+        self
+    }
+    fn num(&mut self, n: impl ToString) -> &mut Self {
+        self.0.push(std::borrow::Cow::Owned(n.to_string().into_bytes()));
+        self
+    }
+    fn refs(&self) -> Vec<&[u8]> {
+        self.0.iter().map(|a| a.as_ref()).collect()
+    }
+}
 
 const STATUSES: [&str; 3] = ["in_progress", "completed", "failed"];
 
@@ -53,19 +71,23 @@ fn state(id: &str, rec: &Option<Record>, now: i64) -> ItemState {
 }
 
 impl RedisStore {
-    /// A script invocation with the group's keys: its three indexes and its records.
-    fn group_invocation(
-        &self,
-        script: &'static redis::Script,
-        group: &str,
-    ) -> redis::ScriptInvocation<'static> {
+    /// The group's keys: its three indexes and its records.
+    fn group_keys(&self, group: &str) -> [String; 4] {
         let head = self.keys().tracker_group(group);
-        let mut inv = script.prepare_invoke();
-        for s in STATUSES {
-            inv.key(self.keys().item_index(&head, s));
-        }
-        inv.key(self.keys().item_records(&head));
-        inv
+        let [a, b, c] = STATUSES.map(|s| self.keys().item_index(&head, s));
+        [a, b, c, self.keys().item_records(&head)]
+    }
+
+    /// Runs a tracker script on the group's keys.
+    async fn group_eval<T: redis::FromRedisValue>(
+        &self,
+        lua: &'static Lua,
+        group: &str,
+        args: &Args<'_>,
+    ) -> Result<T> {
+        let keys = self.group_keys(group);
+        let keys: [&[u8]; 4] = keys.each_ref().map(|k| k.as_bytes());
+        self.eval(lua, &keys, &args.refs()).await
     }
 }
 
@@ -77,29 +99,33 @@ impl TrackerBackend for RedisStore {
         retention_ms: u64,
     ) -> BoxFuture<'a, Vec<OpResult>> {
         Box::pin(async move {
-            let mut inv = self.group_invocation(apply_script(), group);
-            inv.arg(retention_ms).arg(MAX_TIMELINE);
+            let mut args = Args::with_capacity(2 + ops.len() * 5);
+            args.num(retention_ms).num(MAX_TIMELINE);
             for op in ops {
                 match op {
                     ItemOp::Claim { id, owner, lease_ms, reclaim_completed } => {
-                        inv.arg("c").arg(id).arg(owner).arg(*lease_ms).arg(if *reclaim_completed {
+                        args.text("c").text(id).text(owner).num(*lease_ms).text(if *reclaim_completed {
                             "1"
                         } else {
                             ""
                         });
                     }
                     ItemOp::Complete { id, owner, keep_ms } => {
-                        inv.arg("d").arg(id).arg(owner.as_deref().unwrap_or("")).arg(*keep_ms).arg("");
+                        args.text("d").text(id).text(owner.as_deref().unwrap_or("")).num(*keep_ms).text("");
                     }
                     ItemOp::Fail { id, owner, error, keep_ms } => {
-                        inv.arg("f").arg(id).arg(owner.as_deref().unwrap_or("")).arg(*keep_ms).arg(error);
+                        args.text("f")
+                            .text(id)
+                            .text(owner.as_deref().unwrap_or(""))
+                            .num(*keep_ms)
+                            .text(error);
                     }
                     ItemOp::Unset { id } => {
-                        inv.arg("u").arg(id).arg("").arg(0).arg("");
+                        args.text("u").text(id).text("").text("0").text("");
                     }
                 }
             }
-            let reply: Vec<Value> = self.run(&inv).await?;
+            let reply: Vec<Value> = self.group_eval(apply_script(), group, &args).await?;
             if reply.len() != 1 + ops.len() * 3 {
                 return Err(Error::internal(format!("tracker script replied with {} values", reply.len())));
             }
@@ -149,16 +175,16 @@ impl TrackerBackend for RedisStore {
                     })
                 })
                 .collect();
-            let mut inv = self.group_invocation(claim_script(), group);
-            inv.arg(c.retention_ms)
-                .arg(MAX_TIMELINE)
-                .arg(c.owner)
-                .arg(c.lease_ms)
-                .arg(if c.reclaim_completed { "1" } else { "" });
+            let mut args = Args::with_capacity(5 + unique.len());
+            args.num(c.retention_ms)
+                .num(MAX_TIMELINE)
+                .text(c.owner)
+                .num(c.lease_ms)
+                .text(if c.reclaim_completed { "1" } else { "" });
             for id in &unique {
-                inv.arg(*id);
+                args.text(id);
             }
-            let (now, ex): (i64, Vec<Value>) = self.run(&inv).await?;
+            let (now, ex): (i64, Vec<Value>) = self.group_eval(claim_script(), group, &args).await?;
             // Every id is "claimed, attempt 1" but for the exceptions the script lists.
             let mut outcomes = vec![BatchOutcome::Claimed; unique.len()];
             let mut attempts = vec![1u32; unique.len()];
@@ -203,13 +229,9 @@ impl TrackerBackend for RedisStore {
 
     fn read<'a>(&'a self, group: &'a str, ids: &'a [String]) -> BoxFuture<'a, Vec<ItemState>> {
         Box::pin(async move {
-            let head = self.keys().tracker_group(group);
-            let mut inv = read_script().prepare_invoke();
-            inv.key(self.keys().item_records(&head));
-            for id in ids {
-                inv.arg(id.as_str());
-            }
-            let reply: Vec<Value> = self.run(&inv).await?;
+            let records = self.keys().item_records(&self.keys().tracker_group(group));
+            let args: Vec<&[u8]> = ids.iter().map(|id| id.as_bytes()).collect();
+            let reply: Vec<Value> = self.eval(read_script(), &[records.as_bytes()], &args).await?;
             if reply.len() != 1 + ids.len() {
                 return Err(Error::internal(format!("read script replied with {} values", reply.len())));
             }
@@ -223,7 +245,6 @@ impl TrackerBackend for RedisStore {
 
     fn list<'a>(&'a self, group: &'a str, q: ListQuery, retention_ms: u64) -> BoxFuture<'a, ItemList> {
         Box::pin(async move {
-            let mut inv = self.group_invocation(list_script(), group);
             let filter = match q.filter {
                 ListFilter::All => "all",
                 ListFilter::InProgress => "in_progress",
@@ -231,8 +252,9 @@ impl TrackerBackend for RedisStore {
                 ListFilter::Completed => "completed",
                 ListFilter::Failed => "failed",
             };
-            inv.arg(filter).arg(q.offset).arg(q.limit).arg(retention_ms);
-            let reply: Vec<Value> = self.run(&inv).await?;
+            let mut args = Args::with_capacity(4);
+            args.text(filter).num(q.offset).num(q.limit).num(retention_ms);
+            let reply: Vec<Value> = self.group_eval(list_script(), group, &args).await?;
             if reply.len() < 5 || !(reply.len() - 5).is_multiple_of(2) {
                 return Err(Error::internal(format!("list script replied with {} values", reply.len())));
             }

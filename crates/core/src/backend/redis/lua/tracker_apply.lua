@@ -12,26 +12,40 @@ local maxtl = tonumber(ARGV[2])
 local out = {now}
 local latest = 0
 local n = (#ARGV - 2) / 5
-purge(retention, math.max(100, 2 * n), false)
+-- The bookkeeping and the first operation's record in one read.
+local first = false
+if n > 0 then
+  local r = redis.call('HMGET', KEYS[4], META, ARGV[4])
+  read_meta(r[1])
+  first = r[2]
+else
+  read_meta(redis.call('HGET', KEYS[4], META))
+end
+purge(retention, math.max(100, 2 * n))
 
 local function remember(tl, entry)
   tl[#tl + 1] = entry
   while #tl > maxtl do table.remove(tl, 1) end
 end
 
--- Moves `id` to index `which` (0: none) from `was` (see load: 0 none, -1 any).
+-- Moves `id` to index `which` (0: none) from `was` (see decode: 0 none, -1 any).
 local written = {}
 local function index(which, was, id, score)
   written[which] = true
   for k = 1, 3 do
     if k ~= which and (was == k or was < 0) then redis.call('ZREM', KEYS[k], id) end
   end
-  if which > 0 then redis.call('ZADD', KEYS[which], score, id) end
+  if which > 0 then
+    redis.call('ZADD', KEYS[which], score, id)
+    bound(which, score)
+  end
 end
 
+-- Records written by this call, id -> JSON (false: deleted), stored by one HSET at the end.
+local staged = {}
 local function store(id, rec)
   local js = cjson.encode(rec)
-  redis.call('HSET', KEYS[4], id, js)
+  staged[id] = js
   if rec.x > latest then latest = rec.x end
   return js
 end
@@ -39,7 +53,11 @@ end
 for i = 0, n - 1 do
   local b = 3 + i * 5
   local action, id, owner, num, text = ARGV[b], ARGV[b + 1], ARGV[b + 2], tonumber(ARGV[b + 3]), ARGV[b + 4]
-  local rec, raw, was = load(id)
+  local raw = staged[id]
+  if raw == nil then
+    if i == 0 then raw = first else raw = redis.call('HGET', KEYS[4], id) end
+  end
+  local rec, raw, was = decode(raw)
   if action == 'c' then
     if rec and rec.s == 'in_progress' and rec.l > now then
       out[#out + 1] = 0; out[#out + 1] = 'in_progress'; out[#out + 1] = raw
@@ -87,10 +105,17 @@ for i = 0, n - 1 do
     end
   else
     redis.call('HDEL', KEYS[4], id)
+    staged[id] = false
     index(0, was, id, 0)
     out[#out + 1] = 1; out[#out + 1] = ''; out[#out + 1] = raw
   end
 end
 
+local fields = {}
+for id, js in pairs(staged) do
+  if js then fields[#fields + 1] = id; fields[#fields + 1] = js end
+end
+save(fields)
 keep_alive(latest, written)
+save({})
 return out

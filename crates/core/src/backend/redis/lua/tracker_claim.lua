@@ -15,7 +15,8 @@ local expires = lease_end + retention
 local lease_end_s = string.format('%d', lease_end)
 local n = #ARGV - 5
 local CHUNK = 500
-purge(retention, math.max(100, 2 * n), false)
+read_meta(redis.call('HGET', KEYS[4], META))
+purge(retention, math.max(100, 2 * n))
 
 -- Every new item gets the same record: encode it once.
 local fresh = cjson.encode({s = 'in_progress', a = 1, o = owner, l = lease_end, c = now, u = now, d = 0, x = expires,
@@ -62,10 +63,12 @@ for c = 0, n - 1, CHUNK do
     any = true
     redis.call('HSET', KEYS[4], unpack(hs))
     redis.call('ZADD', KEYS[1], unpack(zs))
+    bound(1, lease_end)
     -- Out of completed / failed (no-ops for new items).
     redis.call('ZREM', KEYS[2], unpack(moved))
     redis.call('ZREM', KEYS[3], unpack(moved))
   end
 end
 if any then keep_alive(expires, {true}) end
+save({}, any)
 return {now, ex}

@@ -13,12 +13,41 @@ local NEVER = 99999999999999
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
--- A record, or false when there is none or it expired; its JSON text; and the index it may
+-- The group's bookkeeping, kept in the records hash under the field '' (no item id is empty), so
+-- one HMGET reads it with a record and one HSET writes it with one: "<done> <lease> <deadline>",
+-- where <done> is at most the lowest score of the completed and failed indexes (when the first of
+-- them expires), <lease> at most the lowest score of the in-progress index (the first lease end),
+-- and <deadline> when the group's keys expire (as `keep_alive` last set it; 0 unknown). Writers
+-- lower the bounds when they index a record earlier and `purge` sets them from the indexes after
+-- it ran; nothing else needs to, as a bound that is too low only makes a purge run early. With
+-- them a call skips the purge scans when nothing can have expired, and `keep_alive` needs no
+-- PTTL. `meta` is false when the field is absent (a group written before it was kept, or whose
+-- bookkeeping was dropped): the next writer purges and sets it.
+local META = ''
+local meta = false
+-- Whether the hash held the bookkeeping, and whether `meta` differs from what it holds.
+local meta_found, meta_dirty = false, false
+local function read_meta(raw)
+  if not raw then return end
+  meta_found = true
+  local d, l, k = string.match(raw, '^(%d+) (%d+) (%d+)$')
+  if d then meta = {tonumber(d), tonumber(l), tonumber(k)} end
+end
+-- Lowers the bound of index `k` to `score`.
+local function bound(k, score)
+  if not meta then return end
+  if k == 1 then
+    if score < meta[2] then meta[2] = score; meta_dirty = true end
+  elseif score < meta[1] then
+    meta[1] = score; meta_dirty = true
+  end
+end
+
+-- A record read as `raw`, or false when there is none or it expired; its JSON text; and the index it may
 -- be in: 1..3 for a live record's status, 0 for none (no record), -1 for any (an expired record
 -- not purged yet).
 local INDEX_OF = {in_progress = 1, completed = 2, failed = 3}
-local function load(id)
-  local raw = redis.call('HGET', KEYS[4], id)
+local function decode(raw)
   if not raw then return false, false, 0 end
   local rec = cjson.decode(raw)
   if rec.x <= now then return false, false, -1 end
@@ -37,7 +66,7 @@ end
 -- that), stepping over records kept longer. Returns whether the in-progress index holds no
 -- expired record after the call (then its abandoned count is exact).
 local SLICE = 1000
-local function purge(retention, max, listing)
+local function purge_slice(retention, max, listing)
   local function chunk(done) return math.min(1000, max - done) end
   for k = 2, 3 do
     local done = 0
@@ -77,6 +106,22 @@ local function purge(retention, max, listing)
   end
 end
 
+local function head(k)
+  local top = redis.call('ZRANGE', KEYS[k], 0, 0, 'WITHSCORES')
+  if top[2] then return tonumber(top[2]) end
+  return NEVER
+end
+-- A writer's purge: skipped when the bookkeeping shows nothing expired (see META), else run and
+-- the bounds set from what the indexes hold after it.
+local function purge(retention, max)
+  if meta and meta[1] > now and meta[2] > now - retention then return end
+  purge_slice(retention, max, false)
+  local deadline = 0
+  if meta then deadline = meta[3] end
+  meta = {math.min(head(2), head(3)), head(1), deadline}
+  meta_dirty = true
+end
+
 -- Sets how long the group's keys live: until its latest record expires. While items are in
 -- progress, only ever later (`expires`: the latest expiry this call wrote; a record in progress
 -- may have been claimed with a longer retention than this client's). Once none is, until the
@@ -86,12 +131,14 @@ end
 -- at least a second) more than needed, and earlier only when that gains more than twice the
 -- slack: keys may outlive their last record by a quarter of its time left (at least 2 s), never
 -- the other way round, and a stream of claims and completions mostly finds nothing to change
--- (one PTTL). `written[k]`: this call wrote KEYS[k], which may be new and have no TTL yet.
+-- (the keys' expiry is read from the bookkeeping, see META; PTTL only without it). `written[k]`:
+-- this call wrote KEYS[k], which may be new and have no TTL yet.
 local function slack(target)
   return math.max(1000, math.floor((target - now) / 8))
 end
 local function keep_alive(expires, written)
-  local pttl = redis.call('PTTL', KEYS[4])
+  local pttl
+  if meta and meta[3] > now then pttl = meta[3] - now else pttl = redis.call('PTTL', KEYS[4]) end
   local current = now + pttl
   if pttl < 0 or current < expires or current > expires + 2 * slack(expires) then
     local in_progress = redis.call('EXISTS', KEYS[1]) == 1
@@ -104,7 +151,10 @@ local function keep_alive(expires, written)
       end
       if target <= now then
         -- No index holds a live record. UNLINK: a large hash is freed off Redis's main thread.
-        if target > 0 then redis.call('UNLINK', KEYS[1], KEYS[2], KEYS[3], KEYS[4]) end
+        if target > 0 then
+          redis.call('UNLINK', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
+          meta = false
+        end
         return
       end
     end
@@ -117,13 +167,30 @@ local function keep_alive(expires, written)
     if set and set > now then
       local ms = string.format('%d', set - now)
       for k = 1, 4 do redis.call('PEXPIRE', KEYS[k], ms) end
+      if meta then meta[3] = set; meta_dirty = true end
       return
     end
   end
   if pttl < 0 then return end
+  if meta and meta[3] ~= current then meta[3] = current; meta_dirty = true end
+  -- A written index may be new, without a TTL yet: it gets the group's.
+  local at = string.format('%d', current)
   for k = 1, 3 do
-    if written[k] and redis.call('PTTL', KEYS[k]) == -1 then
-      redis.call('PEXPIRE', KEYS[k], string.format('%d', pttl))
-    end
+    if written[k] then redis.call('PEXPIREAT', KEYS[k], at) end
+  end
+end
+
+-- Writes the bookkeeping when it changed, in one HSET with `fields` (field, value, …), the
+-- records this call writes. Only into a hash that holds records (was there before, or `wrote`:
+-- this call wrote records): the bookkeeping alone never makes a key (it would have no TTL).
+local function save(fields, wrote)
+  if meta and meta_dirty and (meta_found or wrote or #fields > 0) then
+    fields[#fields + 1] = META
+    fields[#fields + 1] = string.format('%d %d %d', meta[1], meta[2], meta[3])
+    meta_found, meta_dirty = true, false
+  end
+  -- In chunks of 500 fields: unpack has a limit on how many values it returns.
+  for c = 1, #fields, 1000 do
+    redis.call('HSET', KEYS[4], unpack(fields, c, math.min(c + 999, #fields)))
   end
 end
