@@ -214,6 +214,7 @@ impl<K: Ord> RankedSet<K> {
             return;
         }
         let (l, r) = self.split(self.root, &|s: &Self, x| s.key(x) < first);
+        self.nodes.reserve(keys.len().saturating_sub(self.free.len()));
         // A Cartesian tree over the sorted keys: the stack holds the right spine; a node pops
         // the lower-priority nodes above it (its left subtree, complete, so sized on the way).
         let mut spine: Vec<u32> = Vec::new();
