@@ -38,14 +38,4 @@ impl Expiries {
         }
         out
     }
-
-    /// Whether some entry's expiry is at or before `now` (a slice left it for later calls).
-    pub fn any_due(&self, now: i64) -> bool {
-        self.0.first().is_some_and(|(t, _)| *t <= now)
-    }
-
-    #[cfg(test)]
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
 }

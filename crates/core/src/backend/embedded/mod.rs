@@ -11,6 +11,7 @@
 
 mod catalog;
 mod expiries;
+mod expiry_buckets;
 mod limiter;
 mod lock;
 mod queue;

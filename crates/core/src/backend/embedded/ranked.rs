@@ -55,6 +55,38 @@ impl<K: Ord> RankedSet<K> {
         self.nodes[t as usize].size = s;
     }
 
+    /// A node for `key`, outside the tree.
+    fn alloc(&mut self, key: K) -> u32 {
+        let prio = self.next_prio();
+        let node = Node { key: Some(key), prio, left: NIL, right: NIL, size: 1 };
+        match self.free.pop() {
+            Some(i) => {
+                self.nodes[i as usize] = node;
+                i
+            }
+            None => {
+                self.nodes.push(node);
+                (self.nodes.len() - 1) as u32
+            }
+        }
+    }
+
+    /// Frees the slot of `t` (already out of the tree) and returns its key.
+    fn release(&mut self, t: u32) -> Option<K> {
+        let node = &mut self.nodes[t as usize];
+        node.left = NIL;
+        node.right = NIL;
+        let k = node.key.take();
+        if self.root == NIL {
+            // Give the memory back once empty.
+            self.nodes = Vec::new();
+            self.free = Vec::new();
+        } else {
+            self.free.push(t);
+        }
+        k
+    }
+
     /// Splits `t` into the nodes for which `before` holds (a prefix of the order) and the rest.
     fn split(&mut self, t: u32, before: &impl Fn(&Self, u32) -> bool) -> (u32, u32) {
         if t == NIL {
@@ -102,8 +134,8 @@ impl<K: Ord> RankedSet<K> {
         self.seed.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
 
-    pub fn contains(&self, key: &K) -> bool {
-        let mut t = self.root;
+    /// Whether `key` is in the subtree `t`.
+    fn holds(&self, mut t: u32, key: &K) -> bool {
         while t != NIL {
             match key.cmp(self.key(t)) {
                 std::cmp::Ordering::Less => t = self.nodes[t as usize].left,
@@ -116,53 +148,134 @@ impl<K: Ord> RankedSet<K> {
 
     /// Adds `key`; false (and nothing changed) when it is there already.
     pub fn insert(&mut self, key: K) -> bool {
-        if self.contains(&key) {
-            return false;
-        }
-        let prio = self.next_prio();
-        let node = Node { key: Some(key), prio, left: NIL, right: NIL, size: 1 };
-        let at = match self.free.pop() {
-            Some(i) => {
-                self.nodes[i as usize] = node;
-                i
+        let at = self.alloc(key);
+        match self.insert_node(self.root, at) {
+            Some(root) => {
+                self.root = root;
+                true
             }
             None => {
-                self.nodes.push(node);
-                (self.nodes.len() - 1) as u32
+                self.release(at);
+                false
             }
+        }
+    }
+
+    /// Puts node `at` into the subtree `t` and returns the subtree's new root (None, nothing
+    /// changed, when the key is there already). The node goes down only as far as its priority
+    /// allows, where it takes the split subtree as children: no split or merge of the whole
+    /// tree, and only the sizes on the way down change.
+    fn insert_node(&mut self, t: u32, at: u32) -> Option<u32> {
+        if t == NIL {
+            return Some(at);
+        }
+        if self.nodes[at as usize].prio > self.nodes[t as usize].prio {
+            if self.holds(t, self.key(at)) {
+                return None;
+            }
+            let (l, r) = self.split(t, &|s: &Self, x| s.key(x) < s.key(at));
+            let node = &mut self.nodes[at as usize];
+            node.left = l;
+            node.right = r;
+            self.fix(at);
+            return Some(at);
+        }
+        let left = match self.key(at).cmp(self.key(t)) {
+            std::cmp::Ordering::Less => true,
+            std::cmp::Ordering::Greater => false,
+            std::cmp::Ordering::Equal => return None,
         };
-        let (l, r) = self.split(self.root, &|s: &Self, x| s.key(x) < s.key(at));
-        let l = self.merge(l, at);
+        let n = &self.nodes[t as usize];
+        let c = self.insert_node(if left { n.left } else { n.right }, at)?;
+        let n = &mut self.nodes[t as usize];
+        if left {
+            n.left = c;
+        } else {
+            n.right = c;
+        }
+        n.size += 1;
+        Some(t)
+    }
+
+    /// Adds `keys`, given in strictly increasing order (keys already there are skipped). When
+    /// no key of the set falls between the first and the last of them (a batch of fresh keys,
+    /// the usual case), they are built into a treap in one linear pass and joined at their
+    /// place: O(k + log n) instead of k inserts of O(log n) each.
+    pub fn extend_sorted(&mut self, keys: Vec<K>) {
+        let (Some(first), Some(last)) = (keys.first(), keys.last()) else {
+            return;
+        };
+        debug_assert!(keys.windows(2).all(|w| w[0] < w[1]), "keys in strictly increasing order");
+        // A few keys go in one by one: cheaper than the two walks, the split and the merges.
+        if keys.len() < 4 || self.count_while(|k| k < first) != self.count_while(|k| k <= last) {
+            for k in keys {
+                self.insert(k);
+            }
+            return;
+        }
+        let (l, r) = self.split(self.root, &|s: &Self, x| s.key(x) < first);
+        self.nodes.reserve(keys.len().saturating_sub(self.free.len()));
+        // A Cartesian tree over the sorted keys: the stack holds the right spine; a node pops
+        // the lower-priority nodes above it (its left subtree, complete, so sized on the way).
+        let mut spine: Vec<u32> = Vec::new();
+        for k in keys {
+            let x = self.alloc(k);
+            let mut below = NIL;
+            while let Some(&top) = spine.last() {
+                if self.nodes[top as usize].prio > self.nodes[x as usize].prio {
+                    break;
+                }
+                spine.pop();
+                self.fix(top);
+                below = top;
+            }
+            self.nodes[x as usize].left = below;
+            if let Some(&top) = spine.last() {
+                self.nodes[top as usize].right = x;
+            }
+            spine.push(x);
+        }
+        let built = spine[0];
+        while let Some(t) = spine.pop() {
+            self.fix(t);
+        }
+        let l = self.merge(l, built);
         self.root = self.merge(l, r);
-        true
     }
 
     /// Removes `key`; false when it was not there.
     pub fn remove(&mut self, key: &K) -> bool {
-        self.take(key).is_some()
+        match self.delete(self.root, key) {
+            Some((root, gone)) => {
+                self.root = root;
+                self.release(gone);
+                true
+            }
+            None => false,
+        }
     }
 
-    /// Removes `key` and returns it.
-    fn take(&mut self, key: &K) -> Option<K> {
-        let (l, r) = self.split(self.root, &|s: &Self, x| s.key(x) < key);
-        let (m, r) = self.split(r, &|s: &Self, x| s.key(x) <= key);
-        let rest = self.merge(l, r);
-        self.root = rest;
-        if m == NIL {
+    /// Takes the node of `key` out of the subtree `t` (its children merged in its place):
+    /// the subtree's new root and the node taken, or None when the key is not there.
+    fn delete(&mut self, t: u32, key: &K) -> Option<(u32, u32)> {
+        if t == NIL {
             return None;
         }
-        let node = &mut self.nodes[m as usize];
-        node.left = NIL;
-        node.right = NIL;
-        let k = node.key.take();
-        if self.root == NIL {
-            // Give the memory back once empty.
-            self.nodes = Vec::new();
-            self.free = Vec::new();
+        let n = &self.nodes[t as usize];
+        let (left, child) = match key.cmp(self.key(t)) {
+            std::cmp::Ordering::Less => (true, n.left),
+            std::cmp::Ordering::Greater => (false, n.right),
+            std::cmp::Ordering::Equal => return Some((self.merge(n.left, n.right), t)),
+        };
+        let (c, gone) = self.delete(child, key)?;
+        let n = &mut self.nodes[t as usize];
+        if left {
+            n.left = c;
         } else {
-            self.free.push(m);
+            n.right = c;
         }
-        k
+        n.size -= 1;
+        Some((t, gone))
     }
 
     /// The first key in order.
@@ -179,62 +292,61 @@ impl<K: Ord> RankedSet<K> {
 
     /// Removes and returns the first key in order.
     pub fn pop_first(&mut self) -> Option<K> {
-        let mut t = self.root;
-        if t == NIL {
+        if self.root == NIL {
             return None;
         }
-        while self.nodes[t as usize].left != NIL {
-            t = self.nodes[t as usize].left;
-        }
-        // Only the first node passes: `l` is that node alone.
-        let (l, r) = self.split(self.root, &|_: &Self, x| x == t);
-        self.root = r;
-        let node = &mut self.nodes[l as usize];
-        node.left = NIL;
-        node.right = NIL;
-        let k = node.key.take();
-        if self.root == NIL {
-            self.nodes = Vec::new();
-            self.free = Vec::new();
-        } else {
-            self.free.push(l);
-        }
-        k
+        let (root, gone) = self.delete_first(self.root);
+        self.root = root;
+        self.release(gone)
     }
 
-    /// How many keys are before `key` (strictly less).
-    pub fn count_below(&self, key: &K) -> usize {
-        let mut t = self.root;
-        let mut n = 0;
+    /// Takes the first node out of the non-empty subtree `t`: the new root and the node.
+    fn delete_first(&mut self, t: u32) -> (u32, u32) {
+        let n = &self.nodes[t as usize];
+        if n.left == NIL {
+            return (n.right, t);
+        }
+        let (c, gone) = self.delete_first(n.left);
+        let n = &mut self.nodes[t as usize];
+        n.left = c;
+        n.size -= 1;
+        (t, gone)
+    }
+
+    /// The one rank walk: down to the first key for which `before(key, rank)` no longer holds
+    /// (`before` holds on a prefix of the order), calling `went_left` on each node passed on the
+    /// left; returns that key's rank (how many keys are before it).
+    fn walk(&self, before: impl Fn(&K, usize) -> bool, mut went_left: impl FnMut(u32)) -> usize {
+        let (mut t, mut n) = (self.root, 0);
         while t != NIL {
-            if self.key(t) < key {
-                n += self.size(self.nodes[t as usize].left) as usize + 1;
-                t = self.nodes[t as usize].right;
+            let node = &self.nodes[t as usize];
+            let rank = n + self.size(node.left) as usize;
+            if before(self.key(t), rank) {
+                n = rank + 1;
+                t = node.right;
             } else {
-                t = self.nodes[t as usize].left;
+                went_left(t);
+                t = node.left;
             }
         }
         n
     }
 
+    /// How many keys are at the start of the order for which `before` holds (it must hold on a
+    /// prefix of the order).
+    pub fn count_while(&self, before: impl Fn(&K) -> bool) -> usize {
+        self.walk(|k, _| before(k), |_| {})
+    }
+
+    /// How many keys are before `key` (strictly less).
+    pub fn count_below(&self, key: &K) -> usize {
+        self.count_while(|k| k < key)
+    }
+
     /// The keys in order from position `rank` on: O(log n) to start, O(1) amortized per key.
     pub fn iter_from(&self, rank: usize) -> Iter<'_, K> {
         let mut stack = Vec::new();
-        let mut t = self.root;
-        let mut k = rank as u32;
-        while t != NIL {
-            let ls = self.size(self.nodes[t as usize].left);
-            if k < ls {
-                stack.push(t);
-                t = self.nodes[t as usize].left;
-            } else if k == ls {
-                stack.push(t);
-                break;
-            } else {
-                k -= ls + 1;
-                t = self.nodes[t as usize].right;
-            }
-        }
+        self.walk(|_, r| r < rank, |t| stack.push(t));
         Iter { set: self, stack }
     }
 
@@ -283,8 +395,18 @@ mod tests {
                 0..=4 => assert_eq!(a.insert(k.clone()), b.insert(k)),
                 5..=7 => assert_eq!(a.remove(&k), b.remove(&k)),
                 8 => assert_eq!(a.pop_first(), b.pop_first()),
+                9 if rnd(3) == 0 => {
+                    // A sorted run of keys with one score, fresh or mixed with keys already there.
+                    let score = rnd(520) as i64;
+                    let (from, n) = (rnd(20), rnd(12));
+                    let mut run: Vec<_> = (from..from + n).map(|i| (score, format!("k{i}"))).collect();
+                    run.sort();
+                    a.extend_sorted(run.clone());
+                    b.extend(run);
+                }
                 _ => {
                     assert_eq!(a.count_below(&k), b.range(..k.clone()).count());
+                    assert_eq!(a.count_while(|x| x.0 <= k.0), b.range(..(k.0 + 1, String::new())).count());
                     let r = rnd(b.len() as u64 + 2) as usize;
                     let page: Vec<_> = a.iter_from(r).take(7).cloned().collect();
                     let want: Vec<_> = b.iter().skip(r).take(7).cloned().collect();

@@ -2,8 +2,10 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::sync::Arc;
 
-use super::expiries::{Expiries, SLICE};
+use super::expiries::SLICE;
+use super::expiry_buckets::ExpiryBuckets;
 use super::ranked::RankedSet;
 use super::{guard, now_ms, Embedded};
 use crate::backend::{ready, BoxFuture};
@@ -14,23 +16,36 @@ use crate::tracker::{
 
 /// Hash maps keyed by caller-given names: foldhash, seeded at random per process (fast, and no
 /// predictable collisions for ids that come from outside).
-type Map<V> = HashMap<String, V, foldhash::fast::RandomState>;
+type Map<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
+/// An item id, shared by a group's record map and its indexes: one allocation per id.
+type Id = Arc<str>;
 
 #[derive(Default)]
 pub struct TrackerTable {
-    groups: Map<Group>,
+    groups: Map<String, Group>,
     /// Writes since the last sweep of every group.
     writes: u64,
 }
 
+struct Entry {
+    rec: Record,
+    /// The record's position in its bucket of `expiry` (the bucket of `rec.x`).
+    at: u32,
+}
+
 #[derive(Default)]
 struct Group {
-    items: Map<Record>,
+    items: Map<Id, Entry>,
     /// Every record's expiry, to forget expired records without scanning.
-    expiry: Expiries,
+    expiry: ExpiryBuckets<Id>,
     /// Per status, in `listItems` order: in progress by lease end, completed and failed by
     /// expiry, each ranked so a page or a count costs O(log n + page).
-    by_status: [RankedSet<(i64, String)>; 3],
+    by_status: [RankedSet<(i64, Id)>; 3],
+    /// Places in `by_status` not inserted yet: a call collects its records' new places and
+    /// inserts them at its end, sorted, a claim batch's ids in one pass ([`Group::flush`]).
+    /// Empty between calls.
+    pending: [Vec<(i64, Id)>; 3],
 }
 
 const SWEEP_EVERY: u64 = 4096;
@@ -45,9 +60,28 @@ fn slot(r: &Record) -> Option<(usize, i64)> {
     }
 }
 
+/// Sorts status-index places: by score, then id. Ids are compared by their first 8 bytes first
+/// (integers, cached per place), and in full only where those are equal: a batch's ids share
+/// their score, and this is most of the cost of indexing them.
+fn sort_places(run: &mut [(i64, Id)]) {
+    fn head(id: &str) -> u64 {
+        let mut b = [0u8; 8];
+        let n = id.len().min(8);
+        b[..n].copy_from_slice(&id.as_bytes()[..n]);
+        // Big-endian and zero-padded: ordered like the bytes, a prefix before its extensions.
+        u64::from_be_bytes(b)
+    }
+    run.sort_by_cached_key(|(s, id)| (*s, head(id)));
+    for ties in run.chunk_by_mut(|a, b| a.0 == b.0 && head(&a.1) == head(&b.1)) {
+        if ties.len() > 1 {
+            ties.sort_unstable();
+        }
+    }
+}
+
 /// How many keys of `set` have a score up to `t`.
-fn up_to(set: &RankedSet<(i64, String)>, t: i64) -> usize {
-    set.count_below(&(t.saturating_add(1), String::new()))
+fn up_to(set: &RankedSet<(i64, Id)>, t: i64) -> usize {
+    set.count_while(|(at, _)| *at <= t)
 }
 
 impl Group {
@@ -58,63 +92,104 @@ impl Group {
     fn purge(&mut self, now: i64, max: usize) {
         for id in self.expiry.due(now, max) {
             if let Some(old) = self.items.remove(&id) {
-                self.unindex(&old, id);
+                self.unindex(&old.rec, id);
             }
         }
     }
 
-    fn unindex(&mut self, r: &Record, id: String) {
+    fn unindex(&mut self, r: &Record, id: Id) {
         if let Some((k, at)) = slot(r) {
-            self.by_status[k].remove(&(at, id));
+            self.unplace(k, (at, id));
         }
     }
 
-    /// Changes the record of `id` in place (a fresh one when there is none), keeps the expiry
-    /// index in step, and returns the item's state after the change.
-    fn update(&mut self, id: &str, now: i64, change: impl FnOnce(&mut Record)) -> ItemState {
-        self.update_quiet(id, now, change);
-        self.items.get(id).map(|r| r.to_state(id, now)).unwrap_or_else(|| ItemState::unknown(id))
+    /// Takes a record's place out of status index `k` (out of `pending` when not inserted yet:
+    /// pending places go in first, so a call that changes one record many times stays linear).
+    fn unplace(&mut self, k: usize, place: (i64, Id)) {
+        if !self.by_status[k].remove(&place) {
+            self.flush();
+            self.by_status[k].remove(&place);
+        }
     }
 
-    /// [`Group::update`] without building the state.
-    fn update_quiet(&mut self, id: &str, now: i64, change: impl FnOnce(&mut Record)) {
-        let (old_x, old_slot, new_x, new_slot) = match self.items.get_mut(id) {
-            Some(rec) => {
-                let (old_x, old_slot) = (Some(rec.x), slot(rec));
-                change(rec);
-                (old_x, old_slot, rec.x, slot(rec))
+    /// Inserts the pending places, each index's sorted run at once (see
+    /// [`RankedSet::extend_sorted`]).
+    fn flush(&mut self) {
+        for (set, pending) in self.by_status.iter_mut().zip(&mut self.pending) {
+            if !pending.is_empty() {
+                let mut run = std::mem::take(pending);
+                sort_places(&mut run);
+                set.extend_sorted(run);
             }
-            None => {
-                let mut rec = fresh(now);
-                change(&mut rec);
-                let (x, sl) = (rec.x, slot(&rec));
-                self.items.insert(id.to_string(), rec);
-                (None, None, x, sl)
+        }
+    }
+
+    /// Takes a record out of its expiry bucket (time `x`, position `at`).
+    fn unexpire(&mut self, x: i64, at: u32) {
+        if let Some(moved) = self.expiry.remove(x, at) {
+            if let Some(e) = self.items.get_mut(moved) {
+                e.at = at;
             }
+        }
+    }
+
+    /// Changes the record of `id` (see [`Group::change`]) and returns the item's state after
+    /// the change.
+    fn update(&mut self, id: &str, now: i64, change: impl FnOnce(&mut Record)) -> ItemState {
+        self.change(id, now, change);
+        self.get(id).map(|r| r.to_state(id, now)).unwrap_or_else(|| ItemState::unknown(id))
+    }
+
+    fn get(&self, id: &str) -> Option<&Record> {
+        self.items.get(id).map(|e| &e.rec)
+    }
+
+    /// Changes the record of `id` in place (a fresh one when there is none) and keeps the
+    /// indexes in step: the expiry index at once, the status index through `pending`.
+    fn change(&mut self, id: &str, now: i64, change: impl FnOnce(&mut Record)) {
+        let Some((key, e)) = self.items.get_key_value(id) else {
+            let mut rec = fresh(now);
+            change(&mut rec);
+            let key: Id = Arc::from(id);
+            let at = self.expiry.add(rec.x, key.clone());
+            if let Some((k, s)) = slot(&rec) {
+                self.pending[k].push((s, key.clone()));
+            }
+            self.items.insert(key, Entry { rec, at });
+            return;
         };
-        self.expiry.moved(id, old_x, Some(new_x));
-        if old_slot != new_slot {
-            if let Some((k, at)) = old_slot {
-                self.by_status[k].remove(&(at, id.to_string()));
-            }
-            if let Some((k, at)) = new_slot {
-                self.by_status[k].insert((at, id.to_string()));
-            }
+        let key = key.clone();
+        let (old_x, old_at, old_slot) = (e.rec.x, e.at, slot(&e.rec));
+        let e = self.items.get_mut(id).expect("found above");
+        change(&mut e.rec);
+        let (new_x, new_slot) = (e.rec.x, slot(&e.rec));
+        if new_x != old_x {
+            e.at = self.expiry.add(new_x, key.clone());
+            self.unexpire(old_x, old_at);
+        }
+        if old_slot == new_slot {
+            return;
+        }
+        if let Some((k, s)) = old_slot {
+            self.unplace(k, (s, key.clone()));
+        }
+        if let Some((k, s)) = new_slot {
+            self.pending[k].push((s, key));
         }
     }
 
     /// Forgets the record of `id` when it expired and a purge slice has not reached it yet.
     fn expire(&mut self, id: &str, now: i64) {
-        if self.items.get(id).is_some_and(|r| r.x <= now) {
+        if self.get(id).is_some_and(|r| r.x <= now) {
             self.remove(id);
         }
     }
 
     fn remove(&mut self, id: &str) -> Option<Record> {
-        let old = self.items.remove(id)?;
-        self.expiry.moved(id, Some(old.x), None);
-        self.unindex(&old, id.to_string());
-        Some(old)
+        let (key, old) = self.items.remove_entry(id)?;
+        self.unexpire(old.rec.x, old.at);
+        self.unindex(&old.rec, key);
+        Some(old.rec)
     }
 
     /// One page and the counts, from the status indexes: the same as the Redis script
@@ -122,6 +197,7 @@ impl Group {
     /// out leases that ended `retention_ms` ago (records that may have expired), and the page
     /// skips expired records.
     fn list(&self, now: i64, q: ListQuery, retention_ms: u64) -> ItemList {
+        debug_assert!(self.pending.iter().all(Vec::is_empty), "calls flush their places");
         let exact = !self.expiry.any_due(now);
         let [ip, done, failed] = &self.by_status;
         let ended = up_to(ip, now);
@@ -154,7 +230,7 @@ impl Group {
             }
             let n = want.min(count - skip);
             for (_, id) in set.iter_from(first + skip as usize).take(n as usize) {
-                if let Some(r) = self.items.get(id).filter(|r| r.x > now) {
+                if let Some(r) = self.get(id).filter(|r| r.x > now) {
                     items.push(r.to_state(id, now));
                 }
             }
@@ -182,13 +258,13 @@ fn apply_one(group_name: &str, g: &mut Group, op: &ItemOp, now: i64, retention_m
     g.expire(id, now);
     let result =
         |outcome, owner, item| OpResult { id: id.to_string(), action: op.action(), outcome, owner, item };
-    let current = |g: &Group| match g.items.get(id) {
+    let current = |g: &Group| match g.get(id) {
         Some(r) => r.to_state(id, now),
         None => ItemState::unknown(id),
     };
     match op {
         ItemOp::Claim { owner, lease_ms, reclaim_completed, .. } => {
-            if let Some(r) = g.items.get(id) {
+            if let Some(r) = g.get(id) {
                 match r.status_at(now) {
                     ItemStatus::InProgress => {
                         return result(Outcome::Busy(ItemStatus::InProgress), None, current(g))
@@ -205,7 +281,7 @@ fn apply_one(group_name: &str, g: &mut Group, op: &ItemOp, now: i64, retention_m
         }
         ItemOp::Complete { owner, keep_ms, .. } | ItemOp::Fail { owner, keep_ms, .. } => {
             if let Some(o) = owner {
-                let rec = g.items.get(id);
+                let rec = g.get(id);
                 if rec.and_then(|r| r.o.as_ref()) != Some(o) {
                     return result(Outcome::Refused(not_owner(group_name, id, rec)), None, current(g));
                 }
@@ -282,6 +358,7 @@ impl TrackerTable {
         let now = now_ms();
         let g = self.group_mut(group, now, ops.len());
         let out = ops.iter().map(|op| apply_one(group, g, op, now, retention_ms)).collect();
+        g.flush();
         if g.items.is_empty() {
             self.groups.remove(group);
         }
@@ -293,11 +370,12 @@ impl TrackerTable {
         let lease_end = now + c.lease_ms as i64;
         let g = self.group_mut(group, now, c.ids.len());
         g.items.reserve(c.ids.len());
+        g.pending[0].reserve(c.ids.len());
         let mut outcomes = Vec::with_capacity(c.ids.len());
         let mut attempts = Vec::with_capacity(c.ids.len());
         for id in c.ids {
             g.expire(id, now);
-            let (outcome, a) = match g.items.get(id.as_str()) {
+            let (outcome, a) = match g.get(id) {
                 Some(r) => match r.status_at(now) {
                     ItemStatus::InProgress => (BatchOutcome::InProgress, r.a),
                     ItemStatus::Completed if !c.reclaim_completed => (BatchOutcome::Completed, r.a),
@@ -307,7 +385,7 @@ impl TrackerTable {
             };
             if outcome == BatchOutcome::Claimed {
                 let mut a = 0;
-                g.update_quiet(id, now, |rec| {
+                g.change(id, now, |rec| {
                     take(rec, c.owner, now, lease_end, c.retention_ms);
                     a = rec.a;
                 });
@@ -317,6 +395,7 @@ impl TrackerTable {
             }
             outcomes.push(outcome);
         }
+        g.flush();
         if g.items.is_empty() {
             self.groups.remove(group);
         }
@@ -331,7 +410,7 @@ impl TrackerTable {
             Some(g) => {
                 g.purge(now, SLICE);
                 ids.iter()
-                    .map(|id| match g.items.get(id).filter(|r| r.x > now) {
+                    .map(|id| match g.get(id).filter(|r| r.x > now) {
                         Some(r) => r.to_state(id, now),
                         None => ItemState::unknown(id),
                     })
@@ -430,10 +509,110 @@ impl TrackerTable {
 
 #[cfg(test)]
 mod tests {
-    use super::{TrackerTable, SLICE};
-    use crate::tracker::{BatchClaim, ItemOp, ListFilter, ListQuery};
+    use super::{now_ms, page, slot, sort_places, Id, TrackerTable, SLICE};
+    use crate::tracker::{BatchClaim, ItemOp, ListFilter, ListQuery, Record};
 
     const DAY: u64 = 86_400_000;
+
+    /// Every record is in its expiry bucket at the position it keeps and in its status index;
+    /// nothing else is in the indexes; no place is left pending.
+    fn check_indexes(t: &TrackerTable) {
+        for g in t.groups.values() {
+            assert!(g.pending.iter().all(Vec::is_empty));
+            assert_eq!(g.items.len(), g.expiry.len());
+            assert_eq!(g.items.len(), g.by_status.iter().map(|s| s.len()).sum::<usize>());
+            for (id, e) in &g.items {
+                assert_eq!(g.expiry.at(e.rec.x, e.at), Some(id), "expiry position of {id}");
+                let (k, s) = slot(&e.rec).expect("a stored record has a status");
+                let place = (s, id.clone());
+                let set = &g.by_status[k];
+                assert_eq!(set.iter_from(set.count_below(&place)).next(), Some(&place), "place of {id}");
+            }
+        }
+    }
+
+    /// The prefix-first sort orders places exactly like comparing them in full: long ids that
+    /// share their first 8 bytes, an id and its extensions (also by a NUL byte), other scores.
+    #[test]
+    fn places_sort_like_a_full_comparison() {
+        let ids = [
+            "item-000017",
+            "item-000007",
+            "item-0",
+            "item-0\0",
+            "item-",
+            "b",
+            "",
+            "item-000",
+            "é",
+            "item-00",
+        ];
+        let mut run: Vec<(i64, Id)> = Vec::new();
+        for (i, id) in ids.iter().enumerate() {
+            run.push(((i % 3) as i64, Id::from(*id)));
+            run.push((5, Id::from(*id)));
+        }
+        let mut want = run.clone();
+        want.sort();
+        sort_places(&mut run);
+        assert_eq!(run, want);
+    }
+
+    /// Random claim batches and operations, some expiring within the test: the indexes stay in
+    /// step with the records, and pages equal those of a full scan of the records.
+    #[test]
+    fn indexes_follow_random_operations() {
+        let mut seed = 99u64;
+        let mut rnd = |m: u64| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 33) % m
+        };
+        let mut t = TrackerTable::default();
+        for step in 0..400 {
+            let ids: Vec<String> = (0..rnd(40)).map(|_| format!("i{}", rnd(60))).collect();
+            if rnd(2) == 0 {
+                let claim = BatchClaim {
+                    ids: &ids,
+                    owner: "o",
+                    lease_ms: 1 + rnd(3) * 1000,
+                    reclaim_completed: rnd(2) == 0,
+                    retention_ms: rnd(4),
+                };
+                t.claim_batch("g", claim);
+            } else {
+                let ops: Vec<ItemOp> = ids
+                    .into_iter()
+                    .map(|id| match rnd(5) {
+                        0 | 1 => ItemOp::Claim {
+                            id,
+                            owner: "o".into(),
+                            lease_ms: 1 + rnd(2) * 1000,
+                            reclaim_completed: rnd(2) == 0,
+                        },
+                        2 => ItemOp::Complete { id, owner: None, keep_ms: rnd(3) * DAY },
+                        3 => ItemOp::Fail { id, owner: None, error: "e".into(), keep_ms: 1 + rnd(3) },
+                        _ => ItemOp::Unset { id },
+                    })
+                    .collect();
+                t.apply("g", &ops, rnd(3) * DAY);
+            }
+            check_indexes(&t);
+            if rnd(8) == 0 {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            let now = now_ms();
+            let Some(g) = t.groups.get_mut("g") else { continue };
+            g.purge(now, usize::MAX);
+            let records: Vec<(String, Record)> =
+                g.items.iter().map(|(id, e)| (id.to_string(), e.rec.clone())).collect();
+            let q = ListQuery { filter: ListFilter::All, offset: rnd(10), limit: 1 + rnd(30) };
+            let want = page(records.iter().map(|(id, r)| (id, r)), now, q);
+            let got = g.list(now, q, DAY);
+            assert_eq!(got.counts, want.counts, "step {step}");
+            assert_eq!(got.items, want.items, "step {step}");
+            assert_eq!(got.next_offset, want.next_offset, "step {step}");
+        }
+    }
 
     /// 2.5 slices of records expire together: each call forgets one slice at most, and every
     /// call already counts them as gone.
