@@ -24,7 +24,13 @@ type Id = Arc<str>;
 #[derive(Default)]
 pub struct TrackerTable {
     groups: Map<String, Group>,
-    /// Writes since the last sweep of every group.
+    /// Every group's name, in no order: the sweep visits them in turn, one per
+    /// [`SWEEP_EVERY`] writes, so groups nobody writes to again give their expired records back
+    /// without any call visiting every group.
+    ring: Vec<String>,
+    /// The group the sweep visits next (a position in `ring`).
+    cursor: usize,
+    /// Writes so far.
     writes: u64,
 }
 
@@ -46,9 +52,11 @@ struct Group {
     /// inserts them at its end, sorted, a claim batch's ids in one pass ([`Group::flush`]).
     /// Empty between calls.
     pending: [Vec<(i64, Id)>; 3],
+    /// The group's position in [`TrackerTable::ring`].
+    ring_at: usize,
 }
 
-const SWEEP_EVERY: u64 = 4096;
+const SWEEP_EVERY: u64 = 16;
 
 /// A record's status index and its position there.
 fn slot(r: &Record) -> Option<(usize, i64)> {
@@ -341,17 +349,44 @@ impl TrackerTable {
     fn group_mut(&mut self, group: &str, now: i64, writes: usize) -> &mut Group {
         self.writes += 1;
         if self.writes.is_multiple_of(SWEEP_EVERY) {
-            self.groups.retain(|_, g| {
-                g.purge(now, SLICE);
-                !g.items.is_empty()
-            });
+            self.sweep_one(now);
         }
         if !self.groups.contains_key(group) {
-            self.groups.insert(group.to_string(), Group::default());
+            let g = Group { ring_at: self.ring.len(), ..Group::default() };
+            self.ring.push(group.to_string());
+            self.groups.insert(group.to_string(), g);
         }
         let g = self.groups.get_mut(group).expect("inserted above");
         g.purge(now, SLICE.max(2 * writes));
         g
+    }
+
+    /// Purges one slice of the next group in turn, and drops it once empty.
+    fn sweep_one(&mut self, now: i64) {
+        if self.ring.is_empty() {
+            return;
+        }
+        self.cursor %= self.ring.len();
+        let name = self.ring[self.cursor].clone();
+        let Some(g) = self.groups.get_mut(&name) else { return };
+        g.purge(now, SLICE);
+        if g.items.is_empty() {
+            // Its place in the ring goes to the last group, visited next.
+            self.drop_group(&name);
+        } else {
+            self.cursor += 1;
+        }
+    }
+
+    /// Removes a group and its place in the ring.
+    fn drop_group(&mut self, name: &str) {
+        let Some(g) = self.groups.remove(name) else { return };
+        self.ring.swap_remove(g.ring_at);
+        if let Some(moved) = self.ring.get(g.ring_at) {
+            if let Some(m) = self.groups.get_mut(moved) {
+                m.ring_at = g.ring_at;
+            }
+        }
     }
 
     pub fn apply(&mut self, group: &str, ops: &[ItemOp], retention_ms: u64) -> Vec<OpResult> {
@@ -360,7 +395,7 @@ impl TrackerTable {
         let out = ops.iter().map(|op| apply_one(group, g, op, now, retention_ms)).collect();
         g.flush();
         if g.items.is_empty() {
-            self.groups.remove(group);
+            self.drop_group(group);
         }
         out
     }
@@ -397,7 +432,7 @@ impl TrackerTable {
         }
         g.flush();
         if g.items.is_empty() {
-            self.groups.remove(group);
+            self.drop_group(group);
         }
         ClaimBatch { owner: c.owner.to_string(), lease_expires_at: lease_end, outcomes, attempts }
     }
@@ -427,7 +462,7 @@ impl TrackerTable {
         g.purge(now, SLICE);
         let out = g.list(now, q, retention_ms);
         if g.items.is_empty() {
-            self.groups.remove(group);
+            self.drop_group(group);
         }
         out
     }
@@ -509,7 +544,7 @@ impl TrackerTable {
 
 #[cfg(test)]
 mod tests {
-    use super::{now_ms, page, slot, sort_places, Id, TrackerTable, SLICE};
+    use super::{now_ms, page, slot, sort_places, Id, TrackerTable, SLICE, SWEEP_EVERY};
     use crate::tracker::{BatchClaim, ItemOp, ListFilter, ListQuery, Record};
 
     const DAY: u64 = 86_400_000;
@@ -659,6 +694,42 @@ mod tests {
             left.push(g.items.len());
         }
         assert_eq!(left, vec![2501 - SLICE, 2501 - 2 * SLICE, 1]);
+    }
+
+    /// Groups nobody writes to again are swept in turn, one per SWEEP_EVERY writes elsewhere:
+    /// their expired records go and the groups with them; the ring stays in step with the map.
+    #[test]
+    fn idle_groups_are_swept_in_turn() {
+        let mut t = TrackerTable::default();
+        let done = |id: &str| ItemOp::Complete { id: id.into(), owner: None, keep_ms: 1 };
+        for g in 0..20 {
+            t.apply(&format!("idle{g}"), &[done("a"), done("b")], DAY);
+        }
+        let keep = ItemOp::Claim {
+            id: "live".into(),
+            owner: "o".into(),
+            lease_ms: 60_000,
+            reclaim_completed: false,
+        };
+        t.apply("busy", &[keep], DAY);
+        assert_eq!(t.groups.len(), 21);
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        let mut sizes = Vec::new();
+        for i in 0..(21 * SWEEP_EVERY as usize) {
+            t.read("busy", &["live".to_string()]);
+            t.apply("busy", &[ItemOp::Unset { id: format!("x{i}") }], DAY);
+            if (i + 1) % (5 * SWEEP_EVERY as usize) == 0 {
+                sizes.push(t.groups.len());
+            }
+            assert_eq!(t.ring.len(), t.groups.len());
+            for (at, name) in t.ring.iter().enumerate() {
+                assert_eq!(t.groups[name].ring_at, at);
+            }
+        }
+        // At most a group per SWEEP_EVERY writes (5 sweeps in the first 5 * SWEEP_EVERY
+        // writes): never all at once, but some already.
+        assert!(sizes[0] >= 21 - 5 && sizes[0] < 21, "{sizes:?}");
+        assert_eq!(t.groups.keys().collect::<Vec<_>>(), vec!["busy"]);
     }
 
     /// Pages come from the ranked indexes in the documented order, with exact counts.
