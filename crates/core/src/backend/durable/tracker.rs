@@ -24,9 +24,12 @@ fn load(c: &Connection, ns: &str, group: &str, id: &str, now: i64) -> Sql<Option
     json.map(|j| decode(id, &j)).transpose()
 }
 
+fn encode(rec: &Record) -> Sql<String> {
+    serde_json::to_string(rec).map_err(|e| Fail::Corrupt(e.to_string()))
+}
+
 fn save(c: &Connection, ns: &str, group: &str, id: &str, rec: &Record) -> Sql<()> {
-    let json = serde_json::to_string(rec).map_err(|e| Fail::Corrupt(e.to_string()))?;
-    save_json(c, ns, group, id, rec.x, &json)
+    save_json(c, ns, group, id, rec.x, &encode(rec)?)
 }
 
 fn save_json(c: &Connection, ns: &str, group: &str, id: &str, exp: i64, json: &str) -> Sql<()> {
@@ -36,6 +39,16 @@ fn save_json(c: &Connection, ns: &str, group: &str, id: &str, exp: i64, json: &s
     )?
     .execute(params![ns, group, id, exp, json])?;
     Ok(())
+}
+
+/// Writes the record of an id that has no row; false (nothing written) when it has one.
+fn insert_new(c: &Connection, ns: &str, group: &str, id: &str, exp: i64, json: &str) -> Sql<bool> {
+    let n = c
+        .prepare_cached(
+            "INSERT INTO items (ns, grp, id, exp, rec) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
+        )?
+        .execute(params![ns, group, id, exp, json])?;
+    Ok(n == 1)
 }
 
 fn state(rec: Option<&Record>, id: &str, now: i64) -> ItemState {
@@ -54,6 +67,15 @@ fn apply_one(
     let id = op.id();
     let result =
         |outcome, owner, item| OpResult { id: id.to_string(), action: op.action(), outcome, owner, item };
+    if let ItemOp::Claim { owner, lease_ms, .. } = op {
+        // Most claims are of new ids: one insert that skips an existing row, without a read
+        // first. An id that has a row (live or expired) goes on as below.
+        let mut rec = fresh(now);
+        take(&mut rec, owner, now, now + *lease_ms as i64, retention_ms);
+        if insert_new(c, ns, group, id, rec.x, &encode(&rec)?)? {
+            return Ok(result(Outcome::Done, Some(owner.clone()), rec.to_state(id, now)));
+        }
+    }
     let current = load(c, ns, group, id, now)?;
     Ok(match op {
         ItemOp::Claim { owner, lease_ms, reclaim_completed, .. } => {
@@ -94,35 +116,61 @@ fn apply_one(
     })
 }
 
+/// Ids inserted by one statement of a batch claim (bound as one JSON array, read by
+/// `json_each`): one statement per chunk instead of one per id.
+const CHUNK: usize = 1_024;
+
 /// A batch claim. Most ids of a batch are usually new, and every new id gets the same record (a
-/// fresh one, taken once), so that record is encoded once and each new id costs one insert that
-/// skips existing rows; only the ids whose insert found a row are read and decided one by one.
-/// Ids are visited in key order (first occurrences first), so the inserts walk the B-tree
-/// forward instead of jumping around it; outcomes stay in the caller's order.
+/// fresh one, taken once), so that record is encoded once and the distinct ids are inserted in
+/// chunks, each one statement that skips existing rows and returns the ids it inserted; only the
+/// ids that found a row (and repeats of an id in the batch) are read and decided one by one.
+/// Ids are visited in key order, so the inserts walk the B-tree forward instead of jumping
+/// around it; outcomes stay in the caller's order.
 fn claim_batch(c: &Connection, ns: &str, group: &str, b: BatchClaim<'_>, now: i64) -> Sql<ClaimBatch> {
     let lease_end = now + b.lease_ms as i64;
     let mut new_rec = fresh(now);
     take(&mut new_rec, b.owner, now, lease_end, b.retention_ms);
-    let new_json = serde_json::to_string(&new_rec).map_err(|e| Fail::Corrupt(e.to_string()))?;
+    let new_json = encode(&new_rec)?;
     let mut order: Vec<usize> = (0..b.ids.len()).collect();
     order.sort_by(|&i, &j| b.ids[i].cmp(&b.ids[j]));
+    // First occurrences (in key order) and the repeats of an id, decided after its first.
+    let (mut first, mut repeats) = (Vec::with_capacity(order.len()), Vec::new());
+    for (k, &i) in order.iter().enumerate() {
+        if k > 0 && b.ids[order[k - 1]] == b.ids[i] {
+            repeats.push(i);
+        } else {
+            first.push(i);
+        }
+    }
     let mut outcomes = vec![BatchOutcome::Claimed; b.ids.len()];
     let mut attempts = vec![new_rec.a; b.ids.len()];
     let mut insert = c.prepare_cached(
-        "INSERT INTO items (ns, grp, id, exp, rec) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
+        "INSERT INTO items (ns, grp, id, exp, rec) SELECT ?1, ?2, value, ?3, ?4 FROM json_each(?5) WHERE true
+         ON CONFLICT DO NOTHING RETURNING id",
     )?;
-    // Runs of ids alike are common (a first run: all new; a re-run: mostly known), so after an
-    // insert that found a row the next id is read first, and after a read that found none the
-    // next one is inserted first: each id costs one B-tree step, apart from where a run changes.
-    let mut expect_new = true;
-    for i in order {
-        let id = &b.ids[i];
-        if expect_new {
-            if insert.execute(params![ns, group, id, new_rec.x, new_json])? == 1 {
-                continue;
+    let mut known = Vec::new();
+    for chunk in first.chunks(CHUNK) {
+        let ids: Vec<&str> = chunk.iter().map(|&i| b.ids[i].as_str()).collect();
+        let list = serde_json::to_string(&ids).map_err(|e| Fail::Corrupt(e.to_string()))?;
+        let mut rows = insert.query(params![ns, group, new_rec.x, new_json, list])?;
+        // The inserted ids come back in the order they were inserted (the chunk's): the ids
+        // of the chunk skipped between two of them found a row.
+        let mut next = chunk.iter();
+        while let Some(row) = rows.next()? {
+            let inserted = row.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?;
+            for &i in next.by_ref() {
+                if b.ids[i] == inserted {
+                    break;
+                }
+                known.push(i);
             }
-            expect_new = false;
         }
+        known.extend(next);
+    }
+    drop(insert);
+    known.extend(repeats);
+    for i in known {
+        let id = &b.ids[i];
         let (outcome, a) = match load(c, ns, group, id, now)? {
             Some(r) if matches!(r.status_at(now), ItemStatus::InProgress) => (BatchOutcome::InProgress, r.a),
             Some(r) if matches!(r.status_at(now), ItemStatus::Completed) && !b.reclaim_completed => {
@@ -134,9 +182,8 @@ fn claim_batch(c: &Connection, ns: &str, group: &str, b: BatchClaim<'_>, now: i6
                 (BatchOutcome::Claimed, rec.a)
             }
             None => {
-                // No live record (none, or one whose retention ran out): the new record.
+                // No live record (an expired one): the new record.
                 save_json(c, ns, group, id, new_rec.x, &new_json)?;
-                expect_new = true;
                 (BatchOutcome::Claimed, new_rec.a)
             }
         };
