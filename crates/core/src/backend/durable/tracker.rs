@@ -239,11 +239,19 @@ impl Durable {
                 )?
                 .query_row(params![ns, grp, id, SWEEP as i64 - 1], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
                 .optional()?;
-            c.prepare_cached(
-                "DELETE FROM items WHERE (ns, grp, id) IN (SELECT ns, grp, id FROM items
-                   WHERE (ns, grp, id) > (?1, ?2, ?3) ORDER BY ns, grp, id LIMIT ?4) AND exp <= ?5",
-            )?
-            .execute(params![ns, grp, id, SWEEP as i64, now])?;
+            // The expired items of that key range, in one walk of it (the range ends at `next`,
+            // or at the end of the table when fewer than SWEEP items are left).
+            match &next {
+                Some((ns2, grp2, id2)) => c
+                    .prepare_cached(
+                        "DELETE FROM items WHERE (ns, grp, id) > (?1, ?2, ?3) AND (ns, grp, id) <= (?4, ?5, ?6)
+                           AND exp <= ?7",
+                    )?
+                    .execute(params![ns, grp, id, ns2, grp2, id2, now])?,
+                None => c
+                    .prepare_cached("DELETE FROM items WHERE (ns, grp, id) > (?1, ?2, ?3) AND exp <= ?4")?
+                    .execute(params![ns, grp, id, now])?,
+            };
             sweep.after = next;
         }
         Ok(())
