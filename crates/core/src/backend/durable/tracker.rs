@@ -122,18 +122,14 @@ const CHUNK: usize = 1_024;
 
 /// A batch claim. Most ids of a batch are usually new, and every new id gets the same record (a
 /// fresh one, taken once), so that record is encoded once and the distinct ids are inserted in
-/// chunks, each one statement that skips existing rows and returns the ids it inserted; only the
-/// ids that found a row (and repeats of an id in the batch) are read and decided one by one.
-/// Ids are visited in key order, so the inserts walk the B-tree forward instead of jumping
-/// around it; outcomes stay in the caller's order.
+/// chunks, each by one statement; when that statement found a row for some id of its chunk, it is
+/// undone (a savepoint) and that chunk goes id by id, as [`claim_each`]. Repeats of an id in the
+/// batch are decided after its first occurrence. Ids are visited in key order, so the inserts
+/// walk the B-tree forward instead of jumping around it; outcomes stay in the caller's order.
 fn claim_batch(c: &Connection, ns: &str, group: &str, b: BatchClaim<'_>, now: i64) -> Sql<ClaimBatch> {
-    let lease_end = now + b.lease_ms as i64;
-    let mut new_rec = fresh(now);
-    take(&mut new_rec, b.owner, now, lease_end, b.retention_ms);
-    let new_json = encode(&new_rec)?;
+    let mut batch = Batch::new(b, now)?;
     let mut order: Vec<usize> = (0..b.ids.len()).collect();
     order.sort_by(|&i, &j| b.ids[i].cmp(&b.ids[j]));
-    // First occurrences (in key order) and the repeats of an id, decided after its first.
     let (mut first, mut repeats) = (Vec::with_capacity(order.len()), Vec::new());
     for (k, &i) in order.iter().enumerate() {
         if k > 0 && b.ids[order[k - 1]] == b.ids[i] {
@@ -142,55 +138,109 @@ fn claim_batch(c: &Connection, ns: &str, group: &str, b: BatchClaim<'_>, now: i6
             first.push(i);
         }
     }
-    let mut outcomes = vec![BatchOutcome::Claimed; b.ids.len()];
-    let mut attempts = vec![new_rec.a; b.ids.len()];
     let mut insert = c.prepare_cached(
         "INSERT INTO items (ns, grp, id, exp, rec) SELECT ?1, ?2, value, ?3, ?4 FROM json_each(?5) WHERE true
-         ON CONFLICT DO NOTHING RETURNING id",
+         ON CONFLICT DO NOTHING",
     )?;
-    let mut known = Vec::new();
     for chunk in first.chunks(CHUNK) {
         let ids: Vec<&str> = chunk.iter().map(|&i| b.ids[i].as_str()).collect();
         let list = serde_json::to_string(&ids).map_err(|e| Fail::Corrupt(e.to_string()))?;
-        let mut rows = insert.query(params![ns, group, new_rec.x, new_json, list])?;
-        // The inserted ids come back in the order they were inserted (the chunk's): the ids
-        // of the chunk skipped between two of them found a row.
-        let mut next = chunk.iter();
-        while let Some(row) = rows.next()? {
-            let inserted = row.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?;
-            for &i in next.by_ref() {
-                if b.ids[i] == inserted {
-                    break;
-                }
-                known.push(i);
-            }
+        c.prepare_cached("SAVEPOINT chunk")?.execute([])?;
+        let inserted = insert.execute(params![ns, group, batch.new_rec.x, batch.new_json, list])?;
+        if inserted != chunk.len() {
+            c.prepare_cached("ROLLBACK TO chunk")?.execute([])?;
         }
-        known.extend(next);
+        c.prepare_cached("RELEASE chunk")?.execute([])?;
+        if inserted != chunk.len() {
+            claim_each(c, ns, group, &mut batch, chunk)?;
+        }
     }
-    drop(insert);
-    known.extend(repeats);
-    for i in known {
+    for i in repeats {
+        batch.decide(c, ns, group, i)?;
+    }
+    Ok(ClaimBatch {
+        owner: b.owner.to_string(),
+        lease_expires_at: batch.lease_end,
+        outcomes: batch.outcomes,
+        attempts: batch.attempts,
+    })
+}
+
+/// Claims the distinct ids `chunk` (in key order) one by one. Runs of ids alike are common (a
+/// first run: all new; a re-run: mostly known), so after an insert that found a row the next id
+/// is read first, and after a read that found none the next one is inserted first: each id costs
+/// one B-tree step, apart from where a run changes.
+fn claim_each(c: &Connection, ns: &str, group: &str, batch: &mut Batch<'_>, chunk: &[usize]) -> Sql<()> {
+    let mut expect_new = true;
+    for &i in chunk {
+        if expect_new {
+            let id = &batch.claim.ids[i];
+            if insert_new(c, ns, group, id, batch.new_rec.x, &batch.new_json)? {
+                continue;
+            }
+            expect_new = false;
+        }
+        expect_new = batch.decide(c, ns, group, i)?;
+    }
+    Ok(())
+}
+
+/// A batch claim under way: the record of its new ids, and the outcomes so far.
+struct Batch<'a> {
+    claim: BatchClaim<'a>,
+    now: i64,
+    lease_end: i64,
+    new_rec: Record,
+    new_json: String,
+    outcomes: Vec<BatchOutcome>,
+    attempts: Vec<u32>,
+}
+
+impl<'a> Batch<'a> {
+    fn new(claim: BatchClaim<'a>, now: i64) -> Sql<Batch<'a>> {
+        let lease_end = now + claim.lease_ms as i64;
+        let mut new_rec = fresh(now);
+        take(&mut new_rec, claim.owner, now, lease_end, claim.retention_ms);
+        let new_json = encode(&new_rec)?;
+        let n = claim.ids.len();
+        Ok(Batch {
+            claim,
+            now,
+            lease_end,
+            outcomes: vec![BatchOutcome::Claimed; n],
+            attempts: vec![new_rec.a; n],
+            new_rec,
+            new_json,
+        })
+    }
+
+    /// Reads id number `i` and claims it when the rules allow; true when it had no live
+    /// record (so it got the new one).
+    fn decide(&mut self, c: &Connection, ns: &str, group: &str, i: usize) -> Sql<bool> {
+        let (b, now) = (self.claim, self.now);
         let id = &b.ids[i];
-        let (outcome, a) = match load(c, ns, group, id, now)? {
-            Some(r) if matches!(r.status_at(now), ItemStatus::InProgress) => (BatchOutcome::InProgress, r.a),
+        let (outcome, a, got_new) = match load(c, ns, group, id, now)? {
+            Some(r) if matches!(r.status_at(now), ItemStatus::InProgress) => {
+                (BatchOutcome::InProgress, r.a, false)
+            }
             Some(r) if matches!(r.status_at(now), ItemStatus::Completed) && !b.reclaim_completed => {
-                (BatchOutcome::Completed, r.a)
+                (BatchOutcome::Completed, r.a, false)
             }
             Some(mut rec) => {
-                take(&mut rec, b.owner, now, lease_end, b.retention_ms);
+                take(&mut rec, b.owner, now, self.lease_end, b.retention_ms);
                 save(c, ns, group, id, &rec)?;
-                (BatchOutcome::Claimed, rec.a)
+                (BatchOutcome::Claimed, rec.a, false)
             }
             None => {
-                // No live record (an expired one): the new record.
-                save_json(c, ns, group, id, new_rec.x, &new_json)?;
-                (BatchOutcome::Claimed, new_rec.a)
+                // No live record (none, or one whose retention ran out): the new record.
+                save_json(c, ns, group, id, self.new_rec.x, &self.new_json)?;
+                (BatchOutcome::Claimed, self.new_rec.a, true)
             }
         };
-        outcomes[i] = outcome;
-        attempts[i] = a;
+        self.outcomes[i] = outcome;
+        self.attempts[i] = a;
+        Ok(got_new)
     }
-    Ok(ClaimBatch { owner: b.owner.to_string(), lease_expires_at: lease_end, outcomes, attempts })
 }
 
 fn list(c: &Connection, ns: &str, group: &str, q: ListQuery, now: i64) -> Sql<ItemList> {
