@@ -178,7 +178,6 @@ fn claim_each(c: &Connection, ns: &str, group: &str, batch: &mut Batch<'_>, chun
             if insert_new(c, ns, group, id, batch.new_rec.x, &batch.new_json)? {
                 continue;
             }
-            expect_new = false;
         }
         expect_new = batch.decide(c, ns, group, i)?;
     }
