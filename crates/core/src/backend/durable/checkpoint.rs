@@ -19,8 +19,6 @@ use super::guard;
 
 /// Pages in the log after a commit that wake the background checkpoint (SQLite's default).
 const SOFT_PAGES: c_int = 1_000;
-/// The least time between two background checkpoints.
-const PAUSE: Duration = Duration::from_millis(20);
 /// Pages in the log after a commit that make the commit checkpoint inline (about 16 MB).
 const HARD_PAGES: c_int = 4_000;
 
@@ -115,9 +113,5 @@ fn run(weak: Weak<Checkpointer>) {
             // A failed or partial checkpoint is retried by a later commit; the log is kept.
             let _ = c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
         }
-        // A checkpoint that commits made in the meantime kept from finishing is not redone at
-        // once: each one flushes the log and the file to the disk.
-        drop(cp);
-        std::thread::sleep(PAUSE);
     }
 }
