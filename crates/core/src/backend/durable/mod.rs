@@ -71,11 +71,17 @@ impl Durability {
 /// One open file: its path (for errors) and the process's connection to it.
 pub(crate) struct Db {
     path: PathBuf,
-    conn: Mutex<Connection>,
+    conn: Mutex<Session>,
     /// The sweep for expired items (see `tracker`).
     sweep: Mutex<tracker::Sweep>,
     /// Declared after `conn`, so it outlives it (the connection's commit hook points into it).
     _checkpoint: Arc<checkpoint::Checkpointer>,
+}
+
+/// The process's connection to a file, with its remembered clock.
+struct Session {
+    conn: Connection,
+    clock: clock::Clock,
 }
 
 fn open_files() -> &'static Mutex<HashMap<PathBuf, Weak<Db>>> {
@@ -105,7 +111,7 @@ impl Durable {
                 checkpoint.attach(&conn);
                 let db = Arc::new(Db {
                     path: given.to_path_buf(),
-                    conn: Mutex::new(conn),
+                    conn: Mutex::new(Session { conn, clock: clock::Clock::default() }),
                     sweep: Mutex::default(),
                     _checkpoint: checkpoint,
                 });
@@ -115,8 +121,8 @@ impl Durable {
         };
         if durability == Durability::Fsync {
             // A file shared in one process gets the stricter level any of its clients asked for.
-            let conn = guard(&db.conn);
-            conn.pragma_update(None, "synchronous", "FULL").map_err(|e| db.error(e))?;
+            let session = guard(&db.conn);
+            session.conn.pragma_update(None, "synchronous", "FULL").map_err(|e| db.error(e))?;
         }
         Ok(Durable { db, ns: Arc::from(prefix) })
     }
@@ -170,24 +176,27 @@ impl Durable {
 
     /// One try of a transaction: done, failed, or `busy` with nothing written.
     fn attempt<T>(&self, write: bool, f: &impl Fn(&Connection, &str, i64) -> Sql<T>) -> Sql<T> {
-        let conn = guard(&self.db.conn);
+        let mut session = guard(&self.db.conn);
+        let Session { conn, clock } = &mut *session;
         if !conn.is_autocommit() {
             // A caller panicked inside a transaction: drop what it left half done.
             let _ = conn.execute_batch("ROLLBACK");
         }
         let begin = if write { "BEGIN IMMEDIATE" } else { "BEGIN DEFERRED" };
-        let run = || -> Sql<T> {
+        let mut run = || -> Sql<T> {
             conn.prepare_cached(begin)?.execute([])?;
-            let now = if write { clock::advance(&conn)? } else { clock::now(&conn)? };
-            let out = f(&conn, &self.ns, now)?;
+            let now = if write { clock.advance(conn)? } else { clock.now(conn)? };
+            let out = f(conn, &self.ns, now)?;
             conn.prepare_cached("COMMIT")?.execute([])?;
             Ok(out)
         };
-        run().inspect_err(|_| {
+        let out = run().inspect_err(|_| {
             if !conn.is_autocommit() {
                 let _ = conn.execute_batch("ROLLBACK");
             }
-        })
+        });
+        clock.settle(conn, out.is_ok());
+        out
     }
 
     fn failure(&self, e: Fail) -> Error {

@@ -24,9 +24,12 @@ fn load(c: &Connection, ns: &str, group: &str, id: &str, now: i64) -> Sql<Option
     json.map(|j| decode(id, &j)).transpose()
 }
 
+fn encode(rec: &Record) -> Sql<String> {
+    serde_json::to_string(rec).map_err(|e| Fail::Corrupt(e.to_string()))
+}
+
 fn save(c: &Connection, ns: &str, group: &str, id: &str, rec: &Record) -> Sql<()> {
-    let json = serde_json::to_string(rec).map_err(|e| Fail::Corrupt(e.to_string()))?;
-    save_json(c, ns, group, id, rec.x, &json)
+    save_json(c, ns, group, id, rec.x, &encode(rec)?)
 }
 
 fn save_json(c: &Connection, ns: &str, group: &str, id: &str, exp: i64, json: &str) -> Sql<()> {
@@ -36,6 +39,16 @@ fn save_json(c: &Connection, ns: &str, group: &str, id: &str, exp: i64, json: &s
     )?
     .execute(params![ns, group, id, exp, json])?;
     Ok(())
+}
+
+/// Writes the record of an id that has no row; false (nothing written) when it has one.
+fn insert_new(c: &Connection, ns: &str, group: &str, id: &str, exp: i64, json: &str) -> Sql<bool> {
+    let n = c
+        .prepare_cached(
+            "INSERT INTO items (ns, grp, id, exp, rec) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
+        )?
+        .execute(params![ns, group, id, exp, json])?;
+    Ok(n == 1)
 }
 
 fn state(rec: Option<&Record>, id: &str, now: i64) -> ItemState {
@@ -54,6 +67,15 @@ fn apply_one(
     let id = op.id();
     let result =
         |outcome, owner, item| OpResult { id: id.to_string(), action: op.action(), outcome, owner, item };
+    if let ItemOp::Claim { owner, lease_ms, .. } = op {
+        // Most claims are of new ids: one insert that skips an existing row, without a read
+        // first. An id that has a row (live or expired) goes on as below.
+        let mut rec = fresh(now);
+        take(&mut rec, owner, now, now + *lease_ms as i64, retention_ms);
+        if insert_new(c, ns, group, id, rec.x, &encode(&rec)?)? {
+            return Ok(result(Outcome::Done, Some(owner.clone()), rec.to_state(id, now)));
+        }
+    }
     let current = load(c, ns, group, id, now)?;
     Ok(match op {
         ItemOp::Claim { owner, lease_ms, reclaim_completed, .. } => {
@@ -94,56 +116,130 @@ fn apply_one(
     })
 }
 
+/// Ids inserted by one statement of a batch claim (bound as one JSON array, read by
+/// `json_each`): one statement per chunk instead of one per id.
+const CHUNK: usize = 1_024;
+
 /// A batch claim. Most ids of a batch are usually new, and every new id gets the same record (a
-/// fresh one, taken once), so that record is encoded once and each new id costs one insert that
-/// skips existing rows; only the ids whose insert found a row are read and decided one by one.
-/// Ids are visited in key order (first occurrences first), so the inserts walk the B-tree
-/// forward instead of jumping around it; outcomes stay in the caller's order.
+/// fresh one, taken once), so that record is encoded once and the distinct ids are inserted in
+/// chunks, each by one statement; when that statement found a row for some id of its chunk, it is
+/// undone (a savepoint) and that chunk goes id by id, as [`claim_each`]. Repeats of an id in the
+/// batch are decided after its first occurrence. Ids are visited in key order, so the inserts
+/// walk the B-tree forward instead of jumping around it; outcomes stay in the caller's order.
 fn claim_batch(c: &Connection, ns: &str, group: &str, b: BatchClaim<'_>, now: i64) -> Sql<ClaimBatch> {
-    let lease_end = now + b.lease_ms as i64;
-    let mut new_rec = fresh(now);
-    take(&mut new_rec, b.owner, now, lease_end, b.retention_ms);
-    let new_json = serde_json::to_string(&new_rec).map_err(|e| Fail::Corrupt(e.to_string()))?;
+    let mut batch = Batch::new(b, now)?;
     let mut order: Vec<usize> = (0..b.ids.len()).collect();
     order.sort_by(|&i, &j| b.ids[i].cmp(&b.ids[j]));
-    let mut outcomes = vec![BatchOutcome::Claimed; b.ids.len()];
-    let mut attempts = vec![new_rec.a; b.ids.len()];
+    let (mut first, mut repeats) = (Vec::with_capacity(order.len()), Vec::new());
+    for (k, &i) in order.iter().enumerate() {
+        if k > 0 && b.ids[order[k - 1]] == b.ids[i] {
+            repeats.push(i);
+        } else {
+            first.push(i);
+        }
+    }
     let mut insert = c.prepare_cached(
-        "INSERT INTO items (ns, grp, id, exp, rec) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
+        "INSERT INTO items (ns, grp, id, exp, rec) SELECT ?1, ?2, value, ?3, ?4 FROM json_each(?5) WHERE true
+         ON CONFLICT DO NOTHING",
     )?;
-    // Runs of ids alike are common (a first run: all new; a re-run: mostly known), so after an
-    // insert that found a row the next id is read first, and after a read that found none the
-    // next one is inserted first: each id costs one B-tree step, apart from where a run changes.
+    for chunk in first.chunks(CHUNK) {
+        let ids: Vec<&str> = chunk.iter().map(|&i| b.ids[i].as_str()).collect();
+        let list = serde_json::to_string(&ids).map_err(|e| Fail::Corrupt(e.to_string()))?;
+        c.prepare_cached("SAVEPOINT chunk")?.execute([])?;
+        let inserted = insert.execute(params![ns, group, batch.new_rec.x, batch.new_json, list])?;
+        if inserted != chunk.len() {
+            c.prepare_cached("ROLLBACK TO chunk")?.execute([])?;
+        }
+        c.prepare_cached("RELEASE chunk")?.execute([])?;
+        if inserted != chunk.len() {
+            claim_each(c, ns, group, &mut batch, chunk)?;
+        }
+    }
+    for i in repeats {
+        batch.decide(c, ns, group, i)?;
+    }
+    Ok(ClaimBatch {
+        owner: b.owner.to_string(),
+        lease_expires_at: batch.lease_end,
+        outcomes: batch.outcomes,
+        attempts: batch.attempts,
+    })
+}
+
+/// Claims the distinct ids `chunk` (in key order) one by one. Runs of ids alike are common (a
+/// first run: all new; a re-run: mostly known), so after an insert that found a row the next id
+/// is read first, and after a read that found none the next one is inserted first: each id costs
+/// one B-tree step, apart from where a run changes.
+fn claim_each(c: &Connection, ns: &str, group: &str, batch: &mut Batch<'_>, chunk: &[usize]) -> Sql<()> {
     let mut expect_new = true;
-    for i in order {
-        let id = &b.ids[i];
+    for &i in chunk {
         if expect_new {
-            if insert.execute(params![ns, group, id, new_rec.x, new_json])? == 1 {
+            let id = &batch.claim.ids[i];
+            if insert_new(c, ns, group, id, batch.new_rec.x, &batch.new_json)? {
                 continue;
             }
-            expect_new = false;
         }
-        let (outcome, a) = match load(c, ns, group, id, now)? {
-            Some(r) if matches!(r.status_at(now), ItemStatus::InProgress) => (BatchOutcome::InProgress, r.a),
+        expect_new = batch.decide(c, ns, group, i)?;
+    }
+    Ok(())
+}
+
+/// A batch claim under way: the record of its new ids, and the outcomes so far.
+struct Batch<'a> {
+    claim: BatchClaim<'a>,
+    now: i64,
+    lease_end: i64,
+    new_rec: Record,
+    new_json: String,
+    outcomes: Vec<BatchOutcome>,
+    attempts: Vec<u32>,
+}
+
+impl<'a> Batch<'a> {
+    fn new(claim: BatchClaim<'a>, now: i64) -> Sql<Batch<'a>> {
+        let lease_end = now + claim.lease_ms as i64;
+        let mut new_rec = fresh(now);
+        take(&mut new_rec, claim.owner, now, lease_end, claim.retention_ms);
+        let new_json = encode(&new_rec)?;
+        let n = claim.ids.len();
+        Ok(Batch {
+            claim,
+            now,
+            lease_end,
+            outcomes: vec![BatchOutcome::Claimed; n],
+            attempts: vec![new_rec.a; n],
+            new_rec,
+            new_json,
+        })
+    }
+
+    /// Reads id number `i` and claims it when the rules allow; true when it had no live
+    /// record (so it got the new one).
+    fn decide(&mut self, c: &Connection, ns: &str, group: &str, i: usize) -> Sql<bool> {
+        let (b, now) = (self.claim, self.now);
+        let id = &b.ids[i];
+        let (outcome, a, got_new) = match load(c, ns, group, id, now)? {
+            Some(r) if matches!(r.status_at(now), ItemStatus::InProgress) => {
+                (BatchOutcome::InProgress, r.a, false)
+            }
             Some(r) if matches!(r.status_at(now), ItemStatus::Completed) && !b.reclaim_completed => {
-                (BatchOutcome::Completed, r.a)
+                (BatchOutcome::Completed, r.a, false)
             }
             Some(mut rec) => {
-                take(&mut rec, b.owner, now, lease_end, b.retention_ms);
+                take(&mut rec, b.owner, now, self.lease_end, b.retention_ms);
                 save(c, ns, group, id, &rec)?;
-                (BatchOutcome::Claimed, rec.a)
+                (BatchOutcome::Claimed, rec.a, false)
             }
             None => {
                 // No live record (none, or one whose retention ran out): the new record.
-                save_json(c, ns, group, id, new_rec.x, &new_json)?;
-                expect_new = true;
-                (BatchOutcome::Claimed, new_rec.a)
+                save_json(c, ns, group, id, self.new_rec.x, &self.new_json)?;
+                (BatchOutcome::Claimed, self.new_rec.a, true)
             }
         };
-        outcomes[i] = outcome;
-        attempts[i] = a;
+        self.outcomes[i] = outcome;
+        self.attempts[i] = a;
+        Ok(got_new)
     }
-    Ok(ClaimBatch { owner: b.owner.to_string(), lease_expires_at: lease_end, outcomes, attempts })
 }
 
 fn list(c: &Connection, ns: &str, group: &str, q: ListQuery, now: i64) -> Sql<ItemList> {
@@ -192,11 +288,19 @@ impl Durable {
                 )?
                 .query_row(params![ns, grp, id, SWEEP as i64 - 1], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
                 .optional()?;
-            c.prepare_cached(
-                "DELETE FROM items WHERE (ns, grp, id) IN (SELECT ns, grp, id FROM items
-                   WHERE (ns, grp, id) > (?1, ?2, ?3) ORDER BY ns, grp, id LIMIT ?4) AND exp <= ?5",
-            )?
-            .execute(params![ns, grp, id, SWEEP as i64, now])?;
+            // The expired items of that key range, in one walk of it (the range ends at `next`,
+            // or at the end of the table when fewer than SWEEP items are left).
+            match &next {
+                Some((ns2, grp2, id2)) => c
+                    .prepare_cached(
+                        "DELETE FROM items WHERE (ns, grp, id) > (?1, ?2, ?3) AND (ns, grp, id) <= (?4, ?5, ?6)
+                           AND exp <= ?7",
+                    )?
+                    .execute(params![ns, grp, id, ns2, grp2, id2, now])?,
+                None => c
+                    .prepare_cached("DELETE FROM items WHERE (ns, grp, id) > (?1, ?2, ?3) AND exp <= ?4")?
+                    .execute(params![ns, grp, id, now])?,
+            };
             sweep.after = next;
         }
         Ok(())
