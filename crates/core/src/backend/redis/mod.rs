@@ -326,8 +326,11 @@ fn tcp_settings() -> TcpSettings {
 
 /// `EVALSHA sha numkeys keys… args…`, or `EVAL source …`.
 fn eval_cmd(head: &str, body: &[u8], keys: &[&[u8]], args: &[&[u8]]) -> redis::Cmd {
-    let mut cmd = redis::cmd(head);
-    cmd.arg(body).arg(keys.len());
+    // Sized up front: one allocation each for the arguments and their bytes (this is on every
+    // lock and tracker call's path).
+    let bytes = head.len() + body.len() + 20 + keys.iter().chain(args).map(|a| a.len()).sum::<usize>();
+    let mut cmd = redis::Cmd::with_capacity(3 + keys.len() + args.len(), bytes);
+    cmd.arg(head).arg(body).arg(keys.len());
     for k in keys {
         cmd.arg(*k);
     }
