@@ -1,8 +1,10 @@
 //! Concurrency Lock on the durable store. A lock name keeps its row after release or expiry, so
-//! its fencing token keeps increasing across restarts.
+//! its fencing token keeps increasing across restarts, until it has been unused for
+//! `FENCE_KEEP_MS` (see `fences`).
 
 use rusqlite::{params, Connection, OptionalExtension};
 
+use super::fences::Fences;
 use super::{Durable, Sql};
 use crate::backend::BoxFuture;
 use crate::lock::{Attempt, ExtendResult, LockBackend, LockInfo, Refusal, ReleaseResult};
@@ -69,9 +71,9 @@ fn release(c: &Connection, ns: &str, name: &str, owner: &str, now: i64) -> Sql<R
         }
         Some(_) => {
             c.prepare_cached(
-                "UPDATE locks SET owner = NULL, label = NULL, exp = 0 WHERE ns = ?1 AND name = ?2",
+                "UPDATE locks SET owner = NULL, label = NULL, exp = ?3 WHERE ns = ?1 AND name = ?2",
             )?
-            .execute(params![ns, name])?;
+            .execute(params![ns, name, now])?;
             ReleaseResult { released: true, reason: None }
         }
     })
@@ -122,7 +124,11 @@ impl LockBackend for Durable {
         lease_ms: u64,
         label: Option<&'a str>,
     ) -> BoxFuture<'a, Attempt> {
-        self.write_tx(move |c, ns, now| try_acquire(c, ns, name, owner, lease_ms, label, now))
+        self.write_tx(move |c, ns, now| {
+            let a = try_acquire(c, ns, name, owner, lease_ms, label, now)?;
+            self.sweep_fences(c, Fences::Locks, now)?;
+            Ok(a)
+        })
     }
     fn release<'a>(&'a self, name: &'a str, owner: &'a str) -> BoxFuture<'a, ReleaseResult> {
         self.write_tx(move |c, ns, now| release(c, ns, name, owner, now))

@@ -19,6 +19,7 @@
 mod catalog;
 mod checkpoint;
 mod clock;
+mod fences;
 mod limiter;
 mod lock;
 mod queue;
@@ -74,6 +75,8 @@ pub(crate) struct Db {
     conn: Mutex<Session>,
     /// The sweep for expired items (see `tracker`).
     sweep: Mutex<tracker::Sweep>,
+    /// The sweeps for forgotten lock and semaphore names (see `fences`).
+    fence_sweeps: Mutex<fences::FenceSweeps>,
     /// Declared after `conn`, so it outlives it (the connection's commit hook points into it).
     _checkpoint: Arc<checkpoint::Checkpointer>,
 }
@@ -113,6 +116,7 @@ impl Durable {
                     path: given.to_path_buf(),
                     conn: Mutex::new(Session { conn, clock: clock::Clock::default() }),
                     sweep: Mutex::default(),
+                    fence_sweeps: Mutex::default(),
                     _checkpoint: checkpoint,
                 });
                 files.insert(key, Arc::downgrade(&db));

@@ -8,6 +8,8 @@
 //! Layout 2 keeps items in a table clustered on their key (`WITHOUT ROWID`) and without an index
 //! on their expiry, so a claim writes one B-tree page instead of three; expired items are swept
 //! in key order instead (`tracker::purge`). Layout 3 adds the Rate Limiter and Semaphore tables.
+//! Layout 4 forgets the fences of names unused for 30 days (`fences`): a released lock keeps its
+//! release time in `exp` (it was 0), and a semaphore's fence row says until when it is kept.
 
 use std::path::Path;
 use std::time::Duration;
@@ -20,7 +22,7 @@ use crate::error::{Error, ErrorCode, Result};
 /// "FGST": the `application_id` of a flowguard store.
 const APPLICATION_ID: i64 = 0x4647_5354;
 /// The layout this build writes.
-pub const VERSION: i64 = 3;
+pub const VERSION: i64 = 4;
 
 const TABLES: &str = "
 CREATE TABLE meta(k TEXT PRIMARY KEY, v INTEGER NOT NULL) WITHOUT ROWID;
@@ -68,6 +70,9 @@ CREATE TABLE sem_holders(ns TEXT NOT NULL, name TEXT NOT NULL, owner TEXT NOT NU
   fence INTEGER NOT NULL, label TEXT, exp INTEGER NOT NULL, UNIQUE(ns, name, owner));
 CREATE INDEX sem_holders_exp ON sem_holders(exp);
 ";
+
+/// Layout 4: a semaphore name's fence is kept until `keep` (ms since the epoch).
+const TABLES_V4: &str = "ALTER TABLE sem_fences ADD COLUMN keep INTEGER NOT NULL DEFAULT 0;";
 
 /// Opens `path` (creating the file when absent), checks it is a flowguard store of a layout
 /// this build knows, and creates the tables of a new file.
@@ -155,6 +160,7 @@ fn check_or_create(conn: &Connection, path: &Path) -> Result<()> {
     if app == 0 && version == 0 && tables == 0 {
         conn.execute_batch(TABLES).map_err(fail)?;
         conn.execute_batch(TABLES_V3).map_err(fail)?;
+        conn.execute_batch(TABLES_V4).map_err(fail)?;
         conn.pragma_update(None, "application_id", APPLICATION_ID).map_err(fail)?;
         conn.pragma_update(None, "user_version", VERSION).map_err(fail)?;
         return Ok(());
@@ -195,6 +201,16 @@ fn migrate(conn: &Connection, from: i64) -> rusqlite::Result<()> {
     }
     if from < 3 {
         conn.execute_batch(TABLES_V3)?;
+    }
+    if from < 4 {
+        // Names kept until now are kept FENCE_KEEP_MS from the upgrade on: released locks (exp
+        // 0 before) count from now, and every semaphore name's fence is kept that long.
+        conn.execute_batch(TABLES_V4)?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        conn.execute("UPDATE locks SET exp = ?1 WHERE owner IS NULL", [now])?;
+        conn.execute("UPDATE sem_fences SET keep = ?1", [now + crate::lock::FENCE_KEEP_MS as i64])?;
     }
     conn.pragma_update(None, "user_version", VERSION)
 }
@@ -241,6 +257,8 @@ mod tests {
              CREATE TABLE items(ns TEXT NOT NULL, grp TEXT NOT NULL, id TEXT NOT NULL, exp INTEGER NOT NULL,
                rec TEXT NOT NULL, UNIQUE(ns, grp, id));
              CREATE INDEX items_exp ON items(exp);
+             CREATE TABLE locks(ns TEXT NOT NULL, name TEXT NOT NULL, owner TEXT, fence INTEGER NOT NULL,
+               label TEXT, exp INTEGER NOT NULL, PRIMARY KEY(ns, name)) WITHOUT ROWID;
              INSERT INTO items VALUES ('fg:', 'g', 'a', 9007199254740991, '{}');
              PRAGMA application_id = 1179079508;
              PRAGMA user_version = 1;",
@@ -316,6 +334,41 @@ mod tests {
         let fence: i64 =
             c.query_row("SELECT fence FROM locks WHERE name = 'kept'", [], |r| r.get(0)).unwrap();
         assert_eq!(fence, 7, "the rows of layout 2 are kept");
+    }
+
+    #[test]
+    fn a_file_of_layout_3_keeps_its_fences_for_the_keep_time_from_the_upgrade() {
+        let path = temp("v3.db");
+        drop(open(&path).unwrap());
+        let c = Connection::open(&path).unwrap();
+        c.execute_batch(
+            "ALTER TABLE sem_fences DROP COLUMN keep; PRAGMA user_version = 3;
+             INSERT INTO locks VALUES ('fg:', 'released', NULL, 5, NULL, 0);
+             INSERT INTO sem_fences VALUES ('fg:', 'sem', 9);",
+        )
+        .unwrap();
+        drop(c);
+        let before =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+        drop(open(&path).unwrap());
+        let c = Connection::open(&path).unwrap();
+        let v: i64 = c.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
+        assert_eq!(v, VERSION);
+        let (fence, exp): (i64, i64) = c
+            .query_row("SELECT fence, exp FROM locks WHERE name = 'released'", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .unwrap();
+        assert_eq!(fence, 5);
+        assert!(exp >= before && exp < before + 60_000, "a released lock counts from the upgrade: {exp}");
+        let (fence, keep): (i64, i64) = c
+            .query_row("SELECT fence, keep FROM sem_fences WHERE name = 'sem'", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .unwrap();
+        assert_eq!(fence, 9);
+        let keep_ms = crate::lock::FENCE_KEEP_MS as i64;
+        assert!(keep >= before + keep_ms && keep < before + keep_ms + 60_000, "{keep}");
     }
 
     #[test]

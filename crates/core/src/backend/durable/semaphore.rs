@@ -1,11 +1,12 @@
 //! Semaphore on the durable store: a row per holder, and a row per name keeping its last fencing
-//! token across restarts.
+//! token across restarts, until it has been unused for `FENCE_KEEP_MS` (see `fences`).
 
 use rusqlite::{params, Connection, OptionalExtension};
 
+use super::fences::Fences;
 use super::{purge, Durable, Sql};
 use crate::backend::BoxFuture;
-use crate::lock::{ExtendResult, Refusal, ReleaseResult};
+use crate::lock::{ExtendResult, Refusal, ReleaseResult, FENCE_KEEP_MS};
 use crate::semaphore::{Holder, PermitAttempt, SemaphoreBackend, SemaphoreInfo};
 
 fn last_fence(c: &Connection, ns: &str, name: &str) -> Sql<u64> {
@@ -48,10 +49,10 @@ fn try_acquire(c: &Connection, ns: &str, name: &str, ask: Ask<'_>, now: i64) -> 
     }
     let fence = last + 1;
     c.prepare_cached(
-        "INSERT INTO sem_fences (ns, name, fence) VALUES (?1, ?2, ?3)
-         ON CONFLICT (ns, name) DO UPDATE SET fence = excluded.fence",
+        "INSERT INTO sem_fences (ns, name, fence, keep) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (ns, name) DO UPDATE SET fence = excluded.fence, keep = max(keep, excluded.keep)",
     )?
-    .execute(params![ns, name, fence as i64])?;
+    .execute(params![ns, name, fence as i64, now + lease_ms as i64 + FENCE_KEEP_MS as i64])?;
     let label = label.filter(|l| !l.is_empty());
     c.prepare_cached(
         "INSERT INTO sem_holders (ns, name, owner, fence, label, exp) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -111,7 +112,9 @@ impl SemaphoreBackend for Durable {
         label: Option<&'a str>,
     ) -> BoxFuture<'a, PermitAttempt> {
         self.write_tx(move |c, ns, now| {
-            try_acquire(c, ns, name, Ask { owner, permits, lease_ms, label }, now)
+            let a = try_acquire(c, ns, name, Ask { owner, permits, lease_ms, label }, now)?;
+            self.sweep_fences(c, Fences::Semaphores, now)?;
+            Ok(a)
         })
     }
     fn release_permit<'a>(&'a self, name: &'a str, owner: &'a str) -> BoxFuture<'a, ReleaseResult> {

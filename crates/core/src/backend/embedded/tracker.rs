@@ -701,7 +701,8 @@ mod tests {
     #[test]
     fn idle_groups_are_swept_in_turn() {
         let mut t = TrackerTable::default();
-        let done = |id: &str| ItemOp::Complete { id: id.into(), owner: None, keep_ms: 1 };
+        // Kept 300 ms: long enough that no sweep during the setup finds them expired.
+        let done = |id: &str| ItemOp::Complete { id: id.into(), owner: None, keep_ms: 300 };
         for g in 0..20 {
             t.apply(&format!("idle{g}"), &[done("a"), done("b")], DAY);
         }
@@ -713,7 +714,7 @@ mod tests {
         };
         t.apply("busy", &[keep], DAY);
         assert_eq!(t.groups.len(), 21);
-        std::thread::sleep(std::time::Duration::from_millis(5));
+        std::thread::sleep(std::time::Duration::from_millis(310));
         let mut sizes = Vec::new();
         for i in 0..(21 * SWEEP_EVERY as usize) {
             t.read("busy", &["live".to_string()]);
