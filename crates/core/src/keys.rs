@@ -146,7 +146,7 @@ impl Keys {
     }
 
     /// Semaphore: `h` holders (owner -> lease end, ms), `i` their fence and label, `fence` the
-    /// counter of fencing tokens (never expires).
+    /// counter of fencing tokens (kept `FENCE_KEEP_MS` past the longest lease of its acquisitions).
     pub fn semaphore(&self, name: &str, part: &str) -> String {
         format!("{}:{part}", self.tagged("sem", name))
     }
