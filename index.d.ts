@@ -9,6 +9,8 @@ import type {
   LockOptions,
   LockResult,
   OpenOptions,
+  PermitOptions,
+  PermitResult,
   StateSetOptions,
   Flowguard as NativeFlowguard,
 } from './binding'
@@ -18,6 +20,10 @@ export * from './binding'
 export type WithLockResult<T> =
   | { acquired: true; value: T; lock: LockResult; released: boolean }
   | { acquired: false; lock: LockResult }
+
+export type WithPermitResult<T> =
+  | { acquired: true; value: T; permit: PermitResult; released: boolean }
+  | { acquired: false; permit: PermitResult }
 
 /** A value Job State can store: what JSON can represent (objects with toJSON, such as Date, too). */
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue } | { toJSON(): unknown }
@@ -107,6 +113,15 @@ export declare class Flowguard {
    * stop before another worker can take the lock.
    */
   withLock<T>(name: string, fn: (signal: AbortSignal, lock: LockResult) => T | Promise<T>, options?: LockOptions): Promise<WithLockResult<T>>
+
+  /**
+   * Runs `fn(signal, permit)` while holding a permit of semaphore `name`, as `withLock` does with
+   * a lock: the lease extended every `timeoutMs / 3` while it runs, released afterwards, also when
+   * `fn` throws. When all permits are held (after `waitMs`), resolves to `{ acquired: false,
+   * permit }` without calling `fn`. `signal` aborts with an `ERR_PERMIT_LOST` error when the
+   * permit was lost, or when less than a fifth of the lease may be left without a confirmed extend.
+   */
+  withPermit<T>(name: string, fn: (signal: AbortSignal, permit: PermitResult) => T | Promise<T>, options: PermitOptions): Promise<WithPermitResult<T>>
 
   /** The value of `key`, or undefined when it is absent or expired. */
   getState<T = unknown>(key: string): Promise<T | undefined>

@@ -2,14 +2,14 @@
 // The package entry: the public class `Flowguard`, assembled from the native client of the
 // generated napi-rs binding (binding.js) and the JavaScript parts in lib/, one file per concept:
 //   lib/item-results.js  claim / complete / fail results built from the compact native form
-//   lib/with-lock.js     withLock: a function under a lock, its lease kept, an AbortSignal
+//   lib/with-lease.js    withLock / withPermit: a function under a lock or permit, its lease kept, an AbortSignal
 //   lib/job-state.js     getState / getStates / setState: JavaScript values as JSON
 //   lib/once.js          once: a function run once per idempotency key
 // The class holds the native client; the native prototype is left as generated.
 
 const binding = require('./binding.js')
 const items = require('./lib/item-results.js')
-const { withLock } = require('./lib/with-lock.js')
+const { withLock, withPermit } = require('./lib/with-lease.js')
 const { getState, getStates, setState } = require('./lib/job-state.js')
 const { once } = require('./lib/once.js')
 const { coded } = require('./lib/errors.js')
@@ -165,6 +165,10 @@ class Flowguard {
 
   getSemaphore(name) {
     return this.#native.getSemaphore(name)
+  }
+
+  withPermit(name, fn, options) {
+    return withPermit(this.#native, name, fn, options)
   }
 
   // Job State.

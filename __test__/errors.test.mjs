@@ -61,6 +61,8 @@ const cases = [
   ['extend token wrong shape', (fg) => fg.extendLock('n', 'xyz'), 'owner'],
   ['extend timeout NaN', (fg) => fg.extendLock('n', TOKEN, { timeoutMs: NaN }), 'timeoutMs'],
   ['withLock fn missing', (fg) => fg.withLock('n'), 'fn'],
+  ['withPermit fn missing', (fg) => fg.withPermit('n', undefined, { permits: 2 }), 'fn'],
+  ['withPermit permits missing', (fg) => fg.withPermit('n', mustNotRun, {}), 'permits'],
   // The JavaScript helpers: values that cannot even be turned into text (a Symbol, an object
   // without a prototype, an array nested deeper than the stack) are coded errors too.
   ['withLock fn a symbol', (fg) => fg.withLock('n', Symbol('f')), 'fn'],

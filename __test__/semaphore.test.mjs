@@ -77,6 +77,47 @@ for (const b of backends()) {
       }
     })
 
+    test('withPermit: runs, extends while running, releases after, also on throw; all held is a result', async () => {
+      const fg = await b.open()
+      const r = await fg.withPermit('wp', async (signal, permit) => {
+        // Longer than the 1 s lease: only extension keeps it (a lease long enough that a loaded
+        // machine's event-loop stalls do not outlast its margin).
+        await sleep(1500)
+        assert.equal(signal.aborted, false)
+        const info = await fg.getSemaphore('wp')
+        assert.deepEqual(info.holders.map((h) => [h.fence, h.label]), [[permit.fence, 'run-1']])
+        return permit.fence
+      }, { permits: 2, timeoutMs: 1000, label: 'run-1' })
+      assert.equal(r.acquired, true)
+      assert.equal(r.released, true)
+      assert.equal(r.value, r.permit.fence)
+      assert.equal((await fg.getSemaphore('wp')).holders.length, 0)
+
+      await assert.rejects(fg.withPermit('wp', async () => { throw new Error('boom') }, { permits: 2 }), /boom/)
+      assert.equal((await fg.getSemaphore('wp')).holders.length, 0)
+
+      const held = await Promise.all([fg.acquirePermit('wp', { permits: 2 }), fg.acquirePermit('wp', { permits: 2 })])
+      let ran = false
+      const busy = await fg.withPermit('wp', async () => { ran = true }, { permits: 2 })
+      assert.equal(busy.acquired, false)
+      assert.equal(busy.permit.holders, 2)
+      assert.equal(ran, false)
+      for (const h of held) await fg.releasePermit('wp', h.owner)
+    })
+
+    test('withPermit: the signal aborts with ERR_PERMIT_LOST when the permit is lost', async () => {
+      const fg = await b.open()
+      const r = await fg.withPermit('wp-lost', async (signal, permit) => {
+        // Someone frees the permit (as an expiry would): the next extend is refused.
+        await fg.releasePermit('wp-lost', permit.owner)
+        await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }))
+        return [signal.reason.code, signal.reason.message]
+      }, { permits: 1, timeoutMs: 90 })
+      assert.equal(r.value[0], 'ERR_PERMIT_LOST')
+      assert.match(r.value[1], /^permit of semaphore "wp-lost" was lost/)
+      assert.equal(r.released, false)
+    })
+
     if (b.name === 'redis') {
       test('keys share the name\'s hash slot and expire with the longest lease', async () => {
         const fg = await b.open()
