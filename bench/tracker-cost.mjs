@@ -7,8 +7,10 @@
 //
 // Each `label=dir` is a built flowguard package (a directory with index.js and the addon), so a
 // build before a change and one after it run side by side (default: this checkout, `flowguard`).
-// Rounds are interleaved (BENCH_ROUNDS, default 5, BENCH_ITEMS per round, default 3000); the
-// figures are medians. Starts its own redis-server unless REDIS_URL is set.
+// Each build runs in a process of its own (two addons in one process do not share its event-loop
+// connection fairly), with ioredis beside it; rounds are interleaved (BENCH_ROUNDS, default 5,
+// BENCH_ITEMS per round, default 3000) against one redis-server, and the figures are medians.
+// Starts its own redis-server unless REDIS_URL is set.
 import { createRequire } from 'node:module'
 import { randomBytes } from 'node:crypto'
 import { dirname, join, resolve } from 'node:path'
@@ -27,12 +29,47 @@ const builds = (process.argv.slice(2).length ? process.argv.slice(2) : [`flowgua
   return { label: a.slice(0, i), dir: resolve(a.slice(i + 1)) }
 })
 
-const redis = await benchRedis('tracker-cost')
-const io = new IORedis(redis.url)
+const IOREDIS = 'ioredis SET NX PX + owner-checked script'
+const CHILD = process.env.TRACKER_COST_CHILD === '1'
+if (!CHILD) {
+  // The parent: one redis-server, a child process per build and round, medians at the end.
+  const { execFileSync } = await import('node:child_process')
+  const redis = await benchRedis('tracker-cost')
+  const samples = new Map()
+  const add = (name, rate, us) => {
+    const s = samples.get(name) ?? { rate: [], us: [], ratio: [] }
+    samples.set(name, s)
+    s.rate.push(rate)
+    s.us.push(us)
+    return s
+  }
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const b of builds) {
+      const out = execFileSync(process.execPath, [fileURLToPath(import.meta.url), `${b.label}=${b.dir}`], {
+        env: { ...process.env, TRACKER_COST_CHILD: '1', REDIS_URL: redis.url },
+        encoding: 'utf8',
+      })
+      const r = JSON.parse(out.trim().split('\n').at(-1))
+      add(b.label, r.flowguard.rate, r.flowguard.us).ratio.push(r.flowguard.rate / r.ioredis.rate)
+      add(IOREDIS, r.ioredis.rate, r.ioredis.us).ratio.push(1)
+    }
+  }
+  const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1]
+  console.log(`claim + complete one item at a time, ${N} items x ${ROUNDS} rounds per build (medians)`)
+  console.log('case'.padEnd(44), 'items/s'.padStart(9), 'vs ioredis'.padStart(11), 'Redis us/item'.padStart(14))
+  for (const [name, s] of samples) {
+    console.log(name.padEnd(44), median(s.rate).toFixed(0).padStart(9), `${median(s.ratio).toFixed(2)}x`.padStart(11), median(s.us).toFixed(1).padStart(14))
+  }
+  redis.stop()
+  process.exit(0)
+}
+
+// A child: one build (and ioredis) against the parent's server, one round.
+const io = new IORedis(process.env.REDIS_URL)
 const run = randomBytes(4).toString('hex')
 for (const b of builds) {
   const { Flowguard } = require(join(b.dir, 'index.js'))
-  b.fg = await Flowguard.open({ url: redis.url, prefix: `tc:${run}:${b.label}:` })
+  b.fg = await Flowguard.open({ url: process.env.REDIS_URL, prefix: `tc:${run}:${b.label}:` })
 }
 const CAS_DONE = `if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('SET', KEYS[1], 'done', 'PX', ARGV[2]) return 1 else return 0 end`
 const casSha = await io.script('LOAD', CAS_DONE)
@@ -60,7 +97,7 @@ const cases = [
     },
   })),
   {
-    name: 'ioredis SET NX PX + owner-checked script',
+    name: IOREDIS,
     cmds: ['set', 'evalsha'],
     async pair(g, i) {
       const key = `${g}:item-${i}`
@@ -71,28 +108,19 @@ const cases = [
   },
 ]
 
-const samples = new Map(cases.map((c) => [c.name, { rate: [], us: [] }]))
-for (let round = 0; round < ROUNDS; round++) {
-  for (const c of cases) {
-    const g = `tc:${run}:g${round}:${c.name.length}`
-    const before = await usec(c.cmds)
-    const t0 = performance.now()
-    for (let i = 0; i < N; i++) await c.pair(g, i)
-    const s = (performance.now() - t0) / 1000
-    const after = await usec(c.cmds)
-    samples.get(c.name).rate.push(N / s)
-    samples.get(c.name).us.push((after - before) / N)
-  }
-}
-const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1]
-const base = median(samples.get(cases.at(-1).name).rate)
-console.log(`claim + complete one item at a time, ${N} items x ${ROUNDS} rounds (medians)`)
-console.log('case'.padEnd(44), 'items/s'.padStart(9), 'vs ioredis'.padStart(11), 'Redis us/item'.padStart(14))
-for (const c of cases) {
-  const s = samples.get(c.name)
-  const rate = median(s.rate)
-  console.log(c.name.padEnd(44), rate.toFixed(0).padStart(9), `${(rate / base).toFixed(2)}x`.padStart(11), median(s.us).toFixed(1).padStart(14))
+const result = {}
+// Which goes first alternates with the process id, so neither always runs on a warmer server.
+const order = process.pid % 2 ? cases : [...cases].reverse()
+for (const c of order) {
+  const g = `tc:${run}:${c.name.length}`
+  for (let i = 0; i < 200; i++) await c.pair(`${g}:warm`, i)
+  const before = await usec(c.cmds)
+  const t0 = performance.now()
+  for (let i = 0; i < N; i++) await c.pair(g, i)
+  const s = (performance.now() - t0) / 1000
+  const after = await usec(c.cmds)
+  result[c === cases.at(-1) ? 'ioredis' : 'flowguard'] = { rate: N / s, us: (after - before) / N }
 }
 for (const b of builds) await b.fg.close?.()
 io.disconnect()
-redis.stop()
+console.log(JSON.stringify(result))

@@ -100,11 +100,6 @@ local function pack_rec(r)
   if r.e then has_e = 'e' end
   return struct.pack(HEAD, 'P', CODE[r.s], r.a, r.l, r.c, r.u, r.d, r.x, #o, o, has_e, #e, e, r.n) .. r.tl
 end
--- A record's expiry, without unpacking the rest.
-local function expiry_of(raw)
-  if string.byte(raw, 1) == 123 then return cjson.decode(raw).x end
-  return (struct.unpack('<i8', raw, X_AT))
-end
 -- Appends a transition to a record's timeline, dropping the oldest beyond `maxtl`.
 local function remember(r, maxtl, at, status, attempt, err)
   local tl, n = r.tl .. entry(at, status, attempt, err), r.n + 1
@@ -138,59 +133,76 @@ end
 -- that), stepping over records kept longer. Returns whether the in-progress index holds no
 -- expired record after the call (then its abandoned count is exact).
 local SLICE = 1000
-local function purge_slice(retention, max, listing)
-  local function chunk(done) return math.min(1000, max - done) end
-  for k = 2, 3 do
-    local done = 0
-    while chunk(done) > 0 do
+-- `upkeep()` makes `purge_slice` (above) and `head` (the lowest score of an index) on first
+-- use: most writes skip the clean-up (see META), and every function a script defines is made
+-- again on each call.
+local upkeep_fns = false
+local function upkeep()
+  if upkeep_fns then return upkeep_fns end
+  local u = {}
+  -- A record's expiry, without unpacking the rest.
+  local function expiry_of(raw)
+    if string.byte(raw, 1) == 123 then return cjson.decode(raw).x end
+    return (struct.unpack('<i8', raw, X_AT))
+  end
+  function u.purge_slice(retention, max, listing)
+    local function chunk(done) return math.min(1000, max - done) end
+    for k = 2, 3 do
+      local done = 0
+      while chunk(done) > 0 do
+        local want = chunk(done)
+        local ids = redis.call('ZRANGEBYSCORE', KEYS[k], '-inf', now, 'LIMIT', 0, want)
+        if #ids == 0 then break end
+        redis.call('HDEL', KEYS[4], unpack(ids))
+        redis.call('ZREM', KEYS[k], unpack(ids))
+        done = done + #ids
+        if #ids < want then break end
+      end
+    end
+    local cutoff = now - retention
+    if listing then cutoff = now end
+    local done, kept = 0, 0
+    while true do
       local want = chunk(done)
-      local ids = redis.call('ZRANGEBYSCORE', KEYS[k], '-inf', now, 'LIMIT', 0, want)
-      if #ids == 0 then break end
-      redis.call('HDEL', KEYS[4], unpack(ids))
-      redis.call('ZREM', KEYS[k], unpack(ids))
+      if want <= 0 then return false end
+      local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', cutoff, 'LIMIT', kept, want)
+      if #ids == 0 then return true end
+      local raws = redis.call('HMGET', KEYS[4], unpack(ids))
+      local gone = {}
+      for j = 1, #ids do
+        if not raws[j] or expiry_of(raws[j]) <= now then gone[#gone + 1] = ids[j] end
+      end
+      if #gone > 0 then
+        redis.call('HDEL', KEYS[4], unpack(gone))
+        redis.call('ZREM', KEYS[1], unpack(gone))
+      end
       done = done + #ids
-      if #ids < want then break end
+      kept = kept + #ids - #gone
+      -- Records kept longer (claimed by a client with a longer retention) stay in front: a
+      -- writer's purge stops there, a listing one steps over them.
+      if #ids < want then return true end
+      if not listing and #gone < #ids then return false end
     end
   end
-  local cutoff = now - retention
-  if listing then cutoff = now end
-  local done, kept = 0, 0
-  while true do
-    local want = chunk(done)
-    if want <= 0 then return false end
-    local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', cutoff, 'LIMIT', kept, want)
-    if #ids == 0 then return true end
-    local raws = redis.call('HMGET', KEYS[4], unpack(ids))
-    local gone = {}
-    for j = 1, #ids do
-      if not raws[j] or expiry_of(raws[j]) <= now then gone[#gone + 1] = ids[j] end
-    end
-    if #gone > 0 then
-      redis.call('HDEL', KEYS[4], unpack(gone))
-      redis.call('ZREM', KEYS[1], unpack(gone))
-    end
-    done = done + #ids
-    kept = kept + #ids - #gone
-    -- Records kept longer (claimed by a client with a longer retention) stay in front: a
-    -- writer's purge stops there, a listing one steps over them.
-    if #ids < want then return true end
-    if not listing and #gone < #ids then return false end
+
+  function u.head(k)
+    local top = redis.call('ZRANGE', KEYS[k], 0, 0, 'WITHSCORES')
+    if top[2] then return math.min(tonumber(top[2]), NEVER) end
+    return NEVER
   end
+  upkeep_fns = u
+  return u
 end
 
-local function head(k)
-  local top = redis.call('ZRANGE', KEYS[k], 0, 0, 'WITHSCORES')
-  if top[2] then return math.min(tonumber(top[2]), NEVER) end
-  return NEVER
-end
 -- A writer's purge: skipped when the bookkeeping shows nothing expired (see META), else run and
 -- the bounds set from what the indexes hold after it.
 local function purge(retention, max)
   if meta and meta[1] > now and meta[2] > now - retention then return end
-  purge_slice(retention, max, false)
+  local u = upkeep()
+  u.purge_slice(retention, max, false)
   local deadline = 0
   if meta then deadline = meta[3] end
-  meta = {math.min(head(2), head(3)), head(1), deadline}
+  meta = {math.min(u.head(2), u.head(3)), u.head(1), deadline}
   meta_dirty = true
 end
 
@@ -204,7 +216,7 @@ end
 -- slack: keys may outlive their last record by a quarter of its time left (at least 2 s), never
 -- the other way round, and a stream of claims and completions mostly finds nothing to change
 -- (the keys' expiry is read from the bookkeeping, see META; PTTL only without it). `written[k]`:
--- this call wrote KEYS[k], which may be new and have no TTL yet.
+-- this call's ZADD created index k (see END), which has no TTL yet.
 local function slack(target)
   return math.max(1000, math.floor((target - now) / 8))
 end
@@ -245,10 +257,9 @@ local function keep_alive(expires, written)
   end
   if pttl < 0 then return end
   if meta and meta[3] ~= current then meta[3] = current; meta_dirty = true end
-  -- A written index may be new, without a TTL yet: it gets the group's.
-  local at = string.format('%d', current)
+  -- An index this call created has no TTL yet: it gets the group's.
   for k = 1, 3 do
-    if written[k] then redis.call('PEXPIREAT', KEYS[k], at) end
+    if written[k] then redis.call('PEXPIREAT', KEYS[k], string.format('%d', current)) end
   end
 end
 

@@ -6,7 +6,7 @@
 local filter = ARGV[1]
 local offset, limit, retention = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 
-local exact = purge_slice(retention, SLICE, true)
+local exact = upkeep().purge_slice(retention, SLICE, true)
 
 -- '%d', not concatenation: Lua turns a number into text with '%.14g'.
 local now_s = string.format('%d', now)
