@@ -248,6 +248,34 @@ for (const b of backends()) {
         }
       })
 
+      test("Redis: every key of a group carries the group's expiry, also an index emptied and written again", async () => {
+        const { connect } = await import('./resp.mjs')
+        const r = await connect(process.env.REDIS_URL)
+        try {
+          const fg = await b.open({ retentionMs: 3600000 })
+          const head = `${fg.prefix}{t:ttl}`
+          const keys = ['r', 's:in_progress', 's:completed', 's:failed'].map((k) => `${head}:${k}`)
+          const c = await fg.claim('ttl', 'a')
+          await fg.fail('ttl', 'a', 'x', { owner: c.owner })
+          for (const id of ['b', 'c']) {
+            // Each claim writes to an index its previous completion emptied of ids.
+            const k = await fg.claim('ttl', id)
+            await fg.complete('ttl', id, { owner: k.owner })
+          }
+          for (const key of keys) {
+            const pttl = await r.call('PTTL', key)
+            assert.ok(pttl > 3000000, `${key} PTTL ${pttl}`)
+            // The end mark that keeps an emptied index (see tracker_common.lua END).
+            if (key !== keys[0]) assert.equal(await r.call('ZSCORE', key, ''), 'inf', key)
+          }
+          assert.equal(await r.call('ZCARD', keys[1]), 1, 'in progress: only the end mark')
+          assert.deepEqual((await fg.listItems('ttl')).counts, { inProgress: 0, abandoned: 0, completed: 2, failed: 1, total: 3 })
+          assert.deepEqual((await fg.listItems('ttl', { status: 'completed' })).items.map((i) => i.id).sort(), ['b', 'c'])
+        } finally {
+          r.close()
+        }
+      })
+
       test('Redis: records stored as JSON by earlier versions are read, and written back packed', async () => {
         const { connect } = await import('./resp.mjs')
         const r = await connect(process.env.REDIS_URL)
