@@ -248,6 +248,85 @@ for (const b of backends()) {
         }
       })
 
+      test("Redis: every key of a group carries the group's expiry, also an index emptied and written again", async () => {
+        const { connect } = await import('./resp.mjs')
+        const r = await connect(process.env.REDIS_URL)
+        try {
+          const fg = await b.open({ retentionMs: 3600000 })
+          const head = `${fg.prefix}{t:ttl}`
+          const keys = ['r', 's:in_progress', 's:completed', 's:failed'].map((k) => `${head}:${k}`)
+          const c = await fg.claim('ttl', 'a')
+          await fg.fail('ttl', 'a', 'x', { owner: c.owner })
+          for (const id of ['b', 'c']) {
+            // Each claim writes to an index its previous completion emptied of ids.
+            const k = await fg.claim('ttl', id)
+            await fg.complete('ttl', id, { owner: k.owner })
+          }
+          for (const key of keys) {
+            const pttl = await r.call('PTTL', key)
+            assert.ok(pttl > 3000000, `${key} PTTL ${pttl}`)
+            // The end mark that keeps an emptied index (see tracker_common.lua END).
+            if (key !== keys[0]) assert.equal(await r.call('ZSCORE', key, ''), 'inf', key)
+          }
+          assert.equal(await r.call('ZCARD', keys[1]), 1, 'in progress: only the end mark')
+          assert.deepEqual((await fg.listItems('ttl')).counts, { inProgress: 0, abandoned: 0, completed: 2, failed: 1, total: 3 })
+          assert.deepEqual((await fg.listItems('ttl', { status: 'completed' })).items.map((i) => i.id).sort(), ['b', 'c'])
+        } finally {
+          r.close()
+        }
+      })
+
+      test('Redis: records stored as JSON by earlier versions are read, and written back packed', async () => {
+        const { connect } = await import('./resp.mjs')
+        const r = await connect(process.env.REDIS_URL)
+        try {
+          const fg = await b.open()
+          const head = `${fg.prefix}{t:old}`
+          const t0 = Date.now() - 60000
+          const day = 86400000
+          const owner = 'a'.repeat(32)
+          // The JSON shape versions before the packed form wrote (serde of tracker.rs Record), in a
+          // group without the bookkeeping field, as groups written before it was kept are.
+          const old = {
+            busy: { s: 'in_progress', a: 1, o: owner, l: t0 + day, c: t0, u: t0, d: 0, x: t0 + 2 * day, t: [{ t: t0, s: 'in_progress', a: 1 }] },
+            done: { s: 'completed', a: 1, o: owner, l: 0, c: t0, u: t0 + 5, d: t0 + 5, x: t0 + day, t: [{ t: t0, s: 'in_progress', a: 1 }, { t: t0 + 5, s: 'completed', a: 1 }] },
+            bad: { s: 'failed', a: 2, o: owner, l: 0, c: t0, u: t0 + 9, d: t0 + 9, e: '', x: t0 + day, t: [{ t: t0, s: 'in_progress', a: 1 }, { t: t0 + 3, s: 'abandoned', a: 1 }, { t: t0 + 4, s: 'in_progress', a: 2 }, { t: t0 + 9, s: 'failed', a: 2, e: '' }] },
+          }
+          for (const [id, rec] of Object.entries(old)) await r.call('HSET', `${head}:r`, id, JSON.stringify(rec))
+          await r.call('ZADD', `${head}:s:in_progress`, old.busy.l, 'busy')
+          await r.call('ZADD', `${head}:s:completed`, old.done.x, 'done')
+          await r.call('ZADD', `${head}:s:failed`, old.bad.x, 'bad')
+          for (const k of ['r', 's:in_progress', 's:completed', 's:failed']) await r.call('PEXPIRE', `${head}:${k}`, 3 * day)
+
+          const bad = await fg.getItem('old', 'bad')
+          assert.equal(bad.status, 'failed')
+          assert.equal(bad.lastError, '')
+          assert.equal(bad.attempts, 2)
+          assert.deepEqual(bad.timeline.map((x) => [x.status, x.attempt, x.error]), [['in_progress', 1, undefined], ['abandoned', 1, undefined], ['in_progress', 2, undefined], ['failed', 2, '']])
+          assert.deepEqual((await fg.listItems('old')).counts, { inProgress: 1, abandoned: 0, completed: 1, failed: 1, total: 3 })
+
+          // Completed by its owner: the old record's attempts, creation and timeline carry over.
+          const busy = await fg.complete('old', 'busy', { owner })
+          assert.equal(busy.status, 'completed')
+          assert.equal(busy.createdAt, t0)
+          assert.deepEqual(busy.timeline.map((x) => [x.status, x.attempt]), [['in_progress', 1], ['completed', 1]])
+          // Re-claimed: one more attempt; and a claimBatch over a failed one.
+          const done = await fg.claim('old', 'done', { reclaimCompleted: true })
+          assert.equal(done.claimed, true)
+          assert.equal(done.item.attempts, 2)
+          assert.deepEqual(done.item.timeline.map((x) => x.status), ['in_progress', 'completed', 'in_progress'])
+          assert.deepEqual((await fg.claimBatch('old', ['bad'])).attempts, [3])
+          assert.deepEqual((await fg.getItem('old', 'bad')).timeline.map((x) => [x.status, x.attempt, x.error]).slice(-2), [['failed', 2, ''], ['in_progress', 3, undefined]])
+
+          // Each record written back is packed ('P'), and reads back the same.
+          for (const id of Object.keys(old)) assert.equal((await r.call('HGET', `${head}:r`, id))[0], 'P', id)
+          assert.deepEqual(await fg.getItem('old', 'busy'), busy)
+          assert.deepEqual((await fg.listItems('old')).counts, { inProgress: 2, abandoned: 0, completed: 1, failed: 0, total: 3 })
+        } finally {
+          r.close()
+        }
+      })
+
       test('Redis: expired records are deleted by later writes, without listItems (no pile-up)', async () => {
         const { connect } = await import('./resp.mjs')
         const r = await connect(process.env.REDIS_URL)
@@ -267,8 +346,9 @@ for (const b of backends()) {
           const fresh = Array.from({ length: 150 }, (_, i) => `new-${i}`)
           assert.equal((await fg.claimBatch('purge', fresh)).claimed, 150)
           assert.equal(await recordCount(r, hash), 150)
-          assert.equal(await r.call('ZCARD', `${fg.prefix}{t:purge}:s:completed`), 0)
-          assert.equal(await r.call('ZCARD', `${fg.prefix}{t:purge}:s:in_progress`), 150)
+          // Ids in the indexes (below their end mark, scored +inf).
+          assert.equal(await r.call('ZCOUNT', `${fg.prefix}{t:purge}:s:completed`, '-inf', '(inf'), 0)
+          assert.equal(await r.call('ZCOUNT', `${fg.prefix}{t:purge}:s:in_progress`, '-inf', '(inf'), 150)
         } finally {
           r.close()
         }

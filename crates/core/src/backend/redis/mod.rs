@@ -25,6 +25,7 @@ mod semaphore;
 mod sentinel;
 mod state;
 mod tracker;
+mod tracker_record;
 pub mod transport;
 
 use std::collections::HashMap;

@@ -4,6 +4,7 @@ use std::collections::HashMap;
 
 use redis::Value;
 
+use super::tracker_record::decode_record;
 use super::{int, lua, opt_str, Lua, RedisStore};
 use crate::backend::BoxFuture;
 use crate::error::{Error, Result};
@@ -54,13 +55,16 @@ const STATUSES: [&str; 3] = ["in_progress", "completed", "failed"];
 
 /// A record read from Redis; None when absent or expired (its expiry passed: it counts as gone
 /// even before a script purges it).
-fn decode(raw: Option<String>, now: i64) -> Result<Option<Record>> {
-    match raw {
-        None => Ok(None),
-        Some(s) => serde_json::from_str::<Record>(&s)
-            .map(|r| if r.x <= now { None } else { Some(r) })
-            .map_err(|e| Error::internal(format!("an item record in Redis could not be read: {e}"))),
-    }
+fn decode(raw: &Value, now: i64) -> Result<Option<Record>> {
+    let raw = match raw {
+        Value::Nil => return Ok(None),
+        Value::BulkString(b) => b,
+        other => {
+            return Err(Error::internal(format!("script replied with {other:?} where a record was expected")))
+        }
+    };
+    let r = decode_record(raw)?;
+    Ok((r.x > now).then_some(r))
 }
 
 fn state(id: &str, rec: &Option<Record>, now: i64) -> ItemState {
@@ -134,7 +138,7 @@ impl TrackerBackend for RedisStore {
             for (i, op) in ops.iter().enumerate() {
                 let code = int(&reply[1 + i * 3])?;
                 let word = opt_str(&reply[2 + i * 3])?.unwrap_or_default();
-                let rec = decode(opt_str(&reply[3 + i * 3])?, now)?;
+                let rec = decode(&reply[3 + i * 3], now)?;
                 let id = op.id();
                 let outcome = match code {
                     1 => Outcome::Done,
@@ -236,10 +240,7 @@ impl TrackerBackend for RedisStore {
                 return Err(Error::internal(format!("read script replied with {} values", reply.len())));
             }
             let now = int(&reply[0])?;
-            ids.iter()
-                .zip(&reply[1..])
-                .map(|(id, v)| Ok(state(id, &decode(opt_str(v)?, now)?, now)))
-                .collect()
+            ids.iter().zip(&reply[1..]).map(|(id, v)| Ok(state(id, &decode(v, now)?, now))).collect()
         })
     }
 
@@ -270,7 +271,7 @@ impl TrackerBackend for RedisStore {
                 let id = opt_str(&pair[0])?.unwrap_or_default();
                 // A record kept past its expiry (claimed by a client with a longer retention than
                 // this one's purge assumed) is left out.
-                if let Some(rec) = decode(opt_str(&pair[1])?, now)? {
+                if let Some(rec) = decode(&pair[1], now)? {
                     items.push(rec.to_state(&id, now));
                 }
             }

@@ -7,6 +7,8 @@
 -- Reply: now, then per operation: 1 done | 0 busy | -1 refused, a word (busy: in_progress or
 -- completed; refused: not_owner), the record after the operation (before it for unset, busy and
 -- refused) or false.
+-- Most calls carry one operation (an item claimed, then completed): the loop allocates nothing
+-- per operation beyond the record it rewrites.
 local retention = tonumber(ARGV[1])
 local maxtl = tonumber(ARGV[2])
 local out = {now}
@@ -23,99 +25,114 @@ else
 end
 purge(retention, math.max(100, 2 * n))
 
-local function remember(tl, entry)
-  tl[#tl + 1] = entry
-  while #tl > maxtl do table.remove(tl, 1) end
-end
-
 -- Moves `id` to index `which` (0: none) from `was` (see decode: 0 none, -1 any).
 local written = {}
 local function index(which, was, id, score)
-  written[which] = true
-  for k = 1, 3 do
-    if k ~= which and (was == k or was < 0) then redis.call('ZREM', KEYS[k], id) end
+  if was ~= 0 then
+    for k = 1, 3 do
+      if k ~= which and (was == k or was < 0) then redis.call('ZREM', KEYS[k], id) end
+    end
   end
   if which > 0 then
-    redis.call('ZADD', KEYS[which], score, id)
+    -- The end mark was added too (see END): a new index, or one whose ids we cannot know (an
+    -- expired record may have left its id in it) gets the group's expiry.
+    local added = redis.call('ZADD', KEYS[which], score, id, 'inf', END)
+    if was < 0 or added > (was == which and 0 or 1) then written[which] = true end
     bound(which, score)
   end
 end
 
--- Records written by this call, id -> JSON (false: deleted), stored by one HSET at the end.
-local staged = {}
+-- Records written by this call: `fields` (id, packed, …) for the one HSET at the end; `staged`
+-- (id -> position of its value in `fields`, only with more than one operation) lets a later
+-- operation on the same id read what an earlier one wrote, and the id is stored once.
+local fields, staged = {}, false
+if n > 1 then staged = {} end
 local function store(id, rec)
-  local js = cjson.encode(rec)
-  staged[id] = js
+  local packed = pack_rec(rec)
   if rec.x > latest then latest = rec.x end
-  return js
+  local at = staged and staged[id]
+  if at then
+    fields[at] = packed
+  else
+    fields[#fields + 1] = id
+    fields[#fields + 1] = packed
+    if staged then staged[id] = #fields end
+  end
+  return packed
 end
 
 for i = 0, n - 1 do
   local b = 3 + i * 5
-  local action, id, owner, num, text = ARGV[b], ARGV[b + 1], ARGV[b + 2], tonumber(ARGV[b + 3]), ARGV[b + 4]
-  local raw = staged[id]
-  if raw == nil then
-    if i == 0 then raw = first else raw = redis.call('HGET', KEYS[4], id) end
+  local action, id, owner = ARGV[b], ARGV[b + 1], ARGV[b + 2]
+  local raw = first
+  if i > 0 then
+    local at = staged[id]
+    if at == nil then
+      raw = redis.call('HGET', KEYS[4], id)
+    elseif at then
+      raw = fields[at]
+    else
+      raw = false
+    end
   end
   local rec, raw, was = decode(raw)
+  local k = #out
   if action == 'c' then
     if rec and rec.s == 'in_progress' and rec.l > now then
-      out[#out + 1] = 0; out[#out + 1] = 'in_progress'; out[#out + 1] = raw
-    elseif rec and rec.s == 'completed' and text ~= '1' then
-      out[#out + 1] = 0; out[#out + 1] = 'completed'; out[#out + 1] = raw
+      out[k + 1] = 0; out[k + 2] = 'in_progress'; out[k + 3] = raw
+    elseif rec and rec.s == 'completed' and ARGV[b + 4] ~= '1' then
+      out[k + 1] = 0; out[k + 2] = 'completed'; out[k + 3] = raw
     else
-      if not rec then rec = {s = '', a = 0, l = 0, c = now, u = now, d = 0, x = 0, t = {}} end
-      if type(rec.t) ~= 'table' then rec.t = {} end
-      if rec.s == 'in_progress' then remember(rec.t, {t = rec.l, s = 'abandoned', a = rec.a}) end
-      rec.a = rec.a + 1
-      rec.s = 'in_progress'
-      rec.o = owner
-      rec.l = now + num
-      rec.u = now
-      rec.d = 0
-      rec.x = rec.l + retention
-      remember(rec.t, {t = now, s = 'in_progress', a = rec.a})
-      local js = store(id, rec)
-      index(1, was, id, rec.l)
-      out[#out + 1] = 1; out[#out + 1] = ''; out[#out + 1] = js
+      local lease_end = now + tonumber(ARGV[b + 3])
+      if rec then
+        if rec.s == 'in_progress' then remember(rec, maxtl, rec.l, 'abandoned', rec.a) end
+        rec.a = rec.a + 1
+        rec.s, rec.o, rec.l, rec.u, rec.d, rec.x = 'in_progress', owner, lease_end, now, 0, lease_end + retention
+      else
+        rec = {s = 'in_progress', a = 1, o = owner, l = lease_end, c = now, u = now, d = 0, e = false,
+          x = lease_end + retention, n = 0, tl = ''}
+      end
+      remember(rec, maxtl, now, 'in_progress', rec.a)
+      local packed = store(id, rec)
+      index(1, was, id, lease_end)
+      out[k + 1] = 1; out[k + 2] = ''; out[k + 3] = packed
     end
   elseif action == 'd' or action == 'f' then
     if owner ~= '' and (not rec or rec.o ~= owner) then
-      out[#out + 1] = -1; out[#out + 1] = 'not_owner'; out[#out + 1] = raw
+      out[k + 1] = -1; out[k + 2] = 'not_owner'; out[k + 3] = raw
     else
-      if not rec then rec = {s = '', a = 0, l = 0, c = now, u = now, d = 0, x = 0, t = {}} end
-      if type(rec.t) ~= 'table' then rec.t = {} end
-      local status = 'completed'
-      local which = 2
-      if action == 'f' then status = 'failed'; which = 3 end
-      rec.s = status
-      rec.l = 0
-      rec.u = now
-      rec.d = now
-      rec.x = math.min(now + num, NEVER)
-      if action == 'f' then
-        rec.e = text
-        remember(rec.t, {t = now, s = status, a = rec.a, e = text})
-      else
-        remember(rec.t, {t = now, s = status, a = rec.a})
+      if not rec then
+        rec = {s = '', a = 0, o = false, l = 0, c = now, u = now, d = 0, e = false, x = 0, n = 0, tl = ''}
       end
-      local js = store(id, rec)
+      local status, which, err = 'completed', 2, nil
+      if action == 'f' then status, which, err = 'failed', 3, ARGV[b + 4]; rec.e = err end
+      rec.s, rec.l, rec.u, rec.d = status, 0, now, now
+      rec.x = math.min(now + tonumber(ARGV[b + 3]), NEVER)
+      remember(rec, maxtl, now, status, rec.a, err)
+      local packed = store(id, rec)
       index(which, was, id, rec.x)
-      out[#out + 1] = 1; out[#out + 1] = ''; out[#out + 1] = js
+      out[k + 1] = 1; out[k + 2] = ''; out[k + 3] = packed
     end
   else
     redis.call('HDEL', KEYS[4], id)
-    staged[id] = false
+    if staged then
+      local at = staged[id]
+      if at then
+        -- Dropped from the final HSET: its id and value leave `fields` as a pair.
+        table.remove(fields, at)
+        table.remove(fields, at - 1)
+        for other, pos in pairs(staged) do
+          if pos and pos > at then staged[other] = pos - 2 end
+        end
+      end
+      staged[id] = false
+    end
     index(0, was, id, 0)
-    out[#out + 1] = 1; out[#out + 1] = ''; out[#out + 1] = raw
+    out[k + 1] = 1; out[k + 2] = ''; out[k + 3] = raw
   end
 end
 
-local fields = {}
-for id, js in pairs(staged) do
-  if js then fields[#fields + 1] = id; fields[#fields + 1] = js end
-end
-save(fields)
+save(fields, #fields > 0)
 keep_alive(latest, written)
 save({})
 return out

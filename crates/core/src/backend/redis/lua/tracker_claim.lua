@@ -18,9 +18,11 @@ local CHUNK = 500
 read_meta(redis.call('HGET', KEYS[4], META))
 purge(retention, math.max(100, 2 * n))
 
--- Every new item gets the same record: encode it once.
-local fresh = cjson.encode({s = 'in_progress', a = 1, o = owner, l = lease_end, c = now, u = now, d = 0, x = expires,
-  t = {{t = now, s = 'in_progress', a = 1}}})
+-- Every new item gets the same record: pack it once.
+local fresh = {s = 'in_progress', a = 1, o = owner, l = lease_end, c = now, u = now, d = 0, e = false, x = expires,
+  n = 0, tl = ''}
+remember(fresh, maxtl, now, 'in_progress', 1)
+fresh = pack_rec(fresh)
 
 local ex = {}
 local any = false
@@ -33,7 +35,7 @@ for c = 0, n - 1, CHUNK do
     local id, raw = ARGV[5 + i], raws[j]
     local rec = false
     if raw then
-      rec = cjson.decode(raw)
+      rec = unpack_rec(raw)
       if rec.x <= now then rec = false end
     end
     if rec and rec.s == 'in_progress' and rec.l > now then
@@ -43,15 +45,11 @@ for c = 0, n - 1, CHUNK do
     else
       local js = fresh
       if rec then
-        local tl = rec.t
-        if type(tl) ~= 'table' then tl = {} end
-        if rec.s == 'in_progress' then tl[#tl + 1] = {t = rec.l, s = 'abandoned', a = rec.a} end
+        if rec.s == 'in_progress' then remember(rec, maxtl, rec.l, 'abandoned', rec.a) end
         rec.a = rec.a + 1
-        tl[#tl + 1] = {t = now, s = 'in_progress', a = rec.a}
-        while #tl > maxtl do table.remove(tl, 1) end
-        rec.t = tl
+        remember(rec, maxtl, now, 'in_progress', rec.a)
         rec.s = 'in_progress'; rec.o = owner; rec.l = lease_end; rec.u = now; rec.d = 0; rec.x = expires
-        js = cjson.encode(rec)
+        js = pack_rec(rec)
         ex[#ex + 1] = i; ex[#ex + 1] = 'c'; ex[#ex + 1] = rec.a
       end
       hs[#hs + 1] = id; hs[#hs + 1] = js
@@ -62,6 +60,7 @@ for c = 0, n - 1, CHUNK do
   if #moved > 0 then
     any = true
     redis.call('HSET', KEYS[4], unpack(hs))
+    zs[#zs + 1] = 'inf'; zs[#zs + 1] = END
     redis.call('ZADD', KEYS[1], unpack(zs))
     bound(1, lease_end)
     -- Out of completed / failed (no-ops for new items).

@@ -1,15 +1,22 @@
 -- Item Tracker, shared by its scripts (prepended to each).
 -- A group is KEYS[1..3], its in_progress (score: lease end), completed and failed (score: when
--- the record expires) indexes, and KEYS[4], its records: a hash of id -> record JSON. A record
--- whose expiry (`x`) has passed counts as absent; `purge` deletes such records, and each key of
+-- the record expires) indexes, and KEYS[4], its records: a hash of id -> packed record (below). A
+-- record whose expiry (`x`) has passed counts as absent; `purge` deletes such records, and each key of
 -- a group lives as long as its longest-lived record (`keep_alive`), so a group nobody touches
 -- again disappears by itself.
--- Numbers become text only as redis.call arguments (Redis writes integers exactly), through
--- string.format('%d', …), or inside records through cjson, which writes 14 significant digits:
--- exact for every time in ms before the year 5138 and every count. Never by concatenation, which
--- uses '%.14g' ('1e+14').
--- The expiry of a record kept forever (tracker.rs NEVER): exact in cjson, reached by no clock.
+-- Numbers become text only as redis.call arguments (Redis writes integers exactly) or through
+-- string.format('%d', …); inside records they are packed as integers (below). Never by
+-- concatenation, which uses '%.14g' ('1e+14').
+-- The expiry of a record kept forever (tracker.rs NEVER): reached by no clock.
 local NEVER = 99999999999999
+-- Each index also holds an end mark, the member '' (no item id is empty) scored +inf, added with
+-- every ZADD in the same command. An index emptied of its ids thus keeps existing, with its TTL,
+-- while the group lives, and ZADD's reply tells when it did not exist (the mark was added too):
+-- only then does the writer give it the group's expiry, rather than with a PEXPIREAT on every
+-- write. Everything that reads an index by score stops below +inf (BELOW_END); indexes written
+-- before the mark existed get it with their next ZADD.
+local END = ''
+local BELOW_END = '(inf'
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
@@ -43,13 +50,73 @@ local function bound(k, score)
   end
 end
 
--- A record read as `raw`, or false when there is none or it expired; its JSON text; and the index it may
--- be in: 1..3 for a live record's status, 0 for none (no record), -1 for any (an expired record
--- not purged yet).
+-- Records are packed with Redis's `struct` library rather than JSON: a record is read and
+-- rewritten by every claim and completion, and packing it costs a fraction of cjson's decode and
+-- encode. The layout (tracker.rs `decode` reads it too), little-endian:
+--   'P', status (p in_progress | c completed | f failed), attempts u32, lease end, created,
+--   updated, finished, expiry (i64 ms each), owner (u32 length + bytes, empty for none: tokens
+--   never are), last error ('-' none | 'e', then u32 length + bytes: an empty reason is one),
+--   timeline length u16, then the timeline, oldest first: per entry its time i64, status
+--   (p | a abandoned | c | f), attempt u32 and error (as the last error).
+-- Owner tokens and error texts are arbitrary text, hence the lengths. Records written by earlier
+-- versions are JSON (they start with '{'): read as such and written back packed.
+local HEAD = '<c1c1I4i8i8i8i8i8I4c0c1I4c0I2'
+local ENTRY = '<i8c1I4c1I4c0'
+-- Where the expiry sits in a packed record (struct positions are 1-based).
+local X_AT = 39
+local CODE = {in_progress = 'p', completed = 'c', failed = 'f', abandoned = 'a'}
+local WORD = {p = 'in_progress', c = 'completed', f = 'failed', a = 'abandoned'}
+local function entry(at, status, attempt, err)
+  if err then return struct.pack(ENTRY, at, CODE[status] or 'p', attempt, 'e', #err, err) end
+  return struct.pack(ENTRY, at, CODE[status] or 'p', attempt, '-', 0, '')
+end
+-- A record as a table: s (word), a, o (false: none), l, c, u, d, e (false: none), x, and its
+-- timeline packed: n entries in tl.
+local function unpack_rec(raw)
+  if string.byte(raw, 1) == 123 then
+    local j = cjson.decode(raw)
+    local tl, n = {}, 0
+    if type(j.t) == 'table' then
+      for _, t in ipairs(j.t) do
+        n = n + 1
+        local e = t.e
+        if type(e) ~= 'string' then e = false end
+        tl[n] = entry(t.t or 0, t.s, t.a or 0, e)
+      end
+    end
+    local o, e = j.o, j.e
+    if type(o) ~= 'string' or o == '' then o = false end
+    if type(e) ~= 'string' then e = false end
+    return {s = j.s, a = j.a or 0, o = o, l = j.l or 0, c = j.c or 0, u = j.u or 0, d = j.d or 0, e = e,
+      x = j.x or 0, n = n, tl = table.concat(tl)}
+  end
+  local _, s, a, l, c, u, d, x, o, has_e, e, n, pos = struct.unpack(HEAD, raw)
+  if o == '' then o = false end
+  if has_e ~= 'e' then e = false end
+  return {s = WORD[s], a = a, o = o, l = l, c = c, u = u, d = d, e = e, x = x, n = n, tl = string.sub(raw, pos)}
+end
+local function pack_rec(r)
+  local o, e, has_e = r.o or '', r.e or '', '-'
+  if r.e then has_e = 'e' end
+  return struct.pack(HEAD, 'P', CODE[r.s], r.a, r.l, r.c, r.u, r.d, r.x, #o, o, has_e, #e, e, r.n) .. r.tl
+end
+-- Appends a transition to a record's timeline, dropping the oldest beyond `maxtl`.
+local function remember(r, maxtl, at, status, attempt, err)
+  local tl, n = r.tl .. entry(at, status, attempt, err), r.n + 1
+  while n > maxtl do
+    tl = string.sub(tl, 19 + struct.unpack('<I4', tl, 15))
+    n = n - 1
+  end
+  r.tl, r.n = tl, n
+end
+
+-- A record read as `raw`, or false when there is none or it expired; `raw` itself (false with
+-- no record); and the index it may be in: 1..3 for a live record's status, 0 for none (no
+-- record), -1 for any (an expired record not purged yet).
 local INDEX_OF = {in_progress = 1, completed = 2, failed = 3}
 local function decode(raw)
   if not raw then return false, false, 0 end
-  local rec = cjson.decode(raw)
+  local rec = unpack_rec(raw)
   if rec.x <= now then return false, false, -1 end
   return rec, raw, INDEX_OF[rec.s] or -1
 end
@@ -66,59 +133,76 @@ end
 -- that), stepping over records kept longer. Returns whether the in-progress index holds no
 -- expired record after the call (then its abandoned count is exact).
 local SLICE = 1000
-local function purge_slice(retention, max, listing)
-  local function chunk(done) return math.min(1000, max - done) end
-  for k = 2, 3 do
-    local done = 0
-    while chunk(done) > 0 do
+-- `upkeep()` makes `purge_slice` (above) and `head` (the lowest score of an index) on first
+-- use: most writes skip the clean-up (see META), and every function a script defines is made
+-- again on each call.
+local upkeep_fns = false
+local function upkeep()
+  if upkeep_fns then return upkeep_fns end
+  local u = {}
+  -- A record's expiry, without unpacking the rest.
+  local function expiry_of(raw)
+    if string.byte(raw, 1) == 123 then return cjson.decode(raw).x end
+    return (struct.unpack('<i8', raw, X_AT))
+  end
+  function u.purge_slice(retention, max, listing)
+    local function chunk(done) return math.min(1000, max - done) end
+    for k = 2, 3 do
+      local done = 0
+      while chunk(done) > 0 do
+        local want = chunk(done)
+        local ids = redis.call('ZRANGEBYSCORE', KEYS[k], '-inf', now, 'LIMIT', 0, want)
+        if #ids == 0 then break end
+        redis.call('HDEL', KEYS[4], unpack(ids))
+        redis.call('ZREM', KEYS[k], unpack(ids))
+        done = done + #ids
+        if #ids < want then break end
+      end
+    end
+    local cutoff = now - retention
+    if listing then cutoff = now end
+    local done, kept = 0, 0
+    while true do
       local want = chunk(done)
-      local ids = redis.call('ZRANGEBYSCORE', KEYS[k], '-inf', now, 'LIMIT', 0, want)
-      if #ids == 0 then break end
-      redis.call('HDEL', KEYS[4], unpack(ids))
-      redis.call('ZREM', KEYS[k], unpack(ids))
+      if want <= 0 then return false end
+      local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', cutoff, 'LIMIT', kept, want)
+      if #ids == 0 then return true end
+      local raws = redis.call('HMGET', KEYS[4], unpack(ids))
+      local gone = {}
+      for j = 1, #ids do
+        if not raws[j] or expiry_of(raws[j]) <= now then gone[#gone + 1] = ids[j] end
+      end
+      if #gone > 0 then
+        redis.call('HDEL', KEYS[4], unpack(gone))
+        redis.call('ZREM', KEYS[1], unpack(gone))
+      end
       done = done + #ids
-      if #ids < want then break end
+      kept = kept + #ids - #gone
+      -- Records kept longer (claimed by a client with a longer retention) stay in front: a
+      -- writer's purge stops there, a listing one steps over them.
+      if #ids < want then return true end
+      if not listing and #gone < #ids then return false end
     end
   end
-  local cutoff = now - retention
-  if listing then cutoff = now end
-  local done, kept = 0, 0
-  while true do
-    local want = chunk(done)
-    if want <= 0 then return false end
-    local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', cutoff, 'LIMIT', kept, want)
-    if #ids == 0 then return true end
-    local raws = redis.call('HMGET', KEYS[4], unpack(ids))
-    local gone = {}
-    for j = 1, #ids do
-      if not raws[j] or cjson.decode(raws[j]).x <= now then gone[#gone + 1] = ids[j] end
-    end
-    if #gone > 0 then
-      redis.call('HDEL', KEYS[4], unpack(gone))
-      redis.call('ZREM', KEYS[1], unpack(gone))
-    end
-    done = done + #ids
-    kept = kept + #ids - #gone
-    -- Records kept longer (claimed by a client with a longer retention) stay in front: a
-    -- writer's purge stops there, a listing one steps over them.
-    if #ids < want then return true end
-    if not listing and #gone < #ids then return false end
+
+  function u.head(k)
+    local top = redis.call('ZRANGE', KEYS[k], 0, 0, 'WITHSCORES')
+    if top[2] then return math.min(tonumber(top[2]), NEVER) end
+    return NEVER
   end
+  upkeep_fns = u
+  return u
 end
 
-local function head(k)
-  local top = redis.call('ZRANGE', KEYS[k], 0, 0, 'WITHSCORES')
-  if top[2] then return tonumber(top[2]) end
-  return NEVER
-end
 -- A writer's purge: skipped when the bookkeeping shows nothing expired (see META), else run and
 -- the bounds set from what the indexes hold after it.
 local function purge(retention, max)
   if meta and meta[1] > now and meta[2] > now - retention then return end
-  purge_slice(retention, max, false)
+  local u = upkeep()
+  u.purge_slice(retention, max, false)
   local deadline = 0
   if meta then deadline = meta[3] end
-  meta = {math.min(head(2), head(3)), head(1), deadline}
+  meta = {math.min(u.head(2), u.head(3)), u.head(1), deadline}
   meta_dirty = true
 end
 
@@ -132,7 +216,7 @@ end
 -- slack: keys may outlive their last record by a quarter of its time left (at least 2 s), never
 -- the other way round, and a stream of claims and completions mostly finds nothing to change
 -- (the keys' expiry is read from the bookkeeping, see META; PTTL only without it). `written[k]`:
--- this call wrote KEYS[k], which may be new and have no TTL yet.
+-- this call's ZADD created index k (see END), which has no TTL yet.
 local function slack(target)
   return math.max(1000, math.floor((target - now) / 8))
 end
@@ -141,12 +225,12 @@ local function keep_alive(expires, written)
   if meta and meta[3] > now then pttl = meta[3] - now else pttl = redis.call('PTTL', KEYS[4]) end
   local current = now + pttl
   if pttl < 0 or current < expires or current > expires + 2 * slack(expires) then
-    local in_progress = redis.call('EXISTS', KEYS[1]) == 1
+    local in_progress = redis.call('ZCOUNT', KEYS[1], '-inf', BELOW_END) > 0
     local target = expires
     if not in_progress then
       target = 0
       for k = 2, 3 do
-        local top = redis.call('ZRANGE', KEYS[k], -1, -1, 'WITHSCORES')
+        local top = redis.call('ZREVRANGEBYSCORE', KEYS[k], BELOW_END, '-inf', 'WITHSCORES', 'LIMIT', 0, 1)
         if top[2] and tonumber(top[2]) > target then target = tonumber(top[2]) end
       end
       if target <= now then
@@ -173,10 +257,9 @@ local function keep_alive(expires, written)
   end
   if pttl < 0 then return end
   if meta and meta[3] ~= current then meta[3] = current; meta_dirty = true end
-  -- A written index may be new, without a TTL yet: it gets the group's.
-  local at = string.format('%d', current)
+  -- An index this call created has no TTL yet: it gets the group's.
   for k = 1, 3 do
-    if written[k] then redis.call('PEXPIREAT', KEYS[k], at) end
+    if written[k] then redis.call('PEXPIREAT', KEYS[k], string.format('%d', current)) end
   end
 end
 

@@ -6,7 +6,7 @@
 local filter = ARGV[1]
 local offset, limit, retention = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 
-local exact = purge_slice(retention, SLICE, true)
+local exact = upkeep().purge_slice(retention, SLICE, true)
 
 -- '%d', not concatenation: Lua turns a number into text with '%.14g'.
 local now_s = string.format('%d', now)
@@ -18,20 +18,21 @@ local after_now = '(' .. now_s
 -- expired are those that ended this client's retention ago: they are left out of the count (and
 -- forgotten by the next calls).
 local ended = redis.call('ZCOUNT', KEYS[1], '-inf', now_s)
-local live = redis.call('ZCARD', KEYS[1]) - ended
+local live = redis.call('ZCOUNT', KEYS[1], after_now, BELOW_END)
 local abandoned = ended
 if not exact then
   abandoned = redis.call('ZCOUNT', KEYS[1], '(' .. string.format('%d', now - retention), now_s)
 end
-local completed = redis.call('ZCOUNT', KEYS[2], after_now, '+inf')
-local failed = redis.call('ZCOUNT', KEYS[3], after_now, '+inf')
+local completed = redis.call('ZCOUNT', KEYS[2], after_now, BELOW_END)
+local failed = redis.call('ZCOUNT', KEYS[3], after_now, BELOW_END)
 
--- Each segment is a rank range of its index: [first, first + count).
+-- Each segment is a rank range of its index: [first, first + count), below the end mark (see
+-- END) when the index has one.
 local segments = {
   {name = 'in_progress', key = KEYS[1], first = ended, count = live},
   {name = 'abandoned', key = KEYS[1], first = ended - abandoned, count = abandoned},
-  {name = 'failed', key = KEYS[3], first = redis.call('ZCARD', KEYS[3]) - failed, count = failed},
-  {name = 'completed', key = KEYS[2], first = redis.call('ZCARD', KEYS[2]) - completed, count = completed},
+  {name = 'failed', key = KEYS[3], first = redis.call('ZCOUNT', KEYS[3], '-inf', BELOW_END) - failed, count = failed},
+  {name = 'completed', key = KEYS[2], first = redis.call('ZCOUNT', KEYS[2], '-inf', BELOW_END) - completed, count = completed},
 }
 
 local out = {now, live, abandoned, completed, failed}
