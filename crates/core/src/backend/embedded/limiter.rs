@@ -1,7 +1,8 @@
 //! Rate Limiter on the embedded store: one TAT per name, dropped once reached.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
+use super::catalog::after;
 use super::expiries::{Expiries, SLICE};
 use super::{guard, now_us, Embedded};
 use crate::backend::{ready, BoxFuture};
@@ -9,7 +10,8 @@ use crate::limiter::{decide, LimiterBackend, Rule, Stored, Take};
 
 #[derive(Default)]
 pub struct LimiterTable {
-    tats: HashMap<String, i64>,
+    /// In name order: the catalog pages from a cursor.
+    tats: BTreeMap<String, i64>,
     /// Each name by its TAT: a reached TAT is the same as none, so names are dropped then, in
     /// bounded slices per call (idle limiters cost nothing, and no call scans them all).
     reached: Expiries,
@@ -35,9 +37,14 @@ impl LimiterTable {
         Stored { now_us: now, tat_us: self.tats.get(name).copied().filter(|t| *t > now) }
     }
 
-    /// Names whose TAT is still ahead of `now_us` (not full again yet).
-    pub(super) fn active_names(&self, now_us: i64) -> impl Iterator<Item = &str> {
-        self.tats.iter().filter(move |(_, t)| **t > now_us).map(|(k, _)| k.as_str())
+    /// The limiter names after `cursor` in order, each with whether its TAT is still ahead of
+    /// `now_us` (not full again yet; for the catalog).
+    pub(super) fn names_after<'a>(
+        &'a self,
+        cursor: Option<&'a str>,
+        now_us: i64,
+    ) -> impl Iterator<Item = (&'a str, bool)> {
+        after(&self.tats, cursor).map(move |(k, t)| (k.as_str(), *t > now_us))
     }
 }
 

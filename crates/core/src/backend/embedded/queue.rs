@@ -1,10 +1,11 @@
 //! Dedup Queue on the embedded store. The same rules as the Redis scripts `queue_*.lua`.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use super::expiries::SLICE;
 use super::ranked::RankedSet;
 
+use super::catalog::after;
 use super::{guard, now_ms, Embedded};
 use crate::backend::{ready, BoxFuture};
 use crate::error::Result;
@@ -75,7 +76,8 @@ struct Meta {
 #[derive(Default)]
 pub struct QueueTable {
     shards: HashMap<(String, u32), Shard>,
-    meta: HashMap<String, Meta>,
+    /// In name order: the catalog pages from a cursor.
+    meta: BTreeMap<String, Meta>,
 }
 
 impl QueueTable {
@@ -283,9 +285,9 @@ impl QueueBackend for Embedded {
 }
 
 impl QueueTable {
-    /// The queues that hold ids, with their shard counts (for the catalog).
-    pub(super) fn queue_names(&self) -> impl Iterator<Item = (&str, u32)> {
-        self.meta.iter().map(|(k, m)| (k.as_str(), m.shards))
+    /// The queues that hold ids after `cursor` in order, with their shard counts (for the catalog).
+    pub(super) fn names_after<'a>(&'a self, cursor: Option<&'a str>) -> impl Iterator<Item = (&'a str, u32)> {
+        after(&self.meta, cursor).map(|(k, m)| (k.as_str(), m.shards))
     }
 }
 

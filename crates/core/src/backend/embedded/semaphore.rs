@@ -1,7 +1,8 @@
 //! Semaphore on the embedded store.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
+use super::catalog::after;
 use super::expiries::{Expiries, SLICE};
 use super::{guard, now_ms, Embedded};
 use crate::backend::{ready, BoxFuture};
@@ -17,7 +18,8 @@ struct Held {
 #[derive(Default)]
 pub struct SemaphoreTable {
     /// Holders per name, by owner token (expired ones are dropped when the name is used).
-    held: HashMap<String, HashMap<String, Held>>,
+    /// In name order: the catalog pages from a cursor.
+    held: BTreeMap<String, HashMap<String, Held>>,
     /// The last fencing token issued per name and until when it is kept: [`FENCE_KEEP_MS`] past
     /// the lease of each acquisition, as for locks.
     fences: HashMap<String, (u64, i64)>,
@@ -107,12 +109,14 @@ impl SemaphoreTable {
         }
     }
 
-    /// Names with a holder whose lease has not ended at `now`.
-    pub(super) fn held_names(&self, now: i64) -> impl Iterator<Item = &str> {
-        self.held
-            .iter()
-            .filter(move |(_, hs)| hs.values().any(|h| h.expires_at > now))
-            .map(|(k, _)| k.as_str())
+    /// The semaphore names after `cursor` in order, each with whether a holder's lease has not
+    /// ended at `now` (for the catalog; the holders of one name are at most its permits).
+    pub(super) fn names_after<'a>(
+        &'a self,
+        cursor: Option<&'a str>,
+        now: i64,
+    ) -> impl Iterator<Item = (&'a str, bool)> {
+        after(&self.held, cursor).map(move |(k, hs)| (k.as_str(), hs.values().any(|h| h.expires_at > now)))
     }
 
     pub fn inspect(&mut self, name: &str) -> SemaphoreInfo {

@@ -1,9 +1,10 @@
 //! Item Tracker on the embedded store.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+use super::catalog::after;
 use super::expiries::SLICE;
 use super::expiry_buckets::ExpiryBuckets;
 use super::ranked::RankedSet;
@@ -23,7 +24,8 @@ type Id = Arc<str>;
 
 #[derive(Default)]
 pub struct TrackerTable {
-    groups: Map<String, Group>,
+    /// In name order: the catalog pages from a cursor.
+    groups: BTreeMap<String, Group>,
     /// Every group's name, in no order: the sweep visits them in turn, one per
     /// [`SWEEP_EVERY`] writes, so groups nobody writes to again give their expired records back
     /// without any call visiting every group.
@@ -536,9 +538,13 @@ impl TrackerBackend for Embedded {
 }
 
 impl TrackerTable {
-    /// The names of the groups that hold records (for the catalog).
-    pub(super) fn group_names(&self) -> impl Iterator<Item = &str> {
-        self.groups.iter().filter(|(_, g)| !g.items.is_empty()).map(|(k, _)| k.as_str())
+    /// The group names after `cursor` in order, each with whether it holds records (for the
+    /// catalog).
+    pub(super) fn names_after<'a>(
+        &'a self,
+        cursor: Option<&'a str>,
+    ) -> impl Iterator<Item = (&'a str, bool)> {
+        after(&self.groups, cursor).map(|(k, g)| (k.as_str(), !g.items.is_empty()))
     }
 }
 
