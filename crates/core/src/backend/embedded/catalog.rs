@@ -1,11 +1,8 @@
 //! Catalog on the embedded store: a page of names in name order. Each table keeps its names in
-//! an ordered map, so a page is a seek to the cursor and a walk over the page's names: it costs
-//! O(log n + page), not a pass over every name of its kind. Names not listed now (an expired
+//! order beside its entries ([`super::named::Named`]), so a page is a seek to the cursor and a walk
+//! over the page's names: it costs O(log n + page), not a pass over every name of its kind. Names not listed now (an expired
 //! lease or rate not swept yet, a group without records) are skipped, at most [`MAX_SKIPPED`] per
 //! page: then the page ends early with a cursor.
-
-use std::collections::BTreeMap;
-use std::ops::Bound;
 
 use super::{guard, now_ms, now_us, Embedded, Namespace};
 use crate::backend::{ready, BoxFuture};
@@ -13,15 +10,6 @@ use crate::catalog::{CatalogBackend, Entry, Kind, Page};
 
 /// The most names one page walks past without listing them.
 pub(crate) const MAX_SKIPPED: usize = 1000;
-
-/// The entries of `map` after `cursor` (all of them without one), in order.
-pub(super) fn after<'a, V>(
-    map: &'a BTreeMap<String, V>,
-    cursor: Option<&'a str>,
-) -> impl Iterator<Item = (&'a String, &'a V)> {
-    let from = cursor.map_or(Bound::Unbounded, Bound::Excluded);
-    map.range::<str, _>((from, Bound::Unbounded))
-}
 
 /// The first `limit` listed names of `names` (in order, each with its shard count and whether it
 /// is listed now), and the cursor of the rest.

@@ -1,10 +1,10 @@
 //! Concurrency Lock on the embedded store.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use super::expiries::{Expiries, SLICE};
 
-use super::catalog::after;
+use super::named::Named;
 use super::{guard, now_ms, Embedded};
 use crate::backend::{ready, BoxFuture};
 use crate::lock::{Attempt, ExtendResult, LockBackend, LockInfo, Refusal, ReleaseResult, FENCE_KEEP_MS};
@@ -18,8 +18,7 @@ struct Held {
 
 #[derive(Default)]
 pub struct LockTable {
-    /// In name order: the catalog pages from a cursor.
-    held: BTreeMap<String, Held>,
+    held: Named<Held>,
     /// The last fencing token issued per lock name and until when it is kept: [`FENCE_KEEP_MS`]
     /// past the lease of each acquisition, so tokens strictly increase across acquisitions,
     /// releases and expiries of a name used at least once in that time (as on Redis).
@@ -70,7 +69,7 @@ impl LockTable {
         self.fence_expiry.moved(name, Some(old_until).filter(|_| fence > 1), Some(keep_until));
         self.lease_expiry.moved(name, None, Some(now + lease_ms as i64));
         self.held.insert(
-            name.to_string(),
+            name,
             Held {
                 owner: owner.to_string(),
                 fence,
@@ -160,6 +159,6 @@ impl LockTable {
         cursor: Option<&'a str>,
         now: i64,
     ) -> impl Iterator<Item = (&'a str, bool)> {
-        after(&self.held, cursor).map(move |(k, h)| (k.as_str(), h.expires_at > now))
+        self.held.after(cursor).map(move |(k, h)| (k, h.expires_at > now))
     }
 }

@@ -1,12 +1,12 @@
 //! Item Tracker on the embedded store.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::catalog::after;
 use super::expiries::SLICE;
 use super::expiry_buckets::ExpiryBuckets;
+use super::named::Named;
 use super::ranked::RankedSet;
 use super::{guard, now_ms, Embedded};
 use crate::backend::{ready, BoxFuture};
@@ -24,8 +24,7 @@ type Id = Arc<str>;
 
 #[derive(Default)]
 pub struct TrackerTable {
-    /// In name order: the catalog pages from a cursor.
-    groups: BTreeMap<String, Group>,
+    groups: Named<Group>,
     /// Every group's name, in no order: the sweep visits them in turn, one per
     /// [`SWEEP_EVERY`] writes, so groups nobody writes to again give their expired records back
     /// without any call visiting every group.
@@ -356,7 +355,7 @@ impl TrackerTable {
         if !self.groups.contains_key(group) {
             let g = Group { ring_at: self.ring.len(), ..Group::default() };
             self.ring.push(group.to_string());
-            self.groups.insert(group.to_string(), g);
+            self.groups.insert(group, g);
         }
         let g = self.groups.get_mut(group).expect("inserted above");
         g.purge(now, SLICE.max(2 * writes));
@@ -544,7 +543,7 @@ impl TrackerTable {
         &'a self,
         cursor: Option<&'a str>,
     ) -> impl Iterator<Item = (&'a str, bool)> {
-        after(&self.groups, cursor).map(|(k, g)| (k.as_str(), !g.items.is_empty()))
+        self.groups.after(cursor).map(|(k, g)| (k, !g.items.is_empty()))
     }
 }
 
