@@ -9,9 +9,12 @@ import { freePort, waitForPort } from './redis-server.mjs'
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 
 /** Runs redis-cli against 127.0.0.1:port; its trimmed output. */
-export function cli(port, ...args) {
-  const r = spawnSync('redis-cli', ['-p', String(port), ...args], { encoding: 'utf8' })
-  return (r.stdout || '').trim()
+export const cli = cliWith()
+
+/** `cli` authenticating with `password` (given in the environment, never on the command line). */
+export function cliWith(password) {
+  const env = password ? { ...process.env, REDISCLI_AUTH: password } : process.env
+  return (port, ...args) => (spawnSync('redis-cli', ['-p', String(port), ...args], { encoding: 'utf8', env }).stdout || '').trim()
 }
 
 /** Fields of `CLUSTER INFO` / `INFO` output as an object. */

@@ -5,77 +5,32 @@
 // calls and the failures' codes are printed); bad options are coded errors.
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Flowguard, freshPrefix, sleep, rejection } from './backends.mjs'
-import { haveRedis, freePort, waitForPort, startRedis, stopRedis } from './redis-server.mjs'
-import { cli, infoFields } from './redis-cluster.mjs'
+import { haveRedis, freePort, stopRedis } from './redis-server.mjs'
+import { cli } from './redis-cluster.mjs'
+import { startSentinelSet, until } from './redis-sentinel.mjs'
 
 const skip = !haveRedis && 'redis-server is not installed'
 const NAME = 'fgmain'
 /** The longest a client may see its calls failing during a failover. */
 const MAX_OUTAGE_MS = 5000
 
-let dir
-const data = [] // [{ port, proc }]
-const sentinels = [] // [{ port, proc }]
+let set
 let nodes // sentinel URLs
 
 before(async () => {
   if (skip) return
-  dir = mkdtempSync(join(tmpdir(), 'fg-sentinel-'))
-  const primary = await freePort()
-  data.push({ port: primary, proc: await startRedis(primary, ['--dir', dir]) })
-  const replica = await freePort()
-  data.push({ port: replica, proc: await startRedis(replica, ['--dir', dir, '--replicaof', '127.0.0.1', String(primary)]) })
-  await until(() => infoFields(cli(replica, 'INFO', 'replication')).master_link_status === 'up', 10000, 'the replica to sync')
-  for (let i = 0; i < 3; i++) {
-    const port = await freePort()
-    const conf = join(dir, `sentinel-${port}.conf`)
-    writeFileSync(conf, [
-      `port ${port}`, 'bind 127.0.0.1', `dir ${dir}`,
-      `sentinel monitor ${NAME} 127.0.0.1 ${primary} 2`,
-      `sentinel down-after-milliseconds ${NAME} 1000`,
-      `sentinel failover-timeout ${NAME} 3000`,
-      '',
-    ].join('\n'))
-    const proc = spawn('redis-server', [conf, '--sentinel'], { stdio: 'ignore' })
-    sentinels.push({ port, proc })
-    if (!(await waitForPort(port))) throw new Error(`sentinel on port ${port} did not start`)
-  }
-  // A failover needs the sentinels to know each other (quorum, leader election) and the replica.
-  await until(() => sentinels.every((s) => {
-    const m = infoFields(cli(s.port, 'INFO', 'sentinel').replace(/,/g, '\n').replace(/=/g, ':'))
-    return m.slaves === '1' && m.sentinels === '3'
-  }), 20000, 'the sentinels to find the replica and each other')
-  nodes = sentinels.map((s) => `redis://127.0.0.1:${s.port}`)
+  set = await startSentinelSet({ name: NAME })
+  nodes = set.nodes
 })
 
 after(async () => {
-  for (const p of [...data, ...sentinels]) await stopRedis(p.proc)
-  if (dir) rmSync(dir, { recursive: true, force: true })
+  await set?.stop()
 })
 
-/** Waits until `ok()` holds (checked every 50 ms, for at most `ms`). */
-async function until(ok, ms, what) {
-  const t0 = Date.now()
-  while (!(await ok())) {
-    if (Date.now() - t0 > ms) throw new Error(`timed out waiting for ${what}`)
-    await sleep(50)
-  }
-}
-
-/** The port the sentinels name as the primary (all of them agreeing), else null. */
-function primaryPort() {
-  const seen = new Set(sentinels.filter((s) => s.proc.exitCode === null).map((s) => cli(s.port, 'SENTINEL', 'get-master-addr-by-name', NAME).split('\n')[1]))
-  return seen.size === 1 ? Number([...seen][0]) : null
-}
-
-function role(port) {
-  return infoFields(cli(port, 'INFO', 'replication')).role
-}
+const primaryPort = () => set.primaryPort()
 
 const open = (extra = {}) => Flowguard.open({ sentinel: { masterName: NAME, nodes }, prefix: freshPrefix('sentinel'), ...extra })
 
@@ -162,24 +117,18 @@ async function underLoad(tag, fault) {
 
 test('calls go on through SENTINEL FAILOVER and a killed primary: nothing acknowledged lost', { skip, timeout: 60_000 }, async () => {
   const first = primaryPort()
-  const second = data.find((d) => d.port !== first).port
+  let second
   await underLoad('failover', async () => {
     const t = Date.now()
-    assert.equal(cli(sentinels[0].port, 'SENTINEL', 'FAILOVER', NAME), 'OK')
-    await until(() => primaryPort() === second && role(second) === 'master', 15000, 'the sentinels to switch to the replica')
+    second = await set.failover()
     return `SENTINEL FAILOVER: new primary named after ${Date.now() - t} ms`
   })
-
-  // The old primary rejoins as a replica of the new one (the sentinels would convert it
-  // themselves some seconds later), so the next failover has a replica to promote.
-  cli(first, 'REPLICAOF', '127.0.0.1', String(second))
-  await until(() => infoFields(cli(first, 'INFO', 'replication')).master_link_status === 'up', 10000, 'the old primary to sync as a replica')
-  await until(() => sentinels.every((s) => infoFields(cli(s.port, 'INFO', 'sentinel').replace(/,/g, '\n').replace(/=/g, ':')).slaves === '1'), 15000, 'the sentinels to see the replica')
+  await set.rejoin(first)
 
   await underLoad('sigkill', async () => {
     const t = Date.now()
-    await stopRedis(data.find((d) => d.port === second).proc)
-    await until(() => primaryPort() === first && role(first) === 'master', 20000, 'the sentinels to promote the replica')
+    await stopRedis(set.data.find((d) => d.port === second).proc)
+    await until(() => primaryPort() === first && set.role(first) === 'master', 20000, 'the sentinels to promote the replica')
     return `SIGKILL of the primary: replica promoted after ${Date.now() - t} ms`
   })
 })
@@ -187,7 +136,7 @@ test('calls go on through SENTINEL FAILOVER and a killed primary: nothing acknow
 test('sentinel options are checked, with coded errors naming the field', { skip }, async () => {
   const cases = [
     [{ url: 'redis://127.0.0.1:1', sentinel: { masterName: NAME, nodes } }, 'sentinel'],
-    [{ path: join(dir, 'x.db'), sentinel: { masterName: NAME, nodes } }, 'sentinel'],
+    [{ path: join(tmpdir(), 'fg-sentinel-refused.db'), sentinel: { masterName: NAME, nodes } }, 'sentinel'],
     [{ sentinel: { masterName: '', nodes } }, 'sentinel.masterName'],
     [{ sentinel: { masterName: 'a b', nodes } }, 'sentinel.masterName'],
     [{ sentinel: { masterName: NAME, nodes: [] } }, 'sentinel.nodes'],

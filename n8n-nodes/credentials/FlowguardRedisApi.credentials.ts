@@ -19,8 +19,8 @@ export class FlowguardRedisApi implements ICredentialType {
 	properties: INodeProperties[] = [
 		{ displayName: 'Password', name: 'password', type: 'string', typeOptions: { password: true }, default: '' },
 		{ displayName: 'User', name: 'user', type: 'string', default: '', hint: 'Leave blank for password-only auth' },
-		{ displayName: 'Host', name: 'host', type: 'string', default: 'localhost' },
-		{ displayName: 'Port', name: 'port', type: 'number', default: 6379 },
+		{ displayName: 'Host', name: 'host', type: 'string', displayOptions: { show: { sentinel: [false] } }, default: 'localhost' },
+		{ displayName: 'Port', name: 'port', type: 'number', displayOptions: { show: { sentinel: [false] } }, default: 6379 },
 		{ displayName: 'Database Number', name: 'database', type: 'number', default: 0 },
 		{ displayName: 'SSL', name: 'ssl', type: 'boolean', default: false },
 		{
@@ -35,6 +35,7 @@ export class FlowguardRedisApi implements ICredentialType {
 			displayName: 'Redis Cluster',
 			name: 'cluster',
 			type: 'boolean',
+			displayOptions: { show: { sentinel: [false] } },
 			default: false,
 			description:
 				'Whether Host is a node of a Redis Cluster: each call then goes to the primary of its keys\' slot, and the cluster\'s failovers are followed (Database Number is not used)',
@@ -47,6 +48,51 @@ export class FlowguardRedisApi implements ICredentialType {
 			default: '',
 			placeholder: 'redis-2:6379, redis-3:6379',
 			description: 'Other nodes of the cluster (host:port, comma-separated), tried when Host cannot be reached',
+		},
+		{
+			displayName: 'Redis Sentinel',
+			name: 'sentinel',
+			type: 'boolean',
+			displayOptions: { show: { cluster: [false] } },
+			default: false,
+			description:
+				'Whether Redis is managed by Sentinel: the sentinels are asked for the current primary, and asked again after a failover. User, Password, Database Number and SSL are those of the data nodes (SSL also reaches the sentinels over TLS).',
+		},
+		{
+			displayName: 'Master Name',
+			name: 'sentinelMasterName',
+			type: 'string',
+			displayOptions: { show: { sentinel: [true] } },
+			default: 'mymaster',
+			required: true,
+			description: 'The name the sentinels monitor the primary under (the NAME of sentinel monitor NAME HOST PORT QUORUM)',
+		},
+		{
+			displayName: 'Sentinel Nodes',
+			name: 'sentinelNodes',
+			type: 'string',
+			displayOptions: { show: { sentinel: [true] } },
+			default: '',
+			required: true,
+			placeholder: 'sentinel-1:26379, sentinel-2:26379, sentinel-3:26379',
+			description: 'The sentinels (host:port, comma-separated; the port defaults to 26379). One is enough, more survive the loss of some.',
+		},
+		{
+			displayName: 'Sentinel User',
+			name: 'sentinelUser',
+			type: 'string',
+			displayOptions: { show: { sentinel: [true] } },
+			default: '',
+			hint: 'Leave blank when the sentinels need no user',
+		},
+		{
+			displayName: 'Sentinel Password',
+			name: 'sentinelPassword',
+			type: 'string',
+			typeOptions: { password: true },
+			displayOptions: { show: { sentinel: [true] } },
+			default: '',
+			description: 'The sentinels\' own password (requirepass of the sentinels), when they have one',
 		},
 	];
 }

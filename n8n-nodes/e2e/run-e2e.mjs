@@ -3,6 +3,8 @@
 // Imports a Redis credential and the example workflows (as they are: Embedded backend; and a
 // Redis copy of each), executes them with `n8n execute --id --rawOutput`, then starts n8n as a
 // server and fires overlapping webhook runs. Checks the outputs and the Redis keys (redis-cli).
+// The project loop and the credential's Test button also run on a Sentinel-managed Redis of the
+// suite's own (__test__/redis-sentinel.mjs).
 // Prints `n8n-e2e: N passed, M failed` and exits non-zero on any failure.
 
 import { spawn, spawnSync } from 'node:child_process';
@@ -16,6 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { COMPARE_ID, COMPARE_PATH, compareWorkflow } from './compare-workflow.mjs';
 import { queueModeSuite } from './queue-mode.mjs';
 import { serverSuite } from './server-backend.mjs';
+import { startSentinelSet } from '../../__test__/redis-sentinel.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const nodesDir = path.resolve(here, '..');
@@ -131,6 +134,21 @@ const redisKeys = (pattern) =>
 		.filter(Boolean);
 
 // ---------------------------------------------------------------- setup
+// A Sentinel-managed Redis of its own (a primary, a replica and three sentinels on loopback) for
+// the credential's Redis Sentinel choice.
+const SENTINEL_PASSWORD = `e2e-sentinel-pw-${runId}`;
+secrets.push(SENTINEL_PASSWORD);
+const sentinelSet = await startSentinelSet({ name: 'fge2e', password: SENTINEL_PASSWORD });
+process.on('exit', () => sentinelSet.killNow());
+const sentinelData = {
+	sentinel: true,
+	sentinelMasterName: 'fge2e',
+	sentinelNodes: sentinelSet.sentinels.map((x) => `127.0.0.1:${x.port}`).join(', '),
+	password: SENTINEL_PASSWORD,
+	database: 0,
+	ssl: false,
+};
+const SENTINEL_CRED = { id: 'fgE2eFgSentinel1', name: 'flowguard e2e flowguard Redis (Sentinel)', type: 'flowguardRedisApi' };
 const REDIS_CRED = { id: 'fgE2eRedisCred01', name: 'flowguard e2e Redis' };
 const BAD_CRED = { id: 'fgE2eRedisBad001', name: 'flowguard e2e Redis (wrong port)' };
 // The credential type of version 2 of the nodes (this package's, same fields as n8n's Redis).
@@ -154,6 +172,7 @@ fs.writeFileSync(
 			...FG_CRED,
 			data: { host: redisHost, port: redisPort, user: redisUser, password: redisPassword, database: redisDb, ssl: false },
 		},
+		{ ...SENTINEL_CRED, data: sentinelData },
 		{
 			...BAD_CRED,
 			type: 'redis',
@@ -242,6 +261,7 @@ const toImport = [
 	onErrorVariant(byName[STALE], 'Complete with the stale token', 'continueErrorOutput', 'E'),
 	redisVariant(byName[LOOP], BAD_CRED, 'B'),
 	redisVariant(byName[LOOP], FG_CRED, 'V2'),
+	redisVariant(byName[LOOP], SENTINEL_CRED, 'SN'),
 	onErrorVariant(byName[QRCPT], 'Ack with a wrong receipt', undefined, 'S'),
 	// The loop through `n8n execute` (a new process each time) on the Embedded file, under a key
 	// prefix of its own (the server runs the example's own prefix), and in memory only.
@@ -725,6 +745,19 @@ async function compare(items, tag, at = new Date().toISOString()) {
 }
 /** How many executions of the comparison worked on `id` in run `tag` on `side` (rd or ft). */
 const worked = (side, id, tag) => executionsOf(COMPARE_ID, `"${side}:${id}:${tag}"`).filter((e) => e.has).length;
+{
+	// Nodes v2 on the Sentinel-managed Redis: the credential's Redis Sentinel choice.
+	const r = execute(LOOP + 'SN');
+	const claimed = r.out('Claim project', 0) ?? [];
+	const keys = sentinelSet.dataCli(sentinelSet.primaryPort(), '--scan', '--pattern', `${prefix}v2:*`);
+	check(
+		'[redis sentinel, nodes v2] the project loop with a Redis Sentinel credential: 5 claimed, 3 completed, 2 failed, keys on the primary the sentinels name',
+		r.ok && claimed.length === 5 && (r.out('Mark completed') ?? []).length === 3 && (r.out('Mark failed') ?? []).length === 2 &&
+			keys.includes('weekly-projects'),
+		redact(r.error?.message ?? r.all.slice(-600)) + ` keys: ${keys.slice(0, 200)}`,
+	);
+}
+
 // ---------------------------------------------------------------- the flowguard server backend (server-backend.mjs)
 const serverChecks = await serverSuite({
 	check, execute, n8n, post, freePort, sleep, log, workDir, byName, executionsOf, executionData, redact,
@@ -759,6 +792,14 @@ await withServer(async (base) => {
 			ok?.status === 'OK' && ok.message === 'Connection successful (flowguard)' && bad?.status === 'Error' &&
 				!String(bad.message).includes('e2e-wrong-password-5b1d'),
 			redact(JSON.stringify({ ok, bad })).slice(0, 400),
+		);
+		const sok = await testCredential(SENTINEL_CRED, sentinelData);
+		const sbad = await testCredential(SENTINEL_CRED, { ...sentinelData, sentinelMasterName: 'nosuchmaster' });
+		check(
+			"[redis sentinel] the Test button of a Redis Sentinel credential: OK; an unknown master name: Error naming it, no password",
+			sok?.status === 'OK' && sbad?.status === 'Error' && String(sbad.message).includes('nosuchmaster') &&
+				!String(sbad.message).includes(SENTINEL_PASSWORD),
+			redact(JSON.stringify({ sok, sbad })).slice(0, 400),
 		);
 		await serverChecks.webhooks(base, testCredential);
 	}
@@ -933,6 +974,7 @@ if (serverChecks.queue) {
 
 // ---------------------------------------------------------------- clean-up and summary
 await serverChecks.stop();
+await sentinelSet.stop();
 try {
 	const keys = redisKeys(`${prefix}*`);
 	for (let i = 0; i < keys.length; i += 200) redisCli('DEL', ...keys.slice(i, i + 200));

@@ -18,6 +18,33 @@ test('Redis Cluster credential: Host and Port first, then the other nodes, each 
 	);
 });
 
+test('Redis Sentinel credential: master name, sentinel URLs with the sentinels\' auth and TLS, the data nodes\' user, password and database', () => {
+	assert.deepEqual(
+		redisTargetFromCredential({
+			host: 'ignored', port: 6379, user: 'app', password: 'p@ss', database: 2, ssl: false,
+			sentinel: true, sentinelMasterName: ' mymaster ', sentinelNodes: 's1:26379, s2 ,[::1]:26380,',
+		}),
+		{ sentinel: { masterName: 'mymaster', nodes: ['redis://s1:26379', 'redis://s2:26379', 'redis://[::1]:26380'], username: 'app', password: 'p@ss', db: 2 } },
+	);
+	assert.deepEqual(
+		redisTargetFromCredential({
+			ssl: true, disableTlsVerification: true, sentinel: true, sentinelMasterName: 'm', sentinelNodes: 's1:1',
+			sentinelUser: 'sen', sentinelPassword: 'x:y', cluster: true,
+		}),
+		{ sentinel: { masterName: 'm', nodes: ['rediss://sen:x%3Ay@s1:1#insecure'], db: 0 } },
+		'Sentinel wins over a Cluster switch left on (n8n hides it), no user or password when none is given',
+	);
+	assert.deepEqual(redisTargetFromCredential({ host: 'h', port: 6379, sentinel: false, sentinelNodes: 's1:1' }), { url: 'redis://h:6379/0' });
+});
+
+test('a Sentinel client is opened with the sentinel option, and cached by it', async () => {
+	const n = openClientCount();
+	const sentinel = { masterName: 'm', nodes: ['redis://127.0.0.1:1'] };
+	await assert.rejects(openClient({ backend: 'redis', sentinel, prefix: 'x:' }), (e) => e.code === 'ERR_REDIS_UNAVAILABLE' && e.message.includes('127.0.0.1:1'));
+	await assert.rejects(openClient({ backend: 'redis', sentinel: { ...sentinel, masterName: '' }, prefix: 'x:' }), (e) => e.code === 'ERR_INVALID_ARGUMENT' && e.message.includes('sentinel.masterName'));
+	assert.equal(openClientCount(), n);
+});
+
 test('Redis URL: user and password, TLS, TLS verification disabled', () => {
 	assert.equal(
 		redisUrlFromCredential({ host: 'h', port: 6379, user: 'app', password: 'x', database: 0, ssl: true, disableTlsVerification: true }),

@@ -15,7 +15,10 @@ test('the nodes (version 2) name the flowguard Redis credential, tested by flowg
 	assert.equal(new FlowguardRedisApi().name, 'flowguardRedisApi');
 	assert.deepEqual(
 		new FlowguardRedisApi().properties.map((p) => p.name).sort(),
-		['cluster', 'clusterNodes', 'database', 'disableTlsVerification', 'host', 'password', 'port', 'ssl', 'user'],
+		[
+			'cluster', 'clusterNodes', 'database', 'disableTlsVerification', 'host', 'password', 'port',
+			'sentinel', 'sentinelMasterName', 'sentinelNodes', 'sentinelPassword', 'sentinelUser', 'ssl', 'user',
+		],
 	);
 	// Version 1 (saved workflows) keeps n8n's own Redis credential.
 	assert.deepEqual(d.credentials.find((c) => c.name === 'redis').displayOptions.show['@version'], [1]);
@@ -27,6 +30,15 @@ test('an unreachable Redis: status Error with a message, and no password in it',
 	assert.equal(r.status, 'Error');
 	assert.ok(r.message.length > 0);
 	assert.ok(!r.message.includes('secret-pw-91'), r.message);
+});
+
+test('unreachable sentinels: status Error naming them, and no password in it', async () => {
+	const r = await flowguardRedisConnectionTest.call({}, credential({
+		password: 'secret-pw-92', sentinel: true, sentinelMasterName: 'mymaster', sentinelNodes: '127.0.0.1:1', sentinelPassword: 'secret-pw-93',
+	}));
+	assert.equal(r.status, 'Error');
+	assert.ok(r.message.includes('127.0.0.1:1') && r.message.includes('mymaster'), r.message);
+	assert.ok(!r.message.includes('secret-pw-9'), r.message);
 });
 
 test('a reachable Redis (REDIS_URL): status OK from flowguard', { skip: !process.env.REDIS_URL && 'REDIS_URL is not set' }, async () => {

@@ -8,35 +8,13 @@
 // FLOWGUARD_CHROMIUM: the browser (default /usr/bin/chromium).
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
-import { existsSync, mkdirSync, statSync, readdirSync } from 'node:fs'
-import { join, dirname } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import net from 'node:net'
+import { existsSync, mkdirSync } from 'node:fs'
+import { join } from 'node:path'
 import { chromium } from 'playwright-core'
+import { root, startServer, stopServer } from './server-process.mjs'
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..')
 const shots = join(root, 'target', 'dashboard-screenshots')
 const TOKEN = 'dashboard-test-token-0123456789'
-
-function serverBin() {
-  if (process.env.FLOWGUARD_SERVER_BIN) return process.env.FLOWGUARD_SERVER_BIN
-  const target = join(root, 'target')
-  const candidates = [join(target, 'debug', 'flowguard-server')]
-  for (const d of existsSync(target) ? readdirSync(target) : []) candidates.push(join(target, d, 'debug', 'flowguard-server'))
-  const found = candidates.filter(existsSync).sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs)
-  assert.ok(found.length, 'flowguard-server is not built: cargo build -p flowguard-server (or set FLOWGUARD_SERVER_BIN)')
-  return found[0]
-}
-
-function freePort() {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address()
-      s.close(() => resolve(port))
-    })
-  })
-}
 
 let server
 let browser
@@ -56,25 +34,15 @@ async function call(path, body, token = TOKEN) {
 before(async () => {
   const chrome = process.env.FLOWGUARD_CHROMIUM || '/usr/bin/chromium'
   assert.ok(existsSync(chrome), `no browser at ${chrome}: apt-get install chromium (or set FLOWGUARD_CHROMIUM)`)
-  const port = await freePort()
-  base = `http://127.0.0.1:${port}`
-  server = spawn(serverBin(), ['--listen', `127.0.0.1:${port}`, '--log-format', 'text'], {
-    env: { ...process.env, FLOWGUARD_TOKEN: TOKEN, RUST_LOG: 'warn' },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  })
-  for (let i = 0; ; i++) {
-    const up = await fetch(`${base}/healthz`).then((r) => r.ok, () => false)
-    if (up) break
-    assert.ok(i < 200 && server.exitCode === null, 'the server did not start')
-    await new Promise((r) => setTimeout(r, 25))
-  }
+  server = await startServer(['--log-format', 'text'], { FLOWGUARD_TOKEN: TOKEN, RUST_LOG: 'warn' })
+  base = server.base
   browser = await chromium.launch({ executablePath: chrome })
   mkdirSync(shots, { recursive: true })
 })
 
 after(async () => {
   await browser?.close()
-  server?.kill('SIGTERM')
+  await stopServer(server)
 })
 
 test('the dashboard shows groups, failed items, locks and queues, asks for the token and refreshes', async () => {

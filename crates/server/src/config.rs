@@ -8,6 +8,7 @@ use flowguard_core::backend::durable::Durability;
 use flowguard_core::OpenOptions;
 
 use crate::app::Limits;
+use crate::sentinel::{self, Secret, SentinelFlags};
 
 /// The shortest token accepted: a guessable token is no protection.
 pub const MIN_TOKEN_LEN: usize = 16;
@@ -23,6 +24,54 @@ pub struct Args {
     /// Redis URL (redis://, rediss://). Without it and without --path: the in-memory store.
     #[arg(long, env = "FLOWGUARD_REDIS_URL", hide_env_values = true, conflicts_with = "path")]
     pub redis_url: Option<String>,
+    /// Sentinel-managed Redis: the name the sentinels monitor the primary under (with
+    /// --redis-sentinel-nodes; instead of --redis-url).
+    #[arg(long, env = "FLOWGUARD_REDIS_SENTINEL_MASTER", value_name = "NAME",
+          conflicts_with_all = ["redis_url", "path"], requires = "redis_sentinel_nodes")]
+    pub redis_sentinel_master: Option<String>,
+    /// The sentinels, comma-separated: host:port, or redis[s]://[user:password@]host:port
+    /// (rediss:// reaches the sentinels and the data nodes over TLS).
+    #[arg(
+        long,
+        env = "FLOWGUARD_REDIS_SENTINEL_NODES",
+        hide_env_values = true,
+        value_name = "HOST:PORT,…",
+        requires = "redis_sentinel_master"
+    )]
+    pub redis_sentinel_nodes: Option<String>,
+    /// ACL user of the sentinels themselves (host:port entries).
+    #[arg(long, env = "FLOWGUARD_REDIS_SENTINEL_USERNAME", requires = "redis_sentinel_master")]
+    pub redis_sentinel_username: Option<String>,
+    /// Password of the sentinels themselves (host:port entries).
+    #[arg(
+        long,
+        env = "FLOWGUARD_REDIS_SENTINEL_PASSWORD",
+        hide_env_values = true,
+        conflicts_with = "redis_sentinel_password_file",
+        requires = "redis_sentinel_master"
+    )]
+    pub redis_sentinel_password: Option<String>,
+    /// A file holding the sentinels' password (a trailing line break is ignored).
+    #[arg(long, env = "FLOWGUARD_REDIS_SENTINEL_PASSWORD_FILE", requires = "redis_sentinel_master")]
+    pub redis_sentinel_password_file: Option<std::path::PathBuf>,
+    /// With --redis-sentinel-master: ACL user of the data nodes (with --redis-url: in the URL).
+    #[arg(long, env = "FLOWGUARD_REDIS_USERNAME", requires = "redis_sentinel_master")]
+    pub redis_username: Option<String>,
+    /// With --redis-sentinel-master: password of the data nodes (with --redis-url: in the URL).
+    #[arg(
+        long,
+        env = "FLOWGUARD_REDIS_PASSWORD",
+        hide_env_values = true,
+        conflicts_with = "redis_password_file",
+        requires = "redis_sentinel_master"
+    )]
+    pub redis_password: Option<String>,
+    /// A file holding the data nodes' password (a trailing line break is ignored).
+    #[arg(long, env = "FLOWGUARD_REDIS_PASSWORD_FILE", requires = "redis_sentinel_master")]
+    pub redis_password_file: Option<std::path::PathBuf>,
+    /// With --redis-sentinel-master: database of the data nodes (with --redis-url: in the URL).
+    #[arg(long, env = "FLOWGUARD_REDIS_DB", requires = "redis_sentinel_master")]
+    pub redis_db: Option<i64>,
     /// A durable store file (SQLite): state survives restarts and crashes of the server.
     #[arg(long, env = "FLOWGUARD_PATH")]
     pub path: Option<std::path::PathBuf>,
@@ -113,11 +162,32 @@ impl Args {
         })
     }
 
-    pub fn open_options(&self) -> OpenOptions {
-        OpenOptions {
+    /// The core's options; an `ERR_INVALID_ARGUMENT` naming the flag at fault.
+    pub fn open_options(&self) -> flowguard_core::Result<OpenOptions> {
+        let sentinel = match (&self.redis_sentinel_master, &self.redis_sentinel_nodes) {
+            (Some(master), Some(nodes)) => Some(sentinel::options(&SentinelFlags {
+                master,
+                nodes,
+                sentinel_username: self.redis_sentinel_username.as_deref(),
+                sentinel_password: Secret {
+                    inline: self.redis_sentinel_password.as_deref(),
+                    file: self.redis_sentinel_password_file.as_deref(),
+                    file_flag: "--redis-sentinel-password-file",
+                },
+                username: self.redis_username.as_deref(),
+                password: Secret {
+                    inline: self.redis_password.as_deref(),
+                    file: self.redis_password_file.as_deref(),
+                    file_flag: "--redis-password-file",
+                },
+                db: self.redis_db,
+            })?),
+            _ => None,
+        };
+        Ok(OpenOptions {
             url: self.redis_url.clone(),
             cluster: None,
-            sentinel: None,
+            sentinel,
             prefix: self.prefix.clone(),
             connect_timeout: self.connect_timeout_ms.map(Duration::from_millis),
             command_timeout: self.command_timeout_ms.map(Duration::from_millis),
@@ -127,7 +197,7 @@ impl Args {
                 "fsync" => Durability::Fsync,
                 _ => Durability::Process,
             }),
-        }
+        })
     }
 }
 
@@ -148,6 +218,34 @@ mod tests {
         assert_eq!(t.as_deref(), Some("0123456789abcdef"));
         let e = args(&["--token", "short"]).token().unwrap_err();
         assert!(!e.contains("short"), "the token is never echoed: {e}");
+    }
+
+    #[test]
+    fn sentinel_flags_give_the_sentinel_options_and_conflict_with_the_other_stores() {
+        let a = args(&[
+            "--redis-sentinel-master",
+            "main",
+            "--redis-sentinel-nodes",
+            "s1:26379,s2:26379",
+            "--redis-db",
+            "3",
+        ]);
+        let s = a.open_options().unwrap().sentinel.unwrap();
+        assert_eq!((s.master_name.as_str(), s.nodes.len(), s.db), ("main", 2, Some(3)));
+        assert_eq!(args(&[]).open_options().unwrap().sentinel, None);
+        let parse =
+            |v: &[&str]| Args::try_parse_from(std::iter::once("flowguard-server").chain(v.iter().copied()));
+        for bad in [
+            &["--redis-sentinel-master", "m", "--redis-sentinel-nodes", "s:1", "--redis-url", "redis://h"][..],
+            &["--redis-sentinel-master", "m", "--redis-sentinel-nodes", "s:1", "--path", "x.db"],
+            &["--redis-sentinel-master", "m"],
+            &["--redis-sentinel-nodes", "s:1"],
+            &["--redis-password", "secret-value"],
+        ] {
+            let e = parse(bad).err().expect("refused").to_string();
+            assert!(e.contains("--redis-"), "{e}");
+            assert!(!e.contains("secret-value"), "{e}");
+        }
     }
 
     #[test]

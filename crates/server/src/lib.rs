@@ -12,6 +12,7 @@ pub mod gauges;
 pub mod metrics;
 pub mod ops;
 pub mod routes;
+pub mod sentinel;
 pub mod tls;
 
 pub use app::{router, App, Limits};

@@ -50,7 +50,8 @@ async fn main() {
         (Some(cert), Some(key)) => Some(flowguard_server::tls::config(cert, key).unwrap_or_else(|e| fail(e))),
         _ => None,
     };
-    let client = Client::open(args.open_options()).await.unwrap_or_else(|e| fail(e));
+    let options = args.open_options().unwrap_or_else(|e| fail(e));
+    let client = Client::open(options).await.unwrap_or_else(|e| fail(e));
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .unwrap_or_else(|e| fail(format!("cannot listen on {}: {e}", args.listen)));

@@ -1,4 +1,4 @@
-import type { Flowguard } from 'flowguard';
+import type { Flowguard, SentinelOptions } from 'flowguard';
 import type { ICredentialDataDecryptedObject, IExecuteFunctions } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
@@ -14,6 +14,8 @@ interface ClientSettings {
 	url?: string;
 	/** The seed nodes of a Redis Cluster (instead of `url`). */
 	cluster?: string[];
+	/** A Sentinel-managed Redis (instead of `url`). */
+	sentinel?: SentinelOptions;
 	/** Embedded only: the file of the durable store; none keeps the state in memory. */
 	path?: string;
 	prefix: string;
@@ -27,7 +29,7 @@ interface ClientSettings {
 const clients = new Map<string, Promise<Flowguard>>();
 
 function cacheKey(s: ClientSettings): string {
-	return JSON.stringify([s.backend, s.url ?? '', s.cluster ?? [], s.path ?? '', s.prefix]);
+	return JSON.stringify([s.backend, s.url ?? '', s.cluster ?? [], s.sentinel ?? null, s.path ?? '', s.prefix]);
 }
 
 export async function openClient(s: ClientSettings): Promise<Flowguard> {
@@ -41,7 +43,9 @@ export async function openClient(s: ClientSettings): Promise<Flowguard> {
 					? { prefix: s.prefix, ...(s.path ? { path: s.path } : {}) }
 					: s.cluster
 						? { cluster: s.cluster, prefix: s.prefix }
-						: { url: s.url, prefix: s.prefix },
+						: s.sentinel
+							? { sentinel: s.sentinel, prefix: s.prefix }
+							: { url: s.url, prefix: s.prefix },
 			),
 		);
 		clients.set(key, pending);
@@ -60,41 +64,93 @@ function str(v: unknown): string {
 	return v === undefined || v === null ? '' : String(v);
 }
 
-/** Builds a redis:// or rediss:// URL from n8n's Redis credential (host, port, user, password, database, ssl). */
-export function redisUrlFromCredential(c: ICredentialDataDecryptedObject): string {
-	const host = str(c.host).trim() || 'localhost';
-	const port = Number(c.port ?? 6379) || 6379;
-	const db = Number(c.database ?? 0) || 0;
-	const user = str(c.user);
-	const password = str(c.password);
-	const tls = c.ssl === true;
-	let auth = '';
-	if (user || password) {
-		auth = `${encodeURIComponent(user)}${password ? ':' + encodeURIComponent(password) : ''}@`;
-	}
-	const h = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
-	// redis-rs (flowguard's client) reads the `#insecure` fragment of a rediss:// URL as "do not verify the certificate".
-	const insecure = tls && c.disableTlsVerification === true ? '#insecure' : '';
-	return `${tls ? 'rediss' : 'redis'}://${auth}${h}:${port}/${db}${insecure}`;
+interface NodeAddress {
+	host: string;
+	port: number;
+	user: string;
+	password: string;
+	tls: boolean;
+	/** Skip the TLS certificate check. */
+	insecure: boolean;
+	/** The database, as the URL's path; none for a sentinel. */
+	db?: number;
 }
 
-/**
- * The Redis target of a credential: `{ url }`, or `{ cluster }` (Host and Port, then the other
- * cluster nodes, each as a URL with the credential's user, password and TLS setting) when the
- * credential's Redis Cluster switch is on.
- */
-export function redisTargetFromCredential(c: ICredentialDataDecryptedObject): { url?: string; cluster?: string[] } {
-	const url = redisUrlFromCredential(c);
-	if (c.cluster !== true) return { url };
-	const others = str(c.clusterNodes)
+/** `redis[s]://[user[:password]@]host:port[/db][#insecure]` (an IPv6 host in brackets). */
+function nodeUrl(a: NodeAddress): string {
+	let auth = '';
+	if (a.user || a.password) {
+		auth = `${encodeURIComponent(a.user)}${a.password ? ':' + encodeURIComponent(a.password) : ''}@`;
+	}
+	const h = a.host.includes(':') && !a.host.startsWith('[') ? `[${a.host}]` : a.host;
+	// redis-rs (flowguard's client) reads the `#insecure` fragment of a rediss:// URL as "do not verify the certificate".
+	const insecure = a.tls && a.insecure ? '#insecure' : '';
+	return `${a.tls ? 'rediss' : 'redis'}://${auth}${h}:${a.port}${a.db === undefined ? '' : `/${a.db}`}${insecure}`;
+}
+
+/** The address fields of a credential other than host and port. */
+function addressOf(c: ICredentialDataDecryptedObject): Omit<NodeAddress, 'host' | 'port'> {
+	return {
+		user: str(c.user),
+		password: str(c.password),
+		tls: c.ssl === true,
+		insecure: c.disableTlsVerification === true,
+		db: Number(c.database ?? 0) || 0,
+	};
+}
+
+/** `host:port, host, [::1]:port` (comma-separated) as hosts and ports, `port` where none is given. */
+function hostList(list: unknown, port: number): Array<{ host: string; port: number }> {
+	return str(list)
 		.split(',')
 		.map((n) => n.trim())
 		.filter((n) => n !== '')
 		.map((n) => {
 			const at = n.lastIndexOf(':');
-			const port = at > 0 && !n.endsWith(']') ? Number(n.slice(at + 1)) : NaN;
-			return redisUrlFromCredential({ ...c, host: Number.isInteger(port) ? n.slice(0, at) : n, port: Number.isInteger(port) ? port : c.port, database: 0 });
+			const p = at > 0 && !n.endsWith(']') ? Number(n.slice(at + 1)) : NaN;
+			return Number.isInteger(p) ? { host: n.slice(0, at), port: p } : { host: n, port };
 		});
+}
+
+/** Builds a redis:// or rediss:// URL from n8n's Redis credential (host, port, user, password, database, ssl). */
+export function redisUrlFromCredential(c: ICredentialDataDecryptedObject): string {
+	const host = str(c.host).trim() || 'localhost';
+	const port = Number(c.port ?? 6379) || 6379;
+	return nodeUrl({ ...addressOf(c), host, port });
+}
+
+/** The port sentinels listen on unless told otherwise. */
+const SENTINEL_PORT = 26379;
+
+/**
+ * The Redis target of a credential: `{ url }`; or `{ cluster }` (Host and Port, then the other
+ * cluster nodes, each as a URL with the credential's user, password and TLS setting) when the
+ * credential's Redis Cluster switch is on; or `{ sentinel }` when its Redis Sentinel switch is on
+ * (the sentinels as URLs with the sentinels' user and password and the TLS setting; User,
+ * Password and Database Number are the data nodes').
+ */
+export function redisTargetFromCredential(c: ICredentialDataDecryptedObject): {
+	url?: string;
+	cluster?: string[];
+	sentinel?: SentinelOptions;
+} {
+	if (c.sentinel === true) {
+		const { user, password, tls, insecure, db } = addressOf(c);
+		const sentinelAuth = { user: str(c.sentinelUser), password: str(c.sentinelPassword), tls, insecure };
+		return {
+			sentinel: {
+				masterName: str(c.sentinelMasterName).trim(),
+				nodes: hostList(c.sentinelNodes, SENTINEL_PORT).map((a) => nodeUrl({ ...sentinelAuth, ...a })),
+				...(user ? { username: user } : {}),
+				...(password ? { password } : {}),
+				db,
+			},
+		};
+	}
+	const url = redisUrlFromCredential(c);
+	if (c.cluster !== true) return { url };
+	const port = Number(c.port ?? 6379) || 6379;
+	const others = hostList(c.clusterNodes, port).map((a) => nodeUrl({ ...addressOf(c), ...a, db: 0 }));
 	return { cluster: [redisUrlFromCredential({ ...c, database: 0 }), ...others] };
 }
 
@@ -121,7 +177,7 @@ export async function clientFor(ctx: IExecuteFunctions): Promise<Flowguard> {
 			if (error instanceof AddonUnavailableError) throw addonError(ctx, error);
 			throw new NodeOperationError(ctx.getNode(), `Could not connect to Redis: ${errorMessage(error)}`, {
 				description:
-					'Check the host, port, password and TLS setting of the Redis credential, and that Redis is running.',
+					'Check the host, port (or the master name and sentinel nodes), password and TLS setting of the Redis credential, and that Redis is running.',
 			});
 		}
 	}

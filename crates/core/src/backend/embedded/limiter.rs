@@ -1,15 +1,14 @@
 //! Rate Limiter on the embedded store: one TAT per name, dropped once reached.
 
-use std::collections::HashMap;
-
 use super::expiries::{Expiries, SLICE};
+use super::named::Named;
 use super::{guard, now_us, Embedded};
 use crate::backend::{ready, BoxFuture};
 use crate::limiter::{decide, LimiterBackend, Rule, Stored, Take};
 
 #[derive(Default)]
 pub struct LimiterTable {
-    tats: HashMap<String, i64>,
+    tats: Named<i64>,
     /// Each name by its TAT: a reached TAT is the same as none, so names are dropped then, in
     /// bounded slices per call (idle limiters cost nothing, and no call scans them all).
     reached: Expiries,
@@ -24,7 +23,7 @@ impl LimiterTable {
         let old = self.tats.get(name).copied();
         let (take, next) = decide(old, now, rule, cost, max_wait_us);
         if let Some(next) = next {
-            self.tats.insert(name.to_string(), next);
+            self.tats.insert(name, next);
             self.reached.moved(name, old, Some(next));
         }
         take
@@ -35,9 +34,14 @@ impl LimiterTable {
         Stored { now_us: now, tat_us: self.tats.get(name).copied().filter(|t| *t > now) }
     }
 
-    /// Names whose TAT is still ahead of `now_us` (not full again yet).
-    pub(super) fn active_names(&self, now_us: i64) -> impl Iterator<Item = &str> {
-        self.tats.iter().filter(move |(_, t)| **t > now_us).map(|(k, _)| k.as_str())
+    /// The limiter names after `cursor` in order, each with whether its TAT is still ahead of
+    /// `now_us` (not full again yet; for the catalog).
+    pub(super) fn names_after<'a>(
+        &'a self,
+        cursor: Option<&'a str>,
+        now_us: i64,
+    ) -> impl Iterator<Item = (&'a str, bool)> {
+        self.tats.after(cursor).map(move |(k, t)| (k, *t > now_us))
     }
 }
 
@@ -67,7 +71,7 @@ mod tests {
         let past = super::now_us() - 1;
         for i in 0..2500 {
             let name = format!("n{i}");
-            t.tats.insert(name.clone(), past);
+            t.tats.insert(&name, past);
             t.reached.moved(&name, None, Some(past));
         }
         let mut left = Vec::new();

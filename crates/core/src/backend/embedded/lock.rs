@@ -4,6 +4,7 @@ use std::collections::HashMap;
 
 use super::expiries::{Expiries, SLICE};
 
+use super::named::Named;
 use super::{guard, now_ms, Embedded};
 use crate::backend::{ready, BoxFuture};
 use crate::lock::{Attempt, ExtendResult, LockBackend, LockInfo, Refusal, ReleaseResult, FENCE_KEEP_MS};
@@ -17,7 +18,7 @@ struct Held {
 
 #[derive(Default)]
 pub struct LockTable {
-    held: HashMap<String, Held>,
+    held: Named<Held>,
     /// The last fencing token issued per lock name and until when it is kept: [`FENCE_KEEP_MS`]
     /// past the lease of each acquisition, so tokens strictly increase across acquisitions,
     /// releases and expiries of a name used at least once in that time (as on Redis).
@@ -68,7 +69,7 @@ impl LockTable {
         self.fence_expiry.moved(name, Some(old_until).filter(|_| fence > 1), Some(keep_until));
         self.lease_expiry.moved(name, None, Some(now + lease_ms as i64));
         self.held.insert(
-            name.to_string(),
+            name,
             Held {
                 owner: owner.to_string(),
                 fence,
@@ -151,8 +152,13 @@ impl LockBackend for Embedded {
 }
 
 impl LockTable {
-    /// The names of the locks held at `now` (for the catalog).
-    pub(super) fn held_names(&self, now: i64) -> impl Iterator<Item = &str> {
-        self.held.iter().filter(move |(_, h)| h.expires_at > now).map(|(k, _)| k.as_str())
+    /// The lock names after `cursor` in order, each with whether it is held at `now` (for the
+    /// catalog; an expired lease not swept yet is not).
+    pub(super) fn names_after<'a>(
+        &'a self,
+        cursor: Option<&'a str>,
+        now: i64,
+    ) -> impl Iterator<Item = (&'a str, bool)> {
+        self.held.after(cursor).map(move |(k, h)| (k, h.expires_at > now))
     }
 }

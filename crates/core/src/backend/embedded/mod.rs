@@ -14,6 +14,7 @@ mod expiries;
 mod expiry_buckets;
 mod limiter;
 mod lock;
+mod named;
 mod queue;
 mod ranked;
 mod semaphore;

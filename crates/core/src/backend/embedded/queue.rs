@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use super::expiries::SLICE;
 use super::ranked::RankedSet;
 
+use super::named::Named;
 use super::{guard, now_ms, Embedded};
 use crate::backend::{ready, BoxFuture};
 use crate::error::Result;
@@ -75,7 +76,7 @@ struct Meta {
 #[derive(Default)]
 pub struct QueueTable {
     shards: HashMap<(String, u32), Shard>,
-    meta: HashMap<String, Meta>,
+    meta: Named<Meta>,
 }
 
 impl QueueTable {
@@ -99,7 +100,7 @@ impl QueueTable {
         }
         match (was_held, held) {
             (false, true) => {
-                let m = self.meta.entry(at.queue.to_string()).or_insert(Meta { shards: at.shards, held: 0 });
+                let m = self.meta.get_or_insert_with(at.queue, || Meta { shards: at.shards, held: 0 });
                 m.shards = at.shards;
                 m.held += 1;
             }
@@ -283,9 +284,9 @@ impl QueueBackend for Embedded {
 }
 
 impl QueueTable {
-    /// The queues that hold ids, with their shard counts (for the catalog).
-    pub(super) fn queue_names(&self) -> impl Iterator<Item = (&str, u32)> {
-        self.meta.iter().map(|(k, m)| (k.as_str(), m.shards))
+    /// The queues that hold ids after `cursor` in order, with their shard counts (for the catalog).
+    pub(super) fn names_after<'a>(&'a self, cursor: Option<&'a str>) -> impl Iterator<Item = (&'a str, u32)> {
+        self.meta.after(cursor).map(|(k, m)| (k, m.shards))
     }
 }
 

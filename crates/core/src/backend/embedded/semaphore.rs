@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 
 use super::expiries::{Expiries, SLICE};
+use super::named::Named;
 use super::{guard, now_ms, Embedded};
 use crate::backend::{ready, BoxFuture};
 use crate::lock::{ExtendResult, Refusal, ReleaseResult, FENCE_KEEP_MS};
@@ -17,7 +18,7 @@ struct Held {
 #[derive(Default)]
 pub struct SemaphoreTable {
     /// Holders per name, by owner token (expired ones are dropped when the name is used).
-    held: HashMap<String, HashMap<String, Held>>,
+    held: Named<HashMap<String, Held>>,
     /// The last fencing token issued per name and until when it is kept: [`FENCE_KEEP_MS`] past
     /// the lease of each acquisition, as for locks.
     fences: HashMap<String, (u64, i64)>,
@@ -82,7 +83,7 @@ impl SemaphoreTable {
         let keep = (now + lease_ms as i64 + FENCE_KEEP_MS as i64).max(before.unwrap_or(i64::MIN));
         self.fences.insert(name.to_string(), (fence, keep));
         self.forget.moved(name, before, Some(keep));
-        let hs = self.held.entry(name.to_string()).or_default();
+        let hs = self.held.get_or_insert_with(name, HashMap::new);
         let label = label.filter(|l| !l.is_empty()).map(str::to_string);
         hs.insert(owner.to_string(), Held { fence, label, expires_at: now + lease_ms as i64 });
         PermitAttempt { acquired: true, fence, holders: hs.len() as u64, remaining_ms: lease_ms }
@@ -107,12 +108,14 @@ impl SemaphoreTable {
         }
     }
 
-    /// Names with a holder whose lease has not ended at `now`.
-    pub(super) fn held_names(&self, now: i64) -> impl Iterator<Item = &str> {
-        self.held
-            .iter()
-            .filter(move |(_, hs)| hs.values().any(|h| h.expires_at > now))
-            .map(|(k, _)| k.as_str())
+    /// The semaphore names after `cursor` in order, each with whether a holder's lease has not
+    /// ended at `now` (for the catalog; the holders of one name are at most its permits).
+    pub(super) fn names_after<'a>(
+        &'a self,
+        cursor: Option<&'a str>,
+        now: i64,
+    ) -> impl Iterator<Item = (&'a str, bool)> {
+        self.held.after(cursor).map(move |(k, hs)| (k, hs.values().any(|h| h.expires_at > now)))
     }
 
     pub fn inspect(&mut self, name: &str) -> SemaphoreInfo {

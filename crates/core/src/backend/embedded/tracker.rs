@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::expiries::SLICE;
 use super::expiry_buckets::ExpiryBuckets;
+use super::named::Named;
 use super::ranked::RankedSet;
 use super::{guard, now_ms, Embedded};
 use crate::backend::{ready, BoxFuture};
@@ -23,7 +24,7 @@ type Id = Arc<str>;
 
 #[derive(Default)]
 pub struct TrackerTable {
-    groups: Map<String, Group>,
+    groups: Named<Group>,
     /// Every group's name, in no order: the sweep visits them in turn, one per
     /// [`SWEEP_EVERY`] writes, so groups nobody writes to again give their expired records back
     /// without any call visiting every group.
@@ -354,7 +355,7 @@ impl TrackerTable {
         if !self.groups.contains_key(group) {
             let g = Group { ring_at: self.ring.len(), ..Group::default() };
             self.ring.push(group.to_string());
-            self.groups.insert(group.to_string(), g);
+            self.groups.insert(group, g);
         }
         let g = self.groups.get_mut(group).expect("inserted above");
         g.purge(now, SLICE.max(2 * writes));
@@ -536,9 +537,13 @@ impl TrackerBackend for Embedded {
 }
 
 impl TrackerTable {
-    /// The names of the groups that hold records (for the catalog).
-    pub(super) fn group_names(&self) -> impl Iterator<Item = &str> {
-        self.groups.iter().filter(|(_, g)| !g.items.is_empty()).map(|(k, _)| k.as_str())
+    /// The group names after `cursor` in order, each with whether it holds records (for the
+    /// catalog).
+    pub(super) fn names_after<'a>(
+        &'a self,
+        cursor: Option<&'a str>,
+    ) -> impl Iterator<Item = (&'a str, bool)> {
+        self.groups.after(cursor).map(|(k, g)| (k, !g.items.is_empty()))
     }
 }
 

@@ -1,0 +1,80 @@
+// flowguard-server as a child process, for the suites of this folder.
+//
+// FLOWGUARD_SERVER_BIN: the server binary (default: the newest target/*/debug/flowguard-server).
+import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { existsSync, statSync, readdirSync } from 'node:fs'
+import { join, dirname } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import net from 'node:net'
+
+export const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..')
+
+export function serverBin() {
+  if (process.env.FLOWGUARD_SERVER_BIN) return process.env.FLOWGUARD_SERVER_BIN
+  const target = join(root, 'target')
+  const candidates = [join(target, 'debug', 'flowguard-server')]
+  for (const d of existsSync(target) ? readdirSync(target) : []) candidates.push(join(target, d, 'debug', 'flowguard-server'))
+  const found = candidates.filter(existsSync).sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs)
+  assert.ok(found.length, 'flowguard-server is not built: cargo build -p flowguard-server (or set FLOWGUARD_SERVER_BIN)')
+  return found[0]
+}
+
+export function freePort() {
+  return new Promise((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address()
+      s.close(() => resolve(port))
+    })
+  })
+}
+
+/**
+ * Starts the server on a free loopback port with `args` and `env` added to this process's
+ * environment; resolves to `{ base, proc, output() }` once /healthz answers (`output()`: what it
+ * printed so far, stdout and stderr). Rejects, with that output, when it exits first.
+ */
+export async function startServer(args = [], env = {}) {
+  const port = await freePort()
+  const base = `http://127.0.0.1:${port}`
+  const proc = spawn(serverBin(), ['--listen', `127.0.0.1:${port}`, ...args], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let out = ''
+  proc.stdout.on('data', (d) => { out += d })
+  proc.stderr.on('data', (d) => { out += d })
+  for (let i = 0; ; i++) {
+    const up = await fetch(`${base}/healthz`).then((r) => r.ok, () => false)
+    if (up) break
+    if (proc.exitCode !== null || i >= 400) {
+      proc.kill('SIGKILL')
+      throw new Error(`the server did not start: ${out}`)
+    }
+    await new Promise((r) => setTimeout(r, 25))
+  }
+  return { base, proc, output: () => out }
+}
+
+/** Runs the server with `args` expecting it to refuse to start; resolves to `{ code, output }`. */
+export function refusedStart(args, env = {}) {
+  return new Promise((resolve) => {
+    const proc = spawn(serverBin(), ['--listen', '127.0.0.1:0', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+    let out = ''
+    proc.stdout.on('data', (d) => { out += d })
+    proc.stderr.on('data', (d) => { out += d })
+    const timer = setTimeout(() => proc.kill('SIGKILL'), 15000)
+    proc.on('close', (code) => {
+      clearTimeout(timer)
+      resolve({ code, output: out })
+    })
+  })
+}
+
+/** Stops a server started by startServer (SIGTERM: it answers the calls in flight, then exits). */
+export async function stopServer(s) {
+  if (!s || s.proc.exitCode !== null || s.proc.signalCode !== null) return
+  const exited = new Promise((r) => s.proc.once('exit', r))
+  s.proc.kill('SIGTERM')
+  await exited
+}
