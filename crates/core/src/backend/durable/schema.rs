@@ -79,6 +79,7 @@ const TABLES_V4: &str = "ALTER TABLE sem_fences ADD COLUMN keep INTEGER NOT NULL
 pub(super) fn open(path: &Path) -> Result<Connection> {
     let p = path.display();
     let fail = |e| storage_error(path, e);
+    configure_sqlite();
     let flags =
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = Connection::open_with_flags(path, flags).map_err(fail)?;
@@ -111,6 +112,21 @@ pub(super) fn open(path: &Path) -> Result<Connection> {
             }
         }
     }
+}
+
+/// Process-wide settings of the bundled SQLite, made once before its first connection opens
+/// (they cannot change after): no statistics of its memory use, which SQLite would otherwise
+/// update under a global mutex on every allocation and free. Nothing here reads them.
+fn configure_sqlite() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: a documented configuration option with its documented int argument. Called
+        // after SQLite was initialized (another user of rusqlite in this process opened a
+        // connection first), it returns SQLITE_MISUSE and changes nothing, which is fine.
+        unsafe {
+            rusqlite::ffi::sqlite3_config(rusqlite::ffi::SQLITE_CONFIG_MEMSTATUS, 0 as std::ffi::c_int);
+        }
+    });
 }
 
 enum Init {

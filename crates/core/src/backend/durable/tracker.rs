@@ -128,11 +128,13 @@ const CHUNK: usize = 1_024;
 /// walk the B-tree forward instead of jumping around it; outcomes stay in the caller's order.
 fn claim_batch(c: &Connection, ns: &str, group: &str, b: BatchClaim<'_>, now: i64) -> Sql<ClaimBatch> {
     let mut batch = Batch::new(b, now)?;
-    let mut order: Vec<usize> = (0..b.ids.len()).collect();
-    order.sort_by(|&i, &j| b.ids[i].cmp(&b.ids[j]));
+    // (id, position) pairs sorted: equal ids keep the caller's order, so a repeat comes after
+    // its first occurrence; the ids sit beside their positions (no indirection while sorting).
+    let mut order: Vec<(&str, usize)> = b.ids.iter().enumerate().map(|(i, id)| (id.as_str(), i)).collect();
+    order.sort_unstable();
     let (mut first, mut repeats) = (Vec::with_capacity(order.len()), Vec::new());
-    for (k, &i) in order.iter().enumerate() {
-        if k > 0 && b.ids[order[k - 1]] == b.ids[i] {
+    for (k, &(id, i)) in order.iter().enumerate() {
+        if k > 0 && order[k - 1].0 == id {
             repeats.push(i);
         } else {
             first.push(i);
@@ -257,13 +259,16 @@ fn list(c: &Connection, ns: &str, group: &str, q: ListQuery, now: i64) -> Sql<It
 
 /// Items visited by one sweep for expired ones.
 const SWEEP: usize = 256;
+/// Expired items of one group's stretch deleted one by one, at most; more go in one range walk.
+const POINT_DELETES: usize = 16;
 
 /// Where the sweep for expired items stands in this process: items written since the last
-/// sweep, and the key it stopped after (`None`: at the start of the table).
+/// sweep, and the group it is in with the last id it visited there (`None`: at the start of
+/// the table).
 #[derive(Default)]
 pub(super) struct Sweep {
     debt: usize,
-    after: Option<(String, String, String)>,
+    at: Option<(String, String, String)>,
 }
 
 impl Durable {
@@ -279,32 +284,83 @@ impl Durable {
         sweep.debt += written;
         while sweep.debt >= SWEEP / 2 {
             sweep.debt -= SWEEP / 2;
-            let (ns, grp, id) = sweep.after.clone().unwrap_or_default();
-            // The key after which the next sweep starts: the last one visited by this one.
-            let next: Option<(String, String, String)> = c
-                .prepare_cached(
-                    "SELECT ns, grp, id FROM items WHERE (ns, grp, id) > (?1, ?2, ?3)
-                     ORDER BY ns, grp, id LIMIT 1 OFFSET ?4",
-                )?
-                .query_row(params![ns, grp, id, SWEEP as i64 - 1], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-                .optional()?;
-            // The expired items of that key range, in one walk of it (the range ends at `next`,
-            // or at the end of the table when fewer than SWEEP items are left).
-            match &next {
-                Some((ns2, grp2, id2)) => c
-                    .prepare_cached(
-                        "DELETE FROM items WHERE (ns, grp, id) > (?1, ?2, ?3) AND (ns, grp, id) <= (?4, ?5, ?6)
-                           AND exp <= ?7",
-                    )?
-                    .execute(params![ns, grp, id, ns2, grp2, id2, now])?,
-                None => c
-                    .prepare_cached("DELETE FROM items WHERE (ns, grp, id) > (?1, ?2, ?3) AND exp <= ?4")?
-                    .execute(params![ns, grp, id, now])?,
-            };
-            sweep.after = next;
+            sweep_slice(c, now, &mut sweep.at)?;
         }
         Ok(())
     }
+}
+
+/// One sweep: up to [`SWEEP`] items visited from `at` on, group by group. Within a group the
+/// key range is bounded by plain comparisons (`ns = ? AND grp = ? AND id > ?`), which SQLite
+/// turns into the walk's bounds; a row-value comparison across the whole key is re-checked on
+/// every row visited. The ids and expiry times are read in one walk; the expired ones (rarely
+/// many) are deleted by key, or by one walk of the stretch when there are more.
+fn sweep_slice(c: &Connection, now: i64, at: &mut Option<(String, String, String)>) -> Sql<()> {
+    let mut left = SWEEP;
+    let mut dead: Vec<String> = Vec::new();
+    while left > 0 {
+        let (ns, grp, after) = match at.take() {
+            Some(p) => p,
+            None => match next_group(c, None)? {
+                Some((ns, grp)) => (ns, grp, String::new()),
+                None => return Ok(()),
+            },
+        };
+        let (mut visited, mut last) = (0, after.clone());
+        {
+            let mut st = c.prepare_cached(
+                "SELECT id, exp FROM items WHERE ns = ?1 AND grp = ?2 AND id > ?3 ORDER BY id LIMIT ?4",
+            )?;
+            let mut rows = st.query(params![ns, grp, after, left as i64])?;
+            while let Some(r) = rows.next()? {
+                visited += 1;
+                let id = r.get_ref(0)?.as_str().map_err(|e| Fail::Corrupt(format!("an item id: {e}")))?;
+                last.clear();
+                last.push_str(id);
+                if r.get::<_, i64>(1)? <= now {
+                    dead.push(last.clone());
+                }
+            }
+        }
+        if dead.len() > POINT_DELETES {
+            c.prepare_cached(
+                "DELETE FROM items WHERE ns = ?1 AND grp = ?2 AND id > ?3 AND id <= ?4 AND exp <= ?5",
+            )?
+            .execute(params![ns, grp, after, last, now])?;
+            dead.clear();
+        }
+        for id in dead.drain(..) {
+            c.prepare_cached("DELETE FROM items WHERE ns = ?1 AND grp = ?2 AND id = ?3")?
+                .execute(params![ns, grp, id])?;
+        }
+        if visited == left {
+            // Stopped inside the group: the next sweep goes on after the last id visited.
+            *at = Some((ns, grp, last));
+            return Ok(());
+        }
+        left -= visited;
+        // The group ends here: on to the next one (none: the next sweep starts the table over).
+        *at = next_group(c, Some((&ns, &grp)))?.map(|(ns, grp)| (ns, grp, String::new()));
+        if at.is_none() {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+/// The first group (namespace and name) after `after`, or the table's first.
+fn next_group(c: &Connection, after: Option<(&str, &str)>) -> Sql<Option<(String, String)>> {
+    let row = |r: &rusqlite::Row<'_>| Ok((r.get(0)?, r.get(1)?));
+    Ok(match after {
+        Some((ns, grp)) => c
+            .prepare_cached("SELECT ns, grp FROM items WHERE (ns, grp) > (?1, ?2) ORDER BY ns, grp LIMIT 1")?
+            .query_row(params![ns, grp], row)
+            .optional()?,
+        None => c
+            .prepare_cached("SELECT ns, grp FROM items ORDER BY ns, grp LIMIT 1")?
+            .query_row([], row)
+            .optional()?,
+    })
 }
 
 impl TrackerBackend for Durable {
@@ -337,5 +393,76 @@ impl TrackerBackend for Durable {
     }
     fn list<'a>(&'a self, group: &'a str, query: ListQuery, _retention_ms: u64) -> BoxFuture<'a, ItemList> {
         self.read_tx(move |c, ns, now| list(c, ns, group, query, now))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{sweep_slice, POINT_DELETES, SWEEP};
+    use rusqlite::{params, Connection};
+
+    type At = Option<(String, String, String)>;
+
+    fn sweep(c: &Connection, now: i64, at: &mut At) {
+        match sweep_slice(c, now, at) {
+            Ok(()) => {}
+            Err(super::Fail::Db(e)) => panic!("sweep failed: {e}"),
+            Err(_) => panic!("sweep failed"),
+        }
+    }
+
+    fn count(c: &Connection, sql: &str) -> usize {
+        c.query_row(sql, [], |r| r.get::<_, i64>(0)).unwrap() as usize
+    }
+
+    /// A sweep visits at most SWEEP items, from group to group and namespace to namespace,
+    /// deletes the expired ones of what it visited (one by one, or by a range walk when there
+    /// are many) and nothing live; sweeps go on where the last stopped until every expired item
+    /// is gone, then start the table over.
+    #[test]
+    fn a_sweep_visits_a_bounded_stretch_and_deletes_only_expired_items() {
+        let dir =
+            std::env::temp_dir().join(format!("fg-sweep-{}-{}", std::process::id(), rand::random::<u32>()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let c = super::super::schema::open(&dir.join("s.db")).unwrap();
+        let now = 1_000_000;
+        // (namespace, group, items, expired): a range delete (100), a group of live items, a group
+        // longer than a sweep, and a few expired items in another namespace (point deletes).
+        let groups = [
+            ("a:", "g1", 100, true),
+            ("a:", "g2", 50, false),
+            ("a:", "g3", 300, true),
+            ("b:", "g1", 10, true),
+        ];
+        const { assert!(10 <= POINT_DELETES && 100 > POINT_DELETES) };
+        for (ns, grp, n, expired) in groups {
+            for i in 0..n {
+                let exp = if expired { now - 1 } else { now + 1 };
+                c.execute(
+                    "INSERT INTO items VALUES (?1, ?2, ?3, ?4, '{}')",
+                    params![ns, grp, format!("{i:04}"), exp],
+                )
+                .unwrap();
+            }
+        }
+        let mut at = None;
+        sweep(&c, now, &mut at);
+        // The first SWEEP items in key order: all of a:g1 and a:g2, then the start of a:g3.
+        let into_g3 = SWEEP - 150;
+        assert_eq!(count(&c, "SELECT count(*) FROM items WHERE exp < 1000000"), 300 - into_g3 + 10);
+        assert_eq!(at, Some(("a:".into(), "g3".into(), format!("{:04}", into_g3 - 1))));
+        let mut sweeps = 1;
+        while count(&c, "SELECT count(*) FROM items WHERE exp < 1000000") > 0 {
+            sweep(&c, now, &mut at);
+            sweeps += 1;
+            assert!(sweeps <= 3, "the expired items take at most 3 sweeps");
+        }
+        assert_eq!(count(&c, "SELECT count(*) FROM items"), 50, "the live items are kept");
+        // The table's end was reached: the next sweep starts it over.
+        assert_eq!(at, None);
+        sweep(&c, now, &mut at);
+        assert_eq!(at, None, "a table smaller than a sweep is visited whole");
+        assert_eq!(count(&c, "SELECT count(*) FROM items"), 50);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
