@@ -1,53 +1,109 @@
-//! Item Tracker on the durable store: the record of an item is a row (its JSON in `rec`), read,
-//! changed by the same rules as the in-memory store, and written back, all in one transaction.
+//! Item Tracker on the durable store: the record of an item is a row (its fields as columns,
+//! its timeline as JSON), read, changed by the same rules as the in-memory store, and written
+//! back, all in one transaction.
 
-use rusqlite::{params, Connection, OptionalExtension};
+use std::borrow::Cow;
+
+use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use super::{Durable, Fail, Sql};
 use crate::backend::embedded::{finish, fresh, page, take};
 use crate::backend::BoxFuture;
 use crate::tracker::{
     not_owner, BatchClaim, BatchOutcome, ClaimBatch, ItemList, ItemOp, ItemState, ItemStatus, ListQuery,
-    OpResult, Outcome, Record, TrackerBackend,
+    OpResult, Outcome, Record, TrackerBackend, Transition, Word,
 };
 
-fn decode(id: &str, json: &str) -> Sql<Record> {
-    serde_json::from_str(json).map_err(|e| Fail::Corrupt(format!("item {id:?}: {e}")))
+/// The stored status as a small number (0 and 1 take no byte of a row).
+fn status_code(s: &str) -> Sql<i64> {
+    match s {
+        "" => Ok(0),
+        "in_progress" => Ok(1),
+        "completed" => Ok(2),
+        "failed" => Ok(3),
+        other => Err(Fail::Corrupt(format!("status {other:?}"))),
+    }
+}
+
+fn status_word(id: &str, code: i64) -> Sql<Word> {
+    Ok(Cow::Borrowed(match code {
+        0 => "",
+        1 => "in_progress",
+        2 => "completed",
+        3 => "failed",
+        other => return Err(Fail::Corrupt(format!("item {id:?}: status code {other}"))),
+    }))
+}
+
+/// A record from the columns `exp, s, a, o, l, c, u, d, e, t` of `r` (`exp` is the record's `x`),
+/// the first of them at column `at`.
+fn from_row(id: &str, r: &Row<'_>, at: usize) -> Sql<Record> {
+    let t: String = r.get(at + 9)?;
+    let t: Vec<Transition> =
+        serde_json::from_str(&t).map_err(|e| Fail::Corrupt(format!("item {id:?}: timeline: {e}")))?;
+    Ok(Record {
+        x: r.get(at)?,
+        s: status_word(id, r.get(at + 1)?)?,
+        a: r.get(at + 2)?,
+        o: r.get(at + 3)?,
+        l: r.get(at + 4)?,
+        c: r.get(at + 5)?,
+        u: r.get(at + 6)?,
+        d: r.get(at + 7)?,
+        e: r.get(at + 8)?,
+        t,
+    })
 }
 
 /// The live record of `id` (one whose retention has not run out).
 fn load(c: &Connection, ns: &str, group: &str, id: &str, now: i64) -> Sql<Option<Record>> {
-    let json: Option<String> = c
-        .prepare_cached("SELECT rec FROM items WHERE ns = ?1 AND grp = ?2 AND id = ?3 AND exp > ?4")?
-        .query_row(params![ns, group, id, now], |r| r.get(0))
-        .optional()?;
-    json.map(|j| decode(id, &j)).transpose()
+    let mut st = c.prepare_cached(
+        "SELECT exp, s, a, o, l, c, u, d, e, t FROM items WHERE ns = ?1 AND grp = ?2 AND id = ?3 AND exp > ?4",
+    )?;
+    let mut rows = st.query(params![ns, group, id, now])?;
+    match rows.next()? {
+        Some(r) => Ok(Some(from_row(id, r, 0)?)),
+        None => Ok(None),
+    }
 }
 
-fn encode(rec: &Record) -> Sql<String> {
-    serde_json::to_string(rec).map_err(|e| Fail::Corrupt(e.to_string()))
+/// A record ready to be bound as its columns (its status code, its timeline encoded once).
+struct Stored<'r> {
+    rec: &'r Record,
+    s: i64,
+    t: String,
 }
 
-fn save(c: &Connection, ns: &str, group: &str, id: &str, rec: &Record) -> Sql<()> {
-    save_json(c, ns, group, id, rec.x, &encode(rec)?)
+impl<'r> Stored<'r> {
+    fn new(rec: &'r Record) -> Sql<Stored<'r>> {
+        let t = serde_json::to_string(&rec.t).map_err(|e| Fail::Corrupt(e.to_string()))?;
+        Ok(Stored { rec, s: status_code(&rec.s)?, t })
+    }
 }
 
-fn save_json(c: &Connection, ns: &str, group: &str, id: &str, exp: i64, json: &str) -> Sql<()> {
+/// Writes the record of `id`, over any row it has.
+fn save(c: &Connection, ns: &str, group: &str, id: &str, rec: &Stored<'_>) -> Sql<()> {
+    let r = rec.rec;
     c.prepare_cached(
-        "INSERT INTO items (ns, grp, id, exp, rec) VALUES (?1, ?2, ?3, ?4, ?5)
-         ON CONFLICT (ns, grp, id) DO UPDATE SET exp = excluded.exp, rec = excluded.rec",
+        "INSERT INTO items (ns, grp, id, exp, s, a, o, l, c, u, d, e, t)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
+         ON CONFLICT (ns, grp, id) DO UPDATE SET exp = excluded.exp, s = excluded.s, a = excluded.a,
+           o = excluded.o, l = excluded.l, c = excluded.c, u = excluded.u, d = excluded.d, e = excluded.e,
+           t = excluded.t",
     )?
-    .execute(params![ns, group, id, exp, json])?;
+    .execute(params![ns, group, id, r.x, rec.s, r.a, r.o, r.l, r.c, r.u, r.d, r.e, rec.t])?;
     Ok(())
 }
 
 /// Writes the record of an id that has no row; false (nothing written) when it has one.
-fn insert_new(c: &Connection, ns: &str, group: &str, id: &str, exp: i64, json: &str) -> Sql<bool> {
+fn insert_new(c: &Connection, ns: &str, group: &str, id: &str, rec: &Stored<'_>) -> Sql<bool> {
+    let r = rec.rec;
     let n = c
         .prepare_cached(
-            "INSERT INTO items (ns, grp, id, exp, rec) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
+            "INSERT INTO items (ns, grp, id, exp, s, a, o, l, c, u, d, e, t)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) ON CONFLICT DO NOTHING",
         )?
-        .execute(params![ns, group, id, exp, json])?;
+        .execute(params![ns, group, id, r.x, rec.s, r.a, r.o, r.l, r.c, r.u, r.d, r.e, rec.t])?;
     Ok(n == 1)
 }
 
@@ -72,7 +128,7 @@ fn apply_one(
         // first. An id that has a row (live or expired) goes on as below.
         let mut rec = fresh(now);
         take(&mut rec, owner, now, now + *lease_ms as i64, retention_ms);
-        if insert_new(c, ns, group, id, rec.x, &encode(&rec)?)? {
+        if insert_new(c, ns, group, id, &Stored::new(&rec)?)? {
             return Ok(result(Outcome::Done, Some(owner.clone()), rec.to_state(id, now)));
         }
     }
@@ -89,7 +145,7 @@ fn apply_one(
             }
             let mut rec = current.unwrap_or_else(|| fresh(now));
             take(&mut rec, owner, now, now + *lease_ms as i64, retention_ms);
-            save(c, ns, group, id, &rec)?;
+            save(c, ns, group, id, &Stored::new(&rec)?)?;
             result(Outcome::Done, Some(owner.clone()), rec.to_state(id, now))
         }
         ItemOp::Complete { owner, keep_ms, .. } | ItemOp::Fail { owner, keep_ms, .. } => {
@@ -105,7 +161,7 @@ fn apply_one(
             };
             let mut rec = current.unwrap_or_else(|| fresh(now));
             finish(&mut rec, status, error, now, *keep_ms);
-            save(c, ns, group, id, &rec)?;
+            save(c, ns, group, id, &Stored::new(&rec)?)?;
             result(Outcome::Done, None, rec.to_state(id, now))
         }
         ItemOp::Unset { .. } => {
@@ -141,14 +197,17 @@ fn claim_batch(c: &Connection, ns: &str, group: &str, b: BatchClaim<'_>, now: i6
         }
     }
     let mut insert = c.prepare_cached(
-        "INSERT INTO items (ns, grp, id, exp, rec) SELECT ?1, ?2, value, ?3, ?4 FROM json_each(?5) WHERE true
+        "INSERT INTO items (ns, grp, id, exp, s, a, o, l, c, u, d, e, t)
+         SELECT ?1, ?2, value, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12 FROM json_each(?13) WHERE true
          ON CONFLICT DO NOTHING",
     )?;
     for chunk in first.chunks(CHUNK) {
         let ids: Vec<&str> = chunk.iter().map(|&i| b.ids[i].as_str()).collect();
         let list = serde_json::to_string(&ids).map_err(|e| Fail::Corrupt(e.to_string()))?;
         c.prepare_cached("SAVEPOINT chunk")?.execute([])?;
-        let inserted = insert.execute(params![ns, group, batch.new_rec.x, batch.new_json, list])?;
+        let (r, s, t) = (&batch.new_rec, batch.new_s, &batch.new_t);
+        let inserted =
+            insert.execute(params![ns, group, r.x, s, r.a, r.o, r.l, r.c, r.u, r.d, r.e, t, list])?;
         if inserted != chunk.len() {
             c.prepare_cached("ROLLBACK TO chunk")?.execute([])?;
         }
@@ -177,7 +236,7 @@ fn claim_each(c: &Connection, ns: &str, group: &str, batch: &mut Batch<'_>, chun
     for &i in chunk {
         if expect_new {
             let id = &batch.claim.ids[i];
-            if insert_new(c, ns, group, id, batch.new_rec.x, &batch.new_json)? {
+            if insert_new(c, ns, group, id, &batch.stored())? {
                 continue;
             }
         }
@@ -192,7 +251,9 @@ struct Batch<'a> {
     now: i64,
     lease_end: i64,
     new_rec: Record,
-    new_json: String,
+    /// The new record's status code and timeline, encoded once.
+    new_s: i64,
+    new_t: String,
     outcomes: Vec<BatchOutcome>,
     attempts: Vec<u32>,
 }
@@ -202,7 +263,7 @@ impl<'a> Batch<'a> {
         let lease_end = now + claim.lease_ms as i64;
         let mut new_rec = fresh(now);
         take(&mut new_rec, claim.owner, now, lease_end, claim.retention_ms);
-        let new_json = encode(&new_rec)?;
+        let Stored { s: new_s, t: new_t, .. } = Stored::new(&new_rec)?;
         let n = claim.ids.len();
         Ok(Batch {
             claim,
@@ -211,8 +272,14 @@ impl<'a> Batch<'a> {
             outcomes: vec![BatchOutcome::Claimed; n],
             attempts: vec![new_rec.a; n],
             new_rec,
-            new_json,
+            new_s,
+            new_t,
         })
+    }
+
+    /// The new record, to bind.
+    fn stored(&self) -> Stored<'_> {
+        Stored { rec: &self.new_rec, s: self.new_s, t: self.new_t.clone() }
     }
 
     /// Reads id number `i` and claims it when the rules allow; true when it had no live
@@ -229,12 +296,12 @@ impl<'a> Batch<'a> {
             }
             Some(mut rec) => {
                 take(&mut rec, b.owner, now, self.lease_end, b.retention_ms);
-                save(c, ns, group, id, &rec)?;
+                save(c, ns, group, id, &Stored::new(&rec)?)?;
                 (BatchOutcome::Claimed, rec.a, false)
             }
             None => {
                 // No live record (none, or one whose retention ran out): the new record.
-                save_json(c, ns, group, id, self.new_rec.x, &self.new_json)?;
+                save(c, ns, group, id, &self.stored())?;
                 (BatchOutcome::Claimed, self.new_rec.a, true)
             }
         };
@@ -245,13 +312,14 @@ impl<'a> Batch<'a> {
 }
 
 fn list(c: &Connection, ns: &str, group: &str, q: ListQuery, now: i64) -> Sql<ItemList> {
-    let mut st = c.prepare_cached("SELECT id, rec FROM items WHERE ns = ?1 AND grp = ?2 AND exp > ?3")?;
-    let rows =
-        st.query_map(params![ns, group, now], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
+    let mut st = c.prepare_cached(
+        "SELECT id, exp, s, a, o, l, c, u, d, e, t FROM items WHERE ns = ?1 AND grp = ?2 AND exp > ?3",
+    )?;
+    let mut rows = st.query(params![ns, group, now])?;
     let mut records = Vec::new();
-    for row in rows {
-        let (id, json) = row?;
-        let rec = decode(&id, &json)?;
+    while let Some(r) = rows.next()? {
+        let id: String = r.get(0)?;
+        let rec = from_row(&id, r, 1)?;
         records.push((id, rec));
     }
     Ok(page(records.iter().map(|(id, r)| (id, r)), now, q))
@@ -439,7 +507,7 @@ mod tests {
             for i in 0..n {
                 let exp = if expired { now - 1 } else { now + 1 };
                 c.execute(
-                    "INSERT INTO items VALUES (?1, ?2, ?3, ?4, '{}')",
+                    "INSERT INTO items (ns, grp, id, exp, s, a, l, c, u, d, t) VALUES (?1, ?2, ?3, ?4, 0, 0, 0, 0, 0, 0, '[]')",
                     params![ns, grp, format!("{i:04}"), exp],
                 )
                 .unwrap();
