@@ -374,7 +374,9 @@ fn sweep_slice(c: &Connection, now: i64, at: &mut Option<(String, String, String
                 None => return Ok(()),
             },
         };
-        let (mut visited, mut last) = (0, after.clone());
+        // The id the walk stopped at, when it stopped at the limit (ids are read only for that
+        // row and for expired ones: most rows cost the step and their expiry time).
+        let (mut visited, mut stop) = (0, None);
         {
             let mut st = c.prepare_cached(
                 "SELECT id, exp FROM items WHERE ns = ?1 AND grp = ?2 AND id > ?3 ORDER BY id LIMIT ?4",
@@ -382,26 +384,32 @@ fn sweep_slice(c: &Connection, now: i64, at: &mut Option<(String, String, String
             let mut rows = st.query(params![ns, grp, after, left as i64])?;
             while let Some(r) = rows.next()? {
                 visited += 1;
-                let id = r.get_ref(0)?.as_str().map_err(|e| Fail::Corrupt(format!("an item id: {e}")))?;
-                last.clear();
-                last.push_str(id);
-                if r.get::<_, i64>(1)? <= now {
-                    dead.push(last.clone());
+                let expired = r.get::<_, i64>(1)? <= now;
+                if expired || visited == left {
+                    let id = r.get_ref(0)?.as_str().map_err(|e| Fail::Corrupt(format!("an item id: {e}")))?;
+                    if expired {
+                        dead.push(id.to_string());
+                    }
+                    if visited == left {
+                        stop = Some(id.to_string());
+                    }
                 }
             }
         }
         if dead.len() > POINT_DELETES {
+            // The ids are in key order: one walk up to the last expired one.
+            let upto = dead.last().map(String::as_str).unwrap_or_default();
             c.prepare_cached(
                 "DELETE FROM items WHERE ns = ?1 AND grp = ?2 AND id > ?3 AND id <= ?4 AND exp <= ?5",
             )?
-            .execute(params![ns, grp, after, last, now])?;
+            .execute(params![ns, grp, after, upto, now])?;
             dead.clear();
         }
         for id in dead.drain(..) {
             c.prepare_cached("DELETE FROM items WHERE ns = ?1 AND grp = ?2 AND id = ?3")?
                 .execute(params![ns, grp, id])?;
         }
-        if visited == left {
+        if let Some(last) = stop {
             // Stopped inside the group: the next sweep goes on after the last id visited.
             *at = Some((ns, grp, last));
             return Ok(());
