@@ -1,53 +1,109 @@
-//! Item Tracker on the durable store: the record of an item is a row (its JSON in `rec`), read,
-//! changed by the same rules as the in-memory store, and written back, all in one transaction.
+//! Item Tracker on the durable store: the record of an item is a row (its fields as columns,
+//! its timeline as JSON), read, changed by the same rules as the in-memory store, and written
+//! back, all in one transaction.
 
-use rusqlite::{params, Connection, OptionalExtension};
+use std::borrow::Cow;
+
+use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use super::{Durable, Fail, Sql};
 use crate::backend::embedded::{finish, fresh, page, take};
 use crate::backend::BoxFuture;
 use crate::tracker::{
     not_owner, BatchClaim, BatchOutcome, ClaimBatch, ItemList, ItemOp, ItemState, ItemStatus, ListQuery,
-    OpResult, Outcome, Record, TrackerBackend,
+    OpResult, Outcome, Record, TrackerBackend, Transition, Word,
 };
 
-fn decode(id: &str, json: &str) -> Sql<Record> {
-    serde_json::from_str(json).map_err(|e| Fail::Corrupt(format!("item {id:?}: {e}")))
+/// The stored status as a small number (0 and 1 take no byte of a row).
+fn status_code(s: &str) -> Sql<i64> {
+    match s {
+        "" => Ok(0),
+        "in_progress" => Ok(1),
+        "completed" => Ok(2),
+        "failed" => Ok(3),
+        other => Err(Fail::Corrupt(format!("status {other:?}"))),
+    }
+}
+
+fn status_word(id: &str, code: i64) -> Sql<Word> {
+    Ok(Cow::Borrowed(match code {
+        0 => "",
+        1 => "in_progress",
+        2 => "completed",
+        3 => "failed",
+        other => return Err(Fail::Corrupt(format!("item {id:?}: status code {other}"))),
+    }))
+}
+
+/// A record from the columns `exp, s, a, o, l, c, u, d, e, t` of `r` (`exp` is the record's `x`),
+/// the first of them at column `at`.
+fn from_row(id: &str, r: &Row<'_>, at: usize) -> Sql<Record> {
+    let t: String = r.get(at + 9)?;
+    let t: Vec<Transition> =
+        serde_json::from_str(&t).map_err(|e| Fail::Corrupt(format!("item {id:?}: timeline: {e}")))?;
+    Ok(Record {
+        x: r.get(at)?,
+        s: status_word(id, r.get(at + 1)?)?,
+        a: r.get(at + 2)?,
+        o: r.get(at + 3)?,
+        l: r.get(at + 4)?,
+        c: r.get(at + 5)?,
+        u: r.get(at + 6)?,
+        d: r.get(at + 7)?,
+        e: r.get(at + 8)?,
+        t,
+    })
 }
 
 /// The live record of `id` (one whose retention has not run out).
 fn load(c: &Connection, ns: &str, group: &str, id: &str, now: i64) -> Sql<Option<Record>> {
-    let json: Option<String> = c
-        .prepare_cached("SELECT rec FROM items WHERE ns = ?1 AND grp = ?2 AND id = ?3 AND exp > ?4")?
-        .query_row(params![ns, group, id, now], |r| r.get(0))
-        .optional()?;
-    json.map(|j| decode(id, &j)).transpose()
+    let mut st = c.prepare_cached(
+        "SELECT exp, s, a, o, l, c, u, d, e, t FROM items WHERE ns = ?1 AND grp = ?2 AND id = ?3 AND exp > ?4",
+    )?;
+    let mut rows = st.query(params![ns, group, id, now])?;
+    match rows.next()? {
+        Some(r) => Ok(Some(from_row(id, r, 0)?)),
+        None => Ok(None),
+    }
 }
 
-fn encode(rec: &Record) -> Sql<String> {
-    serde_json::to_string(rec).map_err(|e| Fail::Corrupt(e.to_string()))
+/// A record ready to be bound as its columns (its status code, its timeline encoded once).
+struct Stored<'r> {
+    rec: &'r Record,
+    s: i64,
+    t: String,
 }
 
-fn save(c: &Connection, ns: &str, group: &str, id: &str, rec: &Record) -> Sql<()> {
-    save_json(c, ns, group, id, rec.x, &encode(rec)?)
+impl<'r> Stored<'r> {
+    fn new(rec: &'r Record) -> Sql<Stored<'r>> {
+        let t = serde_json::to_string(&rec.t).map_err(|e| Fail::Corrupt(e.to_string()))?;
+        Ok(Stored { rec, s: status_code(&rec.s)?, t })
+    }
 }
 
-fn save_json(c: &Connection, ns: &str, group: &str, id: &str, exp: i64, json: &str) -> Sql<()> {
+/// Writes the record of `id`, over any row it has.
+fn save(c: &Connection, ns: &str, group: &str, id: &str, rec: &Stored<'_>) -> Sql<()> {
+    let r = rec.rec;
     c.prepare_cached(
-        "INSERT INTO items (ns, grp, id, exp, rec) VALUES (?1, ?2, ?3, ?4, ?5)
-         ON CONFLICT (ns, grp, id) DO UPDATE SET exp = excluded.exp, rec = excluded.rec",
+        "INSERT INTO items (ns, grp, id, exp, s, a, o, l, c, u, d, e, t)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
+         ON CONFLICT (ns, grp, id) DO UPDATE SET exp = excluded.exp, s = excluded.s, a = excluded.a,
+           o = excluded.o, l = excluded.l, c = excluded.c, u = excluded.u, d = excluded.d, e = excluded.e,
+           t = excluded.t",
     )?
-    .execute(params![ns, group, id, exp, json])?;
+    .execute(params![ns, group, id, r.x, rec.s, r.a, r.o, r.l, r.c, r.u, r.d, r.e, rec.t])?;
     Ok(())
 }
 
 /// Writes the record of an id that has no row; false (nothing written) when it has one.
-fn insert_new(c: &Connection, ns: &str, group: &str, id: &str, exp: i64, json: &str) -> Sql<bool> {
+fn insert_new(c: &Connection, ns: &str, group: &str, id: &str, rec: &Stored<'_>) -> Sql<bool> {
+    let r = rec.rec;
     let n = c
         .prepare_cached(
-            "INSERT INTO items (ns, grp, id, exp, rec) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
+            "INSERT INTO items (ns, grp, id, exp, s, a, o, l, c, u, d, e, t)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) ON CONFLICT DO NOTHING",
         )?
-        .execute(params![ns, group, id, exp, json])?;
+        .execute(params![ns, group, id, r.x, rec.s, r.a, r.o, r.l, r.c, r.u, r.d, r.e, rec.t])?;
     Ok(n == 1)
 }
 
@@ -72,7 +128,7 @@ fn apply_one(
         // first. An id that has a row (live or expired) goes on as below.
         let mut rec = fresh(now);
         take(&mut rec, owner, now, now + *lease_ms as i64, retention_ms);
-        if insert_new(c, ns, group, id, rec.x, &encode(&rec)?)? {
+        if insert_new(c, ns, group, id, &Stored::new(&rec)?)? {
             return Ok(result(Outcome::Done, Some(owner.clone()), rec.to_state(id, now)));
         }
     }
@@ -89,7 +145,7 @@ fn apply_one(
             }
             let mut rec = current.unwrap_or_else(|| fresh(now));
             take(&mut rec, owner, now, now + *lease_ms as i64, retention_ms);
-            save(c, ns, group, id, &rec)?;
+            save(c, ns, group, id, &Stored::new(&rec)?)?;
             result(Outcome::Done, Some(owner.clone()), rec.to_state(id, now))
         }
         ItemOp::Complete { owner, keep_ms, .. } | ItemOp::Fail { owner, keep_ms, .. } => {
@@ -105,7 +161,7 @@ fn apply_one(
             };
             let mut rec = current.unwrap_or_else(|| fresh(now));
             finish(&mut rec, status, error, now, *keep_ms);
-            save(c, ns, group, id, &rec)?;
+            save(c, ns, group, id, &Stored::new(&rec)?)?;
             result(Outcome::Done, None, rec.to_state(id, now))
         }
         ItemOp::Unset { .. } => {
@@ -128,25 +184,30 @@ const CHUNK: usize = 1_024;
 /// walk the B-tree forward instead of jumping around it; outcomes stay in the caller's order.
 fn claim_batch(c: &Connection, ns: &str, group: &str, b: BatchClaim<'_>, now: i64) -> Sql<ClaimBatch> {
     let mut batch = Batch::new(b, now)?;
-    let mut order: Vec<usize> = (0..b.ids.len()).collect();
-    order.sort_by(|&i, &j| b.ids[i].cmp(&b.ids[j]));
+    // (id, position) pairs sorted: equal ids keep the caller's order, so a repeat comes after
+    // its first occurrence; the ids sit beside their positions (no indirection while sorting).
+    let mut order: Vec<(&str, usize)> = b.ids.iter().enumerate().map(|(i, id)| (id.as_str(), i)).collect();
+    order.sort_unstable();
     let (mut first, mut repeats) = (Vec::with_capacity(order.len()), Vec::new());
-    for (k, &i) in order.iter().enumerate() {
-        if k > 0 && b.ids[order[k - 1]] == b.ids[i] {
+    for (k, &(id, i)) in order.iter().enumerate() {
+        if k > 0 && order[k - 1].0 == id {
             repeats.push(i);
         } else {
             first.push(i);
         }
     }
     let mut insert = c.prepare_cached(
-        "INSERT INTO items (ns, grp, id, exp, rec) SELECT ?1, ?2, value, ?3, ?4 FROM json_each(?5) WHERE true
+        "INSERT INTO items (ns, grp, id, exp, s, a, o, l, c, u, d, e, t)
+         SELECT ?1, ?2, value, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12 FROM json_each(?13) WHERE true
          ON CONFLICT DO NOTHING",
     )?;
     for chunk in first.chunks(CHUNK) {
         let ids: Vec<&str> = chunk.iter().map(|&i| b.ids[i].as_str()).collect();
         let list = serde_json::to_string(&ids).map_err(|e| Fail::Corrupt(e.to_string()))?;
         c.prepare_cached("SAVEPOINT chunk")?.execute([])?;
-        let inserted = insert.execute(params![ns, group, batch.new_rec.x, batch.new_json, list])?;
+        let (r, s, t) = (&batch.new_rec, batch.new_s, &batch.new_t);
+        let inserted =
+            insert.execute(params![ns, group, r.x, s, r.a, r.o, r.l, r.c, r.u, r.d, r.e, t, list])?;
         if inserted != chunk.len() {
             c.prepare_cached("ROLLBACK TO chunk")?.execute([])?;
         }
@@ -175,7 +236,7 @@ fn claim_each(c: &Connection, ns: &str, group: &str, batch: &mut Batch<'_>, chun
     for &i in chunk {
         if expect_new {
             let id = &batch.claim.ids[i];
-            if insert_new(c, ns, group, id, batch.new_rec.x, &batch.new_json)? {
+            if insert_new(c, ns, group, id, &batch.stored())? {
                 continue;
             }
         }
@@ -190,7 +251,9 @@ struct Batch<'a> {
     now: i64,
     lease_end: i64,
     new_rec: Record,
-    new_json: String,
+    /// The new record's status code and timeline, encoded once.
+    new_s: i64,
+    new_t: String,
     outcomes: Vec<BatchOutcome>,
     attempts: Vec<u32>,
 }
@@ -200,7 +263,7 @@ impl<'a> Batch<'a> {
         let lease_end = now + claim.lease_ms as i64;
         let mut new_rec = fresh(now);
         take(&mut new_rec, claim.owner, now, lease_end, claim.retention_ms);
-        let new_json = encode(&new_rec)?;
+        let Stored { s: new_s, t: new_t, .. } = Stored::new(&new_rec)?;
         let n = claim.ids.len();
         Ok(Batch {
             claim,
@@ -209,8 +272,14 @@ impl<'a> Batch<'a> {
             outcomes: vec![BatchOutcome::Claimed; n],
             attempts: vec![new_rec.a; n],
             new_rec,
-            new_json,
+            new_s,
+            new_t,
         })
+    }
+
+    /// The new record, to bind.
+    fn stored(&self) -> Stored<'_> {
+        Stored { rec: &self.new_rec, s: self.new_s, t: self.new_t.clone() }
     }
 
     /// Reads id number `i` and claims it when the rules allow; true when it had no live
@@ -227,12 +296,12 @@ impl<'a> Batch<'a> {
             }
             Some(mut rec) => {
                 take(&mut rec, b.owner, now, self.lease_end, b.retention_ms);
-                save(c, ns, group, id, &rec)?;
+                save(c, ns, group, id, &Stored::new(&rec)?)?;
                 (BatchOutcome::Claimed, rec.a, false)
             }
             None => {
                 // No live record (none, or one whose retention ran out): the new record.
-                save_json(c, ns, group, id, self.new_rec.x, &self.new_json)?;
+                save(c, ns, group, id, &self.stored())?;
                 (BatchOutcome::Claimed, self.new_rec.a, true)
             }
         };
@@ -243,13 +312,14 @@ impl<'a> Batch<'a> {
 }
 
 fn list(c: &Connection, ns: &str, group: &str, q: ListQuery, now: i64) -> Sql<ItemList> {
-    let mut st = c.prepare_cached("SELECT id, rec FROM items WHERE ns = ?1 AND grp = ?2 AND exp > ?3")?;
-    let rows =
-        st.query_map(params![ns, group, now], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
+    let mut st = c.prepare_cached(
+        "SELECT id, exp, s, a, o, l, c, u, d, e, t FROM items WHERE ns = ?1 AND grp = ?2 AND exp > ?3",
+    )?;
+    let mut rows = st.query(params![ns, group, now])?;
     let mut records = Vec::new();
-    for row in rows {
-        let (id, json) = row?;
-        let rec = decode(&id, &json)?;
+    while let Some(r) = rows.next()? {
+        let id: String = r.get(0)?;
+        let rec = from_row(&id, r, 1)?;
         records.push((id, rec));
     }
     Ok(page(records.iter().map(|(id, r)| (id, r)), now, q))
@@ -257,13 +327,16 @@ fn list(c: &Connection, ns: &str, group: &str, q: ListQuery, now: i64) -> Sql<It
 
 /// Items visited by one sweep for expired ones.
 const SWEEP: usize = 256;
+/// Expired items of one group's stretch deleted one by one, at most; more go in one range walk.
+const POINT_DELETES: usize = 16;
 
 /// Where the sweep for expired items stands in this process: items written since the last
-/// sweep, and the key it stopped after (`None`: at the start of the table).
+/// sweep, and the group it is in with the last id it visited there (`None`: at the start of
+/// the table).
 #[derive(Default)]
 pub(super) struct Sweep {
     debt: usize,
-    after: Option<(String, String, String)>,
+    at: Option<(String, String, String)>,
 }
 
 impl Durable {
@@ -279,32 +352,91 @@ impl Durable {
         sweep.debt += written;
         while sweep.debt >= SWEEP / 2 {
             sweep.debt -= SWEEP / 2;
-            let (ns, grp, id) = sweep.after.clone().unwrap_or_default();
-            // The key after which the next sweep starts: the last one visited by this one.
-            let next: Option<(String, String, String)> = c
-                .prepare_cached(
-                    "SELECT ns, grp, id FROM items WHERE (ns, grp, id) > (?1, ?2, ?3)
-                     ORDER BY ns, grp, id LIMIT 1 OFFSET ?4",
-                )?
-                .query_row(params![ns, grp, id, SWEEP as i64 - 1], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-                .optional()?;
-            // The expired items of that key range, in one walk of it (the range ends at `next`,
-            // or at the end of the table when fewer than SWEEP items are left).
-            match &next {
-                Some((ns2, grp2, id2)) => c
-                    .prepare_cached(
-                        "DELETE FROM items WHERE (ns, grp, id) > (?1, ?2, ?3) AND (ns, grp, id) <= (?4, ?5, ?6)
-                           AND exp <= ?7",
-                    )?
-                    .execute(params![ns, grp, id, ns2, grp2, id2, now])?,
-                None => c
-                    .prepare_cached("DELETE FROM items WHERE (ns, grp, id) > (?1, ?2, ?3) AND exp <= ?4")?
-                    .execute(params![ns, grp, id, now])?,
-            };
-            sweep.after = next;
+            sweep_slice(c, now, &mut sweep.at)?;
         }
         Ok(())
     }
+}
+
+/// One sweep: up to [`SWEEP`] items visited from `at` on, group by group. Within a group the
+/// key range is bounded by plain comparisons (`ns = ? AND grp = ? AND id > ?`), which SQLite
+/// turns into the walk's bounds; a row-value comparison across the whole key is re-checked on
+/// every row visited. The ids and expiry times are read in one walk; the expired ones (rarely
+/// many) are deleted by key, or by one walk of the stretch when there are more.
+fn sweep_slice(c: &Connection, now: i64, at: &mut Option<(String, String, String)>) -> Sql<()> {
+    let mut left = SWEEP;
+    let mut dead: Vec<String> = Vec::new();
+    while left > 0 {
+        let (ns, grp, after) = match at.take() {
+            Some(p) => p,
+            None => match next_group(c, None)? {
+                Some((ns, grp)) => (ns, grp, String::new()),
+                None => return Ok(()),
+            },
+        };
+        // The id the walk stopped at, when it stopped at the limit (ids are read only for that
+        // row and for expired ones: most rows cost the step and their expiry time).
+        let (mut visited, mut stop) = (0, None);
+        {
+            let mut st = c.prepare_cached(
+                "SELECT id, exp FROM items WHERE ns = ?1 AND grp = ?2 AND id > ?3 ORDER BY id LIMIT ?4",
+            )?;
+            let mut rows = st.query(params![ns, grp, after, left as i64])?;
+            while let Some(r) = rows.next()? {
+                visited += 1;
+                let expired = r.get::<_, i64>(1)? <= now;
+                if expired || visited == left {
+                    let id = r.get_ref(0)?.as_str().map_err(|e| Fail::Corrupt(format!("an item id: {e}")))?;
+                    if expired {
+                        dead.push(id.to_string());
+                    }
+                    if visited == left {
+                        stop = Some(id.to_string());
+                    }
+                }
+            }
+        }
+        if dead.len() > POINT_DELETES {
+            // The ids are in key order: one walk up to the last expired one.
+            let upto = dead.last().map(String::as_str).unwrap_or_default();
+            c.prepare_cached(
+                "DELETE FROM items WHERE ns = ?1 AND grp = ?2 AND id > ?3 AND id <= ?4 AND exp <= ?5",
+            )?
+            .execute(params![ns, grp, after, upto, now])?;
+            dead.clear();
+        }
+        for id in dead.drain(..) {
+            c.prepare_cached("DELETE FROM items WHERE ns = ?1 AND grp = ?2 AND id = ?3")?
+                .execute(params![ns, grp, id])?;
+        }
+        if let Some(last) = stop {
+            // Stopped inside the group: the next sweep goes on after the last id visited.
+            *at = Some((ns, grp, last));
+            return Ok(());
+        }
+        left -= visited;
+        // The group ends here: on to the next one (none: the next sweep starts the table over).
+        *at = next_group(c, Some((&ns, &grp)))?.map(|(ns, grp)| (ns, grp, String::new()));
+        if at.is_none() {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+/// The first group (namespace and name) after `after`, or the table's first.
+fn next_group(c: &Connection, after: Option<(&str, &str)>) -> Sql<Option<(String, String)>> {
+    let row = |r: &rusqlite::Row<'_>| Ok((r.get(0)?, r.get(1)?));
+    Ok(match after {
+        Some((ns, grp)) => c
+            .prepare_cached("SELECT ns, grp FROM items WHERE (ns, grp) > (?1, ?2) ORDER BY ns, grp LIMIT 1")?
+            .query_row(params![ns, grp], row)
+            .optional()?,
+        None => c
+            .prepare_cached("SELECT ns, grp FROM items ORDER BY ns, grp LIMIT 1")?
+            .query_row([], row)
+            .optional()?,
+    })
 }
 
 impl TrackerBackend for Durable {
@@ -337,5 +469,76 @@ impl TrackerBackend for Durable {
     }
     fn list<'a>(&'a self, group: &'a str, query: ListQuery, _retention_ms: u64) -> BoxFuture<'a, ItemList> {
         self.read_tx(move |c, ns, now| list(c, ns, group, query, now))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{sweep_slice, POINT_DELETES, SWEEP};
+    use rusqlite::{params, Connection};
+
+    type At = Option<(String, String, String)>;
+
+    fn sweep(c: &Connection, now: i64, at: &mut At) {
+        match sweep_slice(c, now, at) {
+            Ok(()) => {}
+            Err(super::Fail::Db(e)) => panic!("sweep failed: {e}"),
+            Err(_) => panic!("sweep failed"),
+        }
+    }
+
+    fn count(c: &Connection, sql: &str) -> usize {
+        c.query_row(sql, [], |r| r.get::<_, i64>(0)).unwrap() as usize
+    }
+
+    /// A sweep visits at most SWEEP items, from group to group and namespace to namespace,
+    /// deletes the expired ones of what it visited (one by one, or by a range walk when there
+    /// are many) and nothing live; sweeps go on where the last stopped until every expired item
+    /// is gone, then start the table over.
+    #[test]
+    fn a_sweep_visits_a_bounded_stretch_and_deletes_only_expired_items() {
+        let dir =
+            std::env::temp_dir().join(format!("fg-sweep-{}-{}", std::process::id(), rand::random::<u32>()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let c = super::super::schema::open(&dir.join("s.db")).unwrap();
+        let now = 1_000_000;
+        // (namespace, group, items, expired): a range delete (100), a group of live items, a group
+        // longer than a sweep, and a few expired items in another namespace (point deletes).
+        let groups = [
+            ("a:", "g1", 100, true),
+            ("a:", "g2", 50, false),
+            ("a:", "g3", 300, true),
+            ("b:", "g1", 10, true),
+        ];
+        const { assert!(10 <= POINT_DELETES && 100 > POINT_DELETES) };
+        for (ns, grp, n, expired) in groups {
+            for i in 0..n {
+                let exp = if expired { now - 1 } else { now + 1 };
+                c.execute(
+                    "INSERT INTO items (ns, grp, id, exp, s, a, l, c, u, d, t) VALUES (?1, ?2, ?3, ?4, 0, 0, 0, 0, 0, 0, '[]')",
+                    params![ns, grp, format!("{i:04}"), exp],
+                )
+                .unwrap();
+            }
+        }
+        let mut at = None;
+        sweep(&c, now, &mut at);
+        // The first SWEEP items in key order: all of a:g1 and a:g2, then the start of a:g3.
+        let into_g3 = SWEEP - 150;
+        assert_eq!(count(&c, "SELECT count(*) FROM items WHERE exp < 1000000"), 300 - into_g3 + 10);
+        assert_eq!(at, Some(("a:".into(), "g3".into(), format!("{:04}", into_g3 - 1))));
+        let mut sweeps = 1;
+        while count(&c, "SELECT count(*) FROM items WHERE exp < 1000000") > 0 {
+            sweep(&c, now, &mut at);
+            sweeps += 1;
+            assert!(sweeps <= 3, "the expired items take at most 3 sweeps");
+        }
+        assert_eq!(count(&c, "SELECT count(*) FROM items"), 50, "the live items are kept");
+        // The table's end was reached: the next sweep starts it over.
+        assert_eq!(at, None);
+        sweep(&c, now, &mut at);
+        assert_eq!(at, None, "a table smaller than a sweep is visited whole");
+        assert_eq!(count(&c, "SELECT count(*) FROM items"), 50);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
