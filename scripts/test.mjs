@@ -114,9 +114,10 @@ try {
     run('cargo test', 'cargo', ['test', '--workspace', '--target', host, '--', '--include-ignored'], env, cargoCounts)
     run('node --test', process.execPath, ['--test', '--test-reporter=tap', '__test__/'], env, nodeCounts)
     // The server's dashboard in Debian's chromium (playwright-core), and the server on a
-    // Sentinel-managed Redis, on the binary cargo test built.
+    // Sentinel-managed Redis and on a Redis Cluster (each suite starts its own), on the binary
+    // cargo test built.
     const serverBin = join(root, 'target', host, 'debug', 'flowguard-server')
-    run('server e2e (dashboard in chromium, Sentinel)', process.execPath, ['--test', '--test-reporter=tap', 'crates/server/e2e/'], { ...env, FLOWGUARD_SERVER_BIN: serverBin }, nodeCounts)
+    run('server e2e (dashboard in chromium, Sentinel, Cluster)', process.execPath, ['--test', '--test-reporter=tap', 'crates/server/e2e/'], { ...env, FLOWGUARD_SERVER_BIN: serverBin }, nodeCounts)
     // The core suites again on a real Redis Cluster (3 primaries, 3 replicas on loopback).
     const { startCluster } = await import('../__test__/redis-cluster.mjs')
     const cluster = await startCluster().catch((e) => {

@@ -11,6 +11,7 @@ import { join } from 'node:path'
 import { haveRedis } from '../../../__test__/redis-server.mjs'
 import { startSentinelSet } from '../../../__test__/redis-sentinel.mjs'
 import { freePort, refusedStart, startServer, stopServer } from './server-process.mjs'
+import { callers, ok, poster } from './http-callers.mjs'
 
 const skip = !haveRedis && 'redis-server is not installed'
 const TOKEN = 'sentinel-test-token-0123456789'
@@ -61,21 +62,10 @@ after(async () => {
 })
 
 /** POST to the server; `{ status, body }`. */
-async function post(path, body) {
-  const res = await fetch(server.base + path, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
-    body: JSON.stringify(body),
-  })
-  return { status: res.status, body: await res.json() }
-}
+const post = (path, body) => poster(server.base, TOKEN)(path, body)
 
 /** A lock acquire + release and a tracker claim + complete of `id`; throws a failed call's answer. */
 async function lockAndTrack(lock, id) {
-  const ok = (r, what) => {
-    if (r.status !== 200) throw Object.assign(new Error(`${what}: ${r.status} ${JSON.stringify(r.body)}`), { answer: r })
-    return r.body
-  }
   const l = ok(await post('/v1/lock/acquire', { name: lock, timeoutMs: 5000 }), 'lock/acquire')
   ok(await post('/v1/lock/release', { name: lock, owner: l.owner }), 'lock/release')
   const c = ok(await post('/v1/tracker/claim', { group: 'g', id }), 'tracker/claim')
@@ -93,26 +83,9 @@ test('lock and tracker calls over HTTP reach the primary the sentinels name', { 
 test('HTTP calls go on through SENTINEL FAILOVER: nothing acknowledged lost', { skip, timeout: 60_000 }, async () => {
   const WORKERS = 4
   const acked = []
-  const codes = {}
-  const outages = []
-  let stop = false
-  const workers = Array.from({ length: WORKERS }, async (_, w) => {
-    let failingSince = null
-    for (let i = 0; !stop; i++) {
-      try {
-        await lockAndTrack(`L${w}`, `w${w}-${i}`)
-        acked.push(`w${w}-${i}`)
-        if (failingSince !== null) outages.push([failingSince, Date.now()])
-        failingSince = null
-      } catch (e) {
-        const code = e.answer?.body?.code
-        assert.ok(['ERR_REDIS_UNAVAILABLE', 'ERR_TIMEOUT'].includes(code), e.message)
-        codes[code] = (codes[code] ?? 0) + 1
-        failingSince ??= Date.now()
-        await sleep(10)
-      }
-    }
-    if (failingSince !== null) outages.push([failingSince, Date.now()])
+  const clients = callers(WORKERS, async (w, i) => {
+    await lockAndTrack(`L${w}`, `w${w}-${i}`)
+    acked.push(`w${w}-${i}`)
   })
   await sleep(500)
   const before = acked.length
@@ -121,9 +94,7 @@ test('HTTP calls go on through SENTINEL FAILOVER: nothing acknowledged lost', { 
   const second = await set.failover()
   const switched = Date.now() - t0
   await sleep(1500)
-  stop = true
-  await Promise.all(workers)
-  const longest = Math.max(0, ...outages.map(([s, e]) => e - s))
+  const { codes, longest } = await clients.stop()
   console.log(`# server on sentinels: new primary named after ${switched} ms; failures ${JSON.stringify(codes)}; ` +
     `longest run of failing calls ${longest} ms; acknowledged ${acked.length} (${acked.length - before} after the failover began)`)
   assert.notEqual(second, first)

@@ -3,11 +3,12 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use clap::Parser;
+use clap::{ArgGroup, Parser};
 use flowguard_core::backend::durable::Durability;
 use flowguard_core::OpenOptions;
 
 use crate::app::Limits;
+use crate::cluster::{self, ClusterFlags};
 use crate::sentinel::{self, Secret, SentinelFlags};
 
 /// The shortest token accepted: a guessable token is no protection.
@@ -17,6 +18,8 @@ pub const MIN_TOKEN_LEN: usize = 16;
 // No Debug: the token and the Redis URL (which may hold a password) must never be printed.
 #[derive(Parser, Clone)]
 #[command(name = "flowguard-server", version)]
+// A Sentinel-managed Redis or a Redis Cluster (not both): the data nodes' credentials go with either.
+#[command(group(ArgGroup::new("redis_nodes").args(["redis_sentinel_master", "redis_cluster_nodes"])))]
 pub struct Args {
     /// Address to listen on. Without a token only a loopback address is accepted.
     #[arg(long, env = "FLOWGUARD_LISTEN", default_value = "127.0.0.1:8080")]
@@ -39,6 +42,16 @@ pub struct Args {
         requires = "redis_sentinel_master"
     )]
     pub redis_sentinel_nodes: Option<String>,
+    /// Redis Cluster: seed nodes, comma-separated (any nodes of the cluster, primaries or replicas):
+    /// host:port, or redis[s]://[user:password@]host:port (rediss:// for TLS); instead of --redis-url.
+    #[arg(
+        long,
+        env = "FLOWGUARD_REDIS_CLUSTER_NODES",
+        hide_env_values = true,
+        value_name = "HOST:PORT,…",
+        conflicts_with_all = ["redis_url", "path"]
+    )]
+    pub redis_cluster_nodes: Option<String>,
     /// ACL user of the sentinels themselves (host:port entries).
     #[arg(long, env = "FLOWGUARD_REDIS_SENTINEL_USERNAME", requires = "redis_sentinel_master")]
     pub redis_sentinel_username: Option<String>,
@@ -54,20 +67,22 @@ pub struct Args {
     /// A file holding the sentinels' password (a trailing line break is ignored).
     #[arg(long, env = "FLOWGUARD_REDIS_SENTINEL_PASSWORD_FILE", requires = "redis_sentinel_master")]
     pub redis_sentinel_password_file: Option<std::path::PathBuf>,
-    /// With --redis-sentinel-master: ACL user of the data nodes (with --redis-url: in the URL).
-    #[arg(long, env = "FLOWGUARD_REDIS_USERNAME", requires = "redis_sentinel_master")]
+    /// With --redis-sentinel-master or --redis-cluster-nodes: ACL user of the data nodes (with
+    /// --redis-url: in the URL).
+    #[arg(long, env = "FLOWGUARD_REDIS_USERNAME", requires = "redis_nodes")]
     pub redis_username: Option<String>,
-    /// With --redis-sentinel-master: password of the data nodes (with --redis-url: in the URL).
+    /// With --redis-sentinel-master or --redis-cluster-nodes: password of the data nodes (with
+    /// --redis-url: in the URL).
     #[arg(
         long,
         env = "FLOWGUARD_REDIS_PASSWORD",
         hide_env_values = true,
         conflicts_with = "redis_password_file",
-        requires = "redis_sentinel_master"
+        requires = "redis_nodes"
     )]
     pub redis_password: Option<String>,
     /// A file holding the data nodes' password (a trailing line break is ignored).
-    #[arg(long, env = "FLOWGUARD_REDIS_PASSWORD_FILE", requires = "redis_sentinel_master")]
+    #[arg(long, env = "FLOWGUARD_REDIS_PASSWORD_FILE", requires = "redis_nodes")]
     pub redis_password_file: Option<std::path::PathBuf>,
     /// With --redis-sentinel-master: database of the data nodes (with --redis-url: in the URL).
     #[arg(long, env = "FLOWGUARD_REDIS_DB", requires = "redis_sentinel_master")]
@@ -162,6 +177,15 @@ impl Args {
         })
     }
 
+    /// The data nodes' password, from --redis-password or --redis-password-file.
+    fn data_password(&self) -> Secret<'_> {
+        Secret {
+            inline: self.redis_password.as_deref(),
+            file: self.redis_password_file.as_deref(),
+            file_flag: "--redis-password-file",
+        }
+    }
+
     /// The core's options; an `ERR_INVALID_ARGUMENT` naming the flag at fault.
     pub fn open_options(&self) -> flowguard_core::Result<OpenOptions> {
         let sentinel = match (&self.redis_sentinel_master, &self.redis_sentinel_nodes) {
@@ -175,18 +199,21 @@ impl Args {
                     file_flag: "--redis-sentinel-password-file",
                 },
                 username: self.redis_username.as_deref(),
-                password: Secret {
-                    inline: self.redis_password.as_deref(),
-                    file: self.redis_password_file.as_deref(),
-                    file_flag: "--redis-password-file",
-                },
+                password: self.data_password(),
                 db: self.redis_db,
             })?),
             _ => None,
         };
         Ok(OpenOptions {
             url: self.redis_url.clone(),
-            cluster: None,
+            cluster: match &self.redis_cluster_nodes {
+                Some(nodes) => Some(cluster::seeds(&ClusterFlags {
+                    nodes,
+                    username: self.redis_username.as_deref(),
+                    password: self.data_password(),
+                })?),
+                None => None,
+            },
             sentinel,
             prefix: self.prefix.clone(),
             connect_timeout: self.connect_timeout_ms.map(Duration::from_millis),
@@ -241,6 +268,38 @@ mod tests {
             &["--redis-sentinel-master", "m"],
             &["--redis-sentinel-nodes", "s:1"],
             &["--redis-password", "secret-value"],
+        ] {
+            let e = parse(bad).err().expect("refused").to_string();
+            assert!(e.contains("--redis-"), "{e}");
+            assert!(!e.contains("secret-value"), "{e}");
+        }
+    }
+
+    #[test]
+    fn cluster_nodes_give_the_seed_urls_and_conflict_with_the_other_stores() {
+        let a = args(&["--redis-cluster-nodes", "n1:7000,n2:7001", "--redis-password", "pw"]);
+        let o = a.open_options().unwrap();
+        assert_eq!(o.cluster.unwrap(), ["redis://:pw@n1:7000", "redis://:pw@n2:7001"]);
+        assert_eq!((o.url, o.sentinel), (None, None));
+        assert_eq!(args(&[]).open_options().unwrap().cluster, None);
+        let e = args(&["--redis-cluster-nodes", "n1:7000,secret-value"]).open_options().unwrap_err();
+        assert_eq!(e.code, flowguard_core::ErrorCode::InvalidArgument);
+        assert!(e.to_string().contains("--redis-cluster-nodes[1] must be host:port"), "{e}");
+        let parse =
+            |v: &[&str]| Args::try_parse_from(std::iter::once("flowguard-server").chain(v.iter().copied()));
+        for bad in [
+            &["--redis-cluster-nodes", "n:1", "--redis-url", "redis://h"][..],
+            &["--redis-cluster-nodes", "n:1", "--path", "x.db"],
+            &[
+                "--redis-cluster-nodes",
+                "n:1",
+                "--redis-sentinel-master",
+                "m",
+                "--redis-sentinel-nodes",
+                "s:1",
+            ],
+            &["--redis-cluster-nodes", "n:1", "--redis-db", "1"],
+            &["--redis-username", "u"],
         ] {
             let e = parse(bad).err().expect("refused").to_string();
             assert!(e.contains("--redis-"), "{e}");

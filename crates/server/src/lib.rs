@@ -5,11 +5,13 @@
 pub mod app;
 pub mod auth;
 pub mod body;
+pub mod cluster;
 pub mod config;
 pub mod dashboard;
 pub mod error;
 pub mod gauges;
 pub mod metrics;
+pub mod node_entry;
 pub mod ops;
 pub mod routes;
 pub mod sentinel;

@@ -2,11 +2,12 @@
 //! `--redis-db`) turned into the core's [`SentinelOptions`], checked with errors that name the
 //! flag at fault. Passwords come from the environment, a flag or a file, and are never printed.
 
-use std::path::Path;
-
 use flowguard_core::backend::redis::SentinelOptions;
 use flowguard_core::error::{FieldPath, Segment};
 use flowguard_core::{Error, Result};
+
+pub use crate::node_entry::Secret;
+use crate::node_entry::{host_port_url, printable};
 
 /// The flag holding each field of the core's `sentinel` options.
 fn flag(field: &str) -> &'static str {
@@ -32,32 +33,6 @@ pub struct SentinelFlags<'a> {
     pub username: Option<&'a str>,
     pub password: Secret<'a>,
     pub db: Option<i64>,
-}
-
-/// A password given inline (flag or environment) or in a file named by `file_flag`.
-pub struct Secret<'a> {
-    pub inline: Option<&'a str>,
-    pub file: Option<&'a Path>,
-    pub file_flag: &'static str,
-}
-
-impl Secret<'_> {
-    /// The password; from a file, without its trailing line break (a Docker secret's file).
-    fn read(&self) -> Result<Option<String>> {
-        match (self.inline, self.file) {
-            (Some(p), _) => Ok(Some(p.to_string())),
-            (None, Some(path)) => {
-                let text = std::fs::read_to_string(path).map_err(|e| {
-                    Error::invalid_at(
-                        FieldPath::new(self.file_flag),
-                        format!("cannot read {}: {e}", path.display()),
-                    )
-                })?;
-                Ok(Some(text.trim_end_matches(['\r', '\n']).to_string()))
-            }
-            (None, None) => Ok(None),
-        }
-    }
 }
 
 /// The checked sentinel options; an `ERR_INVALID_ARGUMENT` naming the flag otherwise (its value
@@ -101,35 +76,6 @@ pub fn options(f: &SentinelFlags<'_>) -> Result<SentinelOptions> {
     Ok(opts)
 }
 
-/// `redis://[user:password@]host:port` of a `host:port` entry (an IPv6 host in brackets); None
-/// when it is not one.
-fn host_port_url(entry: &str, user: Option<&str>, password: Option<&str>) -> Option<String> {
-    let (host, port) = entry.rsplit_once(':')?;
-    port.parse::<u16>().ok().filter(|p| *p > 0)?;
-    let bare = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
-    if bare.is_empty() || bare.contains(['/', '@', '[', ']', ' ']) || (host == bare && bare.contains(':')) {
-        return None;
-    }
-    let enc =
-        |s: &str| percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string();
-    let auth = match (user, password) {
-        (None, None) => String::new(),
-        (u, p) => {
-            format!("{}{}@", enc(u.unwrap_or("")), p.map(|p| format!(":{}", enc(p))).unwrap_or_default())
-        }
-    };
-    Some(format!("redis://{auth}{host}:{port}"))
-}
-
-/// An entry as it may be echoed: one that could hold a password (`user:password@…`) is not.
-fn printable(entry: &str) -> &str {
-    if entry.contains('@') {
-        "(not shown: it holds credentials)"
-    } else {
-        entry
-    }
-}
-
 /// The core's error about its `sentinel` options, its path written in flags.
 fn in_flags(mut e: Error) -> Error {
     let Some(path) = &e.field else { return e };
@@ -148,6 +94,7 @@ fn in_flags(mut e: Error) -> Error {
 mod tests {
     use super::*;
     use flowguard_core::ErrorCode;
+    use std::path::Path;
 
     fn none() -> Secret<'static> {
         Secret { inline: None, file: None, file_flag: "--redis-password-file" }
