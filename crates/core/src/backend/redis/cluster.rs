@@ -70,7 +70,12 @@ pub(super) async fn connect(urls: &[String], config: &Config) -> Result<Shared> 
         infos.push(info);
     }
     let (display, secret) = describe(urls);
-    let target = Target { display, secrets: secret, command_timeout_ms: config.command_timeout_ms };
+    let target = Target {
+        display,
+        secrets: secret,
+        command_timeout_ms: config.command_timeout_ms,
+        follows_failover: true,
+    };
     let command_timeout = Duration::from_millis(config.command_timeout_ms);
     let client = ClusterClientBuilder::new(infos)
         .connection_timeout(Duration::from_millis(config.connect_timeout_ms))

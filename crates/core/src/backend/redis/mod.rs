@@ -151,6 +151,9 @@ pub struct Target {
     /// The passwords to scrub from messages.
     secrets: Vec<String>,
     pub command_timeout_ms: u64,
+    /// A Cluster or Sentinel client: it follows failovers, so the errors a failover answers
+    /// with for a moment are passing, not the server's final word.
+    pub follows_failover: bool,
 }
 
 impl Target {
@@ -355,7 +358,12 @@ async fn connect(url: &str, config: &Config) -> Result<Shared> {
         config.connect_timeout_ms,
         config.command_timeout_ms,
     );
-    let target = Target { display, secrets: secret, command_timeout_ms: config.command_timeout_ms };
+    let target = Target {
+        display,
+        secrets: secret,
+        command_timeout_ms: config.command_timeout_ms,
+        follows_failover: false,
+    };
     let mcfg = ConnectionManagerConfig::new()
         .set_connection_timeout(Some(Duration::from_millis(config.connect_timeout_ms)))
         .set_response_timeout(Some(Duration::from_millis(config.command_timeout_ms)))
@@ -448,6 +456,19 @@ pub(crate) fn map_error(target: &Target, e: RedisError) -> Error {
             format!("cannot reach Redis at {}: {detail}", target.display),
         );
     }
+    // A failover or resharding in progress: a slot without a reachable primary for a moment
+    // (CLUSTERDOWN, MASTERDOWN, TRYAGAIN), a node still loading its data, or, for a client that
+    // follows failovers, a demoted primary (READONLY) or redirections followed as far as the
+    // cluster client's retries go. A later call may succeed: unavailable, not an error of the call.
+    let passing = matches!(code, "CLUSTERDOWN" | "MASTERDOWN" | "TRYAGAIN" | "LOADING")
+        || e.kind() == redis::ErrorKind::ClusterConnectionNotFound
+        || (target.follows_failover && matches!(code, "READONLY" | "MOVED" | "ASK"));
+    if passing {
+        return Error::new(
+            ErrorCode::RedisUnavailable,
+            format!("Redis at {} is changing hands (failover or resharding): {detail}", target.display),
+        );
+    }
     // One node of a cluster, opened by `url`, redirects the keys of the slots it does not own.
     if code == "MOVED" || code == "ASK" {
         return Error::new(
@@ -516,5 +537,55 @@ pub(crate) fn opt_str(v: &redis::Value) -> Result<Option<String>> {
         redis::Value::SimpleString(s) => Ok(Some(s.clone())),
         redis::Value::Int(i) => Ok(Some(i.to_string())),
         _ => Err(Error::internal(format!("script replied with {v:?} where a string was expected"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server_error(reply: &str) -> RedisError {
+        match redis::parse_redis_value(format!("-{reply}\r\n").as_bytes()) {
+            Ok(redis::Value::ServerError(e)) => e.into(),
+            other => panic!("not a server error: {other:?}"),
+        }
+    }
+
+    fn target(follows_failover: bool) -> Target {
+        Target {
+            display: "127.0.0.1:7000".into(),
+            secrets: vec![],
+            command_timeout_ms: 1000,
+            follows_failover,
+        }
+    }
+
+    #[test]
+    fn a_failover_in_progress_is_unavailable_not_an_error_of_the_call() {
+        for reply in [
+            "CLUSTERDOWN The cluster is down",
+            "MASTERDOWN Link with MASTER is down",
+            "TRYAGAIN Multiple keys request during rehashing of slot",
+            "LOADING Redis is loading the dataset in memory",
+        ] {
+            for follows in [false, true] {
+                let e = map_error(&target(follows), server_error(reply));
+                assert_eq!(e.code, ErrorCode::RedisUnavailable, "{reply}: {e:?}");
+            }
+        }
+        // A cluster or Sentinel client meets a demoted primary or runs out of redirections for a
+        // moment while the slot map changes; a client opened on one node's `url` is misconfigured.
+        for reply in [
+            "MOVED 9181 127.0.0.1:7002",
+            "ASK 9181 127.0.0.1:7002",
+            "READONLY You can't write against a read only replica.",
+        ] {
+            let e = map_error(&target(true), server_error(reply));
+            assert_eq!(e.code, ErrorCode::RedisUnavailable, "{reply}: {e:?}");
+            let e = map_error(&target(false), server_error(reply));
+            assert_eq!(e.code, ErrorCode::Redis, "{reply}: {e:?}");
+        }
+        let e = map_error(&target(false), server_error("MOVED 9181 127.0.0.1:7002"));
+        assert!(e.message.contains("`cluster: [<node URLs>]`"), "{}", e.message);
     }
 }

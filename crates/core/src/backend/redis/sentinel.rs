@@ -484,7 +484,8 @@ async fn watch(sentinel: redis::Client, state: Weak<State>, connect_timeout: Dur
 pub(super) async fn connect(opts: &SentinelOptions, config: &Config) -> Result<Shared> {
     opts.check()?;
     let (display, secrets) = describe(opts);
-    let target = Target { display, secrets, command_timeout_ms: config.command_timeout_ms };
+    let target =
+        Target { display, secrets, command_timeout_ms: config.command_timeout_ms, follows_failover: true };
     let connect_timeout = Duration::from_millis(config.connect_timeout_ms);
     let command_timeout = Duration::from_millis(config.command_timeout_ms);
     let mut redis_settings = redis::RedisConnectionInfo::default().set_db(opts.db.unwrap_or(0));
