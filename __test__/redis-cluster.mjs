@@ -11,10 +11,14 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 /** Runs redis-cli against 127.0.0.1:port; its trimmed output. */
 export const cli = cliWith()
 
-/** `cli` authenticating with `password` (given in the environment, never on the command line). */
-export function cliWith(password) {
+/**
+ * `cli` authenticating with `password` (given in the environment, never on the command line), over
+ * TLS trusting the CA file `tlsCa` when given.
+ */
+export function cliWith(password, tlsCa) {
   const env = password ? { ...process.env, REDISCLI_AUTH: password } : process.env
-  return (port, ...args) => (spawnSync('redis-cli', ['-p', String(port), ...args], { encoding: 'utf8', env }).stdout || '').trim()
+  const tls = tlsCa ? ['--tls', '--cacert', tlsCa] : []
+  return (port, ...args) => (spawnSync('redis-cli', [...tls, '-p', String(port), ...args], { encoding: 'utf8', env }).stdout || '').trim()
 }
 
 /** Fields of `CLUSTER INFO` / `INFO` output as an object. */
@@ -25,10 +29,16 @@ export function infoFields(text) {
 /**
  * Starts the cluster: resolves to { urls, nodes: [{ port, proc }], stop() } once every node
  * reports cluster_state:ok. `nodeTimeoutMs` is cluster-node-timeout (how soon a dead primary is
- * failed over).
+ * failed over). `tls` ({ ca, cert, key } files, see tls-certs.mjs): clients, the cluster bus and
+ * replication over TLS only (the urls are rediss://).
  */
-export async function startCluster({ masters = 3, replicas = 1, nodeTimeoutMs = 1000 } = {}) {
+export async function startCluster({ masters = 3, replicas = 1, nodeTimeoutMs = 1000, tls } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'fg-cluster-'))
+  const cli = cliWith(undefined, tls?.ca)
+  const listen = (port) => tls
+    ? ['--port', '0', '--tls-port', String(port), '--tls-cluster', 'yes', '--tls-replication', 'yes',
+        '--tls-cert-file', tls.cert, '--tls-key-file', tls.key, '--tls-ca-cert-file', tls.ca, '--tls-auth-clients', 'no']
+    : ['--port', String(port)]
   const nodes = []
   const stop = () => {
     for (const n of nodes) if (n.proc.exitCode === null && n.proc.signalCode === null) n.proc.kill('SIGKILL')
@@ -38,14 +48,14 @@ export async function startCluster({ masters = 3, replicas = 1, nodeTimeoutMs = 
     for (let i = 0; i < masters * (1 + replicas); i++) {
       const port = await freePort()
       const proc = spawn('redis-server', [
-        '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir,
+        ...listen(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir,
         '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`,
         '--cluster-node-timeout', String(nodeTimeoutMs),
       ], { stdio: 'ignore' })
       nodes.push({ port, proc })
       if (!(await waitForPort(port))) throw new Error(`cluster node on port ${port} did not start`)
     }
-    const create = spawnSync('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', String(replicas), '--cluster-yes'], { encoding: 'utf8' })
+    const create = spawnSync('redis-cli', [...(tls ? ['--tls', '--cacert', tls.ca] : []), '--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', String(replicas), '--cluster-yes'], { encoding: 'utf8' })
     if (create.status !== 0) throw new Error(`redis-cli --cluster create failed: ${create.stdout}${create.stderr}`)
     for (let i = 0; ; i++) {
       if (nodes.every((n) => infoFields(cli(n.port, 'CLUSTER', 'INFO')).cluster_state === 'ok')) break
@@ -63,5 +73,5 @@ export async function startCluster({ masters = 3, replicas = 1, nodeTimeoutMs = 
     stop()
     throw e
   }
-  return { urls: nodes.map((n) => `redis://127.0.0.1:${n.port}`), nodes, stop }
+  return { urls: nodes.map((n) => `${tls ? 'rediss' : 'redis'}://127.0.0.1:${n.port}`), nodes, stop }
 }

@@ -3,27 +3,17 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawn, spawnSync } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import net from 'node:net'
 import { sleep } from './backends.mjs'
 import { freePort } from './redis-server.mjs'
+import { makeCerts } from './tls-certs.mjs'
 
 const have = (cmd, args) => spawnSync(cmd, args).status === 0
 const ready = have('redis-server', ['--version']) && have('openssl', ['version'])
 if (process.env.CI === 'true' && !ready) throw new Error('CI=true but redis-server or openssl is missing')
-
-function makeCerts(dir) {
-  const sh = (args) => {
-    const r = spawnSync('openssl', args, { cwd: dir, encoding: 'utf8' })
-    if (r.status !== 0) throw new Error(`openssl ${args[0]} failed: ${r.stderr}`)
-  }
-  sh(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', '/CN=flowguard test CA', '-keyout', 'ca.key', '-out', 'ca.pem'])
-  sh(['req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=localhost', '-keyout', 'server.key', '-out', 'server.csr'])
-  writeFileSync(join(dir, 'ext.cnf'), 'subjectAltName=DNS:localhost,IP:127.0.0.1\n')
-  sh(['x509', '-req', '-in', 'server.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '2', '-extfile', 'ext.cnf', '-out', 'server.pem'])
-}
 
 // Runs one call in a child process (SSL_CERT_FILE is read once per process).
 // certFile 'system': the system's certificate store, which does not hold the test's CA.
