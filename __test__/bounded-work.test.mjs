@@ -114,51 +114,88 @@ for (const b of backends()) {
   }
 }
 
-test('redis: a semaphore fence counter lives 30 days past the longest lease, never shortened by a shorter one', { skip: !redisUrl && 'REDIS_URL not set' }, async () => {
-  const prefix = `bounded:${process.pid}:${Date.now()}:s:`
+// A fence counter on Redis is made from the clock (microseconds) with a 30-day lifetime, once;
+// later acquisitions only increment it, whatever their lease. When it is gone (expired: deleted
+// here), the next one is made from the clock again, past every fence of the old one.
+const keep = 30 * 86_400_000
+const micros = () => Date.now() * 1000
+
+test('redis: a lock fence counter is made from the clock with a 30-day lifetime, set once; after it expires the next fence is larger', { skip: !redisUrl && 'REDIS_URL not set' }, async () => {
+  const prefix = `bounded:${process.pid}:${Date.now()}:l:`
   const fg = await Flowguard.open({ url: redisUrl, prefix })
   const r = await connect(redisUrl)
   try {
-    const keep = 30 * 86_400_000
-    const a = await fg.acquirePermit('api', { permits: 2, timeoutMs: 60_000 })
+    const t0 = micros()
+    const a = await fg.acquireLock('job', { timeoutMs: 60_000 })
     assert.equal(a.acquired, true)
+    // From the Redis clock (same machine): within a few seconds of ours.
+    assert.ok(Math.abs(a.fence - t0) < 5e6, `fence ${a.fence} vs clock ${t0}`)
     const fence = (await keysUnder(r, prefix)).find((k) => k.endsWith(':fence'))
-    assert.ok(fence, 'the fence counter key')
+    assert.ok(fence)
     const ttl = await r.call('PTTL', fence)
-    assert.ok(ttl > keep + 50_000 && ttl <= keep + 60_000, `fence TTL ${ttl}`)
-    // A second holder with a shorter lease: the counter keeps the longer lifetime.
-    const b = await fg.acquirePermit('api', { permits: 2, timeoutMs: 1000 })
+    assert.ok(ttl > keep - 60_000 && ttl <= keep, `fence TTL ${ttl}`)
+    await fg.releaseLock('job', a.owner)
+    await sleep(20)
+    const b = await fg.acquireLock('job', { timeoutMs: 1000 })
     assert.equal(b.fence, a.fence + 1)
+    // The lifetime is the one given when the counter was made: no write per acquisition.
     const ttl2 = await r.call('PTTL', fence)
-    assert.ok(ttl2 > keep + 50_000, `fence TTL after a shorter lease ${ttl2}`)
-    await fg.releasePermit('api', a.owner)
-    await fg.releasePermit('api', b.owner)
+    assert.ok(ttl2 < ttl && ttl2 > ttl - 60_000, `fence TTL after a second acquisition ${ttl2} (first ${ttl})`)
+    // A busy attempt leaves the counter as it was.
+    const busy = await fg.acquireLock('job', { timeoutMs: 1000 })
+    assert.equal(busy.acquired, false)
+    assert.equal(busy.fence, b.fence)
+    assert.equal(await r.call('GET', fence), String(b.fence))
+    // Counter gone while the lock is held: a busy attempt does not make it again.
+    await r.call('DEL', fence)
+    assert.equal((await fg.acquireLock('job')).acquired, false)
+    assert.equal(await r.call('EXISTS', fence), 0)
+    await fg.releaseLock('job', b.owner)
+    // The counter expires (its lifetime, cut short here): the next fence is still larger.
+    const c = await fg.acquireLock('job', { timeoutMs: 1000 })
+    assert.ok(c.fence > b.fence, `${c.fence} > ${b.fence}`)
+    await r.call('PEXPIRE', fence, 1)
+    await sleep(20)
+    await fg.releaseLock('job', c.owner)
+    const d = await fg.acquireLock('job', { timeoutMs: 1000 })
+    assert.ok(d.fence > c.fence, `${d.fence} > ${c.fence}`)
+    assert.equal((await fg.getLock('job')).fence, d.fence)
+    assert.ok((await r.call('PTTL', fence)) > keep - 60_000)
+    await fg.releaseLock('job', d.owner)
+    assert.equal((await fg.getLock('job')).fence, d.fence)
   } finally {
     r.close()
   }
 })
 
-test('redis: a lock fence counter lives 30 days past the lease, refreshed on acquire', { skip: !redisUrl && 'REDIS_URL not set' }, async () => {
-  const prefix = `bounded:${process.pid}:${Date.now()}:l:`
+test('redis: a semaphore fence counter is made like a lock\'s; after it expires the next fence is larger', { skip: !redisUrl && 'REDIS_URL not set' }, async () => {
+  const prefix = `bounded:${process.pid}:${Date.now()}:s:`
   const fg = await Flowguard.open({ url: redisUrl, prefix })
   const r = await connect(redisUrl)
   try {
-    const a = await fg.acquireLock('job', { timeoutMs: 60_000 })
+    const t0 = micros()
+    const a = await fg.acquirePermit('api', { permits: 2, timeoutMs: 60_000 })
     assert.equal(a.acquired, true)
+    assert.ok(Math.abs(a.fence - t0) < 5e6, `fence ${a.fence} vs clock ${t0}`)
     const fence = (await keysUnder(r, prefix)).find((k) => k.endsWith(':fence'))
-    assert.ok(fence)
-    const keep = 30 * 86_400_000
+    assert.ok(fence, 'the fence counter key')
     const ttl = await r.call('PTTL', fence)
-    assert.ok(ttl > keep && ttl <= keep + 60_000, `fence TTL ${ttl}`)
-    await fg.releaseLock('job', a.owner)
-    const b2 = await fg.acquireLock('job', { timeoutMs: 1000 })
-    assert.equal(b2.fence, a.fence + 1)
+    assert.ok(ttl > keep - 60_000 && ttl <= keep, `fence TTL ${ttl}`)
+    await sleep(20)
+    const b = await fg.acquirePermit('api', { permits: 2, timeoutMs: 1000 })
+    assert.equal(b.fence, a.fence + 1)
     const ttl2 = await r.call('PTTL', fence)
-    assert.ok(ttl2 > keep && ttl2 <= keep + 1000, `fence TTL after a shorter lease ${ttl2}`)
-    // A busy attempt leaves the counter and its TTL as they were.
-    const busy = await fg.acquireLock('job', { timeoutMs: 1000 })
-    assert.equal(busy.acquired, false)
-    assert.equal(await r.call('GET', fence), String(b2.fence))
+    assert.ok(ttl2 < ttl && ttl2 > ttl - 60_000, `fence TTL after a second acquisition ${ttl2} (first ${ttl})`)
+    // Full: the last fence, the counter untouched.
+    assert.equal((await fg.acquirePermit('api', { permits: 2 })).fence, b.fence)
+    await fg.releasePermit('api', a.owner)
+    await r.call('PEXPIRE', fence, 1)
+    await sleep(20)
+    const c = await fg.acquirePermit('api', { permits: 2, timeoutMs: 1000 })
+    assert.ok(c.fence > b.fence, `${c.fence} > ${b.fence}`)
+    assert.equal((await fg.getSemaphore('api')).fence, c.fence)
+    await fg.releasePermit('api', b.owner)
+    await fg.releasePermit('api', c.owner)
   } finally {
     r.close()
   }

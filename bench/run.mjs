@@ -174,9 +174,9 @@ bench('lock-serial', "ioredis running flowguard's scripts", 'pairs/s', async () 
   const key = K(uniq('ls'))
   const s = await loop(N_LOCK_SERIAL, 1, async () => {
     const t = token()
-    const a = await io.evalsha(acqSha, 2, key, `${key}:fence`, t, LEASE, '', LEASE + FENCE_KEEP_MS)
+    const a = await io.evalsha(acqSha, 2, key, `${key}:fence`, `${t}:`, LEASE, '', FENCE_KEEP_MS)
     if (typeof a !== 'number') throw new Error('ioredis (flowguard script) lock not acquired')
-    if ((await io.evalsha(relSha, 1, key, t)) !== 1) throw new Error('ioredis (flowguard script) lock not released')
+    if ((await io.evalsha(relSha, 1, key, `${t}:`)) !== 1) throw new Error('ioredis (flowguard script) lock not released')
   })
   return { ops: N_LOCK_SERIAL, seconds: s }
 })
@@ -218,9 +218,9 @@ bench('lock-64', "ioredis running flowguard's scripts", 'pairs/s', async () => {
   const s = await loop(N_LOCK_PAR, PAR, async (_, w) => {
     const key = `${base}-${w}`
     const t = token()
-    const a = await io.evalsha(acqSha, 2, key, `${key}:fence`, t, LEASE, '', LEASE + FENCE_KEEP_MS)
+    const a = await io.evalsha(acqSha, 2, key, `${key}:fence`, `${t}:`, LEASE, '', FENCE_KEEP_MS)
     if (typeof a !== 'number') throw new Error('ioredis (flowguard script) lock not acquired')
-    if ((await io.evalsha(relSha, 1, key, t)) !== 1) throw new Error('ioredis (flowguard script) lock not released')
+    if ((await io.evalsha(relSha, 1, key, `${t}:`)) !== 1) throw new Error('ioredis (flowguard script) lock not released')
   })
   return { ops: N_LOCK_PAR, seconds: s }
 })

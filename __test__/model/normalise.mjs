@@ -1,5 +1,5 @@
 // What the model test normalises before it compares the two backends' results, and why. Only
-// three things legitimately differ between two correct backends fed the same calls:
+// four things legitimately differ between two correct backends fed the same calls:
 //
 // 1. Owner tokens are random. Each token becomes `O<n>`, n counting the distinct tokens of one
 //    backend in the order its results show them, so "the same token as step 7 returned" still
@@ -20,8 +20,11 @@
 //    with the clock; they become `<=<duration>` for the duration they started from (the
 //    smallest span not below them that they are within the run's age of). `waitedMs` (measured
 //    time spent in acquireLock) becomes `*`.
+// 4. A lock's fencing tokens count from 1 in memory and in the file, from the clock (in
+//    microseconds) on Redis. Each becomes its distance from the first one the name returned,
+//    plus one (0, never taken, stays 0), so 1, 2, 3… still compare exactly.
 //
-// Everything else (statuses, attempts, fences, counts, ids, order, values, error codes and
+// Everything else (statuses, attempts, fence steps, counts, ids, order, values, error codes and
 // messages) is compared exactly. Over several shards, the order of a read's ids among shards
 // follows each shard's own clock reading, so those lists are put in shard order (stable,
 // keeping each shard's own order) by the runner.
@@ -40,6 +43,7 @@ export class Side {
     this.literals = new Map() // absolute time given by the test -> name
     this.tokenNames = new Map()
     this.tokensByStep = new Map() // step id -> tokens its result carried, in order
+    this.firstFence = new Map() // lock name -> the first fencing token a result showed for it
     this.started = Date.now()
   }
 
@@ -94,6 +98,12 @@ export class Side {
     return span === undefined ? `?${ms}ms` : `<=${span}`
   }
 
+  fence(name, f) {
+    if (f === 0) return 0
+    if (!this.firstFence.has(name)) this.firstFence.set(name, f)
+    return f - this.firstFence.get(name) + 1
+  }
+
   token(t, step) {
     if (t === BOGUS_TOKEN) return 'BOGUS'
     if (!this.tokenNames.has(t)) this.tokenNames.set(t, `O${this.tokenNames.size}`)
@@ -121,6 +131,7 @@ export class Side {
     if (typeof v === 'object') {
       const out = {}
       for (const k of Object.keys(v)) out[k] = this.normalise(v[k], step, k)
+      if (typeof v.name === 'string' && typeof v.fence === 'number') out.fence = this.fence(v.name, v.fence)
       return out
     }
     return `$${typeof v}`

@@ -14,9 +14,11 @@ use crate::{token, validate};
 /// Default lease of a lock: 600 s, as the n8n template uses.
 pub const DEFAULT_LOCK_MS: u64 = 600_000;
 
-/// How long a lock name's last fencing token is kept after the lease of its last acquisition, on
-/// every backend: 30 days. Tokens strictly increase for a name used at least once in that time; a
-/// name unused longer starts again at 1 and its counter is given back.
+/// How long a lock name's fence counter is kept: in memory and in the durable file, 30 days after
+/// the lease of its last acquisition (tokens strictly increase for a name used at least once in
+/// that time; a name unused longer starts again at 1 and its counter is given back). On Redis a
+/// counter lives 30 days from when it was made, and the next one starts from the clock, so tokens
+/// keep increasing (see `backend/redis/lock.rs`).
 pub const FENCE_KEEP_MS: u64 = 30 * 86_400_000;
 /// First and largest pause between attempts while waiting for a lock.
 const BACKOFF_START_MS: u64 = 10;

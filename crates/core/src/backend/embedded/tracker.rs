@@ -157,15 +157,7 @@ impl Group {
     /// indexes in step: the expiry index at once, the status index through `pending`.
     fn change(&mut self, id: &str, now: i64, change: impl FnOnce(&mut Record)) {
         let Some((key, e)) = self.items.get_key_value(id) else {
-            let mut rec = fresh(now);
-            change(&mut rec);
-            let key: Id = Arc::from(id);
-            let at = self.expiry.add(rec.x, key.clone());
-            if let Some((k, s)) = slot(&rec) {
-                self.pending[k].push((s, key.clone()));
-            }
-            self.items.insert(key, Entry { rec, at });
-            return;
+            return self.add(id, now, change);
         };
         let key = key.clone();
         let (old_x, old_at, old_slot) = (e.rec.x, e.at, slot(&e.rec));
@@ -187,11 +179,27 @@ impl Group {
         }
     }
 
-    /// Forgets the record of `id` when it expired and a purge slice has not reached it yet.
-    fn expire(&mut self, id: &str, now: i64) {
-        if self.get(id).is_some_and(|r| r.x <= now) {
-            self.remove(id);
+    /// Makes the record of `id`, which has none (see [`Group::change`]).
+    fn add(&mut self, id: &str, now: i64, change: impl FnOnce(&mut Record)) {
+        let mut rec = fresh(now);
+        change(&mut rec);
+        let key: Id = Arc::from(id);
+        let at = self.expiry.add(rec.x, key.clone());
+        if let Some((k, s)) = slot(&rec) {
+            self.pending[k].push((s, key.clone()));
         }
+        self.items.insert(key, Entry { rec, at });
+    }
+
+    /// The status and attempts of the live record of `id`, after forgetting it when it expired
+    /// and a purge slice has not reached it yet (one lookup when it is live or absent).
+    fn live(&mut self, id: &str, now: i64) -> Option<(ItemStatus, u32)> {
+        let (x, status, a) = self.items.get(id).map(|e| (e.rec.x, e.rec.status_at(now), e.rec.a))?;
+        if x <= now {
+            self.remove(id);
+            return None;
+        }
+        Some((status, a))
     }
 
     fn remove(&mut self, id: &str) -> Option<Record> {
@@ -264,7 +272,7 @@ fn push(t: &mut Vec<Transition>, tr: Transition) {
 /// Applies one operation at `now`. The same rules as the Redis script `tracker_apply.lua`.
 fn apply_one(group_name: &str, g: &mut Group, op: &ItemOp, now: i64, retention_ms: u64) -> OpResult {
     let id = op.id();
-    g.expire(id, now);
+    let live = g.live(id, now);
     let result =
         |outcome, owner, item| OpResult { id: id.to_string(), action: op.action(), outcome, owner, item };
     let current = |g: &Group| match g.get(id) {
@@ -273,19 +281,22 @@ fn apply_one(group_name: &str, g: &mut Group, op: &ItemOp, now: i64, retention_m
     };
     match op {
         ItemOp::Claim { owner, lease_ms, reclaim_completed, .. } => {
-            if let Some(r) = g.get(id) {
-                match r.status_at(now) {
-                    ItemStatus::InProgress => {
-                        return result(Outcome::Busy(ItemStatus::InProgress), None, current(g))
-                    }
-                    ItemStatus::Completed if !reclaim_completed => {
-                        return result(Outcome::Busy(ItemStatus::Completed), None, current(g))
-                    }
-                    _ => {}
+            match live {
+                Some((ItemStatus::InProgress, _)) => {
+                    return result(Outcome::Busy(ItemStatus::InProgress), None, current(g))
                 }
+                Some((ItemStatus::Completed, _)) if !reclaim_completed => {
+                    return result(Outcome::Busy(ItemStatus::Completed), None, current(g))
+                }
+                _ => {}
             }
             let lease_end = now + *lease_ms as i64;
-            g.update(id, now, |rec| take(rec, owner, now, lease_end, retention_ms));
+            let claim = |rec: &mut Record| take(rec, owner, now, lease_end, retention_ms);
+            if live.is_some() {
+                g.change(id, now, claim);
+            } else {
+                g.add(id, now, claim);
+            }
             result(Outcome::Done, Some(owner.clone()), current(g))
         }
         ItemOp::Complete { owner, keep_ms, .. } | ItemOp::Fail { owner, keep_ms, .. } => {
@@ -410,25 +421,21 @@ impl TrackerTable {
         let mut outcomes = Vec::with_capacity(c.ids.len());
         let mut attempts = Vec::with_capacity(c.ids.len());
         for id in c.ids {
-            g.expire(id, now);
-            let (outcome, a) = match g.get(id) {
-                Some(r) => match r.status_at(now) {
-                    ItemStatus::InProgress => (BatchOutcome::InProgress, r.a),
-                    ItemStatus::Completed if !c.reclaim_completed => (BatchOutcome::Completed, r.a),
-                    _ => (BatchOutcome::Claimed, 0),
-                },
-                None => (BatchOutcome::Claimed, 0),
+            let take_it = |rec: &mut Record| take(rec, c.owner, now, lease_end, c.retention_ms);
+            let (outcome, a) = match g.live(id, now) {
+                None => {
+                    // A new id: made at once, with no second lookup.
+                    g.add(id, now, take_it);
+                    (BatchOutcome::Claimed, 1)
+                }
+                Some((ItemStatus::InProgress, a)) => (BatchOutcome::InProgress, a),
+                Some((ItemStatus::Completed, a)) if !c.reclaim_completed => (BatchOutcome::Completed, a),
+                Some((_, a)) => {
+                    g.change(id, now, take_it);
+                    (BatchOutcome::Claimed, a + 1)
+                }
             };
-            if outcome == BatchOutcome::Claimed {
-                let mut a = 0;
-                g.change(id, now, |rec| {
-                    take(rec, c.owner, now, lease_end, c.retention_ms);
-                    a = rec.a;
-                });
-                attempts.push(a);
-            } else {
-                attempts.push(a);
-            }
+            attempts.push(a);
             outcomes.push(outcome);
         }
         g.flush();

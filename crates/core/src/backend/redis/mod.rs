@@ -288,7 +288,7 @@ impl RedisStore {
                     Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
                         match fast.send(&eval_cmd("EVAL", lua.source.as_bytes(), keys, args)) {
                             Some(reply) => reply.await,
-                            None => return self.eval_pooled(lua, keys, args).await,
+                            None => return Box::pin(self.eval_pooled(lua, keys, args)).await,
                         }
                     }
                     other => other,
@@ -298,7 +298,9 @@ impl RedisStore {
                     .map_err(|e| map_error(&shared.target, e));
             }
         }
-        self.eval_pooled(lua, keys, args).await
+        // Boxed: redis-rs's call is a large future, and inline it would make every call's
+        // future (allocated per call, also on the endpoint's path) as large.
+        Box::pin(self.eval_pooled(lua, keys, args)).await
     }
 
     async fn eval_pooled<T: redis::FromRedisValue>(

@@ -5,7 +5,7 @@ use redis::Value;
 use super::{int, opt_str, RedisStore};
 use crate::backend::BoxFuture;
 use crate::error::{Error, ErrorCode, Result};
-use crate::lock::{ExtendResult, Refusal, ReleaseResult, FENCE_KEEP_MS};
+use crate::lock::{ExtendResult, Refusal, ReleaseResult};
 use crate::semaphore::{Holder, PermitAttempt, SemaphoreBackend, SemaphoreInfo};
 
 /// A script: the shared head `semaphore_common.lua` followed by the step's own part, run by
@@ -75,13 +75,12 @@ impl SemaphoreBackend for RedisStore {
     ) -> BoxFuture<'a, PermitAttempt> {
         Box::pin(async move {
             let (permits, lease) = (permits.to_string(), lease_ms.to_string());
-            let fence_keep = lease_ms.saturating_add(FENCE_KEEP_MS).to_string();
             let args: [&[u8]; 5] = [
                 owner.as_bytes(),
                 permits.as_bytes(),
                 lease.as_bytes(),
                 label.unwrap_or("").as_bytes(),
-                fence_keep.as_bytes(),
+                super::lock::fence_keep().as_bytes(),
             ];
             let reply: Vec<Value> = self.semaphore_call(acquire_script(), name, &args).await?;
             match reply.as_slice() {

@@ -1,12 +1,11 @@
--- Concurrency Lock: release by the owner only. KEYS[1]: the lock. ARGV[1]: owner.
+-- Concurrency Lock: release by the owner only. KEYS[1]: the lock. ARGV[1]: "<owner>:".
 -- Reply: 1 released | 0 not held | -1 held by another owner | -2 the key holds a value
 -- flowguard did not write (nothing changed).
 local v = redis.pcall('GET', KEYS[1])
 if not v then return 0 end
 -- The usual case first: the caller's own lock. Its owner token is 128 random bits, checked
 -- (token.rs) before the call: no value flowguard did not write starts with it.
-local mine = ARGV[1] .. ':'
-if type(v) == 'string' and string.sub(v, 1, #mine) == mine then
+if type(v) == 'string' and string.sub(v, 1, #ARGV[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
   return 1
 end

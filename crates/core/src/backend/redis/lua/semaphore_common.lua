@@ -1,8 +1,7 @@
 -- Semaphore: KEYS[1] holders (sorted set: owner -> lease end, ms on this server's clock),
--- KEYS[2] holder info (hash: owner -> "<fence>:<label>"), KEYS[3] the fence counter, kept
--- FENCE_KEEP_MS (lock.rs) past the lease of every acquisition, as a lock's: fencing tokens
--- strictly increase for a name used at least once in that time. Holders whose lease ended are
--- dropped first.
+-- KEYS[2] holder info (hash: owner -> "<fence>:<label>"), KEYS[3] the fence counter, made and
+-- kept as a lock's (redis/lock.rs): fencing tokens strictly increase across releases, expiries
+-- and the counter's own expiry. Holders whose lease ended are dropped first.
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local function foreign()
