@@ -17,7 +17,8 @@ local n = (#ARGV - 2) / 5
 -- The bookkeeping and the first operation's record in one read.
 local first = false
 if n > 0 then
-  local r = redis.call('HMGET', KEYS[4], META, ARGV[4])
+  -- The fast path (tracker_apply_fast.lua) may have read them already.
+  local r = pre_read or redis.call('HMGET', KEYS[4], META, ARGV[4])
   read_meta(r[1])
   first = r[2]
 else
