@@ -265,7 +265,7 @@ for (const b of backends()) {
           for (const key of keys) {
             const pttl = await r.call('PTTL', key)
             assert.ok(pttl > 3000000, `${key} PTTL ${pttl}`)
-            // The end mark that keeps an emptied index (see tracker_common.lua END).
+            // The end mark that keeps an emptied index (see tracker_head.lua END).
             if (key !== keys[0]) assert.equal(await r.call('ZSCORE', key, ''), 'inf', key)
           }
           assert.equal(await r.call('ZCARD', keys[1]), 1, 'in progress: only the end mark')
@@ -322,6 +322,60 @@ for (const b of backends()) {
           for (const id of Object.keys(old)) assert.equal((await r.call('HGET', `${head}:r`, id))[0], 'P', id)
           assert.deepEqual(await fg.getItem('old', 'busy'), busy)
           assert.deepEqual((await fg.listItems('old')).counts, { inProgress: 2, abandoned: 0, completed: 1, failed: 0, total: 3 })
+        } finally {
+          r.close()
+        }
+      })
+
+      test('Redis: one claim or completion writes the same on the fast path as on the general one', async () => {
+        // tracker_apply_fast.lua takes one claim of a new id, or one completion or failure of a live
+        // record, when the group's bookkeeping shows nothing else due. Group `fast` keeps its
+        // bookkeeping; in group `slow` it is deleted before every call, so each call goes the
+        // general way (clean-up scan, TTL upkeep). Both must end with the same records, indexes
+        // and key expiry (times compared by their relations, as the two run at different ms).
+        const { connect } = await import('./resp.mjs')
+        const r = await connect(process.env.REDIS_URL)
+        try {
+          const fg = await b.open({ retentionMs: 3600000 })
+          const shape = (s) => ({
+            id: s.id, status: s.status, attempts: s.attempts, lastError: s.lastError,
+            lease: s.leaseExpiresAt === undefined ? undefined : s.leaseExpiresAt - s.updatedAt,
+            keep: s.expiresAt - s.updatedAt, finished: s.finishedAt === undefined ? undefined : s.finishedAt === s.updatedAt,
+            created: s.createdAt <= s.updatedAt,
+            timeline: s.timeline.map((x) => [x.status, x.attempt, x.error, x.at >= s.createdAt && x.at <= s.updatedAt]),
+          })
+          const run = async (g, general) => {
+            const head = `${fg.prefix}{t:${g}}`
+            const call = async (f) => {
+              if (general) await r.call('HDEL', `${head}:r`, '')
+              return shape(await f())
+            }
+            const w = await fg.claim(g, 'w')
+            await fg.complete(g, 'w', { owner: w.owner })
+            const out = []
+            const a = await fg.claim(g, 'a', { timeoutMs: 60000 })
+            if (general) await r.call('HDEL', `${head}:r`, '')
+            out.push(await call(() => fg.claim(g, 'a2', { timeoutMs: 60000 }).then((x) => x.item)))
+            out.push(await call(() => fg.complete(g, 'a', { owner: a.owner })))
+            const c = await fg.claim(g, 'b')
+            out.push(await call(() => fg.fail(g, 'b', 'boom', { owner: c.owner })))
+            await fg.claim(g, 'c')
+            out.push(await call(() => fg.complete(g, 'c')))
+            const again = await fg.claim(g, 'b')
+            out.push(await call(() => fg.complete(g, 'b', { owner: again.owner })))
+            out.push(await call(() => fg.fail(g, 'a2', '', { owner: 'not-the-owner' }).catch((e) => ({ id: e.code, timeline: [] }))))
+            for (const id of ['a', 'a2', 'b', 'c', 'w']) out.push(shape(await fg.getItem(g, id)))
+            for (const k of ['s:in_progress', 's:completed', 's:failed']) {
+              // Sorted: ids written in the same ms may rank either way.
+              out.push([k, (await r.call('ZRANGE', `${head}:${k}`, '0', '-1')).sort()])
+            }
+            for (const k of ['r', 's:in_progress', 's:completed', 's:failed']) {
+              const pttl = await r.call('PTTL', `${head}:${k}`)
+              out.push([k, pttl > 3600000 && pttl < 3 * 3600000])
+            }
+            return out
+          }
+          assert.deepEqual(await run('fast', false), await run('slow', true))
         } finally {
           r.close()
         }

@@ -13,22 +13,29 @@ use crate::tracker::{
     ListFilter, ListQuery, OpResult, Outcome, Record, TrackerBackend, MAX_TIMELINE,
 };
 
-/// A tracker script with `tracker_common.lua` (the group's keys, time, purge) in front, run by
-/// [`RedisStore::eval`] (over the shell's faster connection when it has one).
+/// A tracker script with `tracker_head.lua` (the group's keys, time, record layout) and
+/// `tracker_common.lua` (records, purge, key expiry) in front, run by [`RedisStore::eval`] (over
+/// the shell's faster connection when it has one). `tracker_apply.lua` has its fast path
+/// (`tracker_apply_fast.lua`) between the two.
 macro_rules! group_script {
-    ($name:ident, $file:literal) => {
+    ($name:ident, $($file:literal),+) => {
         fn $name() -> &'static Lua {
             static S: std::sync::OnceLock<Lua> = std::sync::OnceLock::new();
-            const SOURCE: &str =
-                concat!(include_str!("lua/tracker_common.lua"), include_str!(concat!("lua/", $file)));
+            const SOURCE: &str = concat!($(include_str!(concat!("lua/", $file))),+);
             S.get_or_init(|| Lua { script: redis::Script::new(SOURCE), source: SOURCE })
         }
     };
 }
 
-group_script!(apply_script, "tracker_apply.lua");
-group_script!(claim_script, "tracker_claim.lua");
-group_script!(list_script, "tracker_list.lua");
+group_script!(
+    apply_script,
+    "tracker_head.lua",
+    "tracker_apply_fast.lua",
+    "tracker_common.lua",
+    "tracker_apply.lua"
+);
+group_script!(claim_script, "tracker_head.lua", "tracker_common.lua", "tracker_claim.lua");
+group_script!(list_script, "tracker_head.lua", "tracker_common.lua", "tracker_list.lua");
 lua!(read_script, "tracker_read.lua");
 
 /// A script's arguments: borrowed text, or numbers written out.

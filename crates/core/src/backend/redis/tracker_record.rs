@@ -1,5 +1,5 @@
 //! An Item Tracker record as the Redis scripts store it: packed (`struct.pack` in
-//! `lua/tracker_common.lua`, which documents the layout), or JSON as versions before the packed
+//! `lua/tracker_head.lua`, which documents the layout), or JSON as versions before the packed
 //! form wrote it. Both are read; the scripts write every record they change back packed.
 
 use std::borrow::Cow;
@@ -87,7 +87,7 @@ impl<'a> Packed<'a> {
 mod tests {
     use super::*;
 
-    /// Packs a record as the scripts do (the layout of `lua/tracker_common.lua`).
+    /// Packs a record as the scripts do (the layout of `lua/tracker_head.lua`).
     fn pack(r: &Record) -> Vec<u8> {
         let code = |s: &str| match s {
             "in_progress" => b'p',

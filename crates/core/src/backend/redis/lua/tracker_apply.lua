@@ -17,7 +17,8 @@ local n = (#ARGV - 2) / 5
 -- The bookkeeping and the first operation's record in one read.
 local first = false
 if n > 0 then
-  local r = redis.call('HMGET', KEYS[4], META, ARGV[4])
+  -- The fast path (tracker_apply_fast.lua) may have read them already.
+  local r = pre_read or redis.call('HMGET', KEYS[4], META, ARGV[4])
   read_meta(r[1])
   first = r[2]
 else
@@ -26,7 +27,7 @@ end
 purge(retention, math.max(100, 2 * n))
 
 -- Moves `id` to index `which` (0: none) from `was` (see decode: 0 none, -1 any).
-local written = {}
+local w1, w2, w3 = false, false, false
 local function index(which, was, id, score)
   if was ~= 0 then
     for k = 1, 3 do
@@ -37,7 +38,9 @@ local function index(which, was, id, score)
     -- The end mark was added too (see END): a new index, or one whose ids we cannot know (an
     -- expired record may have left its id in it) gets the group's expiry.
     local added = redis.call('ZADD', KEYS[which], score, id, 'inf', END)
-    if was < 0 or added > (was == which and 0 or 1) then written[which] = true end
+    if was < 0 or added > (was == which and 0 or 1) then
+      if which == 1 then w1 = true elseif which == 2 then w2 = true else w3 = true end
+    end
     bound(which, score)
   end
 end
@@ -78,21 +81,21 @@ for i = 0, n - 1 do
   local rec, raw, was = decode(raw)
   local k = #out
   if action == 'c' then
-    if rec and rec.s == 'in_progress' and rec.l > now then
+    if rec and rec.s == 'p' and rec.l > now then
       out[k + 1] = 0; out[k + 2] = 'in_progress'; out[k + 3] = raw
-    elseif rec and rec.s == 'completed' and ARGV[b + 4] ~= '1' then
+    elseif rec and rec.s == 'c' and ARGV[b + 4] ~= '1' then
       out[k + 1] = 0; out[k + 2] = 'completed'; out[k + 3] = raw
     else
       local lease_end = now + tonumber(ARGV[b + 3])
       if rec then
-        if rec.s == 'in_progress' then remember(rec, maxtl, rec.l, 'abandoned', rec.a) end
+        if rec.s == 'p' then remember(rec, maxtl, rec.l, 'a', rec.a) end
         rec.a = rec.a + 1
-        rec.s, rec.o, rec.l, rec.u, rec.d, rec.x = 'in_progress', owner, lease_end, now, 0, lease_end + retention
+        rec.s, rec.o, rec.l, rec.u, rec.d, rec.x = 'p', owner, lease_end, now, 0, lease_end + retention
       else
-        rec = {s = 'in_progress', a = 1, o = owner, l = lease_end, c = now, u = now, d = 0, e = false,
+        rec = {s = 'p', a = 1, o = owner, l = lease_end, c = now, u = now, d = 0, e = false,
           x = lease_end + retention, n = 0, tl = ''}
       end
-      remember(rec, maxtl, now, 'in_progress', rec.a)
+      remember(rec, maxtl, now, 'p', rec.a)
       local packed = store(id, rec)
       index(1, was, id, lease_end)
       out[k + 1] = 1; out[k + 2] = ''; out[k + 3] = packed
@@ -104,8 +107,8 @@ for i = 0, n - 1 do
       if not rec then
         rec = {s = '', a = 0, o = false, l = 0, c = now, u = now, d = 0, e = false, x = 0, n = 0, tl = ''}
       end
-      local status, which, err = 'completed', 2, nil
-      if action == 'f' then status, which, err = 'failed', 3, ARGV[b + 4]; rec.e = err end
+      local status, which, err = 'c', 2, nil
+      if action == 'f' then status, which, err = 'f', 3, ARGV[b + 4]; rec.e = err end
       rec.s, rec.l, rec.u, rec.d = status, 0, now, now
       rec.x = math.min(now + tonumber(ARGV[b + 3]), NEVER)
       remember(rec, maxtl, now, status, rec.a, err)
@@ -133,6 +136,6 @@ for i = 0, n - 1 do
 end
 
 save(fields, #fields > 0)
-keep_alive(latest, written)
-save({})
+keep_alive(latest, w1, w2, w3)
+save(nil)
 return out

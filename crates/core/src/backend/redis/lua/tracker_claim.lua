@@ -19,9 +19,9 @@ read_meta(redis.call('HGET', KEYS[4], META))
 purge(retention, math.max(100, 2 * n))
 
 -- Every new item gets the same record: pack it once.
-local fresh = {s = 'in_progress', a = 1, o = owner, l = lease_end, c = now, u = now, d = 0, e = false, x = expires,
+local fresh = {s = 'p', a = 1, o = owner, l = lease_end, c = now, u = now, d = 0, e = false, x = expires,
   n = 0, tl = ''}
-remember(fresh, maxtl, now, 'in_progress', 1)
+remember(fresh, maxtl, now, 'p', 1)
 fresh = pack_rec(fresh)
 
 local ex = {}
@@ -38,17 +38,17 @@ for c = 0, n - 1, CHUNK do
       rec = unpack_rec(raw)
       if rec.x <= now then rec = false end
     end
-    if rec and rec.s == 'in_progress' and rec.l > now then
+    if rec and rec.s == 'p' and rec.l > now then
       ex[#ex + 1] = i; ex[#ex + 1] = 'p'; ex[#ex + 1] = rec.a
-    elseif rec and rec.s == 'completed' and not reclaim then
+    elseif rec and rec.s == 'c' and not reclaim then
       ex[#ex + 1] = i; ex[#ex + 1] = 'd'; ex[#ex + 1] = rec.a
     else
       local js = fresh
       if rec then
-        if rec.s == 'in_progress' then remember(rec, maxtl, rec.l, 'abandoned', rec.a) end
+        if rec.s == 'p' then remember(rec, maxtl, rec.l, 'a', rec.a) end
         rec.a = rec.a + 1
-        remember(rec, maxtl, now, 'in_progress', rec.a)
-        rec.s = 'in_progress'; rec.o = owner; rec.l = lease_end; rec.u = now; rec.d = 0; rec.x = expires
+        remember(rec, maxtl, now, 'p', rec.a)
+        rec.s = 'p'; rec.o = owner; rec.l = lease_end; rec.u = now; rec.d = 0; rec.x = expires
         js = pack_rec(rec)
         ex[#ex + 1] = i; ex[#ex + 1] = 'c'; ex[#ex + 1] = rec.a
       end
@@ -68,6 +68,6 @@ for c = 0, n - 1, CHUNK do
     redis.call('ZREM', KEYS[3], unpack(moved))
   end
 end
-if any then keep_alive(expires, {true}) end
+if any then keep_alive(expires, true) end
 save({}, any)
 return {now, ex}

@@ -1,25 +1,4 @@
--- Item Tracker, shared by its scripts (prepended to each).
--- A group is KEYS[1..3], its in_progress (score: lease end), completed and failed (score: when
--- the record expires) indexes, and KEYS[4], its records: a hash of id -> packed record (below). A
--- record whose expiry (`x`) has passed counts as absent; `purge` deletes such records, and each key of
--- a group lives as long as its longest-lived record (`keep_alive`), so a group nobody touches
--- again disappears by itself.
--- Numbers become text only as redis.call arguments (Redis writes integers exactly) or through
--- string.format('%d', …); inside records they are packed as integers (below). Never by
--- concatenation, which uses '%.14g' ('1e+14').
--- The expiry of a record kept forever (tracker.rs NEVER): reached by no clock.
-local NEVER = 99999999999999
--- Each index also holds an end mark, the member '' (no item id is empty) scored +inf, added with
--- every ZADD in the same command. An index emptied of its ids thus keeps existing, with its TTL,
--- while the group lives, and ZADD's reply tells when it did not exist (the mark was added too):
--- only then does the writer give it the group's expiry, rather than with a PEXPIREAT on every
--- write. Everything that reads an index by score stops below +inf (BELOW_END); indexes written
--- before the mark existed get it with their next ZADD.
-local END = ''
-local BELOW_END = '(inf'
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-
+-- Item Tracker, shared by its scripts (prepended to each, after tracker_head.lua).
 -- The group's bookkeeping, kept in the records hash under the field '' (no item id is empty), so
 -- one HMGET reads it with a record and one HSET writes it with one: "<done> <lease> <deadline>",
 -- where <done> is at most the lowest score of the completed and failed indexes (when the first of
@@ -29,51 +8,37 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 -- it ran; nothing else needs to, as a bound that is too low only makes a purge run early. With
 -- them a call skips the purge scans when nothing can have expired, and `keep_alive` needs no
 -- PTTL. `meta` is false when the field is absent (a group written before it was kept, or whose
--- bookkeeping was dropped): the next writer purges and sets it.
-local META = ''
-local meta = false
+-- bookkeeping was dropped): the next writer purges and sets it. Its three numbers are locals
+-- (`meta_done`, `meta_lease`, `meta_deadline`), not a table: every call reads them, and what a
+-- call allocates it also pays for in Lua's garbage collector.
+local meta, meta_done, meta_lease, meta_deadline = false, 0, 0, 0
 -- Whether the hash held the bookkeeping, and whether `meta` differs from what it holds.
 local meta_found, meta_dirty = false, false
 local function read_meta(raw)
   if not raw then return end
   meta_found = true
   local d, l, k = string.match(raw, '^(%d+) (%d+) (%d+)$')
-  if d then meta = {tonumber(d), tonumber(l), tonumber(k)} end
+  if d then meta, meta_done, meta_lease, meta_deadline = true, tonumber(d), tonumber(l), tonumber(k) end
 end
 -- Lowers the bound of index `k` to `score`.
 local function bound(k, score)
   if not meta then return end
   if k == 1 then
-    if score < meta[2] then meta[2] = score; meta_dirty = true end
-  elseif score < meta[1] then
-    meta[1] = score; meta_dirty = true
+    if score < meta_lease then meta_lease = score; meta_dirty = true end
+  elseif score < meta_done then
+    meta_done = score; meta_dirty = true
   end
 end
 
--- Records are packed with Redis's `struct` library rather than JSON: a record is read and
--- rewritten by every claim and completion, and packing it costs a fraction of cjson's decode and
--- encode. The layout (tracker.rs `decode` reads it too), little-endian:
---   'P', status (p in_progress | c completed | f failed), attempts u32, lease end, created,
---   updated, finished, expiry (i64 ms each), owner (u32 length + bytes, empty for none: tokens
---   never are), last error ('-' none | 'e', then u32 length + bytes: an empty reason is one),
---   timeline length u16, then the timeline, oldest first: per entry its time i64, status
---   (p | a abandoned | c | f), attempt u32 and error (as the last error).
--- Owner tokens and error texts are arbitrary text, hence the lengths. Records written by earlier
--- versions are JSON (they start with '{'): read as such and written back packed.
-local HEAD = '<c1c1I4i8i8i8i8i8I4c0c1I4c0I2'
-local ENTRY = '<i8c1I4c1I4c0'
--- Where the expiry sits in a packed record (struct positions are 1-based).
-local X_AT = 39
-local CODE = {in_progress = 'p', completed = 'c', failed = 'f', abandoned = 'a'}
-local WORD = {p = 'in_progress', c = 'completed', f = 'failed', a = 'abandoned'}
-local function entry(at, status, attempt, err)
-  if err then return struct.pack(ENTRY, at, CODE[status] or 'p', attempt, 'e', #err, err) end
-  return struct.pack(ENTRY, at, CODE[status] or 'p', attempt, '-', 0, '')
+local function entry(at, code, attempt, err)
+  if err then return struct.pack(ENTRY, at, code, attempt, 'e', #err, err) end
+  return struct.pack(ENTRY, at, code, attempt, '-', 0, '')
 end
--- A record as a table: s (word), a, o (false: none), l, c, u, d, e (false: none), x, and its
--- timeline packed: n entries in tl.
+-- A record as a table: s (status code), a, o (false: none), l, c, u, d, e (false: none), x, and
+-- its timeline packed: n entries in tl.
 local function unpack_rec(raw)
   if string.byte(raw, 1) == 123 then
+    local code = {in_progress = 'p', completed = 'c', failed = 'f', abandoned = 'a'}
     local j = cjson.decode(raw)
     local tl, n = {}, 0
     if type(j.t) == 'table' then
@@ -81,28 +46,28 @@ local function unpack_rec(raw)
         n = n + 1
         local e = t.e
         if type(e) ~= 'string' then e = false end
-        tl[n] = entry(t.t or 0, t.s, t.a or 0, e)
+        tl[n] = entry(t.t or 0, code[t.s] or 'p', t.a or 0, e)
       end
     end
     local o, e = j.o, j.e
     if type(o) ~= 'string' or o == '' then o = false end
     if type(e) ~= 'string' then e = false end
-    return {s = j.s, a = j.a or 0, o = o, l = j.l or 0, c = j.c or 0, u = j.u or 0, d = j.d or 0, e = e,
-      x = j.x or 0, n = n, tl = table.concat(tl)}
+    return {s = code[j.s] or 'p', a = j.a or 0, o = o, l = j.l or 0, c = j.c or 0, u = j.u or 0, d = j.d or 0,
+      e = e, x = j.x or 0, n = n, tl = table.concat(tl)}
   end
   local _, s, a, l, c, u, d, x, o, has_e, e, n, pos = struct.unpack(HEAD, raw)
   if o == '' then o = false end
   if has_e ~= 'e' then e = false end
-  return {s = WORD[s], a = a, o = o, l = l, c = c, u = u, d = d, e = e, x = x, n = n, tl = string.sub(raw, pos)}
+  return {s = s, a = a, o = o, l = l, c = c, u = u, d = d, e = e, x = x, n = n, tl = string.sub(raw, pos)}
 end
 local function pack_rec(r)
   local o, e, has_e = r.o or '', r.e or '', '-'
   if r.e then has_e = 'e' end
-  return struct.pack(HEAD, 'P', CODE[r.s], r.a, r.l, r.c, r.u, r.d, r.x, #o, o, has_e, #e, e, r.n) .. r.tl
+  return struct.pack(HEAD, 'P', r.s, r.a, r.l, r.c, r.u, r.d, r.x, #o, o, has_e, #e, e, r.n) .. r.tl
 end
 -- Appends a transition to a record's timeline, dropping the oldest beyond `maxtl`.
-local function remember(r, maxtl, at, status, attempt, err)
-  local tl, n = r.tl .. entry(at, status, attempt, err), r.n + 1
+local function remember(r, maxtl, at, code, attempt, err)
+  local tl, n = r.tl .. entry(at, code, attempt, err), r.n + 1
   while n > maxtl do
     tl = string.sub(tl, 19 + struct.unpack('<I4', tl, 15))
     n = n - 1
@@ -113,12 +78,13 @@ end
 -- A record read as `raw`, or false when there is none or it expired; `raw` itself (false with
 -- no record); and the index it may be in: 1..3 for a live record's status, 0 for none (no
 -- record), -1 for any (an expired record not purged yet).
-local INDEX_OF = {in_progress = 1, completed = 2, failed = 3}
 local function decode(raw)
   if not raw then return false, false, 0 end
   local rec = unpack_rec(raw)
   if rec.x <= now then return false, false, -1 end
-  return rec, raw, INDEX_OF[rec.s] or -1
+  local s = rec.s
+  if s == 'p' then return rec, raw, 1 elseif s == 'c' then return rec, raw, 2 elseif s == 'f' then return rec, raw, 3 end
+  return rec, raw, -1
 end
 
 -- Forgets records whose time has passed, up to `max` ids looked at per index and call, in chunks
@@ -197,12 +163,11 @@ end
 -- A writer's purge: skipped when the bookkeeping shows nothing expired (see META), else run and
 -- the bounds set from what the indexes hold after it.
 local function purge(retention, max)
-  if meta and meta[1] > now and meta[2] > now - retention then return end
+  if meta and meta_done > now and meta_lease > now - retention then return end
   local u = upkeep()
   u.purge_slice(retention, max, false)
-  local deadline = 0
-  if meta then deadline = meta[3] end
-  meta = {math.min(u.head(2), u.head(3)), u.head(1), deadline}
+  if not meta then meta_deadline = 0 end
+  meta, meta_done, meta_lease = true, math.min(u.head(2), u.head(3)), u.head(1)
   meta_dirty = true
 end
 
@@ -215,14 +180,14 @@ end
 -- at least a second) more than needed, and earlier only when that gains more than twice the
 -- slack: keys may outlive their last record by a quarter of its time left (at least 2 s), never
 -- the other way round, and a stream of claims and completions mostly finds nothing to change
--- (the keys' expiry is read from the bookkeeping, see META; PTTL only without it). `written[k]`:
--- this call's ZADD created index k (see END), which has no TTL yet.
+-- (the keys' expiry is read from the bookkeeping, see META; PTTL only without it). `w1`..`w3`:
+-- this call's ZADD created that index (see END), which has no TTL yet.
 local function slack(target)
   return math.max(1000, math.floor((target - now) / 8))
 end
-local function keep_alive(expires, written)
+local function keep_alive(expires, w1, w2, w3)
   local pttl
-  if meta and meta[3] > now then pttl = meta[3] - now else pttl = redis.call('PTTL', KEYS[4]) end
+  if meta and meta_deadline > now then pttl = meta_deadline - now else pttl = redis.call('PTTL', KEYS[4]) end
   local current = now + pttl
   if pttl < 0 or current < expires or current > expires + 2 * slack(expires) then
     local in_progress = redis.call('ZCOUNT', KEYS[1], '-inf', BELOW_END) > 0
@@ -251,27 +216,32 @@ local function keep_alive(expires, written)
     if set and set > now then
       local ms = string.format('%d', set - now)
       for k = 1, 4 do redis.call('PEXPIRE', KEYS[k], ms) end
-      if meta then meta[3] = set; meta_dirty = true end
+      if meta then meta_deadline = set; meta_dirty = true end
       return
     end
   end
   if pttl < 0 then return end
-  if meta and meta[3] ~= current then meta[3] = current; meta_dirty = true end
+  if meta and meta_deadline ~= current then meta_deadline = current; meta_dirty = true end
   -- An index this call created has no TTL yet: it gets the group's.
-  for k = 1, 3 do
-    if written[k] then redis.call('PEXPIREAT', KEYS[k], string.format('%d', current)) end
+  if w1 or w2 or w3 then
+    local at = string.format('%d', current)
+    if w1 then redis.call('PEXPIREAT', KEYS[1], at) end
+    if w2 then redis.call('PEXPIREAT', KEYS[2], at) end
+    if w3 then redis.call('PEXPIREAT', KEYS[3], at) end
   end
 end
 
--- Writes the bookkeeping when it changed, in one HSET with `fields` (field, value, …), the
--- records this call writes. Only into a hash that holds records (was there before, or `wrote`:
--- this call wrote records): the bookkeeping alone never makes a key (it would have no TTL).
+-- Writes the bookkeeping when it changed, in one HSET with `fields` (field, value, …; nil for
+-- none), the records this call writes. Only into a hash that holds records (was there before, or
+-- `wrote`: this call wrote records): the bookkeeping alone never makes a key (it would have no TTL).
 local function save(fields, wrote)
-  if meta and meta_dirty and (meta_found or wrote or #fields > 0) then
+  if meta and meta_dirty and (meta_found or wrote or (fields and #fields > 0)) then
+    fields = fields or {}
     fields[#fields + 1] = META
-    fields[#fields + 1] = string.format('%d %d %d', meta[1], meta[2], meta[3])
+    fields[#fields + 1] = string.format('%d %d %d', meta_done, meta_lease, meta_deadline)
     meta_found, meta_dirty = true, false
   end
+  if not fields then return end
   -- In chunks of 500 fields: unpack has a limit on how many values it returns.
   for c = 1, #fields, 1000 do
     redis.call('HSET', KEYS[4], unpack(fields, c, math.min(c + 999, #fields)))

@@ -1,0 +1,57 @@
+-- Item Tracker: the fast path of tracker_apply.lua, run before tracker_common.lua's functions are
+-- made (a script makes every function it defines again on each call) and with far fewer Lua
+-- instructions than the general path: one claim of an item that has no record, or one
+-- completion or failure of a live packed record by its owner (or without an owner check), when
+-- nothing else is due: the bookkeeping (see tracker_common.lua) shows nothing to clean up, the
+-- write lowers no bound, the keys' expiry needs no change (`keep_alive` would do nothing) and the
+-- timeline drops no entry. Every other case goes on to the general path, which is handed this
+-- read (`pre_read`) and would write and reply exactly this for these cases: the fast path is a
+-- shortcut, never a rule of its own. tracker.rs's tests run both paths.
+local pre_read = false
+if #ARGV == 7 then
+  local action, id, owner = ARGV[3], ARGV[4], ARGV[5]
+  pre_read = redis.call('HMGET', KEYS[4], META, ARGV[4])
+  local md, ml, mk = string.match(pre_read[1] or '', '^(%d+) (%d+) (%d+)$')
+  local retention = tonumber(ARGV[1])
+  md, ml, mk = tonumber(md), tonumber(ml), tonumber(mk)
+  if md and md > now and ml > now - retention and mk > now then
+    local raw = pre_read[2]
+    -- The index the item goes to and the one it leaves (0: none), its score there, the record.
+    local which, was, expires, packed = false, 0, 0, false
+    if action == 'c' then
+      local lease_end = now + tonumber(ARGV[6])
+      if not raw and lease_end >= ml and tonumber(ARGV[2]) >= 1 then
+        which, expires = 1, lease_end + retention
+        packed = struct.pack(HEAD, 'P', 'p', 1, lease_end, now, now, 0, expires, #owner, owner, '-', 0, '', 1)
+          .. struct.pack(ENTRY, now, 'p', 1, '-', 0, '')
+      end
+    elseif (action == 'd' or action == 'f') and raw and string.byte(raw, 1) == 80 then
+      local _, s, a, _, c, _, _, x, o, has_e, e, n, pos = struct.unpack(HEAD, raw)
+      local keep_until = math.min(now + tonumber(ARGV[6]), NEVER)
+      if s == 'p' then was = 1 elseif s == 'c' then was = 2 elseif s == 'f' then was = 3 end
+      if was > 0 and x > now and (owner == '' or o == owner) and n < tonumber(ARGV[2]) and keep_until >= md then
+        local status, err = 'c', false
+        which, expires = 2, keep_until
+        if action == 'f' then status, which, err, has_e, e = 'f', 3, ARGV[7], 'e', ARGV[7] end
+        local step
+        if err then step = struct.pack(ENTRY, now, status, a, 'e', #err, err)
+        else step = struct.pack(ENTRY, now, status, a, '-', 0, '') end
+        packed = struct.pack(HEAD, 'P', status, a, 0, c, now, now, expires, #o, o, has_e, #e, e, n + 1)
+          .. string.sub(raw, pos) .. step
+      end
+    end
+    -- keep_alive's test (tracker_common.lua): the keys' expiry already covers the record, by no
+    -- more than twice the slack.
+    if which and expires <= mk and mk <= expires + 2 * math.max(1000, math.floor((expires - now) / 8)) then
+      local score = expires
+      if which == 1 then score = now + tonumber(ARGV[6]) end
+      redis.call('HSET', KEYS[4], id, packed)
+      if was > 0 and was ~= which then redis.call('ZREM', KEYS[was], id) end
+      local added = redis.call('ZADD', KEYS[which], score, id, 'inf', END)
+      if added > (was == which and 0 or 1) then
+        redis.call('PEXPIREAT', KEYS[which], string.format('%d', mk))
+      end
+      return {now, 1, '', packed}
+    end
+  end
+end
