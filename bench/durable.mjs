@@ -6,7 +6,8 @@
 //
 //   npm run build && nice -n 10 node bench/durable.mjs
 //
-// Prints the figures (medians of BENCH_ROUNDS rounds, default 3); nothing is written.
+// Prints the figures (medians of BENCH_ROUNDS rounds, default 3) with the CPU time per call (per
+// id for claimBatch and read+ack); nothing is written.
 import { createRequire } from 'node:module'
 import { mkdtempSync, rmSync, statSync, existsSync } from 'node:fs'
 import { tmpdir, loadavg, cpus } from 'node:os'
@@ -19,16 +20,21 @@ const dir = mkdtempSync(join(tmpdir(), 'fg-durable-bench-'))
 process.on('exit', () => rmSync(dir, { recursive: true, force: true }))
 let seq = 0
 
+// Calls per second, and the process's CPU time (user + system, all threads) per call in µs:
+// steadier than the rate on a shared machine.
 async function rate(n, fn) {
   const t = process.hrtime.bigint()
+  const cpu = process.cpuUsage()
   await fn()
-  return n / (Number(process.hrtime.bigint() - t) / 1e9)
+  const used = process.cpuUsage(cpu)
+  return { rate: n / (Number(process.hrtime.bigint() - t) / 1e9), cpu: (used.user + used.system) / n }
 }
 
 async function median(fn) {
   const xs = []
   for (let r = 0; r < ROUNDS; r++) xs.push(await fn(r))
-  return xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)]
+  const mid = (k) => xs.map((x) => x[k]).sort((a, b) => a - b)[Math.floor(xs.length / 2)]
+  return { rate: mid('rate'), cpu: mid('cpu') }
 }
 
 const fmt = (x) => Math.round(x).toLocaleString('en-US')
@@ -59,8 +65,9 @@ async function measure(name, open, sizes) {
       await fg.ack(`q${r}`, b.owner, b.ids)
     }
   }))
+  const cell = (m, width, unit) => `${fmt(m.rate).padStart(width)}${unit} (${m.cpu.toFixed(2)} µs CPU)`
   console.log(
-    `${name.padEnd(34)} single claims ${fmt(single).padStart(9)}/s | claimBatch ${fmt(batch).padStart(10)}/s | lock pairs ${fmt(locks).padStart(8)}/s | enqueue ${fmt(enqueue).padStart(8)}/s | read+ack ${fmt(readAck).padStart(8)} ids/s`,
+    `${name.padEnd(34)} single claims ${cell(single, 9, '/s')} | claimBatch ${cell(batch, 10, '/s')} | lock pairs ${cell(locks, 8, '/s')} | enqueue ${cell(enqueue, 8, '/s')} | read+ack ${cell(readAck, 8, ' ids/s')}`,
   )
 }
 

@@ -17,10 +17,16 @@ use rusqlite::{ffi, Connection, OpenFlags};
 
 use super::guard;
 
-/// Pages in the log after a commit that wake the background checkpoint (SQLite's default).
-const SOFT_PAGES: c_int = 1_000;
-/// Pages in the log after a commit that make the commit checkpoint inline (about 16 MB).
-const HARD_PAGES: c_int = 4_000;
+/// Pages in the log after a commit that wake the background checkpoint.
+const SOFT_PAGES: c_int = 250;
+/// Pages in the log after a commit that make the commit checkpoint inline (about 4 MB). The
+/// log is kept short: SQLite finds a page's latest frame by a hash probe that walks every frame
+/// of that page in the log, so a page written by every commit (a lock's row) costs each commit
+/// more the longer the log runs.
+const HARD_PAGES: c_int = 1_000;
+/// Pages the log grows by between two wake-ups of the background checkpoint: one per commit
+/// would keep it checkpointing back to back, taking the file's locks against the writer.
+const WAKE_STEP: c_int = 125;
 
 /// The background checkpoint of one open file.
 pub(super) struct Checkpointer {
@@ -29,6 +35,8 @@ pub(super) struct Checkpointer {
     due: Mutex<bool>,
     wake: Condvar,
     started: std::sync::Once,
+    /// The log's pages at the last wake-up.
+    asked_at: std::sync::atomic::AtomicI32,
 }
 
 impl Checkpointer {
@@ -38,6 +46,7 @@ impl Checkpointer {
             due: Mutex::new(false),
             wake: Condvar::new(),
             started: std::sync::Once::new(),
+            asked_at: std::sync::atomic::AtomicI32::new(0),
         })
     }
 
@@ -84,7 +93,13 @@ unsafe extern "C" fn on_commit(
         // Arc is borrowed, not taken: its count is left as it was.
         let cp = std::mem::ManuallyDrop::new(unsafe { Arc::from_raw(arg as *const Checkpointer) });
         let cp: &Arc<Checkpointer> = &cp;
-        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cp.request()));
+        use std::sync::atomic::Ordering::Relaxed;
+        let asked = cp.asked_at.load(Relaxed);
+        // A log that restarted since (fewer pages than at the last wake-up) wakes it too.
+        if pages < asked || pages >= asked + WAKE_STEP {
+            cp.asked_at.store(pages, Relaxed);
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cp.request()));
+        }
     }
     ffi::SQLITE_OK
 }

@@ -44,6 +44,24 @@ fn try_acquire(
 ) -> Sql<Attempt> {
     // An empty label is no label, as on Redis (where the lock value cannot tell them apart).
     let label = label.filter(|l| !l.is_empty());
+    let exp = now + lease_ms as i64;
+    // Most acquisitions find the name's row free (released or run out): one statement takes
+    // it. A name without a row, or one held, is read first, as below.
+    let taken: Option<i64> = c
+        .prepare_cached(
+            "UPDATE locks SET owner = ?3, fence = fence + 1, label = ?4, exp = ?5
+             WHERE ns = ?1 AND name = ?2 AND (owner IS NULL OR exp <= ?6) RETURNING fence",
+        )?
+        .query_row(params![ns, name, owner, label, exp, now], |r| r.get(0))
+        .optional()?;
+    if let Some(fence) = taken {
+        return Ok(Attempt {
+            acquired: true,
+            fence: fence as u64,
+            remaining_ms: lease_ms,
+            holder: label.map(str::to_string),
+        });
+    }
     let row = load(c, ns, name)?;
     if let Some(h) = row.as_ref().filter(|h| h.live(now)) {
         return Ok(Attempt {
@@ -59,11 +77,22 @@ fn try_acquire(
          ON CONFLICT (ns, name) DO UPDATE SET owner = excluded.owner, fence = excluded.fence,
            label = excluded.label, exp = excluded.exp",
     )?
-    .execute(params![ns, name, owner, fence as i64, label, now + lease_ms as i64])?;
+    .execute(params![ns, name, owner, fence as i64, label, exp])?;
     Ok(Attempt { acquired: true, fence, remaining_ms: lease_ms, holder: label.map(str::to_string) })
 }
 
 fn release(c: &Connection, ns: &str, name: &str, owner: &str, now: i64) -> Sql<ReleaseResult> {
+    // The usual case, a release by the holder, is one statement; a refusal reads the row to
+    // say why.
+    let freed = c
+        .prepare_cached(
+            "UPDATE locks SET owner = NULL, label = NULL, exp = ?4
+             WHERE ns = ?1 AND name = ?2 AND owner = ?3 AND exp > ?4",
+        )?
+        .execute(params![ns, name, owner, now])?;
+    if freed == 1 {
+        return Ok(ReleaseResult { released: true, reason: None });
+    }
     Ok(match load(c, ns, name)?.filter(|h| h.live(now)) {
         None => ReleaseResult { released: false, reason: Some(Refusal::NotHeld) },
         Some(h) if h.owner.as_deref() != Some(owner) => {

@@ -327,8 +327,6 @@ fn list(c: &Connection, ns: &str, group: &str, q: ListQuery, now: i64) -> Sql<It
 
 /// Items visited by one sweep for expired ones.
 const SWEEP: usize = 256;
-/// Expired items of one group's stretch deleted one by one, at most; more go in one range walk.
-const POINT_DELETES: usize = 16;
 
 /// Where the sweep for expired items stands in this process: items written since the last
 /// sweep, and the group it is in with the last id it visited there (`None`: at the start of
@@ -350,22 +348,26 @@ impl Durable {
     fn sweep_items(&self, c: &Connection, now: i64, written: usize) -> Sql<()> {
         let mut sweep = super::guard(&self.db.sweep);
         sweep.debt += written;
-        while sweep.debt >= SWEEP / 2 {
-            sweep.debt -= SWEEP / 2;
-            sweep_slice(c, now, &mut sweep.at)?;
+        // The sweeps a call owes (a batch owes many) are one stretch: the same rows visited,
+        // by fewer statements.
+        let sweeps = sweep.debt / (SWEEP / 2);
+        if sweeps > 0 {
+            sweep.debt -= sweeps * (SWEEP / 2);
+            sweep_slice(c, now, &mut sweep.at, sweeps * SWEEP)?;
         }
         Ok(())
     }
 }
 
-/// One sweep: up to [`SWEEP`] items visited from `at` on, group by group. Within a group the
+/// One sweep: up to `rows` items visited from `at` on, group by group (a table's end ends it). Within a group the
 /// key range is bounded by plain comparisons (`ns = ? AND grp = ? AND id > ?`), which SQLite
 /// turns into the walk's bounds; a row-value comparison across the whole key is re-checked on
-/// every row visited. The ids and expiry times are read in one walk; the expired ones (rarely
-/// many) are deleted by key, or by one walk of the stretch when there are more.
-fn sweep_slice(c: &Connection, now: i64, at: &mut Option<(String, String, String)>) -> Sql<()> {
-    let mut left = SWEEP;
-    let mut dead: Vec<String> = Vec::new();
+/// every row visited. The rows are walked inside SQLite, none handed to this code: the first
+/// walk finds the id the stretch ends at (stepping over rows without reading them), the second
+/// deletes the expired rows up to it. A group that ends before the stretch is counted instead,
+/// and the sweep goes on into the next group.
+fn sweep_slice(c: &Connection, now: i64, at: &mut Option<(String, String, String)>, rows: usize) -> Sql<()> {
+    let mut left = rows;
     while left > 0 {
         let (ns, grp, after) = match at.take() {
             Some(p) => p,
@@ -374,48 +376,29 @@ fn sweep_slice(c: &Connection, now: i64, at: &mut Option<(String, String, String
                 None => return Ok(()),
             },
         };
-        // The id the walk stopped at, when it stopped at the limit (ids are read only for that
-        // row and for expired ones: most rows cost the step and their expiry time).
-        let (mut visited, mut stop) = (0, None);
-        {
-            let mut st = c.prepare_cached(
-                "SELECT id, exp FROM items WHERE ns = ?1 AND grp = ?2 AND id > ?3 ORDER BY id LIMIT ?4",
-            )?;
-            let mut rows = st.query(params![ns, grp, after, left as i64])?;
-            while let Some(r) = rows.next()? {
-                visited += 1;
-                let expired = r.get::<_, i64>(1)? <= now;
-                if expired || visited == left {
-                    let id = r.get_ref(0)?.as_str().map_err(|e| Fail::Corrupt(format!("an item id: {e}")))?;
-                    if expired {
-                        dead.push(id.to_string());
-                    }
-                    if visited == left {
-                        stop = Some(id.to_string());
-                    }
-                }
-            }
-        }
-        if dead.len() > POINT_DELETES {
-            // The ids are in key order: one walk up to the last expired one.
-            let upto = dead.last().map(String::as_str).unwrap_or_default();
+        let stop: Option<String> = c
+            .prepare_cached(
+                "SELECT id FROM items WHERE ns = ?1 AND grp = ?2 AND id > ?3 ORDER BY id LIMIT 1 OFFSET ?4",
+            )?
+            .query_row(params![ns, grp, after, left as i64 - 1], |r| r.get(0))
+            .optional()?;
+        if let Some(last) = stop {
             c.prepare_cached(
                 "DELETE FROM items WHERE ns = ?1 AND grp = ?2 AND id > ?3 AND id <= ?4 AND exp <= ?5",
             )?
-            .execute(params![ns, grp, after, upto, now])?;
-            dead.clear();
-        }
-        for id in dead.drain(..) {
-            c.prepare_cached("DELETE FROM items WHERE ns = ?1 AND grp = ?2 AND id = ?3")?
-                .execute(params![ns, grp, id])?;
-        }
-        if let Some(last) = stop {
+            .execute(params![ns, grp, after, last, now])?;
             // Stopped inside the group: the next sweep goes on after the last id visited.
             *at = Some((ns, grp, last));
             return Ok(());
         }
-        left -= visited;
-        // The group ends here: on to the next one (none: the next sweep starts the table over).
+        // The group ends within the stretch: fewer than `left` rows remain in it.
+        let visited: i64 = c
+            .prepare_cached("SELECT count(*) FROM items WHERE ns = ?1 AND grp = ?2 AND id > ?3")?
+            .query_row(params![ns, grp, after], |r| r.get(0))?;
+        c.prepare_cached("DELETE FROM items WHERE ns = ?1 AND grp = ?2 AND id > ?3 AND exp <= ?4")?
+            .execute(params![ns, grp, after, now])?;
+        left = left.saturating_sub(visited as usize);
+        // On to the next group (none: the next sweep starts the table over).
         *at = next_group(c, Some((&ns, &grp)))?.map(|(ns, grp)| (ns, grp, String::new()));
         if at.is_none() {
             return Ok(());
@@ -474,13 +457,13 @@ impl TrackerBackend for Durable {
 
 #[cfg(test)]
 mod tests {
-    use super::{sweep_slice, POINT_DELETES, SWEEP};
+    use super::{sweep_slice, SWEEP};
     use rusqlite::{params, Connection};
 
     type At = Option<(String, String, String)>;
 
     fn sweep(c: &Connection, now: i64, at: &mut At) {
-        match sweep_slice(c, now, at) {
+        match sweep_slice(c, now, at, SWEEP) {
             Ok(()) => {}
             Err(super::Fail::Db(e)) => panic!("sweep failed: {e}"),
             Err(_) => panic!("sweep failed"),
@@ -492,8 +475,7 @@ mod tests {
     }
 
     /// A sweep visits at most SWEEP items, from group to group and namespace to namespace,
-    /// deletes the expired ones of what it visited (one by one, or by a range walk when there
-    /// are many) and nothing live; sweeps go on where the last stopped until every expired item
+    /// deletes the expired ones of what it visited and nothing live; sweeps go on where the last stopped until every expired item
     /// is gone, then start the table over.
     #[test]
     fn a_sweep_visits_a_bounded_stretch_and_deletes_only_expired_items() {
@@ -502,15 +484,14 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let c = super::super::schema::open(&dir.join("s.db")).unwrap();
         let now = 1_000_000;
-        // (namespace, group, items, expired): a range delete (100), a group of live items, a group
-        // longer than a sweep, and a few expired items in another namespace (point deletes).
+        // (namespace, group, items, expired): a group of expired items, a group of live items, a
+        // group longer than a sweep, and a few expired items in another namespace.
         let groups = [
             ("a:", "g1", 100, true),
             ("a:", "g2", 50, false),
             ("a:", "g3", 300, true),
             ("b:", "g1", 10, true),
         ];
-        const { assert!(10 <= POINT_DELETES && 100 > POINT_DELETES) };
         for (ns, grp, n, expired) in groups {
             for i in 0..n {
                 let exp = if expired { now - 1 } else { now + 1 };
