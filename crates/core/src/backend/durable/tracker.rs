@@ -359,13 +359,13 @@ impl Durable {
     }
 }
 
-/// One sweep: up to `rows` items visited from `at` on, group by group (a table's end ends it). Within a group the
-/// key range is bounded by plain comparisons (`ns = ? AND grp = ? AND id > ?`), which SQLite
-/// turns into the walk's bounds; a row-value comparison across the whole key is re-checked on
-/// every row visited. The rows are walked inside SQLite, none handed to this code: the first
-/// walk finds the id the stretch ends at (stepping over rows without reading them), the second
-/// deletes the expired rows up to it. A group that ends before the stretch is counted instead,
-/// and the sweep goes on into the next group.
+/// One sweep: up to `rows` items visited from `at` on, group by group (a table's end ends it).
+/// Within a group the key range is bounded by plain comparisons (`ns = ? AND grp = ? AND id > ?`),
+/// which SQLite turns into the walk's bounds; a row-value comparison across the whole key is
+/// re-checked on every row visited. The rows are walked inside SQLite, none handed to this code:
+/// the first walk finds the id the stretch ends at (stepping over rows without reading them), the
+/// second deletes the expired rows up to it. A group that ends before the stretch is counted
+/// instead, and the sweep goes on into the next group.
 fn sweep_slice(c: &Connection, now: i64, at: &mut Option<(String, String, String)>, rows: usize) -> Sql<()> {
     let mut left = rows;
     while left > 0 {
@@ -475,8 +475,8 @@ mod tests {
     }
 
     /// A sweep visits at most SWEEP items, from group to group and namespace to namespace,
-    /// deletes the expired ones of what it visited and nothing live; sweeps go on where the last stopped until every expired item
-    /// is gone, then start the table over.
+    /// deletes the expired ones of what it visited and nothing live; sweeps go on where the last
+    /// stopped until every expired item is gone, then start the table over.
     #[test]
     fn a_sweep_visits_a_bounded_stretch_and_deletes_only_expired_items() {
         let dir =
