@@ -25,7 +25,7 @@ pub(super) struct Clock {
 }
 
 /// The data version of the connection's main database (see the module's comment).
-fn data_version(c: &Connection) -> Option<u32> {
+pub(super) fn data_version(c: &Connection) -> Option<u32> {
     let mut v: u32 = 0;
     // SAFETY: the connection's live handle, a NUL-terminated name, and a pointer to a u32 as
     // SQLITE_FCNTL_DATA_VERSION asks for.

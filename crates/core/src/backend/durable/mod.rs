@@ -20,6 +20,7 @@ mod catalog;
 mod checkpoint;
 mod clock;
 mod fences;
+mod item_sweep;
 mod limiter;
 mod lock;
 mod queue;
@@ -73,8 +74,8 @@ impl Durability {
 pub(crate) struct Db {
     path: PathBuf,
     conn: Mutex<Session>,
-    /// The sweep for expired items (see `tracker`).
-    sweep: Mutex<tracker::Sweep>,
+    /// The sweep for expired items (see `item_sweep`).
+    sweep: Mutex<item_sweep::Sweep>,
     /// The sweeps for forgotten lock and semaphore names (see `fences`).
     fence_sweeps: Mutex<fences::FenceSweeps>,
     /// Declared after `conn`, so it outlives it (the connection's commit hook points into it).
@@ -200,6 +201,9 @@ impl Durable {
             }
         });
         clock.settle(conn, out.is_ok());
+        if write {
+            guard(&self.db.sweep).settle(conn, out.is_ok());
+        }
         out
     }
 

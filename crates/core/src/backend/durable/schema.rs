@@ -12,7 +12,10 @@
 //! release time in `exp` (it was 0), and a semaphore's fence row says until when it is kept.
 //! Layout 5 keeps an item's record as columns instead of one JSON text (the timeline stays
 //! JSON): a row about half as long, so a claim fills fewer pages, a sweep walks fewer, and a
-//! write encodes no record.
+//! write encodes no record. Layout 6 adds the items' expiry marks and the position of the sweep
+//! for expired items, shared by the processes that write the file (see `item_sweep`): a file
+//! written by this layout must not be written by an older build, which would not keep the
+//! marks.
 
 use std::path::Path;
 use std::time::Duration;
@@ -25,7 +28,7 @@ use crate::error::{Error, ErrorCode, Result};
 /// "FGST": the `application_id` of a flowguard store.
 const APPLICATION_ID: i64 = 0x4647_5354;
 /// The layout this build writes.
-pub const VERSION: i64 = 5;
+pub const VERSION: i64 = 6;
 
 const TABLES: &str = "
 CREATE TABLE meta(k TEXT PRIMARY KEY, v INTEGER NOT NULL) WITHOUT ROWID;
@@ -90,6 +93,14 @@ INSERT INTO items5 SELECT ns, grp, id, exp,
   FROM items;
 DROP TABLE items;
 ALTER TABLE items5 RENAME TO items;
+";
+
+/// Layout 6: the items' expiry marks (unknown until a first pass of the sweep) and the sweep's
+/// position (no row: at the start of the table).
+const TABLES_V6: &str = "
+INSERT INTO meta VALUES ('items_low', -9223372036854775808), ('items_pass_low', 9223372036854775807);
+CREATE TABLE item_sweep(k INTEGER PRIMARY KEY CHECK (k = 0), ns TEXT NOT NULL, grp TEXT NOT NULL,
+  id TEXT NOT NULL);
 ";
 
 /// Opens `path` (creating the file when absent), checks it is a flowguard store of a layout
@@ -196,6 +207,7 @@ fn check_or_create(conn: &Connection, path: &Path) -> Result<()> {
         conn.execute_batch(TABLES_V3).map_err(fail)?;
         conn.execute_batch(TABLES_V4).map_err(fail)?;
         conn.execute_batch(TABLES_V5).map_err(fail)?;
+        conn.execute_batch(TABLES_V6).map_err(fail)?;
         conn.pragma_update(None, "application_id", APPLICATION_ID).map_err(fail)?;
         conn.pragma_update(None, "user_version", VERSION).map_err(fail)?;
         return Ok(());
@@ -250,6 +262,9 @@ fn migrate(conn: &Connection, from: i64) -> rusqlite::Result<()> {
     if from < 5 {
         conn.execute_batch(TABLES_V5)?;
     }
+    if from < 6 {
+        conn.execute_batch(TABLES_V6)?;
+    }
     conn.pragma_update(None, "user_version", VERSION)
 }
 
@@ -265,10 +280,45 @@ mod tests {
         dir.join(name)
     }
 
-    /// The items table of layouts 2 to 4 (a record as JSON), in place of the current one.
+    /// The items table of layouts 2 to 4 (a record as JSON), in place of the current one, and
+    /// without what layout 6 added.
     const OLD_ITEMS: &str = "DROP TABLE items;
         CREATE TABLE items(ns TEXT NOT NULL, grp TEXT NOT NULL, id TEXT NOT NULL, exp INTEGER NOT NULL,
-          rec TEXT NOT NULL, PRIMARY KEY(ns, grp, id)) WITHOUT ROWID;";
+          rec TEXT NOT NULL, PRIMARY KEY(ns, grp, id)) WITHOUT ROWID;
+        DELETE FROM meta WHERE k IN ('items_low', 'items_pass_low'); DROP TABLE item_sweep;";
+
+    /// A file of layout 5 gets the expiry marks (unknown: the first writes sweep) and the sweep's
+    /// position, and its items are swept as before.
+    #[tokio::test]
+    async fn a_file_of_layout_5_gets_the_items_expiry_marks() {
+        use crate::tracker::{ItemOp, TrackerBackend};
+        let path = temp("v5.db");
+        drop(open(&path).unwrap());
+        let c = Connection::open(&path).unwrap();
+        c.execute_batch(
+            "DELETE FROM meta WHERE k IN ('items_low', 'items_pass_low'); DROP TABLE item_sweep;
+             PRAGMA user_version = 5;
+             INSERT INTO items (ns, grp, id, exp, s, a, l, c, u, d, t) VALUES ('fg:', 'g', 'old', 1, 2, 1, 0, 0, 0, 0, '[]');",
+        )
+        .unwrap();
+        drop(c);
+        let d = Durable::open(&path, "fg:", Durability::Process).unwrap();
+        let c = Connection::open(&path).unwrap();
+        let v: i64 = c.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
+        let low: i64 = c.query_row("SELECT v FROM meta WHERE k = 'items_low'", [], |r| r.get(0)).unwrap();
+        assert_eq!((v, low), (VERSION, i64::MIN));
+        let claims: Vec<ItemOp> = (0..200)
+            .map(|i| ItemOp::Claim {
+                id: format!("n{i}"),
+                owner: "o".into(),
+                lease_ms: 1000,
+                reclaim_completed: false,
+            })
+            .collect();
+        d.apply("g", &claims, 86_400_000).await.unwrap();
+        let old: i64 = c.query_row("SELECT count(*) FROM items WHERE id = 'old'", [], |r| r.get(0)).unwrap();
+        assert_eq!(old, 0, "the expired item of the old file is swept");
+    }
 
     fn open_err(path: &Path) -> Error {
         match Durable::open(path, "fg:", Durability::Process) {

@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 
-use rusqlite::{params, Connection, OptionalExtension, Row};
+use rusqlite::{params, Connection, Row};
 
 use super::{Durable, Fail, Sql};
 use crate::backend::embedded::{finish, fresh, page, take};
@@ -111,7 +111,8 @@ fn state(rec: Option<&Record>, id: &str, now: i64) -> ItemState {
     rec.map(|r| r.to_state(id, now)).unwrap_or_else(|| ItemState::unknown(id))
 }
 
-/// Applies one operation at `now`: the rules of the in-memory store's `apply_one`.
+/// Applies one operation at `now`: the rules of the in-memory store's `apply_one`. `earliest`
+/// comes down to the expiry of a record written.
 fn apply_one(
     c: &Connection,
     ns: &str,
@@ -119,6 +120,7 @@ fn apply_one(
     op: &ItemOp,
     now: i64,
     retention_ms: u64,
+    earliest: &mut i64,
 ) -> Sql<OpResult> {
     let id = op.id();
     let result =
@@ -129,6 +131,7 @@ fn apply_one(
         let mut rec = fresh(now);
         take(&mut rec, owner, now, now + *lease_ms as i64, retention_ms);
         if insert_new(c, ns, group, id, &Stored::new(&rec)?)? {
+            *earliest = (*earliest).min(rec.x);
             return Ok(result(Outcome::Done, Some(owner.clone()), rec.to_state(id, now)));
         }
     }
@@ -146,6 +149,7 @@ fn apply_one(
             let mut rec = current.unwrap_or_else(|| fresh(now));
             take(&mut rec, owner, now, now + *lease_ms as i64, retention_ms);
             save(c, ns, group, id, &Stored::new(&rec)?)?;
+            *earliest = (*earliest).min(rec.x);
             result(Outcome::Done, Some(owner.clone()), rec.to_state(id, now))
         }
         ItemOp::Complete { owner, keep_ms, .. } | ItemOp::Fail { owner, keep_ms, .. } => {
@@ -162,6 +166,7 @@ fn apply_one(
             let mut rec = current.unwrap_or_else(|| fresh(now));
             finish(&mut rec, status, error, now, *keep_ms);
             save(c, ns, group, id, &Stored::new(&rec)?)?;
+            *earliest = (*earliest).min(rec.x);
             result(Outcome::Done, None, rec.to_state(id, now))
         }
         ItemOp::Unset { .. } => {
@@ -182,7 +187,8 @@ const CHUNK: usize = 1_024;
 /// undone (a savepoint) and that chunk goes id by id, as [`claim_each`]. Repeats of an id in the
 /// batch are decided after its first occurrence. Ids are visited in key order, so the inserts
 /// walk the B-tree forward instead of jumping around it; outcomes stay in the caller's order.
-fn claim_batch(c: &Connection, ns: &str, group: &str, b: BatchClaim<'_>, now: i64) -> Sql<ClaimBatch> {
+/// Returns the claim with the earliest expiry of the records written.
+fn claim_batch(c: &Connection, ns: &str, group: &str, b: BatchClaim<'_>, now: i64) -> Sql<(ClaimBatch, i64)> {
     let mut batch = Batch::new(b, now)?;
     // (id, position) pairs sorted: equal ids keep the caller's order, so a repeat comes after
     // its first occurrence; the ids sit beside their positions (no indirection while sorting).
@@ -219,12 +225,13 @@ fn claim_batch(c: &Connection, ns: &str, group: &str, b: BatchClaim<'_>, now: i6
     for i in repeats {
         batch.decide(c, ns, group, i)?;
     }
-    Ok(ClaimBatch {
+    let claimed = ClaimBatch {
         owner: b.owner.to_string(),
         lease_expires_at: batch.lease_end,
         outcomes: batch.outcomes,
         attempts: batch.attempts,
-    })
+    };
+    Ok((claimed, batch.earliest))
 }
 
 /// Claims the distinct ids `chunk` (in key order) one by one. Runs of ids alike are common (a
@@ -256,6 +263,8 @@ struct Batch<'a> {
     new_t: String,
     outcomes: Vec<BatchOutcome>,
     attempts: Vec<u32>,
+    /// The earliest expiry of the records written (the new record's, or earlier).
+    earliest: i64,
 }
 
 impl<'a> Batch<'a> {
@@ -271,6 +280,7 @@ impl<'a> Batch<'a> {
             lease_end,
             outcomes: vec![BatchOutcome::Claimed; n],
             attempts: vec![new_rec.a; n],
+            earliest: new_rec.x,
             new_rec,
             new_s,
             new_t,
@@ -297,6 +307,7 @@ impl<'a> Batch<'a> {
             Some(mut rec) => {
                 take(&mut rec, b.owner, now, self.lease_end, b.retention_ms);
                 save(c, ns, group, id, &Stored::new(&rec)?)?;
+                self.earliest = self.earliest.min(rec.x);
                 (BatchOutcome::Claimed, rec.a, false)
             }
             None => {
@@ -325,108 +336,11 @@ fn list(c: &Connection, ns: &str, group: &str, q: ListQuery, now: i64) -> Sql<It
     Ok(page(records.iter().map(|(id, r)| (id, r)), now, q))
 }
 
-/// Items visited by one sweep for expired ones.
-const SWEEP: usize = 256;
-
-/// Where the sweep for expired items stands in this process: items written since the last
-/// sweep, and the group it is in with the last id it visited there (`None`: at the start of
-/// the table).
-#[derive(Default)]
-pub(super) struct Sweep {
-    debt: usize,
-    at: Option<(String, String, String)>,
-}
-
-impl Durable {
-    /// Removes expired items without an index on their expiry (which would cost every claim
-    /// another page written): for every `SWEEP / 2` items written, the next [`SWEEP`] items in
-    /// key order (after where the last sweep stopped, around the table) are visited and the
-    /// expired ones deleted. So each write does a bounded share of the work, and since the
-    /// sweep visits items twice as fast as they are written, it passes over every row while
-    /// the table grows by at most half of it: expired rows cannot pile up. Expired rows are
-    /// invisible to every read until then.
-    fn sweep_items(&self, c: &Connection, now: i64, written: usize) -> Sql<()> {
-        let mut sweep = super::guard(&self.db.sweep);
-        sweep.debt += written;
-        // The sweeps a call owes (a batch owes many) are one stretch: the same rows visited,
-        // by fewer statements.
-        let sweeps = sweep.debt / (SWEEP / 2);
-        if sweeps > 0 {
-            sweep.debt -= sweeps * (SWEEP / 2);
-            sweep_slice(c, now, &mut sweep.at, sweeps * SWEEP)?;
-        }
-        Ok(())
-    }
-}
-
-/// One sweep: up to `rows` items visited from `at` on, group by group (a table's end ends it).
-/// Within a group the key range is bounded by plain comparisons (`ns = ? AND grp = ? AND id > ?`),
-/// which SQLite turns into the walk's bounds; a row-value comparison across the whole key is
-/// re-checked on every row visited. The rows are walked inside SQLite, none handed to this code:
-/// the first walk finds the id the stretch ends at (stepping over rows without reading them), the
-/// second deletes the expired rows up to it. A group that ends before the stretch is counted
-/// instead, and the sweep goes on into the next group.
-fn sweep_slice(c: &Connection, now: i64, at: &mut Option<(String, String, String)>, rows: usize) -> Sql<()> {
-    let mut left = rows;
-    while left > 0 {
-        let (ns, grp, after) = match at.take() {
-            Some(p) => p,
-            None => match next_group(c, None)? {
-                Some((ns, grp)) => (ns, grp, String::new()),
-                None => return Ok(()),
-            },
-        };
-        let stop: Option<String> = c
-            .prepare_cached(
-                "SELECT id FROM items WHERE ns = ?1 AND grp = ?2 AND id > ?3 ORDER BY id LIMIT 1 OFFSET ?4",
-            )?
-            .query_row(params![ns, grp, after, left as i64 - 1], |r| r.get(0))
-            .optional()?;
-        if let Some(last) = stop {
-            c.prepare_cached(
-                "DELETE FROM items WHERE ns = ?1 AND grp = ?2 AND id > ?3 AND id <= ?4 AND exp <= ?5",
-            )?
-            .execute(params![ns, grp, after, last, now])?;
-            // Stopped inside the group: the next sweep goes on after the last id visited.
-            *at = Some((ns, grp, last));
-            return Ok(());
-        }
-        // The group ends within the stretch: fewer than `left` rows remain in it.
-        let visited: i64 = c
-            .prepare_cached("SELECT count(*) FROM items WHERE ns = ?1 AND grp = ?2 AND id > ?3")?
-            .query_row(params![ns, grp, after], |r| r.get(0))?;
-        c.prepare_cached("DELETE FROM items WHERE ns = ?1 AND grp = ?2 AND id > ?3 AND exp <= ?4")?
-            .execute(params![ns, grp, after, now])?;
-        left = left.saturating_sub(visited as usize);
-        // On to the next group (none: the next sweep starts the table over).
-        *at = next_group(c, Some((&ns, &grp)))?.map(|(ns, grp)| (ns, grp, String::new()));
-        if at.is_none() {
-            return Ok(());
-        }
-    }
-    Ok(())
-}
-
-/// The first group (namespace and name) after `after`, or the table's first.
-fn next_group(c: &Connection, after: Option<(&str, &str)>) -> Sql<Option<(String, String)>> {
-    let row = |r: &rusqlite::Row<'_>| Ok((r.get(0)?, r.get(1)?));
-    Ok(match after {
-        Some((ns, grp)) => c
-            .prepare_cached("SELECT ns, grp FROM items WHERE (ns, grp) > (?1, ?2) ORDER BY ns, grp LIMIT 1")?
-            .query_row(params![ns, grp], row)
-            .optional()?,
-        None => c
-            .prepare_cached("SELECT ns, grp FROM items ORDER BY ns, grp LIMIT 1")?
-            .query_row([], row)
-            .optional()?,
-    })
-}
-
 impl TrackerBackend for Durable {
     fn claim_batch<'a>(&'a self, group: &'a str, claim: BatchClaim<'a>) -> BoxFuture<'a, ClaimBatch> {
         self.write_tx(move |c, ns, now| {
-            let out = claim_batch(c, ns, group, claim, now)?;
-            self.sweep_items(c, now, claim.ids.len())?;
+            let (out, earliest) = claim_batch(c, ns, group, claim, now)?;
+            self.sweep_items(c, now, claim.ids.len(), earliest)?;
             Ok(out)
         })
     }
@@ -437,11 +351,12 @@ impl TrackerBackend for Durable {
         retention_ms: u64,
     ) -> BoxFuture<'a, Vec<OpResult>> {
         self.write_tx(move |c, ns, now| {
+            let mut earliest = i64::MAX;
             let out = ops
                 .iter()
-                .map(|op| apply_one(c, ns, group, op, now, retention_ms))
+                .map(|op| apply_one(c, ns, group, op, now, retention_ms, &mut earliest))
                 .collect::<Sql<Vec<_>>>()?;
-            self.sweep_items(c, now, ops.len())?;
+            self.sweep_items(c, now, ops.len(), earliest)?;
             Ok(out)
         })
     }
@@ -452,74 +367,5 @@ impl TrackerBackend for Durable {
     }
     fn list<'a>(&'a self, group: &'a str, query: ListQuery, _retention_ms: u64) -> BoxFuture<'a, ItemList> {
         self.read_tx(move |c, ns, now| list(c, ns, group, query, now))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{sweep_slice, SWEEP};
-    use rusqlite::{params, Connection};
-
-    type At = Option<(String, String, String)>;
-
-    fn sweep(c: &Connection, now: i64, at: &mut At) {
-        match sweep_slice(c, now, at, SWEEP) {
-            Ok(()) => {}
-            Err(super::Fail::Db(e)) => panic!("sweep failed: {e}"),
-            Err(_) => panic!("sweep failed"),
-        }
-    }
-
-    fn count(c: &Connection, sql: &str) -> usize {
-        c.query_row(sql, [], |r| r.get::<_, i64>(0)).unwrap() as usize
-    }
-
-    /// A sweep visits at most SWEEP items, from group to group and namespace to namespace,
-    /// deletes the expired ones of what it visited and nothing live; sweeps go on where the last
-    /// stopped until every expired item is gone, then start the table over.
-    #[test]
-    fn a_sweep_visits_a_bounded_stretch_and_deletes_only_expired_items() {
-        let dir =
-            std::env::temp_dir().join(format!("fg-sweep-{}-{}", std::process::id(), rand::random::<u32>()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let c = super::super::schema::open(&dir.join("s.db")).unwrap();
-        let now = 1_000_000;
-        // (namespace, group, items, expired): a group of expired items, a group of live items, a
-        // group longer than a sweep, and a few expired items in another namespace.
-        let groups = [
-            ("a:", "g1", 100, true),
-            ("a:", "g2", 50, false),
-            ("a:", "g3", 300, true),
-            ("b:", "g1", 10, true),
-        ];
-        for (ns, grp, n, expired) in groups {
-            for i in 0..n {
-                let exp = if expired { now - 1 } else { now + 1 };
-                c.execute(
-                    "INSERT INTO items (ns, grp, id, exp, s, a, l, c, u, d, t) VALUES (?1, ?2, ?3, ?4, 0, 0, 0, 0, 0, 0, '[]')",
-                    params![ns, grp, format!("{i:04}"), exp],
-                )
-                .unwrap();
-            }
-        }
-        let mut at = None;
-        sweep(&c, now, &mut at);
-        // The first SWEEP items in key order: all of a:g1 and a:g2, then the start of a:g3.
-        let into_g3 = SWEEP - 150;
-        assert_eq!(count(&c, "SELECT count(*) FROM items WHERE exp < 1000000"), 300 - into_g3 + 10);
-        assert_eq!(at, Some(("a:".into(), "g3".into(), format!("{:04}", into_g3 - 1))));
-        let mut sweeps = 1;
-        while count(&c, "SELECT count(*) FROM items WHERE exp < 1000000") > 0 {
-            sweep(&c, now, &mut at);
-            sweeps += 1;
-            assert!(sweeps <= 3, "the expired items take at most 3 sweeps");
-        }
-        assert_eq!(count(&c, "SELECT count(*) FROM items"), 50, "the live items are kept");
-        // The table's end was reached: the next sweep starts it over.
-        assert_eq!(at, None);
-        sweep(&c, now, &mut at);
-        assert_eq!(at, None, "a table smaller than a sweep is visited whole");
-        assert_eq!(count(&c, "SELECT count(*) FROM items"), 50);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

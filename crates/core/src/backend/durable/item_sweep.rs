@@ -1,0 +1,368 @@
+//! Removing expired items, without an index on their expiry (which would cost every claim
+//! another page written) and without a pause.
+//!
+//! For every `SWEEP / 2` items written, the next [`SWEEP`] items in key order are visited (after
+//! where the last sweep stopped, around the table) and the expired ones deleted. So each write
+//! does a bounded share of the work, and since the sweep visits items twice as fast as they are
+//! written, it passes over every row while the table grows by at most half of it: expired rows
+//! cannot pile up. Expired rows are invisible to every read until then.
+//!
+//! Most of the time nothing can have expired: items are kept for days, and a sweep would walk
+//! live rows only. The file keeps a low mark (`meta.items_low`): no row expires before it. While
+//! the time is before the mark, writes skip the sweep. The mark is kept true by every write (an
+//! item written with an earlier expiry lowers it) and raised only by a sweep that has passed over
+//! the whole table: a pass keeps the earliest expiry it saw among the rows it kept, together
+//! with that of every item written since the pass began (`meta.items_pass_low`), and at its end
+//! that is the new mark. The pass's position is in the file (`item_sweep`), so a pass is shared
+//! by every process that writes the file, and the marks cover their writes too.
+//!
+//! A process remembers the marks with the file's data version after its last write (as the
+//! clock does), so a write reads them again only after another process wrote.
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::clock::data_version;
+use super::{Durable, Sql};
+
+/// Items visited by one sweep.
+pub(super) const SWEEP: usize = 256;
+
+/// Where a sweep stands: the namespace and group it is in, and the last id it visited there
+/// (`None`: at the start of the table).
+type At = Option<(String, String, String)>;
+
+/// The marks (ms since the epoch): no item expires before `low`; no item written since the pass
+/// began, and none the pass kept, expires before `pass_low`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Marks {
+    low: i64,
+    pass_low: i64,
+}
+
+/// This process's share of the sweep: items written since its last sweep, and the marks as it
+/// last knew them.
+#[derive(Default)]
+pub(super) struct Sweep {
+    debt: usize,
+    /// The marks, with the file's data version after the write that last saw them.
+    known: Option<(u32, Marks)>,
+    /// The marks as the transaction under way found or left them.
+    pending: Option<Marks>,
+}
+
+impl Sweep {
+    fn marks(&mut self, c: &Connection) -> Sql<Marks> {
+        if let Some(m) = self.pending {
+            return Ok(m);
+        }
+        let m = match (self.known, data_version(c)) {
+            (Some((v, m)), Some(now)) if v == now => m,
+            _ => c
+                .prepare_cached(
+                    "SELECT (SELECT v FROM meta WHERE k = 'items_low'),
+                            (SELECT v FROM meta WHERE k = 'items_pass_low')",
+                )?
+                .query_row([], |r| Ok(Marks { low: r.get(0)?, pass_low: r.get(1)? }))?,
+        };
+        self.pending = Some(m);
+        Ok(m)
+    }
+
+    fn store(&mut self, c: &Connection, m: Marks) -> Sql<()> {
+        let was = self.marks(c)?;
+        if m.low != was.low {
+            c.prepare_cached("UPDATE meta SET v = ?1 WHERE k = 'items_low'")?.execute([m.low])?;
+        }
+        if m.pass_low != was.pass_low {
+            c.prepare_cached("UPDATE meta SET v = ?1 WHERE k = 'items_pass_low'")?.execute([m.pass_low])?;
+        }
+        self.pending = Some(m);
+        Ok(())
+    }
+
+    /// Items expiring from `exp` on were written (or kept by the pass): the marks come down to
+    /// it where they are later.
+    fn lower(&mut self, c: &Connection, exp: i64) -> Sql<()> {
+        let m = self.marks(c)?;
+        if exp < m.pass_low {
+            self.store(c, Marks { low: m.low.min(exp), pass_low: exp })?;
+        }
+        Ok(())
+    }
+
+    /// After a write transaction: remembers the marks it left when it committed (`ok`),
+    /// forgets them when it failed (a rolled-back change of them is not in the file).
+    pub(super) fn settle(&mut self, c: &Connection, ok: bool) {
+        match (ok, self.pending.take()) {
+            (true, Some(m)) => self.known = data_version(c).map(|v| (v, m)),
+            (true, None) => {}
+            (false, _) => self.known = None,
+        }
+    }
+}
+
+impl Durable {
+    /// Counts `written` items whose earliest expiry is `earliest` (`i64::MAX`: none), and sweeps
+    /// when the debt calls for it and something may have expired.
+    pub(super) fn sweep_items(&self, c: &Connection, now: i64, written: usize, earliest: i64) -> Sql<()> {
+        let mut sweep = super::guard(&self.db.sweep);
+        sweep.lower(c, earliest)?;
+        sweep.debt += written;
+        // The sweeps a call owes (a batch owes many) are one stretch: the same rows visited, by
+        // fewer statements.
+        let sweeps = sweep.debt / (SWEEP / 2);
+        if sweeps == 0 {
+            return Ok(());
+        }
+        sweep.debt -= sweeps * (SWEEP / 2);
+        if now < sweep.marks(c)?.low {
+            return Ok(());
+        }
+        let mut at: At = c
+            .prepare_cached("SELECT ns, grp, id FROM item_sweep")?
+            .query_row([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .optional()?;
+        let (ended, kept_low) = sweep_slice(c, now, &mut at, sweeps * SWEEP)?;
+        sweep.lower(c, kept_low)?;
+        if ended {
+            // The pass has been over every row: a new one starts at the table's start.
+            let m = sweep.marks(c)?;
+            sweep.store(c, Marks { low: m.pass_low, pass_low: i64::MAX })?;
+        }
+        match &at {
+            Some((ns, grp, id)) => c
+                .prepare_cached("INSERT OR REPLACE INTO item_sweep (k, ns, grp, id) VALUES (0, ?1, ?2, ?3)")?
+                .execute(params![ns, grp, id])?,
+            None => c.prepare_cached("DELETE FROM item_sweep")?.execute([])?,
+        };
+        Ok(())
+    }
+}
+
+/// One sweep: up to `rows` items visited from `at` on, group by group. Returns whether it
+/// reached the table's end (`at` is then `None`), and the earliest expiry among the rows it
+/// visited and kept (`i64::MAX`: none).
+///
+/// Within a group the key range is bounded by plain comparisons (`ns = ? AND grp = ? AND id > ?`),
+/// which SQLite turns into the walk's bounds; a row-value comparison across the whole key is
+/// re-checked on every row visited. The rows are walked inside SQLite, none handed to this code:
+/// the first walk finds the id the stretch ends at, how many rows it holds and their earliest
+/// live expiry; the second deletes the expired rows up to that id.
+fn sweep_slice(c: &Connection, now: i64, at: &mut At, rows: usize) -> Sql<(bool, i64)> {
+    let (mut left, mut kept_low) = (rows, i64::MAX);
+    while left > 0 {
+        let (ns, grp, after) = match at.take() {
+            Some(p) => p,
+            None => match next_group(c, None)? {
+                Some((ns, grp)) => (ns, grp, String::new()),
+                None => return Ok((true, kept_low)),
+            },
+        };
+        let (visited, last, low): (i64, Option<String>, Option<i64>) = c
+            .prepare_cached(
+                "SELECT count(*), max(id), min(exp) FILTER (WHERE exp > ?4) FROM
+                   (SELECT id, exp FROM items WHERE ns = ?1 AND grp = ?2 AND id > ?3 ORDER BY id LIMIT ?5)",
+            )?
+            .query_row(params![ns, grp, after, now, left as i64], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })?;
+        kept_low = kept_low.min(low.unwrap_or(i64::MAX));
+        if let (true, Some(last)) = (visited as usize == left, last) {
+            c.prepare_cached(
+                "DELETE FROM items WHERE ns = ?1 AND grp = ?2 AND id > ?3 AND id <= ?4 AND exp <= ?5",
+            )?
+            .execute(params![ns, grp, after, last, now])?;
+            // Stopped inside the group: the next sweep goes on after the last id visited.
+            *at = Some((ns, grp, last));
+            return Ok((false, kept_low));
+        }
+        // The group ends within the stretch.
+        c.prepare_cached("DELETE FROM items WHERE ns = ?1 AND grp = ?2 AND id > ?3 AND exp <= ?4")?
+            .execute(params![ns, grp, after, now])?;
+        left = left.saturating_sub(visited as usize);
+        // On to the next group (none: the pass is over, the next starts the table over).
+        *at = next_group(c, Some((&ns, &grp)))?.map(|(ns, grp)| (ns, grp, String::new()));
+        if at.is_none() {
+            return Ok((true, kept_low));
+        }
+    }
+    Ok((false, kept_low))
+}
+
+/// The first group (namespace and name) after `after`, or the table's first.
+fn next_group(c: &Connection, after: Option<(&str, &str)>) -> Sql<Option<(String, String)>> {
+    let row = |r: &rusqlite::Row<'_>| Ok((r.get(0)?, r.get(1)?));
+    Ok(match after {
+        Some((ns, grp)) => c
+            .prepare_cached("SELECT ns, grp FROM items WHERE (ns, grp) > (?1, ?2) ORDER BY ns, grp LIMIT 1")?
+            .query_row(params![ns, grp], row)
+            .optional()?,
+        None => c
+            .prepare_cached("SELECT ns, grp FROM items ORDER BY ns, grp LIMIT 1")?
+            .query_row([], row)
+            .optional()?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{sweep_slice, At, SWEEP};
+    use crate::backend::durable::{Durability, Durable};
+    use crate::tracker::{ItemOp, TrackerBackend};
+    use rusqlite::{params, Connection};
+
+    fn sweep(c: &Connection, now: i64, at: &mut At) -> (bool, i64) {
+        match sweep_slice(c, now, at, SWEEP) {
+            Ok(out) => out,
+            Err(super::super::Fail::Db(e)) => panic!("sweep failed: {e}"),
+            Err(_) => panic!("sweep failed"),
+        }
+    }
+
+    fn count(c: &Connection, sql: &str) -> usize {
+        c.query_row(sql, [], |r| r.get::<_, i64>(0)).unwrap() as usize
+    }
+
+    fn temp(name: &str) -> std::path::PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("fg-sweep-{}-{}", std::process::id(), rand::random::<u32>()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join(name)
+    }
+
+    /// A sweep visits at most SWEEP items, from group to group and namespace to namespace,
+    /// deletes the expired ones of what it visited and nothing live, and reports the earliest
+    /// expiry it kept; sweeps go on where the last stopped until every expired item is gone,
+    /// then start the table over.
+    #[test]
+    fn a_sweep_visits_a_bounded_stretch_and_deletes_only_expired_items() {
+        let path = temp("s.db");
+        let c = super::super::schema::open(&path).unwrap();
+        let now = 1_000_000;
+        // (namespace, group, items, expired): a group of expired items, a group of live items, a
+        // group longer than a sweep, and a few expired items in another namespace.
+        let groups = [
+            ("a:", "g1", 100, true),
+            ("a:", "g2", 50, false),
+            ("a:", "g3", 300, true),
+            ("b:", "g1", 10, true),
+        ];
+        for (ns, grp, n, expired) in groups {
+            for i in 0..n {
+                let exp = if expired { now - 1 } else { now + 1 + i };
+                c.execute(
+                    "INSERT INTO items (ns, grp, id, exp, s, a, l, c, u, d, t) VALUES (?1, ?2, ?3, ?4, 0, 0, 0, 0, 0, 0, '[]')",
+                    params![ns, grp, format!("{i:04}"), exp],
+                )
+                .unwrap();
+            }
+        }
+        let mut at = None;
+        assert_eq!(sweep(&c, now, &mut at), (false, now + 1), "the first stretch keeps a:g2");
+        // The first SWEEP items in key order: all of a:g1 and a:g2, then the start of a:g3.
+        let into_g3 = SWEEP - 150;
+        assert_eq!(count(&c, "SELECT count(*) FROM items WHERE exp < 1000000"), 300 - into_g3 + 10);
+        assert_eq!(at, Some(("a:".into(), "g3".into(), format!("{:04}", into_g3 - 1))));
+        let mut sweeps = 1;
+        while count(&c, "SELECT count(*) FROM items WHERE exp < 1000000") > 0 {
+            let (ended, kept_low) = sweep(&c, now, &mut at);
+            assert_eq!(kept_low, i64::MAX, "nothing live after a:g2");
+            sweeps += 1;
+            assert!(sweeps <= 3, "the expired items take at most 3 sweeps");
+            assert_eq!(ended, at.is_none());
+        }
+        assert_eq!(count(&c, "SELECT count(*) FROM items"), 50, "the live items are kept");
+        // The table's end was reached: the next sweep starts it over.
+        assert_eq!(at, None);
+        assert_eq!(sweep(&c, now, &mut at), (true, now + 1), "a table smaller than a sweep is visited whole");
+        assert_eq!(count(&c, "SELECT count(*) FROM items"), 50);
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
+
+    fn marks(path: &std::path::Path) -> (i64, i64) {
+        let c = Connection::open(path).unwrap();
+        c.query_row(
+            "SELECT (SELECT v FROM meta WHERE k = 'items_low'), (SELECT v FROM meta WHERE k = 'items_pass_low')",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap()
+    }
+
+    fn claims(prefix: &str, n: usize) -> Vec<ItemOp> {
+        (0..n)
+            .map(|i| ItemOp::Claim {
+                id: format!("{prefix}{i:05}"),
+                owner: "o".into(),
+                lease_ms: 60_000,
+                reclaim_completed: false,
+            })
+            .collect()
+    }
+
+    fn completions(prefix: &str, n: usize, keep_ms: u64) -> Vec<ItemOp> {
+        (0..n).map(|i| ItemOp::Complete { id: format!("{prefix}{i:05}"), owner: None, keep_ms }).collect()
+    }
+
+    /// While nothing can have expired, writes skip the sweep (its position stays); the first pass
+    /// over the table raises the low mark to the earliest expiry. An item written with an earlier
+    /// expiry lowers the mark at once, by this process or by another one (a connection of its
+    /// own), and the sweep runs again and removes the item once it has expired.
+    #[tokio::test]
+    async fn the_low_mark_skips_sweeps_until_something_can_have_expired() {
+        let path = temp("m.db");
+        let d = Durable::open(&path, "fg:", Durability::Process).unwrap();
+        let day: u64 = 86_400_000;
+        let half_day = (day / 2) as i64;
+        let now_ms = crate::backend::embedded::now_ms;
+        let rows = |sql: &str| count(&Connection::open(&path).unwrap(), sql);
+        // A new file: the mark is unknown until a first pass.
+        assert_eq!(marks(&path), (i64::MIN, i64::MAX));
+        d.apply("g", &claims("a", SWEEP / 2), day).await.unwrap();
+        let (low, pass_low) = marks(&path);
+        assert!(low > now_ms() + half_day, "the first pass raised the mark: {low}");
+        assert_eq!(pass_low, i64::MAX, "a new pass began");
+        // Many more writes, all long-lived: no sweep runs, its position stays at the start.
+        d.apply("g", &claims("b", SWEEP * 4), day).await.unwrap();
+        assert_eq!(rows("SELECT count(*) FROM item_sweep"), 0, "no sweep moved");
+        assert_eq!(marks(&path).0, low);
+
+        // Another process writes an item that expires at once, and lowers the marks.
+        let c = Connection::open(&path).unwrap();
+        let soon = now_ms() + 1;
+        c.execute("UPDATE meta SET v = min(v, ?1) WHERE k IN ('items_low', 'items_pass_low')", [soon])
+            .unwrap();
+        c.execute(
+            "INSERT INTO items (ns, grp, id, exp, s, a, l, c, u, d, t) VALUES ('fg:', 'g', 'zz', ?1, 2, 1, 0, 0, 0, 0, '[]')",
+            [soon],
+        )
+        .unwrap();
+        drop(c);
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        // Enough long-lived writes here for a pass over the table: the item goes.
+        d.apply("g", &claims("c", SWEEP * 6), day).await.unwrap();
+        assert_eq!(rows("SELECT count(*) FROM items WHERE id = 'zz'"), 0, "swept after the other's write");
+
+        // This process completes items kept 1 ms: the mark comes down, and they are swept.
+        d.apply("g", &completions("a", 10, 1), day).await.unwrap();
+        assert!(marks(&path).0 <= now_ms() + 1);
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        d.apply("g", &claims("d", SWEEP * 6), day).await.unwrap();
+        assert_eq!(
+            rows("SELECT count(*) FROM items WHERE id < 'a00010'"),
+            0,
+            "the completed items are swept"
+        );
+        assert_eq!(rows("SELECT count(*) FROM items"), SWEEP / 2 - 10 + SWEEP * 4 + SWEEP * 12);
+        // A pass during which every write was long-lived raises the mark again (the pass that
+        // swept an item may still count its expiry: the mark is never too high, at worst low).
+        let mut more = 0;
+        while marks(&path).0 <= now_ms() + half_day {
+            assert!(more < 16, "the mark stays low after {more} more batches");
+            d.apply("g", &claims(&format!("e{more}-"), SWEEP * 2), day).await.unwrap();
+            more += 1;
+        }
+        assert!(rows("SELECT count(*) FROM item_sweep") <= 1);
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
+}
