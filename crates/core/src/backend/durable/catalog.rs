@@ -4,7 +4,7 @@
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::{Durable, Sql};
+use super::{item_key, Durable, Fail, Sql};
 use crate::backend::BoxFuture;
 use crate::catalog::{CatalogBackend, Entry, Kind, Page};
 
@@ -38,6 +38,41 @@ fn distinct(c: &Connection, sql: &str, ns: &str, cursor: Option<&str>, limit: u6
     Ok(Page { entries, cursor: more.then_some(after) })
 }
 
+/// The next groups after `cursor`, by one seek each: past every key of the last group found (see
+/// `item_key`), the next key is the first of the next group.
+fn groups(c: &Connection, ns: &str, cursor: Option<&str>, limit: u64) -> Sql<Page> {
+    let mut stmt = c.prepare_cached("SELECT k FROM items WHERE k > ?1 AND k < ?2 ORDER BY k LIMIT 1")?;
+    let end = item_key::after_all(&item_key::namespace(ns));
+    let mut next = |after: Option<&str>| -> Sql<Option<String>> {
+        let from = match after {
+            Some(g) => item_key::after_all(&item_key::group(ns, g)),
+            None => item_key::namespace(ns),
+        };
+        let key: Option<Vec<u8>> = stmt.query_row(params![from, end], |r| r.get(0)).optional()?;
+        match key {
+            None => Ok(None),
+            Some(k) => match item_key::split(&k) {
+                Some((_, group, _)) => Ok(Some(group)),
+                None => Err(Fail::Corrupt(format!("item key {k:?}"))),
+            },
+        }
+    };
+    let mut entries: Vec<Entry> = Vec::new();
+    let mut after = cursor.map(str::to_string);
+    while (entries.len() as u64) < limit {
+        match next(after.as_deref())? {
+            Some(name) => {
+                after = Some(name.clone());
+                entries.push(Entry { name, shards: None });
+            }
+            None => return Ok(Page { entries, cursor: None }),
+        }
+    }
+    // A full page: there is more when a group follows its last one.
+    let more = next(after.as_deref())?.is_some();
+    Ok(Page { entries, cursor: if more { after } else { None } })
+}
+
 /// The names in use after `cursor` by one range read of `sql` (which takes ns, the name to start
 /// after, now and a row budget, and yields a name and whether it is in use), skipping the rest.
 fn in_use(c: &Connection, sql: &str, ns: &str, cursor: Option<&str>, limit: u64, now: i64) -> Sql<Page> {
@@ -66,13 +101,7 @@ fn in_use(c: &Connection, sql: &str, ns: &str, cursor: Option<&str>, limit: u64,
 impl CatalogBackend for Durable {
     fn list_names<'a>(&'a self, kind: Kind, cursor: Option<&'a str>, limit: u64) -> BoxFuture<'a, Page> {
         self.read_tx(move |c, ns, now| match kind {
-            Kind::Groups => distinct(
-                c,
-                "SELECT grp, NULL FROM items WHERE ns = ?1 AND grp > ?2 ORDER BY grp LIMIT 1",
-                ns,
-                cursor,
-                limit,
-            ),
+            Kind::Groups => groups(c, ns, cursor, limit),
             Kind::Queues => distinct(
                 c,
                 "SELECT queue, shards FROM q_shards WHERE ns = ?1 AND queue > ?2 ORDER BY queue LIMIT 1",

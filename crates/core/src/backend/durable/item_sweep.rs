@@ -27,9 +27,8 @@ use super::{Durable, Sql};
 /// Items visited by one sweep.
 pub(super) const SWEEP: usize = 256;
 
-/// Where a sweep stands: the namespace and group it is in, and the last id it visited there
-/// (`None`: at the start of the table).
-type At = Option<(String, String, String)>;
+/// Where a sweep stands: the key of the last item it visited (`None`: at the start of the table).
+type At = Option<Vec<u8>>;
 
 /// The marks (ms since the epoch): no item expires before `low`; no item written since the pass
 /// began, and none the pass kept, expires before `pass_low`.
@@ -118,10 +117,8 @@ impl Durable {
         if now < sweep.marks(c)?.low {
             return Ok(());
         }
-        let mut at: At = c
-            .prepare_cached("SELECT ns, grp, id FROM item_sweep")?
-            .query_row([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-            .optional()?;
+        let mut at: At =
+            c.prepare_cached("SELECT at FROM item_sweep")?.query_row([], |r| r.get(0)).optional()?;
         let (ended, kept_low) = sweep_slice(c, now, &mut at, sweeps * SWEEP)?;
         sweep.lower(c, kept_low)?;
         if ended {
@@ -130,83 +127,43 @@ impl Durable {
             sweep.store(c, Marks { low: m.pass_low, pass_low: i64::MAX })?;
         }
         match &at {
-            Some((ns, grp, id)) => c
-                .prepare_cached("INSERT OR REPLACE INTO item_sweep (k, ns, grp, id) VALUES (0, ?1, ?2, ?3)")?
-                .execute(params![ns, grp, id])?,
+            Some(key) => c
+                .prepare_cached("INSERT OR REPLACE INTO item_sweep (k, at) VALUES (0, ?1)")?
+                .execute([key])?,
             None => c.prepare_cached("DELETE FROM item_sweep")?.execute([])?,
         };
         Ok(())
     }
 }
 
-/// One sweep: up to `rows` items visited from `at` on, group by group. Returns whether it
-/// reached the table's end (`at` is then `None`), and the earliest expiry among the rows it
-/// visited and kept (`i64::MAX`: none).
+/// One sweep: up to `rows` items visited in key order after `at`. Returns whether it reached
+/// the table's end (`at` is then `None`), and the earliest expiry among the rows it visited and
+/// kept (`i64::MAX`: none).
 ///
-/// Within a group the key range is bounded by plain comparisons (`ns = ? AND grp = ? AND id > ?`),
-/// which SQLite turns into the walk's bounds; a row-value comparison across the whole key is
-/// re-checked on every row visited. The rows are walked inside SQLite, none handed to this code:
-/// the first walk finds the id the stretch ends at, how many rows it holds and their earliest
-/// live expiry; the second deletes the expired rows up to that id.
+/// The rows are walked inside SQLite, none handed to this code: the first walk finds the key the
+/// stretch ends at, how many rows it holds and their earliest live expiry; the second deletes
+/// the expired rows up to that key.
 fn sweep_slice(c: &Connection, now: i64, at: &mut At, rows: usize) -> Sql<(bool, i64)> {
-    let (mut left, mut kept_low) = (rows, i64::MAX);
-    while left > 0 {
-        let (ns, grp, after) = match at.take() {
-            Some(p) => p,
-            None => match next_group(c, None)? {
-                Some((ns, grp)) => (ns, grp, String::new()),
-                None => return Ok((true, kept_low)),
-            },
-        };
-        let (visited, last, low): (i64, Option<String>, Option<i64>) = c
-            .prepare_cached(
-                "SELECT count(*), max(id), min(exp) FILTER (WHERE exp > ?4) FROM
-                   (SELECT id, exp FROM items WHERE ns = ?1 AND grp = ?2 AND id > ?3 ORDER BY id LIMIT ?5)",
-            )?
-            .query_row(params![ns, grp, after, now, left as i64], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-            })?;
-        kept_low = kept_low.min(low.unwrap_or(i64::MAX));
-        if let (true, Some(last)) = (visited as usize == left, last) {
-            c.prepare_cached(
-                "DELETE FROM items WHERE ns = ?1 AND grp = ?2 AND id > ?3 AND id <= ?4 AND exp <= ?5",
-            )?
-            .execute(params![ns, grp, after, last, now])?;
-            // Stopped inside the group: the next sweep goes on after the last id visited.
-            *at = Some((ns, grp, last));
-            return Ok((false, kept_low));
-        }
-        // The group ends within the stretch.
-        c.prepare_cached("DELETE FROM items WHERE ns = ?1 AND grp = ?2 AND id > ?3 AND exp <= ?4")?
-            .execute(params![ns, grp, after, now])?;
-        left = left.saturating_sub(visited as usize);
-        // On to the next group (none: the pass is over, the next starts the table over).
-        *at = next_group(c, Some((&ns, &grp)))?.map(|(ns, grp)| (ns, grp, String::new()));
-        if at.is_none() {
-            return Ok((true, kept_low));
-        }
-    }
-    Ok((false, kept_low))
-}
-
-/// The first group (namespace and name) after `after`, or the table's first.
-fn next_group(c: &Connection, after: Option<(&str, &str)>) -> Sql<Option<(String, String)>> {
-    let row = |r: &rusqlite::Row<'_>| Ok((r.get(0)?, r.get(1)?));
-    Ok(match after {
-        Some((ns, grp)) => c
-            .prepare_cached("SELECT ns, grp FROM items WHERE (ns, grp) > (?1, ?2) ORDER BY ns, grp LIMIT 1")?
-            .query_row(params![ns, grp], row)
-            .optional()?,
-        None => c
-            .prepare_cached("SELECT ns, grp FROM items ORDER BY ns, grp LIMIT 1")?
-            .query_row([], row)
-            .optional()?,
-    })
+    let after = at.take().unwrap_or_default();
+    let (visited, last, low): (i64, Option<Vec<u8>>, Option<i64>) = c
+        .prepare_cached(
+            "SELECT count(*), max(k), min(exp) FILTER (WHERE exp > ?2) FROM
+               (SELECT k, exp FROM items WHERE k > ?1 ORDER BY k LIMIT ?3)",
+        )?
+        .query_row(params![after, now, rows as i64], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+    let Some(last) = last else { return Ok((true, i64::MAX)) };
+    c.prepare_cached("DELETE FROM items WHERE k > ?1 AND k <= ?2 AND exp <= ?3")?
+        .execute(params![after, last, now])?;
+    // A stretch shorter than asked for ran into the table's end: the next starts it over.
+    let ended = (visited as usize) < rows;
+    *at = (!ended).then_some(last);
+    Ok((ended, low.unwrap_or(i64::MAX)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::{sweep_slice, At, SWEEP};
+    use crate::backend::durable::item_key;
     use crate::backend::durable::{Durability, Durable};
     use crate::tracker::{ItemOp, TrackerBackend};
     use rusqlite::{params, Connection};
@@ -217,6 +174,20 @@ mod tests {
             Err(super::super::Fail::Db(e)) => panic!("sweep failed: {e}"),
             Err(_) => panic!("sweep failed"),
         }
+    }
+
+    fn insert(c: &Connection, ns: &str, grp: &str, id: &str, exp: i64) {
+        let key = item_key::item(&item_key::group(ns, grp), id);
+        c.execute(
+            "INSERT INTO items (k, exp, s, a, l, c, u, d, t) VALUES (?1, ?2, 0, 0, 0, 0, 0, 0, '[]')",
+            params![key, exp],
+        )
+        .unwrap();
+    }
+
+    /// `key` as an SQL blob literal.
+    fn blob(key: &[u8]) -> String {
+        format!("x'{}'", key.iter().map(|b| format!("{b:02x}")).collect::<String>())
     }
 
     fn count(c: &Connection, sql: &str) -> usize {
@@ -250,11 +221,7 @@ mod tests {
         for (ns, grp, n, expired) in groups {
             for i in 0..n {
                 let exp = if expired { now - 1 } else { now + 1 + i };
-                c.execute(
-                    "INSERT INTO items (ns, grp, id, exp, s, a, l, c, u, d, t) VALUES (?1, ?2, ?3, ?4, 0, 0, 0, 0, 0, 0, '[]')",
-                    params![ns, grp, format!("{i:04}"), exp],
-                )
-                .unwrap();
+                insert(&c, ns, grp, &format!("{i:04}"), exp);
             }
         }
         let mut at = None;
@@ -262,7 +229,7 @@ mod tests {
         // The first SWEEP items in key order: all of a:g1 and a:g2, then the start of a:g3.
         let into_g3 = SWEEP - 150;
         assert_eq!(count(&c, "SELECT count(*) FROM items WHERE exp < 1000000"), 300 - into_g3 + 10);
-        assert_eq!(at, Some(("a:".into(), "g3".into(), format!("{:04}", into_g3 - 1))));
+        assert_eq!(at, Some(item_key::item(&item_key::group("a:", "g3"), &format!("{:04}", into_g3 - 1))));
         let mut sweeps = 1;
         while count(&c, "SELECT count(*) FROM items WHERE exp < 1000000") > 0 {
             let (ended, kept_low) = sweep(&c, now, &mut at);
@@ -332,16 +299,14 @@ mod tests {
         let soon = now_ms() + 1;
         c.execute("UPDATE meta SET v = min(v, ?1) WHERE k IN ('items_low', 'items_pass_low')", [soon])
             .unwrap();
-        c.execute(
-            "INSERT INTO items (ns, grp, id, exp, s, a, l, c, u, d, t) VALUES ('fg:', 'g', 'zz', ?1, 2, 1, 0, 0, 0, 0, '[]')",
-            [soon],
-        )
-        .unwrap();
+        insert(&c, "fg:", "g", "zz", soon);
         drop(c);
         std::thread::sleep(std::time::Duration::from_millis(5));
         // Enough long-lived writes here for a pass over the table: the item goes.
         d.apply("g", &claims("c", SWEEP * 6), day).await.unwrap();
-        assert_eq!(rows("SELECT count(*) FROM items WHERE id = 'zz'"), 0, "swept after the other's write");
+        let g = item_key::group("fg:", "g");
+        let zz = format!("SELECT count(*) FROM items WHERE k = {}", blob(&item_key::item(&g, "zz")));
+        assert_eq!(rows(&zz), 0, "swept after the other's write");
 
         // This process completes items kept 1 ms: the mark comes down, and they are swept.
         d.apply("g", &completions("a", 10, 1), day).await.unwrap();
@@ -349,7 +314,11 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(5));
         d.apply("g", &claims("d", SWEEP * 6), day).await.unwrap();
         assert_eq!(
-            rows("SELECT count(*) FROM items WHERE id < 'a00010'"),
+            rows(&format!(
+                "SELECT count(*) FROM items WHERE k > {} AND k < {}",
+                blob(&g),
+                blob(&item_key::item(&g, "a00010"))
+            )),
             0,
             "the completed items are swept"
         );

@@ -20,6 +20,7 @@ mod catalog;
 mod checkpoint;
 mod clock;
 mod fences;
+mod item_key;
 mod item_sweep;
 mod limiter;
 mod lock;

@@ -12,10 +12,10 @@
 //! release time in `exp` (it was 0), and a semaphore's fence row says until when it is kept.
 //! Layout 5 keeps an item's record as columns instead of one JSON text (the timeline stays
 //! JSON): a row about half as long, so a claim fills fewer pages, a sweep walks fewer, and a
-//! write encodes no record. Layout 6 adds the items' expiry marks and the position of the sweep
-//! for expired items, shared by the processes that write the file (see `item_sweep`): a file
-//! written by this layout must not be written by an older build, which would not keep the
-//! marks.
+//! write encodes no record. Layout 6 keys an item's row by one byte string made of its namespace,
+//! group and id (`item_key`), compared by one `memcmp` instead of three columns; and it adds the
+//! items' expiry marks and the position of the sweep for expired items, shared by the processes
+//! that write the file (`item_sweep`).
 
 use std::path::Path;
 use std::time::Duration;
@@ -95,13 +95,46 @@ DROP TABLE items;
 ALTER TABLE items5 RENAME TO items;
 ";
 
-/// Layout 6: the items' expiry marks (unknown until a first pass of the sweep) and the sweep's
-/// position (no row: at the start of the table).
+/// Layout 6: items keyed by one byte string (see `item_key`; the rows are copied over by
+/// [`rekey_items`]), the items' expiry marks (unknown until a first pass of the sweep) and the
+/// sweep's position (no row: at the start of the table).
 const TABLES_V6: &str = "
+CREATE TABLE items6(k BLOB NOT NULL PRIMARY KEY, exp INTEGER NOT NULL, s INTEGER NOT NULL,
+  a INTEGER NOT NULL, o TEXT, l INTEGER NOT NULL, c INTEGER NOT NULL, u INTEGER NOT NULL,
+  d INTEGER NOT NULL, e TEXT, t TEXT NOT NULL) WITHOUT ROWID;
 INSERT INTO meta VALUES ('items_low', -9223372036854775808), ('items_pass_low', 9223372036854775807);
-CREATE TABLE item_sweep(k INTEGER PRIMARY KEY CHECK (k = 0), ns TEXT NOT NULL, grp TEXT NOT NULL,
-  id TEXT NOT NULL);
+CREATE TABLE item_sweep(k INTEGER PRIMARY KEY CHECK (k = 0), at BLOB NOT NULL);
 ";
+
+/// Copies the items of layout 5 (keyed by three columns) into `items6` under their one-column
+/// keys, and puts that table in place.
+fn rekey_items(conn: &Connection) -> rusqlite::Result<()> {
+    {
+        let mut read = conn.prepare("SELECT ns, grp, id, exp, s, a, o, l, c, u, d, e, t FROM items")?;
+        let mut write =
+            conn.prepare("INSERT INTO items6 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)")?;
+        let mut rows = read.query([])?;
+        while let Some(r) = rows.next()? {
+            let (ns, grp, id): (String, String, String) = (r.get(0)?, r.get(1)?, r.get(2)?);
+            let key = super::item_key::item(&super::item_key::group(&ns, &grp), &id);
+            let v = |i| r.get::<_, rusqlite::types::Value>(i);
+            write.execute(rusqlite::params![
+                key,
+                v(3)?,
+                v(4)?,
+                v(5)?,
+                v(6)?,
+                v(7)?,
+                v(8)?,
+                v(9)?,
+                v(10)?,
+                v(11)?,
+                v(12)?
+            ])?;
+        }
+    }
+    conn.execute_batch("DROP TABLE items; ALTER TABLE items6 RENAME TO items;")
+}
 
 /// Opens `path` (creating the file when absent), checks it is a flowguard store of a layout
 /// this build knows, and creates the tables of a new file.
@@ -208,6 +241,7 @@ fn check_or_create(conn: &Connection, path: &Path) -> Result<()> {
         conn.execute_batch(TABLES_V4).map_err(fail)?;
         conn.execute_batch(TABLES_V5).map_err(fail)?;
         conn.execute_batch(TABLES_V6).map_err(fail)?;
+        rekey_items(conn).map_err(fail)?;
         conn.pragma_update(None, "application_id", APPLICATION_ID).map_err(fail)?;
         conn.pragma_update(None, "user_version", VERSION).map_err(fail)?;
         return Ok(());
@@ -264,6 +298,7 @@ fn migrate(conn: &Connection, from: i64) -> rusqlite::Result<()> {
     }
     if from < 6 {
         conn.execute_batch(TABLES_V6)?;
+        rekey_items(conn)?;
     }
     conn.pragma_update(None, "user_version", VERSION)
 }
@@ -287,18 +322,31 @@ mod tests {
           rec TEXT NOT NULL, PRIMARY KEY(ns, grp, id)) WITHOUT ROWID;
         DELETE FROM meta WHERE k IN ('items_low', 'items_pass_low'); DROP TABLE item_sweep;";
 
-    /// A file of layout 5 gets the expiry marks (unknown: the first writes sweep) and the sweep's
-    /// position, and its items are swept as before.
+    /// The key of item `id` of group `g` in namespace `fg:`.
+    fn key(id: &str) -> Vec<u8> {
+        super::super::item_key::item(&super::super::item_key::group("fg:", "g"), id)
+    }
+
+    /// A file of layout 5 gets its items under one-column keys (every field kept), the expiry
+    /// marks (unknown: the first writes sweep) and the sweep's position; its items read and are
+    /// swept as before.
     #[tokio::test]
-    async fn a_file_of_layout_5_gets_the_items_expiry_marks() {
-        use crate::tracker::{ItemOp, TrackerBackend};
+    async fn a_file_of_layout_5_gets_one_column_keys_and_the_items_expiry_marks() {
+        use crate::tracker::{ItemOp, ItemStatus, TrackerBackend};
         let path = temp("v5.db");
         drop(open(&path).unwrap());
         let c = Connection::open(&path).unwrap();
         c.execute_batch(
             "DELETE FROM meta WHERE k IN ('items_low', 'items_pass_low'); DROP TABLE item_sweep;
+             DROP TABLE items;
+             CREATE TABLE items(ns TEXT NOT NULL, grp TEXT NOT NULL, id TEXT NOT NULL, exp INTEGER NOT NULL,
+               s INTEGER NOT NULL, a INTEGER NOT NULL, o TEXT, l INTEGER NOT NULL, c INTEGER NOT NULL,
+               u INTEGER NOT NULL, d INTEGER NOT NULL, e TEXT, t TEXT NOT NULL, PRIMARY KEY(ns, grp, id)) WITHOUT ROWID;
              PRAGMA user_version = 5;
-             INSERT INTO items (ns, grp, id, exp, s, a, l, c, u, d, t) VALUES ('fg:', 'g', 'old', 1, 2, 1, 0, 0, 0, 0, '[]');",
+             INSERT INTO items VALUES ('fg:', 'g', 'old', 1, 2, 1, NULL, 0, 0, 0, 0, NULL, '[]');
+             INSERT INTO items VALUES ('fg:', 'g', 'live', 4000000000000, 3, 2, 'ab', 0, 10, 20, 20, 'boom',
+               '[{\"t\":20,\"s\":\"failed\",\"a\":2,\"e\":\"boom\"}]');
+             INSERT INTO items VALUES ('fg:', 'g' || char(0) || 'x', 'other', 4000000000000, 2, 1, NULL, 0, 0, 0, 0, NULL, '[]');",
         )
         .unwrap();
         drop(c);
@@ -316,8 +364,22 @@ mod tests {
             })
             .collect();
         d.apply("g", &claims, 86_400_000).await.unwrap();
-        let old: i64 = c.query_row("SELECT count(*) FROM items WHERE id = 'old'", [], |r| r.get(0)).unwrap();
+        let old: i64 =
+            c.query_row("SELECT count(*) FROM items WHERE k = ?1", [key("old")], |r| r.get(0)).unwrap();
         assert_eq!(old, 0, "the expired item of the old file is swept");
+        let live = &d.read("g", &["live".to_string()]).await.unwrap()[0];
+        assert_eq!(
+            (live.status, live.attempts, live.last_error.as_deref()),
+            (ItemStatus::Failed, 2, Some("boom"))
+        );
+        assert_eq!(
+            (live.created_at, live.updated_at, live.expires_at),
+            (Some(10), Some(20), Some(4_000_000_000_000))
+        );
+        assert_eq!(live.timeline.len(), 1);
+        let other = &d.read("g\u{0}x", &["other".to_string()]).await.unwrap()[0];
+        assert_eq!(other.status, ItemStatus::Completed, "a group whose name holds a 0 byte keeps its item");
+        assert_eq!(other.expires_at, Some(4_000_000_000_000));
     }
 
     fn open_err(path: &Path) -> Error {
@@ -362,12 +424,9 @@ mod tests {
         let c = Connection::open(&path).unwrap();
         let v: i64 = c.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
         assert_eq!(v, VERSION);
-        let (id, s, t): (String, i64, String) = c
-            .query_row("SELECT id, s, t FROM items WHERE ns = 'fg:' AND grp = 'g'", [], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-            })
-            .unwrap();
-        assert_eq!((id.as_str(), s, t.as_str()), ("a", 0, "[]"));
+        let (k, s, t): (Vec<u8>, i64, String) =
+            c.query_row("SELECT k, s, t FROM items", [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap();
+        assert_eq!((k, s, t.as_str()), (key("a"), 0, "[]"));
         let indexes: i64 = c
             .query_row(
                 "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'items'",
@@ -511,8 +570,9 @@ mod tests {
         let c = Connection::open(&path).unwrap();
         let v: i64 = c.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
         assert_eq!(v, VERSION);
-        let (s, o): (i64, String) =
-            c.query_row("SELECT s, o FROM items WHERE id = 'r'", [], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+        let (s, o): (i64, String) = c
+            .query_row("SELECT s, o FROM items WHERE k = ?1", [key("r")], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap();
         assert_eq!((s, o.as_str()), (1, "ab"));
     }
 

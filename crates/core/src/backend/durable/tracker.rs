@@ -6,7 +6,7 @@ use std::borrow::Cow;
 
 use rusqlite::{params, Connection, Row};
 
-use super::{Durable, Fail, Sql};
+use super::{item_key, Durable, Fail, Sql};
 use crate::backend::embedded::{finish, fresh, page, take};
 use crate::backend::BoxFuture;
 use crate::tracker::{
@@ -55,12 +55,26 @@ fn from_row(id: &str, r: &Row<'_>, at: usize) -> Sql<Record> {
     })
 }
 
+/// A group of items: its name, and the start of its rows' keys (see `item_key`).
+struct Group<'a> {
+    name: &'a str,
+    prefix: Vec<u8>,
+}
+
+impl<'a> Group<'a> {
+    fn new(ns: &str, name: &'a str) -> Group<'a> {
+        Group { name, prefix: item_key::group(ns, name) }
+    }
+    fn key(&self, id: &str) -> Vec<u8> {
+        item_key::item(&self.prefix, id)
+    }
+}
+
 /// The live record of `id` (one whose retention has not run out).
-fn load(c: &Connection, ns: &str, group: &str, id: &str, now: i64) -> Sql<Option<Record>> {
-    let mut st = c.prepare_cached(
-        "SELECT exp, s, a, o, l, c, u, d, e, t FROM items WHERE ns = ?1 AND grp = ?2 AND id = ?3 AND exp > ?4",
-    )?;
-    let mut rows = st.query(params![ns, group, id, now])?;
+fn load(c: &Connection, g: &Group<'_>, id: &str, now: i64) -> Sql<Option<Record>> {
+    let mut st =
+        c.prepare_cached("SELECT exp, s, a, o, l, c, u, d, e, t FROM items WHERE k = ?1 AND exp > ?2")?;
+    let mut rows = st.query(params![g.key(id), now])?;
     match rows.next()? {
         Some(r) => Ok(Some(from_row(id, r, 0)?)),
         None => Ok(None),
@@ -82,28 +96,28 @@ impl<'r> Stored<'r> {
 }
 
 /// Writes the record of `id`, over any row it has.
-fn save(c: &Connection, ns: &str, group: &str, id: &str, rec: &Stored<'_>) -> Sql<()> {
+fn save(c: &Connection, g: &Group<'_>, id: &str, rec: &Stored<'_>) -> Sql<()> {
     let r = rec.rec;
     c.prepare_cached(
-        "INSERT INTO items (ns, grp, id, exp, s, a, o, l, c, u, d, e, t)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
-         ON CONFLICT (ns, grp, id) DO UPDATE SET exp = excluded.exp, s = excluded.s, a = excluded.a,
+        "INSERT INTO items (k, exp, s, a, o, l, c, u, d, e, t)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+         ON CONFLICT (k) DO UPDATE SET exp = excluded.exp, s = excluded.s, a = excluded.a,
            o = excluded.o, l = excluded.l, c = excluded.c, u = excluded.u, d = excluded.d, e = excluded.e,
            t = excluded.t",
     )?
-    .execute(params![ns, group, id, r.x, rec.s, r.a, r.o, r.l, r.c, r.u, r.d, r.e, rec.t])?;
+    .execute(params![g.key(id), r.x, rec.s, r.a, r.o, r.l, r.c, r.u, r.d, r.e, rec.t])?;
     Ok(())
 }
 
 /// Writes the record of an id that has no row; false (nothing written) when it has one.
-fn insert_new(c: &Connection, ns: &str, group: &str, id: &str, rec: &Stored<'_>) -> Sql<bool> {
+fn insert_new(c: &Connection, g: &Group<'_>, id: &str, rec: &Stored<'_>) -> Sql<bool> {
     let r = rec.rec;
     let n = c
         .prepare_cached(
-            "INSERT INTO items (ns, grp, id, exp, s, a, o, l, c, u, d, e, t)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) ON CONFLICT DO NOTHING",
+            "INSERT INTO items (k, exp, s, a, o, l, c, u, d, e, t)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) ON CONFLICT DO NOTHING",
         )?
-        .execute(params![ns, group, id, r.x, rec.s, r.a, r.o, r.l, r.c, r.u, r.d, r.e, rec.t])?;
+        .execute(params![g.key(id), r.x, rec.s, r.a, r.o, r.l, r.c, r.u, r.d, r.e, rec.t])?;
     Ok(n == 1)
 }
 
@@ -115,8 +129,7 @@ fn state(rec: Option<&Record>, id: &str, now: i64) -> ItemState {
 /// comes down to the expiry of a record written.
 fn apply_one(
     c: &Connection,
-    ns: &str,
-    group: &str,
+    g: &Group<'_>,
     op: &ItemOp,
     now: i64,
     retention_ms: u64,
@@ -130,12 +143,12 @@ fn apply_one(
         // first. An id that has a row (live or expired) goes on as below.
         let mut rec = fresh(now);
         take(&mut rec, owner, now, now + *lease_ms as i64, retention_ms);
-        if insert_new(c, ns, group, id, &Stored::new(&rec)?)? {
+        if insert_new(c, g, id, &Stored::new(&rec)?)? {
             *earliest = (*earliest).min(rec.x);
             return Ok(result(Outcome::Done, Some(owner.clone()), rec.to_state(id, now)));
         }
     }
-    let current = load(c, ns, group, id, now)?;
+    let current = load(c, g, id, now)?;
     Ok(match op {
         ItemOp::Claim { owner, lease_ms, reclaim_completed, .. } => {
             let busy = match current.as_ref().map(|r| r.status_at(now)) {
@@ -148,14 +161,14 @@ fn apply_one(
             }
             let mut rec = current.unwrap_or_else(|| fresh(now));
             take(&mut rec, owner, now, now + *lease_ms as i64, retention_ms);
-            save(c, ns, group, id, &Stored::new(&rec)?)?;
+            save(c, g, id, &Stored::new(&rec)?)?;
             *earliest = (*earliest).min(rec.x);
             result(Outcome::Done, Some(owner.clone()), rec.to_state(id, now))
         }
         ItemOp::Complete { owner, keep_ms, .. } | ItemOp::Fail { owner, keep_ms, .. } => {
             if let Some(o) = owner {
                 if current.as_ref().and_then(|r| r.o.as_ref()) != Some(o) {
-                    let refused = Outcome::Refused(not_owner(group, id, current.as_ref()));
+                    let refused = Outcome::Refused(not_owner(g.name, id, current.as_ref()));
                     return Ok(result(refused, None, state(current.as_ref(), id, now)));
                 }
             }
@@ -165,13 +178,12 @@ fn apply_one(
             };
             let mut rec = current.unwrap_or_else(|| fresh(now));
             finish(&mut rec, status, error, now, *keep_ms);
-            save(c, ns, group, id, &Stored::new(&rec)?)?;
+            save(c, g, id, &Stored::new(&rec)?)?;
             *earliest = (*earliest).min(rec.x);
             result(Outcome::Done, None, rec.to_state(id, now))
         }
         ItemOp::Unset { .. } => {
-            c.prepare_cached("DELETE FROM items WHERE ns = ?1 AND grp = ?2 AND id = ?3")?
-                .execute(params![ns, group, id])?;
+            c.prepare_cached("DELETE FROM items WHERE k = ?1")?.execute(params![g.key(id)])?;
             result(Outcome::Done, None, state(current.as_ref(), id, now))
         }
     })
@@ -188,7 +200,7 @@ const CHUNK: usize = 1_024;
 /// batch are decided after its first occurrence. Ids are visited in key order, so the inserts
 /// walk the B-tree forward instead of jumping around it; outcomes stay in the caller's order.
 /// Returns the claim with the earliest expiry of the records written.
-fn claim_batch(c: &Connection, ns: &str, group: &str, b: BatchClaim<'_>, now: i64) -> Sql<(ClaimBatch, i64)> {
+fn claim_batch(c: &Connection, g: &Group<'_>, b: BatchClaim<'_>, now: i64) -> Sql<(ClaimBatch, i64)> {
     let mut batch = Batch::new(b, now)?;
     // (id, position) pairs sorted: equal ids keep the caller's order, so a repeat comes after
     // its first occurrence; the ids sit beside their positions (no indirection while sorting).
@@ -203,9 +215,9 @@ fn claim_batch(c: &Connection, ns: &str, group: &str, b: BatchClaim<'_>, now: i6
         }
     }
     let mut insert = c.prepare_cached(
-        "INSERT INTO items (ns, grp, id, exp, s, a, o, l, c, u, d, e, t)
-         SELECT ?1, ?2, value, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12 FROM json_each(?13) WHERE true
-         ON CONFLICT DO NOTHING",
+        "INSERT INTO items (k, exp, s, a, o, l, c, u, d, e, t)
+         SELECT CAST(?1 || value AS BLOB), ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11 FROM json_each(?12)
+         WHERE true ON CONFLICT DO NOTHING",
     )?;
     for chunk in first.chunks(CHUNK) {
         let ids: Vec<&str> = chunk.iter().map(|&i| b.ids[i].as_str()).collect();
@@ -213,17 +225,17 @@ fn claim_batch(c: &Connection, ns: &str, group: &str, b: BatchClaim<'_>, now: i6
         c.prepare_cached("SAVEPOINT chunk")?.execute([])?;
         let (r, s, t) = (&batch.new_rec, batch.new_s, &batch.new_t);
         let inserted =
-            insert.execute(params![ns, group, r.x, s, r.a, r.o, r.l, r.c, r.u, r.d, r.e, t, list])?;
+            insert.execute(params![g.prefix, r.x, s, r.a, r.o, r.l, r.c, r.u, r.d, r.e, t, list])?;
         if inserted != chunk.len() {
             c.prepare_cached("ROLLBACK TO chunk")?.execute([])?;
         }
         c.prepare_cached("RELEASE chunk")?.execute([])?;
         if inserted != chunk.len() {
-            claim_each(c, ns, group, &mut batch, chunk)?;
+            claim_each(c, g, &mut batch, chunk)?;
         }
     }
     for i in repeats {
-        batch.decide(c, ns, group, i)?;
+        batch.decide(c, g, i)?;
     }
     let claimed = ClaimBatch {
         owner: b.owner.to_string(),
@@ -238,16 +250,16 @@ fn claim_batch(c: &Connection, ns: &str, group: &str, b: BatchClaim<'_>, now: i6
 /// first run: all new; a re-run: mostly known), so after an insert that found a row the next id
 /// is read first, and after a read that found none the next one is inserted first: each id costs
 /// one B-tree step, apart from where a run changes.
-fn claim_each(c: &Connection, ns: &str, group: &str, batch: &mut Batch<'_>, chunk: &[usize]) -> Sql<()> {
+fn claim_each(c: &Connection, g: &Group<'_>, batch: &mut Batch<'_>, chunk: &[usize]) -> Sql<()> {
     let mut expect_new = true;
     for &i in chunk {
         if expect_new {
             let id = &batch.claim.ids[i];
-            if insert_new(c, ns, group, id, &batch.stored())? {
+            if insert_new(c, g, id, &batch.stored())? {
                 continue;
             }
         }
-        expect_new = batch.decide(c, ns, group, i)?;
+        expect_new = batch.decide(c, g, i)?;
     }
     Ok(())
 }
@@ -294,10 +306,10 @@ impl<'a> Batch<'a> {
 
     /// Reads id number `i` and claims it when the rules allow; true when it had no live
     /// record (so it got the new one).
-    fn decide(&mut self, c: &Connection, ns: &str, group: &str, i: usize) -> Sql<bool> {
+    fn decide(&mut self, c: &Connection, g: &Group<'_>, i: usize) -> Sql<bool> {
         let (b, now) = (self.claim, self.now);
         let id = &b.ids[i];
-        let (outcome, a, got_new) = match load(c, ns, group, id, now)? {
+        let (outcome, a, got_new) = match load(c, g, id, now)? {
             Some(r) if matches!(r.status_at(now), ItemStatus::InProgress) => {
                 (BatchOutcome::InProgress, r.a, false)
             }
@@ -306,13 +318,13 @@ impl<'a> Batch<'a> {
             }
             Some(mut rec) => {
                 take(&mut rec, b.owner, now, self.lease_end, b.retention_ms);
-                save(c, ns, group, id, &Stored::new(&rec)?)?;
+                save(c, g, id, &Stored::new(&rec)?)?;
                 self.earliest = self.earliest.min(rec.x);
                 (BatchOutcome::Claimed, rec.a, false)
             }
             None => {
                 // No live record (none, or one whose retention ran out): the new record.
-                save(c, ns, group, id, &self.stored())?;
+                save(c, g, id, &self.stored())?;
                 (BatchOutcome::Claimed, self.new_rec.a, true)
             }
         };
@@ -322,14 +334,18 @@ impl<'a> Batch<'a> {
     }
 }
 
-fn list(c: &Connection, ns: &str, group: &str, q: ListQuery, now: i64) -> Sql<ItemList> {
+fn list(c: &Connection, g: &Group<'_>, q: ListQuery, now: i64) -> Sql<ItemList> {
     let mut st = c.prepare_cached(
-        "SELECT id, exp, s, a, o, l, c, u, d, e, t FROM items WHERE ns = ?1 AND grp = ?2 AND exp > ?3",
+        "SELECT k, exp, s, a, o, l, c, u, d, e, t FROM items WHERE k > ?1 AND k < ?2 AND exp > ?3",
     )?;
-    let mut rows = st.query(params![ns, group, now])?;
+    let mut rows = st.query(params![g.prefix, item_key::after_all(&g.prefix), now])?;
     let mut records = Vec::new();
     while let Some(r) = rows.next()? {
-        let id: String = r.get(0)?;
+        let key = r.get_ref(0)?.as_blob().map_err(rusqlite::Error::from)?;
+        let id = match key.strip_prefix(g.prefix.as_slice()).map(std::str::from_utf8) {
+            Some(Ok(id)) => id.to_string(),
+            _ => return Err(Fail::Corrupt(format!("item key {key:?} in group {:?}", g.name))),
+        };
         let rec = from_row(&id, r, 1)?;
         records.push((id, rec));
     }
@@ -339,7 +355,7 @@ fn list(c: &Connection, ns: &str, group: &str, q: ListQuery, now: i64) -> Sql<It
 impl TrackerBackend for Durable {
     fn claim_batch<'a>(&'a self, group: &'a str, claim: BatchClaim<'a>) -> BoxFuture<'a, ClaimBatch> {
         self.write_tx(move |c, ns, now| {
-            let (out, earliest) = claim_batch(c, ns, group, claim, now)?;
+            let (out, earliest) = claim_batch(c, &Group::new(ns, group), claim, now)?;
             self.sweep_items(c, now, claim.ids.len(), earliest)?;
             Ok(out)
         })
@@ -351,10 +367,10 @@ impl TrackerBackend for Durable {
         retention_ms: u64,
     ) -> BoxFuture<'a, Vec<OpResult>> {
         self.write_tx(move |c, ns, now| {
-            let mut earliest = i64::MAX;
+            let (g, mut earliest) = (Group::new(ns, group), i64::MAX);
             let out = ops
                 .iter()
-                .map(|op| apply_one(c, ns, group, op, now, retention_ms, &mut earliest))
+                .map(|op| apply_one(c, &g, op, now, retention_ms, &mut earliest))
                 .collect::<Sql<Vec<_>>>()?;
             self.sweep_items(c, now, ops.len(), earliest)?;
             Ok(out)
@@ -362,10 +378,11 @@ impl TrackerBackend for Durable {
     }
     fn read<'a>(&'a self, group: &'a str, ids: &'a [String]) -> BoxFuture<'a, Vec<ItemState>> {
         self.read_tx(move |c, ns, now| {
-            ids.iter().map(|id| Ok(state(load(c, ns, group, id, now)?.as_ref(), id, now))).collect()
+            let g = Group::new(ns, group);
+            ids.iter().map(|id| Ok(state(load(c, &g, id, now)?.as_ref(), id, now))).collect()
         })
     }
     fn list<'a>(&'a self, group: &'a str, query: ListQuery, _retention_ms: u64) -> BoxFuture<'a, ItemList> {
-        self.read_tx(move |c, ns, now| list(c, ns, group, query, now))
+        self.read_tx(move |c, ns, now| list(c, &Group::new(ns, group), query, now))
     }
 }
