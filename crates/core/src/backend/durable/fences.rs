@@ -6,7 +6,7 @@
 //! A lock's row keeps the end of its last lease in `exp` (the release time once released), and a
 //! semaphore's fence row keeps in `keep` when its fence may go (`FENCE_KEEP_MS` past the longest
 //! lease of its acquisitions). There is no index on either time (every acquisition would write
-//! one more page): as for expired items (`tracker::Durable::sweep_items`), each acquisition adds
+//! one more page): as for expired items (`item_sweep`), each acquisition adds
 //! to a debt, and for every [`SWEEP`]` / 2` acquisitions the next [`SWEEP`] rows in key order
 //! (after where the last sweep stopped, around the table) are visited and the forgotten ones
 //! deleted. Each call does a bounded share of the work, and the sweep passes over the whole
