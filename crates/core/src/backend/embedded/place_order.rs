@@ -159,7 +159,7 @@ mod tests {
         check(run.clone());
         // The same at radix sizes: copies of the places, some with more scores.
         let big: Vec<_> = (0..RADIX_FROM * 3)
-            .map(|i| (run[i % run.len()].0 + (i / 40) as i64, run[i % run.len()].1.clone()))
+            .map(|i| (run[i % run.len()].0.saturating_add((i / 40) as i64), run[i % run.len()].1.clone()))
             .collect();
         check(big);
     }
