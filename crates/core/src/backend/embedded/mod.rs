@@ -9,12 +9,14 @@
 //! `dueAt`, `expiresAt`, …) are epoch ms on that clock: the wall clock as it was when the store
 //! first read the time, plus the monotonic time since.
 
+mod batch_run;
 mod catalog;
 mod expiries;
 mod expiry_buckets;
 mod limiter;
 mod lock;
 mod named;
+mod place_order;
 mod queue;
 mod ranked;
 mod semaphore;

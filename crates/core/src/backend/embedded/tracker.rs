@@ -4,9 +4,11 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::batch_run::{BatchRun, NO_RUN};
 use super::expiries::SLICE;
 use super::expiry_buckets::ExpiryBuckets;
 use super::named::Named;
+use super::place_order::sort_places;
 use super::ranked::RankedSet;
 use super::{guard, now_ms, Embedded};
 use crate::backend::{ready, BoxFuture};
@@ -39,6 +41,8 @@ struct Entry {
     rec: Record,
     /// The record's position in its bucket of `expiry` (the bucket of `rec.x`).
     at: u32,
+    /// The position of the record's place in `run`, if it is there (see [`BatchRun::holds`]).
+    run_at: u32,
 }
 
 #[derive(Default)]
@@ -53,6 +57,11 @@ struct Group {
     /// inserts them at its end, sorted, a claim batch's ids in one pass ([`Group::flush`]).
     /// Empty between calls.
     pending: [Vec<(i64, Id)>; 3],
+    /// In-progress places of the latest claim batch, not in `by_status[0]` yet: joined to it when
+    /// a page is listed or the next batch opens its run ([`Group::merge_run`]).
+    run: BatchRun,
+    /// Whether new in-progress places at the run's score go to `run` (during a claim batch).
+    batching: bool,
     /// The group's position in [`TrackerTable::ring`].
     ring_at: usize,
 }
@@ -69,25 +78,6 @@ fn slot(r: &Record) -> Option<(usize, i64)> {
     }
 }
 
-/// Sorts status-index places: by score, then id. Ids are compared by their first 8 bytes first
-/// (integers, cached per place), and in full only where those are equal: a batch's ids share
-/// their score, and this is most of the cost of indexing them.
-fn sort_places(run: &mut [(i64, Id)]) {
-    fn head(id: &str) -> u64 {
-        let mut b = [0u8; 8];
-        let n = id.len().min(8);
-        b[..n].copy_from_slice(&id.as_bytes()[..n]);
-        // Big-endian and zero-padded: ordered like the bytes, a prefix before its extensions.
-        u64::from_be_bytes(b)
-    }
-    run.sort_by_cached_key(|(s, id)| (*s, head(id)));
-    for ties in run.chunk_by_mut(|a, b| a.0 == b.0 && head(&a.1) == head(&b.1)) {
-        if ties.len() > 1 {
-            ties.sort_unstable();
-        }
-    }
-}
-
 /// How many keys of `set` have a score up to `t`.
 fn up_to(set: &RankedSet<(i64, Id)>, t: i64) -> usize {
     set.count_while(|(at, _)| *at <= t)
@@ -101,20 +91,29 @@ impl Group {
     fn purge(&mut self, now: i64, max: usize) {
         for id in self.expiry.due(now, max) {
             if let Some(old) = self.items.remove(&id) {
-                self.unindex(&old.rec, id);
+                self.unindex(&old, id);
             }
         }
     }
 
-    fn unindex(&mut self, r: &Record, id: Id) {
-        if let Some((k, at)) = slot(r) {
-            self.unplace(k, (at, id));
+    fn unindex(&mut self, e: &Entry, id: Id) {
+        if let Some((k, at)) = slot(&e.rec) {
+            self.unplace(k, (at, id), e.run_at);
         }
     }
 
-    /// Takes a record's place out of status index `k` (out of `pending` when not inserted yet:
-    /// pending places go in first, so a call that changes one record many times stays linear).
-    fn unplace(&mut self, k: usize, place: (i64, Id)) {
+    /// Takes a record's place out of status index `k`: out of `run` when it is there (at
+    /// `run_at`), else out of the ranked index (out of `pending` when not inserted yet: pending
+    /// places go in first, so a call that changes one record many times stays linear).
+    fn unplace(&mut self, k: usize, place: (i64, Id), run_at: u32) {
+        if k == 0 && self.run.holds(run_at, &place.1) {
+            if let Some(moved) = self.run.remove(run_at) {
+                if let Some(m) = self.items.get_mut(moved) {
+                    m.run_at = run_at;
+                }
+            }
+            return;
+        }
         if !self.by_status[k].remove(&place) {
             self.flush();
             self.by_status[k].remove(&place);
@@ -131,6 +130,32 @@ impl Group {
                 set.extend_sorted(run);
             }
         }
+    }
+
+    /// Joins the run's places to the ranked index (sorted, in one pass), so that it holds every
+    /// place again.
+    fn merge_run(&mut self) {
+        if !self.run.is_empty() {
+            self.pending[0].extend(self.run.take());
+            self.flush();
+        }
+    }
+
+    /// Starts a claim batch's run at `score` (its lease end), after merging the previous one.
+    fn open_run(&mut self, score: i64) {
+        self.merge_run();
+        self.run.open(score);
+        self.batching = true;
+    }
+
+    /// Puts a new place: into the run during a claim batch (returns its position there), else
+    /// into `pending`.
+    fn place(&mut self, k: usize, s: i64, key: Id) -> u32 {
+        if self.batching && k == 0 && s == self.run.score() {
+            return self.run.push(key);
+        }
+        self.pending[k].push((s, key));
+        NO_RUN
     }
 
     /// Takes a record out of its expiry bucket (time `x`, position `at`).
@@ -164,6 +189,10 @@ impl Group {
         let e = self.items.get_mut(id).expect("found above");
         change(&mut e.rec);
         let (new_x, new_slot) = (e.rec.x, slot(&e.rec));
+        let old_run_at = e.run_at;
+        if old_slot != new_slot {
+            e.run_at = NO_RUN;
+        }
         if new_x != old_x {
             e.at = self.expiry.add(new_x, key.clone());
             self.unexpire(old_x, old_at);
@@ -172,10 +201,13 @@ impl Group {
             return;
         }
         if let Some((k, s)) = old_slot {
-            self.unplace(k, (s, key.clone()));
+            self.unplace(k, (s, key.clone()), old_run_at);
         }
         if let Some((k, s)) = new_slot {
-            self.pending[k].push((s, key));
+            let run_at = self.place(k, s, key.clone());
+            if run_at != NO_RUN {
+                self.items.get_mut(&key).expect("changed above").run_at = run_at;
+            }
         }
     }
 
@@ -185,10 +217,11 @@ impl Group {
         change(&mut rec);
         let key: Id = Arc::from(id);
         let at = self.expiry.add(rec.x, key.clone());
-        if let Some((k, s)) = slot(&rec) {
-            self.pending[k].push((s, key.clone()));
-        }
-        self.items.insert(key, Entry { rec, at });
+        let run_at = match slot(&rec) {
+            Some((k, s)) => self.place(k, s, key.clone()),
+            None => NO_RUN,
+        };
+        self.items.insert(key, Entry { rec, at, run_at });
     }
 
     /// The status and attempts of the live record of `id`, after forgetting it when it expired
@@ -205,16 +238,17 @@ impl Group {
     fn remove(&mut self, id: &str) -> Option<Record> {
         let (key, old) = self.items.remove_entry(id)?;
         self.unexpire(old.rec.x, old.at);
-        self.unindex(&old.rec, key);
+        self.unindex(&old, key);
         Some(old.rec)
     }
 
     /// One page and the counts, from the status indexes: the same as the Redis script
     /// `tracker_list.lua`. When a purge slice left expired records, the abandoned count leaves
     /// out leases that ended `retention_ms` ago (records that may have expired), and the page
-    /// skips expired records.
-    fn list(&self, now: i64, q: ListQuery, retention_ms: u64) -> ItemList {
+    /// skips expired records. The batch run is merged first (work bounded by one batch).
+    fn list(&mut self, now: i64, q: ListQuery, retention_ms: u64) -> ItemList {
         debug_assert!(self.pending.iter().all(Vec::is_empty), "calls flush their places");
+        self.merge_run();
         let exact = !self.expiry.any_due(now);
         let [ip, done, failed] = &self.by_status;
         let ended = up_to(ip, now);
@@ -417,7 +451,7 @@ impl TrackerTable {
         let lease_end = now + c.lease_ms as i64;
         let g = self.group_mut(group, now, c.ids.len());
         g.items.reserve(c.ids.len());
-        g.pending[0].reserve(c.ids.len());
+        g.open_run(lease_end);
         let mut outcomes = Vec::with_capacity(c.ids.len());
         let mut attempts = Vec::with_capacity(c.ids.len());
         for id in c.ids {
@@ -438,6 +472,7 @@ impl TrackerTable {
             attempts.push(a);
             outcomes.push(outcome);
         }
+        g.batching = false;
         g.flush();
         if g.items.is_empty() {
             self.drop_group(group);
@@ -556,53 +591,31 @@ impl TrackerTable {
 
 #[cfg(test)]
 mod tests {
-    use super::{now_ms, page, slot, sort_places, Id, TrackerTable, SLICE, SWEEP_EVERY};
+    use super::{now_ms, page, slot, TrackerTable, SLICE, SWEEP_EVERY};
     use crate::tracker::{BatchClaim, ItemOp, ListFilter, ListQuery, Record};
 
     const DAY: u64 = 86_400_000;
 
-    /// Every record is in its expiry bucket at the position it keeps and in its status index;
-    /// nothing else is in the indexes; no place is left pending.
+    /// Every record is in its expiry bucket at the position it keeps and in its status index or
+    /// (in progress at the run's score) in the batch run at the position it keeps; nothing else
+    /// is in the indexes; no place is left pending, no call left batching.
     fn check_indexes(t: &TrackerTable) {
         for g in t.groups.values() {
             assert!(g.pending.iter().all(Vec::is_empty));
+            assert!(!g.batching);
             assert_eq!(g.items.len(), g.expiry.len());
-            assert_eq!(g.items.len(), g.by_status.iter().map(|s| s.len()).sum::<usize>());
+            assert_eq!(g.items.len(), g.run.len() + g.by_status.iter().map(|s| s.len()).sum::<usize>());
             for (id, e) in &g.items {
                 assert_eq!(g.expiry.at(e.rec.x, e.at), Some(id), "expiry position of {id}");
                 let (k, s) = slot(&e.rec).expect("a stored record has a status");
                 let place = (s, id.clone());
                 let set = &g.by_status[k];
-                assert_eq!(set.iter_from(set.count_below(&place)).next(), Some(&place), "place of {id}");
+                let in_set = set.iter_from(set.count_below(&place)).next() == Some(&place);
+                let in_run = g.run.holds(e.run_at, id);
+                assert!(in_set != in_run, "place of {id} in exactly one of the index and the run");
+                assert!(!in_run || (k, s) == (0, g.run.score()), "run place of {id}");
             }
         }
-    }
-
-    /// The prefix-first sort orders places exactly like comparing them in full: long ids that
-    /// share their first 8 bytes, an id and its extensions (also by a NUL byte), other scores.
-    #[test]
-    fn places_sort_like_a_full_comparison() {
-        let ids = [
-            "item-000017",
-            "item-000007",
-            "item-0",
-            "item-0\0",
-            "item-",
-            "b",
-            "",
-            "item-000",
-            "é",
-            "item-00",
-        ];
-        let mut run: Vec<(i64, Id)> = Vec::new();
-        for (i, id) in ids.iter().enumerate() {
-            run.push(((i % 3) as i64, Id::from(*id)));
-            run.push((5, Id::from(*id)));
-        }
-        let mut want = run.clone();
-        want.sort();
-        sort_places(&mut run);
-        assert_eq!(run, want);
     }
 
     /// Random claim batches and operations, some expiring within the test: the indexes stay in
@@ -615,7 +628,7 @@ mod tests {
             (seed >> 33) % m
         };
         let mut t = TrackerTable::default();
-        for step in 0..400 {
+        for step in 0..1200 {
             let ids: Vec<String> = (0..rnd(40)).map(|_| format!("i{}", rnd(60))).collect();
             if rnd(2) == 0 {
                 let claim = BatchClaim {
@@ -650,9 +663,23 @@ mod tests {
             let now = now_ms();
             let Some(g) = t.groups.get_mut("g") else { continue };
             g.purge(now, usize::MAX);
+            check_indexes(&t);
+            // Pages only now and then, so batch runs also meet later batches and operations
+            // before a page merges them.
+            if rnd(3) != 0 {
+                continue;
+            }
+            let g = t.groups.get_mut("g").expect("checked above");
             let records: Vec<(String, Record)> =
                 g.items.iter().map(|(id, e)| (id.to_string(), e.rec.clone())).collect();
-            let q = ListQuery { filter: ListFilter::All, offset: rnd(10), limit: 1 + rnd(30) };
+            let filter = [
+                ListFilter::All,
+                ListFilter::InProgress,
+                ListFilter::Abandoned,
+                ListFilter::Failed,
+                ListFilter::Completed,
+            ][rnd(5) as usize];
+            let q = ListQuery { filter, offset: rnd(10), limit: 1 + rnd(30) };
             let want = page(records.iter().map(|(id, r)| (id, r)), now, q);
             let got = g.list(now, q, DAY);
             assert_eq!(got.counts, want.counts, "step {step}");
