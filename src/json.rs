@@ -17,9 +17,18 @@ pub struct Json(String);
 
 /// Serializes a result (on whichever thread computed it).
 pub fn json<T: Serialize>(v: &T) -> flowguard_core::Result<Json> {
-    serde_json::to_string(v)
-        .map(Json)
-        .map_err(|e| CoreError::internal(format!("cannot serialize a result: {e}")))
+    json_sized(v, 0)
+}
+
+/// Serializes a result into text of about `bytes` reserved up front: the text of thousands of
+/// items grown by doubling is copied a dozen times, and each large reallocation makes the
+/// allocator sweep the small blocks the items' conversion just freed.
+pub fn json_sized<T: Serialize>(v: &T, bytes: usize) -> flowguard_core::Result<Json> {
+    let mut out = Vec::with_capacity(bytes);
+    serde_json::to_writer(&mut out, v)
+        .map_err(|e| CoreError::internal(format!("cannot serialize a result: {e}")))?;
+    // SAFETY: serde_json writes UTF-8 only.
+    Ok(Json(unsafe { String::from_utf8_unchecked(out) }))
 }
 
 fn check(status: sys::napi_status, what: &str) -> Result<()> {

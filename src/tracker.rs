@@ -8,7 +8,7 @@ use super::client::Flowguard;
 use serde::Serialize;
 
 use super::from_js::{js_input, ms, opt, opt_ms, whole, Arg, Elem, Field};
-use super::json::{json, Json};
+use super::json::{json, json_sized, Json};
 use super::{now_or_promise, promise};
 use flowguard_core::error::At;
 use flowguard_core::tracker::{self as core, ItemRequest, Keep, Outcome};
@@ -365,6 +365,10 @@ unsafe fn f64_slice<'a>(env: &Env, v: &Unknown) -> Option<&'a mut [f64]> {
     }
 }
 
+/// About the JSON text of one item's state in a result of many (its id, owner, times and a short
+/// timeline): reserved up front for the whole result.
+const ITEM_JSON_BYTES: usize = 320;
+
 /// JSON text handed to JavaScript as a string (index.js parses it).
 fn compact<T: Serialize>(v: &T) -> flowguard_core::Result<String> {
     serde_json::to_string(v)
@@ -496,7 +500,8 @@ impl Flowguard {
         promise(env, async move {
             let (group, ids, (timeout, reclaim)) = parsed?;
             let results = client.claim_many(&group, ids, timeout, reclaim).await?;
-            json(&results.into_iter().map(ClaimResult::from).collect::<Vec<_>>())
+            let bytes = results.len() * ITEM_JSON_BYTES;
+            json_sized(&results.into_iter().map(ClaimResult::from).collect::<Vec<_>>(), bytes)
         })
     }
 
@@ -601,7 +606,9 @@ impl Flowguard {
         let client = self.client.clone();
         promise(env, async move {
             let (group, reqs) = parsed?;
-            json(&client.set_items(&group, reqs).await?.into_iter().map(ItemResult::from).collect::<Vec<_>>())
+            let results = client.set_items(&group, reqs).await?;
+            let bytes = results.len() * ITEM_JSON_BYTES;
+            json_sized(&results.into_iter().map(ItemResult::from).collect::<Vec<_>>(), bytes)
         })
     }
 
@@ -633,7 +640,9 @@ impl Flowguard {
         let client = self.client.clone();
         promise(env, async move {
             let (group, ids) = parsed?;
-            json(&client.get_items(&group, ids).await?.into_iter().map(ItemState::from).collect::<Vec<_>>())
+            let states = client.get_items(&group, ids).await?;
+            let bytes = states.len() * ITEM_JSON_BYTES;
+            json_sized(&states.into_iter().map(ItemState::from).collect::<Vec<_>>(), bytes)
         })
     }
 
