@@ -6,7 +6,9 @@
 //   lean    claim: TIME, HGET (the record), HSET, ZADD (in progress); complete: TIME, HGET, an
 //           owner check, HSET, ZREM (in progress), ZADD (completed) — no attempts bookkeeping,
 //           no timeline, no retention, no clean-up;
-//   banded  as lean, with one index whose score bands stand for the status (no ZREM).
+//   banded  as lean, with one index whose score bands stand for the status (no ZREM);
+//   minimal as banded, with a claim that only creates a record (HSETNX instead of HGET + HSET):
+//           the fewest commands a claim + complete can be.
 // flowguard's scripts do more than `lean` (attempts, timeline, bounded clean-up, key expiry):
 // `node bench/tracker-cost.mjs` measures them beside ioredis.
 //
@@ -41,7 +43,17 @@ return {now, rec}`
 const banded = complete
   .replace(`redis.call('ZREM', KEYS[1], ARGV[1])\n`, '')
   .replace('KEYS[2], now + 2592000000', 'KEYS[1], 4e13 + now + 2592000000')
-const cases = { empty: ['return 1', 'return 1'], lean: [claim, complete], banded: [claim, banded] }
+const claimNew = `local t = redis.call('TIME'); local now = t[1]*1000 + math.floor(t[2]/1000)
+local rec = '1|' .. ARGV[2] .. '|' .. now
+if redis.call('HSETNX', KEYS[4], ARGV[1], rec) == 0 then return {-1} end
+redis.call('ZADD', KEYS[1], now + 30000, ARGV[1])
+return {now, rec}`
+const cases = {
+  empty: ['return 1', 'return 1'],
+  lean: [claim, complete],
+  banded: [claim, banded],
+  minimal: [claimNew, banded],
+}
 
 const server = await benchRedis('floor')
 const r = new IORedis(server.url)
