@@ -16,12 +16,12 @@
 //! that is the new mark. The pass's position is in the file (`item_sweep`), so a pass is shared
 //! by every process that writes the file, and the marks cover their writes too.
 //!
-//! A process remembers the marks with the file's data version after its last write (as the
-//! clock does), so a write reads them again only after another process wrote.
+//! A process remembers the marks between its writes (see `remembered`, as the clock does), so a
+//! write reads them again only after another process wrote.
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::clock::data_version;
+use super::remembered::Remembered;
 use super::{Durable, Sql};
 
 /// Items visited by one sweep.
@@ -43,28 +43,19 @@ struct Marks {
 #[derive(Default)]
 pub(super) struct Sweep {
     debt: usize,
-    /// The marks, with the file's data version after the write that last saw them.
-    known: Option<(u32, Marks)>,
-    /// The marks as the transaction under way found or left them.
-    pending: Option<Marks>,
+    marks: Remembered<Marks>,
+}
+
+fn stored_marks(c: &Connection) -> rusqlite::Result<Marks> {
+    c.prepare_cached(
+        "SELECT (SELECT v FROM meta WHERE k = 'items_low'), (SELECT v FROM meta WHERE k = 'items_pass_low')",
+    )?
+    .query_row([], |r| Ok(Marks { low: r.get(0)?, pass_low: r.get(1)? }))
 }
 
 impl Sweep {
     fn marks(&mut self, c: &Connection) -> Sql<Marks> {
-        if let Some(m) = self.pending {
-            return Ok(m);
-        }
-        let m = match (self.known, data_version(c)) {
-            (Some((v, m)), Some(now)) if v == now => m,
-            _ => c
-                .prepare_cached(
-                    "SELECT (SELECT v FROM meta WHERE k = 'items_low'),
-                            (SELECT v FROM meta WHERE k = 'items_pass_low')",
-                )?
-                .query_row([], |r| Ok(Marks { low: r.get(0)?, pass_low: r.get(1)? }))?,
-        };
-        self.pending = Some(m);
-        Ok(m)
+        Ok(self.marks.get(c, stored_marks)?)
     }
 
     fn store(&mut self, c: &Connection, m: Marks) -> Sql<()> {
@@ -75,7 +66,7 @@ impl Sweep {
         if m.pass_low != was.pass_low {
             c.prepare_cached("UPDATE meta SET v = ?1 WHERE k = 'items_pass_low'")?.execute([m.pass_low])?;
         }
-        self.pending = Some(m);
+        self.marks.set(m);
         Ok(())
     }
 
@@ -90,13 +81,9 @@ impl Sweep {
     }
 
     /// After a write transaction: remembers the marks it left when it committed (`ok`),
-    /// forgets them when it failed (a rolled-back change of them is not in the file).
+    /// forgets them when it failed.
     pub(super) fn settle(&mut self, c: &Connection, ok: bool) {
-        match (ok, self.pending.take()) {
-            (true, Some(m)) => self.known = data_version(c).map(|v| (v, m)),
-            (true, None) => {}
-            (false, _) => self.known = None,
-        }
+        self.marks.settle(c, ok);
     }
 }
 

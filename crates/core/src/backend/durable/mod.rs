@@ -25,6 +25,7 @@ mod item_sweep;
 mod limiter;
 mod lock;
 mod queue;
+mod remembered;
 mod schema;
 mod semaphore;
 mod state;

@@ -71,10 +71,11 @@ impl<'a> Group<'a> {
 }
 
 /// The live record of `id` (one whose retention has not run out).
-fn load(c: &Connection, g: &Group<'_>, id: &str, now: i64) -> Sql<Option<Record>> {
+/// `key` is the item's key; `id` names it in an error.
+fn load(c: &Connection, key: &[u8], id: &str, now: i64) -> Sql<Option<Record>> {
     let mut st =
         c.prepare_cached("SELECT exp, s, a, o, l, c, u, d, e, t FROM items WHERE k = ?1 AND exp > ?2")?;
-    let mut rows = st.query(params![g.key(id), now])?;
+    let mut rows = st.query(params![key, now])?;
     match rows.next()? {
         Some(r) => Ok(Some(from_row(id, r, 0)?)),
         None => Ok(None),
@@ -96,7 +97,7 @@ impl<'r> Stored<'r> {
 }
 
 /// Writes the record of `id`, over any row it has.
-fn save(c: &Connection, g: &Group<'_>, id: &str, rec: &Stored<'_>) -> Sql<()> {
+fn save(c: &Connection, key: &[u8], rec: &Stored<'_>) -> Sql<()> {
     let r = rec.rec;
     c.prepare_cached(
         "INSERT INTO items (k, exp, s, a, o, l, c, u, d, e, t)
@@ -105,19 +106,19 @@ fn save(c: &Connection, g: &Group<'_>, id: &str, rec: &Stored<'_>) -> Sql<()> {
            o = excluded.o, l = excluded.l, c = excluded.c, u = excluded.u, d = excluded.d, e = excluded.e,
            t = excluded.t",
     )?
-    .execute(params![g.key(id), r.x, rec.s, r.a, r.o, r.l, r.c, r.u, r.d, r.e, rec.t])?;
+    .execute(params![key, r.x, rec.s, r.a, r.o, r.l, r.c, r.u, r.d, r.e, rec.t])?;
     Ok(())
 }
 
 /// Writes the record of an id that has no row; false (nothing written) when it has one.
-fn insert_new(c: &Connection, g: &Group<'_>, id: &str, rec: &Stored<'_>) -> Sql<bool> {
+fn insert_new(c: &Connection, key: &[u8], rec: &Stored<'_>) -> Sql<bool> {
     let r = rec.rec;
     let n = c
         .prepare_cached(
             "INSERT INTO items (k, exp, s, a, o, l, c, u, d, e, t)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) ON CONFLICT DO NOTHING",
         )?
-        .execute(params![g.key(id), r.x, rec.s, r.a, r.o, r.l, r.c, r.u, r.d, r.e, rec.t])?;
+        .execute(params![key, r.x, rec.s, r.a, r.o, r.l, r.c, r.u, r.d, r.e, rec.t])?;
     Ok(n == 1)
 }
 
@@ -136,6 +137,7 @@ fn apply_one(
     earliest: &mut i64,
 ) -> Sql<OpResult> {
     let id = op.id();
+    let key = g.key(id);
     let result =
         |outcome, owner, item| OpResult { id: id.to_string(), action: op.action(), outcome, owner, item };
     if let ItemOp::Claim { owner, lease_ms, .. } = op {
@@ -143,12 +145,12 @@ fn apply_one(
         // first. An id that has a row (live or expired) goes on as below.
         let mut rec = fresh(now);
         take(&mut rec, owner, now, now + *lease_ms as i64, retention_ms);
-        if insert_new(c, g, id, &Stored::new(&rec)?)? {
+        if insert_new(c, &key, &Stored::new(&rec)?)? {
             *earliest = (*earliest).min(rec.x);
             return Ok(result(Outcome::Done, Some(owner.clone()), rec.to_state(id, now)));
         }
     }
-    let current = load(c, g, id, now)?;
+    let current = load(c, &key, id, now)?;
     Ok(match op {
         ItemOp::Claim { owner, lease_ms, reclaim_completed, .. } => {
             let busy = match current.as_ref().map(|r| r.status_at(now)) {
@@ -161,7 +163,7 @@ fn apply_one(
             }
             let mut rec = current.unwrap_or_else(|| fresh(now));
             take(&mut rec, owner, now, now + *lease_ms as i64, retention_ms);
-            save(c, g, id, &Stored::new(&rec)?)?;
+            save(c, &key, &Stored::new(&rec)?)?;
             *earliest = (*earliest).min(rec.x);
             result(Outcome::Done, Some(owner.clone()), rec.to_state(id, now))
         }
@@ -178,12 +180,12 @@ fn apply_one(
             };
             let mut rec = current.unwrap_or_else(|| fresh(now));
             finish(&mut rec, status, error, now, *keep_ms);
-            save(c, g, id, &Stored::new(&rec)?)?;
+            save(c, &key, &Stored::new(&rec)?)?;
             *earliest = (*earliest).min(rec.x);
             result(Outcome::Done, None, rec.to_state(id, now))
         }
         ItemOp::Unset { .. } => {
-            c.prepare_cached("DELETE FROM items WHERE k = ?1")?.execute(params![g.key(id)])?;
+            c.prepare_cached("DELETE FROM items WHERE k = ?1")?.execute(params![key])?;
             result(Outcome::Done, None, state(current.as_ref(), id, now))
         }
     })
@@ -235,7 +237,7 @@ fn claim_batch(c: &Connection, g: &Group<'_>, b: BatchClaim<'_>, now: i64) -> Sq
         }
     }
     for i in repeats {
-        batch.decide(c, g, i)?;
+        batch.decide(c, &g.key(&b.ids[i]), i)?;
     }
     let claimed = ClaimBatch {
         owner: b.owner.to_string(),
@@ -253,13 +255,11 @@ fn claim_batch(c: &Connection, g: &Group<'_>, b: BatchClaim<'_>, now: i64) -> Sq
 fn claim_each(c: &Connection, g: &Group<'_>, batch: &mut Batch<'_>, chunk: &[usize]) -> Sql<()> {
     let mut expect_new = true;
     for &i in chunk {
-        if expect_new {
-            let id = &batch.claim.ids[i];
-            if insert_new(c, g, id, &batch.stored())? {
-                continue;
-            }
+        let key = g.key(&batch.claim.ids[i]);
+        if expect_new && insert_new(c, &key, &batch.stored())? {
+            continue;
         }
-        expect_new = batch.decide(c, g, i)?;
+        expect_new = batch.decide(c, &key, i)?;
     }
     Ok(())
 }
@@ -304,12 +304,12 @@ impl<'a> Batch<'a> {
         Stored { rec: &self.new_rec, s: self.new_s, t: self.new_t.clone() }
     }
 
-    /// Reads id number `i` and claims it when the rules allow; true when it had no live
-    /// record (so it got the new one).
-    fn decide(&mut self, c: &Connection, g: &Group<'_>, i: usize) -> Sql<bool> {
+    /// Reads id number `i` (whose key is `key`) and claims it when the rules allow; true when it
+    /// had no live record (so it got the new one).
+    fn decide(&mut self, c: &Connection, key: &[u8], i: usize) -> Sql<bool> {
         let (b, now) = (self.claim, self.now);
         let id = &b.ids[i];
-        let (outcome, a, got_new) = match load(c, g, id, now)? {
+        let (outcome, a, got_new) = match load(c, key, id, now)? {
             Some(r) if matches!(r.status_at(now), ItemStatus::InProgress) => {
                 (BatchOutcome::InProgress, r.a, false)
             }
@@ -318,13 +318,13 @@ impl<'a> Batch<'a> {
             }
             Some(mut rec) => {
                 take(&mut rec, b.owner, now, self.lease_end, b.retention_ms);
-                save(c, g, id, &Stored::new(&rec)?)?;
+                save(c, key, &Stored::new(&rec)?)?;
                 self.earliest = self.earliest.min(rec.x);
                 (BatchOutcome::Claimed, rec.a, false)
             }
             None => {
                 // No live record (none, or one whose retention ran out): the new record.
-                save(c, g, id, &self.stored())?;
+                save(c, key, &self.stored())?;
                 (BatchOutcome::Claimed, self.new_rec.a, true)
             }
         };
@@ -379,7 +379,7 @@ impl TrackerBackend for Durable {
     fn read<'a>(&'a self, group: &'a str, ids: &'a [String]) -> BoxFuture<'a, Vec<ItemState>> {
         self.read_tx(move |c, ns, now| {
             let g = Group::new(ns, group);
-            ids.iter().map(|id| Ok(state(load(c, &g, id, now)?.as_ref(), id, now))).collect()
+            ids.iter().map(|id| Ok(state(load(c, &g.key(id), id, now)?.as_ref(), id, now))).collect()
         })
     }
     fn list<'a>(&'a self, group: &'a str, query: ListQuery, _retention_ms: u64) -> BoxFuture<'a, ItemList> {

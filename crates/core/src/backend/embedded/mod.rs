@@ -23,6 +23,16 @@ mod semaphore;
 mod state;
 mod tracker;
 
+/// Numbers below `m` from a fixed seed (a linear congruential generator): the inputs of the
+/// randomized tests, the same on every run.
+#[cfg(test)]
+fn seeded(mut seed: u64) -> impl FnMut(u64) -> u64 {
+    move |m| {
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (seed >> 33) % m
+    }
+}
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};

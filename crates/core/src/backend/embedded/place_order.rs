@@ -167,11 +167,7 @@ mod tests {
     /// Random runs of ids with a shared prefix of random length, one score or several.
     #[test]
     fn random_runs() {
-        let mut seed = 7u64;
-        let mut rnd = |m: u64| {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (seed >> 33) % m
-        };
+        let mut rnd = crate::backend::embedded::seeded(7);
         for _ in 0..200 {
             let prefix = "p".repeat(rnd(12) as usize);
             let (n, scores) = (1 + rnd(400), 1 + rnd(3));

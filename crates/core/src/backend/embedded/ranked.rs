@@ -382,11 +382,7 @@ mod tests {
     /// Random operations against a BTreeSet: the same keys, order, ranks and pages.
     #[test]
     fn matches_a_btreeset() {
-        let mut seed = 12345u64;
-        let mut rnd = |m: u64| {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (seed >> 33) % m
-        };
+        let mut rnd = crate::backend::embedded::seeded(12345);
         let mut a: RankedSet<(i64, String)> = RankedSet::default();
         let mut b: BTreeSet<(i64, String)> = BTreeSet::new();
         for step in 0..20_000 {

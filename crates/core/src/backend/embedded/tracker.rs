@@ -622,11 +622,7 @@ mod tests {
     /// step with the records, and pages equal those of a full scan of the records.
     #[test]
     fn indexes_follow_random_operations() {
-        let mut seed = 99u64;
-        let mut rnd = |m: u64| {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (seed >> 33) % m
-        };
+        let mut rnd = crate::backend::embedded::seeded(99);
         let mut t = TrackerTable::default();
         for step in 0..1200 {
             let ids: Vec<String> = (0..rnd(40)).map(|_| format!("i{}", rnd(60))).collect();
