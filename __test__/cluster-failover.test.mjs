@@ -7,7 +7,7 @@ import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { Flowguard, freshPrefix, sleep, rejection } from './backends.mjs'
 import { haveRedis } from './redis-server.mjs'
-import { startCluster, cli, infoFields } from './redis-cluster.mjs'
+import { startCluster, cli, infoFields, primaryOf } from './redis-cluster.mjs'
 
 const skip = !haveRedis && 'redis-server is not installed'
 /** The longest a client may see its calls failing during a failover. */
@@ -38,18 +38,9 @@ async function until(ok, ms, what) {
   }
 }
 
-/** The primary owning the slot of `key` (CLUSTER KEYSLOT, then CLUSTER SHARDS via redis-cli). */
+/** The primary owning the slot of `key`, as the live nodes see it. */
 function ownerOf(key) {
-  const slot = Number(cli(cluster.nodes[0].port, 'CLUSTER', 'KEYSLOT', key))
-  for (const line of cli(roles()[0].port, 'CLUSTER', 'NODES').split('\n')) {
-    const parts = line.split(' ')
-    if (!parts[2].includes('master') || parts[2].includes('fail')) continue
-    for (const range of parts.slice(8)) {
-      const [lo, hi = lo] = range.split('-').map(Number)
-      if (slot >= lo && slot <= hi) return Number(parts[1].split(':')[1].split('@')[0])
-    }
-  }
-  throw new Error(`no primary for slot ${slot}`)
+  return primaryOf(roles().map((r) => r.port), key)
 }
 
 /** Connections the live nodes hold, counted by CLIENT LIST (redis-cli's own one left out). */

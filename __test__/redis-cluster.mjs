@@ -75,3 +75,25 @@ export async function startCluster({ masters = 3, replicas = 1, nodeTimeoutMs = 
   }
   return { urls: nodes.map((n) => `${tls ? 'rediss' : 'redis'}://127.0.0.1:${n.port}`), nodes, stop }
 }
+
+/**
+ * The port of the primary owning the slot of `key`, as the first of `ports` that answers
+ * CLUSTER NODES sees it.
+ */
+export function primaryOf(ports, key, run = cli) {
+  for (const port of ports) {
+    const nodes = run(port, 'CLUSTER', 'NODES')
+    if (!nodes) continue
+    const slot = Number(run(port, 'CLUSTER', 'KEYSLOT', key))
+    for (const line of nodes.split('\n')) {
+      const parts = line.split(' ')
+      if (!parts[2]?.includes('master') || parts[2].includes('fail')) continue
+      for (const range of parts.slice(8)) {
+        const [lo, hi = lo] = range.split('-').map(Number)
+        if (slot >= lo && slot <= hi) return Number(parts[1].split(':')[1].split('@')[0])
+      }
+    }
+    throw new Error(`no primary for slot ${slot}`)
+  }
+  throw new Error('no cluster node answered CLUSTER NODES')
+}

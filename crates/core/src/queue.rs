@@ -445,18 +445,22 @@ impl Client {
         }))
         .await;
         // A shard that cannot be reached (or timed out) is left out: the batch holds what the
-        // other shards gave and names it in `failed_shards`, its ids stay due for a later read.
-        // The call fails when no shard answered, and when a shard refused the call itself (a
-        // shard count mismatch): then what the other shards gave is released first, so no id
-        // stays held by an owner token the caller never received.
+        // other shards gave and names it in `failed_shards`, its ids stay due for a later read
+        // (a claim that starts too late for its reply to be awaited claims nothing, see the Redis
+        // backend). The call fails when no shard answered, and when a shard refused the call
+        // itself (a shard count mismatch): then what the other shards gave is released first, so
+        // no id stays held by an owner token the caller never received.
         let mut items = Vec::new();
         let mut visible_until = i64::MAX;
-        // Shards that may hold more due ids: those that filled their quota, and those that had
-        // none (a limit below the shard count), in the rotated order.
+        // Shards that may hold more due ids: those that had no quota (a limit below the shard
+        // count), in the rotated order, then those that filled theirs; with whether they answered
+        // the first pass.
         let rotated: Vec<usize> = (0..targets.len()).map(|i| (i + start) % targets.len()).collect();
-        let mut more: Vec<u32> = rotated.iter().filter(|&&i| quota[i] == 0).map(|&i| targets[i]).collect();
+        let mut more: Vec<(u32, bool)> =
+            rotated.iter().filter(|&&i| quota[i] == 0).map(|&i| (targets[i], false)).collect();
+        // Shards that gave no answer, with their errors.
         let mut failed: Vec<(u32, Error)> = Vec::new();
-        let asked = first.len();
+        let mut answered = false;
         for (shard, q, r) in first {
             let c = match r {
                 Ok(c) => c,
@@ -465,8 +469,9 @@ impl Client {
                     continue;
                 }
             };
+            answered = true;
             if c.items.len() as u64 >= q {
-                more.push(shard);
+                more.push((shard, true));
             }
             if !c.items.is_empty() {
                 visible_until = visible_until.min(c.visible_until);
@@ -477,11 +482,15 @@ impl Client {
             let e = failed.swap_remove(i).1;
             return Err(self.release_unreturned(queue, shards, &owner, &items, e).await);
         }
-        if failed.len() == asked && !failed.is_empty() {
+        // No shard asked answered: the error of one (the shards left for the second pass, asked
+        // one at a time, are not tried then).
+        if !answered {
             return Err(failed.swap_remove(0).1);
         }
-        // Second pass, one shard at a time so the limit is never exceeded.
-        for shard in more {
+        // Second pass, one shard at a time so the limit is never exceeded. A shard that answered
+        // the first pass and fails here is not a failed shard: its ids of the first pass are in
+        // the batch (and the claim that failed took none, see above).
+        for (shard, answered_first) in more {
             let want = limit - items.len() as u64;
             if want == 0 {
                 break;
@@ -493,7 +502,9 @@ impl Client {
             {
                 Ok(c) => c,
                 Err(e) if shard_fault(&e) => {
-                    failed.push((shard, e));
+                    if !answered_first {
+                        failed.push((shard, e));
+                    }
                     continue;
                 }
                 Err(e) => return Err(self.release_unreturned(queue, shards, &owner, &items, e).await),

@@ -3,16 +3,23 @@
 //! after a MOVED or when a node is lost, so a promoted replica takes over after a failover), and
 //! nothing is written to a replica. The shell's faster connection ([`super::transport`]) speaks
 //! to one server only, so a cluster never uses it.
+//!
+//! A script the node of its slot does not have yet is loaded on that node only ([`SlotPinned`]):
+//! redis-rs would send its `SCRIPT LOAD` to every primary and wait for all of them, so one slow or
+//! unreachable primary would fail the first call of a script on every other node too.
 
 use std::time::Duration;
 
+use redis::aio::ConnectionLike;
 use redis::cluster::ClusterClientBuilder;
 use redis::cluster_async::ClusterConnection;
-use redis::{ConnectionAddr, IntoConnectionInfo, RedisResult};
+use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
+use redis::{Arg, Cmd, ConnectionAddr, IntoConnectionInfo, Pipeline, RedisFuture, RedisResult, Value};
 
 use super::{map_error, tcp_settings, Link, Shared, Target};
 use crate::client::Config;
 use crate::error::{Error, ErrorCode, FieldPath, Result};
+use crate::keys::hash_slot;
 
 /// Retries of one call through redirections, reconnections and a cluster without a primary for
 /// a slot; each call is bounded by the command timeout as a whole anyway.
@@ -32,7 +39,58 @@ impl ClusterLink {
         &self,
         inv: &redis::ScriptInvocation<'_>,
     ) -> RedisResult<T> {
-        inv.invoke_async(&mut self.conn.clone()).await
+        inv.invoke_async(&mut SlotPinned { conn: self.conn.clone(), slot: None }).await
+    }
+}
+
+/// The cluster connection as one script call sees it: the `SCRIPT LOAD` that follows a `NOSCRIPT`
+/// reply goes to the primary of the slot the script was sent to (the node that lacks it), not to
+/// every primary; every other command is routed as redis-rs routes it.
+struct SlotPinned {
+    conn: ClusterConnection,
+    /// The slot of the last script sent (its first key's).
+    slot: Option<u16>,
+}
+
+/// The first two words of `cmd`, and its fourth argument (a script call's first key).
+fn head(cmd: &Cmd) -> (&[u8], &[u8], Option<&[u8]>) {
+    let mut args = cmd.args_iter().map(|a| match a {
+        Arg::Simple(a) => a,
+        _ => &[],
+    });
+    let (first, second) = (args.next().unwrap_or_default(), args.next().unwrap_or_default());
+    let key = match args.next() {
+        Some(n) if n != b"0" => args.next(),
+        _ => None,
+    };
+    (first, second, key)
+}
+
+impl ConnectionLike for SlotPinned {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        let (first, second, key) = head(cmd);
+        if first.eq_ignore_ascii_case(b"EVALSHA") || first.eq_ignore_ascii_case(b"EVAL") {
+            self.slot = key.map(hash_slot);
+        } else if let (true, Some(slot)) =
+            (first.eq_ignore_ascii_case(b"SCRIPT") && second.eq_ignore_ascii_case(b"LOAD"), self.slot)
+        {
+            let to = SingleNodeRoutingInfo::SpecificNode(Route::new(slot, SlotAddr::Master));
+            return Box::pin(self.conn.route_command(cmd.clone(), RoutingInfo::SingleNode(to)));
+        }
+        self.conn.req_packed_command(cmd)
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        self.conn.req_packed_commands(pipeline, offset, count)
+    }
+
+    fn get_db(&self) -> i64 {
+        self.conn.get_db()
     }
 }
 

@@ -1,6 +1,9 @@
 -- Dedup Queue: claim up to ARGV[3] due ids of one shard, oldest first, for ARGV[4] ms, for the
--- owner token ARGV[2]. Reply: the change of the shard's state (see tidy), the visibility deadline,
--- then id and due time per claimed id.
+-- owner token ARGV[2], unless the server's time is past ARGV[5] (ms, Redis's clock): the latest
+-- start at which the caller still waits for the reply (see queue.rs). Reply: the change of the
+-- shard's state (see tidy), the visibility deadline, then id and due time per claimed id; {0, -1}
+-- when too late (nothing changed, nothing claimed).
+if now > tonumber(ARGV[5]) then return {0, -1} end
 reap(tonumber(ARGV[3]))
 local deadline = now + tonumber(ARGV[4])
 local ids = redis.call('ZRANGEBYSCORE', W, '-inf', fmt(now), 'WITHSCORES', 'LIMIT', 0, ARGV[3])

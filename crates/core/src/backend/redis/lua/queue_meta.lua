@@ -3,8 +3,9 @@
 -- shards hold ids, plus the enqueues under way (an enqueue reserves one before its shard step
 -- and settles it after, so the count cannot change between this check and its write).
 -- ARGV[1]: the caller's shard count; ARGV[2]: 'check', 'reserve' or 'settle'; ARGV[3]: for
--- settle, the change of k. Reply: 1 | {0, the queue's shard count} when the caller's differs
--- while the queue holds ids or an enqueue is under way (check, reserve; nothing changed).
+-- settle, the change of k. Reply: settle: 1; check, reserve: {1, the server's time in ms} (the
+-- start of the shard step that follows, on Redis's clock), or {0, the queue's shard count} when
+-- the caller's differs while the queue holds ids or an enqueue is under way (nothing changed).
 if ARGV[2] == 'settle' then
   if redis.call('HINCRBY', KEYS[1], 'k', ARGV[3]) <= 0 then redis.call('DEL', KEYS[1]) end
   return 1
@@ -15,4 +16,5 @@ if ARGV[2] == 'reserve' then
   redis.call('HSET', KEYS[1], 'n', ARGV[1])
   redis.call('HINCRBY', KEYS[1], 'k', 1)
 end
-return 1
+local t = redis.call('TIME')
+return {1, tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)}
