@@ -120,8 +120,9 @@ pub struct Batch {
     /// Until when the ids are held (the earliest over the shards read); 0 when nothing was claimed.
     pub visible_until: i64,
     pub items: Vec<Delivery>,
-    /// Shards that could not be read (unreachable, or no reply within the command timeout):
-    /// their due ids stay due for a later read. Empty when every shard answered.
+    /// Shards that gave no answer (unreachable, no reply within the command timeout, or a claim
+    /// that started too late to be awaited and took nothing): their due ids stay due for a later
+    /// read. A shard that answered is never listed. Empty when every shard answered.
     pub failed_shards: Vec<u32>,
 }
 
