@@ -163,3 +163,22 @@ pub(super) async fn connect(urls: &[String], config: &Config) -> Result<Shared> 
     };
     Ok(Shared { link: Link::Cluster(ClusterLink { conn }), target, fast: None })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_script_call_is_read_as_its_command_and_first_key() {
+        let mut call = redis::cmd("EVALSHA");
+        call.arg("abc").arg(2).arg("{q:x:1}:w").arg("{q:x:1}:c").arg("owner");
+        assert_eq!(head(&call), (&b"EVALSHA"[..], &b"abc"[..], Some(&b"{q:x:1}:w"[..])));
+        let mut no_keys = redis::cmd("EVAL");
+        no_keys.arg("return 1").arg(0).arg("a");
+        assert_eq!(head(&no_keys).2, None);
+        let mut load = redis::cmd("SCRIPT");
+        load.arg("LOAD").arg("return 1");
+        let (first, second, _) = head(&load);
+        assert!(first.eq_ignore_ascii_case(b"script") && second.eq_ignore_ascii_case(b"load"));
+    }
+}

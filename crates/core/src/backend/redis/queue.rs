@@ -265,3 +265,16 @@ impl QueueBackend for RedisStore {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::claim_deadline;
+
+    #[test]
+    fn a_claim_may_start_until_three_quarters_of_the_command_timeout() {
+        assert_eq!(claim_deadline(10_000, 800), 10_600);
+        assert_eq!(claim_deadline(10_000, 300), 10_225);
+        assert_eq!(claim_deadline(10_000, 1), 10_001);
+        assert_eq!(claim_deadline(i64::MAX - 5, 800), i64::MAX);
+    }
+}
