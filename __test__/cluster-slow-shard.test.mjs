@@ -23,12 +23,20 @@ after(() => cluster?.stop())
 const ports = () => cluster.nodes.map((n) => n.port)
 const allShards = Array.from({ length: SHARDS }, (_, s) => s)
 
-/** The queue's record's primary, and the shards of `queue` per primary. */
-function layout(prefix, queue) {
-  const record = primaryOf(ports(), `${prefix}{q:${queue}}:m`)
-  const holder = allShards.map((s) => primaryOf(ports(), `${prefix}{q:${queue}:${s}}:w`))
-  const shardsOf = (port) => allShards.filter((s) => holder[s] === port)
-  return { record, shardsOf }
+/**
+ * A fresh prefix whose queue `q` is laid out so that the primaries other than the one of the
+ * queue's record (checked by every step) both hold some of its shards (prefixes are random, so
+ * one is drawn until that holds): { prefix, record, others: [port, port], shardsOf(port) }.
+ */
+function freshLayout(tag) {
+  for (;;) {
+    const prefix = freshPrefix(tag)
+    const record = primaryOf(ports(), `${prefix}{q:q}:m`)
+    const holder = allShards.map((s) => primaryOf(ports(), `${prefix}{q:q:${s}}:w`))
+    const shardsOf = (port) => allShards.filter((s) => holder[s] === port)
+    const others = ports().filter((p) => p !== record)
+    if (others.every((p) => shardsOf(p).length > 0)) return { prefix, record, others, shardsOf }
+  }
 }
 
 /** Waits until `ok()` holds, checked every 10 ms. */
@@ -71,16 +79,13 @@ function pauseWrites(port, key, ms = PAUSE_MS) {
 // on the node of each shard only: never waiting for the paused node), half find it loaded.
 for (const [commandTimeoutMs, firstUse] of [[300, true], [500, false], [700, true], [800, false]]) {
   test(`readBatch with one primary paused past commandTimeoutMs ${commandTimeoutMs}${firstUse ? ', scripts not loaded yet' : ''}: other shards read, none hidden`, { skip }, async () => {
-    const prefix = freshPrefix('cluster-slow')
+    // The slow primary: one holding some of the shards but not the queue's own record (that
+    // record is checked by every step, so with it held back no shard could be read).
+    const { prefix, others: [slow], shardsOf } = freshLayout('cluster-slow')
+    const onSlow = shardsOf(slow)
     const fg = await Flowguard.open({ cluster: cluster.urls, prefix, commandTimeoutMs })
     const ids = Array.from({ length: 240 }, (_, i) => `item-${i}`)
     await fg.enqueue('q', ids, { shards: SHARDS })
-    // The slow primary: one holding some of the shards but not the queue's own record (that
-    // record is checked by every step, so with it held back no shard could be read).
-    const { record, shardsOf } = layout(prefix, 'q')
-    const slow = ports().find((p) => p !== record && shardsOf(p).length > 0)
-    const onSlow = shardsOf(slow)
-    assert.ok(onSlow.length > 0 && onSlow.length < SHARDS, `shards on the slow node: ${onSlow}`)
     if (firstUse) for (const port of ports()) assert.equal(cli(port, 'SCRIPT', 'FLUSH'), 'OK')
 
     const resumed = pauseWrites(slow, `${prefix}{q:q:${onSlow[0]}}:probe`)
@@ -102,14 +107,11 @@ for (const [commandTimeoutMs, firstUse] of [[300, true], [500, false], [700, tru
 }
 
 test('a shard that answered the first pass and times out in the second is not a failed shard, and holds nothing more', { skip }, async () => {
-  const prefix = freshPrefix('cluster-second')
-  const commandTimeoutMs = 3000
-  const fg = await Flowguard.open({ cluster: cluster.urls, prefix, commandTimeoutMs })
-  const { record, shardsOf } = layout(prefix, 'q')
   // X: the node whose shard goes slow between the passes; Y: the node that holds the first pass
   // back until then. Neither holds the queue's record, which every step checks first.
-  const [x, y] = ports().filter((p) => p !== record)
-  assert.ok(shardsOf(x).length > 0 && shardsOf(y).length > 0, 'shards on both other primaries')
+  const { prefix, others: [x, y], shardsOf } = freshLayout('cluster-second')
+  const commandTimeoutMs = 3000
+  const fg = await Flowguard.open({ cluster: cluster.urls, prefix, commandTimeoutMs })
   const sx = shardsOf(x)[0]
   const ids = []
   for (let i = 0; ids.length < 20; i++) if (Flowguard.shardOf(`item-${i}`, SHARDS) === sx) ids.push(`item-${i}`)
