@@ -7,12 +7,14 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
-import { readdirSync } from 'node:fs'
-import { join } from 'node:path'
+import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { basename, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { addonFile } from './addon-file.mjs'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
-const addon = join(root, readdirSync(root).find((f) => /^flowguard\..+\.node$/.test(f)) ?? 'flowguard.node')
+const addon = addonFile(root)
 const index = join(root, 'index.js')
 const skip = !process.env.REDIS_URL && 'REDIS_URL not set'
 
@@ -143,4 +145,27 @@ test('workers one after another, the main thread never using the addon: the Redi
     })()
   `)
   assert.deepEqual(JSON.parse(out), ['ok', 'ok', 'ok', 'ok'])
+})
+
+test('the suites load the addon binding.js loads, not another flowguard.*.node beside it', { timeout: 60_000 }, () => {
+  // A copy of the package with builds of other platforms beside the real one (none loadable
+  // here, and some sorting before it).
+  const dir = mkdtempSync(join(tmpdir(), 'fg-addon-file-'))
+  try {
+    copyFileSync(join(root, 'binding.js'), join(dir, 'binding.js'))
+    const real = basename(addon)
+    copyFileSync(addon, join(dir, real))
+    const decoys = ['darwin-arm64', 'linux-arm64-gnu', 'linux-x64-gnu', 'linux-x64-musl', 'win32-x64-msvc'].map((p) => `flowguard.${p}.node`)
+    for (const d of decoys.filter((d) => d !== real)) writeFileSync(join(dir, d), 'not a shared object')
+    const chosen = addonFile(dir)
+    assert.equal(chosen, join(dir, real))
+    // And that file loads (twice: what the first case does).
+    const out = runChild(`
+      const load = () => { const m = { exports: {} }; process.dlopen(m, ${JSON.stringify(chosen)}); return m.exports.Flowguard }
+      console.log(typeof load(), load() !== load())
+    `)
+    assert.equal(out.trim(), 'function true')
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
 })

@@ -12,4 +12,4 @@ redis-server --port 6379 --bind 127.0.0.1 --save '' --appendonly no --daemonize 
 node -e 'const r = process.report.getReport().header; console.log(process.arch, r.glibcVersionRuntime ? "glibc " + r.glibcVersionRuntime : "musl")'
 node -e 'if (typeof require("./binding.js").Flowguard !== "function") { console.error("binding.js did not load the addon"); process.exit(1) }'
 npm install --ignore-scripts --no-audit --no-fund
-REDIS_URL=redis://127.0.0.1:6379 node --test __test__/
+REDIS_URL=redis://127.0.0.1:6379 node scripts/node-suites.mjs __test__

@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os'
 import { join, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import net from 'node:net'
+import { testFiles } from './node-suites.mjs'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const skipN8n = process.env.FLOWGUARD_SKIP_N8N === '1' && process.env.CI !== 'true'
@@ -112,12 +113,12 @@ try {
     // target reuses its compiled dependencies instead of building them all a second time.
     const host = spawnSync('rustc', ['-vV'], { encoding: 'utf8' }).stdout.match(/^host: (\S+)/m)[1]
     run('cargo test', 'cargo', ['test', '--workspace', '--target', host, '--', '--include-ignored'], env, cargoCounts)
-    run('node --test', process.execPath, ['--test', '--test-reporter=tap', '__test__/'], env, nodeCounts)
+    run('node --test', process.execPath, ['--test', '--test-reporter=tap', ...testFiles('__test__', root)], env, nodeCounts)
     // The server's dashboard in Debian's chromium (playwright-core), and the server on a
     // Sentinel-managed Redis and on a Redis Cluster (each suite starts its own), on the binary
     // cargo test built.
     const serverBin = join(root, 'target', host, 'debug', 'flowguard-server')
-    run('server e2e (dashboard in chromium, Sentinel, Cluster)', process.execPath, ['--test', '--test-reporter=tap', 'crates/server/e2e/'], { ...env, FLOWGUARD_SERVER_BIN: serverBin }, nodeCounts)
+    run('server e2e (dashboard in chromium, Sentinel, Cluster)', process.execPath, ['--test', '--test-reporter=tap', ...testFiles('crates/server/e2e', root)], { ...env, FLOWGUARD_SERVER_BIN: serverBin }, nodeCounts)
     // The core suites again on a real Redis Cluster (3 primaries, 3 replicas on loopback).
     const { startCluster } = await import('../__test__/redis-cluster.mjs')
     const cluster = await startCluster().catch((e) => {

@@ -8,6 +8,8 @@
 mod client;
 #[cfg(unix)]
 mod event_loop_connection;
+#[cfg(unix)]
+mod exported;
 mod from_js;
 mod json;
 mod limiter;

@@ -1,10 +1,10 @@
 //! The few libuv functions the connection uses, looked up in the running process.
 //!
 //! Node exports libuv for addons, but Node-API does not wrap these calls, so they are found by
-//! name at run time. Only call [`uv`] in an environment that runs under Node itself (see
-//! `crate::runtime`): Bun exports functions of the same names that abort the process.
+//! name at run time. Only call [`uv`] in a process that is Node itself (see `crate::runtime`):
+//! Bun exports functions of the same names that abort the process.
 
-use std::ffi::{c_char, c_int, c_void};
+use std::ffi::{c_int, c_void};
 use std::sync::OnceLock;
 
 pub(crate) type PollCb = unsafe extern "C" fn(*mut c_void, c_int, c_int);
@@ -37,15 +37,6 @@ const UV_TIMER: c_int = 13;
 pub(crate) const UV_READABLE: c_int = 1;
 pub(crate) const UV_WRITABLE: c_int = 2;
 
-extern "C" {
-    fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
-}
-
-#[cfg(any(target_os = "macos", target_os = "ios"))]
-const RTLD_DEFAULT: *mut c_void = -2isize as *mut c_void;
-#[cfg(not(any(target_os = "macos", target_os = "ios")))]
-const RTLD_DEFAULT: *mut c_void = std::ptr::null_mut();
-
 /// libuv, if the process exports it. Only under Node (see the module docs).
 pub(crate) fn uv() -> Option<&'static Uv> {
     static UV: OnceLock<Option<Uv>> = OnceLock::new();
@@ -57,26 +48,26 @@ pub(crate) fn uv() -> Option<&'static Uv> {
 unsafe fn load() -> Option<Uv> {
     macro_rules! sym {
         ($name:literal, $ty:ty) => {{
-            let p = unsafe { dlsym(RTLD_DEFAULT, concat!($name, "\0").as_ptr().cast()) };
+            let p = crate::exported::lookup($name);
             if p.is_null() {
                 return None;
             }
             unsafe { std::mem::transmute::<*mut c_void, $ty>(p) }
         }};
     }
-    let handle_size = sym!("uv_handle_size", HandleSizeFn);
+    let handle_size = sym!(c"uv_handle_size", HandleSizeFn);
     let (poll_size, timer_size) = unsafe { (handle_size(UV_POLL), handle_size(UV_TIMER)) };
     if poll_size == 0 || timer_size == 0 || poll_size > 4096 || timer_size > 4096 {
         return None;
     }
     Some(Uv {
-        poll_init_socket: sym!("uv_poll_init_socket", PollInitFn),
-        poll_start: sym!("uv_poll_start", PollStartFn),
-        poll_stop: sym!("uv_poll_stop", HandleFn),
-        timer_init: sym!("uv_timer_init", TimerInitFn),
-        timer_start: sym!("uv_timer_start", TimerStartFn),
-        close: sym!("uv_close", CloseFn),
-        unref: sym!("uv_unref", UnrefFn),
+        poll_init_socket: sym!(c"uv_poll_init_socket", PollInitFn),
+        poll_start: sym!(c"uv_poll_start", PollStartFn),
+        poll_stop: sym!(c"uv_poll_stop", HandleFn),
+        timer_init: sym!(c"uv_timer_init", TimerInitFn),
+        timer_start: sym!(c"uv_timer_start", TimerStartFn),
+        close: sym!(c"uv_close", CloseFn),
+        unref: sym!(c"uv_unref", UnrefFn),
         poll_size,
         timer_size,
     })

@@ -11,11 +11,11 @@
 //!
 //! State is kept per environment ([`Connections`], owned by the environment's entry in
 //! `settle`), not per thread: two environments on one thread each have their own connections
-//! and their own teardown. The endpoint declines (the store uses redis-rs) for a call not made
-//! from an environment that runs under Node itself (see `crate::runtime`), while this
-//! environment's connection is being set up (in the background) or after it broke (it is set up
-//! again, with backoff). TCP and Unix sockets, RESP2; TLS and RESP3 URLs never use it, nor does
-//! any platform but Unix. `FLOWGUARD_REDIS_JS_LOOP=0` turns it off.
+//! and their own teardown. The endpoint declines (the store uses redis-rs) in a process that is
+//! not Node itself (see `crate::runtime`), while this environment's connection is being set up
+//! (in the background) or after it broke (it is set up again, with backoff). TCP and Unix
+//! sockets, RESP2; TLS and RESP3 URLs never use it, nor does any platform but Unix.
+//! `FLOWGUARD_REDIS_JS_LOOP=0` turns it off.
 
 mod libuv;
 mod live;
@@ -130,7 +130,7 @@ impl Connections {
     /// Connections for `env`, whose loop is `uv_loop`; None where this transport must not run
     /// (not Node itself, no libuv, or Node would not register the teardown).
     pub(crate) fn new(env: sys::napi_env, uv_loop: *mut c_void) -> Option<Rc<Connections>> {
-        if uv_loop.is_null() || !crate::runtime::is_node(env) {
+        if uv_loop.is_null() || !crate::runtime::is_node() {
             return None;
         }
         let uv = libuv::uv()?;
