@@ -79,3 +79,29 @@ test('a serial claim and complete runs no purge scan and reads no TTL while noth
     await fg.close()
   }
 })
+
+test('a semaphore acquire and release is one script each, 12 commands and no type probe', { skip }, async () => {
+  const fg = await Flowguard.open({ url, prefix: 'counts:sem:' })
+  try {
+    // Another holder keeps the semaphore's keys alive, as in a busy semaphore.
+    const other = await fg.acquirePermit('s', { permits: 64, timeoutMs: 60_000 })
+    assert.equal(other.acquired, true)
+    const warm = await fg.acquirePermit('s', { permits: 64, timeoutMs: 60_000 })
+    await fg.releasePermit('s', warm.owner) // both scripts loaded: no NOSCRIPT round in the counts
+    await r.call('CONFIG', 'RESETSTAT')
+    for (let i = 0; i < 20; i++) {
+      const p = await fg.acquirePermit('s', { permits: 64, timeoutMs: 60_000 })
+      assert.equal(p.acquired, true)
+      assert.equal((await fg.releasePermit('s', p.owner)).released, true)
+    }
+    const n = await calls()
+    assert.equal(n.evalsha, 40, `one script per call: ${JSON.stringify(n)}`)
+    assert.equal(n.type, undefined, `a type probe ran: ${JSON.stringify(n)}`)
+    const inner = Object.entries(n).filter(([c]) => !c.startsWith('config') && c !== 'evalsha').reduce((s, [, v]) => s + v, 0)
+    assert.ok(inner <= 20 * 12, `${inner / 20} commands per pair: ${JSON.stringify(n)}`)
+    const info = await fg.getSemaphore('s')
+    assert.equal(info.holders.length, 1)
+  } finally {
+    await fg.close()
+  }
+})

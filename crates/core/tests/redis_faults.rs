@@ -235,3 +235,90 @@ mod url {
         rest.split('/').next().unwrap_or(rest).to_string()
     }
 }
+
+#[test]
+#[ignore = "needs a Redis: set REDIS_URL and pass --include-ignored (npm test does)"]
+fn a_semaphore_key_with_a_foreign_value_is_a_coded_error_naming_it() {
+    use flowguard_core::semaphore::PermitOptions;
+    block_on(async {
+        let c = common::open(Some(url())).await;
+        let mut r = raw().await;
+        let owner = flowguard_core::token::new_token();
+        let opts = || PermitOptions { permits: 2, ..Default::default() };
+        for (i, part) in ["h", "i", "fence"].into_iter().enumerate() {
+            let name = format!("sem-foreign-{part}");
+            let key = keys(&c).semaphore(&name, part);
+            // A list where the holders, their info or the counter belong.
+            let _: () = redis::cmd("RPUSH").arg(&key).arg("by-hand").query_async(&mut r).await.unwrap();
+            assert_foreign(c.acquire_permit(&name, opts()).await.unwrap_err(), &key);
+            assert_foreign(c.get_semaphore(&name).await.unwrap_err(), &key);
+            if i < 2 {
+                // Release touches the holders and their info.
+                assert_foreign(c.release_permit(&name, &owner).await.unwrap_err(), &key);
+            }
+            if i == 0 {
+                assert_foreign(c.extend_permit(&name, &owner, None).await.unwrap_err(), &key);
+            } else {
+                // Extend reads no info of an owner that holds nothing: not held, nothing changed.
+                assert!(!c.extend_permit(&name, &owner, None).await.unwrap().extended);
+            }
+            // Nothing was changed, and no fencing token was issued.
+            let list: Vec<String> = redis::cmd("LRANGE").arg(&key).arg(0).arg(-1).query_async(&mut r).await.unwrap();
+            assert_eq!(list, ["by-hand"]);
+            for other in ["h", "i", "fence"].into_iter().filter(|p| *p != part) {
+                let k = keys(&c).semaphore(&name, other);
+                let n: i64 = redis::cmd("EXISTS").arg(&k).query_async(&mut r).await.unwrap();
+                assert_eq!(n, 0, "{k} was written although {key} is foreign");
+            }
+        }
+        // A foreign info key while the counter exists: the counter is put back as it was.
+        let name = "sem-foreign-info-counted";
+        let first = c.acquire_permit(name, opts()).await.unwrap();
+        c.release_permit(name, first.owner.as_deref().unwrap()).await.unwrap();
+        let info = keys(&c).semaphore(name, "i");
+        let _: () = redis::cmd("SET").arg(&info).arg("by-hand").query_async(&mut r).await.unwrap();
+        assert_foreign(c.acquire_permit(name, opts()).await.unwrap_err(), &info);
+        let _: () = redis::cmd("DEL").arg(&info).query_async(&mut r).await.unwrap();
+        let next = c.acquire_permit(name, opts()).await.unwrap();
+        assert_eq!(next.fence, first.fence + 1, "the refused call issued no fence");
+    });
+}
+
+#[test]
+#[ignore = "needs a Redis: set REDIS_URL and pass --include-ignored (npm test does)"]
+fn a_semaphores_keys_live_as_long_as_its_longest_lease() {
+    use flowguard_core::semaphore::PermitOptions;
+    block_on(async {
+        let c = common::open(Some(url())).await;
+        let mut r = raw().await;
+        let lease = |s: u64| PermitOptions {
+            permits: 3,
+            timeout: Some(Duration::from_secs(s)),
+            ..Default::default()
+        };
+        let name = "sem-lifetime";
+        let long = c.acquire_permit(name, lease(600)).await.unwrap();
+        let short = c.acquire_permit(name, lease(1)).await.unwrap();
+        assert!(long.acquired && short.acquired);
+        for part in ["h", "i"] {
+            let ttl: i64 = redis::cmd("PTTL").arg(keys(&c).semaphore(name, part)).query_async(&mut r).await.unwrap();
+            assert!(ttl > 590_000, "{part}: {ttl} ms left, shorter than the 600 s lease held");
+        }
+        // Extending the short lease past the long one lengthens the keys' lives.
+        c.extend_permit(name, short.owner.as_deref().unwrap(), Some(Duration::from_secs(900))).await.unwrap();
+        for part in ["h", "i"] {
+            let ttl: i64 = redis::cmd("PTTL").arg(keys(&c).semaphore(name, part)).query_async(&mut r).await.unwrap();
+            assert!(ttl > 890_000, "{part}: {ttl} ms left after an extension to 900 s");
+        }
+        // Released one by one: the holders are gone and the keys with them.
+        c.release_permit(name, long.owner.as_deref().unwrap()).await.unwrap();
+        c.release_permit(name, short.owner.as_deref().unwrap()).await.unwrap();
+        let n: i64 = redis::cmd("EXISTS")
+            .arg(keys(&c).semaphore(name, "h"))
+            .arg(keys(&c).semaphore(name, "i"))
+            .query_async(&mut r)
+            .await
+            .unwrap();
+        assert_eq!(n, 0);
+    });
+}

@@ -1,4 +1,6 @@
-//! Semaphore on Redis: each step one script over the name's three keys, in its hash slot.
+//! Semaphore on Redis: each step one script over the name's three keys, in its hash slot. A pair
+//! (acquire + release) runs 12 commands inside its two scripts and no type probe: a key that holds
+//! something flowguard did not write is found by the first command that touches it.
 
 use redis::Value;
 
@@ -107,7 +109,7 @@ impl SemaphoreBackend for RedisStore {
             Ok(match self.semaphore_call::<i64>(release_script(), name, &[owner.as_bytes()]).await? {
                 1 => ReleaseResult { released: true, reason: None },
                 0 => ReleaseResult { released: false, reason: Some(Refusal::NotHeld) },
-                _ => return Err(self.semaphore_foreign(name, &Value::Int(1))),
+                bad => return Err(self.semaphore_foreign(name, &Value::Int(-bad))),
             })
         })
     }
@@ -124,7 +126,7 @@ impl SemaphoreBackend for RedisStore {
             Ok(match self.semaphore_call::<i64>(extend_script(), name, &args).await? {
                 1 => ExtendResult { extended: true, remaining_ms: lease_ms, reason: None },
                 0 => ExtendResult { extended: false, remaining_ms: 0, reason: Some(Refusal::NotHeld) },
-                _ => return Err(self.semaphore_foreign(name, &Value::Int(1))),
+                bad => return Err(self.semaphore_foreign(name, &Value::Int(-bad))),
             })
         })
     }
