@@ -1,5 +1,5 @@
-//! The JSON body of a call: checked content type and encoding, size (by the router's body limit)
-//! and shape, each failure a coded 400, 413 or 415 naming the field at fault. The
+//! The JSON body of a call: checked content type and encoding, size (by the router's body limit),
+//! read time and shape, each failure a coded 400, 408, 413 or 415 naming the field at fault. The
 //! body and every object nested in it must be a JSON object: an array is never read by position.
 //!
 //! Numbers and booleans are also accepted as strings ("60000", "true"): n8n's HTTP Request node
@@ -15,7 +15,7 @@ use serde::de::value::MapAccessDeserializer;
 use serde::de::{self, Deserialize, DeserializeOwned, Deserializer, MapAccess, Visitor};
 
 use crate::app::App;
-use crate::error::{ApiError, INVALID_JSON, PAYLOAD_TOO_LARGE, UNSUPPORTED_ENCODING};
+use crate::error::{ApiError, BODY_TIMEOUT, INVALID_JSON, PAYLOAD_TOO_LARGE, UNSUPPORTED_ENCODING};
 
 /// A request body of type `T`.
 pub struct Body<T>(pub T);
@@ -79,7 +79,18 @@ impl<T: DeserializeOwned> FromRequest<App> for Body<T> {
             ));
         }
         is_identity(&req)?;
-        let bytes = Bytes::from_request(req, app).await.map_err(|r| {
+        let limit = app.limits.body_timeout;
+        let read = tokio::time::timeout(limit, Bytes::from_request(req, app)).await.map_err(|_| {
+            ApiError::new(
+                StatusCode::REQUEST_TIMEOUT,
+                BODY_TIMEOUT,
+                format!(
+                    "the body was not received within the server's body timeout ({} ms)",
+                    limit.as_millis()
+                ),
+            )
+        })?;
+        let bytes = read.map_err(|r| {
             if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
                 ApiError::new(
                     StatusCode::PAYLOAD_TOO_LARGE,

@@ -23,6 +23,8 @@ pub const INVALID_JSON: &str = "ERR_INVALID_JSON";
 pub const INVALID_HEADER: &str = "ERR_INVALID_HEADER";
 /// A `Content-Encoding` other than identity (415).
 pub const UNSUPPORTED_ENCODING: &str = "ERR_UNSUPPORTED_ENCODING";
+/// The body was not received within the body timeout (408).
+pub const BODY_TIMEOUT: &str = "ERR_BODY_TIMEOUT";
 pub const LOCK_HELD: &str = "ERR_LOCK_HELD";
 pub const ITEM_BUSY: &str = "ERR_ITEM_BUSY";
 pub const KEY_PENDING: &str = "ERR_KEY_PENDING";
