@@ -151,6 +151,8 @@ fn cases() -> Vec<Case> {
             "ids",
         ),
         bad("an id a number", "/v1/tracker/claimBatch", json!({"group": "g", "ids": ["1", 2]}), "ids[1]"),
+        bad("ids a string", "/v1/tracker/claimBatch", json!({"group": "g", "ids": "1"}), "ids"),
+        bad("keys an object", "/v1/state/getMany", json!({"keys": {"k": 1}}), "keys"),
         bad(
             "one bad request of a batch",
             "/v1/tracker/setItems",
