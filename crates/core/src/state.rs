@@ -75,13 +75,17 @@ pub enum Refusal {
 
 pub fn refusal_error(key: &str, r: Refusal) -> Error {
     let key = truncate(key, 80);
-    Error::invalid(match r {
-        Refusal::ExpiryPast => format!("expiresAt is not in the future; nothing was written to {key:?}"),
-        Refusal::NotInteger => format!("key {key:?} holds a value that is not an integer, so it cannot be incremented"),
-        Refusal::OutOfRange => format!(
+    match r {
+        Refusal::ExpiryPast => {
+            Error::invalid_at("expires_at", format!("is not in the future; nothing was written to {key:?}"))
+        }
+        Refusal::NotInteger => Error::invalid(format!(
+            "key {key:?} holds a value that is not an integer, so it cannot be incremented"
+        )),
+        Refusal::OutOfRange => Error::invalid(format!(
             "incrementing {key:?} would leave the safe integer range (±{MAX_SAFE_INTEGER}); nothing was written"
-        ),
-    })
+        )),
+    }
 }
 
 /// What a backend must do for Job State. Each method is one atomic step.

@@ -31,13 +31,16 @@ export function freePort() {
 
 /**
  * Starts the server on a free loopback port with `args` and `env` added to this process's
- * environment; resolves to `{ base, proc, output() }` once /healthz answers (`output()`: what it
- * printed so far, stdout and stderr). Rejects, with that output, when it exits first.
+ * environment; resolves to `{ base, port, proc, output() }` once /healthz answers (`output()`: what
+ * it printed so far, stdout and stderr). Rejects, with that output, when it exits first.
+ * `fdLimit`: run it under `ulimit -n fdLimit` (the file descriptors it may hold open).
  */
-export async function startServer(args = [], env = {}) {
+export async function startServer(args = [], env = {}, { fdLimit } = {}) {
   const port = await freePort()
   const base = `http://127.0.0.1:${port}`
-  const proc = spawn(serverBin(), ['--listen', `127.0.0.1:${port}`, ...args], {
+  const argv = [serverBin(), '--listen', `127.0.0.1:${port}`, ...args]
+  const [cmd, ...cmdArgs] = fdLimit ? ['sh', '-c', 'ulimit -n "$0" && exec "$@"', String(fdLimit), ...argv] : argv
+  const proc = spawn(cmd, cmdArgs, {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
@@ -53,7 +56,7 @@ export async function startServer(args = [], env = {}) {
     }
     await new Promise((r) => setTimeout(r, 25))
   }
-  return { base, proc, output: () => out }
+  return { base, port, proc, output: () => out }
 }
 
 /** Runs the server with `args` expecting it to refuse to start; resolves to `{ code, output }`. */

@@ -25,6 +25,8 @@ pub struct Limits {
     pub max_wait_ms: u64,
     /// The longest a call may take before it is answered with 504.
     pub request_timeout: Duration,
+    /// The longest the body of a call may take to arrive once its head is read (408 after).
+    pub body_timeout: Duration,
 }
 
 impl Default for Limits {
@@ -34,6 +36,7 @@ impl Default for Limits {
             max_batch: 10_000,
             max_wait_ms: 30_000,
             request_timeout: Duration::from_secs(60),
+            body_timeout: Duration::from_secs(30),
         }
     }
 }

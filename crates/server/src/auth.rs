@@ -1,6 +1,6 @@
 //! Bearer-token authentication: `Authorization: Bearer <token>` (n8n: a Header Auth credential
-//! with name `Authorization` and value `Bearer <token>`). Compared in constant time; the token is
-//! never logged nor echoed.
+//! with name `Authorization` and value `Bearer <token>`). The scheme is matched without regard to
+//! case (RFC 7235); the token is compared in constant time and never logged nor echoed.
 
 use axum::extract::{Request, State};
 use axum::http::{header, StatusCode};
@@ -9,20 +9,35 @@ use axum::response::{IntoResponse, Response};
 use subtle::ConstantTimeEq;
 
 use crate::app::App;
-use crate::error::{ApiError, UNAUTHORIZED};
+use crate::error::{ApiError, INVALID_HEADER, UNAUTHORIZED};
 
 /// Whether `header` carries the expected token. Lengths are compared in the open (the token's
 /// length is not a secret worth hiding); the bytes in constant time.
 pub fn authorized(expected: &[u8], header: Option<&[u8]>) -> bool {
     let Some(h) = header else { return false };
-    let Some(given) = h.strip_prefix(b"Bearer ").or_else(|| h.strip_prefix(b"bearer ")) else { return false };
+    let Some(space) = h.iter().position(|&b| b == b' ') else { return false };
+    let (scheme, rest) = h.split_at(space);
+    if !scheme.eq_ignore_ascii_case(b"bearer") {
+        return false;
+    }
+    let given = rest.trim_ascii_start();
     bool::from(given.ct_eq(expected))
 }
 
 pub async fn require_token(State(app): State<App>, req: Request, next: Next) -> Response {
     if let Some(token) = &app.token {
-        let given = req.headers().get(header::AUTHORIZATION).map(|v| v.as_bytes());
-        if !authorized(token.as_bytes(), given) {
+        let mut given = req.headers().get_all(header::AUTHORIZATION).iter();
+        let first = given.next().map(|v| v.as_bytes());
+        if given.next().is_some() {
+            // Which one would a proxy or the caller mean? Neither is guessed.
+            return ApiError::new(
+                StatusCode::BAD_REQUEST,
+                INVALID_HEADER,
+                "the Authorization header is given more than once: send it once",
+            )
+            .into_response();
+        }
+        if !authorized(token.as_bytes(), first) {
             let mut r = ApiError::new(
                 StatusCode::UNAUTHORIZED,
                 UNAUTHORIZED,
@@ -43,10 +58,15 @@ mod tests {
     #[test]
     fn tokens() {
         assert!(authorized(b"s3cret", Some(b"Bearer s3cret")));
+        assert!(authorized(b"s3cret", Some(b"bearer s3cret")));
+        assert!(authorized(b"s3cret", Some(b"BEARER s3cret")));
+        assert!(authorized(b"s3cret", Some(b"BeArEr  s3cret")));
         assert!(!authorized(b"s3cret", Some(b"Bearer s3cres")));
         assert!(!authorized(b"s3cret", Some(b"Bearer s3cret2")));
         assert!(!authorized(b"s3cret", Some(b"s3cret")));
         assert!(!authorized(b"s3cret", Some(b"Basic s3cret")));
+        assert!(!authorized(b"s3cret", Some(b"Bearers3cret")));
+        assert!(!authorized(b"s3cret", Some(b"Bearer")));
         assert!(!authorized(b"s3cret", None));
     }
 }

@@ -1,30 +1,75 @@
-//! The JSON body of a call: checked content type, size (by the router's body limit) and shape,
-//! each failure a coded 400 or 413 naming the field at fault.
+//! The JSON body of a call: checked content type and encoding, size (by the router's body limit),
+//! read time and shape, each failure a coded 400, 408, 413 or 415 naming the field at fault. The
+//! body and every object nested in it must be a JSON object: an array is never read by position.
 //!
 //! Numbers and booleans are also accepted as strings ("60000", "true"): n8n's HTTP Request node
 //! sends every value of its "Using Fields Below" body mode as a string.
 
 use std::fmt;
+use std::marker::PhantomData;
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
 use axum::http::{header, StatusCode};
-use serde::de::{self, DeserializeOwned, Deserializer, Visitor};
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{self, Deserialize, DeserializeOwned, Deserializer, MapAccess, Visitor};
 
-use crate::error::{ApiError, INVALID_JSON, PAYLOAD_TOO_LARGE};
+use crate::app::App;
+use crate::error::{ApiError, BODY_TIMEOUT, INVALID_JSON, PAYLOAD_TOO_LARGE, UNSUPPORTED_ENCODING};
 
 /// A request body of type `T`.
 pub struct Body<T>(pub T);
+
+/// A value of type `T` given as a JSON object, and only as one. serde's derived structs also
+/// read a JSON array by field position (`["nightly", 60000]` as `{name, timeoutMs}`), which would
+/// bypass field names and the refusal of unknown fields: the body, and every object nested in
+/// it (`requests: Vec<Object<RequestIn>>`), is read through this type.
+pub struct Object<T>(pub T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(ObjectVisitor(PhantomData)).map(Object)
+    }
+}
+
+struct ObjectVisitor<T>(PhantomData<T>);
+
+impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjectVisitor<T> {
+    type Value = T;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+        T::deserialize(MapAccessDeserializer::new(map))
+    }
+}
 
 fn is_json(ct: &str) -> bool {
     let mime = ct.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
     mime == "application/json" || (mime.starts_with("application/") && mime.ends_with("+json"))
 }
 
-impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Body<T> {
+/// Whether every `Content-Encoding` of the request is `identity` (or there is none): this server
+/// reads bodies as sent and decompresses none.
+fn is_identity(req: &Request) -> Result<(), ApiError> {
+    for v in req.headers().get_all(header::CONTENT_ENCODING) {
+        let v = v.to_str().unwrap_or("?");
+        if v.split(',').map(str::trim).any(|e| !e.is_empty() && !e.eq_ignore_ascii_case("identity")) {
+            let shown: String = v.chars().take(40).collect();
+            return Err(ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                UNSUPPORTED_ENCODING,
+                format!("Content-Encoding {shown:?} is not accepted: send the body uncompressed"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+impl<T: DeserializeOwned> FromRequest<App> for Body<T> {
     type Rejection = ApiError;
 
-    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+    async fn from_request(req: Request, app: &App) -> Result<Self, ApiError> {
         let ct = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
         if !is_json(ct) {
             return Err(ApiError::new(
@@ -33,7 +78,19 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Body<T> {
                 "the body must be JSON sent with Content-Type: application/json",
             ));
         }
-        let bytes = Bytes::from_request(req, state).await.map_err(|r| {
+        is_identity(&req)?;
+        let limit = app.limits.body_timeout;
+        let read = tokio::time::timeout(limit, Bytes::from_request(req, app)).await.map_err(|_| {
+            ApiError::new(
+                StatusCode::REQUEST_TIMEOUT,
+                BODY_TIMEOUT,
+                format!(
+                    "the body was not received within the server's body timeout ({} ms)",
+                    limit.as_millis()
+                ),
+            )
+        })?;
+        let bytes = read.map_err(|r| {
             if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
                 ApiError::new(
                     StatusCode::PAYLOAD_TOO_LARGE,
@@ -52,10 +109,10 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Body<T> {
     }
 }
 
-/// Parses one JSON value of type `T` from `bytes`.
+/// Parses one JSON object of type `T` from `bytes`.
 pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
-    let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+    let Object(value) = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();
         shape_error(if path == "." { "" } else { &path }, e.into_inner())
     })?;
@@ -69,6 +126,7 @@ fn shape_error(path: &str, e: serde_json::Error) -> ApiError {
         Some(i) => text[..i].to_string(),
         None => text,
     };
+    let text = json_words(&text);
     if !e.is_data() {
         return ApiError::new(
             StatusCode::BAD_REQUEST,
@@ -80,6 +138,10 @@ fn shape_error(path: &str, e: serde_json::Error) -> ApiError {
     if let Some(name) = text.strip_prefix("missing field `").and_then(|r| r.split('`').next()) {
         let field = if path.is_empty() { name.to_string() } else { format!("{path}.{name}") };
         return ApiError::invalid(field, "is required");
+    }
+    if let Some(name) = text.strip_prefix("duplicate field `").and_then(|r| r.split('`').next()) {
+        let field = if path.is_empty() { name.to_string() } else { format!("{path}.{name}") };
+        return ApiError::invalid(field, "is given more than once");
     }
     if let Some(rest) = text.strip_prefix("unknown field `") {
         let expected = rest.split_once(", ").map(|(_, e)| e).unwrap_or("");
@@ -103,6 +165,15 @@ fn shape_error(path: &str, e: serde_json::Error) -> ApiError {
         return ApiError::new(StatusCode::BAD_REQUEST, "ERR_INVALID_ARGUMENT", format!("the body {text}"));
     }
     ApiError::invalid(path, text)
+}
+
+/// serde's words for JSON shapes ("sequence", "map", "unit value") in the words of JSON.
+fn json_words(text: &str) -> String {
+    text.replace("expected a sequence", "expected an array")
+        .replace("expected a map", "expected a JSON object")
+        .replace("sequence, expected", "an array, expected")
+        .replace("map, expected", "an object, expected")
+        .replace("unit value, expected", "null, expected")
 }
 
 /// A whole number >= 0, given as a number or a string of digits.

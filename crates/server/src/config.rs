@@ -10,6 +10,7 @@ use flowguard_core::OpenOptions;
 use crate::app::Limits;
 use crate::cluster::{self, ClusterFlags};
 use crate::sentinel::{self, Secret, SentinelFlags};
+use crate::transport::Transport;
 
 /// The shortest token accepted: a guessable token is no protection.
 pub const MIN_TOKEN_LEN: usize = 16;
@@ -124,6 +125,24 @@ pub struct Args {
     /// Longest a call may take before it is answered 504, ms.
     #[arg(long, env = "FLOWGUARD_REQUEST_TIMEOUT_MS", default_value_t = Limits::default().request_timeout.as_millis() as u64)]
     pub request_timeout_ms: u64,
+    /// Longest a client may take to send a request head (and a TLS handshake), ms: counted from
+    /// the connection's opening, or from the first byte of a later request; then it is closed.
+    #[arg(long, env = "FLOWGUARD_HEADER_TIMEOUT_MS", default_value_t = Transport::default().header_timeout.as_millis() as u64)]
+    pub header_timeout_ms: u64,
+    /// Longest a call's body may take to arrive once its head is read, ms (then 408).
+    #[arg(long, env = "FLOWGUARD_BODY_TIMEOUT_MS", default_value_t = Limits::default().body_timeout.as_millis() as u64)]
+    pub body_timeout_ms: u64,
+    /// Longest a kept-alive connection may stay silent between calls, ms; then it is closed.
+    #[arg(long, env = "FLOWGUARD_IDLE_TIMEOUT_MS", default_value_t = Transport::default().idle_timeout.as_millis() as u64)]
+    pub idle_timeout_ms: u64,
+    /// Most connections served at once; more wait in the listen backlog. Keep it below the
+    /// process's file-descriptor limit (ulimit -n).
+    #[arg(long, env = "FLOWGUARD_MAX_CONNECTIONS", default_value_t = Transport::default().max_connections)]
+    pub max_connections: usize,
+    /// On SIGTERM, longest the server answers the calls in flight before it closes the
+    /// connections still open and exits, ms.
+    #[arg(long, env = "FLOWGUARD_DRAIN_TIMEOUT_MS", default_value_t = Transport::default().drain_timeout.as_millis() as u64)]
+    pub drain_timeout_ms: u64,
     /// TLS certificate chain (PEM). With --tls-key, the server speaks HTTPS only.
     #[arg(long, env = "FLOWGUARD_TLS_CERT", requires = "tls_key")]
     pub tls_cert: Option<std::path::PathBuf>,
@@ -169,11 +188,30 @@ impl Args {
         if self.max_batch == 0 || self.max_body_bytes == 0 {
             return Err("--max-batch and --max-body-bytes must be greater than 0".into());
         }
+        if self.body_timeout_ms == 0 {
+            return Err("--body-timeout-ms must be greater than 0".into());
+        }
         Ok(Limits {
             max_body: self.max_body_bytes,
             max_batch: self.max_batch,
             max_wait_ms: self.max_wait_ms,
             request_timeout: Duration::from_millis(self.request_timeout_ms),
+            body_timeout: Duration::from_millis(self.body_timeout_ms),
+        })
+    }
+
+    /// The limits of connections: timeouts, the cap, the drain on shutdown.
+    pub fn transport(&self) -> Result<Transport, String> {
+        if self.header_timeout_ms == 0 || self.idle_timeout_ms == 0 || self.max_connections == 0 {
+            return Err(
+                "--header-timeout-ms, --idle-timeout-ms and --max-connections must be greater than 0".into(),
+            );
+        }
+        Ok(Transport {
+            header_timeout: Duration::from_millis(self.header_timeout_ms),
+            idle_timeout: Duration::from_millis(self.idle_timeout_ms),
+            max_connections: self.max_connections,
+            drain_timeout: Duration::from_millis(self.drain_timeout_ms),
         })
     }
 
@@ -305,6 +343,25 @@ mod tests {
             assert!(e.contains("--redis-"), "{e}");
             assert!(!e.contains("secret-value"), "{e}");
         }
+    }
+
+    #[test]
+    fn transport_limits_have_defaults_and_refuse_zero() {
+        let t = args(&[]).transport().unwrap();
+        assert_eq!((t.header_timeout.as_millis(), t.drain_timeout.as_millis()), (10_000, 5_000));
+        assert_eq!((t.idle_timeout.as_millis(), t.max_connections), (60_000, 1024));
+        assert_eq!(args(&[]).limits().unwrap().body_timeout.as_millis(), 30_000);
+        let t = args(&["--header-timeout-ms", "250", "--max-connections", "3", "--drain-timeout-ms", "0"])
+            .transport()
+            .unwrap();
+        assert_eq!(
+            (t.header_timeout.as_millis(), t.max_connections, t.drain_timeout.as_millis()),
+            (250, 3, 0)
+        );
+        for zero in ["--header-timeout-ms", "--idle-timeout-ms", "--max-connections"] {
+            assert!(args(&[zero, "0"]).transport().unwrap_err().contains(zero));
+        }
+        assert!(args(&["--body-timeout-ms", "0"]).limits().unwrap_err().contains("--body-timeout-ms"));
     }
 
     #[test]

@@ -19,6 +19,12 @@ pub const NOT_FOUND: &str = "ERR_NOT_FOUND";
 pub const METHOD_NOT_ALLOWED: &str = "ERR_METHOD_NOT_ALLOWED";
 pub const PAYLOAD_TOO_LARGE: &str = "ERR_PAYLOAD_TOO_LARGE";
 pub const INVALID_JSON: &str = "ERR_INVALID_JSON";
+/// A request header the server cannot act on (two `Authorization` headers).
+pub const INVALID_HEADER: &str = "ERR_INVALID_HEADER";
+/// A `Content-Encoding` other than identity (415).
+pub const UNSUPPORTED_ENCODING: &str = "ERR_UNSUPPORTED_ENCODING";
+/// The body was not received within the body timeout (408).
+pub const BODY_TIMEOUT: &str = "ERR_BODY_TIMEOUT";
 pub const LOCK_HELD: &str = "ERR_LOCK_HELD";
 pub const ITEM_BUSY: &str = "ERR_ITEM_BUSY";
 pub const KEY_PENDING: &str = "ERR_KEY_PENDING";

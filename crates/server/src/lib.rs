@@ -16,19 +16,22 @@ pub mod ops;
 pub mod routes;
 pub mod sentinel;
 pub mod tls;
+pub mod transport;
 
 pub use app::{router, App, Limits};
+pub use transport::Transport;
 
 use std::future::Future;
 
 use tokio::net::TcpListener;
 
-/// Serves `app` on `listener` until `shutdown` resolves; then stops accepting connections and
-/// returns once the calls in flight are answered.
+/// Serves `app` on `listener` with the default transport limits until `shutdown` resolves; then
+/// stops accepting connections and returns once the calls in flight are answered (or the drain
+/// timeout has passed: see [`transport::serve`]).
 pub async fn serve(
     listener: TcpListener,
     app: App,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(app)).with_graceful_shutdown(shutdown).await
+    transport::serve(listener, router(app), None, Transport::default(), shutdown).await
 }

@@ -3,7 +3,7 @@
 use clap::Parser;
 use flowguard_core::Client;
 use flowguard_server::config::Args;
-use flowguard_server::{serve, App};
+use flowguard_server::{router, transport, App};
 use tracing_subscriber::EnvFilter;
 
 fn fail(message: impl std::fmt::Display) -> ! {
@@ -32,7 +32,7 @@ async fn shutdown_signal() {
         _ = ctrl_c => {},
         _ = term => {},
     }
-    tracing::info!("shutting down: answering the calls in flight");
+    tracing::info!("shutting down: answering the calls in flight (at most the drain timeout)");
 }
 
 #[tokio::main]
@@ -46,6 +46,7 @@ async fn main() {
     }
     let token = args.token().unwrap_or_else(|e| fail(e));
     let limits = args.limits().unwrap_or_else(|e| fail(e));
+    let transport = args.transport().unwrap_or_else(|e| fail(e));
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => Some(flowguard_server::tls::config(cert, key).unwrap_or_else(|e| fail(e))),
         _ => None,
@@ -64,10 +65,7 @@ async fn main() {
         "flowguard-server listening"
     );
     let app = App::new(client, token, limits);
-    let served = match tls {
-        Some(tls) => flowguard_server::tls::serve_tls(listener, app, tls, shutdown_signal()).await,
-        None => serve(listener, app, shutdown_signal()).await,
-    };
+    let served = transport::serve(listener, router(app), tls, transport, shutdown_signal()).await;
     if let Err(e) = served {
         fail(format!("server error: {e}"));
     }

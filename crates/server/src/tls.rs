@@ -5,18 +5,18 @@ use std::future::Future;
 use std::path::Path;
 use std::sync::Arc;
 
-use axum_server::tls_rustls::RustlsConfig;
-use axum_server::Handle;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::ServerConfig;
 use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
 
 use crate::app::{router, App};
+use crate::transport::{self, Transport};
 
 /// The TLS settings of a certificate chain file and a key file. Errors name the file, never
 /// its contents.
-pub fn config(cert: &Path, key: &Path) -> Result<RustlsConfig, String> {
+pub fn config(cert: &Path, key: &Path) -> Result<TlsAcceptor, String> {
     let certs = CertificateDer::pem_file_iter(cert)
         .and_then(|it| it.collect::<Result<Vec<_>, _>>())
         .map_err(|e| format!("cannot read the certificate chain {}: {e}", cert.display()))?;
@@ -30,25 +30,16 @@ pub fn config(cert: &Path, key: &Path) -> Result<RustlsConfig, String> {
         .and_then(|b| b.with_no_client_auth().with_single_cert(certs, key))
         .map_err(|e| format!("the certificate and key cannot be used: {e}"))?;
     cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(RustlsConfig::from_config(Arc::new(cfg)))
+    Ok(TlsAcceptor::from(Arc::new(cfg)))
 }
 
-/// Serves `app` over TLS on `listener` until `shutdown` resolves; then stops accepting and
-/// returns once the calls in flight are answered.
+/// Serves `app` over TLS on `listener` with the default transport limits until `shutdown`
+/// resolves; then stops accepting and drains the connections (see [`transport::serve`]).
 pub async fn serve_tls(
     listener: TcpListener,
     app: App,
-    tls: RustlsConfig,
+    tls: TlsAcceptor,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let handle = Handle::new();
-    let h = handle.clone();
-    tokio::spawn(async move {
-        shutdown.await;
-        h.graceful_shutdown(None);
-    });
-    axum_server::from_tcp_rustls(listener.into_std()?, tls)?
-        .handle(handle)
-        .serve(router(app).into_make_service())
-        .await
+    transport::serve(listener, router(app), Some(tls), Transport::default(), shutdown).await
 }

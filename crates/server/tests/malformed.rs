@@ -91,6 +91,18 @@ fn cases() -> Vec<Case> {
         raw("trailing garbage", JSON, r#"{"group":"g","id":"a"} x"#, 400, "ERR_INVALID_JSON"),
         raw("an array body", JSON, "[]", 400, "ERR_INVALID_ARGUMENT"),
         raw("a string body", JSON, r#""g""#, 400, "ERR_INVALID_ARGUMENT"),
+        raw("a null body", JSON, "null", 400, "ERR_INVALID_ARGUMENT"),
+        raw("a positional body", JSON, r#"["g","a"]"#, 400, "ERR_INVALID_ARGUMENT"),
+        Case {
+            field: Some("id"),
+            ..raw(
+                "a field given twice",
+                JSON,
+                r#"{"group":"g","id":"a","id":"b"}"#,
+                400,
+                "ERR_INVALID_ARGUMENT",
+            )
+        },
         bad("missing id", "/v1/tracker/claim", json!({"group": "g"}), "id"),
         bad("group a number", "/v1/tracker/claim", json!({"group": 5, "id": "a"}), "group"),
         bad(
@@ -139,11 +151,31 @@ fn cases() -> Vec<Case> {
             "ids",
         ),
         bad("an id a number", "/v1/tracker/claimBatch", json!({"group": "g", "ids": ["1", 2]}), "ids[1]"),
+        bad("ids a string", "/v1/tracker/claimBatch", json!({"group": "g", "ids": "1"}), "ids"),
+        bad("keys an object", "/v1/state/getMany", json!({"keys": {"k": 1}}), "keys"),
         bad(
             "one bad request of a batch",
             "/v1/tracker/setItems",
             json!({"group": "g", "requests": [{"id": "a", "status": "in_progress"}, {"id": "b", "status": "done"}]}),
             "requests[1].status",
+        ),
+        bad(
+            "a request of a batch given as an array",
+            "/v1/tracker/setItems",
+            json!({"group": "g", "requests": [{"id": "a", "status": "in_progress"}, ["b", "in_progress"]]}),
+            "requests[1]",
+        ),
+        bad(
+            "a request of a batch null",
+            "/v1/tracker/setItems",
+            json!({"group": "g", "requests": [null]}),
+            "requests[0]",
+        ),
+        bad(
+            "requests an object",
+            "/v1/tracker/setItems",
+            json!({"group": "g", "requests": {"id": "a"}}),
+            "requests",
         ),
         bad(
             "keepMs a word",
@@ -227,13 +259,11 @@ fn cases() -> Vec<Case> {
             json!({"key": "job", "owner": "o", "value": 1}),
             "owner",
         ),
-        post(
+        bad(
             "expiresAt in the past",
             "/v1/state/set",
             json!({"key": "k", "value": 1, "expiresAt": 1}),
-            400,
-            "ERR_INVALID_ARGUMENT",
-            None,
+            "expiresAt",
         ),
         Case {
             what: "a body over the size limit",
@@ -282,6 +312,13 @@ fn cases() -> Vec<Case> {
     ]
 }
 
+/// A message names JSON shapes, never the server's Rust types or serde's words for them.
+fn rust_free(what: &str, message: &str) {
+    for word in ["struct ", "sequence", "unit value", " map", "Vec<", "Option<", "u64", "usize"] {
+        assert!(!message.contains(word), "{what}: the message names {word:?}: {message}");
+    }
+}
+
 async fn nothing_written(s: &Server) {
     let l = s.ok("/v1/tracker/listItems", json!({"group": "g"})).await;
     assert_eq!(l["counts"]["total"], 0, "{l}");
@@ -326,6 +363,7 @@ async fn malformed(url: Option<String>) {
         }
         let text = body.to_string();
         assert!(!text.contains(TOKEN) && !text.contains("wrong-token"), "{}: a token in {text}", c.what);
+        rust_free(c.what, message);
     }
     nothing_written(&s).await;
     // Each answer was counted by code.
@@ -339,4 +377,109 @@ async fn without_a_token_on_loopback_no_header_is_needed() {
     let s = Server::start(None, None, Limits::default()).await;
     let (status, body) = s.raw("POST", "/v1/lock/get", JSON, None, br#"{"name":"x"}"#.to_vec()).await;
     assert_eq!((status, body["locked"].as_bool()), (200, Some(false)));
+}
+
+/// Every route's body must be a JSON object: an array (read by position by serde's derived
+/// structs, bypassing field names and the refusal of unknown fields), a string or null is refused
+/// with a message naming the JSON shape, and nothing is written.
+#[tokio::test]
+async fn every_route_refuses_a_body_that_is_not_an_object() {
+    let s = Server::open(None).await;
+    let positional = [
+        ("/v1/lock/acquire", json!(["nightly", 60000, 0, "me"])),
+        ("/v1/tracker/claim", json!(["weekly", "project-7"])),
+        ("/v1/state/set", json!(["k", 1])),
+        ("/v1/queue/enqueue", json!(["q", ["a"]])),
+        ("/v1/tracker/setItems", json!(["g", [{"id": "a", "status": "in_progress"}]])),
+    ];
+    let generic = flowguard_server::routes::PATHS.iter().map(|p| (*p, json!(["x", 1, "y"])));
+    for (path, body) in positional.into_iter().chain(generic) {
+        for body in [body, json!([]), json!("x"), json!(null), json!(5)] {
+            let (status, e) =
+                s.raw("POST", path, JSON, bearer().as_deref(), body.to_string().into_bytes()).await;
+            assert_eq!(
+                (status, e["code"].as_str()),
+                (400, Some("ERR_INVALID_ARGUMENT")),
+                "{path} {body}: {e}"
+            );
+            let message = e["message"].as_str().unwrap();
+            assert!(message.starts_with("the body must be a JSON object, got "), "{path} {body}: {message}");
+            rust_free(path, message);
+        }
+    }
+    let (status, e) = s
+        .call(
+            "/v1/tracker/setItems",
+            json!({"group": "g", "requests": [{"id": "a", "status": "in_progress"}, ["b", "in_progress"]]}),
+        )
+        .await;
+    assert_eq!((status, e["field"].as_str()), (400, Some("requests[1]")), "{e}");
+    assert_eq!(e["message"], "requests[1] must be a JSON object, got an array", "{e}");
+    nothing_written(&s).await;
+    for (name, what) in [("nightly", "lock"), ("weekly", "item")] {
+        let l = s.ok("/v1/lock/get", json!({"name": name})).await;
+        assert_eq!(l["locked"], false, "{what}: {l}");
+    }
+    let item = s.ok("/v1/tracker/getItem", json!({"group": "weekly", "id": "project-7"})).await;
+    assert_eq!(item["status"], "none", "{item}");
+}
+
+/// A compressed body is refused with 415 (the server reads bodies as sent); `identity` is fine.
+#[tokio::test]
+async fn a_content_encoding_other_than_identity_is_refused() {
+    let s = Server::open(None).await;
+    let send = |enc: &'static str| {
+        s.http
+            .post(s.url("/v1/lock/acquire"))
+            .bearer_auth(TOKEN)
+            .header("content-type", "application/json")
+            .header("content-encoding", enc)
+            .body(r#"{"name":"L"}"#)
+            .send()
+    };
+    for enc in ["gzip", "deflate", "br", "identity, gzip", "x-unknown"] {
+        let res = send(enc).await.unwrap();
+        let status = res.status().as_u16();
+        let e: Value = res.json().await.unwrap();
+        assert_eq!((status, e["code"].as_str()), (415, Some("ERR_UNSUPPORTED_ENCODING")), "{enc}: {e}");
+        assert!(e["message"].as_str().unwrap().contains("uncompressed"), "{e}");
+    }
+    let l = s.ok("/v1/lock/get", json!({"name": "L"})).await;
+    assert_eq!(l["locked"], false, "a refused call wrote nothing: {l}");
+    assert_eq!(send("identity").await.unwrap().status().as_u16(), 200);
+}
+
+/// The auth scheme is matched without regard to case (RFC 7235); two Authorization headers are
+/// refused rather than one of them picked.
+#[tokio::test]
+async fn the_bearer_scheme_is_case_insensitive_and_one_authorization_header_is_required() {
+    let s = Server::open(None).await;
+    for scheme in ["Bearer", "bearer", "BEARER", "bEaReR"] {
+        let a = format!("{scheme} {TOKEN}");
+        let (status, body) = s.raw("POST", "/v1/lock/get", JSON, Some(&a), br#"{"name":"x"}"#.to_vec()).await;
+        assert_eq!(status, 200, "{scheme}: {body}");
+    }
+    let twice = |first: String, second: String| {
+        s.http
+            .post(s.url("/v1/lock/acquire"))
+            .header("content-type", "application/json")
+            .header("authorization", first)
+            .header("authorization", second)
+            .body(r#"{"name":"L2"}"#)
+            .send()
+    };
+    for (a, b) in [
+        (format!("Bearer {TOKEN}"), "Bearer wrong-token-0123456789".to_string()),
+        ("Bearer wrong-token-0123456789".to_string(), format!("Bearer {TOKEN}")),
+        (format!("Bearer {TOKEN}"), format!("Bearer {TOKEN}")),
+    ] {
+        let res = twice(a, b).await.unwrap();
+        let status = res.status().as_u16();
+        let e: Value = res.json().await.unwrap();
+        assert_eq!((status, e["code"].as_str()), (400, Some("ERR_INVALID_HEADER")), "{e}");
+        let text = e.to_string();
+        assert!(!text.contains(TOKEN) && !text.contains("wrong-token"), "a token in {text}");
+    }
+    let l = s.ok("/v1/lock/get", json!({"name": "L2"})).await;
+    assert_eq!(l["locked"], false, "a refused call wrote nothing: {l}");
 }

@@ -8,7 +8,7 @@ use flowguard_core::tracker::{self as core, ItemRequest, Outcome};
 use serde::{Deserialize, Serialize};
 
 use crate::app::App;
-use crate::body::{keep, ms, opt_bool, opt_keep, opt_u64, Body, KeepMs};
+use crate::body::{keep, ms, opt_bool, opt_keep, opt_u64, Body, KeepMs, Object};
 use crate::error::{busy, ApiResult, ITEM_BUSY};
 
 #[derive(Serialize)]
@@ -227,7 +227,7 @@ pub struct RequestIn {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SetItemsIn {
     group: String,
-    requests: Vec<RequestIn>,
+    requests: Vec<Object<RequestIn>>,
 }
 
 #[derive(Serialize)]
@@ -279,7 +279,7 @@ pub async fn set_items(
     let reqs = b
         .requests
         .into_iter()
-        .map(|r| ItemRequest {
+        .map(|Object(r)| ItemRequest {
             id: r.id,
             status: r.status,
             owner: r.owner,
