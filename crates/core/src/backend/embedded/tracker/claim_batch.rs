@@ -1,0 +1,42 @@
+//! A claim batch: many ids claimed for one owner and one lease, their places in one batch run.
+
+use super::record::take;
+use super::TrackerTable;
+use crate::backend::embedded::now_ms;
+use crate::tracker::{BatchClaim, BatchOutcome, ClaimBatch, ItemStatus, Record};
+
+impl TrackerTable {
+    pub fn claim_batch(&mut self, group: &str, c: BatchClaim<'_>) -> ClaimBatch {
+        let now = now_ms();
+        let lease_end = now + c.lease_ms as i64;
+        let g = self.group_mut(group, now, c.ids.len());
+        g.items.reserve(c.ids.len());
+        g.open_run(lease_end);
+        let mut outcomes = Vec::with_capacity(c.ids.len());
+        let mut attempts = Vec::with_capacity(c.ids.len());
+        for id in c.ids {
+            let take_it = |rec: &mut Record| take(rec, c.owner, now, lease_end, c.retention_ms);
+            let (outcome, a) = match g.live(id, now) {
+                None => {
+                    // A new id: made at once, with no second lookup.
+                    g.add(id, now, take_it);
+                    (BatchOutcome::Claimed, 1)
+                }
+                Some((ItemStatus::InProgress, a)) => (BatchOutcome::InProgress, a),
+                Some((ItemStatus::Completed, a)) if !c.reclaim_completed => (BatchOutcome::Completed, a),
+                Some((_, a)) => {
+                    g.change(id, now, take_it);
+                    (BatchOutcome::Claimed, a + 1)
+                }
+            };
+            attempts.push(a);
+            outcomes.push(outcome);
+        }
+        g.batching = false;
+        g.flush();
+        if g.items.is_empty() {
+            self.drop_group(group);
+        }
+        ClaimBatch { owner: c.owner.to_string(), lease_expires_at: lease_end, outcomes, attempts }
+    }
+}
