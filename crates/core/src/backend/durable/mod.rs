@@ -20,6 +20,7 @@ mod catalog;
 mod checkpoint;
 mod clock;
 mod fences;
+mod file_access;
 mod item_key;
 mod item_sweep;
 mod limiter;
@@ -251,6 +252,19 @@ impl Db {
 pub(crate) fn storage_error(path: &Path, e: rusqlite::Error) -> Error {
     let p = path.display();
     let code = e.sqlite_error_code();
+    if matches!(
+        code,
+        Some(
+            SqliteCode::CannotOpen
+                | SqliteCode::PermissionDenied
+                | SqliteCode::ReadOnly
+                | SqliteCode::SystemIoFailure
+        )
+    ) {
+        if let Some(why) = file_access::reason(path) {
+            return cannot_use(path, &why);
+        }
+    }
     match code {
         Some(SqliteCode::DatabaseBusy | SqliteCode::DatabaseLocked) => Error::new(
             ErrorCode::Timeout,
@@ -276,6 +290,11 @@ pub(crate) fn storage_error(path: &Path, e: rusqlite::Error) -> Error {
         }
         _ => Error::new(ErrorCode::Storage, format!("the store file {p} could not be used: {e}")),
     }
+}
+
+/// The store file at `path` cannot be used, for reason `why` (see `file_access`).
+pub(crate) fn cannot_use(path: &Path, why: &str) -> Error {
+    Error::new(ErrorCode::Storage, format!("cannot use the store file {}: {why}", path.display()))
 }
 
 /// Removes up to [`PURGE_SLICE`] rows of `table` whose expiry column `exp` is at or before `now`.
