@@ -14,7 +14,9 @@
 //! - Durability (WAL journal): by default (`synchronous=NORMAL`) a call that resolved is in the
 //!   write-ahead log and survives a crash of the process (kill -9); with `durability: 'fsync'`
 //!   (`synchronous=FULL`) every commit is also flushed to the disk, so it survives a power loss.
-//! - Time comes from [`clock`]: wall time that never runs backwards across processes and restarts.
+//! - Time comes from [`clock`]: wall time shared by the processes that use the file, that never
+//!   runs backwards by more than a bound, and that a process whose clock is wrong cannot move
+//!   (`ERR_CLOCK_SKEW`).
 
 mod catalog;
 mod checkpoint;
@@ -218,6 +220,19 @@ impl Durable {
                 format!("the store file {} holds a damaged record ({what})", self.db.path.display()),
             ),
             Fail::Coded(e) => e,
+            Fail::ClockSkew(off) => Error::new(
+                ErrorCode::ClockSkew,
+                format!(
+                    "this process's clock is {:.1} s {} the time of the store file {} (kept by another process that \
+                     wrote within the last {} s); the bound is {} s. Nothing was written: correct this host's or \
+                     process's clock; the call can succeed once it agrees with the file",
+                    off.unsigned_abs() as f64 / 1000.0,
+                    if off > 0 { "ahead of" } else { "behind" },
+                    self.db.path.display(),
+                    clock::LIVE_MS / 1000,
+                    clock::MAX_SKEW_MS as f64 / 1000.0,
+                ),
+            ),
         }
     }
 }
@@ -232,6 +247,8 @@ pub(crate) enum Fail {
     Db(rusqlite::Error),
     Corrupt(String),
     Coded(Error),
+    /// This process's clock is this far (ms, positive: ahead) from the file's (see `clock`).
+    ClockSkew(i64),
 }
 
 impl From<rusqlite::Error> for Fail {
