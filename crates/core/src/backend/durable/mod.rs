@@ -21,6 +21,8 @@
 mod catalog;
 mod checkpoint;
 mod clock;
+#[cfg(test)]
+mod damage;
 mod fences;
 mod file_access;
 mod item_key;

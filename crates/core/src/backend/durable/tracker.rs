@@ -418,26 +418,23 @@ impl TrackerBackend for Durable {
 
 #[cfg(test)]
 mod tests {
+    use crate::backend::durable::damage;
     use crate::backend::durable::{Durability, Durable};
     use crate::error::ErrorCode;
     use crate::tracker::{ItemOp, ListFilter, ListQuery, TrackerBackend};
 
     const ITEMS: usize = 3_000;
 
-    fn temp(name: &str) -> std::path::PathBuf {
-        let dir =
-            std::env::temp_dir().join(format!("fg-damaged-{}-{}", std::process::id(), rand::random::<u32>()));
-        std::fs::create_dir_all(&dir).unwrap();
-        dir.join(name)
-    }
-
     fn ids() -> Vec<String> {
         (0..ITEMS).map(|i| format!("item-{i:05}")).collect()
     }
 
-    /// A file of 3,000 items (all in the file itself: its log checkpointed), as bytes.
-    async fn file_of_items() -> Vec<u8> {
-        let path = temp("items.db");
+    /// Damaged pages in the middle of a file of 3,000 items: listing the group either returns
+    /// all 3,000 or fails with ERR_STORAGE naming the file, never a short list. (SQLite ends a
+    /// range scan without an error when the record at its end is damaged.)
+    #[tokio::test]
+    async fn a_damaged_page_fails_a_list_instead_of_shortening_it() {
+        let path = damage::temp("items.db");
         let d = Durable::open(&path, "fg:", Durability::Process).unwrap();
         for chunk in ids().chunks(500) {
             let claims: Vec<ItemOp> = chunk
@@ -452,30 +449,8 @@ mod tests {
             d.apply("g", &claims, 86_400_000).await.unwrap();
         }
         drop(d);
-        let c = rusqlite::Connection::open(&path).unwrap();
-        c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())).unwrap();
-        drop(c);
-        std::fs::read(&path).unwrap()
-    }
-
-    /// Damaged pages in the middle of a file of 3,000 items: listing the group (and reading its
-    /// items) either returns all 3,000 or fails with ERR_STORAGE naming the file, never a short
-    /// list. SQLite ends a range scan without an error when the record at its end is damaged.
-    #[tokio::test]
-    async fn a_damaged_page_fails_a_list_instead_of_shortening_it() {
-        let good = file_of_items().await;
-        let (mut failed, mut seed) = (0, 0x2545_f491_4f6c_dd1du64);
-        for n in 0..24 {
-            let mut bytes = good.clone();
-            let at = bytes.len() / 2 - 24_000 + n * 2_000;
-            for b in &mut bytes[at..at + 64] {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                *b = seed as u8;
-            }
-            let path = temp(&format!("damaged-{n}.db"));
-            std::fs::write(&path, &bytes).unwrap();
+        let mut failed = 0;
+        for (at, path) in damage::copies(&damage::checkpointed(&path)) {
             let d = match Durable::open(&path, "fg:", Durability::Process) {
                 Ok(d) => d,
                 Err(e) => {
