@@ -2,6 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
+use super::{Durability, Durable};
+use crate::error::{ErrorCode, Result};
+
 /// A new folder's path `name`.
 pub(super) fn temp(name: &str) -> PathBuf {
     let dir =
@@ -37,4 +40,23 @@ pub(super) fn copies(good: &[u8]) -> Vec<(usize, PathBuf)> {
             (at, path)
         })
         .collect()
+}
+
+/// Opens each damaged copy of the store at `path` (see [`copies`]) and runs `read` on it, given
+/// the place of the damage: opening and reading either succeed or fail with ERR_STORAGE naming
+/// the copy. How many copies failed.
+pub(super) async fn failures(path: &Path, mut read: impl AsyncFnMut(usize, &Durable) -> Result<()>) -> usize {
+    let mut failed = 0;
+    for (at, copy) in copies(&checkpointed(path)) {
+        let out = match Durable::open(&copy, "fg:", Durability::Process) {
+            Ok(d) => read(at, &d).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = out {
+            assert_eq!(e.code, ErrorCode::Storage, "{e}");
+            assert!(e.message.contains(&copy.display().to_string()), "{e}");
+            failed += 1;
+        }
+    }
+    failed
 }
