@@ -77,18 +77,24 @@ fn boot() -> Option<Boot> {
     None
 }
 
+/// The stored clock. The boot and boot clock reading hold for the time they were written with
+/// (`clock_for`): a flowguard without them (an older one on the same file) moves `clock` alone.
 fn stored(c: &Connection) -> rusqlite::Result<Stored> {
-    let mut st = c.prepare_cached("SELECT k, v FROM meta WHERE k IN ('clock', 'clock_boot', 'clock_at')")?;
+    let mut st = c.prepare_cached(
+        "SELECT k, v FROM meta WHERE k IN ('clock', 'clock_boot', 'clock_at', 'clock_for')",
+    )?;
     let mut rows = st.query([])?;
-    let (mut time, mut id, mut at) = (0, None, None);
+    let (mut time, mut id, mut at, mut of) = (0, None, None, None);
     while let Some(r) = rows.next()? {
+        let v = Some(r.get(1)?);
         match r.get_ref(0)?.as_str().map_err(rusqlite::Error::from)? {
             "clock" => time = r.get(1)?,
-            "clock_boot" => id = Some(r.get(1)?),
-            _ => at = Some(r.get(1)?),
+            "clock_boot" => id = v,
+            "clock_at" => at = v,
+            _ => of = v,
         }
     }
-    Ok(Stored { time, boot: id.zip(at) })
+    Ok(Stored { time, boot: id.zip(at).filter(|_| of == Some(time)) })
 }
 
 /// The clock of one connection: the remembered stored values, and this process's mark.
@@ -185,7 +191,7 @@ impl Clock {
             match at {
                 Some((id, ms)) => c
                     .prepare_cached(
-                        "INSERT INTO meta VALUES ('clock', ?1), ('clock_boot', ?2), ('clock_at', ?3)
+                        "INSERT INTO meta VALUES ('clock', ?1), ('clock_boot', ?2), ('clock_at', ?3), ('clock_for', ?1)
                          ON CONFLICT (k) DO UPDATE SET v = excluded.v",
                     )?
                     .execute(params![now, id, ms])?,
@@ -320,6 +326,21 @@ mod tests {
         assert_eq!(a.write(T0 + 31_000, at(1_031_000)), Ok(T0 + 31_000), "back to this clock");
         assert_eq!(a.write(T0 + 32_000, at(1_032_000)), Ok(T0 + 32_000), "and its time runs");
         assert_eq!(fast.write(ahead + 13_000, at(1_033_000)), Err(HOUR), "now the fast one is refused");
+    }
+
+    /// A flowguard without the boot clock on the same file moves `clock` alone: the boot clock
+    /// reading written before is not applied to that time (it would put the file's time ahead).
+    #[test]
+    fn a_time_written_without_the_boot_clock_is_not_carried_forward_by_an_older_reading() {
+        let path = file();
+        let (mut a, mut b) = (Process::on(&path), Process::on(&path));
+        assert_eq!(a.write(T0, at(1_000_000)), Ok(T0));
+        assert_eq!(b.write(T0 + 5_000, at(1_005_000)), Ok(T0 + 5_000), "`b` is live");
+        // 3 s later an older flowguard writes the time then, T0 + 8 s.
+        a.c.execute("UPDATE meta SET v = ?1 WHERE k = 'clock'", [T0 + 8_000]).unwrap();
+        // Carried forward from `b`'s reading, the file's time 1 s later would be T0 + 12 s, and
+        // a clock at T0 + 9 s 3 s behind it.
+        assert_eq!(a.write(T0 + 9_000, at(1_009_000)), Ok(T0 + 9_000));
     }
 
     /// Without a boot clock (not Linux) the time is max(own clock, time last handed out).
