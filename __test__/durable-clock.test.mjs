@@ -77,6 +77,18 @@ test('a process an hour ahead is refused; after it exits, the others\' 1 s lock 
   await fg.close?.()
 })
 
+test('a process an hour ahead of its host is refused on a file no other process writes, and leaves it as it was', { skip }, async () => {
+  const env = { FG_PATH: join(durableFolder(), 'alone.db'), FG_PREFIX: freshPrefix('alone'), CALLS: '3' }
+  const report = await skewedChild('+1h', env)
+  assertOffset(report, HOUR)
+  assertAllSkew(report, /this process's clock is 36\d\d\.\d s ahead of its host's clock .*restart it/)
+  const fg = await Flowguard.open({ path: env.FG_PATH, prefix: env.FG_PREFIX })
+  const lock = await fg.acquireLock('short', { timeoutMs: 1000 })
+  assert.equal(lock.acquired, true)
+  await sleep(1600)
+  assert.equal((await fg.acquireLock('short', { timeoutMs: 1000 })).acquired, true, 'the 1 s lock ended')
+})
+
 test('a process an hour behind is refused with ERR_CLOCK_SKEW, not left without tokens silently', { skip }, async () => {
   const env = { FG_PATH: join(durableFolder(), 'slow.db'), FG_PREFIX: freshPrefix('slow'), CALLS: '20' }
   const fg = await Flowguard.open({ path: env.FG_PATH, prefix: env.FG_PREFIX })

@@ -28,7 +28,8 @@ pub enum ErrorCode {
     Storage,
     /// The durable store refused this process's clock: it is more than a second ahead of or
     /// behind the time of the store's file, which another process that agrees with it wrote
-    /// recently. Nothing was written; the call can succeed once the clock is corrected.
+    /// recently, or ahead of its host's clock when it would move the file's time ahead. Nothing
+    /// was written; the call can succeed once the clock is corrected (or the process restarted).
     ClockSkew,
     /// A bug in flowguard (a panic was caught before it could reach the host process).
     Internal,

@@ -15,14 +15,17 @@
 //!   wrote within [`LIVE_MS`]: this process's clock is the wrong one. Its calls are refused with
 //!   `ERR_CLOCK_SKEW` (nothing written), so it cannot take every rate-limiter token or put leases
 //!   and locks an hour ahead, nor wait silently behind the file's time.
-//! - Further from it while no such process is live (the file was idle, another boot, or every
+//! - Further from it while no such process is live (another boot, an older file, or every
 //!   process's clock stepped together): this process's clock is taken and the file's time
-//!   follows it, forward or back. Moving back, a lease taken at the later time ends that much
-//!   later, never early.
+//!   follows it, back (a lease taken at the later time ends that much later, never early), or
+//!   ahead when this clock agrees with the host's (the kernel's wall clock) within the bound: a
+//!   clock ahead of its host's is refused with `ERR_CLOCK_SKEW` (leases taken in the file would
+//!   end early). A process's clock is the wall clock when it started plus the monotonic time
+//!   since (`now_ms`): one started before the host's clock was set back stays ahead of it.
 //!
-//! The boot clock is read from the kernel by its system call, not through the C library's time
-//! functions that a preloaded library (`faketime`) may replace for one process: it is the
-//! referee between the processes' clocks. Where there is no boot clock (not Linux), the time is
+//! The boot and wall clocks of the host are read from the kernel by its system call, not
+//! through the C library's time functions that a preloaded library (`faketime`) may replace for
+//! one process: they are the referees between the processes' clocks. Where there is no boot clock (not Linux), the time is
 //! max(own clock, time last handed out), as without the check.
 //!
 //! The stored values are remembered between transactions (see `remembered`), so they are read
@@ -49,11 +52,22 @@ struct Stored {
     boot: Option<(i64, i64)>,
 }
 
-/// The host's boot: an id and the boot clock now (ms).
+/// The host's boot: an id, the boot clock now (ms), and the host's wall clock now as the kernel
+/// keeps it (ms since the epoch).
 #[derive(Clone, Copy, PartialEq)]
 struct Boot {
     id: i64,
     ms: i64,
+    host: Option<i64>,
+}
+
+/// The kernel's clock `id` in ms, read by the system call (see the module's comment).
+#[cfg(target_os = "linux")]
+fn kernel_ms(id: libc::clockid_t) -> Option<i64> {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime(2) with a clock id and a pointer to a timespec it fills.
+    let rc = unsafe { libc::syscall(libc::SYS_clock_gettime, id, &mut ts as *mut libc::timespec) };
+    (rc == 0).then_some(ts.tv_sec * 1000 + ts.tv_nsec / 1_000_000)
 }
 
 #[cfg(target_os = "linux")]
@@ -64,12 +78,8 @@ fn boot() -> Option<Boot> {
         let hex: String = s.chars().filter(char::is_ascii_hexdigit).take(15).collect();
         i64::from_str_radix(&hex, 16).ok()
     }))?;
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime(2) with a clock id and a pointer to a timespec it fills.
-    let rc = unsafe {
-        libc::syscall(libc::SYS_clock_gettime, libc::CLOCK_BOOTTIME, &mut ts as *mut libc::timespec)
-    };
-    (rc == 0).then(|| Boot { id, ms: ts.tv_sec * 1000 + ts.tv_nsec / 1_000_000 })
+    let ms = kernel_ms(libc::CLOCK_BOOTTIME)?;
+    Some(Boot { id, ms, host: kernel_ms(libc::CLOCK_REALTIME) })
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -164,7 +174,12 @@ impl Clock {
             Judged::Now(now) => Ok((now, boot)),
             Judged::Off(off) => match boot {
                 Some(b) if self.other_live(c, b)? => Err(Fail::ClockSkew(off)),
-                // Nobody live disagrees: this clock is taken.
+                // Nobody live disagrees. Moving the file's time ahead would end the leases taken
+                // in it early: only a clock that agrees with the host's (the kernel's) may.
+                Some(Boot { host: Some(host), .. }) if off > 0 && own - host > MAX_SKEW_MS => {
+                    Err(Fail::HostClockSkew(own - host))
+                }
+                // This clock is taken.
                 _ => Ok((own, boot)),
             },
         }
@@ -239,7 +254,7 @@ mod tests {
     const HOUR: i64 = 3_600_000;
     /// A boot clock reading of boot 7 at `ms`.
     fn at(ms: i64) -> Option<Boot> {
-        Some(Boot { id: 7, ms })
+        Some(Boot { id: 7, ms, host: None })
     }
 
     /// A process on a file: its connection and its clock.
@@ -262,7 +277,7 @@ mod tests {
             self.clock.settle(&self.c, out.is_ok());
             match out {
                 Ok(t) => Ok(t),
-                Err(Fail::ClockSkew(off)) => Err(off),
+                Err(Fail::ClockSkew(off) | Fail::HostClockSkew(off)) => Err(off),
                 Err(_) => panic!("the write failed"),
             }
         }
@@ -306,7 +321,7 @@ mod tests {
         assert_eq!(a.write(T0, at(1_000_000)), Ok(T0));
         let days = 3 * 24 * HOUR;
         assert_eq!(b.write(T0 + days, at(1_000_000 + days)), Ok(T0 + days));
-        let rebooted = Some(Boot { id: 8, ms: 5_000 });
+        let rebooted = Some(Boot { id: 8, ms: 5_000, host: None });
         assert_eq!(a.write(T0 + 2 * days, rebooted), Ok(T0 + 2 * days), "another boot: nobody live");
     }
 
@@ -341,6 +356,27 @@ mod tests {
         // Carried forward from `b`'s reading, the file's time 1 s later would be T0 + 12 s, and
         // a clock at T0 + 9 s 3 s behind it.
         assert_eq!(a.write(T0 + 9_000, at(1_009_000)), Ok(T0 + 9_000));
+    }
+
+    /// A process alone on a file, whose clock is ahead of its host's, cannot move the file's
+    /// time ahead (another's lease taken in it would end early); behind it, or agreeing with
+    /// the host, it can.
+    #[test]
+    fn a_clock_ahead_of_its_host_cannot_move_an_unwatched_file_ahead() {
+        let path = file();
+        let (mut a, mut fast) = (Process::on(&path), Process::on(&path));
+        assert_eq!(a.write(T0, at(1_000_000)), Ok(T0));
+        let host = |ms: i64, wall: i64| Some(Boot { id: 7, ms, host: Some(wall) });
+        // 20 s later (nobody live), a clock an hour ahead of the host's.
+        assert_eq!(fast.write(T0 + 20_000 + HOUR, host(1_020_000, T0 + 20_000)), Err(HOUR));
+        assert_eq!(fast.stored_time(), T0);
+        // On a new file, too.
+        let mut alone = Process::on(&file());
+        assert_eq!(alone.write(T0 + HOUR, host(1_000_000, T0)), Err(HOUR));
+        // A clock that agrees with its host moves a file written by a fast one back to it.
+        let mut b = Process::on(&path);
+        b.c.execute("UPDATE meta SET v = ?1 WHERE k IN ('clock', 'clock_for')", [T0 + 2 * HOUR]).unwrap();
+        assert_eq!(b.write(T0 + 30_000, host(1_030_000, T0 + 30_000)), Ok(T0 + 30_000));
     }
 
     /// Without a boot clock (not Linux) the time is max(own clock, time last handed out).

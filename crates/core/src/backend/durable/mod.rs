@@ -235,6 +235,17 @@ impl Durable {
                     clock::MAX_SKEW_MS as f64 / 1000.0,
                 ),
             ),
+            Fail::HostClockSkew(off) => Error::new(
+                ErrorCode::ClockSkew,
+                format!(
+                    "this process's clock is {:.1} s ahead of its host's clock (the kernel's), and would move the \
+                     time of the store file {} ahead; the bound is {} s. Nothing was written: a process started \
+                     before the host's clock was set back keeps its clock, restart it",
+                    off as f64 / 1000.0,
+                    self.db.path.display(),
+                    clock::MAX_SKEW_MS as f64 / 1000.0,
+                ),
+            ),
         }
     }
 }
@@ -251,6 +262,8 @@ pub(crate) enum Fail {
     Coded(Error),
     /// This process's clock is this far (ms, positive: ahead) from the file's (see `clock`).
     ClockSkew(i64),
+    /// This process's clock is this far (ms) ahead of its host's (see `clock`).
+    HostClockSkew(i64),
 }
 
 impl From<rusqlite::Error> for Fail {
