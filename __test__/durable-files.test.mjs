@@ -1,13 +1,24 @@
 // Bad store files: each a coded error (ERR_STORAGE) naming the path, and nothing else lost.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { execFileSync } from 'node:child_process'
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { execFileSync, spawnSync } from 'node:child_process'
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { Flowguard, durableFolder, freshPrefix, rejection } from './backends.mjs'
 
 const isRoot = process.getuid?.() === 0
+const here = dirname(fileURLToPath(import.meta.url))
+
+function hasSqlite3() {
+  try {
+    execFileSync('sqlite3', ['-version'], { stdio: 'ignore' })
+    return true
+  } catch {
+    return false
+  }
+}
 
 /** A small tmpfs mounted for the test (root only), unmounted after `fn`. */
 async function withTmpfs(sizeKb, fn) {
@@ -37,6 +48,53 @@ test('a corrupt file: ERR_STORAGE naming it, and the file is left as it was', as
 test('a path in a missing directory: ERR_STORAGE naming it', async () => {
   const path = join(durableFolder(), 'no-such-dir', 'state.db')
   assertStorage(await rejection(Flowguard.open({ path })), path, /directory/)
+})
+
+test('a path that is a directory, or under a file: ERR_STORAGE naming the path and the reason', async () => {
+  const dir = join(durableFolder(), 'a-directory.db')
+  mkdirSync(dir)
+  assertStorage(await rejection(Flowguard.open({ path: dir })), dir, /is a directory/)
+  const file = join(durableFolder(), 'plain-file')
+  writeFileSync(file, 'not a directory')
+  const under = join(file, 'state.db')
+  assertStorage(await rejection(Flowguard.open({ path: under })), under, new RegExp(`its parent ${file} is not a directory`))
+})
+
+/** Opens `path` in a child process run as user nobody (65534); its error code and message. */
+function openAsNobody(path) {
+  const script = `require(${JSON.stringify(join(here, '..', 'index.js'))}).Flowguard.open({ path: ${JSON.stringify(path)} })
+    .then(() => console.log(JSON.stringify({ opened: true })), (e) => console.log(JSON.stringify({ code: e.code, message: e.message })))`
+  const r = spawnSync(process.execPath, ['-e', script], { uid: 65534, gid: 65534, encoding: 'utf8' })
+  assert.equal(r.status, 0, r.stderr)
+  return JSON.parse(r.stdout)
+}
+
+test('a directory this process cannot write: ERR_STORAGE says permission denied', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'fg-rodir-'))
+  chmodSync(dir, 0o555)
+  const path = join(dir, 'state.db')
+  // Root writes through file modes: the open runs as user nobody instead.
+  const e = isRoot ? openAsNobody(path) : await rejection(Flowguard.open({ path }))
+  assertStorage(e, path, /permission denied: this process cannot create files in its directory/)
+  assert.ok(!existsSync(path), 'nothing was created')
+})
+
+test('a directory on a read-only file system: ERR_STORAGE says so', { skip: !isRoot && 'needs root to mount a read-only tmpfs' }, async () => {
+  await withTmpfs(64, async (dir) => {
+    execFileSync('mount', ['-o', 'remount,ro', dir])
+    const path = join(dir, 'state.db')
+    assertStorage(await rejection(Flowguard.open({ path })), path, /is on a read-only file system/)
+  })
+})
+
+test('another program\'s SQLite database is refused and left byte for byte as it was', { skip: !hasSqlite3() && 'needs the sqlite3 command' }, async () => {
+  const path = join(durableFolder(), 'other.db')
+  execFileSync('sqlite3', [path, 'CREATE TABLE t(x); INSERT INTO t VALUES (1);'])
+  const before = readFileSync(path)
+  assertStorage(await rejection(Flowguard.open({ path })), path, /another program/)
+  assert.ok(readFileSync(path).equals(before), 'the file is unchanged')
+  for (const side of ['-wal', '-shm', '-journal']) assert.ok(!existsSync(path + side), `no ${side} file`)
+  assert.equal(execFileSync('sqlite3', [path, 'PRAGMA journal_mode']).toString().trim(), 'delete')
 })
 
 test('url and path together, an empty path, an unknown durability, a misspelt option: ERR_INVALID_ARGUMENT naming it', async () => {

@@ -26,6 +26,11 @@ pub enum ErrorCode {
     /// The durable store's file cannot be used: its directory is missing, it is read-only, the
     /// disk is full, or it is corrupt or another program's database. The message names the path.
     Storage,
+    /// The durable store refused this process's clock: it is more than a second ahead of or
+    /// behind the time of the store's file, which another process that agrees with it wrote
+    /// recently, or ahead of its host's clock when it would move the file's time ahead. Nothing
+    /// was written; the call can succeed once the clock is corrected (or the process restarted).
+    ClockSkew,
     /// A bug in flowguard (a panic was caught before it could reach the host process).
     Internal,
     /// The client was closed (`close()`): open a new one.
@@ -43,6 +48,7 @@ impl ErrorCode {
             ErrorCode::NotOwner => "ERR_NOT_OWNER",
             ErrorCode::Unsupported => "ERR_UNSUPPORTED",
             ErrorCode::Storage => "ERR_STORAGE",
+            ErrorCode::ClockSkew => "ERR_CLOCK_SKEW",
             ErrorCode::Internal => "ERR_INTERNAL",
             ErrorCode::Closed => "ERR_CLOSED",
         }

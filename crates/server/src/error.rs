@@ -66,6 +66,8 @@ pub fn status_of(code: ErrorCode) -> StatusCode {
         ErrorCode::Timeout => StatusCode::GATEWAY_TIMEOUT,
         // The store file cannot be read or written (disk full, read-only, corrupt).
         ErrorCode::Storage => StatusCode::INSUFFICIENT_STORAGE,
+        // The server's clock disagrees with the store file's: it serves again once corrected.
+        ErrorCode::ClockSkew => StatusCode::SERVICE_UNAVAILABLE,
         ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         // The server never closes its client; should it happen, it is the server's fault.
         ErrorCode::Closed => StatusCode::SERVICE_UNAVAILABLE,

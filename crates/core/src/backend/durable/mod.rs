@@ -14,12 +14,17 @@
 //! - Durability (WAL journal): by default (`synchronous=NORMAL`) a call that resolved is in the
 //!   write-ahead log and survives a crash of the process (kill -9); with `durability: 'fsync'`
 //!   (`synchronous=FULL`) every commit is also flushed to the disk, so it survives a power loss.
-//! - Time comes from [`clock`]: wall time that never runs backwards across processes and restarts.
+//! - Time comes from [`clock`]: wall time shared by the processes that use the file, that never
+//!   runs backwards by more than a bound, and that a process whose clock is wrong cannot move
+//!   (`ERR_CLOCK_SKEW`).
 
 mod catalog;
 mod checkpoint;
 mod clock;
+#[cfg(test)]
+mod damage;
 mod fences;
+mod file_access;
 mod item_key;
 mod item_sweep;
 mod limiter;
@@ -217,6 +222,30 @@ impl Durable {
                 format!("the store file {} holds a damaged record ({what})", self.db.path.display()),
             ),
             Fail::Coded(e) => e,
+            Fail::ClockSkew(off) => Error::new(
+                ErrorCode::ClockSkew,
+                format!(
+                    "this process's clock is {:.1} s {} the time of the store file {} (kept by another process that \
+                     wrote within the last {} s); the bound is {} s. Nothing was written: correct this host's or \
+                     process's clock; the call can succeed once it agrees with the file",
+                    off.unsigned_abs() as f64 / 1000.0,
+                    if off > 0 { "ahead of" } else { "behind" },
+                    self.db.path.display(),
+                    clock::LIVE_MS / 1000,
+                    clock::MAX_SKEW_MS as f64 / 1000.0,
+                ),
+            ),
+            Fail::HostClockSkew(off) => Error::new(
+                ErrorCode::ClockSkew,
+                format!(
+                    "this process's clock is {:.1} s ahead of its host's clock (the kernel's), and would move the \
+                     time of the store file {} ahead; the bound is {} s. Nothing was written: a process started \
+                     before the host's clock was set back keeps its clock, restart it",
+                    off as f64 / 1000.0,
+                    self.db.path.display(),
+                    clock::MAX_SKEW_MS as f64 / 1000.0,
+                ),
+            ),
         }
     }
 }
@@ -231,6 +260,10 @@ pub(crate) enum Fail {
     Db(rusqlite::Error),
     Corrupt(String),
     Coded(Error),
+    /// This process's clock is this far (ms, positive: ahead) from the file's (see `clock`).
+    ClockSkew(i64),
+    /// This process's clock is this far (ms) ahead of its host's (see `clock`).
+    HostClockSkew(i64),
 }
 
 impl From<rusqlite::Error> for Fail {
@@ -251,6 +284,19 @@ impl Db {
 pub(crate) fn storage_error(path: &Path, e: rusqlite::Error) -> Error {
     let p = path.display();
     let code = e.sqlite_error_code();
+    if matches!(
+        code,
+        Some(
+            SqliteCode::CannotOpen
+                | SqliteCode::PermissionDenied
+                | SqliteCode::ReadOnly
+                | SqliteCode::SystemIoFailure
+        )
+    ) {
+        if let Some(why) = file_access::reason(path) {
+            return cannot_use(path, &why);
+        }
+    }
     match code {
         Some(SqliteCode::DatabaseBusy | SqliteCode::DatabaseLocked) => Error::new(
             ErrorCode::Timeout,
@@ -276,6 +322,11 @@ pub(crate) fn storage_error(path: &Path, e: rusqlite::Error) -> Error {
         }
         _ => Error::new(ErrorCode::Storage, format!("the store file {p} could not be used: {e}")),
     }
+}
+
+/// The store file at `path` cannot be used, for reason `why` (see `file_access`).
+pub(crate) fn cannot_use(path: &Path, why: &str) -> Error {
+    Error::new(ErrorCode::Storage, format!("cannot use the store file {}: {why}", path.display()))
 }
 
 /// Removes up to [`PURGE_SLICE`] rows of `table` whose expiry column `exp` is at or before `now`.

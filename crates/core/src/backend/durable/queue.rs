@@ -231,15 +231,42 @@ fn settle(
     Ok(out)
 }
 
+/// The shard's first `limit` waiting ids, by due time.
+///
+/// The shard's end is checked here, not in the SQL: SQLite ends a range scan silently (fewer
+/// rows, no error) when the record it compares with the range's end is damaged, while reading
+/// that record fails with `SQLITE_CORRUPT` (see `tracker::list`). So the scan has only a start,
+/// reads up to the first row past the shard, and checks that the rows come in the index's order:
+/// a damaged page fails the call instead of shortening the list.
 fn peek(s: &Shard<'_>, limit: u64, now: i64) -> Sql<(i64, Vec<(String, i64)>)> {
     s.reap(now)?;
-    let items = s
-        .c
-        .prepare_cached(
-            "SELECT id, due FROM q_waiting WHERE ns = ?1 AND queue = ?2 AND shard = ?3 ORDER BY due, id LIMIT ?4",
-        )?
-        .query_map(params![s.ns, s.queue, s.shard, limit as i64], |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect::<rusqlite::Result<_>>()?;
+    let mut st = s.c.prepare_cached(
+        "SELECT ns, queue, shard, due, id FROM q_waiting INDEXED BY q_waiting_due
+         WHERE (ns, queue, shard) >= (?1, ?2, ?3) ORDER BY ns, queue, shard, due, id",
+    )?;
+    let mut rows = st.query(params![s.ns, s.queue, s.shard])?;
+    type Row = (String, String, u32, i64, String);
+    let read = |r: &rusqlite::Row<'_>| -> rusqlite::Result<Row> {
+        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+    };
+    let (mut items, mut last): (Vec<(String, i64)>, Option<Row>) = (Vec::new(), None);
+    let out_of_order = || Fail::Corrupt(format!("waiting ids out of order in queue {:?}", s.queue));
+    while (items.len() as u64) < limit {
+        let Some(r) = rows.next()? else { break };
+        let row = read(r)?;
+        if last.as_ref().is_some_and(|l| &row <= l) {
+            return Err(out_of_order());
+        }
+        if (row.0.as_str(), row.1.as_str(), row.2) != (s.ns, s.queue, s.shard) {
+            // Past the shard, unless the row after it is back before it.
+            match rows.next()? {
+                Some(next) if read(next)? <= row => return Err(out_of_order()),
+                _ => break,
+            }
+        }
+        items.push((row.4.clone(), row.3));
+        last = Some(row);
+    }
     Ok((now, items))
 }
 
@@ -292,5 +319,35 @@ impl QueueBackend for Durable {
     }
     fn size<'a>(&'a self, at: ShardRef<'a>) -> BoxFuture<'a, ShardSize> {
         self.write_tx(move |c, ns, now| with(c, ns, at, now, |s| size(s, now)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::backend::durable::damage;
+    use crate::backend::durable::{Durability, Durable};
+    use crate::queue::{QueueBackend, ShardRef};
+
+    const IDS: usize = 3_000;
+
+    /// Damaged pages in the middle of a file of 3,000 waiting ids: a peek at them either returns
+    /// all 3,000 or fails with ERR_STORAGE, never a short list.
+    #[tokio::test]
+    async fn a_damaged_page_fails_a_peek_instead_of_shortening_it() {
+        let at = ShardRef { queue: "q", shard: 0, shards: 1 };
+        let path = damage::temp("queue.db");
+        let d = Durable::open(&path, "fg:", Durability::Process).unwrap();
+        let ids: Vec<String> = (0..IDS).map(|i| format!("id-{i:05}")).collect();
+        for chunk in ids.chunks(500) {
+            d.enqueue(at, chunk, 0, false).await.unwrap();
+        }
+        drop(d);
+        let failed = damage::failures(&path, async |byte, d| {
+            let (_, waiting) = d.peek(at, 10_000).await?;
+            assert_eq!(waiting.len(), IDS, "damage at byte {byte}: a short peek, no error");
+            Ok(())
+        })
+        .await;
+        assert!(failed > 0, "some damage was found (else this test tells nothing)");
     }
 }

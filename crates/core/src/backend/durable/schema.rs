@@ -146,6 +146,9 @@ pub(super) fn open(path: &Path) -> Result<Connection> {
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = Connection::open_with_flags(path, flags).map_err(fail)?;
     if conn.is_readonly(rusqlite::MAIN_DB).map_err(fail)? {
+        if let Some(why) = super::file_access::reason(path) {
+            return Err(super::cannot_use(path, &why));
+        }
         return Err(Error::new(
             ErrorCode::Storage,
             format!("the store file {p} is read-only; it must be writable"),
@@ -207,12 +210,66 @@ fn busy(path: &Path) -> impl Fn(rusqlite::Error) -> Init + '_ {
     }
 }
 
-/// WAL mode, then the layout checked (or created) in one write transaction.
+/// What a file holds, read before anything is written to it.
+struct Found {
+    app: i64,
+    version: i64,
+    tables: i64,
+}
+
+impl Found {
+    fn read(conn: &Connection) -> rusqlite::Result<Found> {
+        Ok(Found {
+            app: conn.pragma_query_value(None, "application_id", |r| r.get(0))?,
+            version: conn.pragma_query_value(None, "user_version", |r| r.get(0))?,
+            tables: conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))?,
+        })
+    }
+
+    /// An empty file (new, or made by another process opening it at the same time).
+    fn is_empty(&self) -> bool {
+        self.app == 0 && self.version == 0 && self.tables == 0
+    }
+
+    /// Refuses a file that is not a flowguard store of a layout this build reads.
+    fn check(&self, path: &Path) -> Result<()> {
+        let p = path.display();
+        if self.is_empty() {
+            return Ok(());
+        }
+        if self.app != APPLICATION_ID {
+            return Err(Error::new(
+                ErrorCode::Storage,
+                format!("{p} is an SQLite database of another program, not a flowguard store; give flowguard a file of its own"),
+            ));
+        }
+        if self.version > VERSION {
+            return Err(Error::new(
+                ErrorCode::Unsupported,
+                format!(
+                    "the store file {p} was written by a newer flowguard (layout {}; this one reads up to \
+                     {VERSION}); upgrade flowguard, the file was left as it is",
+                    self.version
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The file identified first, by reads only (another program's database, or a newer layout, is
+/// refused before anything is written into it: not even its journal mode changes); then WAL
+/// mode, and the layout checked again (another process may have created it meanwhile) and
+/// created or migrated in one write transaction.
 fn init(conn: &Connection, path: &Path) -> std::result::Result<(), Init> {
     let p = path.display();
+    Found::read(conn).map_err(busy(path))?.check(path).map_err(Init::Failed)?;
     let mode: String =
         conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0)).map_err(busy(path))?;
     if !mode.eq_ignore_ascii_case("wal") {
+        if let Some(why) = super::file_access::reason(path) {
+            return Err(Init::Failed(super::cannot_use(path, &why)));
+        }
         return Err(Init::Failed(Error::new(
             ErrorCode::Storage,
             format!("the store file {p} cannot use a write-ahead log (journal mode {mode})"),
@@ -230,12 +287,10 @@ fn init(conn: &Connection, path: &Path) -> std::result::Result<(), Init> {
 }
 
 fn check_or_create(conn: &Connection, path: &Path) -> Result<()> {
-    let p = path.display();
     let fail = |e| storage_error(path, e);
-    let app: i64 = conn.pragma_query_value(None, "application_id", |r| r.get(0)).map_err(fail)?;
-    let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0)).map_err(fail)?;
-    let tables: i64 = conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0)).map_err(fail)?;
-    if app == 0 && version == 0 && tables == 0 {
+    let found = Found::read(conn).map_err(fail)?;
+    found.check(path)?;
+    if found.is_empty() {
         conn.execute_batch(TABLES).map_err(fail)?;
         conn.execute_batch(TABLES_V3).map_err(fail)?;
         conn.execute_batch(TABLES_V4).map_err(fail)?;
@@ -246,23 +301,8 @@ fn check_or_create(conn: &Connection, path: &Path) -> Result<()> {
         conn.pragma_update(None, "user_version", VERSION).map_err(fail)?;
         return Ok(());
     }
-    if app != APPLICATION_ID {
-        return Err(Error::new(
-            ErrorCode::Storage,
-            format!("{p} is an SQLite database of another program, not a flowguard store; give flowguard a file of its own"),
-        ));
-    }
-    if version < VERSION {
-        return migrate(conn, version).map_err(fail);
-    }
-    if version > VERSION {
-        return Err(Error::new(
-            ErrorCode::Unsupported,
-            format!(
-                "the store file {p} was written by a newer flowguard (layout {version}; this one reads up to \
-                 {VERSION}); upgrade flowguard, the file was left as it is"
-            ),
-        ));
+    if found.version < VERSION {
+        return migrate(conn, found.version).map_err(fail);
     }
     Ok(())
 }
@@ -582,10 +622,19 @@ mod tests {
         let c = Connection::open(&path).unwrap();
         c.execute_batch("CREATE TABLE execution_entity(id INTEGER PRIMARY KEY)").unwrap();
         drop(c);
+        let before = std::fs::read(&path).unwrap();
         let e = open_err(&path);
         assert_eq!(e.code, ErrorCode::Storage, "{e}");
         assert!(e.message.contains("another program"), "{e}");
+        assert!(std::fs::read(&path).unwrap() == before, "the file is byte for byte as it was");
+        for side in ["-wal", "-shm", "-journal"] {
+            let mut p = path.clone().into_os_string();
+            p.push(side);
+            assert!(!Path::new(&p).exists(), "no {side} file is left beside it");
+        }
         let c = Connection::open(&path).unwrap();
+        let mode: String = c.pragma_query_value(None, "journal_mode", |r| r.get(0)).unwrap();
+        assert_eq!(mode, "delete", "its journal mode is not changed");
         let n: i64 = c.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0)).unwrap();
         assert_eq!(n, 1, "no table was added");
     }
@@ -602,5 +651,27 @@ mod tests {
         let e = open_err(&path);
         assert_eq!(e.code, ErrorCode::Storage, "{e}");
         assert!(e.message.contains(&path.display().to_string()), "{e}");
+        assert!(e.message.contains("does not exist"), "{e}");
+    }
+
+    /// The message of a path SQLite cannot open names the reason the file system gives.
+    #[test]
+    fn a_directory_and_a_path_under_a_file_are_refused_with_their_reason() {
+        let dir = temp("x").with_file_name("a-dir.db");
+        std::fs::create_dir_all(&dir).unwrap();
+        let e = open_err(&dir);
+        assert_eq!(e.code, ErrorCode::Storage, "{e}");
+        assert!(e.message.contains(&dir.display().to_string()), "{e}");
+        assert!(e.message.contains("is a directory"), "{e}");
+
+        let file = temp("plain-file");
+        std::fs::write(&file, b"not a directory").unwrap();
+        for path in [file.join("state.db"), file.join("sub").join("state.db")] {
+            let e = open_err(&path);
+            assert_eq!(e.code, ErrorCode::Storage, "{e}");
+            assert!(e.message.contains(&path.display().to_string()), "{e}");
+            let why = format!("its parent {} is not a directory", file.display());
+            assert!(e.message.contains(&why), "{e}");
+        }
     }
 }
