@@ -3,11 +3,14 @@
 // execution runs both sides on the same items, Remove Duplicates first, then the Item Tracker on
 // the Embedded backend (its file in n8n's folder).
 //
-// Body: { items: [{ id, fail, tag }], at }. Every execution waits until `at` (the Wait node waits
-// in the process below 65 s), so executions fired together reach both sides at the same moment.
+// Body: { items: [{ id, fail, tag }], barrier, parties }. Every execution first waits at barrier
+// `barrier` of the e2e's barrier server (barrier.mjs) until `parties` executions are there, so
+// executions fired together are all in flight before any of them reaches either side.
 // Each side's "Work" node writes `<side>:<id>:<tag>` (rd or ft) into the execution data: the test
 // reads from n8n's database which executions worked on which item.
 import { randomUUID } from 'node:crypto';
+
+import { barrierNode } from './barrier.mjs';
 
 export const COMPARE_ID = 'fgE2eCompare0001';
 export const COMPARE_PATH = 'flowguard-e2e-compare';
@@ -52,7 +55,9 @@ const failIf = (name, position) =>
 const tracker = (name, position, parameters) =>
 	node(name, 'n8n-nodes-flowguard.itemTracker', 1, position, { group: 'compare', itemId: '={{ $json.id }}', ...parameters });
 
-export function compareWorkflow() {
+export function compareWorkflow(barrierUrl) {
+	const start = barrierNode('Wait until all have started', barrierUrl, 'barrier', '{{ $json.body.barrier }}', [220, 0]);
+	start.parameters.url = start.parameters.url.replace(/parties=\d+/, 'parties={{ $json.body.parties }}');
 	const nodes = [
 		node('Webhook', 'n8n-nodes-base.webhook', 2, [0, 0], {
 			httpMethod: 'POST',
@@ -61,7 +66,7 @@ export function compareWorkflow() {
 			responseData: 'allEntries',
 			options: {},
 		}, { webhookId: randomUUID() }),
-		node('Wait until the start time', 'n8n-nodes-base.wait', 1.1, [220, 0], { resume: 'specificTime', dateTime: '={{ $json.body.at }}' }),
+		start,
 		node('One item per entry', 'n8n-nodes-base.splitOut', 1, [440, 0], { fieldToSplitOut: 'body.items', options: {} }),
 		node('Remove Duplicates', 'n8n-nodes-base.removeDuplicates', 2, [660, -200], {
 			operation: 'removeItemsSeenInPreviousExecutions',
@@ -83,8 +88,8 @@ export function compareWorkflow() {
 		active: false,
 		nodes,
 		connections: {
-			Webhook: { main: [to('Wait until the start time')] },
-			'Wait until the start time': { main: [to('One item per entry')] },
+			Webhook: { main: [to('Wait until all have started')] },
+			'Wait until all have started': { main: [to('One item per entry')] },
 			// Remove Duplicates first (n8n runs the branches in order), then the Item Tracker.
 			'One item per entry': { main: [to('Remove Duplicates', 'Claim')] },
 			'Remove Duplicates': { main: [to('RD: Work')] },

@@ -65,9 +65,14 @@ export async function queueModeSuite(h, fg) {
 		if (!up) return;
 		// ------------------------------------------------ overlapping locked jobs on two workers
 		{
+			// The first run holds the lock at its gate (on its worker, busy: concurrency 1) until
+			// the second, on the other worker, has been refused.
+			fg.barrier.shut(fg.GATES.jobSv);
 			const first = post(`${url}/webhook/flowguard-locked-job-sv`);
+			await fg.barrier.atGate(fg.GATES.jobSv);
 			await fg.lockHeld('locked-job');
 			const second = await post(`${url}/webhook/flowguard-locked-job-sv`);
+			fg.barrier.open(fg.GATES.jobSv);
 			const a = await first;
 			const execs = executionsOf(fg.JOB_SV, 'Already Executing').slice(-2);
 			const where = execs.map((e) => ranOn(e.id));
@@ -81,28 +86,36 @@ export async function queueModeSuite(h, fg) {
 		}
 		// ------------------------------------------------ the weekly loop on both workers at once
 		{
+			// Each run waits after its claims at a barrier that opens only when both runs are there
+			// (barrier.mjs): both have claimed before either completes or fails an item, so the
+			// second run finds the first's claims in progress, never its failed items to re-claim.
+			// Without the overlap the first run's barrier call times out and the run fails.
 			const runs = await Promise.all([post(`${url}/webhook/flowguard-project-loop-sq`), post(`${url}/webhook/flowguard-project-loop-sq`)]);
+			const met = fg.barrier.state('barrier', fg.LOOP_BARRIER);
 			const execs = executionsOf(fg.LOOP_SQ, 'Claim project');
 			const where = execs.map((e) => ranOn(e.id));
 			const st = await fg.api('/v1/tracker/listItems', { group: fg.QUEUE_GROUP });
 			const items = st.json?.items ?? [];
 			check(
-				'[queue mode] the weekly loop run twice at once on the two workers: each project claimed once (attempt 1 on the server), 3 completed and 2 failed',
-				runs.every((r) => r.status === 200) && where.includes(0) && where.includes(1) && st.status === 200 &&
+				'[queue mode] the weekly loop run twice at once on the two workers (both claimed before either settled: a barrier): each project claimed once (attempt 1 on the server), 3 completed and 2 failed',
+				runs.every((r) => r.status === 200) && met.opened && met.arrived.length === 2 && met.timedOut === 0 &&
+					where.includes(0) && where.includes(1) && st.status === 200 &&
 					items.length === 5 && items.every((i) => i.attempts === 1) && st.json.counts.completed === 3 && st.json.counts.failed === 2,
-				`${runs.map((r) => r.status).join(',')} on workers ${where.join(',')} | ${JSON.stringify(st.json?.counts)} attempts ${items.map((i) => i.attempts).join(',')}`,
+				`${runs.map((r) => r.status).join(',')} on workers ${where.join(',')} | barrier ${JSON.stringify(met)} | ${JSON.stringify(st.json?.counts)} attempts ${items.map((i) => i.attempts).join(',')}`,
 			);
 		}
 		// ------------------------------------------------ the server killed and restarted during a run
 		{
 			const before = await fg.api('/v1/tracker/listItems', { group: fg.QUEUE_GROUP });
-			// The long job takes the lock, waits 8 s, then releases it.
+			// The job takes the lock and holds it at its gate until the server is back.
 			const job = post(`${url}/webhook/flowguard-locked-job-sq`);
+			await fg.barrier.atGate(fg.GATES.jobSq);
 			const held = await fg.lockHeld('locked-job');
 			await fg.kill();
 			const down = await post(`${url}/webhook/flowguard-project-loop-sq`);
 			const failed = executionsOf(fg.LOOP_SQ, 'Could not reach the flowguard server');
 			await fg.restart();
+			fg.barrier.open(fg.GATES.jobSq);
 			const j = await job;
 			const after = await fg.api('/v1/tracker/listItems', { group: fg.QUEUE_GROUP });
 			check(

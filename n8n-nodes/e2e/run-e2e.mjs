@@ -15,6 +15,7 @@ import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { fileURLToPath } from 'node:url';
 
+import { startBarrierServer, withGate } from './barrier.mjs';
 import { COMPARE_ID, COMPARE_PATH, compareWorkflow } from './compare-workflow.mjs';
 import { queueModeSuite } from './queue-mode.mjs';
 import { serverSuite } from './server-backend.mjs';
@@ -182,6 +183,11 @@ fs.writeFileSync(
 	]),
 );
 
+// Barriers and gates (barrier.mjs) for the checks of overlapping runs: the overlap is made, not hoped for.
+const barrier = await startBarrierServer();
+/** The gate of each locked job's webhook path: the run holds its lock there until the check opens it. */
+const jobGate = (sfx) => `locked-job${sfx}`;
+
 const examples = fs
 	.readdirSync(examplesDir)
 	.filter((f) => f.endsWith('.json'))
@@ -267,8 +273,19 @@ const toImport = [
 	// prefix of its own (the server runs the example's own prefix), and in memory only.
 	optionsVariant(byName[LOOP], { keyPrefix: 'fg-cli:' }, 'C'),
 	optionsVariant(byName[LOOP], { keyPrefix: 'fg-cli:', memoryOnly: true }, 'M'),
-	compareWorkflow(),
+	compareWorkflow(barrier.url),
 ];
+// The locked jobs hold their lock at a gate instead of for 3 s: the overlapping run is sent only
+// once the first holds the lock, and the first goes on only once the second has been answered.
+for (const [id, sfx] of [
+	[JOB, ''],
+	[JOB + 'R', '-redis'],
+	[ROUTE, '-route'],
+	[ROUTE + 'R', '-route-redis'],
+]) {
+	const i = toImport.findIndex((w) => w.id === id);
+	toImport[i] = withGate(structuredClone(toImport[i]), 'Work for 3 seconds', barrier.url, jobGate(sfx));
+}
 // The product sync's Schedule Trigger (every 30 min, at :00 and :30) is disabled in the imported
 // copies: the server started below must not run a sync of its own in the middle of the checks.
 for (const w of toImport) {
@@ -739,9 +756,12 @@ async function ownerSession(base) {
 
 const reportOf = (res) => (Array.isArray(res.json) ? res.json[0] : res.json);
 let compareBase = '';
-/** One execution of the comparison workflow (see compare-workflow.mjs) on the current server. */
-async function compare(items, tag, at = new Date().toISOString()) {
-	return await post(`${compareBase}/webhook/${COMPARE_PATH}`, { items: items.map((x) => ({ ...x, tag })), at });
+/**
+ * One execution of the comparison workflow (see compare-workflow.mjs) on the current server; it
+ * starts once `parties` executions of run `tag` have started (the barrier `compare-<tag>`).
+ */
+async function compare(items, tag, parties = 1) {
+	return await post(`${compareBase}/webhook/${COMPARE_PATH}`, { items: items.map((x) => ({ ...x, tag })), barrier: `compare-${tag}`, parties });
 }
 /** How many executions of the comparison worked on `id` in run `tag` on `side` (rd or ft). */
 const worked = (side, id, tag) => executionsOf(COMPARE_ID, `"${side}:${id}:${tag}"`).filter((e) => e.has).length;
@@ -760,7 +780,7 @@ const worked = (side, id, tag) => executionsOf(COMPARE_ID, `"${side}:${id}:${tag
 
 // ---------------------------------------------------------------- the flowguard server backend (server-backend.mjs)
 const serverChecks = await serverSuite({
-	check, execute, n8n, post, freePort, sleep, log, workDir, byName, executionsOf, executionData, redact,
+	check, execute, n8n, post, freePort, sleep, log, workDir, byName, executionsOf, executionData, redact, barrier,
 	addSecret: (s) => secrets.push(s),
 });
 await serverChecks.cli();
@@ -807,17 +827,20 @@ await withServer(async (base) => {
 		['embedded', ''],
 		['redis', '-redis'],
 	]) {
-		// Two overlapping runs: the second starts while the first holds the lock for 3 s.
+		// Two overlapping runs: the second is sent once the first holds the lock (at its gate),
+		// and the first goes on once the second has been answered.
+		barrier.shut(jobGate(sfx));
 		const first = post(`${base}/webhook/flowguard-locked-job${sfx}`);
-		await sleep(800);
+		const reached = await barrier.atGate(jobGate(sfx));
 		let heldKeys = [];
 		if (backend === 'redis') heldKeys = redisKeys(`${prefix}*locked-job*`);
 		const second = await post(`${base}/webhook/flowguard-locked-job${sfx}`);
+		barrier.open(jobGate(sfx));
 		const a = await first;
 		check(
 			`[${backend}] overlapping runs: the first run completes and releases its lock`,
-			a.status === 200 && /"released":\s*true/.test(a.text),
-			`${a.status} ${a.text.slice(0, 300)}`,
+			reached && a.status === 200 && /"released":\s*true/.test(a.text),
+			`reached the gate: ${reached} | ${a.status} ${a.text.slice(0, 300)}`,
 		);
 		const execs = executionsOf(backend === 'redis' ? JOB + 'R' : JOB, 'Already Executing');
 		check(
@@ -831,14 +854,16 @@ await withServer(async (base) => {
 			check('[redis] while the first run held it, the lock was a key in Redis (redis-cli)', heldKeys.length > 0, `keys: ${heldKeys.join(' ')}`);
 		}
 
-		// Locked output: the overlapping run is routed, not failed.
+		// Locked output: the overlapping run is routed, not failed (the first holds the lock at its gate).
+		barrier.shut(jobGate(`-route${sfx}`));
 		const f = post(`${base}/webhook/flowguard-locked-job-route${sfx}`);
-		await sleep(800);
+		const routeReached = await barrier.atGate(jobGate(`-route${sfx}`));
 		const s = await post(`${base}/webhook/flowguard-locked-job-route${sfx}`);
+		barrier.open(jobGate(`-route${sfx}`));
 		const fr = await f;
 		check(
 			`[${backend}] "When Locked: Route to Locked Output": the overlapping run takes the Locked output with the holder and time left`,
-			s.status === 200 && /"skipped":\s*true/.test(s.text) && /execution/.test(s.text) && fr.status === 200 && /"released":\s*true/.test(fr.text),
+			routeReached && s.status === 200 && /"skipped":\s*true/.test(s.text) && /execution/.test(s.text) && fr.status === 200 && /"released":\s*true/.test(fr.text),
 			`${s.status} ${s.text.slice(0, 300)} | first: ${fr.status} ${fr.text.slice(0, 200)}`,
 		);
 	}
@@ -930,15 +955,18 @@ await withServer(async (base) => {
 			r1.json.every((j) => j.itemTracker.item.status === 'completed' && !('expiresAt' in j.itemTracker.item)),
 		r1.text.slice(0, 400),
 	);
-	// Race: 3 items, each sent by two executions that reach both sides at the same moment.
-	const at = new Date(Date.now() + 4000).toISOString();
-	const race = await Promise.all(['r1', 'r1', 'r2', 'r2', 'r3', 'r3'].map((x) => compare([{ id: x }], 'race', at)));
+	// Race: 3 items, each sent by two executions, all six held at a barrier until all have started.
+	// Whether Remove Duplicates lets both executions of an item through depends on where inside
+	// that node each one is (its check and its record are one node's step): it is reported, not
+	// asserted. The Item Tracker's claim lets exactly one work on each item, whatever the timing.
+	const race = await Promise.all(['r1', 'r1', 'r2', 'r2', 'r3', 'r3'].map((x) => compare([{ id: x }], 'race', 6)));
+	const met = barrier.state('barrier', 'compare-race');
 	const rdTwice = ['r1', 'r2', 'r3'].filter((x) => worked('rd', x, 'race') === 2);
 	const ftCounts = ['r1', 'r2', 'r3'].map((x) => worked('ft', x, 'race'));
 	check(
-		`[compare, race] two executions at once per item: the Item Tracker lets exactly one work on each item (${ftCounts.join(',')}); Remove Duplicates let both work on ${rdTwice.length} of 3 items`,
-		race.every((x) => x.status === 200) && ftCounts.join(',') === '1,1,1' && rdTwice.length > 0,
-		JSON.stringify({ statuses: race.map((x) => x.status), rdTwice, ftCounts }),
+		`[compare, race] two executions at once per item (six held at a barrier until all started): the Item Tracker lets exactly one work on each item (${ftCounts.join(',')}); Remove Duplicates let both work on ${rdTwice.length} of 3 items`,
+		race.every((x) => x.status === 200) && met.arrived.length === 6 && met.timedOut === 0 && ftCounts.join(',') === '1,1,1',
+		JSON.stringify({ statuses: race.map((x) => x.status), barrier: met, rdTwice, ftCounts }),
 	);
 });
 
@@ -974,6 +1002,7 @@ if (serverChecks.queue) {
 
 // ---------------------------------------------------------------- clean-up and summary
 await serverChecks.stop();
+await barrier.close();
 await sentinelSet.stop();
 try {
 	const keys = redisKeys(`${prefix}*`);

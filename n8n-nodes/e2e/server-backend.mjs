@@ -10,6 +10,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { withBarrierAfter, withGate } from './barrier.mjs';
+
 const HTTP_LOOP = 'fgExHttpLoop00001';
 const HTTP_LOCK = 'fgExHttpLock00001';
 const LOOP = 'fgExLoop000000001';
@@ -117,6 +119,7 @@ function serverVariant(wf, suffix, cred = SERVER_CRED) {
 }
 
 const QUEUE_GROUP = 'weekly-projects-queue';
+const LOOP_BARRIER = 'weekly-loop-sq';
 
 /** The workflow with every Item Tracker node on `group`. */
 function withGroup(w, group) {
@@ -124,18 +127,16 @@ function withGroup(w, group) {
 	return w;
 }
 
-/** The workflow with its Wait node waiting `seconds`. */
-function withWait(w, seconds) {
-	for (const n of w.nodes) if (n.type === 'n8n-nodes-base.wait') n.parameters.amount = seconds;
-	return w;
-}
+/** The gates of the locked jobs: each holds its lock at its gate until the check opens it. */
+const GATES = { httpJob: 'http-locked-job-t', jobSv: 'locked-job-sv', jobSq: 'locked-job-sq' };
+const WORK = 'Work for 3 seconds';
 
 /**
  * Sets up the server, its credentials and the workflows; returns the checks to run before n8n
  * starts as a server (`cli`) and those that need it (`webhooks`, given its base URL).
  */
 export async function serverSuite(h) {
-	const { check, execute, n8n, post, freePort, sleep, log, workDir, byName, executionsOf, redact } = h;
+	const { check, execute, n8n, post, freePort, sleep, log, workDir, byName, executionsOf, redact, barrier } = h;
 	const bin = process.env.FG_SERVER_BIN;
 	if (!bin || !fs.existsSync(bin)) {
 		check('flowguard-server binary is built (FG_SERVER_BIN)', false, `FG_SERVER_BIN=${bin}`);
@@ -173,16 +174,18 @@ export async function serverSuite(h) {
 	const wfs = [
 		httpVariant(byName[HTTP_LOOP], 'T', { serverUrl: server.url }),
 		httpVariant(byName[HTTP_LOOP], 'P', { serverUrl: proxy.url, group: 'weekly-projects-http-retry' }),
-		httpVariant(byName[HTTP_LOCK], 'T', { serverUrl: server.url }),
+		withGate(httpVariant(byName[HTTP_LOCK], 'T', { serverUrl: server.url }), WORK, barrier.url, GATES.httpJob),
 		httpVariant(byName[HTTP_LOCK], 'X', { serverUrl: server.url, lockName: '' }),
 		serverVariant(byName[LOOP], 'SV'),
 		serverVariant(byName[LOOP], 'SD', DOWN_CRED),
-		serverVariant(byName[JOB], 'SV'),
+		withGate(serverVariant(byName[JOB], 'SV'), WORK, barrier.url, GATES.jobSv),
 		serverVariant(byName[QENQ], 'SV'),
 		serverVariant(byName[QSYNC], 'SV'),
-		// For the queue-mode part (queue-mode.mjs): the loop on a group of its own, a job that holds the lock 10 s.
-		withGroup(serverVariant(byName[LOOP], 'SQ'), QUEUE_GROUP),
-		withWait(serverVariant(byName[JOB], 'SQ'), 10),
+		// For the queue-mode part (queue-mode.mjs): the loop on a group of its own, each run waiting
+		// after its claims at a barrier until both runs have claimed; a job that holds the lock at
+		// its gate until the check opens it.
+		withBarrierAfter(withGroup(serverVariant(byName[LOOP], 'SQ'), QUEUE_GROUP), 'Claim project', barrier.url, 'barrier', LOOP_BARRIER),
+		withGate(serverVariant(byName[JOB], 'SQ'), WORK, barrier.url, GATES.jobSq),
 	];
 	const wfDir = path.join(workDir, 'server-workflows');
 	fs.mkdirSync(wfDir, { recursive: true });
@@ -343,13 +346,17 @@ export async function serverSuite(h) {
 				!JSON.stringify([ok, bad, down]).includes(token),
 			redact(JSON.stringify({ ok, bad, down })).slice(0, 500),
 		);
-		for (const [what, wf, sfx, busyText] of [
-			['HTTP Request only', HTTP_LOCK + 'T', 'http-locked-job-t', 'Already Executing: the lock is held by'],
-			['server backend', JOB + 'SV', 'locked-job-sv', 'Already Executing'],
+		for (const [what, wf, sfx, busyText, gate] of [
+			['HTTP Request only', HTTP_LOCK + 'T', 'http-locked-job-t', 'Already Executing: the lock is held by', GATES.httpJob],
+			['server backend', JOB + 'SV', 'locked-job-sv', 'Already Executing', GATES.jobSv],
 		]) {
+			// The first run holds the lock at its gate until the second has been refused.
+			barrier.shut(gate);
 			const first = post(`${base}/webhook/flowguard-${sfx}`);
+			await barrier.atGate(gate);
 			const held = await lockHeld(wf === JOB + 'SV' ? 'locked-job' : 'locked-job-http');
 			const second = await post(`${base}/webhook/flowguard-${sfx}`);
+			barrier.open(gate);
 			const a = await first;
 			const execs = executionsOf(wf, busyText);
 			check(
@@ -376,6 +383,9 @@ export async function serverSuite(h) {
 		queue: {
 			api,
 			lockHeld,
+			barrier,
+			GATES,
+			LOOP_BARRIER,
 			JOB_SV: JOB + 'SV',
 			LOOP_SQ: LOOP + 'SQ',
 			QUEUE_GROUP,
