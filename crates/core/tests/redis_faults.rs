@@ -263,7 +263,8 @@ fn a_semaphore_key_with_a_foreign_value_is_a_coded_error_naming_it() {
                 assert!(!c.extend_permit(&name, &owner, None).await.unwrap().extended);
             }
             // Nothing was changed, and no fencing token was issued.
-            let list: Vec<String> = redis::cmd("LRANGE").arg(&key).arg(0).arg(-1).query_async(&mut r).await.unwrap();
+            let list: Vec<String> =
+                redis::cmd("LRANGE").arg(&key).arg(0).arg(-1).query_async(&mut r).await.unwrap();
             assert_eq!(list, ["by-hand"]);
             for other in ["h", "i", "fence"].into_iter().filter(|p| *p != part) {
                 let k = keys(&c).semaphore(&name, other);
@@ -301,13 +302,15 @@ fn a_semaphores_keys_live_as_long_as_its_longest_lease() {
         let short = c.acquire_permit(name, lease(1)).await.unwrap();
         assert!(long.acquired && short.acquired);
         for part in ["h", "i"] {
-            let ttl: i64 = redis::cmd("PTTL").arg(keys(&c).semaphore(name, part)).query_async(&mut r).await.unwrap();
+            let ttl: i64 =
+                redis::cmd("PTTL").arg(keys(&c).semaphore(name, part)).query_async(&mut r).await.unwrap();
             assert!(ttl > 590_000, "{part}: {ttl} ms left, shorter than the 600 s lease held");
         }
         // Extending the short lease past the long one lengthens the keys' lives.
         c.extend_permit(name, short.owner.as_deref().unwrap(), Some(Duration::from_secs(900))).await.unwrap();
         for part in ["h", "i"] {
-            let ttl: i64 = redis::cmd("PTTL").arg(keys(&c).semaphore(name, part)).query_async(&mut r).await.unwrap();
+            let ttl: i64 =
+                redis::cmd("PTTL").arg(keys(&c).semaphore(name, part)).query_async(&mut r).await.unwrap();
             assert!(ttl > 890_000, "{part}: {ttl} ms left after an extension to 900 s");
         }
         // Released one by one: the holders are gone and the keys with them.

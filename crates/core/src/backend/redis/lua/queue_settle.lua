@@ -1,15 +1,16 @@
--- Dedup Queue: ack (ARGV[3] = 'a') or release (ARGV[3] = 'r', due again after ARGV[4] ms) ids of
--- one shard held by the owner token ARGV[2]. ARGV[5..]: ids. Expired claims are judged before they
--- are returned to waiting. Reply: the change of the shard's state (see tidy), then per id a code
--- (1 done, 2 done and the id waits again because it was enqueued while claimed, 0 not claimed, -1
--- another owner, -2 expired) and the due time when the id is waiting again after this call, else
--- -1.
-local owner, ack, delay = ARGV[2], ARGV[3] == 'a', tonumber(ARGV[4])
-local out = {1}
-for i = 5, #ARGV do
+-- Dedup Queue: ack (ARGV[4] = 'a') or release (ARGV[4] = 'r', due again after ARGV[5] ms) ids of
+-- one shard held by the owner token ARGV[3]. ARGV[6..]: ids. Expired claims are judged before they
+-- are returned to waiting. Reply after the head (see queue_common.lua): per id a code (1 done, 2
+-- done and the id waits again because it was enqueued while claimed, 0 not claimed, -1 another
+-- owner, -2 expired) and the due time when the id is waiting again after this call, else -1.
+local owner, ack, delay = ARGV[3], ARGV[4] == 'a', tonumber(ARGV[5])
+local out = {0, 0, 0}
+-- Whether an id left the shard (acked, not enqueued again): only then may it hold none now.
+local gone = false
+for i = 6, #ARGV do
   local id = ARGV[i]
   local code, at = 0, -1
-  local deadline = redis.call('ZSCORE', C, id)
+  local deadline = had and redis.call('ZSCORE', C, id)
   if deadline then
     if redis.call('HGET', O, id) ~= owner then
       code = -1
@@ -26,6 +27,8 @@ for i = 5, #ARGV do
         if a then
           at = tonumber(a)
           redis.call('ZADD', W, fmt(at), id)
+        else
+          gone = true
         end
       else
         at = now + delay
@@ -37,6 +40,7 @@ for i = 5, #ARGV do
   out[#out + 1] = code
   out[#out + 1] = at
 end
-reap(#ARGV - 4)
-out[1] = tidy()
-return out
+reap(#ARGV - 5)
+local holds = had
+if gone then holds = redis.call('EXISTS', W, C, A) > 0 end
+return finish(out, holds)
