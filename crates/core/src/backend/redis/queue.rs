@@ -81,13 +81,6 @@ fn claim_deadline(start: i64, command_timeout_ms: u64) -> i64 {
     start.saturating_add(i64::try_from(budget).unwrap_or(i64::MAX))
 }
 
-/// A shard script's reply: what it did (see `queue_common.lua`) and the step's own part.
-struct Reply {
-    status: i64,
-    change: i64,
-    rest: Vec<Value>,
-}
-
 impl RedisStore {
     /// Prepares a call of `script` on one shard: its five keys, the caller's shard count and its
     /// standing with the queue's record (`mode`, see `queue_common.lua`).
@@ -149,18 +142,19 @@ impl RedisStore {
                 let start = self.server_now(at).await?;
                 inv.arg(claim_deadline(start, self.shared()?.target.command_timeout_ms));
             }
-            let reply = self.run::<Vec<Value>>(&inv).await?;
+            let mut reply = self.run::<Vec<Value>>(&inv).await?;
             let arrived = local_ms();
-            let mut reply = match reply.first().map(int).transpose()? {
-                Some(0) if reply.len() == 2 => return Err(shard_mismatch(at, int(&reply[1])?.max(0) as u64)),
-                Some(status) if reply.len() >= 3 => {
-                    let now = int(&reply[2])?;
-                    self.clock.sample(now, arrived);
-                    Reply { status, change: int(&reply[1])?, rest: reply }
-                }
-                _ => return Err(Error::internal("queue script replied with too few values")),
-            };
-            if reply.status == 2 && (mode == "e" || mode.is_empty()) {
+            let status =
+                int(reply.first().ok_or_else(|| Error::internal("queue script replied with nothing"))?)?;
+            if status == 0 && reply.len() == 2 {
+                return Err(shard_mismatch(at, int(&reply[1])?.max(0) as u64));
+            }
+            if reply.len() < 3 {
+                return Err(Error::internal("queue script replied with too few values"));
+            }
+            let (change, now) = (int(&reply[1])?, int(&reply[2])?);
+            self.clock.sample(now, arrived);
+            if status == 2 && (mode == "e" || mode.is_empty()) {
                 // The record first: a place for the enqueue, or the count of a shard written
                 // before marks existed.
                 let enqueue = step == Step::Enqueue;
@@ -168,19 +162,18 @@ impl RedisStore {
                 mode = if enqueue { "r" } else { "c" };
                 continue;
             }
-            if reply.status != 1 && reply.status != 3 {
-                return Err(Error::internal(format!("queue script replied with status {}", reply.status)));
+            if status != 1 && status != 3 {
+                return Err(Error::internal(format!("queue script replied with status {status}")));
             }
-            if reply.change != 0 {
+            if change != 0 {
                 // Best effort, see above.
-                let _ = self.record(at, "settle", reply.change).await;
+                let _ = self.record(at, "settle", change).await;
             }
-            if reply.status == 3 {
+            if status == 3 {
                 self.record(at, "check", 0).await?;
             }
-            let now = int(&reply.rest[2])?;
-            reply.rest.drain(..3);
-            return Ok((now, reply.rest));
+            reply.drain(..3);
+            return Ok((now, reply));
         }
     }
 }
