@@ -25,8 +25,9 @@ const allShards = Array.from({ length: SHARDS }, (_, s) => s)
 
 /**
  * A fresh prefix whose queue `q` is laid out so that the primaries other than the one of the
- * queue's record (checked by every step) both hold some of its shards (prefixes are random, so
- * one is drawn until that holds): { prefix, record, others: [port, port], shardsOf(port) }.
+ * queue's record (asked when a shard starts or stops holding ids) both hold some of its shards
+ * (prefixes are random, so one is drawn until that holds):
+ * { prefix, record, others: [port, port], shardsOf(port) }.
  */
 function freshLayout(tag) {
   for (;;) {
@@ -79,8 +80,8 @@ function pauseWrites(port, key, ms = PAUSE_MS) {
 // on the node of each shard only: never waiting for the paused node), half find it loaded.
 for (const [commandTimeoutMs, firstUse] of [[300, true], [500, false], [700, true], [800, false]]) {
   test(`readBatch with one primary paused past commandTimeoutMs ${commandTimeoutMs}${firstUse ? ', scripts not loaded yet' : ''}: other shards read, none hidden`, { skip }, async () => {
-    // The slow primary: one holding some of the shards but not the queue's own record (that
-    // record is checked by every step, so with it held back no shard could be read).
+    // The slow primary: one holding some of the shards but not the queue's own record (a shard
+    // holding no id checks its count there; see the test with the record's node paused).
     const { prefix, others: [slow], shardsOf } = freshLayout('cluster-slow')
     const onSlow = shardsOf(slow)
     const fg = await Flowguard.open({ cluster: cluster.urls, prefix, commandTimeoutMs })
@@ -108,7 +109,7 @@ for (const [commandTimeoutMs, firstUse] of [[300, true], [500, false], [700, tru
 
 test('a shard that answered the first pass and times out in the second is not a failed shard, and holds nothing more', { skip }, async () => {
   // X: the node whose shard goes slow between the passes; Y: the node that holds the first pass
-  // back until then. Neither holds the queue's record, which every step checks first.
+  // back until then. Neither holds the queue's record (asked by the shards holding no id).
   const { prefix, others: [x, y], shardsOf } = freshLayout('cluster-second')
   const commandTimeoutMs = 3000
   const fg = await Flowguard.open({ cluster: cluster.urls, prefix, commandTimeoutMs })
@@ -137,6 +138,30 @@ test('a shard that answered the first pass and times out in the second is not a 
   assert.equal(batch.failedShards, undefined, 'every shard answered (sx in the first pass)')
   assert.equal(batch.ids.length, 2)
   assert.ok(batch.ids.every((id) => ids.includes(id)))
+  await noneHidden(fg, batch, ids)
+  await fg.close()
+})
+
+test('a read goes on while the node of the queue\'s record is paused: a shard holding ids needs no record', { skip }, async () => {
+  // Each shard checks the shard count against its own mark; only a shard holding no id asks the
+  // queue's record. So with the record's node held back, the shards of the other nodes are read.
+  const { prefix, record, shardsOf } = freshLayout('cluster-record')
+  const onRecord = shardsOf(record)
+  const fg = await Flowguard.open({ cluster: cluster.urls, prefix, commandTimeoutMs: 500 })
+  const ids = Array.from({ length: 240 }, (_, i) => `item-${i}`)
+  await fg.enqueue('q', ids, { shards: SHARDS })
+  assert.equal((await fg.queueSize('q', { shards: SHARDS })).shards.filter((s) => s.waiting === 0).length, 0)
+
+  const resumed = pauseWrites(record, `${prefix}{q:q}:probe`)
+  let batch
+  try {
+    batch = await fg.readBatch('q', { shards: SHARDS, limit: 1000, visibilityTimeoutMs: 600_000 })
+  } finally {
+    await resumed()
+  }
+  assert.deepEqual(batch.failedShards ?? [], onRecord, 'failedShards: exactly the shards of the paused node')
+  const answered = ids.filter((id) => !onRecord.includes(Flowguard.shardOf(id, SHARDS)))
+  assert.deepEqual([...batch.ids].sort(), answered.sort(), 'the batch: every id of the shards that answered')
   await noneHidden(fg, batch, ids)
   await fg.close()
 })

@@ -105,3 +105,88 @@ test('a semaphore acquire and release is one script each, 12 commands and no typ
     await fg.close()
   }
 })
+
+/** Commands run inside scripts (every counted one but EVALSHA and CONFIG). */
+const inner = (n) => Object.entries(n).filter(([c]) => !c.startsWith('config') && c !== 'evalsha').reduce((s, [, v]) => s + v, 0)
+
+test('an enqueue of one id onto a shard holding ids is one script of at most 5 commands, a duplicate 3, no ZCARD', { skip }, async () => {
+  const fg = await Flowguard.open({ url, prefix: 'counts:queue:' })
+  try {
+    // The shard holds ids and the script is loaded: no NOSCRIPT round, no record step.
+    await fg.enqueue('q', 'first', { shards: 4 })
+    await fg.enqueue('q', 'first', { shards: 4 })
+    await r.call('CONFIG', 'RESETSTAT')
+    const ids = []
+    for (let i = 0; ids.length < 50; i++) if (Flowguard.shardOf(`e-${i}`, 4) === Flowguard.shardOf('first', 4)) ids.push(`e-${i}`)
+    for (const id of ids) assert.equal((await fg.enqueue('q', id, { shards: 4 })).added, 1)
+    const added = await calls()
+    assert.equal(added.evalsha, 50, `one script per enqueue: ${JSON.stringify(added)}`)
+    assert.equal(added.zcard, undefined, `a set was counted: ${JSON.stringify(added)}`)
+    assert.ok(inner(added) <= 50 * 5, `${inner(added) / 50} commands per enqueue: ${JSON.stringify(added)}`)
+
+    await r.call('CONFIG', 'RESETSTAT')
+    for (const id of ids) assert.equal((await fg.enqueue('q', id, { shards: 4 })).duplicates, 1)
+    const dup = await calls()
+    assert.equal(dup.evalsha, 50, `one script per enqueue: ${JSON.stringify(dup)}`)
+    assert.ok(inner(dup) <= 50 * 3, `${inner(dup) / 50} commands per duplicate: ${JSON.stringify(dup)}`)
+    assert.equal(dup.zmscore, 50, `one look per duplicate: ${JSON.stringify(dup)}`)
+  } finally {
+    await fg.close()
+  }
+})
+
+test('readBatch and ack of a batch over 4 shards holding ids are one script per shard each (7 and 9 commands), no ZCARD', { skip }, async () => {
+  const fg = await Flowguard.open({ url, prefix: 'counts:queue-read:' })
+  try {
+    const ids = Array.from({ length: 400 }, (_, i) => `item-${i}`)
+    await fg.enqueue('q', ids, { shards: 4 })
+    // Scripts loaded, the store's first claim made.
+    const warm = await fg.readBatch('q', { shards: 4, limit: 4 })
+    await fg.ack('q', warm.owner, warm.ids, { shards: 4 })
+    await r.call('CONFIG', 'RESETSTAT')
+    const batch = await fg.readBatch('q', { shards: 4, limit: 100 })
+    assert.equal(batch.ids.length, 100)
+    const read = await calls()
+    assert.equal(read.evalsha, 4, `one script per shard: ${JSON.stringify(read)}`)
+    assert.equal(read.zcard, undefined, `a set was counted: ${JSON.stringify(read)}`)
+    assert.equal(read.time, 4, `no TIME but the scripts': ${JSON.stringify(read)}`)
+    // Variadic writes: a claim of 25 ids is not 25 commands per set.
+    assert.ok(inner(read) <= 4 * 7, `${inner(read) / 4} commands per shard: ${JSON.stringify(read)}`)
+    await r.call('CONFIG', 'RESETSTAT')
+    assert.equal((await fg.ack('q', batch.owner, batch.ids, { shards: 4 })).done, 100)
+    const ack = await calls()
+    assert.equal(ack.evalsha, 4, `one script per shard: ${JSON.stringify(ack)}`)
+    assert.equal(ack.zcard, undefined, `a set was counted: ${JSON.stringify(ack)}`)
+    assert.ok(inner(ack) <= 4 * 9, `${inner(ack) / 4} commands per shard: ${JSON.stringify(ack)}`)
+  } finally {
+    await fg.close()
+  }
+})
+
+test('the queue record is asked only when a shard starts or stops holding ids', { skip }, async () => {
+  const fg = await Flowguard.open({ url, prefix: 'counts:queue-record:' })
+  try {
+    await fg.enqueue('warm', 'x')
+    const w = await fg.readBatch('warm')
+    await fg.ack('warm', w.owner, w.ids)
+    await r.call('CONFIG', 'RESETSTAT')
+    // Onto an empty shard: the shard script finds no mark, a place is reserved, the script runs.
+    assert.equal((await fg.enqueue('q', 'a')).added, 1)
+    assert.equal((await calls()).evalsha, 3)
+    await r.call('CONFIG', 'RESETSTAT')
+    const batch = await fg.readBatch('q')
+    assert.deepEqual(batch.ids, ['a'])
+    assert.equal((await calls()).evalsha, 1)
+    await r.call('CONFIG', 'RESETSTAT')
+    // The ack that empties the shard gives its place back on the record.
+    assert.equal((await fg.ack('q', batch.owner, batch.ids)).done, 1)
+    assert.equal((await calls()).evalsha, 2)
+    assert.equal(await r.call('EXISTS', 'counts:queue-record:{q:q}:m', 'counts:queue-record:{q:q:0}:n'), 0)
+    await r.call('CONFIG', 'RESETSTAT')
+    // A read of an empty shard checks the count on the record (it found nothing to undo).
+    assert.deepEqual((await fg.readBatch('q')).ids, [])
+    assert.equal((await calls()).evalsha, 2)
+  } finally {
+    await fg.close()
+  }
+})

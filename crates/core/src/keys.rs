@@ -127,15 +127,16 @@ impl Keys {
 
     /// Dedup Queue: one key of a shard: `w` waiting (score: due time), `c` claimed (score:
     /// visibility deadline), `o` owners of claims, `a` ids enqueued again while claimed (score:
-    /// due time).
+    /// due time), `n` the shard's mark (the queue's shard count, present while the shard holds
+    /// ids).
     pub fn queue_key(&self, shard_head: &str, part: char) -> String {
         format!("{shard_head}:{part}")
     }
 
     /// Dedup Queue: the queue's own record, `<prefix>{q:<escaped name>}:m`, in the queue's own
     /// hash slot (no shard's): the shard count the queue holds ids for and how many of its
-    /// shards hold any. Scripts on it run before and after each shard step, each script within
-    /// one slot.
+    /// shards hold any. Asked only when a shard starts or stops holding ids (a script of its own,
+    /// each script within one slot).
     pub fn queue_meta(&self, queue: &str) -> String {
         format!("{}{{q:{}}}:m", self.prefix, escape(queue))
     }

@@ -17,6 +17,7 @@
 //! itself), and its TCP socket has keepalive probes and `TCP_NODELAY` set.
 
 mod catalog;
+mod clock;
 mod cluster;
 mod limiter;
 mod lock;
@@ -171,6 +172,8 @@ pub struct RedisStore {
     /// None once closed.
     shared: RwLock<Option<Arc<Shared>>>,
     keys: Keys,
+    /// What this store has learned of the server's clock (the Dedup Queue's claim deadline).
+    clock: clock::ServerClock,
 }
 
 fn describe(client: &redis::Client) -> (String, Vec<String>) {
@@ -230,7 +233,11 @@ impl RedisStore {
                 }
             }
         };
-        Ok(RedisStore { shared: RwLock::new(Some(shared)), keys: config.keys.clone() })
+        Ok(RedisStore {
+            shared: RwLock::new(Some(shared)),
+            keys: config.keys.clone(),
+            clock: clock::ServerClock::default(),
+        })
     }
 
     pub fn keys(&self) -> &Keys {

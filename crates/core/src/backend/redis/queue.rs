@@ -1,7 +1,15 @@
-//! Dedup Queue on Redis: one script call per shard and step. Each script is the shared head
-//! `queue_common.lua` (key names, the server's time, reaping expired claims, the shard's change
-//! between empty and holding ids) followed by the step's own part; around it, a step on the
-//! queue's record (`queue_meta.lua`) checks the caller's shard count.
+//! Dedup Queue on Redis: one script call per shard and step, in the common case the only round
+//! trip. Each script is the shared head `queue_common.lua` (key names, the shard's mark, the
+//! server's time, reaping expired claims, the end of the step) followed by the step's own part.
+//!
+//! The shard count is checked by the shard's script itself against the shard's mark: a key in the
+//! shard's slot holding the queue's shard count, present exactly while the shard holds ids. The
+//! queue's record (`queue_meta.lua`, the queue's own slot) counts the shards that hold a mark and
+//! holds the count, so while any shard holds ids the count cannot change. The record is asked only
+//! at a shard's change between holding no id and holding some: an enqueue onto a shard without
+//! mark reserves a place on the record first (the script then sets the mark), a step that empties
+//! a shard (an ack) gives its place back after, and a step on a shard without mark checks the
+//! count on the record after (it found nothing there, so there was nothing to undo).
 //!
 //! A claim carries a deadline on Redis's clock and claims nothing when it starts later (see
 //! [`claim_deadline`]): a shard that answers too late for its caller (a node paused, busy or cut
@@ -10,6 +18,7 @@
 
 use redis::Value;
 
+use super::clock::local_ms;
 use super::{int, opt_str, script, RedisStore};
 use crate::backend::BoxFuture;
 use crate::error::{Error, ErrorCode, Result};
@@ -39,93 +48,133 @@ queue_script!(settle_script, "queue_settle.lua");
 queue_script!(peek_script, "queue_peek.lua");
 queue_script!(size_script, "queue_size.lua");
 script!(meta_script, "queue_meta.lua");
+script!(time_script, "queue_time.lua");
 
-const PARTS: [char; 4] = ['w', 'c', 'o', 'a'];
+/// The shard's keys: waiting, claimed, owners, enqueued again while claimed, and its mark.
+const PARTS: [char; 5] = ['w', 'c', 'o', 'a', 'n'];
 
-/// What a shard step asks of the queue's record around it.
+/// What a shard step is, for its standing with the queue's record.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Step {
-    /// Reserves a place before the step (see [`RedisStore::shard_run`]).
+    /// Adds ids: onto a shard without mark, only after a place is reserved on the record.
     Enqueue,
     /// Passes the claim's deadline ([`claim_deadline`]) as the script's last argument.
     Claim,
     Other,
 }
 
-/// The latest time, on Redis's clock, at which a claim may start: `start` (Redis's time when the
-/// step began, read by the check on the queue's record just before the claim is sent) plus three
-/// quarters of the command timeout. The caller waits for the claim's reply until the command
-/// timeout after sending it, so a claim that starts by then has a quarter of the timeout left for
-/// its reply to arrive; one that starts later (the node was paused, busy, or the call was sent
-/// again by the cluster client after a timeout) claims nothing, so a shard reported as failed
-/// holds no id of this read. Chosen over releasing afterwards: a release needs the very node that
-/// did not answer, and could itself run before the late claim.
+/// The latest time, on Redis's clock, at which a claim may start: `start` (a time on Redis's
+/// clock no later than the moment the claim is sent, see [`super::clock`]) plus three quarters of
+/// the command timeout. The caller waits for the claim's reply until the command timeout after
+/// sending it, so a claim that starts by then has a quarter of the timeout left for its reply to
+/// arrive; one that starts later (the node was paused, busy, or the call was sent again by the
+/// cluster client after a timeout) claims nothing, so a shard reported as failed holds no id of
+/// this read. Chosen over releasing afterwards: a release needs the very node that did not answer,
+/// and could itself run before the late claim.
 ///
-/// On a Redis Cluster, `start` comes from the node of the queue's record and the claim runs on the
-/// shard's node: a difference between their clocks moves the deadline by as much (the nodes'
-/// clocks are assumed to agree within a small part of the command timeout, as NTP keeps them).
+/// `start` is learned from the server's time in earlier replies (the first claim of a store reads
+/// it with one `TIME` script on the shard's node): on a Redis Cluster from any node, so a
+/// difference between the nodes' clocks moves the deadline by as much (the nodes' clocks are
+/// assumed to agree within a small part of the command timeout, as NTP keeps them).
 fn claim_deadline(start: i64, command_timeout_ms: u64) -> i64 {
     let budget = command_timeout_ms - command_timeout_ms / 4;
     start.saturating_add(i64::try_from(budget).unwrap_or(i64::MAX))
 }
 
 impl RedisStore {
-    /// Prepares a call of `script` on one shard: its four keys and the caller's shard count.
-    fn shard_call<'s>(&self, script: &'s redis::Script, at: ShardRef<'_>) -> redis::ScriptInvocation<'s> {
+    /// Prepares a call of `script` on one shard: its five keys, the caller's shard count and its
+    /// standing with the queue's record (`mode`, see `queue_common.lua`).
+    fn shard_call<'s>(
+        &self,
+        script: &'s redis::Script,
+        at: ShardRef<'_>,
+        mode: &str,
+    ) -> redis::ScriptInvocation<'s> {
         let head = self.keys().queue_shard(at.queue, at.shard);
         let mut inv = script.prepare_invoke();
         for p in PARTS {
             inv.key(self.keys().queue_key(&head, p));
         }
-        inv.arg(at.shards);
+        inv.arg(at.shards).arg(mode);
         inv
     }
 
-    /// Runs `queue_meta.lua` on the queue's record (`mode`: check, reserve or settle). Returns
-    /// Redis's time for check and reserve.
-    async fn record(&self, at: ShardRef<'_>, mode: &str, change: i64) -> Result<i64> {
+    /// Runs `queue_meta.lua` on the queue's record (`mode`: check, reserve or settle).
+    async fn record(&self, at: ShardRef<'_>, mode: &str, change: i64) -> Result<()> {
         let mut inv = meta_script().prepare_invoke();
         inv.key(self.keys().queue_meta(at.queue)).arg(at.shards).arg(mode).arg(change);
-        match self.run::<Value>(&inv).await? {
-            Value::Array(v) if v.len() == 2 => match int(&v[0])? {
-                1 => int(&v[1]),
-                _ => Err(shard_mismatch(at, int(&v[1])?.max(0) as u64)),
-            },
-            _ => Ok(0),
+        let reply: Vec<Value> = self.run(&inv).await?;
+        match reply.first().map(int).transpose()? {
+            Some(0) if reply.len() == 2 => Err(shard_mismatch(at, int(&reply[1])?.max(0) as u64)),
+            _ => Ok(()),
         }
     }
 
-    /// Runs a shard call between two steps on the queue's record (its own hash slot, so its own
-    /// script): before, the caller's shard count is checked (and an enqueue reserves a place, so
-    /// the count cannot change before its write lands); after, the shard's change from empty to
-    /// holding ids or back is counted. A step that fails keeps its reservation: the record then
-    /// counts one shard too many, which only delays a change of the shard count, where one too
-    /// few could hide ids. For the same reason a failed count after the shard call does not fail
-    /// the step (a step never adds to the count after its reservation): what the shard call did
-    /// is returned, so the ids a claim took are never held unseen. Returns the reply after its
-    /// leading change.
+    /// Redis's time now, at most the true one: learned from earlier replies, or read once.
+    async fn server_now(&self, at: ShardRef<'_>) -> Result<i64> {
+        if let Some(t) = self.clock.server_at(local_ms()) {
+            return Ok(t);
+        }
+        let mut inv = time_script().prepare_invoke();
+        inv.key(self.keys().queue_key(&self.keys().queue_shard(at.queue, at.shard), 'n'));
+        let t = int(&self.run::<Value>(&inv).await?)?;
+        self.clock.sample(t, local_ms());
+        Ok(self.clock.server_at(local_ms()).unwrap_or(t))
+    }
+
+    /// Sends one shard script, built by `build` for a standing with the record, and answers for
+    /// the record around it (see the module's notes): a second script before it only onto a shard
+    /// without mark, one after it only when the shard's change is to report or its count to check.
+    /// A failed report of the change after the script does not fail the step (the record then
+    /// counts one shard too many, which only delays a change of the shard count, where one too few
+    /// could hide ids): what the shard call did is returned, so the ids a claim took are never
+    /// held unseen. Returns the server's time and the step's own part of the reply.
     async fn shard_run(
         &self,
-        inv: &mut redis::ScriptInvocation<'_>,
         at: ShardRef<'_>,
         step: Step,
-    ) -> Result<Vec<Value>> {
-        let enqueue = step == Step::Enqueue;
-        let start = self.record(at, if enqueue { "reserve" } else { "check" }, 0).await?;
-        if step == Step::Claim {
-            inv.arg(claim_deadline(start, self.shared()?.target.command_timeout_ms));
+        build: impl Fn(&str) -> redis::ScriptInvocation<'static>,
+    ) -> Result<(i64, Vec<Value>)> {
+        let mut mode = if step == Step::Enqueue { "e" } else { "" };
+        loop {
+            let mut inv = build(mode);
+            if step == Step::Claim {
+                let start = self.server_now(at).await?;
+                inv.arg(claim_deadline(start, self.shared()?.target.command_timeout_ms));
+            }
+            let mut reply = self.run::<Vec<Value>>(&inv).await?;
+            let arrived = local_ms();
+            let status =
+                int(reply.first().ok_or_else(|| Error::internal("queue script replied with nothing"))?)?;
+            if status == 0 && reply.len() == 2 {
+                return Err(shard_mismatch(at, int(&reply[1])?.max(0) as u64));
+            }
+            if reply.len() < 3 {
+                return Err(Error::internal("queue script replied with too few values"));
+            }
+            let (change, now) = (int(&reply[1])?, int(&reply[2])?);
+            self.clock.sample(now, arrived);
+            if status == 2 && (mode == "e" || mode.is_empty()) {
+                // The record first: a place for the enqueue, or the count of a shard written
+                // before marks existed.
+                let enqueue = step == Step::Enqueue;
+                self.record(at, if enqueue { "reserve" } else { "check" }, 0).await?;
+                mode = if enqueue { "r" } else { "c" };
+                continue;
+            }
+            if status != 1 && status != 3 {
+                return Err(Error::internal(format!("queue script replied with status {status}")));
+            }
+            if change != 0 {
+                // Best effort, see above.
+                let _ = self.record(at, "settle", change).await;
+            }
+            if status == 3 {
+                self.record(at, "check", 0).await?;
+            }
+            reply.drain(..3);
+            return Ok((now, reply));
         }
-        let mut reply: Vec<Value> = self.run(inv).await?;
-        if reply.is_empty() {
-            return Err(Error::internal("queue script replied with nothing"));
-        }
-        let change = int(&reply[0])? - i64::from(enqueue);
-        if change != 0 {
-            // Best effort, see above.
-            let _ = self.record(at, "settle", change).await;
-        }
-        reply.remove(0);
-        Ok(reply)
     }
 }
 
@@ -138,12 +187,15 @@ impl QueueBackend for RedisStore {
         debounce: bool,
     ) -> BoxFuture<'a, Vec<(EnqueueOutcome, i64)>> {
         Box::pin(async move {
-            let mut inv = self.shard_call(enqueue_script(), at);
-            inv.arg(delay_ms).arg(if debounce { "1" } else { "" });
-            for id in ids {
-                inv.arg(id);
-            }
-            let reply = self.shard_run(&mut inv, at, Step::Enqueue).await?;
+            let build = |mode: &str| {
+                let mut inv = self.shard_call(enqueue_script(), at, mode);
+                inv.arg(delay_ms).arg(if debounce { "1" } else { "" });
+                for id in ids {
+                    inv.arg(id);
+                }
+                inv
+            };
+            let (_, reply) = self.shard_run(at, Step::Enqueue, build).await?;
             if reply.len() != ids.len() * 2 {
                 return Err(Error::internal(format!("enqueue script replied with {} values", reply.len())));
             }
@@ -170,9 +222,12 @@ impl QueueBackend for RedisStore {
         visibility_ms: u64,
     ) -> BoxFuture<'a, ShardClaim> {
         Box::pin(async move {
-            let mut inv = self.shard_call(claim_script(), at);
-            inv.arg(owner).arg(limit).arg(visibility_ms);
-            let reply = self.shard_run(&mut inv, at, Step::Claim).await?;
+            let build = |mode: &str| {
+                let mut inv = self.shard_call(claim_script(), at, mode);
+                inv.arg(owner).arg(limit).arg(visibility_ms);
+                inv
+            };
+            let (_, reply) = self.shard_run(at, Step::Claim, build).await?;
             if reply.is_empty() || (reply.len() - 1) % 2 != 0 {
                 return Err(Error::internal(format!("claim script replied with {} values", reply.len())));
             }
@@ -204,15 +259,18 @@ impl QueueBackend for RedisStore {
         action: SettleAction,
     ) -> BoxFuture<'a, Vec<(SettleOutcome, Option<i64>)>> {
         Box::pin(async move {
-            let mut inv = self.shard_call(settle_script(), at);
-            match action {
-                SettleAction::Ack => inv.arg(owner).arg("a").arg(0),
-                SettleAction::Release { delay_ms } => inv.arg(owner).arg("r").arg(delay_ms),
+            let build = |mode: &str| {
+                let mut inv = self.shard_call(settle_script(), at, mode);
+                match action {
+                    SettleAction::Ack => inv.arg(owner).arg("a").arg(0),
+                    SettleAction::Release { delay_ms } => inv.arg(owner).arg("r").arg(delay_ms),
+                };
+                for id in ids {
+                    inv.arg(id);
+                }
+                inv
             };
-            for id in ids {
-                inv.arg(id);
-            }
-            let reply = self.shard_run(&mut inv, at, Step::Other).await?;
+            let (_, reply) = self.shard_run(at, Step::Other, build).await?;
             if reply.len() != ids.len() * 2 {
                 return Err(Error::internal(format!(
                     "ack/release script replied with {} values",
@@ -238,14 +296,16 @@ impl QueueBackend for RedisStore {
 
     fn peek<'a>(&'a self, at: ShardRef<'a>, limit: u64) -> BoxFuture<'a, (i64, Vec<(String, i64)>)> {
         Box::pin(async move {
-            let mut inv = self.shard_call(peek_script(), at);
-            inv.arg(limit);
-            let reply = self.shard_run(&mut inv, at, Step::Other).await?;
-            if reply.is_empty() || (reply.len() - 1) % 2 != 0 {
+            let build = |mode: &str| {
+                let mut inv = self.shard_call(peek_script(), at, mode);
+                inv.arg(limit);
+                inv
+            };
+            let (now, reply) = self.shard_run(at, Step::Other, build).await?;
+            if reply.len() % 2 != 0 {
                 return Err(Error::internal(format!("peek script replied with {} values", reply.len())));
             }
-            let now = int(&reply[0])?;
-            let items = reply[1..]
+            let items = reply
                 .chunks(2)
                 .map(|p| Ok((opt_str(&p[0])?.unwrap_or_default(), int(&p[1])?)))
                 .collect::<Result<Vec<_>>>()?;
@@ -255,8 +315,9 @@ impl QueueBackend for RedisStore {
 
     fn size<'a>(&'a self, at: ShardRef<'a>) -> BoxFuture<'a, ShardSize> {
         Box::pin(async move {
-            let mut inv = self.shard_call(size_script(), at);
-            let reply = self.shard_run(&mut inv, at, Step::Other).await?;
+            let (_, reply) = self
+                .shard_run(at, Step::Other, |mode: &str| self.shard_call(size_script(), at, mode))
+                .await?;
             if reply.len() != 4 {
                 return Err(Error::internal(format!("size script replied with {} values", reply.len())));
             }

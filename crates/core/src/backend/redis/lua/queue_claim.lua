@@ -1,20 +1,28 @@
--- Dedup Queue: claim up to ARGV[3] due ids of one shard, oldest first, for ARGV[4] ms, for the
--- owner token ARGV[2], unless the server's time is past ARGV[5] (ms, Redis's clock): the latest
--- start at which the caller still waits for the reply (see queue.rs). Reply: the change of the
--- shard's state (see tidy), the visibility deadline, then id and due time per claimed id; {0, -1}
--- when too late (nothing changed, nothing claimed).
-if now > tonumber(ARGV[5]) then return {0, -1} end
-reap(tonumber(ARGV[3]))
-local deadline = now + tonumber(ARGV[4])
-local ids = redis.call('ZRANGEBYSCORE', W, '-inf', fmt(now), 'WITHSCORES', 'LIMIT', 0, ARGV[3])
-local out = {1, deadline}
-for i = 1, #ids, 2 do
-  local id = ids[i]
-  redis.call('ZREM', W, id)
-  redis.call('ZADD', C, fmt(deadline), id)
-  redis.call('HSET', O, id, ARGV[2])
-  out[#out + 1] = id
-  out[#out + 1] = tonumber(ids[i + 1])
+-- Dedup Queue: claim up to ARGV[4] due ids of one shard, oldest first, for ARGV[5] ms, for the
+-- owner token ARGV[3], unless the server's time is past ARGV[6] (ms, Redis's clock): the latest
+-- start at which the caller still waits for the reply (see queue.rs). Reply after the head (see
+-- queue_common.lua): the visibility deadline, then id and due time per claimed id; -1 alone when
+-- too late (nothing claimed). Per chunk of at most 1000 ids: one variadic ZREM, ZADD and HSET.
+if now > tonumber(ARGV[6]) then return finish({0, 0, 0, -1}, had) end
+reap(tonumber(ARGV[4]))
+local deadline = now + tonumber(ARGV[5])
+local out = {0, 0, 0, deadline}
+if had then
+  local ids = redis.call('ZRANGEBYSCORE', W, '-inf', fmt(now), 'WITHSCORES', 'LIMIT', 0, ARGV[4])
+  local d = fmt(deadline)
+  for c = 1, #ids, 2000 do
+    local take, zs, hs = {}, {}, {}
+    for i = c, math.min(c + 1999, #ids), 2 do
+      local id = ids[i]
+      take[#take + 1] = id
+      zs[#zs + 1] = d; zs[#zs + 1] = id
+      hs[#hs + 1] = id; hs[#hs + 1] = ARGV[3]
+      out[#out + 1] = id
+      out[#out + 1] = tonumber(ids[i + 1])
+    end
+    redis.call('ZREM', W, unpack(take))
+    redis.call('ZADD', C, unpack(zs))
+    redis.call('HSET', O, unpack(hs))
+  end
 end
-out[1] = tidy()
-return out
+return finish(out, had)

@@ -2,19 +2,38 @@
 -- every key of a call is in the shard's hash slot).
 -- KEYS[1]: waiting (zset, score: due ms); KEYS[2]: claimed (zset, score: visibility deadline);
 -- KEYS[3]: owners of claims (hash id -> owner token); KEYS[4]: ids enqueued again while claimed
--- (zset, score: due ms). ARGV[1]: the caller's shard count, checked against the queue's record
--- by queue_meta.lua before the step. Every reply starts with the change of the shard's state
--- (tidy), which the caller reports to the queue's record.
-local W, C, O, A = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+-- (zset, score: due ms); KEYS[5]: the shard's mark, the queue's shard count, present exactly while
+-- the shard holds ids (then the queue's record, queue_meta.lua, counts the shard and holds the
+-- same count, so the count cannot change).
+-- ARGV[1]: the caller's shard count. ARGV[2]: how the caller stands with the record: '' nothing
+-- asked (a step that adds no id), 'e' nothing asked (an enqueue), 'r' a place reserved for this
+-- enqueue, 'c' the count checked.
+-- Every reply starts with a status, the change of the record's shard count to report, and the
+-- server's time (ms): status 1 done; 3 done on a shard that holds no id and has no mark (the
+-- caller checks the count on the record before answering); 2 nothing done, the record is needed
+-- first (an enqueue onto a shard without mark, or a shard holding ids without mark, written before
+-- marks existed); 0 refused: {0, the queue's shard count}.
+local W, C, O, A, M = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local mark = redis.call('GET', M)
+if mark and mark ~= ARGV[1] then return {0, tonumber(mark)} end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local mode = ARGV[2]
+local status = 1
+-- Whether the shard held ids before this step.
+local had = mark ~= false
+if not had then
+  local held = redis.call('EXISTS', W, C, A) > 0
+  if mode == 'e' or (mode == '' and held) then return {2, 0, now} end
+  if mode == '' then status = 3 end
+  if held then
+    -- Written before marks existed: the record counts the shard already (mode 'c' or 'r').
+    redis.call('SET', M, ARGV[1])
+    had = true
+  end
+end
 
 local function fmt(n) return string.format('%d', n) end
-
-local function held()
-  return redis.call('ZCARD', W) + redis.call('ZCARD', C) + redis.call('ZCARD', A) > 0
-end
-local was_held = held()
 
 -- Expired claims go back to waiting, due at their deadline, or at the due time of an enqueue
 -- made while they were claimed when that is later. At most `max` per call (at least SLICE):
@@ -23,12 +42,14 @@ local was_held = held()
 -- cannot be acked or released (queue_settle.lua) before it is returned.
 local SLICE = 1000
 local function reap(max)
+  if not had then return end
   local left = math.max(SLICE, max)
   -- Variadic commands per chunk of at most 1000 ids (the most Lua's unpack takes safely).
-  local again = redis.call('ZCARD', A) > 0
+  local again
   while left > 0 do
     local exp = redis.call('ZRANGEBYSCORE', C, '-inf', fmt(now), 'WITHSCORES', 'LIMIT', 0, math.min(1000, left))
     if #exp == 0 then break end
+    if again == nil then again = redis.call('EXISTS', A) > 0 end
     local ids, zs = {}, {}
     for i = 1, #exp, 2 do
       local id, due = exp[i], tonumber(exp[i + 1])
@@ -48,10 +69,16 @@ local function reap(max)
   end
 end
 
--- 1: the shard held no id before this step and holds some now; -1: the other way round; else 0.
-local function tidy()
-  local now_held = held()
-  if now_held == was_held then return 0 end
-  if now_held then return 1 end
-  return -1
+-- Ends the step: `holds`, whether the shard holds ids now, sets or removes the mark, and `out`
+-- gets the reply's head: the status, the change of the record's count (the shard's change
+-- between holding no id and holding some, less the place reserved for this enqueue) and now.
+local function finish(out, holds)
+  if holds and not had then redis.call('SET', M, ARGV[1]) end
+  if had and not holds then redis.call('DEL', M) end
+  local change = 0
+  if holds then change = change + 1 end
+  if had then change = change - 1 end
+  if mode == 'r' then change = change - 1 end
+  out[1], out[2], out[3] = status, change, now
+  return out
 end

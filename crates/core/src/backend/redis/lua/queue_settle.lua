@@ -1,42 +1,70 @@
--- Dedup Queue: ack (ARGV[3] = 'a') or release (ARGV[3] = 'r', due again after ARGV[4] ms) ids of
--- one shard held by the owner token ARGV[2]. ARGV[5..]: ids. Expired claims are judged before they
--- are returned to waiting. Reply: the change of the shard's state (see tidy), then per id a code
--- (1 done, 2 done and the id waits again because it was enqueued while claimed, 0 not claimed, -1
--- another owner, -2 expired) and the due time when the id is waiting again after this call, else
--- -1.
-local owner, ack, delay = ARGV[2], ARGV[3] == 'a', tonumber(ARGV[4])
-local out = {1}
-for i = 5, #ARGV do
-  local id = ARGV[i]
-  local code, at = 0, -1
-  local deadline = redis.call('ZSCORE', C, id)
-  if deadline then
-    if redis.call('HGET', O, id) ~= owner then
-      code = -1
-    elseif tonumber(deadline) <= now then
-      code = -2
-    else
-      redis.call('ZREM', C, id)
-      redis.call('HDEL', O, id)
-      local a = redis.call('ZSCORE', A, id)
-      if a then redis.call('ZREM', A, id) end
-      code = 1
-      if a then code = 2 end
+-- Dedup Queue: ack (ARGV[4] = 'a') or release (ARGV[4] = 'r', due again after ARGV[5] ms) ids of
+-- one shard held by the owner token ARGV[3]. ARGV[6..]: ids. Expired claims are judged before they
+-- are returned to waiting. Reply after the head (see queue_common.lua): per id a code (1 done, 2
+-- done and the id waits again because it was enqueued while claimed, 0 not claimed, -1 another
+-- owner, -2 expired) and the due time when the id is waiting again after this call, else -1.
+-- Per chunk of at most 1000 ids: one ZMSCORE and HMGET to judge them, then variadic writes; an
+-- id repeated within a call is settled once (then not claimed), as by calls one after another.
+local owner, ack, delay = ARGV[3], ARGV[4] == 'a', tonumber(ARGV[5])
+local out = {0, 0, 0}
+-- Whether an id left the shard (acked, not enqueued again): only then may it hold none now.
+local gone = false
+local settled = {}
+for c = 6, #ARGV, 1000 do
+  local last = math.min(c + 999, #ARGV)
+  local ds, os = {}, {}
+  if had then
+    ds = redis.call('ZMSCORE', C, unpack(ARGV, c, last))
+    os = redis.call('HMGET', O, unpack(ARGV, c, last))
+  end
+  -- The ids settled now, and where their code is in the reply.
+  local take, pos = {}, {}
+  for i = c, last do
+    local id, k = ARGV[i], i - c + 1
+    local code = 0
+    if ds[k] and not settled[id] then
+      if os[k] ~= owner then
+        code = -1
+      elseif tonumber(ds[k]) <= now then
+        code = -2
+      else
+        code = 1
+        settled[id] = true
+        take[#take + 1] = id
+        pos[#take] = #out + 1
+      end
+    end
+    out[#out + 1] = code
+    out[#out + 1] = -1
+  end
+  if #take > 0 then
+    redis.call('ZREM', C, unpack(take))
+    redis.call('HDEL', O, unpack(take))
+    local as = redis.call('ZMSCORE', A, unpack(take))
+    local again, zs = {}, {}
+    for j = 1, #take do
+      local id, a, p = take[j], as[j], pos[j]
+      local at = -1
+      if a then
+        again[#again + 1] = id
+        out[p] = 2
+      end
       if ack then
-        if a then
-          at = tonumber(a)
-          redis.call('ZADD', W, fmt(at), id)
-        end
+        if a then at = tonumber(a) else gone = true end
       else
         at = now + delay
         if a and tonumber(a) > at then at = tonumber(a) end
-        redis.call('ZADD', W, fmt(at), id)
       end
+      if at >= 0 then
+        zs[#zs + 1] = fmt(at); zs[#zs + 1] = id
+      end
+      out[p + 1] = at
     end
+    if #again > 0 then redis.call('ZREM', A, unpack(again)) end
+    if #zs > 0 then redis.call('ZADD', W, unpack(zs)) end
   end
-  out[#out + 1] = code
-  out[#out + 1] = at
 end
-reap(#ARGV - 4)
-out[1] = tidy()
-return out
+reap(#ARGV - 5)
+local holds = had
+if gone then holds = redis.call('EXISTS', W, C, A) > 0 end
+return finish(out, holds)

@@ -1,0 +1,147 @@
+#!/usr/bin/env node
+// Dedup Queue on Redis against the seed's own hand-written commands (Seed 003's webhook pattern),
+// side by side in one run against one redis-server, each case's rounds interleaved with its
+// baseline's:
+//   enqueue 1      one id per `enqueue`, awaited one at a time   vs ioredis `ZADD key NX now id`
+//   duplicate 1    the same, every id already waiting            vs the same ZADD NX (a no-op)
+//   enqueue 100    batches of 100 ids                            vs one variadic `ZADD key NX …`
+//   read 100 + ack `readBatch` of 100 and `ack` of them           vs `ZRANGEBYSCORE … LIMIT 0 100`
+//                                                                   + `ZREM` of them
+// Reports ids/s, the ratio flowguard / ioredis, and Redis's own time per id (INFO commandstats:
+// the usec of EVALSHA and EVAL for flowguard, of every command for ioredis) and commands per call.
+//
+//   npm run build && (cd bench && npm install) && node bench/queue-seed.mjs [dir]
+//
+// `dir`: a built flowguard package (a directory with index.js and the addon) to measure instead of
+// this checkout, e.g. a build from before a change.
+//
+// BENCH_ROUNDS (default 5) rounds of BENCH_IDS (default 5,000) ids per case; medians. Starts its
+// own redis-server unless REDIS_URL is set (then it must be a throwaway server: the benchmark
+// runs CONFIG RESETSTAT).
+import { createRequire } from 'node:module'
+import { join, resolve } from 'node:path'
+import { benchRedis } from './redis-server.mjs'
+
+const require = createRequire(import.meta.url)
+const IORedis = require('ioredis')
+const dir = resolve(process.argv[2] ?? join(import.meta.dirname, '..'))
+const { Flowguard } = require(join(dir, 'index.js'))
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS || 5)
+const N = Number(process.env.BENCH_IDS || 5000)
+const BATCH = 100
+
+const server = await benchRedis('queue-seed')
+const r = new IORedis(server.url)
+const fg = await Flowguard.open({ url: server.url, prefix: `qs:${Date.now()}:` })
+const version = (await r.info('server')).match(/redis_version:(\S+)/)[1]
+
+/** Redis's time (µs) and calls since the last RESETSTAT: scripts alone when any ran. */
+async function stats() {
+  const text = await r.info('commandstats')
+  const rows = [...text.matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)]
+    .map((m) => ({ cmd: m[1], calls: Number(m[2]), usec: Number(m[3]) }))
+    .filter((x) => x.cmd !== 'info' && !x.cmd.startsWith('config'))
+  const scripts = rows.filter((x) => x.cmd === 'evalsha' || x.cmd === 'eval')
+  const top = scripts.length ? scripts : rows
+  const sum = (xs, f) => xs.reduce((s, x) => s + x[f], 0)
+  return { usec: sum(top, 'usec'), calls: sum(top, 'calls'), all: sum(rows, 'calls') }
+}
+
+/** Runs `fn` once, measured: { rate ids/s, us Redis µs per id, calls per call, cmds per call }. */
+async function measure(ids, calls, fn) {
+  await r.config('RESETSTAT')
+  const t0 = process.hrtime.bigint()
+  await fn()
+  const s = Number(process.hrtime.bigint() - t0) / 1e9
+  const st = await stats()
+  return { rate: ids / s, us: st.usec / ids, calls: st.calls / calls, cmds: st.all / calls }
+}
+
+const chunks = (xs, n) => Array.from({ length: Math.ceil(xs.length / n) }, (_, i) => xs.slice(i * n, i * n + n))
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
+
+const cases = {
+  'enqueue 1': {
+    async flowguard(q, ids) {
+      await fg.enqueue(q, 'warm')
+      return measure(ids.length, ids.length, async () => { for (const id of ids) await fg.enqueue(q, id) })
+    },
+    async ioredis(key, ids) {
+      return measure(ids.length, ids.length, async () => { for (const id of ids) await r.zadd(key, 'NX', Date.now(), id) })
+    },
+  },
+  'duplicate 1': {
+    async flowguard(q, ids) {
+      await fg.enqueue(q, ids)
+      return measure(ids.length, ids.length, async () => { for (const id of ids) await fg.enqueue(q, id) })
+    },
+    async ioredis(key, ids) {
+      await r.zadd(key, 'NX', ...ids.flatMap((id) => [Date.now(), id]))
+      return measure(ids.length, ids.length, async () => { for (const id of ids) await r.zadd(key, 'NX', Date.now(), id) })
+    },
+  },
+  'enqueue 100': {
+    async flowguard(q, ids) {
+      await fg.enqueue(q, 'warm')
+      return measure(ids.length, ids.length / BATCH, async () => { for (const b of chunks(ids, BATCH)) await fg.enqueue(q, b) })
+    },
+    async ioredis(key, ids) {
+      return measure(ids.length, ids.length / BATCH, async () => {
+        for (const b of chunks(ids, BATCH)) {
+          const now = Date.now()
+          await r.zadd(key, 'NX', ...b.flatMap((id) => [now, id]))
+        }
+      })
+    },
+  },
+  'read 100 + ack': {
+    async flowguard(q, ids) {
+      // One id more than read, so no ack empties the shard (an emptying ack also asks the record).
+      await fg.enqueue(q, [...ids, 'zz-last'])
+      return measure(ids.length, ids.length / BATCH, async () => {
+        for (let n = 0; n < ids.length; n += BATCH) {
+          const b = await fg.readBatch(q, { limit: BATCH })
+          await fg.ack(q, b.owner, b.ids)
+        }
+      })
+    },
+    async ioredis(key, ids) {
+      await r.zadd(key, 'NX', ...ids.flatMap((id) => [0, id]))
+      return measure(ids.length, ids.length / BATCH, async () => {
+        for (let n = 0; n < ids.length; n += BATCH) {
+          const got = await r.zrangebyscore(key, '-inf', Date.now(), 'LIMIT', 0, BATCH)
+          await r.zrem(key, ...got)
+        }
+      })
+    },
+  },
+}
+
+console.log(`flowguard at ${dir}, Redis ${version}, ${ROUNDS} rounds of ${N} ids per case, medians`)
+console.log('case            | flowguard ids/s | ioredis ids/s | ratio | Redis µs/id fg | ioredis | scripts/call | cmds/call fg | ioredis')
+for (const [name, c] of Object.entries(cases)) {
+  const out = { flowguard: [], ioredis: [] }
+  for (let round = 0; round < ROUNDS; round++) {
+    const ids = Array.from({ length: N }, (_, i) => `product-${round}-${i}`)
+    const tag = `${name.replace(/\W+/g, '-')}-${round}`
+    out.flowguard.push(await c.flowguard(`q-${tag}`, ids))
+    out.ioredis.push(await c.ioredis(`seed:${tag}`, ids))
+  }
+  const m = (side, f) => median(out[side].map((x) => x[f]))
+  const row = [
+    name.padEnd(15),
+    m('flowguard', 'rate').toFixed(0).padStart(15),
+    m('ioredis', 'rate').toFixed(0).padStart(13),
+    (m('flowguard', 'rate') / m('ioredis', 'rate')).toFixed(2).padStart(5),
+    m('flowguard', 'us').toFixed(2).padStart(14),
+    m('ioredis', 'us').toFixed(2).padStart(7),
+    m('flowguard', 'calls').toFixed(2).padStart(12),
+    m('flowguard', 'cmds').toFixed(1).padStart(12),
+    m('ioredis', 'cmds').toFixed(1).padStart(7),
+  ]
+  console.log(row.join(' | '))
+}
+await fg.close()
+r.disconnect()
+server.stop()
