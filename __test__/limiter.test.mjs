@@ -103,7 +103,8 @@ for (const b of backends()) {
           const keys = await r.scanAll(`${fg.prefix}*`)
           assert.deepEqual(keys, [`${fg.prefix}{rl:idle}`])
           const pttl = await r.call('PTTL', keys[0])
-          assert.ok(pttl > 500 && pttl <= 600, `PTTL ${pttl}`)
+          // Set to the time until the limiter is full again (600 ms); read up to 300 ms later on a loaded machine.
+          assert.ok(pttl > 300 && pttl <= 600, `PTTL ${pttl}`)
           await sleep(650)
           assert.deepEqual(await r.scanAll(`${fg.prefix}*`), [])
           await r.call('SET', `${fg.prefix}{rl:bad}`, 'not a number')

@@ -93,9 +93,10 @@ for (const b of backends()) {
     test('completed marks can expire (keepMs) so a loop runs again without clean-up', async () => {
       const fg = await b.open()
       const a = await fg.claim('g', 'w')
-      await fg.complete('g', 'w', { owner: a.owner, keepMs: 100 })
+      // Kept long enough to be live still at the next call on a loaded machine.
+      await fg.complete('g', 'w', { owner: a.owner, keepMs: 1000 })
       assert.equal((await fg.claim('g', 'w')).reason, 'completed')
-      await sleep(250)
+      await sleep(1150)
       assert.equal((await fg.getItem('g', 'w')).status, 'none')
       assert.ok((await fg.claim('g', 'w')).claimed)
     })

@@ -9,9 +9,9 @@ use serde_json::json;
 #[tokio::test]
 async fn a_call_in_flight_finishes_after_shutdown_begins() {
     let mut s = Server::open(None).await;
-    let held = s.ok("/v1/lock/acquire", json!({"name": "L", "timeoutMs": 700})).await;
+    let held = s.ok("/v1/lock/acquire", json!({"name": "L", "timeoutMs": 1500})).await;
     assert_eq!(held["acquired"], true);
-    // Waits for the lease to run out (~700 ms), then takes the lock.
+    // Waits for the lease to run out (~1.5 s), then takes the lock.
     let waiting = {
         let http = s.http.clone();
         let url = s.url("/v1/lock/acquire");
@@ -26,16 +26,34 @@ async fn a_call_in_flight_finishes_after_shutdown_begins() {
             (res.status().as_u16(), res.json::<serde_json::Value>().await.unwrap())
         })
     };
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Shutdown begins only once the waiting call is being answered (a barrier, not a sleep): the
+    // server's own gauge counts it beside the /metrics call that reads the gauge.
+    loop {
+        let text =
+            s.http.get(s.url("/metrics")).bearer_auth(TOKEN).send().await.unwrap().text().await.unwrap();
+        let in_flight = text
+            .lines()
+            .find_map(|l| l.strip_prefix("flowguard_http_requests_in_flight "))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .unwrap_or(0.0);
+        if in_flight >= 2.0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     let started = Instant::now();
     s.trigger_shutdown();
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    // New connections are refused while the call in flight goes on.
-    let fresh = reqwest::Client::new();
-    assert!(
-        fresh.get(s.url("/healthz")).send().await.is_err(),
-        "a new connection was accepted during shutdown"
-    );
+    // New connections are refused (once the listener is closed) while the call in flight goes on.
+    let mut refused = false;
+    for _ in 0..100 {
+        // A new client each time: a new connection, not one kept alive.
+        if reqwest::Client::new().get(s.url("/healthz")).send().await.is_err() {
+            refused = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(refused, "new connections were still accepted 2 s into shutdown");
     let task = s.task.take().unwrap();
     assert!(!task.is_finished(), "the server stopped before answering the call in flight");
     let (status, body) = waiting.await.unwrap();
