@@ -86,12 +86,35 @@ pub(crate) struct Db {
     /// The sweeps for forgotten lock and semaphore names (see `fences`).
     fence_sweeps: Mutex<fences::FenceSweeps>,
     /// Declared after `conn`, so it outlives it (the connection's commit hook points into it).
-    _checkpoint: Arc<checkpoint::Checkpointer>,
+    checkpoint: Arc<checkpoint::Checkpointer>,
+    /// The clients open on it (see [`Db::release`]).
+    clients: std::sync::atomic::AtomicUsize,
 }
 
-/// The process's connection to a file, with its remembered clock.
+/// One client's hold on its file: let go at `close()`, or when the client is dropped unclosed.
+struct Hold {
+    db: Arc<Db>,
+    closed: std::sync::atomic::AtomicBool,
+}
+
+impl Hold {
+    fn release(&self) {
+        if !self.closed.swap(true, std::sync::atomic::Ordering::AcqRel) {
+            self.db.release();
+        }
+    }
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+/// The process's connection to a file (`None` once the file's last client closed), with its
+/// remembered clock.
 struct Session {
-    conn: Connection,
+    conn: Option<Connection>,
     clock: clock::Clock,
 }
 
@@ -105,6 +128,7 @@ pub struct Durable {
     db: Arc<Db>,
     /// The key prefix: the namespace of every row this client reads and writes.
     ns: Arc<str>,
+    hold: Arc<Hold>,
 }
 
 impl Durable {
@@ -113,6 +137,8 @@ impl Durable {
         let mut files = guard(open_files());
         files.retain(|_, w| w.strong_count() > 0);
         let known = given.canonicalize().ok().and_then(|p| files.get(&p).and_then(Weak::upgrade));
+        // A file whose last client closed is opened afresh.
+        let known = known.filter(|db| db.clients.load(std::sync::atomic::Ordering::Acquire) > 0);
         let db = match known {
             Some(db) => db,
             None => {
@@ -122,10 +148,11 @@ impl Durable {
                 checkpoint.attach(&conn);
                 let db = Arc::new(Db {
                     path: given.to_path_buf(),
-                    conn: Mutex::new(Session { conn, clock: clock::Clock::default() }),
+                    conn: Mutex::new(Session { conn: Some(conn), clock: clock::Clock::default() }),
                     sweep: Mutex::default(),
                     fence_sweeps: Mutex::default(),
-                    _checkpoint: checkpoint,
+                    checkpoint,
+                    clients: std::sync::atomic::AtomicUsize::new(0),
                 });
                 files.insert(key, Arc::downgrade(&db));
                 db
@@ -134,9 +161,13 @@ impl Durable {
         if durability == Durability::Fsync {
             // A file shared in one process gets the stricter level any of its clients asked for.
             let session = guard(&db.conn);
-            session.conn.pragma_update(None, "synchronous", "FULL").map_err(|e| db.error(e))?;
+            if let Some(conn) = &session.conn {
+                conn.pragma_update(None, "synchronous", "FULL").map_err(|e| db.error(e))?;
+            }
         }
-        Ok(Durable { db, ns: Arc::from(prefix) })
+        db.clients.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        let hold = Arc::new(Hold { db: db.clone(), closed: false.into() });
+        Ok(Durable { db, ns: Arc::from(prefix), hold })
     }
 
     pub fn path(&self) -> &Path {
@@ -188,8 +219,13 @@ impl Durable {
 
     /// One try of a transaction: done, failed, or `busy` with nothing written.
     fn attempt<T>(&self, write: bool, f: &impl Fn(&Connection, &str, i64) -> Sql<T>) -> Sql<T> {
+        if self.hold.closed.load(std::sync::atomic::Ordering::Acquire) {
+            return Err(Fail::Coded(closed()));
+        }
         let mut session = guard(&self.db.conn);
         let Session { conn, clock } = &mut *session;
+        // The file's last client closed while this call waited.
+        let Some(conn) = conn.as_mut() else { return Err(Fail::Coded(closed())) };
         if !conn.is_autocommit() {
             // A caller panicked inside a transaction: drop what it left half done.
             let _ = conn.execute_batch("ROLLBACK");
@@ -274,9 +310,39 @@ impl From<rusqlite::Error> for Fail {
 
 pub(crate) type Sql<T> = std::result::Result<T, Fail>;
 
+/// A call on a client after its `close()`.
+fn closed() -> Error {
+    Error::new(ErrorCode::Closed, "this client was closed: open a new one with Flowguard.open")
+}
+
 impl Db {
     fn error(&self, e: rusqlite::Error) -> Error {
         storage_error(&self.path, e)
+    }
+
+    /// A client let go of the file: after the last one, the file is closed in this process.
+    fn release(&self) {
+        let files = guard(open_files());
+        if self.clients.fetch_sub(1, std::sync::atomic::Ordering::AcqRel) == 1 {
+            drop(files);
+            self.shut();
+        }
+    }
+
+    /// Closes the file in this process as SQLite closes a file cleanly: the background
+    /// checkpoint's connection first, then the connection of the calls, which (when no other
+    /// connection, here or in another process, has the file open) copies the log into the file
+    /// and removes the `-wal` and `-shm` files. Closing twice is harmless.
+    fn shut(&self) {
+        self.checkpoint.stop();
+        let conn = guard(&self.conn).conn.take();
+        drop(conn);
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        self.shut();
     }
 }
 
@@ -341,5 +407,89 @@ fn purge(c: &Connection, table: &str, now: i64) -> rusqlite::Result<()> {
 impl Backend for Durable {
     fn kind(&self) -> &'static str {
         "durable"
+    }
+
+    /// Lets go of the file: calls in flight finish, later calls fail with `ERR_CLOSED`; after
+    /// the file's last client in this process, the file is closed (see [`Db::shut`]).
+    fn close(&self) {
+        self.hold.release();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{damage, Durability, Durable};
+    use crate::backend::Backend;
+    use crate::error::ErrorCode;
+    use crate::tracker::{ItemOp, TrackerBackend};
+
+    /// Enough claims for the log to pass the background checkpoint's mark (its thread and
+    /// connection started).
+    async fn write(d: &Durable) {
+        let before = super::checkpoint::started();
+        for n in 0..30 {
+            let ops: Vec<ItemOp> = (0..500)
+                .map(|i| ItemOp::Claim {
+                    id: format!("item-{n}-{i:04}"),
+                    owner: "o".into(),
+                    lease_ms: 60_000,
+                    reclaim_completed: false,
+                })
+                .collect();
+            d.apply("g", &ops, 86_400_000).await.unwrap();
+        }
+        assert!(super::checkpoint::started() > before, "the background checkpoint ran");
+    }
+
+    fn side(path: &std::path::Path, ext: &str) -> std::path::PathBuf {
+        std::path::PathBuf::from(format!("{}{ext}", path.display()))
+    }
+
+    /// After the last client of a file closes, and nothing else has it open, its log is copied
+    /// into it and the -wal and -shm files are gone; the closed clients' calls fail with
+    /// ERR_CLOSED, and the file opens again with what was written.
+    #[tokio::test]
+    async fn closing_the_last_client_removes_the_log() {
+        let path = damage::temp("close.db");
+        let (a, b) = (
+            Durable::open(&path, "fg:", Durability::Process).unwrap(),
+            Durable::open(&path, "other:", Durability::Process).unwrap(),
+        );
+        write(&a).await;
+        assert!(side(&path, "-wal").exists());
+        a.close();
+        a.close();
+        let e = a.read("g", &["item-0-0000".into()]).await.expect_err("a closed client's call fails");
+        assert_eq!(e.code, ErrorCode::Closed, "{e}");
+        assert!(side(&path, "-wal").exists(), "b still has the file open");
+        b.read("g", &["x".into()]).await.unwrap();
+        b.close();
+        for ext in ["-wal", "-shm"] {
+            assert!(!side(&path, ext).exists(), "{ext} left after the last close");
+        }
+        let again = Durable::open(&path, "fg:", Durability::Process).unwrap();
+        let got = again.read("g", &["item-5-0499".into()]).await.unwrap();
+        assert_eq!(got[0].status, crate::tracker::ItemStatus::InProgress);
+        drop(again);
+        assert!(!side(&path, "-wal").exists(), "a client dropped unclosed closes the file too");
+    }
+
+    /// Another connection (as another process would) has the file open: closing this process's
+    /// last client leaves the log to it, and it reads and writes on.
+    #[tokio::test]
+    async fn closing_while_another_connection_has_the_file_open_keeps_the_log() {
+        let path = damage::temp("shared.db");
+        let d = Durable::open(&path, "fg:", Durability::Process).unwrap();
+        write(&d).await;
+        let other = rusqlite::Connection::open(&path).unwrap();
+        let n: i64 = other.query_row("SELECT count(*) FROM items", [], |r| r.get(0)).unwrap();
+        assert_eq!(n, 15_000);
+        d.close();
+        assert!(side(&path, "-wal").exists(), "the log stays while another connection has the file");
+        other.execute("UPDATE meta SET v = v WHERE k = 'clock'", []).unwrap();
+        let n: i64 = other.query_row("SELECT count(*) FROM items", [], |r| r.get(0)).unwrap();
+        assert_eq!(n, 15_000);
+        drop(other);
+        assert!(!side(&path, "-wal").exists(), "the last connection removed it");
     }
 }
