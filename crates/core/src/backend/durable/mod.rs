@@ -19,6 +19,7 @@
 //!   (`ERR_CLOCK_SKEW`).
 
 mod catalog;
+mod checked_scan;
 mod checkpoint;
 mod clock;
 #[cfg(test)]
