@@ -204,6 +204,14 @@ impl Clock {
         let at = boot.map(|b| (b.id, b.ms));
         if now != last.time || (at.is_some() && last.boot.is_none()) {
             match at {
+                // The same boot as stored (the usual case): its id stays, the time and the boot
+                // clock's reading move together.
+                Some((id, ms)) if last.boot.is_some_and(|(was, _)| was == id) => c
+                    .prepare_cached(
+                        "INSERT INTO meta VALUES ('clock', ?1), ('clock_at', ?2), ('clock_for', ?1)
+                         ON CONFLICT (k) DO UPDATE SET v = excluded.v",
+                    )?
+                    .execute(params![now, ms])?,
                 Some((id, ms)) => c
                     .prepare_cached(
                         "INSERT INTO meta VALUES ('clock', ?1), ('clock_boot', ?2), ('clock_at', ?3), ('clock_for', ?1)

@@ -493,4 +493,102 @@ mod tests {
         drop(other);
         assert!(!side(&path, "-wal").exists(), "the last connection removed it");
     }
+
+    /// The statements a connection runs, by their SQL (for counting).
+    static STATEMENTS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+    unsafe extern "C" fn traced(
+        _mask: std::ffi::c_uint,
+        _ctx: *mut std::ffi::c_void,
+        _stmt: *mut std::ffi::c_void,
+        sql: *mut std::ffi::c_void,
+    ) -> std::ffi::c_int {
+        // SAFETY: for SQLITE_TRACE_STMT, the last argument is the statement's NUL-terminated SQL.
+        let sql = unsafe { std::ffi::CStr::from_ptr(sql as *const std::ffi::c_char) };
+        super::guard(&STATEMENTS)
+            .push(sql.to_string_lossy().split_whitespace().collect::<Vec<_>>().join(" "));
+        0
+    }
+
+    /// The statements `d`'s connection runs during `calls` (a count per SQL text), with each
+    /// call in a millisecond of its own (the clock moves at every write, the most it writes).
+    async fn count(d: &Durable, calls: usize, mut call: impl AsyncFnMut(usize)) -> Vec<(usize, String)> {
+        {
+            let session = super::guard(&d.db.conn);
+            let conn = session.conn.as_ref().unwrap();
+            // SAFETY: the connection's live handle and a callback of the documented signature.
+            unsafe {
+                rusqlite::ffi::sqlite3_trace_v2(
+                    conn.handle(),
+                    rusqlite::ffi::SQLITE_TRACE_STMT as std::ffi::c_uint,
+                    Some(traced),
+                    std::ptr::null_mut(),
+                );
+            }
+        }
+        super::guard(&STATEMENTS).clear();
+        for i in 0..calls {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            call(i).await;
+        }
+        let mut by: std::collections::BTreeMap<String, usize> = Default::default();
+        for s in super::guard(&STATEMENTS).drain(..) {
+            *by.entry(s).or_default() += 1;
+        }
+        by.into_iter().map(|(s, n)| (n, s)).collect()
+    }
+
+    /// Statements per write, each call in a millisecond of its own (the clock moves at every
+    /// write, the most it writes): a single claim runs BEGIN, its upsert, the clock's one
+    /// statement and COMMIT; a lock's acquire and release two statements and the clock's. The
+    /// clock writes its boot id only when it changes (here once, at the first write), and the
+    /// liveness mark about once per second.
+    #[tokio::test]
+    async fn statements_per_write() {
+        use crate::lock::LockBackend;
+        let path = damage::temp("count.db");
+        let d = Durable::open(&path, "fg:", Durability::Process).unwrap();
+        let calls = 200;
+        let claims = count(&d, calls, async |i| {
+            let op = ItemOp::Claim {
+                id: format!("c{i}"),
+                owner: "o".into(),
+                lease_ms: 60_000,
+                reclaim_completed: false,
+            };
+            d.apply("g", &[op], 86_400_000).await.unwrap();
+        })
+        .await;
+        let locks = count(&d, calls, async |i| {
+            let a = d.try_acquire("l", "o", 60_000, None).await.unwrap();
+            assert!(a.acquired, "{i}");
+            d.release("l", "o").await.unwrap();
+        })
+        .await;
+        let (mut boot_writes, mut clock_writes) = (0, 0);
+        for (what, by, writes) in [("single claim", &claims, 1), ("lock acquire + release", &locks, 2)] {
+            let total: usize = by.iter().map(|(n, _)| n).sum();
+            eprintln!("{what}: {:.2} statements per call", total as f64 / calls as f64);
+            for (n, sql) in by {
+                eprintln!("  {:6.2}  {}", *n as f64 / calls as f64, &sql[..sql.len().min(110)]);
+            }
+            let clock: usize = by
+                .iter()
+                .filter(|(_, s)| s.starts_with("INSERT INTO meta VALUES ('clock'"))
+                .map(|(n, _)| n)
+                .sum();
+            assert!(clock <= writes * calls, "{what}: at most one clock statement per write ({clock})");
+            clock_writes += clock;
+            boot_writes +=
+                by.iter().filter(|(_, s)| s.starts_with("INSERT") && s.contains("'clock_boot'")).map(|(n, _)| n).sum::<usize>();
+            // BEGIN, COMMIT and the call's own statements, the clock's, a sweep's or a mark's share.
+            let budget = calls * writes * 3 + clock + calls / 10;
+            assert!(total <= budget, "{what}: {total} statements for {calls} calls");
+        }
+        assert!(clock_writes >= calls, "the clock moved ({clock_writes})");
+        assert!(
+            boot_writes <= 1,
+            "the boot id is written when it changes, not at every write ({boot_writes})"
+        );
+    }
 }
