@@ -397,9 +397,12 @@ pub(crate) fn cannot_use(path: &Path, why: &str) -> Error {
 }
 
 /// Removes up to [`PURGE_SLICE`] rows of `table` whose expiry column `exp` is at or before `now`.
+/// The expiry is checked again on the row itself, not only in the index that finds it: a damaged
+/// index record cannot delete a live row.
 fn purge(c: &Connection, table: &str, now: i64) -> rusqlite::Result<()> {
     let sql = format!(
-        "DELETE FROM {table} WHERE rowid IN (SELECT rowid FROM {table} WHERE exp <= ?1 LIMIT {PURGE_SLICE})"
+        "DELETE FROM {table} WHERE rowid IN (SELECT rowid FROM {table} WHERE exp <= ?1 LIMIT {PURGE_SLICE})
+           AND exp <= ?1"
     );
     c.prepare_cached(&sql)?.execute([now])?;
     Ok(())
@@ -579,8 +582,11 @@ mod tests {
                 .sum();
             assert!(clock <= writes * calls, "{what}: at most one clock statement per write ({clock})");
             clock_writes += clock;
-            boot_writes +=
-                by.iter().filter(|(_, s)| s.starts_with("INSERT") && s.contains("'clock_boot'")).map(|(n, _)| n).sum::<usize>();
+            boot_writes += by
+                .iter()
+                .filter(|(_, s)| s.starts_with("INSERT") && s.contains("'clock_boot'"))
+                .map(|(n, _)| n)
+                .sum::<usize>();
             // BEGIN, COMMIT and the call's own statements, the clock's, a sweep's or a mark's share.
             let budget = calls * writes * 3 + clock + calls / 10;
             assert!(total <= budget, "{what}: {total} statements for {calls} calls");
