@@ -476,6 +476,7 @@ mod tests {
         assert_eq!(got[0].status, crate::tracker::ItemStatus::InProgress);
         drop(again);
         assert!(!side(&path, "-wal").exists(), "a client dropped unclosed closes the file too");
+        damage::remove(&path);
     }
 
     /// Another connection (as another process would) has the file open: closing this process's
@@ -495,6 +496,7 @@ mod tests {
         assert_eq!(n, 15_000);
         drop(other);
         assert!(!side(&path, "-wal").exists(), "the last connection removed it");
+        damage::remove(&path);
     }
 
     /// The statements a connection runs, by their SQL (for counting).
@@ -596,5 +598,7 @@ mod tests {
             boot_writes <= 1,
             "the boot id is written when it changes, not at every write ({boot_writes})"
         );
+        drop(d);
+        damage::remove(&path);
     }
 }

@@ -337,20 +337,21 @@ mod tests {
         (0..IDS).map(|i| format!("{prefix}-{i:05}")).collect()
     }
 
-    /// A file with a queue of 3,000 waiting ids, and with `claimed` 3,000 more whose claims
-    /// have expired.
+    /// A file with a queue of 3,000 waiting ids, due now or (`claimed`) in an hour, and with
+    /// `claimed` 3,000 more whose claims have expired.
     async fn queue_file(name: &str, claimed: bool) -> std::path::PathBuf {
         let path = damage::temp(name);
         let d = Durable::open(&path, "fg:", Durability::Process).unwrap();
+        let delay = if claimed { 3_600_000 } else { 0 };
+        for chunk in ids("w").chunks(500) {
+            d.enqueue(AT, chunk, delay, false).await.unwrap();
+        }
         if claimed {
             for chunk in ids("c").chunks(500) {
                 d.enqueue(AT, chunk, 0, false).await.unwrap();
             }
             let got = d.claim(AT, "o", 10_000, 1).await.unwrap();
             assert_eq!(got.items.len(), IDS);
-        }
-        for chunk in ids("w").chunks(500) {
-            d.enqueue(AT, chunk, 0, false).await.unwrap();
         }
         drop(d);
         std::thread::sleep(std::time::Duration::from_millis(5));
@@ -362,7 +363,7 @@ mod tests {
     #[tokio::test]
     async fn a_damaged_page_fails_a_peek_instead_of_shortening_it() {
         let path = queue_file("queue.db", false).await;
-        let failed = damage::failures(&path, async |byte, d| {
+        let failed = damage::failures(&path, damage::middle, async |byte, d| {
             let (_, waiting) = d.peek(AT, 10_000).await?;
             assert_eq!(waiting.len(), IDS, "damage at byte {byte}: a short peek, no error");
             Ok(())
@@ -371,12 +372,13 @@ mod tests {
         assert!(failed > 0, "some damage was found (else this test tells nothing)");
     }
 
-    /// Damaged pages in the middle of a file of 3,000 waiting ids: a claim of them all either
-    /// gets all 3,000 or fails with ERR_STORAGE.
+    /// Damaged pages anywhere in a file of 3,000 ids waiting for an hour and 3,000 expired
+    /// claims: a claim either gets the 3,000 returned from their expired claims (none of the
+    /// others) or fails with ERR_STORAGE, never fewer.
     #[tokio::test]
     async fn a_damaged_page_fails_a_claim_instead_of_shortening_it() {
-        let path = queue_file("claim.db", false).await;
-        let failed = damage::failures(&path, async |byte, d| {
+        let path = queue_file("claim.db", true).await;
+        let failed = damage::failures(&path, damage::across, async |byte, d| {
             let got = d.claim(AT, "p", 10_000, 60_000).await?;
             assert_eq!(got.items.len(), IDS, "damage at byte {byte}: a short claim, no error");
             Ok(())
@@ -385,18 +387,18 @@ mod tests {
         assert!(failed > 0, "some damage was found (else this test tells nothing)");
     }
 
-    /// A file of 3,000 waiting ids and 3,000 expired claims: the queue's size (after the
-    /// expired claims are returned) either counts all 6,000 waiting and none claimed, or fails
-    /// with ERR_STORAGE: neither a short count nor expired claims left behind.
+    /// The same file: the queue's size (after the expired claims are returned) either counts
+    /// 6,000 waiting, 3,000 due and none claimed, or fails with ERR_STORAGE: neither a short
+    /// count nor expired claims left behind.
     #[tokio::test]
     async fn a_damaged_page_fails_a_size_instead_of_shortening_it() {
         let path = queue_file("size.db", true).await;
-        let failed = damage::failures(&path, async |byte, d| {
+        let failed = damage::failures(&path, damage::across, async |byte, d| {
             let size = d.size(AT).await?;
             let got = (size.waiting, size.due, size.claimed, size.again);
             assert_eq!(
                 got,
-                (2 * IDS as u64, 2 * IDS as u64, 0, 0),
+                (2 * IDS as u64, IDS as u64, 0, 0),
                 "damage at byte {byte}: a wrong size, no error"
             );
             Ok(())

@@ -178,7 +178,7 @@ mod tests {
         c.execute("INSERT INTO sem_fences VALUES ('fg:', 's', ?1, 4000000000000)", [HOLDERS as i64]).unwrap();
         c.execute_batch("COMMIT").unwrap();
         drop(c);
-        let failed = damage::failures(&path, async |at, d| {
+        let failed = damage::failures(&path, damage::middle, async |at, d| {
             let info = d.inspect_semaphore("s").await?;
             assert_eq!(info.holders.len(), HOLDERS, "damage at byte {at}: short holders, no error");
             let got = d.try_acquire_permit("s", "one-more", HOLDERS as u64, 60_000, None).await?;

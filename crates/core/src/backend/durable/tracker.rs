@@ -432,7 +432,7 @@ mod tests {
             d.apply("g", &claims, 86_400_000).await.unwrap();
         }
         drop(d);
-        let failed = damage::failures(&path, async |at, d| {
+        let failed = damage::failures(&path, damage::middle, async |at, d| {
             let query = ListQuery { filter: ListFilter::All, offset: 0, limit: 10_000 };
             let list = d.list("g", query, 86_400_000).await?;
             let got = (list.counts.total() as usize, list.items.len());
