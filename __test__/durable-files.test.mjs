@@ -1,7 +1,8 @@
 // Bad store files: each a coded error (ERR_STORAGE) naming the path, and nothing else lost.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { execFileSync, spawnSync } from 'node:child_process'
+import { execFileSync, spawn, spawnSync } from 'node:child_process'
+import { createInterface } from 'node:readline'
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
@@ -170,4 +171,78 @@ test('durability fsync opens and writes', async () => {
   const fg = await Flowguard.open({ path: join(dir, 'f.db'), durability: 'fsync', prefix: freshPrefix('fsync') })
   assert.equal((await fg.claim('g', 'a')).claimed, true)
   assert.equal((await fg.complete('g', 'a')).status, 'completed')
+})
+
+/** Claims 20,000 items on `fg` in batches: enough for the log to pass the background checkpoint's mark. */
+async function fill(fg) {
+  for (let b = 0; b < 20; b++) await fg.claimBatch('g', Array.from({ length: 1000 }, (_, i) => `i-${b}-${i}`))
+}
+
+const sides = (path) => ['-wal', '-shm'].filter((s) => existsSync(path + s))
+
+test('close() of the last client of a file removes its -wal and -shm files; its calls then reject with ERR_CLOSED', async () => {
+  const dir = join(durableFolder(), 'close')
+  mkdirSync(dir, { recursive: true })
+  const path = join(dir, 'c.db')
+  const [a, b] = [await Flowguard.open({ path, prefix: 'a:' }), await Flowguard.open({ path, prefix: 'b:' })]
+  await fill(a)
+  await a.close()
+  assert.equal((await rejection(a.getItem('g', 'i-0-0'))).code, 'ERR_CLOSED')
+  assert.deepEqual(sides(path), ['-wal', '-shm'], 'b still has the file open')
+  assert.equal((await b.claim('g', 'x')).claimed, true)
+  await b.close()
+  assert.deepEqual(sides(path), [], 'no log left after the last close')
+  const again = await Flowguard.open({ path, prefix: 'a:' })
+  assert.equal((await again.getItem('g', 'i-19-999')).status, 'in_progress')
+  await again.close()
+})
+
+/** Runs `script` (CommonJS, with `Flowguard` and `path` defined) in a child process; its stdin and a line reader. */
+function child(path, script) {
+  const code = `const { Flowguard } = require(${JSON.stringify(join(here, '..', 'index.js'))}); const path = ${JSON.stringify(path)};
+    const lines = require('node:readline').createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+    (async () => { ${script} })().catch((e) => { console.log('failed: ' + e.code + ' ' + e.message); process.exit(1) })`
+  const p = spawn(process.execPath, ['-e', code], { stdio: ['pipe', 'pipe', 'inherit'] })
+  const out = createInterface({ input: p.stdout })[Symbol.asyncIterator]()
+  const exited = new Promise((resolve) => p.on('exit', resolve))
+  return { say: (line) => p.stdin.write(line + '\n'), next: async () => (await out.next()).value, exited }
+}
+
+test('close() while another process has the file open leaves the log to it, and it reads and writes on', { timeout: 60_000 }, async () => {
+  const dir = join(durableFolder(), 'close-shared')
+  mkdirSync(dir, { recursive: true })
+  const path = join(dir, 's.db')
+  const other = child(path, `const fg = await Flowguard.open({ path, prefix: 'o:' })
+    await fg.claim('g', 'first'); console.log('open'); await lines.next()
+    console.log(JSON.stringify([(await fg.getItem('g', 'first')).status, (await fg.claim('g', 'second')).claimed, (await fg.claim('g', 'third')).claimed]))
+    await fg.close(); process.exit(0)`)
+  assert.equal(await other.next(), 'open')
+  const fg = await Flowguard.open({ path, prefix: 'a:' })
+  await fill(fg)
+  await fg.close()
+  assert.ok(sides(path).includes('-wal'), 'the log stays while the other process has the file open')
+  other.say('go')
+  assert.equal(await other.next(), JSON.stringify(['in_progress', true, true]))
+  assert.equal(await other.exited, 0)
+  assert.deepEqual(sides(path), [], 'the last process to close removed it')
+  const again = await Flowguard.open({ path, prefix: 'a:' })
+  assert.equal((await again.getItem('g', 'i-19-999')).status, 'in_progress')
+  await again.close()
+})
+
+test('a process that ends without close() (its event loop done) removes the log too; process.exit() leaves it, and the next open reads it', { timeout: 60_000 }, async () => {
+  const dir = join(durableFolder(), 'exit')
+  mkdirSync(dir, { recursive: true })
+  for (const [name, end] of [['natural', ''], ['exit', 'process.exit(0)']]) {
+    const path = join(dir, `${name}.db`)
+    const p = child(path, `const fg = await Flowguard.open({ path })
+      for (let b = 0; b < 20; b++) await fg.claimBatch('g', Array.from({ length: 1000 }, (_, i) => 'i-' + b + '-' + i))
+      process.stdin.destroy(); ${end}`)
+    assert.equal(await p.exited, 0)
+    assert.deepEqual(sides(path), name === 'natural' ? [] : ['-wal', '-shm'], name)
+    const fg = await Flowguard.open({ path })
+    assert.equal((await fg.getItem('g', 'i-19-999')).status, 'in_progress', name)
+    await fg.close()
+    assert.deepEqual(sides(path), [], `${name}: closed cleanly by the next process`)
+  }
 })

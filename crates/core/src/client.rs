@@ -115,8 +115,10 @@ impl Client {
 
     /// Lets go of this client's Redis connection (shared with other open clients of the same
     /// settings, and closed when the last of them closes); calls in flight finish, later Redis
-    /// calls fail with `ERR_CLOSED`. Closing twice is harmless. The embedded stores hold no
-    /// connection: there it changes nothing.
+    /// calls fail with `ERR_CLOSED`. Closing twice is harmless. The durable store lets go of its
+    /// file (later calls fail with `ERR_CLOSED`; after the file's last client in the process the
+    /// file is closed, its `-wal` log removed). The in-memory store holds nothing: there it
+    /// changes nothing.
     pub fn close(&self) {
         self.inner.backend.close();
     }

@@ -44,8 +44,8 @@ pub trait Backend:
     /// `embedded`, `durable` or `redis`.
     fn kind(&self) -> &'static str;
 
-    /// Lets go of what this client holds (a pooled Redis connection); later calls may fail with
-    /// `ERR_CLOSED`. The embedded stores hold nothing per client.
+    /// Lets go of what this client holds (a pooled Redis connection, a durable store's file);
+    /// later calls may fail with `ERR_CLOSED`. The in-memory store holds nothing per client.
     fn close(&self) {}
 }
 

@@ -193,7 +193,7 @@ mod tests {
         }
         c.execute_batch("COMMIT").unwrap();
         drop(c);
-        let failed = damage::failures(&path, async |at, d| {
+        let failed = damage::failures(&path, damage::middle, async |at, d| {
             let (mut names, mut cursor) = (0, None::<String>);
             loop {
                 let page = d.list_names(Kind::Locks, cursor.as_deref(), 500).await?;

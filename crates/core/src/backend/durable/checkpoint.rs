@@ -37,6 +37,9 @@ pub(super) struct Checkpointer {
     started: std::sync::Once,
     /// The log's pages at the last wake-up.
     asked_at: std::sync::atomic::AtomicI32,
+    /// Set when the file closes: the thread closes its connection and ends.
+    stopped: std::sync::atomic::AtomicBool,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 impl Checkpointer {
@@ -47,6 +50,8 @@ impl Checkpointer {
             wake: Condvar::new(),
             started: std::sync::Once::new(),
             asked_at: std::sync::atomic::AtomicI32::new(0),
+            stopped: std::sync::atomic::AtomicBool::new(false),
+            thread: Mutex::new(None),
         })
     }
 
@@ -63,10 +68,42 @@ impl Checkpointer {
     fn request(self: &Arc<Self>) {
         self.started.call_once(|| {
             let weak = Arc::downgrade(self);
-            let _ = std::thread::Builder::new().name("flowguard-checkpoint".into()).spawn(move || run(weak));
+            #[cfg(test)]
+            STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let thread =
+                std::thread::Builder::new().name("flowguard-checkpoint".into()).spawn(move || run(weak));
+            *guard(&self.thread) = thread.ok();
         });
         *guard(&self.due) = true;
         self.wake.notify_one();
+    }
+}
+
+/// For tests: how many checkpoint threads were started in this process.
+#[cfg(test)]
+static STARTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+#[cfg(test)]
+pub(super) fn started() -> usize {
+    STARTED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+impl Checkpointer {
+    /// Ends the thread and waits until it has closed its connection: the file's last connection
+    /// in this process closing after it can then remove the log (see `Db::shut`).
+    pub(super) fn stop(&self) {
+        {
+            // Set under the lock the thread waits with, so the wake-up cannot be missed.
+            let _due = guard(&self.due);
+            self.stopped.store(true, std::sync::atomic::Ordering::Release);
+        }
+        self.wake.notify_one();
+        let thread = guard(&self.thread).take();
+        if let Some(t) = thread {
+            if t.thread().id() != std::thread::current().id() {
+                let _ = t.join();
+            }
+        }
     }
 }
 
@@ -109,14 +146,18 @@ fn run(weak: Weak<Checkpointer>) {
     let mut conn: Option<Connection> = None;
     loop {
         let Some(cp) = weak.upgrade() else { return };
+        let stopped = || cp.stopped.load(std::sync::atomic::Ordering::Acquire);
         let due = {
             let flag = guard(&cp.due);
             let (mut flag, _) = cp
                 .wake
-                .wait_timeout_while(flag, Duration::from_secs(1), |due| !*due)
+                .wait_timeout_while(flag, Duration::from_secs(1), |due| !*due && !stopped())
                 .unwrap_or_else(|e| e.into_inner());
             std::mem::take(&mut *flag)
         };
+        if stopped() {
+            return;
+        }
         if !due {
             continue;
         }

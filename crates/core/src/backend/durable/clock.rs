@@ -34,7 +34,7 @@
 use rusqlite::{params, Connection};
 
 use super::remembered::Remembered;
-use super::{Fail, Sql};
+use super::{checked_scan, Fail, Sql};
 use crate::backend::embedded::now_ms;
 
 /// How far a process's clock may be from the file's time before it is judged wrong.
@@ -150,12 +150,23 @@ fn judge(own: i64, s: Stored, boot: Option<Boot>) -> Judged {
 impl Clock {
     /// Whether a process other than this one, whose clock agreed with the file, wrote within
     /// [`LIVE_MS`] of the boot clock `b`.
-    fn other_live(&self, c: &Connection, b: Boot) -> rusqlite::Result<bool> {
-        let (from, to) = (format!("w:{:015x}:", b.id), format!("w:{:015x};", b.id));
-        let n: i64 = c
-            .prepare_cached("SELECT count(*) FROM meta WHERE k > ?1 AND k < ?2 AND k <> ?3 AND v >= ?4")?
-            .query_row(params![from, to, self.own(b), b.ms - LIVE_MS], |r| r.get(0))?;
-        Ok(n > 0)
+    fn other_live(&self, c: &Connection, b: Boot) -> Sql<bool> {
+        // The marks of this boot, read with only their start in the SQL (a count over the range
+        // in SQL stops short at a damaged record, see `checked_scan`).
+        let (from, to, own) = (format!("w:{:015x}:", b.id), format!("w:{:015x};", b.id), self.own(b));
+        let mut st = c.prepare_cached("SELECT k, v FROM meta WHERE k > ?1 ORDER BY k")?;
+        let mut live = false;
+        checked_scan::scan(
+            st.query([&from])?,
+            |r| r.get::<_, String>(0),
+            |k| k.as_str() < to.as_str(),
+            || "the clock's marks".to_string(),
+            |k, r| {
+                live = *k != own && r.get::<_, i64>(1)? >= b.ms - LIVE_MS;
+                Ok(!live)
+            },
+        )?;
+        Ok(live)
     }
 
     fn own(&self, b: Boot) -> String {
@@ -204,6 +215,14 @@ impl Clock {
         let at = boot.map(|b| (b.id, b.ms));
         if now != last.time || (at.is_some() && last.boot.is_none()) {
             match at {
+                // The same boot as stored (the usual case): its id stays, the time and the boot
+                // clock's reading move together.
+                Some((id, ms)) if last.boot.is_some_and(|(was, _)| was == id) => c
+                    .prepare_cached(
+                        "INSERT INTO meta VALUES ('clock', ?1), ('clock_at', ?2), ('clock_for', ?1)
+                         ON CONFLICT (k) DO UPDATE SET v = excluded.v",
+                    )?
+                    .execute(params![now, ms])?,
                 Some((id, ms)) => c
                     .prepare_cached(
                         "INSERT INTO meta VALUES ('clock', ?1), ('clock_boot', ?2), ('clock_at', ?3), ('clock_for', ?1)

@@ -21,14 +21,25 @@ pub(super) fn checkpointed(path: &Path) -> Vec<u8> {
     std::fs::read(path).unwrap()
 }
 
-/// 24 copies of `good`, each with 64 bytes overwritten by pseudo-random ones at a place in the
-/// middle of the file (a page's header, cells or content): (the place, the copy's path).
-pub(super) fn copies(good: &[u8]) -> Vec<(usize, PathBuf)> {
+/// 24 places in the middle of a file of `len` bytes (a page's header, cells or content).
+pub(super) fn middle(len: usize) -> Vec<usize> {
+    (0..24).map(|n| len / 2 - 24_000 + n * 2_000).collect()
+}
+
+/// 64 places spread evenly over a file of `len` bytes, after its first two pages.
+pub(super) fn across(len: usize) -> Vec<usize> {
+    (0..64).map(|n| 8_192 + n * (len - 8_192 - 64) / 64).collect()
+}
+
+/// Copies of `good`, each with 64 bytes overwritten by pseudo-random ones at one of `places`:
+/// (the place, the copy's path).
+pub(super) fn copies(good: &[u8], places: &[usize]) -> Vec<(usize, PathBuf)> {
     let mut seed = 0x2545_f491_4f6c_dd1du64;
-    (0..24)
-        .map(|n| {
+    places
+        .iter()
+        .enumerate()
+        .map(|(n, &at)| {
             let mut bytes = good.to_vec();
-            let at = bytes.len() / 2 - 24_000 + n * 2_000;
             for b in &mut bytes[at..at + 64] {
                 seed ^= seed << 13;
                 seed ^= seed >> 7;
@@ -42,21 +53,34 @@ pub(super) fn copies(good: &[u8]) -> Vec<(usize, PathBuf)> {
         .collect()
 }
 
-/// Opens each damaged copy of the store at `path` (see [`copies`]) and runs `read` on it, given
-/// the place of the damage: opening and reading either succeed or fail with ERR_STORAGE naming
-/// the copy. How many copies failed.
-pub(super) async fn failures(path: &Path, mut read: impl AsyncFnMut(usize, &Durable) -> Result<()>) -> usize {
+/// Removes the folder of `path` (made by [`temp`]).
+pub(super) fn remove(path: &Path) {
+    let _ = std::fs::remove_dir_all(path.parent().unwrap());
+}
+
+/// Opens each damaged copy of the store at `path` (see [`copies`], damaged at the places
+/// `places` gives for the file's length) and runs `read` on it, given the place of the damage:
+/// opening and reading either succeed or fail with ERR_STORAGE naming the copy. How many copies
+/// failed. The copies and the folder of `path` are removed.
+pub(super) async fn failures(
+    path: &Path,
+    places: fn(usize) -> Vec<usize>,
+    mut read: impl AsyncFnMut(usize, &Durable) -> Result<()>,
+) -> usize {
     let mut failed = 0;
-    for (at, copy) in copies(&checkpointed(path)) {
+    let good = checkpointed(path);
+    for (at, copy) in copies(&good, &places(good.len())) {
         let out = match Durable::open(&copy, "fg:", Durability::Process) {
             Ok(d) => read(at, &d).await,
             Err(e) => Err(e),
         };
+        remove(&copy);
         if let Err(e) = out {
             assert_eq!(e.code, ErrorCode::Storage, "{e}");
             assert!(e.message.contains(&copy.display().to_string()), "{e}");
             failed += 1;
         }
     }
+    remove(path);
     failed
 }

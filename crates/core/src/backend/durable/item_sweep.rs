@@ -22,7 +22,7 @@
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::remembered::Remembered;
-use super::{Durable, Sql};
+use super::{Durable, Fail, Sql};
 
 /// Items visited by one sweep.
 pub(super) const SWEEP: usize = 256;
@@ -127,24 +127,40 @@ impl Durable {
 /// the table's end (`at` is then `None`), and the earliest expiry among the rows it visited and
 /// kept (`i64::MAX`: none).
 ///
-/// The rows are walked inside SQLite, none handed to this code: the first walk finds the key the
-/// stretch ends at, how many rows it holds and their earliest live expiry; the second deletes
-/// the expired rows up to that key.
+/// The walk reads the keys and expiries of the stretch (with only its start in the SQL) and
+/// checks that the keys come in order; then the expired rows up to the last key are deleted in
+/// one statement. On a damaged page the sweep, and the write it is part of, fails with
+/// `ERR_STORAGE` (a damaged key read as a key out of order, a damaged record as `SQLITE_CORRUPT`):
+/// the sweep's position never jumps past rows it did not visit to a damaged key, and the delete
+/// covers only the stretch walked (a range delete that stops early at a damaged record deletes
+/// less, never more).
 fn sweep_slice(c: &Connection, now: i64, at: &mut At, rows: usize) -> Sql<(bool, i64)> {
     let after = at.take().unwrap_or_default();
-    let (visited, last, low): (i64, Option<Vec<u8>>, Option<i64>) = c
-        .prepare_cached(
-            "SELECT count(*), max(k), min(exp) FILTER (WHERE exp > ?2) FROM
-               (SELECT k, exp FROM items WHERE k > ?1 ORDER BY k LIMIT ?3)",
-        )?
-        .query_row(params![after, now, rows as i64], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
-    let Some(last) = last else { return Ok((true, i64::MAX)) };
+    let mut st = c.prepare_cached("SELECT k, exp FROM items WHERE k > ?1 ORDER BY k LIMIT ?2")?;
+    let mut walk = st.query(params![after, rows as i64])?;
+    let (mut visited, mut last, mut low) = (0usize, after.clone(), i64::MAX);
+    while let Some(r) = walk.next()? {
+        let key = r.get_ref(0)?.as_blob().map_err(rusqlite::Error::from)?;
+        if key <= last.as_slice() {
+            return Err(Fail::Corrupt("item keys out of order".into()));
+        }
+        last.clear();
+        last.extend_from_slice(key);
+        let exp: i64 = r.get(1)?;
+        if exp > now {
+            low = low.min(exp);
+        }
+        visited += 1;
+    }
+    if visited == 0 {
+        return Ok((true, i64::MAX));
+    }
     c.prepare_cached("DELETE FROM items WHERE k > ?1 AND k <= ?2 AND exp <= ?3")?
         .execute(params![after, last, now])?;
     // A stretch shorter than asked for ran into the table's end: the next starts it over.
-    let ended = (visited as usize) < rows;
+    let ended = visited < rows;
     *at = (!ended).then_some(last);
-    Ok((ended, low.unwrap_or(i64::MAX)))
+    Ok((ended, low))
 }
 
 #[cfg(test)]
@@ -231,6 +247,66 @@ mod tests {
         assert_eq!(sweep(&c, now, &mut at), (true, now + 1), "a table smaller than a sweep is visited whole");
         assert_eq!(count(&c, "SELECT count(*) FROM items"), 50);
         let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
+
+    /// Damaged pages in the middle of a file of 6,000 items, every other one expired: a pass of
+    /// sweeps over each damaged copy either fails (ERR_STORAGE) or, once it has been over the
+    /// table, has deleted every expired item the copy held and no live one: it never skips rows
+    /// to a damaged key, nor deletes past what it walked.
+    #[tokio::test]
+    async fn a_sweep_on_a_damaged_file_fails_or_deletes_exactly_the_expired_items() {
+        use crate::backend::durable::{damage, Fail};
+        let path = damage::temp("sweep.db");
+        let now = 1_000_000;
+        let c = super::super::schema::open(&path).unwrap();
+        c.execute_batch("BEGIN").unwrap();
+        for i in 0..6_000 {
+            insert(&c, "fg:", "g", &format!("item-{i:05}"), if i % 2 == 0 { now - 1 } else { now + 1 + i });
+        }
+        c.execute_batch("COMMIT").unwrap();
+        drop(c);
+        let rows = |c: &Connection, sql: &str| -> rusqlite::Result<Vec<Vec<u8>>> {
+            c.prepare(sql)?.query_map([], |r| r.get(0))?.collect()
+        };
+        let (mut failed, mut passed) = (0, 0);
+        let good = damage::checkpointed(&path);
+        let places = damage::across(good.len());
+        let copies = damage::copies(&good, &places);
+        for (at, copy) in &copies {
+            let Ok(c) = super::super::schema::open(copy) else {
+                failed += 1;
+                continue;
+            };
+            let Ok(live) = rows(&c, "SELECT k FROM items WHERE exp > 1000000 ORDER BY k") else {
+                failed += 1;
+                continue;
+            };
+            let mut pos = None;
+            let pass = (0..100).try_for_each(|_| match sweep_slice(&c, now, &mut pos, SWEEP) {
+                Ok((true, _)) => Err(None),
+                Ok((false, _)) => Ok(()),
+                Err(e) => Err(Some(e)),
+            });
+            match pass {
+                Err(Some(Fail::Corrupt(_))) => failed += 1,
+                Err(Some(Fail::Db(e))) => {
+                    assert!(super::super::storage_error(copy, e).message.contains("corrupt"));
+                    failed += 1;
+                }
+                Err(None) => {
+                    let left = rows(&c, "SELECT k FROM items WHERE exp <= 1000000").unwrap_or_default();
+                    assert_eq!(left.len(), 0, "damage at byte {at}: a finished pass left expired items");
+                    let kept = rows(&c, "SELECT k FROM items WHERE exp > 1000000 ORDER BY k").unwrap();
+                    assert_eq!(kept, live, "damage at byte {at}: live items deleted");
+                    passed += 1;
+                }
+                _ => panic!("damage at byte {at}: the pass did not end"),
+            }
+        }
+        copies.iter().for_each(|(_, copy)| damage::remove(copy));
+        damage::remove(&path);
+        assert!(failed > 0, "some damage was found (else this test tells nothing)");
+        assert_eq!(passed + failed, places.len());
     }
 
     fn marks(path: &std::path::Path) -> (i64, i64) {

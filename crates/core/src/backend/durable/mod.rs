@@ -19,6 +19,7 @@
 //!   (`ERR_CLOCK_SKEW`).
 
 mod catalog;
+mod checked_scan;
 mod checkpoint;
 mod clock;
 #[cfg(test)]
@@ -86,12 +87,35 @@ pub(crate) struct Db {
     /// The sweeps for forgotten lock and semaphore names (see `fences`).
     fence_sweeps: Mutex<fences::FenceSweeps>,
     /// Declared after `conn`, so it outlives it (the connection's commit hook points into it).
-    _checkpoint: Arc<checkpoint::Checkpointer>,
+    checkpoint: Arc<checkpoint::Checkpointer>,
+    /// The clients open on it (see [`Db::release`]).
+    clients: std::sync::atomic::AtomicUsize,
 }
 
-/// The process's connection to a file, with its remembered clock.
+/// One client's hold on its file: let go at `close()`, or when the client is dropped unclosed.
+struct Hold {
+    db: Arc<Db>,
+    closed: std::sync::atomic::AtomicBool,
+}
+
+impl Hold {
+    fn release(&self) {
+        if !self.closed.swap(true, std::sync::atomic::Ordering::AcqRel) {
+            self.db.release();
+        }
+    }
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+/// The process's connection to a file (`None` once the file's last client closed), with its
+/// remembered clock.
 struct Session {
-    conn: Connection,
+    conn: Option<Connection>,
     clock: clock::Clock,
 }
 
@@ -105,6 +129,7 @@ pub struct Durable {
     db: Arc<Db>,
     /// The key prefix: the namespace of every row this client reads and writes.
     ns: Arc<str>,
+    hold: Arc<Hold>,
 }
 
 impl Durable {
@@ -113,6 +138,8 @@ impl Durable {
         let mut files = guard(open_files());
         files.retain(|_, w| w.strong_count() > 0);
         let known = given.canonicalize().ok().and_then(|p| files.get(&p).and_then(Weak::upgrade));
+        // A file whose last client closed is opened afresh.
+        let known = known.filter(|db| db.clients.load(std::sync::atomic::Ordering::Acquire) > 0);
         let db = match known {
             Some(db) => db,
             None => {
@@ -122,10 +149,11 @@ impl Durable {
                 checkpoint.attach(&conn);
                 let db = Arc::new(Db {
                     path: given.to_path_buf(),
-                    conn: Mutex::new(Session { conn, clock: clock::Clock::default() }),
+                    conn: Mutex::new(Session { conn: Some(conn), clock: clock::Clock::default() }),
                     sweep: Mutex::default(),
                     fence_sweeps: Mutex::default(),
-                    _checkpoint: checkpoint,
+                    checkpoint,
+                    clients: std::sync::atomic::AtomicUsize::new(0),
                 });
                 files.insert(key, Arc::downgrade(&db));
                 db
@@ -134,9 +162,13 @@ impl Durable {
         if durability == Durability::Fsync {
             // A file shared in one process gets the stricter level any of its clients asked for.
             let session = guard(&db.conn);
-            session.conn.pragma_update(None, "synchronous", "FULL").map_err(|e| db.error(e))?;
+            if let Some(conn) = &session.conn {
+                conn.pragma_update(None, "synchronous", "FULL").map_err(|e| db.error(e))?;
+            }
         }
-        Ok(Durable { db, ns: Arc::from(prefix) })
+        db.clients.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        let hold = Arc::new(Hold { db: db.clone(), closed: false.into() });
+        Ok(Durable { db, ns: Arc::from(prefix), hold })
     }
 
     pub fn path(&self) -> &Path {
@@ -188,8 +220,13 @@ impl Durable {
 
     /// One try of a transaction: done, failed, or `busy` with nothing written.
     fn attempt<T>(&self, write: bool, f: &impl Fn(&Connection, &str, i64) -> Sql<T>) -> Sql<T> {
+        if self.hold.closed.load(std::sync::atomic::Ordering::Acquire) {
+            return Err(Fail::Coded(closed()));
+        }
         let mut session = guard(&self.db.conn);
         let Session { conn, clock } = &mut *session;
+        // The file's last client closed while this call waited.
+        let Some(conn) = conn.as_mut() else { return Err(Fail::Coded(closed())) };
         if !conn.is_autocommit() {
             // A caller panicked inside a transaction: drop what it left half done.
             let _ = conn.execute_batch("ROLLBACK");
@@ -274,9 +311,39 @@ impl From<rusqlite::Error> for Fail {
 
 pub(crate) type Sql<T> = std::result::Result<T, Fail>;
 
+/// A call on a client after its `close()`.
+fn closed() -> Error {
+    Error::new(ErrorCode::Closed, "this client was closed: open a new one with Flowguard.open")
+}
+
 impl Db {
     fn error(&self, e: rusqlite::Error) -> Error {
         storage_error(&self.path, e)
+    }
+
+    /// A client let go of the file: after the last one, the file is closed in this process.
+    fn release(&self) {
+        let files = guard(open_files());
+        if self.clients.fetch_sub(1, std::sync::atomic::Ordering::AcqRel) == 1 {
+            drop(files);
+            self.shut();
+        }
+    }
+
+    /// Closes the file in this process as SQLite closes a file cleanly: the background
+    /// checkpoint's connection first, then the connection of the calls, which (when no other
+    /// connection, here or in another process, has the file open) copies the log into the file
+    /// and removes the `-wal` and `-shm` files. Closing twice is harmless.
+    fn shut(&self) {
+        self.checkpoint.stop();
+        let conn = guard(&self.conn).conn.take();
+        drop(conn);
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        self.shut();
     }
 }
 
@@ -330,9 +397,12 @@ pub(crate) fn cannot_use(path: &Path, why: &str) -> Error {
 }
 
 /// Removes up to [`PURGE_SLICE`] rows of `table` whose expiry column `exp` is at or before `now`.
+/// The expiry is checked again on the row itself, not only in the index that finds it: a damaged
+/// index record cannot delete a live row.
 fn purge(c: &Connection, table: &str, now: i64) -> rusqlite::Result<()> {
     let sql = format!(
-        "DELETE FROM {table} WHERE rowid IN (SELECT rowid FROM {table} WHERE exp <= ?1 LIMIT {PURGE_SLICE})"
+        "DELETE FROM {table} WHERE rowid IN (SELECT rowid FROM {table} WHERE exp <= ?1 LIMIT {PURGE_SLICE})
+           AND exp <= ?1"
     );
     c.prepare_cached(&sql)?.execute([now])?;
     Ok(())
@@ -341,5 +411,194 @@ fn purge(c: &Connection, table: &str, now: i64) -> rusqlite::Result<()> {
 impl Backend for Durable {
     fn kind(&self) -> &'static str {
         "durable"
+    }
+
+    /// Lets go of the file: calls in flight finish, later calls fail with `ERR_CLOSED`; after
+    /// the file's last client in this process, the file is closed (see [`Db::shut`]).
+    fn close(&self) {
+        self.hold.release();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{damage, Durability, Durable};
+    use crate::backend::Backend;
+    use crate::error::ErrorCode;
+    use crate::tracker::{ItemOp, TrackerBackend};
+
+    /// Enough claims for the log to pass the background checkpoint's mark (its thread and
+    /// connection started).
+    async fn write(d: &Durable) {
+        let before = super::checkpoint::started();
+        for n in 0..30 {
+            let ops: Vec<ItemOp> = (0..500)
+                .map(|i| ItemOp::Claim {
+                    id: format!("item-{n}-{i:04}"),
+                    owner: "o".into(),
+                    lease_ms: 60_000,
+                    reclaim_completed: false,
+                })
+                .collect();
+            d.apply("g", &ops, 86_400_000).await.unwrap();
+        }
+        assert!(super::checkpoint::started() > before, "the background checkpoint ran");
+    }
+
+    fn side(path: &std::path::Path, ext: &str) -> std::path::PathBuf {
+        std::path::PathBuf::from(format!("{}{ext}", path.display()))
+    }
+
+    /// After the last client of a file closes, and nothing else has it open, its log is copied
+    /// into it and the -wal and -shm files are gone; the closed clients' calls fail with
+    /// ERR_CLOSED, and the file opens again with what was written.
+    #[tokio::test]
+    async fn closing_the_last_client_removes_the_log() {
+        let path = damage::temp("close.db");
+        let (a, b) = (
+            Durable::open(&path, "fg:", Durability::Process).unwrap(),
+            Durable::open(&path, "other:", Durability::Process).unwrap(),
+        );
+        write(&a).await;
+        assert!(side(&path, "-wal").exists());
+        a.close();
+        a.close();
+        let e = a.read("g", &["item-0-0000".into()]).await.expect_err("a closed client's call fails");
+        assert_eq!(e.code, ErrorCode::Closed, "{e}");
+        assert!(side(&path, "-wal").exists(), "b still has the file open");
+        b.read("g", &["x".into()]).await.unwrap();
+        b.close();
+        for ext in ["-wal", "-shm"] {
+            assert!(!side(&path, ext).exists(), "{ext} left after the last close");
+        }
+        let again = Durable::open(&path, "fg:", Durability::Process).unwrap();
+        let got = again.read("g", &["item-5-0499".into()]).await.unwrap();
+        assert_eq!(got[0].status, crate::tracker::ItemStatus::InProgress);
+        drop(again);
+        assert!(!side(&path, "-wal").exists(), "a client dropped unclosed closes the file too");
+        damage::remove(&path);
+    }
+
+    /// Another connection (as another process would) has the file open: closing this process's
+    /// last client leaves the log to it, and it reads and writes on.
+    #[tokio::test]
+    async fn closing_while_another_connection_has_the_file_open_keeps_the_log() {
+        let path = damage::temp("shared.db");
+        let d = Durable::open(&path, "fg:", Durability::Process).unwrap();
+        write(&d).await;
+        let other = rusqlite::Connection::open(&path).unwrap();
+        let n: i64 = other.query_row("SELECT count(*) FROM items", [], |r| r.get(0)).unwrap();
+        assert_eq!(n, 15_000);
+        d.close();
+        assert!(side(&path, "-wal").exists(), "the log stays while another connection has the file");
+        other.execute("UPDATE meta SET v = v WHERE k = 'clock'", []).unwrap();
+        let n: i64 = other.query_row("SELECT count(*) FROM items", [], |r| r.get(0)).unwrap();
+        assert_eq!(n, 15_000);
+        drop(other);
+        assert!(!side(&path, "-wal").exists(), "the last connection removed it");
+        damage::remove(&path);
+    }
+
+    /// The statements a connection runs, by their SQL (for counting).
+    static STATEMENTS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+    unsafe extern "C" fn traced(
+        _mask: std::ffi::c_uint,
+        _ctx: *mut std::ffi::c_void,
+        _stmt: *mut std::ffi::c_void,
+        sql: *mut std::ffi::c_void,
+    ) -> std::ffi::c_int {
+        // SAFETY: for SQLITE_TRACE_STMT, the last argument is the statement's NUL-terminated SQL.
+        let sql = unsafe { std::ffi::CStr::from_ptr(sql as *const std::ffi::c_char) };
+        super::guard(&STATEMENTS)
+            .push(sql.to_string_lossy().split_whitespace().collect::<Vec<_>>().join(" "));
+        0
+    }
+
+    /// The statements `d`'s connection runs during `calls` (a count per SQL text), with each
+    /// call in a millisecond of its own (the clock moves at every write, the most it writes).
+    async fn count(d: &Durable, calls: usize, mut call: impl AsyncFnMut(usize)) -> Vec<(usize, String)> {
+        {
+            let session = super::guard(&d.db.conn);
+            let conn = session.conn.as_ref().unwrap();
+            // SAFETY: the connection's live handle and a callback of the documented signature.
+            unsafe {
+                rusqlite::ffi::sqlite3_trace_v2(
+                    conn.handle(),
+                    rusqlite::ffi::SQLITE_TRACE_STMT as std::ffi::c_uint,
+                    Some(traced),
+                    std::ptr::null_mut(),
+                );
+            }
+        }
+        super::guard(&STATEMENTS).clear();
+        for i in 0..calls {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            call(i).await;
+        }
+        let mut by: std::collections::BTreeMap<String, usize> = Default::default();
+        for s in super::guard(&STATEMENTS).drain(..) {
+            *by.entry(s).or_default() += 1;
+        }
+        by.into_iter().map(|(s, n)| (n, s)).collect()
+    }
+
+    /// Statements per write, each call in a millisecond of its own (the clock moves at every
+    /// write, the most it writes): a single claim runs BEGIN, its upsert, the clock's one
+    /// statement and COMMIT; a lock's acquire and release two statements and the clock's. The
+    /// clock writes its boot id only when it changes (here once, at the first write), and the
+    /// liveness mark about once per second.
+    #[tokio::test]
+    async fn statements_per_write() {
+        use crate::lock::LockBackend;
+        let path = damage::temp("count.db");
+        let d = Durable::open(&path, "fg:", Durability::Process).unwrap();
+        let calls = 200;
+        let claims = count(&d, calls, async |i| {
+            let op = ItemOp::Claim {
+                id: format!("c{i}"),
+                owner: "o".into(),
+                lease_ms: 60_000,
+                reclaim_completed: false,
+            };
+            d.apply("g", &[op], 86_400_000).await.unwrap();
+        })
+        .await;
+        let locks = count(&d, calls, async |i| {
+            let a = d.try_acquire("l", "o", 60_000, None).await.unwrap();
+            assert!(a.acquired, "{i}");
+            d.release("l", "o").await.unwrap();
+        })
+        .await;
+        let (mut boot_writes, mut clock_writes) = (0, 0);
+        for (what, by, writes) in [("single claim", &claims, 1), ("lock acquire + release", &locks, 2)] {
+            let total: usize = by.iter().map(|(n, _)| n).sum();
+            eprintln!("{what}: {:.2} statements per call", total as f64 / calls as f64);
+            for (n, sql) in by {
+                eprintln!("  {:6.2}  {}", *n as f64 / calls as f64, &sql[..sql.len().min(110)]);
+            }
+            let clock: usize = by
+                .iter()
+                .filter(|(_, s)| s.starts_with("INSERT INTO meta VALUES ('clock'"))
+                .map(|(n, _)| n)
+                .sum();
+            assert!(clock <= writes * calls, "{what}: at most one clock statement per write ({clock})");
+            clock_writes += clock;
+            boot_writes += by
+                .iter()
+                .filter(|(_, s)| s.starts_with("INSERT") && s.contains("'clock_boot'"))
+                .map(|(n, _)| n)
+                .sum::<usize>();
+            // BEGIN, COMMIT and the call's own statements, the clock's, a sweep's or a mark's share.
+            let budget = calls * writes * 3 + clock + calls / 10;
+            assert!(total <= budget, "{what}: {total} statements for {calls} calls");
+        }
+        assert!(clock_writes >= calls, "the clock moved ({clock_writes})");
+        assert!(
+            boot_writes <= 1,
+            "the boot id is written when it changes, not at every write ({boot_writes})"
+        );
+        drop(d);
+        damage::remove(&path);
     }
 }

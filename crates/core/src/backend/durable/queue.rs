@@ -2,9 +2,9 @@
 //! shard's waiting and claimed ids as rows. Every step is one transaction on one shard and first
 //! returns that shard's expired claims to waiting.
 
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection, OptionalExtension, Row};
 
-use super::{Durable, Fail, Sql};
+use super::{checked_scan, Durable, Fail, Sql};
 use crate::backend::BoxFuture;
 use crate::queue::{
     shard_mismatch, EnqueueOutcome, QueueBackend, SettleAction, SettleOutcome, ShardClaim, ShardRef,
@@ -13,6 +13,19 @@ use crate::queue::{
 
 /// A claim: (deadline, owner, due time of an enqueue made while claimed).
 type ClaimRow = (i64, String, Option<i64>);
+
+/// A row's key in the order a shard's rows are read: (ns, queue, shard, a time, id).
+type Key = (String, String, u32, i64, String);
+
+/// A shard's rows are read with only the shard's start in the SQL, their end and order checked
+/// in Rust (see `checked_scan`): the waiting ids by due time, the claimed ones by deadline, and
+/// the claimed ones by id (for counting, with no index lookup per row).
+const WAITING_BY_DUE: &str = "SELECT ns, queue, shard, due, id FROM q_waiting INDEXED BY q_waiting_due
+     WHERE (ns, queue, shard) >= (?1, ?2, ?3) ORDER BY ns, queue, shard, due, id";
+const CLAIMED_BY_DEADLINE: &str = "SELECT ns, queue, shard, deadline, id, again FROM q_claimed
+     INDEXED BY q_claimed_deadline WHERE (ns, queue, shard) >= (?1, ?2, ?3) ORDER BY ns, queue, shard, deadline, id";
+const CLAIMED_BY_ID: &str = "SELECT ns, queue, shard, 0, id, again FROM q_claimed
+     WHERE (ns, queue, shard) >= (?1, ?2, ?3) ORDER BY ns, queue, shard, id";
 
 /// One shard of one queue in one namespace, inside a transaction.
 struct Shard<'a> {
@@ -62,32 +75,45 @@ impl Shard<'_> {
         Ok(())
     }
 
+    /// Reads the shard's rows of `sql` (one of the queries above) whose time is `until` or
+    /// before, handing each to `take` until it returns false.
+    fn scan(&self, sql: &str, until: i64, take: impl FnMut(&Key, &Row<'_>) -> Sql<bool>) -> Sql<()> {
+        let mut st = self.c.prepare_cached(sql)?;
+        let rows = st.query(params![self.ns, self.queue, self.shard])?;
+        checked_scan::scan(
+            rows,
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+            |k: &Key| (k.0.as_str(), k.1.as_str(), k.2) == (self.ns, self.queue, self.shard) && k.3 <= until,
+            || format!("queue {:?}", self.queue),
+            take,
+        )
+    }
+
+    /// Whether the shard holds no ids.
+    fn is_empty(&self) -> Sql<bool> {
+        let mut empty = true;
+        for sql in [WAITING_BY_DUE, CLAIMED_BY_ID] {
+            self.scan(sql, i64::MAX, |_, _| {
+                empty = false;
+                Ok(false)
+            })?;
+        }
+        Ok(empty)
+    }
+
     /// Returns expired claims to waiting, due at their deadline (or at the due time of a later
     /// enqueue, when that is later).
     fn reap(&self, now: i64) -> Sql<()> {
-        let expired: Vec<(String, i64, Option<i64>)> = self
-            .c
-            .prepare_cached(
-                "SELECT id, deadline, again FROM q_claimed WHERE ns = ?1 AND queue = ?2 AND shard = ?3
-                   AND deadline <= ?4 ORDER BY deadline, id",
-            )?
-            .query_map(params![self.ns, self.queue, self.shard, now], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-            })?
-            .collect::<rusqlite::Result<_>>()?;
+        let mut expired: Vec<(String, i64, Option<i64>)> = Vec::new();
+        self.scan(CLAIMED_BY_DEADLINE, now, |k, r| {
+            expired.push((k.4.clone(), k.3, r.get(5)?));
+            Ok(true)
+        })?;
         for (id, deadline, again) in expired {
             self.unclaim(&id)?;
             self.wait(&id, again.map_or(deadline, |a| a.max(deadline)))?;
         }
         Ok(())
-    }
-
-    fn count(&self, sql: &str, now: i64) -> Sql<u64> {
-        let n: i64 = self
-            .c
-            .prepare_cached(sql)?
-            .query_row(params![self.ns, self.queue, self.shard, now], |r| r.get(0))?;
-        Ok(n as u64)
     }
 }
 
@@ -95,28 +121,27 @@ impl Shard<'_> {
 /// shard of the queue holds ids, every call must use the count those ids were enqueued with (a
 /// row of `q_shards` per shard that holds ids, all with the queue's count); once none does, the
 /// next write records the caller's count.
-fn with<T>(
-    c: &Connection,
-    ns: &str,
-    at: ShardRef<'_>,
-    now: i64,
-    f: impl FnOnce(&Shard<'_>) -> Sql<T>,
-) -> Sql<T> {
+fn with<T>(c: &Connection, ns: &str, at: ShardRef<'_>, f: impl FnOnce(&Shard<'_>) -> Sql<T>) -> Sql<T> {
     let s = Shard { c, ns, queue: at.queue, shard: at.shard };
-    let stored: Option<u32> = c
-        .prepare_cached("SELECT shards FROM q_shards WHERE ns = ?1 AND queue = ?2 LIMIT 1")?
-        .query_row(params![ns, at.queue], |r| r.get(0))
-        .optional()?;
+    let mut stored: Option<u32> = None;
+    let mut st = c.prepare_cached(
+        "SELECT ns, queue, shard, shards FROM q_shards WHERE (ns, queue) >= (?1, ?2) ORDER BY ns, queue, shard",
+    )?;
+    checked_scan::scan(
+        st.query(params![ns, at.queue])?,
+        |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, u32>(2)?)),
+        |k| (k.0.as_str(), k.1.as_str()) == (ns, at.queue),
+        || format!("the shards of queue {:?}", at.queue),
+        |_, r| {
+            stored = Some(r.get(3)?);
+            Ok(false)
+        },
+    )?;
     if let Some(stored) = stored.filter(|&n| n != at.shards) {
         return Err(Fail::Coded(shard_mismatch(at, stored as u64)));
     }
     let out = f(&s)?;
-    let empty = s.count(
-        "SELECT NOT EXISTS (SELECT 1 FROM q_waiting WHERE ns = ?1 AND queue = ?2 AND shard = ?3)
-            AND NOT EXISTS (SELECT 1 FROM q_claimed WHERE ns = ?1 AND queue = ?2 AND shard = ?3) AND ?4 = ?4",
-        now,
-    )? == 1;
-    if empty {
+    if s.is_empty()? {
         c.prepare_cached("DELETE FROM q_shards WHERE ns = ?1 AND queue = ?2 AND shard = ?3")?
             .execute(params![ns, at.queue, at.shard])?;
     } else {
@@ -174,13 +199,7 @@ fn enqueue(
 fn claim(s: &Shard<'_>, owner: &str, limit: u64, visibility_ms: u64, now: i64) -> Sql<ShardClaim> {
     s.reap(now)?;
     let deadline = now + visibility_ms as i64;
-    let items: Vec<(String, i64)> =
-        s.c.prepare_cached(
-            "SELECT id, due FROM q_waiting WHERE ns = ?1 AND queue = ?2 AND shard = ?3 AND due <= ?4
-             ORDER BY due, id LIMIT ?5",
-        )?
-        .query_map(params![s.ns, s.queue, s.shard, now, limit as i64], |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect::<rusqlite::Result<_>>()?;
+    let items = due(s, now, limit)?;
     let mut del =
         s.c.prepare_cached("DELETE FROM q_waiting WHERE ns = ?1 AND queue = ?2 AND shard = ?3 AND id = ?4")?;
     let mut ins = s.c.prepare_cached(
@@ -231,59 +250,42 @@ fn settle(
     Ok(out)
 }
 
-/// The shard's first `limit` waiting ids, by due time.
-///
-/// The shard's end is checked here, not in the SQL: SQLite ends a range scan silently (fewer
-/// rows, no error) when the record it compares with the range's end is damaged, while reading
-/// that record fails with `SQLITE_CORRUPT` (see `tracker::list`). So the scan has only a start,
-/// reads up to the first row past the shard, and checks that the rows come in the index's order:
-/// a damaged page fails the call instead of shortening the list.
-fn peek(s: &Shard<'_>, limit: u64, now: i64) -> Sql<(i64, Vec<(String, i64)>)> {
-    s.reap(now)?;
-    let mut st = s.c.prepare_cached(
-        "SELECT ns, queue, shard, due, id FROM q_waiting INDEXED BY q_waiting_due
-         WHERE (ns, queue, shard) >= (?1, ?2, ?3) ORDER BY ns, queue, shard, due, id",
-    )?;
-    let mut rows = st.query(params![s.ns, s.queue, s.shard])?;
-    type Row = (String, String, u32, i64, String);
-    let read = |r: &rusqlite::Row<'_>| -> rusqlite::Result<Row> {
-        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
-    };
-    let (mut items, mut last): (Vec<(String, i64)>, Option<Row>) = (Vec::new(), None);
-    let out_of_order = || Fail::Corrupt(format!("waiting ids out of order in queue {:?}", s.queue));
-    while (items.len() as u64) < limit {
-        let Some(r) = rows.next()? else { break };
-        let row = read(r)?;
-        if last.as_ref().is_some_and(|l| &row <= l) {
-            return Err(out_of_order());
-        }
-        if (row.0.as_str(), row.1.as_str(), row.2) != (s.ns, s.queue, s.shard) {
-            // Past the shard, unless the row after it is back before it.
-            match rows.next()? {
-                Some(next) if read(next)? <= row => return Err(out_of_order()),
-                _ => break,
-            }
-        }
-        items.push((row.4.clone(), row.3));
-        last = Some(row);
+/// The shard's first `limit` waiting ids due by `until`, by due time (the shard's end checked
+/// in Rust: see `checked_scan`).
+fn due(s: &Shard<'_>, until: i64, limit: u64) -> Sql<Vec<(String, i64)>> {
+    let mut items = Vec::new();
+    if limit == 0 {
+        return Ok(items);
     }
-    Ok((now, items))
+    s.scan(WAITING_BY_DUE, until, |k, _| {
+        items.push((k.4.clone(), k.3));
+        Ok((items.len() as u64) < limit)
+    })?;
+    Ok(items)
 }
 
+/// The shard's first `limit` waiting ids, by due time.
+fn peek(s: &Shard<'_>, limit: u64, now: i64) -> Sql<(i64, Vec<(String, i64)>)> {
+    s.reap(now)?;
+    Ok((now, due(s, i64::MAX, limit)?))
+}
+
+/// The shard's counts, by reading its rows (a count in SQL over the shard would stop short at a
+/// damaged record, see `checked_scan`): the same rows a count walks, each read once.
 fn size(s: &Shard<'_>, now: i64) -> Sql<ShardSize> {
     s.reap(now)?;
-    let waiting = "SELECT count(*) FROM q_waiting WHERE ns = ?1 AND queue = ?2 AND shard = ?3 AND ?4 = ?4";
-    let due = "SELECT count(*) FROM q_waiting WHERE ns = ?1 AND queue = ?2 AND shard = ?3 AND due <= ?4";
-    let claimed = "SELECT count(*) FROM q_claimed WHERE ns = ?1 AND queue = ?2 AND shard = ?3 AND ?4 = ?4";
-    let again =
-        "SELECT count(*) FROM q_claimed WHERE ns = ?1 AND queue = ?2 AND shard = ?3 AND again IS NOT NULL AND ?4 = ?4";
-    Ok(ShardSize {
-        shard: s.shard,
-        waiting: s.count(waiting, now)?,
-        due: s.count(due, now)?,
-        claimed: s.count(claimed, now)?,
-        again: s.count(again, now)?,
-    })
+    let mut size = ShardSize { shard: s.shard, waiting: 0, due: 0, claimed: 0, again: 0 };
+    s.scan(WAITING_BY_DUE, i64::MAX, |k, _| {
+        size.waiting += 1;
+        size.due += u64::from(k.3 <= now);
+        Ok(true)
+    })?;
+    s.scan(CLAIMED_BY_ID, i64::MAX, |_, r| {
+        size.claimed += 1;
+        size.again += u64::from(r.get_ref(5)?.data_type() != rusqlite::types::Type::Null);
+        Ok(true)
+    })?;
+    Ok(size)
 }
 
 impl QueueBackend for Durable {
@@ -294,7 +296,7 @@ impl QueueBackend for Durable {
         delay_ms: u64,
         debounce: bool,
     ) -> BoxFuture<'a, Vec<(EnqueueOutcome, i64)>> {
-        self.write_tx(move |c, ns, now| with(c, ns, at, now, |s| enqueue(s, ids, delay_ms, debounce, now)))
+        self.write_tx(move |c, ns, now| with(c, ns, at, |s| enqueue(s, ids, delay_ms, debounce, now)))
     }
     fn claim<'a>(
         &'a self,
@@ -303,7 +305,7 @@ impl QueueBackend for Durable {
         limit: u64,
         visibility_ms: u64,
     ) -> BoxFuture<'a, ShardClaim> {
-        self.write_tx(move |c, ns, now| with(c, ns, at, now, |s| claim(s, owner, limit, visibility_ms, now)))
+        self.write_tx(move |c, ns, now| with(c, ns, at, |s| claim(s, owner, limit, visibility_ms, now)))
     }
     fn settle<'a>(
         &'a self,
@@ -312,13 +314,13 @@ impl QueueBackend for Durable {
         ids: &'a [String],
         action: SettleAction,
     ) -> BoxFuture<'a, Vec<(SettleOutcome, Option<i64>)>> {
-        self.write_tx(move |c, ns, now| with(c, ns, at, now, |s| settle(s, owner, ids, action, now)))
+        self.write_tx(move |c, ns, now| with(c, ns, at, |s| settle(s, owner, ids, action, now)))
     }
     fn peek<'a>(&'a self, at: ShardRef<'a>, limit: u64) -> BoxFuture<'a, (i64, Vec<(String, i64)>)> {
-        self.write_tx(move |c, ns, now| with(c, ns, at, now, |s| peek(s, limit, now)))
+        self.write_tx(move |c, ns, now| with(c, ns, at, |s| peek(s, limit, now)))
     }
     fn size<'a>(&'a self, at: ShardRef<'a>) -> BoxFuture<'a, ShardSize> {
-        self.write_tx(move |c, ns, now| with(c, ns, at, now, |s| size(s, now)))
+        self.write_tx(move |c, ns, now| with(c, ns, at, |s| size(s, now)))
     }
 }
 
@@ -329,22 +331,76 @@ mod tests {
     use crate::queue::{QueueBackend, ShardRef};
 
     const IDS: usize = 3_000;
+    const AT: ShardRef<'static> = ShardRef { queue: "q", shard: 0, shards: 1 };
+
+    fn ids(prefix: &str) -> Vec<String> {
+        (0..IDS).map(|i| format!("{prefix}-{i:05}")).collect()
+    }
+
+    /// A file with a queue of 3,000 waiting ids, due now or (`claimed`) in an hour, and with
+    /// `claimed` 3,000 more whose claims have expired.
+    async fn queue_file(name: &str, claimed: bool) -> std::path::PathBuf {
+        let path = damage::temp(name);
+        let d = Durable::open(&path, "fg:", Durability::Process).unwrap();
+        let delay = if claimed { 3_600_000 } else { 0 };
+        for chunk in ids("w").chunks(500) {
+            d.enqueue(AT, chunk, delay, false).await.unwrap();
+        }
+        if claimed {
+            for chunk in ids("c").chunks(500) {
+                d.enqueue(AT, chunk, 0, false).await.unwrap();
+            }
+            let got = d.claim(AT, "o", 10_000, 1).await.unwrap();
+            assert_eq!(got.items.len(), IDS);
+        }
+        drop(d);
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        path
+    }
 
     /// Damaged pages in the middle of a file of 3,000 waiting ids: a peek at them either returns
     /// all 3,000 or fails with ERR_STORAGE, never a short list.
     #[tokio::test]
     async fn a_damaged_page_fails_a_peek_instead_of_shortening_it() {
-        let at = ShardRef { queue: "q", shard: 0, shards: 1 };
-        let path = damage::temp("queue.db");
-        let d = Durable::open(&path, "fg:", Durability::Process).unwrap();
-        let ids: Vec<String> = (0..IDS).map(|i| format!("id-{i:05}")).collect();
-        for chunk in ids.chunks(500) {
-            d.enqueue(at, chunk, 0, false).await.unwrap();
-        }
-        drop(d);
-        let failed = damage::failures(&path, async |byte, d| {
-            let (_, waiting) = d.peek(at, 10_000).await?;
+        let path = queue_file("queue.db", false).await;
+        let failed = damage::failures(&path, damage::middle, async |byte, d| {
+            let (_, waiting) = d.peek(AT, 10_000).await?;
             assert_eq!(waiting.len(), IDS, "damage at byte {byte}: a short peek, no error");
+            Ok(())
+        })
+        .await;
+        assert!(failed > 0, "some damage was found (else this test tells nothing)");
+    }
+
+    /// Damaged pages anywhere in a file of 3,000 ids waiting for an hour and 3,000 expired
+    /// claims: a claim either gets the 3,000 returned from their expired claims (none of the
+    /// others) or fails with ERR_STORAGE, never fewer.
+    #[tokio::test]
+    async fn a_damaged_page_fails_a_claim_instead_of_shortening_it() {
+        let path = queue_file("claim.db", true).await;
+        let failed = damage::failures(&path, damage::across, async |byte, d| {
+            let got = d.claim(AT, "p", 10_000, 60_000).await?;
+            assert_eq!(got.items.len(), IDS, "damage at byte {byte}: a short claim, no error");
+            Ok(())
+        })
+        .await;
+        assert!(failed > 0, "some damage was found (else this test tells nothing)");
+    }
+
+    /// The same file: the queue's size (after the expired claims are returned) either counts
+    /// 6,000 waiting, 3,000 due and none claimed, or fails with ERR_STORAGE: neither a short
+    /// count nor expired claims left behind.
+    #[tokio::test]
+    async fn a_damaged_page_fails_a_size_instead_of_shortening_it() {
+        let path = queue_file("size.db", true).await;
+        let failed = damage::failures(&path, damage::across, async |byte, d| {
+            let size = d.size(AT).await?;
+            let got = (size.waiting, size.due, size.claimed, size.again);
+            assert_eq!(
+                got,
+                (2 * IDS as u64, IDS as u64, 0, 0),
+                "damage at byte {byte}: a wrong size, no error"
+            );
             Ok(())
         })
         .await;

@@ -4,7 +4,7 @@
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::fences::Fences;
-use super::{purge, Durable, Sql};
+use super::{checked_scan, purge, Durable, Sql};
 use crate::backend::BoxFuture;
 use crate::lock::{ExtendResult, Refusal, ReleaseResult, FENCE_KEEP_MS};
 use crate::semaphore::{Holder, PermitAttempt, SemaphoreBackend, SemaphoreInfo};
@@ -24,6 +24,34 @@ fn sweep(c: &Connection, ns: &str, name: &str, now: i64) -> Sql<()> {
     Ok(())
 }
 
+/// The live holders of `name`: (fence, label, exp), by expiry.
+///
+/// Read with only the name's start in the SQL, its end and the rows' order checked in Rust: a
+/// count or a read over the name's rows in SQL stops short, without an error, at a damaged record
+/// (see `checked_scan`), which would let an acquire past the permits.
+fn holders(c: &Connection, ns: &str, name: &str, now: i64) -> Sql<Vec<(u64, Option<String>, i64)>> {
+    let mut st = c.prepare_cached(
+        "SELECT ns, name, owner, fence, label, exp FROM sem_holders INDEXED BY sqlite_autoindex_sem_holders_1
+         WHERE (ns, name) >= (?1, ?2) ORDER BY ns, name, owner",
+    )?;
+    let mut out = Vec::new();
+    checked_scan::scan(
+        st.query(params![ns, name])?,
+        |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?)),
+        |k| (k.0.as_str(), k.1.as_str()) == (ns, name),
+        || format!("the holders of semaphore {name:?}"),
+        |_, r| {
+            let exp: i64 = r.get(5)?;
+            if exp > now {
+                out.push((r.get::<_, i64>(3)? as u64, r.get(4)?, exp));
+            }
+            Ok(true)
+        },
+    )?;
+    out.sort_by_key(|h| (h.2, h.0));
+    Ok(out)
+}
+
 /// What an acquire asks for.
 struct Ask<'a> {
     owner: &'a str,
@@ -34,9 +62,8 @@ struct Ask<'a> {
 
 fn try_acquire(c: &Connection, ns: &str, name: &str, ask: Ask<'_>, now: i64) -> Sql<PermitAttempt> {
     sweep(c, ns, name, now)?;
-    let (n, first): (i64, Option<i64>) = c
-        .prepare_cached("SELECT count(*), min(exp) FROM sem_holders WHERE ns = ?1 AND name = ?2")?
-        .query_row(params![ns, name], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    let held = holders(c, ns, name, now)?;
+    let (n, first) = (held.len() as i64, held.first().map(|h| h.2));
     let last = last_fence(c, ns, name)?;
     let Ask { owner, permits, lease_ms, label } = ask;
     if n as u64 >= permits {
@@ -86,19 +113,10 @@ fn extend(c: &Connection, ns: &str, name: &str, owner: &str, lease_ms: u64, now:
 }
 
 fn inspect(c: &Connection, ns: &str, name: &str, now: i64) -> Sql<SemaphoreInfo> {
-    let holders = c
-        .prepare_cached(
-            "SELECT fence, label, exp FROM sem_holders WHERE ns = ?1 AND name = ?2 AND exp > ?3
-             ORDER BY exp, fence",
-        )?
-        .query_map(params![ns, name, now], |r| {
-            Ok(Holder {
-                fence: r.get::<_, i64>(0)? as u64,
-                label: r.get(1)?,
-                remaining_ms: (r.get::<_, i64>(2)? - now).max(0) as u64,
-            })
-        })?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let holders = holders(c, ns, name, now)?
+        .into_iter()
+        .map(|(fence, label, exp)| Holder { fence, label, remaining_ms: (exp - now).max(0) as u64 })
+        .collect();
     Ok(SemaphoreInfo { name: name.to_string(), holders, fence: last_fence(c, ns, name)? })
 }
 
@@ -130,5 +148,44 @@ impl SemaphoreBackend for Durable {
     }
     fn inspect_semaphore<'a>(&'a self, name: &'a str) -> BoxFuture<'a, SemaphoreInfo> {
         self.read_tx(move |c, ns, now| inspect(c, ns, name, now))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::backend::durable::damage;
+    use crate::backend::durable::{Durability, Durable};
+    use crate::semaphore::SemaphoreBackend;
+
+    const HOLDERS: usize = 3_000;
+
+    /// Damaged pages in the middle of a file of a semaphore with 3,000 holders: inspecting it
+    /// either lists all 3,000 or fails with ERR_STORAGE, and an acquire with 3,000 permits is
+    /// either refused (all taken) or fails: a short count never lets one more in.
+    #[tokio::test]
+    async fn a_damaged_page_fails_a_semaphore_instead_of_shortening_its_holders() {
+        let path = damage::temp("sem.db");
+        drop(Durable::open(&path, "fg:", Durability::Process).unwrap());
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.execute_batch("BEGIN").unwrap();
+        for i in 0..HOLDERS {
+            c.execute(
+                "INSERT INTO sem_holders VALUES ('fg:', 's', ?1, ?2, NULL, 4000000000000)",
+                rusqlite::params![format!("owner-{i:05}"), i as i64 + 1],
+            )
+            .unwrap();
+        }
+        c.execute("INSERT INTO sem_fences VALUES ('fg:', 's', ?1, 4000000000000)", [HOLDERS as i64]).unwrap();
+        c.execute_batch("COMMIT").unwrap();
+        drop(c);
+        let failed = damage::failures(&path, damage::middle, async |at, d| {
+            let info = d.inspect_semaphore("s").await?;
+            assert_eq!(info.holders.len(), HOLDERS, "damage at byte {at}: short holders, no error");
+            let got = d.try_acquire_permit("s", "one-more", HOLDERS as u64, 60_000, None).await?;
+            assert!(!got.acquired, "damage at byte {at}: a permit past the limit");
+            Ok(())
+        })
+        .await;
+        assert!(failed > 0, "some damage was found (else this test tells nothing)");
     }
 }

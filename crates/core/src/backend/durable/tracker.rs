@@ -6,7 +6,7 @@ use std::borrow::Cow;
 
 use rusqlite::{params, Connection, Row};
 
-use super::{item_key, Durable, Fail, Sql};
+use super::{checked_scan, item_key, Durable, Fail, Sql};
 use crate::backend::embedded::{finish, fresh, page, take};
 use crate::backend::BoxFuture;
 use crate::tracker::{
@@ -336,48 +336,32 @@ impl<'a> Batch<'a> {
 
 /// The group's live records, in key order.
 ///
-/// The scan is checked here, not bounded in the SQL: SQLite ends a range scan silently (no
-/// error, fewer rows) when the record it compares with the range's end is damaged, while reading
-/// that record's columns fails with `SQLITE_CORRUPT`. So the scan reads every row of the group
-/// and the first one past it, and checks that the keys come in order (damaged key bytes read as
-/// a key out of order, inside or past the group): a damaged page fails the call instead of
-/// shortening the list. The retention (`exp`) is checked here too, after the order.
+/// The scan has only the group's start in the SQL: its end and the keys' order are checked in
+/// Rust (see `checked_scan`), so a damaged page fails the call instead of shortening the list.
+/// The retention (`exp`) is checked here too, after the order.
 fn list(c: &Connection, g: &Group<'_>, q: ListQuery, now: i64) -> Sql<ItemList> {
     let mut st =
         c.prepare_cached("SELECT k, exp, s, a, o, l, c, u, d, e, t FROM items WHERE k > ?1 ORDER BY k")?;
     let end = item_key::after_all(&g.prefix);
-    let mut rows = st.query(params![g.prefix])?;
-    let (mut records, mut last) = (Vec::new(), g.prefix.clone());
-    let out_of_order = || Fail::Corrupt(format!("item keys out of order in group {:?}", g.name));
-    while let Some(r) = rows.next()? {
-        let key = r.get_ref(0)?.as_blob().map_err(rusqlite::Error::from)?;
-        if key <= last.as_slice() {
-            return Err(out_of_order());
-        }
-        if key >= end.as_slice() {
-            // Past the group, unless the row after it is back before it.
-            let past = key.to_vec();
-            match rows.next()? {
-                Some(next)
-                    if next.get_ref(0)?.as_blob().map_err(rusqlite::Error::from)? <= past.as_slice() =>
-                {
-                    return Err(out_of_order())
-                }
-                _ => break,
+    let mut records = Vec::new();
+    checked_scan::scan(
+        st.query(params![g.prefix])?,
+        |r| r.get::<_, Vec<u8>>(0),
+        |key| *key < end,
+        || format!("group {:?}", g.name),
+        |key, r| {
+            if r.get::<_, i64>(1)? <= now {
+                return Ok(true);
             }
-        }
-        last.clear();
-        last.extend_from_slice(key);
-        if r.get::<_, i64>(1)? <= now {
-            continue;
-        }
-        let id = match key.strip_prefix(g.prefix.as_slice()).map(std::str::from_utf8) {
-            Some(Ok(id)) => id.to_string(),
-            _ => return Err(Fail::Corrupt(format!("item key {key:?} in group {:?}", g.name))),
-        };
-        let rec = from_row(&id, r, 1)?;
-        records.push((id, rec));
-    }
+            let id = match key.strip_prefix(g.prefix.as_slice()).map(std::str::from_utf8) {
+                Some(Ok(id)) => id.to_string(),
+                _ => return Err(Fail::Corrupt(format!("item key {key:?} in group {:?}", g.name))),
+            };
+            let rec = from_row(&id, r, 1)?;
+            records.push((id, rec));
+            Ok(true)
+        },
+    )?;
     Ok(page(records.iter().map(|(id, r)| (id, r)), now, q))
 }
 
@@ -448,7 +432,7 @@ mod tests {
             d.apply("g", &claims, 86_400_000).await.unwrap();
         }
         drop(d);
-        let failed = damage::failures(&path, async |at, d| {
+        let failed = damage::failures(&path, damage::middle, async |at, d| {
             let query = ListQuery { filter: ListFilter::All, offset: 0, limit: 10_000 };
             let list = d.list("g", query, 86_400_000).await?;
             let got = (list.counts.total() as usize, list.items.len());
