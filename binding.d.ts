@@ -33,8 +33,10 @@ export declare class Flowguard {
   /** The key prefix. */
   get prefix(): string
   /**
-   * Lets go of this client's Redis connection: closed once no open client of the same
-   * settings uses it. Calls in flight finish; later Redis calls fail with `ERR_CLOSED`.
+   * Lets go of this client's store (its Redis connection, or its durable file): closed once
+   * no open client of the same settings uses it (a durable file's -wal/-shm then removed).
+   * Calls in flight finish; later calls fail with `ERR_CLOSED` (the in-memory store has
+   * nothing to let go: it goes on answering).
    */
   close(): Promise<void>
   /**

@@ -49,7 +49,11 @@ class Flowguard {
     return this.#native.prefix
   }
 
-  /** Lets go of the Redis connection (closed once no open client of the same settings uses it). */
+  /**
+   * Lets go of the store: the Redis connection, or the durable file (closed, its -wal/-shm removed,
+   * once no open client of the same settings uses it). Later calls reject with ERR_CLOSED; the
+   * in-memory store has nothing to let go and goes on answering.
+   */
   close() {
     return this.#native.close()
   }

@@ -133,8 +133,10 @@ impl Flowguard {
         self.client.config().keys.prefix().to_string()
     }
 
-    /// Lets go of this client's Redis connection: closed once no open client of the same
-    /// settings uses it. Calls in flight finish; later Redis calls fail with `ERR_CLOSED`.
+    /// Lets go of this client's store (its Redis connection, or its durable file): closed once
+    /// no open client of the same settings uses it (a durable file's -wal/-shm then removed).
+    /// Calls in flight finish; later calls fail with `ERR_CLOSED` (the in-memory store has
+    /// nothing to let go: it goes on answering).
     #[napi(ts_return_type = "Promise<void>")]
     pub fn close<'e>(&self, env: &'e Env) -> Result<PromiseRaw<'e, ()>> {
         self.client.close();
