@@ -1,11 +1,12 @@
 // A throwaway Redis Cluster on loopback: `masters` primaries with `replicas` replicas each, made
 // by `redis-cli --cluster create`. For the cluster run of the core suites (scripts/test.mjs) and
-// the failover suite, which kills and fails over its own nodes.
+// the failover suite, which kills and fails over its own nodes. The nodes are redis-server, or the
+// binary FLOWGUARD_REDIS_SERVER names (scripts/test.mjs's Valkey Cluster run).
 import { spawn, spawnSync } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { freePort, waitForPort } from './redis-server.mjs'
+import { freePort, serverBin, waitForPort } from './redis-server.mjs'
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 
 /** Runs redis-cli against 127.0.0.1:port; its trimmed output. */
@@ -30,9 +31,9 @@ export function infoFields(text) {
  * Starts the cluster: resolves to { urls, nodes: [{ port, proc }], stop() } once every node
  * reports cluster_state:ok. `nodeTimeoutMs` is cluster-node-timeout (how soon a dead primary is
  * failed over). `tls` ({ ca, cert, key } files, see tls-certs.mjs): clients, the cluster bus and
- * replication over TLS only (the urls are rediss://).
+ * replication over TLS only (the urls are rediss://). `server`: the server binary of the nodes.
  */
-export async function startCluster({ masters = 3, replicas = 1, nodeTimeoutMs = 1000, tls } = {}) {
+export async function startCluster({ masters = 3, replicas = 1, nodeTimeoutMs = 1000, tls, server = serverBin } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'fg-cluster-'))
   const cli = cliWith(undefined, tls?.ca)
   const listen = (port) => tls
@@ -47,7 +48,7 @@ export async function startCluster({ masters = 3, replicas = 1, nodeTimeoutMs = 
   try {
     for (let i = 0; i < masters * (1 + replicas); i++) {
       const port = await freePort()
-      const proc = spawn('redis-server', [
+      const proc = spawn(server, [
         ...listen(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir,
         '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`,
         '--cluster-node-timeout', String(nodeTimeoutMs),

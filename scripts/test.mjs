@@ -76,14 +76,16 @@ const otherRuntimeSuites = ['__test__/lock.test.mjs', '__test__/lock-loop.test.m
 const clusterSuites = ['tracker', 'lock', 'queue', 'state'].map((s) => `__test__/${s}.test.mjs`)
 /** The suites run once more against Valkey 8.1 (scripts/valkey-server.mjs): those on REDIS_URL,
  * and those that start servers of their own through __test__/redis-server.mjs (it starts
- * FLOWGUARD_REDIS_SERVER). Left out: the Cluster, Sentinel and TLS suites (cluster-*, faults-keys,
- * redis-sentinel, tls), which start `redis-server` by name with cluster, sentinel or TLS options;
+ * FLOWGUARD_REDIS_SERVER), the Valkey Cluster failover suites among them. Left out: the Sentinel
+ * and TLS suites (faults-keys, redis-sentinel, tls, cluster-tls), which start `redis-server` by
+ * name with sentinel or TLS options (the pinned valkey-server is built without TLS);
  * faults-contention, faults-pacing and runtimes (Bun and Deno children), which pass on Valkey too
- * but add about 100 s and send no command the listed ones do not. */
+ * but add about 100 s and send no command the listed ones do not. The cluster suites run on a
+ * Valkey Cluster as well. */
 const valkeySuites = [
   'tracker', 'lock', 'queue', 'state', 'semaphore', 'limiter', 'errors', 'model', 'bounded-work', 'redis-script-counts',
   'api', 'backend-rules', 'connections', 'environments', 'lock-lease', 'lock-loop', 'once-store', 'options', 'restart',
-  'surrogates', 'faults-crash', 'faults-restart', 'faults-secrets', 'faults-workers',
+  'surrogates', 'faults-crash', 'faults-restart', 'faults-secrets', 'faults-workers', 'cluster-failover', 'cluster-slow-shard',
 ].map((s) => `__test__/${s}.test.mjs`)
 /** The Rust suites run once more against Valkey: the core's and the server's Redis suites and the
  * core's Redis faults (their binaries are the ones `cargo test --workspace` built). */
@@ -137,20 +139,22 @@ try {
     // cargo test built.
     const serverBin = join(root, 'target', host, 'debug', 'flowguard-server')
     run('server e2e (dashboard in chromium, Sentinel, Cluster)', process.execPath, ['--test', '--test-reporter=tap', ...testFiles('crates/server/e2e', root)], { ...env, FLOWGUARD_SERVER_BIN: serverBin }, nodeCounts)
-    // The core suites again on a real Redis Cluster (3 primaries, 3 replicas on loopback).
+    // The core suites again on a real cluster (3 primaries, 3 replicas on loopback) of `server`.
     const { startCluster } = await import('../__test__/redis-cluster.mjs')
-    const cluster = await startCluster().catch((e) => {
-      failed++
-      summary.push(`node --test (Redis Cluster): the cluster did not start: ${e.message}`)
-    })
-    if (cluster) {
+    const onCluster = async (name, server) => {
+      const cluster = await startCluster({ server }).catch((e) => {
+        failed++
+        summary.push(`node --test (${name}): the cluster did not start: ${e.message}`)
+      })
+      if (!cluster) return
       try {
-        run('node --test (Redis Cluster)', process.execPath, ['--test', '--test-reporter=tap', ...clusterSuites],
+        run(`node --test (${name})`, process.execPath, ['--test', '--test-reporter=tap', ...clusterSuites],
           { ...env, REDIS_CLUSTER_URLS: cluster.urls.join(','), FLOWGUARD_BACKENDS: 'cluster' }, nodeCounts)
       } finally {
         cluster.stop()
       }
     }
+    await onCluster('Redis Cluster', 'redis-server')
     // The Rust and Node Redis suites again on Valkey 8.1 (a valkey-server from the pinned wheel of
     // scripts/valkey-server.mjs). Without it (no network for the first download): a failure in CI,
     // a note elsewhere.
@@ -174,6 +178,7 @@ try {
       } finally {
         vk.stop()
       }
+      await onCluster('Valkey 8.1 Cluster', valkey.bin)
     }
     const bin = (name) => join(root, 'node_modules', '.bin', name)
     // Without the devDependency (npm install not run): a failure in CI, a note elsewhere.
