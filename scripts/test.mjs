@@ -9,7 +9,7 @@
 // a local registry). Prints one closing line:
 // "flowguard tests: N passed, M failed".
 import { spawn, spawnSync } from 'node:child_process'
-import { mkdtempSync, existsSync, rmSync } from 'node:fs'
+import { mkdtempSync, existsSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -88,9 +88,11 @@ const valkeySuites = [
   'api', 'backend-rules', 'connections', 'environments', 'lock-lease', 'lock-loop', 'once-store', 'options', 'restart',
   'surrogates', 'faults-crash', 'faults-restart', 'faults-secrets', 'faults-workers', 'cluster-slow-shard', 'redis-sentinel',
 ].map((s) => `__test__/${s}.test.mjs`)
-/** The Rust suites run once more against Valkey: the core's and the server's Redis suites and the
- * core's Redis faults (their binaries are the ones `cargo test --workspace` built). */
-const valkeyRustTests = ['--test', 'redis', '--test', 'redis_faults']
+/** The Rust suites run once more against Valkey: every `redis*.rs` test of the core and the server
+ * (their binaries are the ones `cargo test --workspace` built). */
+const valkeyRustTests = ['crates/core/tests', 'crates/server/tests'].flatMap((d) => readdirSync(join(root, d)))
+  .filter((f) => /^redis\w*\.rs$/.test(f)).map((f) => f.slice(0, -3)).sort()
+  .filter((t, i, all) => all.indexOf(t) === i).flatMap((t) => ['--test', t])
 const lineCounts = (out) => {
   const m = [...out.matchAll(/(\d+) passed, (\d+) failed/g)].pop()
   return m ? { p: Number(m[1]), f: Number(m[2]) } : { p: 0, f: 0 }
