@@ -80,13 +80,11 @@ const clusterSuites = ['tracker', 'lock', 'queue', 'state'].map((s) => `__test__
  * suites (tls, cluster-tls: the pinned valkey-server is built without TLS) and faults-keys (it
  * starts `redis-server` by name); faults-contention, faults-pacing and runtimes (Bun and Deno
  * children), which pass on Valkey too but add about 100 s and send no command the listed ones do
- * not; cluster-failover, whose "calls go on through CLUSTER FAILOVER" case fails now and then
- * with ERR_REDIS "NoScript: No matching script" on Redis 7.0 and Valkey alike (a core issue, not
- * a Valkey difference): it runs on Redis above. The cluster suites run on a Valkey Cluster too. */
+ * not. The cluster suites run on a Valkey Cluster too. */
 const valkeySuites = [
   'tracker', 'lock', 'queue', 'state', 'semaphore', 'limiter', 'errors', 'model', 'bounded-work', 'redis-script-counts',
   'api', 'backend-rules', 'connections', 'environments', 'lock-lease', 'lock-loop', 'once-store', 'options', 'restart',
-  'surrogates', 'faults-crash', 'faults-restart', 'faults-secrets', 'faults-workers', 'cluster-slow-shard', 'redis-sentinel',
+  'surrogates', 'faults-crash', 'faults-restart', 'faults-secrets', 'faults-workers', 'cluster-slow-shard', 'cluster-failover', 'redis-sentinel',
 ].map((s) => `__test__/${s}.test.mjs`)
 /** The Rust suites run once more against Valkey: every `redis*.rs` test of the core and the server
  * (their binaries are the ones `cargo test --workspace` built). */

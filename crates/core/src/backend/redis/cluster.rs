@@ -29,17 +29,41 @@ const RETRIES: u32 = 16;
 pub(super) const MIN_RETRY_WAIT_MS: u64 = 10;
 pub(super) const MAX_RETRY_WAIT_MS: u64 = 250;
 
+/// Calls made again after a `NOSCRIPT` that redis-rs's own load and retry did not cure (see
+/// [`ClusterLink::run`]).
+const NOSCRIPT_RETRIES: u32 = 3;
+
 /// The cluster connection of a pooled store.
 pub(super) struct ClusterLink {
     conn: ClusterConnection,
 }
 
 impl ClusterLink {
+    /// Runs a script. redis-rs answers `NOSCRIPT` by loading the script and sending it once more;
+    /// just after a failover the load can still go to the old primary (the slot map is rebuilt by
+    /// the `MOVED` of the second send) while the script reaches the promoted one, which lacks it.
+    /// A `NOSCRIPT` reply means the script did not run, so the call is made again, a bounded
+    /// number of times after short waits: the load then follows the rebuilt map to the node that
+    /// lacks the script.
     pub(super) async fn run<T: redis::FromRedisValue>(
         &self,
         inv: &redis::ScriptInvocation<'_>,
     ) -> RedisResult<T> {
-        inv.invoke_async(&mut SlotPinned { conn: self.conn.clone(), slot: None }).await
+        let mut again = NOSCRIPT_RETRIES;
+        loop {
+            match inv.invoke_async(&mut SlotPinned { conn: self.conn.clone(), slot: None }).await {
+                Err(e)
+                    if again > 0
+                        && e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
+                {
+                    again -= 1;
+                    // A moment for the map's rebuild, which the redirection started.
+                    let wait = MIN_RETRY_WAIT_MS << (NOSCRIPT_RETRIES - again);
+                    tokio::time::sleep(Duration::from_millis(wait)).await;
+                }
+                outcome => return outcome,
+            }
+        }
     }
 }
 
