@@ -2,7 +2,7 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { NodeOperationError } = require('n8n-workflow');
-const { coreField, nodeError } = require('../dist/nodes/shared/errors');
+const { coreField, describeCode, nodeError } = require('../dist/nodes/shared/errors');
 const { callBatch } = require('../dist/nodes/shared/batch');
 const { ItemOutputs } = require('../dist/nodes/shared/items');
 const { Flowguard } = require('flowguard');
@@ -73,4 +73,9 @@ test('a batch call refused for one entry fails that item alone; the others are w
 		}),
 		(e) => e instanceof NodeOperationError && e.message === 'Item ID must be a non-empty string',
 	);
+});
+
+test('a durable file refusing a skewed clock is explained to the user', () => {
+	assert.match(describeCode('ERR_CLOCK_SKEW'), /clock/);
+	assert.equal(describeCode('ERR_NO_SUCH_CODE'), undefined);
 });

@@ -27,6 +27,8 @@ export function describeCode(code: string | undefined): string | undefined {
 			return "The flowguard server could not be reached. Check that it is running and the Server URL of the credential.";
 		case 'ERR_UNAUTHORIZED':
 			return 'Set the Token of the flowguard Server credential to the token the server was started with.';
+		case 'ERR_CLOCK_SKEW':
+			return "This process's clock is far from the time of the store's file, which another process that agrees with it is using: correct the clock (NTP) or restart the process; the message says by how much.";
 		case 'ERR_STORAGE':
 			return "The flowguard server cannot read or write its store's file (disk full, read-only); see the server's log.";
 		default:
