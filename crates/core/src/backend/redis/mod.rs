@@ -1,8 +1,9 @@
 //! The Redis backend: one pooled, multiplexed, self-reconnecting connection per configuration,
 //! shared by the open clients of the process and closed when the last of them closes (or is
 //! dropped). Each atomic step is one Lua script (EVALSHA, kept in a static) or one command; lease
-//! times come from the Redis server's clock. Lock scripts go over a shell's faster connection when
-//! it has one for the calling thread ([`transport`]).
+//! times come from the Redis server's clock. Scripts run through [`RedisStore::eval`] go over a
+//! shell's faster connection when it has one for the calling thread ([`transport`]): lock,
+//! semaphore, limiter, tracker and queue calls.
 //!
 //! A Redis Cluster is reached through redis-rs's cluster client ([`cluster`]): seed nodes, slots
 //! followed through MOVED/ASK, the slot map refreshed after a failover, writes sent to primaries

@@ -19,7 +19,7 @@
 use redis::Value;
 
 use super::clock::local_ms;
-use super::{int, opt_str, script, RedisStore};
+use super::{int, lua, opt_str, RedisStore};
 use crate::backend::BoxFuture;
 use crate::error::{Error, ErrorCode, Result};
 use crate::queue::{
@@ -27,17 +27,14 @@ use crate::queue::{
     ShardSize,
 };
 
-/// Like `script!`, with the shared head prepended.
+/// Like `lua!`, with the shared head prepended.
 macro_rules! queue_script {
     ($name:ident, $file:literal) => {
-        fn $name() -> &'static redis::Script {
-            static S: std::sync::OnceLock<redis::Script> = std::sync::OnceLock::new();
-            S.get_or_init(|| {
-                redis::Script::new(concat!(
-                    include_str!("lua/queue_common.lua"),
-                    include_str!(concat!("lua/", $file))
-                ))
-            })
+        fn $name() -> &'static super::Lua {
+            static S: std::sync::OnceLock<super::Lua> = std::sync::OnceLock::new();
+            const SOURCE: &str =
+                concat!(include_str!("lua/queue_common.lua"), include_str!(concat!("lua/", $file)));
+            S.get_or_init(|| super::Lua { script: redis::Script::new(SOURCE), source: SOURCE })
         }
     };
 }
@@ -47,8 +44,8 @@ queue_script!(claim_script, "queue_claim.lua");
 queue_script!(settle_script, "queue_settle.lua");
 queue_script!(peek_script, "queue_peek.lua");
 queue_script!(size_script, "queue_size.lua");
-script!(meta_script, "queue_meta.lua");
-script!(time_script, "queue_time.lua");
+lua!(meta_script, "queue_meta.lua");
+lua!(time_script, "queue_time.lua");
 
 /// The shard's keys: waiting, claimed, owners, enqueued again while claimed, and its mark.
 const PARTS: [char; 5] = ['w', 'c', 'o', 'a', 'n'];
@@ -82,28 +79,19 @@ fn claim_deadline(start: i64, command_timeout_ms: u64) -> i64 {
 }
 
 impl RedisStore {
-    /// Prepares a call of `script` on one shard: its five keys, the caller's shard count and its
-    /// standing with the queue's record (`mode`, see `queue_common.lua`).
-    fn shard_call<'s>(
-        &self,
-        script: &'s redis::Script,
-        at: ShardRef<'_>,
-        mode: &str,
-    ) -> redis::ScriptInvocation<'s> {
+    /// The five keys of one shard.
+    fn shard_keys(&self, at: ShardRef<'_>) -> [String; 5] {
         let head = self.keys().queue_shard(at.queue, at.shard);
-        let mut inv = script.prepare_invoke();
-        for p in PARTS {
-            inv.key(self.keys().queue_key(&head, p));
-        }
-        inv.arg(at.shards).arg(mode);
-        inv
+        PARTS.map(|p| self.keys().queue_key(&head, p))
     }
 
     /// Runs `queue_meta.lua` on the queue's record (`mode`: check, reserve or settle).
     async fn record(&self, at: ShardRef<'_>, mode: &str, change: i64) -> Result<()> {
-        let mut inv = meta_script().prepare_invoke();
-        inv.key(self.keys().queue_meta(at.queue)).arg(at.shards).arg(mode).arg(change);
-        let reply: Vec<Value> = self.run(&inv).await?;
+        let key = self.keys().queue_meta(at.queue);
+        let (shards, change) = (at.shards.to_string(), change.to_string());
+        let reply: Vec<Value> = self
+            .eval(meta_script(), &[key.as_bytes()], &[shards.as_bytes(), mode.as_bytes(), change.as_bytes()])
+            .await?;
         match reply.first().map(int).transpose()? {
             Some(0) if reply.len() == 2 => Err(shard_mismatch(at, int(&reply[1])?.max(0) as u64)),
             _ => Ok(()),
@@ -115,14 +103,14 @@ impl RedisStore {
         if let Some(t) = self.clock.server_at(local_ms()) {
             return Ok(t);
         }
-        let mut inv = time_script().prepare_invoke();
-        inv.key(self.keys().queue_key(&self.keys().queue_shard(at.queue, at.shard), 'n'));
-        let t = int(&self.run::<Value>(&inv).await?)?;
+        let key = self.keys().queue_key(&self.keys().queue_shard(at.queue, at.shard), 'n');
+        let t = int(&self.eval::<Value>(time_script(), &[key.as_bytes()], &[]).await?)?;
         self.clock.sample(t, local_ms());
         Ok(self.clock.server_at(local_ms()).unwrap_or(t))
     }
 
-    /// Sends one shard script, built by `build` for a standing with the record, and answers for
+    /// Sends one shard script (`lua` with the shard's keys, the caller's shard count, its standing
+    /// with the record and then `tail`), and answers for
     /// the record around it (see the module's notes): a second script before it only onto a shard
     /// without mark, one after it only when the shard's change is to report or its count to check.
     /// A failed report of the change after the script does not fail the step (the record then
@@ -133,16 +121,24 @@ impl RedisStore {
         &self,
         at: ShardRef<'_>,
         step: Step,
-        build: impl Fn(&str) -> redis::ScriptInvocation<'static>,
+        lua: &'static super::Lua,
+        tail: &[&[u8]],
     ) -> Result<(i64, Vec<Value>)> {
+        let keys = self.shard_keys(at);
+        let keys = keys.each_ref().map(|k| k.as_bytes());
+        let shards = at.shards.to_string();
         let mut mode = if step == Step::Enqueue { "e" } else { "" };
         loop {
-            let mut inv = build(mode);
+            let deadline;
+            let mut args = Vec::with_capacity(3 + tail.len());
+            args.extend([shards.as_bytes(), mode.as_bytes()]);
+            args.extend_from_slice(tail);
             if step == Step::Claim {
                 let start = self.server_now(at).await?;
-                inv.arg(claim_deadline(start, self.shared()?.target.command_timeout_ms));
+                deadline = claim_deadline(start, self.shared()?.target.command_timeout_ms).to_string();
+                args.push(deadline.as_bytes());
             }
-            let mut reply = self.run::<Vec<Value>>(&inv).await?;
+            let mut reply = self.eval::<Vec<Value>>(lua, &keys, &args).await?;
             let arrived = local_ms();
             let status =
                 int(reply.first().ok_or_else(|| Error::internal("queue script replied with nothing"))?)?;
@@ -187,15 +183,11 @@ impl QueueBackend for RedisStore {
         debounce: bool,
     ) -> BoxFuture<'a, Vec<(EnqueueOutcome, i64)>> {
         Box::pin(async move {
-            let build = |mode: &str| {
-                let mut inv = self.shard_call(enqueue_script(), at, mode);
-                inv.arg(delay_ms).arg(if debounce { "1" } else { "" });
-                for id in ids {
-                    inv.arg(id);
-                }
-                inv
-            };
-            let (_, reply) = self.shard_run(at, Step::Enqueue, build).await?;
+            let delay = delay_ms.to_string();
+            let mut tail = Vec::with_capacity(2 + ids.len());
+            tail.extend([delay.as_bytes(), if debounce { b"1" } else { b"" }]);
+            tail.extend(ids.iter().map(|id| id.as_bytes()));
+            let (_, reply) = self.shard_run(at, Step::Enqueue, enqueue_script(), &tail).await?;
             if reply.len() != ids.len() * 2 {
                 return Err(Error::internal(format!("enqueue script replied with {} values", reply.len())));
             }
@@ -222,12 +214,9 @@ impl QueueBackend for RedisStore {
         visibility_ms: u64,
     ) -> BoxFuture<'a, ShardClaim> {
         Box::pin(async move {
-            let build = |mode: &str| {
-                let mut inv = self.shard_call(claim_script(), at, mode);
-                inv.arg(owner).arg(limit).arg(visibility_ms);
-                inv
-            };
-            let (_, reply) = self.shard_run(at, Step::Claim, build).await?;
+            let (limit, visibility) = (limit.to_string(), visibility_ms.to_string());
+            let tail = [owner.as_bytes(), limit.as_bytes(), visibility.as_bytes()];
+            let (_, reply) = self.shard_run(at, Step::Claim, claim_script(), &tail).await?;
             if reply.is_empty() || (reply.len() - 1) % 2 != 0 {
                 return Err(Error::internal(format!("claim script replied with {} values", reply.len())));
             }
@@ -259,18 +248,15 @@ impl QueueBackend for RedisStore {
         action: SettleAction,
     ) -> BoxFuture<'a, Vec<(SettleOutcome, Option<i64>)>> {
         Box::pin(async move {
-            let build = |mode: &str| {
-                let mut inv = self.shard_call(settle_script(), at, mode);
-                match action {
-                    SettleAction::Ack => inv.arg(owner).arg("a").arg(0),
-                    SettleAction::Release { delay_ms } => inv.arg(owner).arg("r").arg(delay_ms),
-                };
-                for id in ids {
-                    inv.arg(id);
-                }
-                inv
+            let (kind, delay) = match action {
+                SettleAction::Ack => ("a", 0),
+                SettleAction::Release { delay_ms } => ("r", delay_ms),
             };
-            let (_, reply) = self.shard_run(at, Step::Other, build).await?;
+            let delay = delay.to_string();
+            let mut tail = Vec::with_capacity(3 + ids.len());
+            tail.extend([owner.as_bytes(), kind.as_bytes(), delay.as_bytes()]);
+            tail.extend(ids.iter().map(|id| id.as_bytes()));
+            let (_, reply) = self.shard_run(at, Step::Other, settle_script(), &tail).await?;
             if reply.len() != ids.len() * 2 {
                 return Err(Error::internal(format!(
                     "ack/release script replied with {} values",
@@ -296,12 +282,8 @@ impl QueueBackend for RedisStore {
 
     fn peek<'a>(&'a self, at: ShardRef<'a>, limit: u64) -> BoxFuture<'a, (i64, Vec<(String, i64)>)> {
         Box::pin(async move {
-            let build = |mode: &str| {
-                let mut inv = self.shard_call(peek_script(), at, mode);
-                inv.arg(limit);
-                inv
-            };
-            let (now, reply) = self.shard_run(at, Step::Other, build).await?;
+            let limit = limit.to_string();
+            let (now, reply) = self.shard_run(at, Step::Other, peek_script(), &[limit.as_bytes()]).await?;
             if reply.len() % 2 != 0 {
                 return Err(Error::internal(format!("peek script replied with {} values", reply.len())));
             }
@@ -315,9 +297,7 @@ impl QueueBackend for RedisStore {
 
     fn size<'a>(&'a self, at: ShardRef<'a>) -> BoxFuture<'a, ShardSize> {
         Box::pin(async move {
-            let (_, reply) = self
-                .shard_run(at, Step::Other, |mode: &str| self.shard_call(size_script(), at, mode))
-                .await?;
+            let (_, reply) = self.shard_run(at, Step::Other, size_script(), &[]).await?;
             if reply.len() != 4 {
                 return Err(Error::internal(format!("size script replied with {} values", reply.len())));
             }
