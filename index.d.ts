@@ -56,7 +56,7 @@ export interface OnceResultNotStoredError<T = unknown> extends Error {
   value: T
   /** When the key's lease ends, in ms since the epoch (this process's clock, approximately). */
   leaseExpiresAt: number
-  /** The store's own error (e.g. `ERR_REDIS_UNAVAILABLE`, `ERR_TIMEOUT`, `ERR_NOT_OWNER`). */
+  /** The store's own error (e.g. `ERR_BACKEND_UNAVAILABLE`, `ERR_TIMEOUT`, `ERR_NOT_OWNER`). */
   cause: Error & { code?: string }
 }
 

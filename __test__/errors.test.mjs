@@ -129,11 +129,11 @@ describe('opening', () => {
     assert.match((await rejection(Flowguard.open({ connectTimeoutMs: 0 }))).message, /connectTimeoutMs/)
     assert.match((await rejection(Flowguard.open({ url: 5 }))).message, /url/)
   })
-  test('unreachable Redis fails within the connect timeout with ERR_REDIS_UNAVAILABLE and no password', async () => {
+  test('unreachable Redis fails within the connect timeout with ERR_BACKEND_UNAVAILABLE and no password', async () => {
     const t0 = Date.now()
     const e = await rejection(Flowguard.open({ url: 'redis://:s3cret-pw@127.0.0.1:1/0', connectTimeoutMs: 500 }))
     const took = Date.now() - t0
-    assert.equal(e.code, 'ERR_REDIS_UNAVAILABLE')
+    assert.equal(e.code, 'ERR_BACKEND_UNAVAILABLE')
     assert.match(e.message, /127\.0\.0\.1:1/)
     assert.ok(!e.message.includes('s3cret-pw'))
     assert.ok(took < 1500, `failed after ${took} ms`)
@@ -148,7 +148,7 @@ describe('opening', () => {
       const t0 = Date.now()
       const e = await rejection(Flowguard.open({ url: `redis://127.0.0.1:${port}`, connectTimeoutMs: 300, commandTimeoutMs: 300 }))
       const took = Date.now() - t0
-      assert.ok(['ERR_REDIS_UNAVAILABLE', 'ERR_TIMEOUT'].includes(e.code), `${e.code}: ${e.message}`)
+      assert.ok(['ERR_BACKEND_UNAVAILABLE', 'ERR_TIMEOUT'].includes(e.code), `${e.code}: ${e.message}`)
       assert.ok(took < 1500, `failed after ${took} ms`)
     } finally {
       sockets.forEach((s) => s.destroy())
@@ -166,12 +166,12 @@ describe('opening', () => {
 
 if (process.env.REDIS_URL) {
   describe('secrets', () => {
-    test('a wrong password is ERR_REDIS_AUTH and never echoed', async () => {
+    test('a wrong password is ERR_BACKEND_AUTH and never echoed', async () => {
       const u = new URL(process.env.REDIS_URL)
       u.username = 'nobody'
       u.password = 'Very-Secret-Pw-123'
       const e = await rejection(Flowguard.open({ url: u.toString() }))
-      assert.ok(['ERR_REDIS_AUTH', 'ERR_REDIS'].includes(e.code), `${e.code}: ${e.message}`)
+      assert.ok(['ERR_BACKEND_AUTH', 'ERR_BACKEND'].includes(e.code), `${e.code}: ${e.message}`)
       assert.ok(!e.message.includes('Very-Secret-Pw-123'))
       assert.ok(!String(e.stack).includes('Very-Secret-Pw-123'))
     })

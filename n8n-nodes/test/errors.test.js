@@ -35,7 +35,7 @@ test("the core's ERR_INVALID_ARGUMENT names the field; the node error names the 
 	const q = await coreError(() => fg.enqueue('q', ['a'], { shards: 0 }));
 	assert.equal(nodeError(ctx(), q, 0, { shards: 'Shards' }).message, 'Shards must be a whole number from 1 to 1024, got 0');
 	// Not an argument error, or a field without a parameter: the context and the core's text.
-	const other = Object.assign(new Error('connection refused'), { code: 'ERR_REDIS_UNAVAILABLE' });
+	const other = Object.assign(new Error('connection refused'), { code: 'ERR_BACKEND_UNAVAILABLE' });
 	assert.equal(nodeError(ctx(), other, 0, FIELDS, 'Item Tracker get failed').message, 'Item Tracker get failed: connection refused');
 	assert.equal(coreField(other), undefined);
 });

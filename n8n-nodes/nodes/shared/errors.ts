@@ -15,10 +15,10 @@ export function errorCode(error: unknown): string | undefined {
 
 export function describeCode(code: string | undefined): string | undefined {
 	switch (code) {
-		case 'ERR_REDIS_UNAVAILABLE':
-			return "Redis could not be reached. Check that it is running and that the credential's host and port are right.";
-		case 'ERR_REDIS_AUTH':
-			return 'Redis refused the user or password of the credential.';
+		case 'ERR_BACKEND_UNAVAILABLE':
+			return "The backend (Redis) could not be reached. Check that it is running and that the credential's host and port are right.";
+		case 'ERR_BACKEND_AUTH':
+			return 'The backend (Redis) refused the user or password of the credential.';
 		case 'ERR_TIMEOUT':
 			return 'Redis did not answer in time.';
 		case 'ERR_INVALID_ARGUMENT':
