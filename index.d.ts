@@ -46,11 +46,22 @@ export interface OnceOptions {
 }
 
 /**
+ * What every flowguard call rejects (or throws) with: an `Error` with a stable `code`
+ * (`ERR_INVALID_ARGUMENT`, `ERR_BACKEND_UNAVAILABLE`, …) and, on an `ERR_INVALID_ARGUMENT` about one
+ * argument, that argument's path as `field` (`options.timeoutMs`, `requests[3].id`), the start of
+ * the message.
+ */
+export interface FlowguardError extends Error {
+  code: string
+  field?: string
+}
+
+/**
  * The error of `once` when `fn` ran but its result could not be stored (code
  * `ERR_RESULT_NOT_STORED`). The key is not freed: it stays claimed until its lease ends (then a
  * retry runs `fn` again), so a store failure alone never runs `fn` twice.
  */
-export interface OnceResultNotStoredError<T = unknown> extends Error {
+export interface OnceResultNotStoredError<T = unknown> extends FlowguardError {
   code: 'ERR_RESULT_NOT_STORED'
   /** What `fn` returned (as JSON would give it back). */
   value: T
