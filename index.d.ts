@@ -46,17 +46,28 @@ export interface OnceOptions {
 }
 
 /**
+ * What every flowguard call rejects (or throws) with: an `Error` with a stable `code`
+ * (`ERR_INVALID_ARGUMENT`, `ERR_BACKEND_UNAVAILABLE`, …) and, on an `ERR_INVALID_ARGUMENT` about one
+ * argument, that argument's path as `field` (`options.timeoutMs`, `requests[3].id`), the start of
+ * the message.
+ */
+export interface FlowguardError extends Error {
+  code: string
+  field?: string
+}
+
+/**
  * The error of `once` when `fn` ran but its result could not be stored (code
  * `ERR_RESULT_NOT_STORED`). The key is not freed: it stays claimed until its lease ends (then a
  * retry runs `fn` again), so a store failure alone never runs `fn` twice.
  */
-export interface OnceResultNotStoredError<T = unknown> extends Error {
+export interface OnceResultNotStoredError<T = unknown> extends FlowguardError {
   code: 'ERR_RESULT_NOT_STORED'
   /** What `fn` returned (as JSON would give it back). */
   value: T
   /** When the key's lease ends, in ms since the epoch (this process's clock, approximately). */
   leaseExpiresAt: number
-  /** The store's own error (e.g. `ERR_REDIS_UNAVAILABLE`, `ERR_TIMEOUT`, `ERR_NOT_OWNER`). */
+  /** The store's own error (e.g. `ERR_BACKEND_UNAVAILABLE`, `ERR_TIMEOUT`, `ERR_NOT_OWNER`). */
   cause: Error & { code?: string }
 }
 

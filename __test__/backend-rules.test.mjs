@@ -75,7 +75,7 @@ describe('Redis values written with redis-cli', { skip: !haveCli && 'needs REDIS
     redisCli('SET', `${prefix}{l:hand}`, 'hello')
     for (const p of [fg.acquireLock('hand'), fg.getLock('hand'), fg.releaseLock('hand', 'a'.repeat(32))]) {
       const e = await rejection(p)
-      assert.equal(e.code, 'ERR_REDIS', e.message)
+      assert.equal(e.code, 'ERR_BACKEND', e.message)
       assert.ok(e.message.includes(`${prefix}{l:hand}`), e.message)
     }
     assert.equal(redisCli('GET', `${prefix}{l:hand}`), 'hello')

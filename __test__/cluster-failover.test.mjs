@@ -73,7 +73,7 @@ test('url naming one node of the cluster: the redirected calls say to use cluste
   const refused = results.filter((r) => r.status === 'rejected').map((r) => r.reason)
   assert.ok(refused.length > 0 && refused.length < 30, `${refused.length} of 30 refused`)
   for (const e of refused) {
-    assert.equal(e.code, 'ERR_REDIS')
+    assert.equal(e.code, 'ERR_BACKEND')
     assert.match(e.message, /is a Redis Cluster node and redirected the call .*open the client with `cluster: \[<node URLs>\]` instead of `url`/)
   }
   await fg.close()
@@ -151,7 +151,7 @@ test('calls go on through CLUSTER FAILOVER and a killed primary: nothing acknowl
         if (failingSince !== null) outages.push([failingSince, Date.now()])
         failingSince = null
       } catch (e) {
-        assert.ok(['ERR_REDIS_UNAVAILABLE', 'ERR_TIMEOUT'].includes(e.code), `${e.code}: ${e.message}`)
+        assert.ok(['ERR_BACKEND_UNAVAILABLE', 'ERR_TIMEOUT'].includes(e.code), `${e.code}: ${e.message}`)
         failures++
         failingSince ??= Date.now()
         await sleep(10)

@@ -85,6 +85,6 @@ test('rediss:// seeds: tracker, lock, queue and state calls land on every primar
 
 test('a client that does not trust the cluster\'s CA is refused, naming TLS', { skip }, async () => {
   const r = inChild(`async (fg) => fg.claim('g', 'x')`, '/nonexistent-ca.pem')
-  assert.equal(r.code, 'ERR_REDIS_UNAVAILABLE', JSON.stringify(r))
+  assert.equal(r.code, 'ERR_BACKEND_UNAVAILABLE', JSON.stringify(r))
   assert.match(r.message, /TLS|certificate/i)
 })

@@ -16,7 +16,7 @@ const nested = (depth) => {
   return a
 }
 
-// [description, call(fg), field named in the message]
+// [description, call(fg), the argument at fault: `error.field`, with which the message starts]
 const cases = [
   ['group not a string', (fg) => fg.claim(42, 'a'), 'group'],
   ['group empty', (fg) => fg.claim('', 'a'), 'group'],
@@ -25,19 +25,19 @@ const cases = [
   ['id null', (fg) => fg.claim('g', null), 'id'],
   ['id over 1 KiB', (fg) => fg.claim('g', big), 'id'],
   ['timeout zero', (fg) => fg.claim('g', 'a', { timeoutMs: 0 }), 'timeoutMs'],
-  ['timeout negative', (fg) => fg.claim('g', 'a', { timeoutMs: -1 }), 'timeoutMs'],
-  ['timeout NaN', (fg) => fg.claim('g', 'a', { timeoutMs: NaN }), 'timeoutMs'],
-  ['timeout Infinity', (fg) => fg.claim('g', 'a', { timeoutMs: Infinity }), 'timeoutMs'],
+  ['timeout negative', (fg) => fg.claim('g', 'a', { timeoutMs: -1 }), 'options.timeoutMs'],
+  ['timeout NaN', (fg) => fg.claim('g', 'a', { timeoutMs: NaN }), 'options.timeoutMs'],
+  ['timeout Infinity', (fg) => fg.claim('g', 'a', { timeoutMs: Infinity }), 'options.timeoutMs'],
   ['timeout absurd', (fg) => fg.claim('g', 'a', { timeoutMs: 1e13 }), 'timeoutMs'],
-  ['timeout a string', (fg) => fg.claim('g', 'a', { timeoutMs: '600' }), 'timeoutMs'],
-  ['reclaimCompleted not boolean', (fg) => fg.claim('g', 'a', { reclaimCompleted: 'yes' }), 'reclaimCompleted'],
+  ['timeout a string', (fg) => fg.claim('g', 'a', { timeoutMs: '600' }), 'options.timeoutMs'],
+  ['reclaimCompleted not boolean', (fg) => fg.claim('g', 'a', { reclaimCompleted: 'yes' }), 'options.reclaimCompleted'],
   ['options not an object', (fg) => fg.claim('g', 'a', 5), 'options'],
   ['ids not an array', (fg) => fg.claimMany('g', 'a,b'), 'ids'],
   ['ids with a number', (fg) => fg.claimMany('g', ['a', 7]), 'ids[1]'],
   ['ids with an empty id', (fg) => fg.claimMany('g', ['a', '']), 'requests[1].id'],
   ['owner of the wrong shape', (fg) => fg.complete('g', 'a', { owner: 'abc' }), 'owner'],
   ['owner upper-case', (fg) => fg.complete('g', 'a', { owner: 'A'.repeat(32) }), 'owner'],
-  ['owner a number', (fg) => fg.complete('g', 'a', { owner: 12 }), 'owner'],
+  ['owner a number', (fg) => fg.complete('g', 'a', { owner: 12 }), 'options.owner'],
   ['keepMs zero', (fg) => fg.complete('g', 'a', { keepMs: 0 }), 'keepMs'],
   ['fail without reason', (fg) => fg.fail('g', 'a'), 'reason'],
   ['fail reason too long', (fg) => fg.fail('g', 'a', 'r'.repeat(5000)), 'error'],
@@ -49,35 +49,35 @@ const cases = [
   ['getItems ids not array', (fg) => fg.getItems('g', 'a'), 'ids'],
   ['list status unknown', (fg) => fg.listItems('g', { status: 'stale' }), 'status'],
   ['list limit zero', (fg) => fg.listItems('g', { limit: 0 }), 'limit'],
-  ['list limit fractional', (fg) => fg.listItems('g', { limit: 1.5 }), 'limit'],
-  ['list offset negative', (fg) => fg.listItems('g', { offset: -1 }), 'offset'],
+  ['list limit fractional', (fg) => fg.listItems('g', { limit: 1.5 }), 'options.limit'],
+  ['list offset negative', (fg) => fg.listItems('g', { offset: -1 }), 'options.offset'],
   ['lock name empty', (fg) => fg.acquireLock(''), 'name'],
   ['lock name not a string', (fg) => fg.acquireLock({}), 'name'],
   ['lock timeout zero', (fg) => fg.acquireLock('n', { timeoutMs: 0 }), 'timeoutMs'],
-  ['lock wait negative', (fg) => fg.acquireLock('n', { waitMs: -1 }), 'waitMs'],
-  ['lock label not a string', (fg) => fg.acquireLock('n', { label: 5 }), 'label'],
+  ['lock wait negative', (fg) => fg.acquireLock('n', { waitMs: -1 }), 'options.waitMs'],
+  ['lock label not a string', (fg) => fg.acquireLock('n', { label: 5 }), 'options.label'],
   ['release token missing', (fg) => fg.releaseLock('n'), 'owner'],
   ['release token wrong shape', (fg) => fg.releaseLock('n', 'xyz'), 'owner'],
   ['extend token wrong shape', (fg) => fg.extendLock('n', 'xyz'), 'owner'],
-  ['extend timeout NaN', (fg) => fg.extendLock('n', TOKEN, { timeoutMs: NaN }), 'timeoutMs'],
+  ['extend timeout NaN', (fg) => fg.extendLock('n', TOKEN, { timeoutMs: NaN }), 'options.timeoutMs'],
   ['withLock fn missing', (fg) => fg.withLock('n'), 'fn'],
   ['withPermit fn missing', (fg) => fg.withPermit('n', undefined, { permits: 2 }), 'fn'],
-  ['withPermit permits missing', (fg) => fg.withPermit('n', mustNotRun, {}), 'permits'],
+  ['withPermit permits missing', (fg) => fg.withPermit('n', mustNotRun, {}), 'options.permits'],
   // The JavaScript helpers: values that cannot even be turned into text (a Symbol, an object
   // without a prototype, an array nested deeper than the stack) are coded errors too.
   ['withLock fn a symbol', (fg) => fg.withLock('n', Symbol('f')), 'fn'],
   ['withLock fn without a prototype', (fg) => fg.withLock('n', Object.create(null)), 'fn'],
   ['withLock name a symbol', (fg) => fg.withLock(Symbol('n'), mustNotRun), 'name'],
   ['withLock options a symbol', (fg) => fg.withLock('n', mustNotRun, Symbol('o')), 'options'],
-  ['withLock timeoutMs nested deeply', (fg) => fg.withLock('n', mustNotRun, { timeoutMs: nested(1e5) }), 'timeoutMs'],
-  ['withLock timeoutMs without a prototype', (fg) => fg.withLock('n', mustNotRun, { timeoutMs: Object.create(null) }), 'timeoutMs'],
+  ['withLock timeoutMs nested deeply', (fg) => fg.withLock('n', mustNotRun, { timeoutMs: nested(1e5) }), 'options.timeoutMs'],
+  ['withLock timeoutMs without a prototype', (fg) => fg.withLock('n', mustNotRun, { timeoutMs: Object.create(null) }), 'options.timeoutMs'],
   ['once fn a symbol', (fg) => fg.once('k', Symbol('f')), 'fn'],
   ['once key a symbol', (fg) => fg.once(Symbol('k'), mustNotRun), 'key'],
   ['once key without a prototype', (fg) => fg.once(Object.create(null), mustNotRun), 'key'],
   ['once options a symbol', (fg) => fg.once('k', mustNotRun, Symbol('o')), 'options'],
   ['once options a number', (fg) => fg.once('k', mustNotRun, 5), 'options'],
   ['once options an array', (fg) => fg.once('k', mustNotRun, [1]), 'options'],
-  ['once unknown option', (fg) => fg.once('k', mustNotRun, { ttl: 5 }), '"ttl"'],
+  ['once unknown option', (fg) => fg.once('k', mustNotRun, { ttl: 5 }), 'options'],
   ['once leaseMs a symbol', (fg) => fg.once('k', mustNotRun, { leaseMs: Symbol('l') }), 'leaseMs'],
   ['once leaseMs without a prototype', (fg) => fg.once('k', mustNotRun, { leaseMs: Object.create(null) }), 'leaseMs'],
   ['once leaseMs zero', (fg) => fg.once('k', mustNotRun, { leaseMs: 0 }), 'leaseMs'],
@@ -93,7 +93,7 @@ const cases = [
   ['setState value nested deeply', (fg) => fg.setState('k', nested(1e5)), 'value'],
   ['setState value a bigint inside', (fg) => fg.setState('k', { a: [1n] }), 'value'],
   ['setState options a symbol', (fg) => fg.setState('k', 1, Symbol('o')), 'options'],
-  ['setState ttlMs without a prototype', (fg) => fg.setState('k', 1, { ttlMs: Object.create(null) }), 'ttlMs'],
+  ['setState ttlMs without a prototype', (fg) => fg.setState('k', 1, { ttlMs: Object.create(null) }), 'options.ttlMs'],
   ['getState key a symbol', (fg) => fg.getState(Symbol('k')), 'key'],
   ['getState key without a prototype', (fg) => fg.getState(Object.create(null)), 'key'],
   ['getState key nested deeply', (fg) => fg.getState(nested(1e5)), 'key'],
@@ -104,17 +104,25 @@ const cases = [
 for (const b of backends()) {
   describe(`bad input on ${b.name}`, () => {
     for (const [what, call, field] of cases) {
-      test(`${what}: ERR_INVALID_ARGUMENT naming ${field}, nothing written`, async () => {
+      test(`${what}: ERR_INVALID_ARGUMENT with field ${field}, nothing written`, async () => {
         const fg = await b.open()
         const e = await rejection(call(fg))
         assert.ok(e instanceof Error)
         assert.equal(e.code, 'ERR_INVALID_ARGUMENT', e.message)
-        assert.ok(e.message.includes(field), `message ${JSON.stringify(e.message)} names ${field}`)
+        assert.equal(e.field, field, e.message)
+        assert.ok(e.message.startsWith(`${field} `), `message ${JSON.stringify(e.message)} starts with ${field}`)
         const list = await fg.listItems('g')
         assert.equal(list.counts.total, 0)
         assert.equal((await fg.getLock('n')).fence, 0)
       })
     }
+    test('an error that is not about one argument has its code and no field', async () => {
+      const fg = await b.open()
+      await fg.claim('g', 'a')
+      const e = await rejection(fg.complete('g', 'a', { owner: TOKEN }))
+      assert.equal(e.code, 'ERR_NOT_OWNER', e.message)
+      assert.ok(!('field' in e), `field ${e.field}`)
+    })
   })
 }
 
@@ -129,11 +137,11 @@ describe('opening', () => {
     assert.match((await rejection(Flowguard.open({ connectTimeoutMs: 0 }))).message, /connectTimeoutMs/)
     assert.match((await rejection(Flowguard.open({ url: 5 }))).message, /url/)
   })
-  test('unreachable Redis fails within the connect timeout with ERR_REDIS_UNAVAILABLE and no password', async () => {
+  test('unreachable Redis fails within the connect timeout with ERR_BACKEND_UNAVAILABLE and no password', async () => {
     const t0 = Date.now()
     const e = await rejection(Flowguard.open({ url: 'redis://:s3cret-pw@127.0.0.1:1/0', connectTimeoutMs: 500 }))
     const took = Date.now() - t0
-    assert.equal(e.code, 'ERR_REDIS_UNAVAILABLE')
+    assert.equal(e.code, 'ERR_BACKEND_UNAVAILABLE')
     assert.match(e.message, /127\.0\.0\.1:1/)
     assert.ok(!e.message.includes('s3cret-pw'))
     assert.ok(took < 1500, `failed after ${took} ms`)
@@ -148,7 +156,7 @@ describe('opening', () => {
       const t0 = Date.now()
       const e = await rejection(Flowguard.open({ url: `redis://127.0.0.1:${port}`, connectTimeoutMs: 300, commandTimeoutMs: 300 }))
       const took = Date.now() - t0
-      assert.ok(['ERR_REDIS_UNAVAILABLE', 'ERR_TIMEOUT'].includes(e.code), `${e.code}: ${e.message}`)
+      assert.ok(['ERR_BACKEND_UNAVAILABLE', 'ERR_TIMEOUT'].includes(e.code), `${e.code}: ${e.message}`)
       assert.ok(took < 1500, `failed after ${took} ms`)
     } finally {
       sockets.forEach((s) => s.destroy())
@@ -166,12 +174,12 @@ describe('opening', () => {
 
 if (process.env.REDIS_URL) {
   describe('secrets', () => {
-    test('a wrong password is ERR_REDIS_AUTH and never echoed', async () => {
+    test('a wrong password is ERR_BACKEND_AUTH and never echoed', async () => {
       const u = new URL(process.env.REDIS_URL)
       u.username = 'nobody'
       u.password = 'Very-Secret-Pw-123'
       const e = await rejection(Flowguard.open({ url: u.toString() }))
-      assert.ok(['ERR_REDIS_AUTH', 'ERR_REDIS'].includes(e.code), `${e.code}: ${e.message}`)
+      assert.ok(['ERR_BACKEND_AUTH', 'ERR_BACKEND'].includes(e.code), `${e.code}: ${e.message}`)
       assert.ok(!e.message.includes('Very-Secret-Pw-123'))
       assert.ok(!String(e.stack).includes('Very-Secret-Pw-123'))
     })

@@ -1,5 +1,5 @@
 // Redis restart under load: 32 loops of claims, completions, lock acquire/release and reads are in
-// flight when redis-server is killed; they fail fast with ERR_REDIS_UNAVAILABLE (no hang: every
+// flight when redis-server is killed; they fail fast with ERR_BACKEND_UNAVAILABLE (no hang: every
 // call settles; no crash; no unhandled rejection; no other code), and succeed again within 2 s of
 // Redis being back (the requirement of issue 5; the time seen is printed). Three restarts.
 import { test } from 'node:test'
@@ -33,7 +33,7 @@ test(`Redis restarted ${RESTARTS}× under ${LOOPS} loops of calls in flight`, { 
       return true
     } catch (e) {
       codes.set(e.code, (codes.get(e.code) || 0) + 1)
-      if (e.code !== 'ERR_REDIS_UNAVAILABLE') console.log(`# unexpected: ${e.code} ${e.message}`)
+      if (e.code !== 'ERR_BACKEND_UNAVAILABLE') console.log(`# unexpected: ${e.code} ${e.message}`)
       slowestFailureMs = Math.max(slowestFailureMs, Date.now() - t0)
       return false
     } finally {
@@ -72,9 +72,9 @@ test(`Redis restarted ${RESTARTS}× under ${LOOPS} loops of calls in flight`, { 
     for (let k = 0; k < RESTARTS; k++) {
       const okBefore = ok
       await stopRedis(redis)
-      const errorsBefore = codes.get('ERR_REDIS_UNAVAILABLE') || 0
+      const errorsBefore = codes.get('ERR_BACKEND_UNAVAILABLE') || 0
       await sleep(500)
-      assert.ok((codes.get('ERR_REDIS_UNAVAILABLE') || 0) > errorsBefore, 'calls fail while Redis is down')
+      assert.ok((codes.get('ERR_BACKEND_UNAVAILABLE') || 0) > errorsBefore, 'calls fail while Redis is down')
       redis = await startRedis(port)
       const back = Date.now()
       // The first success after Redis is back, by a fresh probe (the loops keep going too).
@@ -99,8 +99,8 @@ test(`Redis restarted ${RESTARTS}× under ${LOOPS} loops of calls in flight`, { 
     await stopRedis(redis).catch(() => {})
   }
   assert.equal(settled, started, 'every call settled (none hangs)')
-  assert.deepEqual([...codes.keys()].filter((c) => c !== 'ERR_REDIS_UNAVAILABLE'), [], 'only ERR_REDIS_UNAVAILABLE while Redis is down')
+  assert.deepEqual([...codes.keys()].filter((c) => c !== 'ERR_BACKEND_UNAVAILABLE'), [], 'only ERR_BACKEND_UNAVAILABLE while Redis is down')
   assert.deepEqual(unhandled, [])
   assert.ok(Math.max(...recoveries) < 2000, `success within 2 s of Redis being back (saw ${recoveries.join(', ')} ms)`)
-  console.log(`# restart under load: ${started} calls, ${ok} ok, ${codes.get('ERR_REDIS_UNAVAILABLE') || 0} ERR_REDIS_UNAVAILABLE (slowest failure ${slowestFailureMs} ms), back after ${recoveries.join(', ')} ms`)
+  console.log(`# restart under load: ${started} calls, ${ok} ok, ${codes.get('ERR_BACKEND_UNAVAILABLE') || 0} ERR_BACKEND_UNAVAILABLE (slowest failure ${slowestFailureMs} ms), back after ${recoveries.join(', ')} ms`)
 })

@@ -40,20 +40,20 @@ test('secrets: a password in the URL appears in no error, stack or log line', { 
     assert.equal(code, 0, err)
     const results = Object.fromEntries(out.trim().split('\n').map((l) => JSON.parse(l)).filter((r) => r.scenario).map((r) => [r.scenario, r]))
     const expect = {
-      'wrong password': 'ERR_REDIS_AUTH',
-      'unknown user': 'ERR_REDIS_AUTH',
-      'no password given': 'ERR_REDIS_AUTH',
-      'refused': 'ERR_REDIS_UNAVAILABLE',
+      'wrong password': 'ERR_BACKEND_AUTH',
+      'unknown user': 'ERR_BACKEND_AUTH',
+      'no password given': 'ERR_BACKEND_AUTH',
+      'refused': 'ERR_BACKEND_UNAVAILABLE',
       'invalid url': 'ERR_INVALID_ARGUMENT',
-      'server gone': 'ERR_REDIS_UNAVAILABLE',
-      'server gone (lock)': 'ERR_REDIS_UNAVAILABLE',
-      'server gone (withLock)': 'ERR_REDIS_UNAVAILABLE',
+      'server gone': 'ERR_BACKEND_UNAVAILABLE',
+      'server gone (lock)': 'ERR_BACKEND_UNAVAILABLE',
+      'server gone (withLock)': 'ERR_BACKEND_UNAVAILABLE',
     }
     for (const [scenario, want] of Object.entries(expect)) assert.equal(results[scenario]?.code, want, `${scenario}: ${JSON.stringify(results[scenario])}`)
     assert.ok(results['right password'].ok, 'the right password works')
     // A server without a password refuses AUTH (an auth error); TLS to a plain server cannot connect.
-    assert.ok(['ERR_REDIS_AUTH', 'ERR_REDIS'].includes(results['password to a server without one'].code), JSON.stringify(results['password to a server without one']))
-    assert.ok(['ERR_REDIS_UNAVAILABLE', 'ERR_TIMEOUT'].includes(results['tls to a plain server'].code), JSON.stringify(results['tls to a plain server']))
+    assert.ok(['ERR_BACKEND_AUTH', 'ERR_BACKEND'].includes(results['password to a server without one'].code), JSON.stringify(results['password to a server without one']))
+    assert.ok(['ERR_BACKEND_UNAVAILABLE', 'ERR_TIMEOUT'].includes(results['tls to a plain server'].code), JSON.stringify(results['tls to a plain server']))
     const everything = out + err
     for (const secret of [PW, PW_URL, WRONG, `s3cr3t`, encodeURIComponent(PW_URL)]) {
       assert.ok(!everything.includes(secret), `the secret ${JSON.stringify(secret)} appears in the output:\n${everything.split('\n').filter((l) => l.includes(secret)).join('\n')}`)

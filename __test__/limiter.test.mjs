@@ -109,7 +109,7 @@ for (const b of backends()) {
           assert.deepEqual(await r.scanAll(`${fg.prefix}*`), [])
           await r.call('SET', `${fg.prefix}{rl:bad}`, 'not a number')
           const e = await rejection(fg.rateLimit('bad', { limit: 1 }))
-          assert.equal(e.code, 'ERR_REDIS')
+          assert.equal(e.code, 'ERR_BACKEND')
           assert.match(e.message, /flowguard did not write/)
         } finally {
           r.close()

@@ -146,7 +146,7 @@ test('a loop connection that went silent is retired after a few timeouts: lock c
     // Each connection is given up after 3 timeouts in a row (the loop one, then the shared one
     // its calls fall back to while the loop one reconnects).
     assert.ok(codes.length <= 8, `${codes.length} failed calls before recovery: ${codes.join(', ')}`)
-    assert.ok(codes.every((c) => c === 'ERR_TIMEOUT' || c === 'ERR_REDIS_UNAVAILABLE'), codes.join(', '))
+    assert.ok(codes.every((c) => c === 'ERR_TIMEOUT' || c === 'ERR_BACKEND_UNAVAILABLE'), codes.join(', '))
     const l = await fg.acquireLock('after')
     assert.ok(l.acquired)
   } finally {
@@ -155,7 +155,7 @@ test('a loop connection that went silent is retired after a few timeouts: lock c
   }
 })
 
-test('Redis restarted: lock calls fail with ERR_REDIS_UNAVAILABLE, then work again, and the loop connection comes back', { skip, timeout: 60_000 }, async () => {
+test('Redis restarted: lock calls fail with ERR_BACKEND_UNAVAILABLE, then work again, and the loop connection comes back', { skip, timeout: 60_000 }, async () => {
   const port = await freePort()
   let redis = await startRedis(port)
   const args = ['-p', String(port)]
@@ -165,10 +165,10 @@ test('Redis restarted: lock calls fail with ERR_REDIS_UNAVAILABLE, then work aga
     const inFlight = Array.from({ length: 20 }, (_, i) => fg.acquireLock(`f${i}`).then(() => 'ok', (e) => e.code))
     await stopRedis(redis)
     const codes = new Set(await Promise.all(inFlight))
-    for (const c of codes) assert.ok(c === 'ok' || c === 'ERR_REDIS_UNAVAILABLE', c)
+    for (const c of codes) assert.ok(c === 'ok' || c === 'ERR_BACKEND_UNAVAILABLE', c)
     for (let i = 0; i < 3; i++) {
       const t0 = Date.now()
-      assert.equal((await fg.acquireLock('down').catch((e) => e)).code, 'ERR_REDIS_UNAVAILABLE')
+      assert.equal((await fg.acquireLock('down').catch((e) => e)).code, 'ERR_BACKEND_UNAVAILABLE')
       assert.ok(Date.now() - t0 < 1500)
     }
     redis = await startRedis(port)
@@ -250,7 +250,7 @@ test('a reply with a hostile length drops the loop connection cleanly: that call
     poison = true
     const t0 = Date.now()
     const e = await fg.acquireLock('x').then(() => null, (err) => err)
-    assert.equal(e?.code, 'ERR_REDIS_UNAVAILABLE', e?.message)
+    assert.equal(e?.code, 'ERR_BACKEND_UNAVAILABLE', e?.message)
     assert.ok(Date.now() - t0 < 1000, `failed after ${Date.now() - t0} ms, not at once`)
     // The next calls work (over redis-rs, then over a new loop connection).
     await basics(fg)

@@ -31,7 +31,7 @@ test('Redis restarted between fn and the store: ERR_RESULT_NOT_STORED, the key s
     assert.equal(runs, 1)
     assert.equal(e.code, 'ERR_RESULT_NOT_STORED', e.message)
     assert.deepEqual(e.value, { paid: 42 })
-    assert.ok(['ERR_REDIS_UNAVAILABLE', 'ERR_TIMEOUT'].includes(e.cause?.code), `cause ${e.cause?.code}`)
+    assert.ok(['ERR_BACKEND_UNAVAILABLE', 'ERR_TIMEOUT'].includes(e.cause?.code), `cause ${e.cause?.code}`)
     assert.match(e.message, /fn ran/)
     assert.match(e.message, /not stored/)
     assert.match(e.message, /stays claimed/)

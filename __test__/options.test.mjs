@@ -58,7 +58,7 @@ describe('Flowguard.open', () => {
     }
     const t0 = Date.now()
     const e = await rejection(Flowguard.open({ cluster: 'redis://127.0.0.1:1', connectTimeoutMs: 200 }))
-    assert.equal(e.code, 'ERR_REDIS_UNAVAILABLE', e.message)
+    assert.equal(e.code, 'ERR_BACKEND_UNAVAILABLE', e.message)
     assert.ok(Date.now() - t0 < 2000)
   })
   test('undefined values of known options are absent, and null options are none', async () => {
@@ -71,9 +71,9 @@ describe('Flowguard.open', () => {
     assert.equal(e.message, 'options.commandTimeoutMs must be a number, got a string')
     assert.equal((await rejection(Flowguard.open([]))).message, 'options must be an object, got an array')
   })
-  test('rediss://…/#insecure is a configuration the client can use: an unreachable server is ERR_REDIS_UNAVAILABLE', async () => {
+  test('rediss://…/#insecure is a configuration the client can use: an unreachable server is ERR_BACKEND_UNAVAILABLE', async () => {
     const e = await rejection(Flowguard.open({ url: 'rediss://127.0.0.1:1/#insecure', connectTimeoutMs: 300 }))
-    assert.equal(e.code, 'ERR_REDIS_UNAVAILABLE', e.message)
+    assert.equal(e.code, 'ERR_BACKEND_UNAVAILABLE', e.message)
   })
 })
 

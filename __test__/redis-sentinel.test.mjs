@@ -82,7 +82,7 @@ async function underLoad(tag, fault) {
         if (failingSince !== null) outages.push([failingSince, Date.now()])
         failingSince = null
       } catch (e) {
-        assert.ok(['ERR_REDIS_UNAVAILABLE', 'ERR_TIMEOUT'].includes(e.code), `${e.code}: ${e.message}`)
+        assert.ok(['ERR_BACKEND_UNAVAILABLE', 'ERR_TIMEOUT'].includes(e.code), `${e.code}: ${e.message}`)
         codes[e.code] = (codes[e.code] ?? 0) + 1
         failingSince ??= Date.now()
         await sleep(10)
@@ -152,16 +152,16 @@ test('sentinel options are checked, with coded errors naming the field', { skip 
   }
 })
 
-test('unreachable sentinels and an unknown master name: ERR_REDIS_UNAVAILABLE naming them, no password', { skip }, async () => {
+test('unreachable sentinels and an unknown master name: ERR_BACKEND_UNAVAILABLE naming them, no password', { skip }, async () => {
   const dead = [await freePort(), await freePort()]
   const e = await rejection(Flowguard.open({
     sentinel: { masterName: NAME, nodes: dead.map((p) => `redis://:sentinel-secret@127.0.0.1:${p}`), password: 'data-secret' },
     connectTimeoutMs: 300,
   }))
-  assert.equal(e.code, 'ERR_REDIS_UNAVAILABLE', e.message)
+  assert.equal(e.code, 'ERR_BACKEND_UNAVAILABLE', e.message)
   assert.ok(e.message.includes(NAME) && dead.every((p) => e.message.includes(`127.0.0.1:${p}`)), e.message)
   assert.ok(!e.message.includes('secret'), e.message)
   const unknown = await rejection(Flowguard.open({ sentinel: { masterName: 'nosuchmaster', nodes }, connectTimeoutMs: 500 }))
-  assert.equal(unknown.code, 'ERR_REDIS_UNAVAILABLE', unknown.message)
+  assert.equal(unknown.code, 'ERR_BACKEND_UNAVAILABLE', unknown.message)
   assert.ok(unknown.message.includes('nosuchmaster'), unknown.message)
 })

@@ -47,13 +47,13 @@ test('rediss:// with a trusted CA works; an untrusted certificate is refused unl
     const url = `rediss://:tls-Secret-9@localhost:${port}/0`
     assert.deepEqual(callWith(url, join(dir, 'ca.pem')), { ok: true })
     const refused = callWith(url, null)
-    assert.equal(refused.code, 'ERR_REDIS_UNAVAILABLE', refused.message)
+    assert.equal(refused.code, 'ERR_BACKEND_UNAVAILABLE', refused.message)
     assert.match(refused.message, /TLS/)
     assert.ok(!refused.message.includes('tls-Secret-9'))
     // The n8n credential's "Disable TLS verification": `#insecure` accepts the certificate the
     // system's store does not trust; without it the connection is refused, naming TLS.
     const untrusted = callWith(url, 'system')
-    assert.equal(untrusted.code, 'ERR_REDIS_UNAVAILABLE', untrusted.message)
+    assert.equal(untrusted.code, 'ERR_BACKEND_UNAVAILABLE', untrusted.message)
     assert.match(untrusted.message, /TLS/)
     // It gets an answer: the item is in progress, claimed by the first call above.
     assert.deepEqual(callWith(`${url}#insecure`, 'system'), { ok: false })

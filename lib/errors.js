@@ -10,8 +10,11 @@ function coded(Ctor, code, message, fields) {
   return e
 }
 
-/** ERR_INVALID_ARGUMENT: `message` names the field. */
-const invalid = (message) => coded(TypeError, 'ERR_INVALID_ARGUMENT', message)
+/**
+ * ERR_INVALID_ARGUMENT about the argument `field` (e.g. `options.waitMs`), as the native layer's:
+ * `field` as a property and the message `${field} ${what}`.
+ */
+const invalid = (field, what) => coded(TypeError, 'ERR_INVALID_ARGUMENT', `${field} ${what}`, { field })
 
 /**
  * How a bad value is named in a message. Never converts the value to text itself: a Symbol, an

@@ -10,23 +10,23 @@ const { invalid, describe } = require('./errors.js')
  * (such as Date) are accepted.
  */
 function toJson(value, field) {
-  const where = (key) => (key === '' ? field : `${field} (at key ${JSON.stringify(key)})`)
+  const where = (key) => (key === '' ? '' : `(at key ${JSON.stringify(key)}) `)
   let json
   try {
     json = JSON.stringify(value, function (key, v) {
       const t = typeof v
       if (t === 'undefined' || t === 'function' || t === 'symbol') {
-        throw invalid(`${where(key)} is ${describe(v)}, which is not JSON`)
+        throw invalid(field, `${where(key)}is ${describe(v)}, which is not JSON`)
       }
-      if (t === 'number' && !Number.isFinite(v)) throw invalid(`${where(key)} is ${v}, which is not JSON`)
+      if (t === 'number' && !Number.isFinite(v)) throw invalid(field, `${where(key)}is ${v}, which is not JSON`)
       return v
     })
   } catch (err) {
     if (err && err.code === 'ERR_INVALID_ARGUMENT') throw err
-    if (err instanceof RangeError) throw invalid(`${field} is nested too deeply to be turned into JSON (${err.message})`)
+    if (err instanceof RangeError) throw invalid(field, `is nested too deeply to be turned into JSON (${err.message})`)
     // BigInt ("Do not know how to serialize a BigInt"), cycles ("Converting circular structure")
     // and errors thrown by a toJSON method.
-    throw invalid(`${field} is not JSON-serializable: ${err instanceof Error ? err.message : describe(err)}`)
+    throw invalid(field, `is not JSON-serializable: ${err instanceof Error ? err.message : describe(err)}`)
   }
   return json
 }
@@ -35,7 +35,7 @@ const parse = (entry) => (entry.found ? JSON.parse(entry.json) : undefined)
 
 /** One key, checked here so that the message names `key` (the native call reads a list). */
 function stateKey(key) {
-  if (typeof key !== 'string') throw invalid(`key must be a string, got ${describe(key)}`)
+  if (typeof key !== 'string') throw invalid('key', `must be a string, got ${describe(key)}`)
   return key
 }
 

@@ -1,7 +1,7 @@
 'use strict'
 // Running a function once per idempotency key, on the native claimKey / completeKey /
 // releaseKey: the first caller runs it and stores the result; the others wait for the result.
-const { coded } = require('./errors.js')
+const { coded, invalid } = require('./errors.js')
 const { optionsObject, durationMs, functionArg } = require('./options.js')
 const { toJson } = require('./job-state.js')
 
@@ -66,7 +66,7 @@ async function once(native, key, fn, options) {
         json = result === undefined ? '{}' : `{"v":${toJson(result, 'result')}}`
         const bytes = Buffer.byteLength(json)
         if (bytes > MAX_RESULT_BYTES) {
-          throw coded(TypeError, 'ERR_INVALID_ARGUMENT', `result is ${bytes} bytes of JSON; the limit is ${MAX_RESULT_BYTES} bytes (1 MiB)`)
+          throw invalid('result', `is ${bytes} bytes of JSON; the limit is ${MAX_RESULT_BYTES} bytes (1 MiB)`)
         }
       } catch (err) {
         // fn threw, or its result can never be stored: a retry has to run fn anyway.

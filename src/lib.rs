@@ -64,12 +64,17 @@ fn make_runtime() {
     }
 }
 
-/// Turns a core error into a JavaScript `Error` with `code`, as a napi error that rejects with it.
+/// Turns a core error into a JavaScript `Error` with `code` and, when the core names one, `field`
+/// (in JavaScript terms: `requests[3].timeoutMs`, the start of the message), as a napi error that
+/// rejects with it.
 pub(crate) fn js_error(env: &Env, e: &CoreError) -> napi::Error {
     let build = || -> napi::Result<napi::Error> {
         let text = e.text(from_js::js_name);
         let mut obj = env.create_error(napi::Error::new(Status::GenericFailure, text))?;
         obj.set_named_property("code", e.code.as_str())?;
+        if let Some(field) = e.field.as_ref().filter(|p| !p.segments().is_empty()) {
+            obj.set_named_property("field", field.render(from_js::js_name))?;
+        }
         Ok(napi::Error::from(obj.to_unknown()))
     };
     build().unwrap_or_else(|err| err)

@@ -8,7 +8,7 @@ import { BOGUS_TOKEN, RETENTION, SHORT_RETENTION } from './generate.mjs'
 import { Side, canon, same } from './normalise.mjs'
 
 /** The documented error codes (README, Errors); ERR_INTERNAL is documented as a bug. */
-const CODES = new Set(['ERR_INVALID_ARGUMENT', 'ERR_REDIS_UNAVAILABLE', 'ERR_REDIS_AUTH', 'ERR_REDIS', 'ERR_TIMEOUT', 'ERR_NOT_OWNER', 'ERR_LOCK_LOST'])
+const CODES = new Set(['ERR_INVALID_ARGUMENT', 'ERR_BACKEND_UNAVAILABLE', 'ERR_BACKEND_AUTH', 'ERR_BACKEND', 'ERR_TIMEOUT', 'ERR_NOT_OWNER', 'ERR_LOCK_LOST'])
 
 /** The backends a sequence runs on, in the order their results are compared and printed. */
 const SIDES = ['embedded', 'durable', 'redis']

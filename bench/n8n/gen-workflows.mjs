@@ -6,6 +6,8 @@ import { fileURLToPath } from 'node:url';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const CRED = { redis: { id: 'fgBenchRedisCred1', name: 'flowguard bench Redis (throwaway, loopback)' } };
+// The flowguard nodes' Redis credential type (the same server).
+const FG_CRED = { flowguardRedisApi: { id: 'fgBenchFgRedisCr1', name: 'flowguard bench flowguard Redis (throwaway, loopback)' } };
 const trigger = { id: 'a0000000-0000-4000-8000-000000000001', name: 'Start', type: 'n8n-nodes-base.manualTrigger', typeVersion: 1, position: [0, 0], parameters: {} };
 // N is replaced by run.mjs (5,000 items, or 1 for the start-up baseline).
 const items = {
@@ -73,10 +75,10 @@ const template = {
 // 2./3. flowguard: one Item Tracker node, Set -> In Progress (two outputs: Claimed, Skipped).
 function flowguard(id, backend, group = '={{ $json.group }}', itemId = '={{ $json.id }}', label = group.startsWith('=') ? '' : ', fixed group') {
 	const claim = {
-		id: 'a0000000-0000-4000-8000-000000000007', name: 'Claim', type: 'n8n-nodes-flowguard.itemTracker', typeVersion: 1, position: [440, 0],
+		id: 'a0000000-0000-4000-8000-000000000007', name: 'Claim', type: 'n8n-nodes-flowguard.itemTracker', typeVersion: 2, position: [440, 0],
 		parameters: { backend, operation: 'set', status: 'inProgress', group, itemId, timeout: 600, options: { keyPrefix: 'fgbench:' } },
 	};
-	if (backend === 'redis') claim.credentials = CRED;
+	if (backend === 'redis') claim.credentials = FG_CRED;
 	return {
 		id,
 		name: `bench: flowguard Item Tracker, Set In Progress (${backend}${label})`,

@@ -5,7 +5,8 @@
 //   node bench/n8n/run.mjs
 //
 // Starts a throwaway redis-server on a free loopback port (127.0.0.1 only), a throwaway n8n user
-// folder (SQLite) in the OS temp dir, imports one `redis` credential pointing at that server and
+// folder (SQLite) in the OS temp dir, imports a `redis` credential (n8n's Redis node) and a
+// `flowguardRedisApi` credential (the Item Tracker) pointing at that server and
 // the workflows of this folder (each also as a 1-item copy, to measure n8n's own per-execution
 // cost), then for each round runs every workflow with `n8n execute --id=ID --rawOutput` (one n8n
 // process per execution, as the CLI works), the Redis database flushed before each. Checks every
@@ -177,10 +178,12 @@ function parseRun(stdout) {
 }
 
 const CRED_ID = 'fgBenchRedisCred1';
+const FG_CRED_ID = 'fgBenchFgRedisCr1';
 fs.writeFileSync(
 	path.join(workDir, 'credentials.json'),
 	JSON.stringify([
 		{ id: CRED_ID, name: 'flowguard bench Redis (throwaway, loopback)', type: 'redis', data: { host: LOOPBACK, port: redisPort, user: '', password: '', database: 0, ssl: false } },
+		{ id: FG_CRED_ID, name: 'flowguard bench flowguard Redis (throwaway, loopback)', type: 'flowguardRedisApi', data: { host: LOOPBACK, port: redisPort, user: '', password: '', database: 0, ssl: false } },
 	]),
 );
 const base = Object.fromEntries(['template', 'flowguard-redis', 'flowguard-embedded', 'flowguard-redis-fixed-group', 'flowguard-redis-evaluated'].map((k) => [k, JSON.parse(fs.readFileSync(path.join(here, `${k}.json`), 'utf8'))]));

@@ -1,8 +1,8 @@
 import type { ICredentialType, INodeProperties } from 'n8n-workflow';
 
 /**
- * The Redis connection of the nodes' Redis backend (version 2 of the nodes; version 1 uses n8n's
- * own Redis credential type). The fields are those of n8n's Redis credential. It is a type of
+ * The Redis connection of the nodes' Redis backend. The fields are those of n8n's Redis
+ * credential (and Cluster and Sentinel choices). It is a type of
  * this package so that its Test button runs flowguard's own connection test: n8n looks the test
  * of a credential type up among the nodes of the package that defines the type, so n8n's Redis
  * credential is always tested by n8n's Redis node.

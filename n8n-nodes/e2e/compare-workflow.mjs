@@ -53,7 +53,7 @@ const failIf = (name, position) =>
 	});
 
 const tracker = (name, position, parameters) =>
-	node(name, 'n8n-nodes-flowguard.itemTracker', 1, position, { group: 'compare', itemId: '={{ $json.id }}', ...parameters });
+	node(name, 'n8n-nodes-flowguard.itemTracker', 2, position, { group: 'compare', itemId: '={{ $json.id }}', ...parameters });
 
 export function compareWorkflow(barrierUrl) {
 	const start = barrierNode('Wait until all have started', barrierUrl, 'barrier', '{{ $json.body.barrier }}', [220, 0]);

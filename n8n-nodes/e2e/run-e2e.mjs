@@ -150,33 +150,19 @@ const sentinelData = {
 	ssl: false,
 };
 const SENTINEL_CRED = { id: 'fgE2eFgSentinel1', name: 'flowguard e2e flowguard Redis (Sentinel)', type: 'flowguardRedisApi' };
-const REDIS_CRED = { id: 'fgE2eRedisCred01', name: 'flowguard e2e Redis' };
-const BAD_CRED = { id: 'fgE2eRedisBad001', name: 'flowguard e2e Redis (wrong port)' };
-// The credential type of version 2 of the nodes (this package's, same fields as n8n's Redis).
-const FG_CRED = { id: 'fgE2eFgRedis0001', name: 'flowguard e2e flowguard Redis', type: 'flowguardRedisApi' };
+// The credential type of the nodes' Redis backend (this package's, the fields of n8n's Redis and more).
+const REDIS_CRED = { id: 'fgE2eRedisCred01', name: 'flowguard e2e Redis', type: 'flowguardRedisApi' };
+const BAD_CRED = { id: 'fgE2eRedisBad001', name: 'flowguard e2e Redis (wrong port)', type: 'flowguardRedisApi' };
 fs.writeFileSync(
 	path.join(workDir, 'credentials.json'),
 	JSON.stringify([
 		{
 			...REDIS_CRED,
-			type: 'redis',
-			data: {
-				host: redisHost,
-				port: redisPort,
-				user: redisUser,
-				password: redisPassword,
-				database: redisDb,
-				ssl: false,
-			},
-		},
-		{
-			...FG_CRED,
 			data: { host: redisHost, port: redisPort, user: redisUser, password: redisPassword, database: redisDb, ssl: false },
 		},
 		{ ...SENTINEL_CRED, data: sentinelData },
 		{
 			...BAD_CRED,
-			type: 'redis',
 			// Nothing listens on port 1; the password must never appear in any output.
 			data: { host: '127.0.0.1', port: 1, password: 'e2e-wrong-password-5b1d', database: 0, ssl: false },
 		},
@@ -195,21 +181,16 @@ const examples = fs
 const byName = Object.fromEntries(examples.map((w) => [w.id, w]));
 const isFg = (n) => n.type.startsWith('n8n-nodes-flowguard.');
 
-/**
- * A copy of a workflow with every flowguard node on Redis (credential, run-unique key prefix). A
- * credential of type flowguardRedisApi makes the nodes version 2, under a key prefix of their own.
- */
+/** A copy of a workflow with every flowguard node on Redis (credential, run-unique key prefix). */
 function redisVariant(wf, cred = REDIS_CRED, suffix = 'R') {
-	const v2 = cred.type === 'flowguardRedisApi';
 	const w = structuredClone(wf);
 	w.id = wf.id + suffix;
 	w.name = `${wf.name} [Redis${suffix === 'R' ? '' : ' ' + suffix}]`;
 	for (const n of w.nodes) {
 		if (isFg(n)) {
 			n.parameters.backend = 'redis';
-			n.parameters.options = { ...(n.parameters.options ?? {}), keyPrefix: v2 ? `${prefix}v2:` : prefix };
-			n.credentials = { [v2 ? 'flowguardRedisApi' : 'redis']: { id: cred.id, name: cred.name } };
-			if (v2) n.typeVersion = 2;
+			n.parameters.options = { ...(n.parameters.options ?? {}), keyPrefix: prefix };
+			n.credentials = { flowguardRedisApi: { id: cred.id, name: cred.name } };
 		}
 		if (n.type === 'n8n-nodes-base.executeWorkflow') {
 			n.parameters.workflowId = { ...n.parameters.workflowId, value: n.parameters.workflowId.value + suffix };
@@ -266,7 +247,6 @@ const toImport = [
 	onErrorVariant(byName[STALE], 'Complete with the stale token', undefined, 'S'),
 	onErrorVariant(byName[STALE], 'Complete with the stale token', 'continueErrorOutput', 'E'),
 	redisVariant(byName[LOOP], BAD_CRED, 'B'),
-	redisVariant(byName[LOOP], FG_CRED, 'V2'),
 	redisVariant(byName[LOOP], SENTINEL_CRED, 'SN'),
 	onErrorVariant(byName[QRCPT], 'Ack with a wrong receipt', undefined, 'S'),
 	// The loop through `n8n execute` (a new process each time) on the Embedded file, under a key
@@ -406,18 +386,6 @@ for (const [backend, id] of [
 		'[redis] the loop left its state in Redis under the configured key prefix (redis-cli --scan)',
 		keys.length > 0 && keys.some((k) => k.includes('weekly-projects')),
 		`keys: ${keys.slice(0, 10).join(' ')}`,
-	);
-}
-
-{
-	// Version 2 of the nodes: the Redis connection comes from the flowguard Redis credential type.
-	const r = execute(LOOP + 'V2');
-	const claimed = r.out('Claim project', 0) ?? [];
-	check(
-		'[redis, nodes v2] the project loop with the flowguard Redis credential: 5 claimed, 3 completed, 2 failed',
-		r.ok && claimed.length === 5 && (r.out('Mark completed') ?? []).length === 3 && (r.out('Mark failed') ?? []).length === 2 &&
-			redisKeys(`${prefix}v2:*`).length > 0,
-		redact(r.error?.message ?? r.all.slice(-600)),
 	);
 }
 
@@ -766,12 +734,12 @@ async function compare(items, tag, parties = 1) {
 /** How many executions of the comparison worked on `id` in run `tag` on `side` (rd or ft). */
 const worked = (side, id, tag) => executionsOf(COMPARE_ID, `"${side}:${id}:${tag}"`).filter((e) => e.has).length;
 {
-	// Nodes v2 on the Sentinel-managed Redis: the credential's Redis Sentinel choice.
+	// The nodes on the Sentinel-managed Redis: the credential's Redis Sentinel choice.
 	const r = execute(LOOP + 'SN');
 	const claimed = r.out('Claim project', 0) ?? [];
-	const keys = sentinelSet.dataCli(sentinelSet.primaryPort(), '--scan', '--pattern', `${prefix}v2:*`);
+	const keys = sentinelSet.dataCli(sentinelSet.primaryPort(), '--scan', '--pattern', `${prefix}*`);
 	check(
-		'[redis sentinel, nodes v2] the project loop with a Redis Sentinel credential: 5 claimed, 3 completed, 2 failed, keys on the primary the sentinels name',
+		'[redis sentinel] the project loop with a Redis Sentinel credential: 5 claimed, 3 completed, 2 failed, keys on the primary the sentinels name',
 		r.ok && claimed.length === 5 && (r.out('Mark completed') ?? []).length === 3 && (r.out('Mark failed') ?? []).length === 2 &&
 			keys.includes('weekly-projects'),
 		redact(r.error?.message ?? r.all.slice(-600)) + ` keys: ${keys.slice(0, 200)}`,
@@ -805,8 +773,8 @@ await withServer(async (base) => {
 			}
 		};
 		const data = { host: redisHost, port: redisPort, user: redisUser, password: redisPassword, database: redisDb, ssl: false };
-		const ok = await testCredential(FG_CRED, data);
-		const bad = await testCredential(FG_CRED, { ...data, port: 1, password: 'e2e-wrong-password-5b1d' });
+		const ok = await testCredential(REDIS_CRED, data);
+		const bad = await testCredential(REDIS_CRED, { ...data, port: 1, password: 'e2e-wrong-password-5b1d' });
 		check(
 			"the flowguard Redis credential's Test button (POST /rest/credentials/test) runs flowguard's connection test",
 			ok?.status === 'OK' && ok.message === 'Connection successful (flowguard)' && bad?.status === 'Error' &&

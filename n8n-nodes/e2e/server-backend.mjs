@@ -106,7 +106,6 @@ function serverVariant(wf, suffix, cred = SERVER_CRED) {
 			const { keyPrefix: _unused, ...options } = n.parameters.options ?? {};
 			n.parameters.options = options;
 			n.credentials = { flowguardServerApi: { id: cred.id, name: cred.name } };
-			n.typeVersion = 2;
 		}
 		if (n.type === 'n8n-nodes-base.webhook') {
 			n.parameters.path += `-${suffix.toLowerCase()}`;

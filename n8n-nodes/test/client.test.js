@@ -40,7 +40,7 @@ test('Redis Sentinel credential: master name, sentinel URLs with the sentinels\'
 test('a Sentinel client is opened with the sentinel option, and cached by it', async () => {
 	const n = openClientCount();
 	const sentinel = { masterName: 'm', nodes: ['redis://127.0.0.1:1'] };
-	await assert.rejects(openClient({ backend: 'redis', sentinel, prefix: 'x:' }), (e) => e.code === 'ERR_REDIS_UNAVAILABLE' && e.message.includes('127.0.0.1:1'));
+	await assert.rejects(openClient({ backend: 'redis', sentinel, prefix: 'x:' }), (e) => e.code === 'ERR_BACKEND_UNAVAILABLE' && e.message.includes('127.0.0.1:1'));
 	await assert.rejects(openClient({ backend: 'redis', sentinel: { ...sentinel, masterName: '' }, prefix: 'x:' }), (e) => e.code === 'ERR_INVALID_ARGUMENT' && e.message.includes('sentinel.masterName'));
 	assert.equal(openClientCount(), n);
 });

@@ -8,8 +8,9 @@ const { FlowguardRedisApi } = require('../dist/credentials/FlowguardRedisApi.cre
 
 const credential = (data) => ({ id: '1', name: 'test', type: 'flowguardRedisApi', data });
 
-test('the nodes (version 2) name the flowguard Redis credential, tested by flowguardRedisConnectionTest', () => {
+test('the nodes have one version and name the flowguard Redis credential, tested by flowguardRedisConnectionTest', () => {
 	const d = new ItemTracker().description;
+	assert.equal(d.version, 2);
 	const cred = d.credentials.find((c) => c.name === 'flowguardRedisApi');
 	assert.equal(cred.testedBy, 'flowguardRedisConnectionTest');
 	assert.equal(new FlowguardRedisApi().name, 'flowguardRedisApi');
@@ -20,8 +21,9 @@ test('the nodes (version 2) name the flowguard Redis credential, tested by flowg
 			'sentinel', 'sentinelMasterName', 'sentinelNodes', 'sentinelPassword', 'sentinelUser', 'ssl', 'user',
 		],
 	);
-	// Version 1 (saved workflows) keeps n8n's own Redis credential.
-	assert.deepEqual(d.credentials.find((c) => c.name === 'redis').displayOptions.show['@version'], [1]);
+	// The only credential of the Redis backend: n8n's own Redis credential type is not one of them.
+	assert.deepEqual(d.credentials.map((c) => c.name), ['flowguardRedisApi', 'flowguardServerApi']);
+	assert.deepEqual(cred.displayOptions, { show: { backend: ['redis'] } });
 	assert.equal(new ItemTracker().methods.credentialTest.flowguardRedisConnectionTest, flowguardRedisConnectionTest);
 });
 

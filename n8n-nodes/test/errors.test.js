@@ -24,6 +24,7 @@ test("the core's ERR_INVALID_ARGUMENT names the field; the node error names the 
 	const fg = await Flowguard.open({ prefix: 'unit-errors:' });
 	const e = await coreError(() => fg.setItems('g', [{ id: 'a', status: 'none' }, { id: '', status: 'none' }]));
 	assert.equal(e.code, 'ERR_INVALID_ARGUMENT');
+	assert.equal(e.field, 'requests[1].id');
 	assert.deepEqual(coreField(e), { path: 'requests[1].id', index: 1, rest: ' must be a non-empty string' });
 	const n = nodeError(ctx(), e, 4, FIELDS);
 	assert.ok(n instanceof NodeOperationError);
@@ -35,9 +36,17 @@ test("the core's ERR_INVALID_ARGUMENT names the field; the node error names the 
 	const q = await coreError(() => fg.enqueue('q', ['a'], { shards: 0 }));
 	assert.equal(nodeError(ctx(), q, 0, { shards: 'Shards' }).message, 'Shards must be a whole number from 1 to 1024, got 0');
 	// Not an argument error, or a field without a parameter: the context and the core's text.
-	const other = Object.assign(new Error('connection refused'), { code: 'ERR_REDIS_UNAVAILABLE' });
+	const other = Object.assign(new Error('connection refused'), { code: 'ERR_BACKEND_UNAVAILABLE' });
 	assert.equal(nodeError(ctx(), other, 0, FIELDS, 'Item Tracker get failed').message, 'Item Tracker get failed: connection refused');
 	assert.equal(coreField(other), undefined);
+	// The field is the error's `field`, never guessed from the message.
+	const unnamed = Object.assign(new TypeError('group must be a non-empty string'), { code: 'ERR_INVALID_ARGUMENT' });
+	assert.equal(coreField(unnamed), undefined);
+	assert.equal(nodeError(ctx(), unnamed, 0, FIELDS).message, 'group must be a non-empty string');
+	// A JavaScript-layer argument error of flowguard (`once`'s options) has its `field` too.
+	const js = await coreError(() => fg.once('k', () => 1, { waitMs: 'soon' }));
+	assert.deepEqual([js.code, js.field], ['ERR_INVALID_ARGUMENT', 'waitMs']);
+	assert.equal(nodeError(ctx(), js, 0, { waitMs: 'Max Wait' }).message, 'Max Wait must be a number, got a string');
 });
 
 test('a batch call refused for one entry fails that item alone; the others are written in one more call', async () => {

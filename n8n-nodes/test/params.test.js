@@ -14,7 +14,7 @@ const { DedupQueue } = require('../dist/nodes/DedupQueue/DedupQueue.node');
 function context(parameters, items) {
 	const nodeType = new ItemTracker();
 	const nodeTypes = { getByNameAndVersion: () => nodeType, getByName: () => nodeType, getKnownTypes: () => ({}) };
-	const node = { id: '1', name: 'Item Tracker', type: 'n8n-nodes-flowguard.itemTracker', typeVersion: 1, position: [0, 0], parameters };
+	const node = { id: '1', name: 'Item Tracker', type: 'n8n-nodes-flowguard.itemTracker', typeVersion: 2, position: [0, 0], parameters };
 	const workflow = new Workflow({ id: 'w', name: 'w', nodes: [node], connections: {}, active: false, nodeTypes });
 	const calls = [];
 	const ctx = {

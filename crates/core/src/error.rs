@@ -10,12 +10,14 @@ use std::sync::Arc;
 pub enum ErrorCode {
     /// A parameter is missing, of the wrong type, empty, too long or out of range. Nothing was written.
     InvalidArgument,
-    /// Redis cannot be reached (connection refused, dropped, DNS, TLS handshake).
-    RedisUnavailable,
-    /// Redis refused the credentials (wrong password, unknown user, NOAUTH).
-    RedisAuth,
-    /// Redis answered with an error (out of memory, read-only replica, a script error).
-    Redis,
+    /// The backend's server cannot be reached (Redis: connection refused, dropped, DNS, TLS
+    /// handshake, or changing hands for a moment during a failover): a later call may succeed.
+    BackendUnavailable,
+    /// The backend's server refused the credentials (Redis: wrong password, unknown user, NOAUTH).
+    BackendAuth,
+    /// The backend's server answered with an error (Redis: out of memory, read-only replica, a
+    /// script error, a key holding a value flowguard did not write).
+    Backend,
     /// A Redis command or connection attempt took longer than its configured timeout.
     Timeout,
     /// A worker passed an owner token but the item or lock is now owned by someone else.
@@ -41,9 +43,9 @@ impl ErrorCode {
     pub fn as_str(self) -> &'static str {
         match self {
             ErrorCode::InvalidArgument => "ERR_INVALID_ARGUMENT",
-            ErrorCode::RedisUnavailable => "ERR_REDIS_UNAVAILABLE",
-            ErrorCode::RedisAuth => "ERR_REDIS_AUTH",
-            ErrorCode::Redis => "ERR_REDIS",
+            ErrorCode::BackendUnavailable => "ERR_BACKEND_UNAVAILABLE",
+            ErrorCode::BackendAuth => "ERR_BACKEND_AUTH",
+            ErrorCode::Backend => "ERR_BACKEND",
             ErrorCode::Timeout => "ERR_TIMEOUT",
             ErrorCode::NotOwner => "ERR_NOT_OWNER",
             ErrorCode::Unsupported => "ERR_UNSUPPORTED",
@@ -253,6 +255,13 @@ mod tests {
             e.to_string(),
             "ERR_INVALID_ARGUMENT: requests[3].timeout must be greater than 0 milliseconds, got 0"
         );
+    }
+
+    #[test]
+    fn codes_of_a_backend_are_named_by_meaning_not_after_redis() {
+        assert_eq!(ErrorCode::BackendUnavailable.as_str(), "ERR_BACKEND_UNAVAILABLE");
+        assert_eq!(ErrorCode::BackendAuth.as_str(), "ERR_BACKEND_AUTH");
+        assert_eq!(ErrorCode::Backend.as_str(), "ERR_BACKEND");
     }
 
     #[test]

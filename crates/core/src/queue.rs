@@ -322,7 +322,7 @@ fn quotas(limit: u64, k: usize, start: usize) -> Vec<u64> {
 /// An error of one shard's step that leaves the other shards' results usable: the shard's
 /// server could not be reached, did not answer in time, or answered with an error of its own.
 fn shard_fault(e: &Error) -> bool {
-    matches!(e.code, ErrorCode::RedisUnavailable | ErrorCode::Timeout | ErrorCode::Redis)
+    matches!(e.code, ErrorCode::BackendUnavailable | ErrorCode::Timeout | ErrorCode::Backend)
 }
 
 /// The error of an enqueue whose step failed on some shards: the first error, saying how many

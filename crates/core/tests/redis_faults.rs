@@ -61,7 +61,7 @@ fn fences_are_exact_up_to_2_pow_53() {
 }
 
 fn assert_foreign(e: flowguard_core::Error, key: &str) {
-    assert_eq!(e.code, ErrorCode::Redis, "{}", e.message);
+    assert_eq!(e.code, ErrorCode::Backend, "{}", e.message);
     assert!(e.message.contains(key), "{}", e.message);
     assert!(e.message.contains("did not write"), "{}", e.message);
 }
@@ -120,7 +120,7 @@ fn a_server_that_never_answers_fails_naming_the_connect_timeout() {
         .err()
         .expect("no Redis answers there");
         held.abort();
-        assert_eq!(e.code, ErrorCode::RedisUnavailable, "{}", e.message);
+        assert_eq!(e.code, ErrorCode::BackendUnavailable, "{}", e.message);
         assert!(e.message.contains("connectTimeoutMs = 300 ms"), "{}", e.message);
         assert!(!e.message.contains("4000"), "{}", e.message);
         assert!(t0.elapsed() < Duration::from_millis(1_500), "took {:?}", t0.elapsed());

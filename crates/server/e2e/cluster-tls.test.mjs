@@ -61,6 +61,6 @@ test('a server that does not trust the cluster\'s CA refuses to start, naming TL
   const { code, output } = await refusedStart(['--redis-cluster-nodes', cluster.urls[0], '--connect-timeout-ms', '1000'],
     { FLOWGUARD_TOKEN: TOKEN, SSL_CERT_FILE: '/nonexistent-ca.pem' })
   assert.equal(code, 2, output)
-  assert.match(output, /ERR_REDIS_UNAVAILABLE/)
+  assert.match(output, /ERR_BACKEND_UNAVAILABLE/)
   assert.match(output, /TLS|certificate/i)
 })

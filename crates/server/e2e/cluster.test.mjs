@@ -183,8 +183,8 @@ test('bad cluster flags and unreachable nodes: the server refuses to start, nami
     [['--redis-cluster-nodes', node, '--redis-url', `redis://${node}`], '--redis-url'],
     [['--redis-cluster-nodes', node, '--redis-sentinel-master', 'm', '--redis-sentinel-nodes', node], '--redis-sentinel-master'],
     [['--redis-cluster-nodes', node, '--redis-password-file', join(dir, 'none')], 'ERR_INVALID_ARGUMENT: --redis-password-file cannot read', { FLOWGUARD_REDIS_PASSWORD: undefined }],
-    [['--redis-cluster-nodes', node], 'ERR_REDIS_UNAVAILABLE', { FLOWGUARD_REDIS_PASSWORD: 'wrong-password' }],
-    [['--redis-cluster-nodes', dead, '--connect-timeout-ms', '300'], 'ERR_REDIS_UNAVAILABLE'],
+    [['--redis-cluster-nodes', node], 'ERR_BACKEND_UNAVAILABLE', { FLOWGUARD_REDIS_PASSWORD: 'wrong-password' }],
+    [['--redis-cluster-nodes', dead, '--connect-timeout-ms', '300'], 'ERR_BACKEND_UNAVAILABLE'],
   ]
   for (const [args, expected, extra] of cases) {
     const { code, output } = await refusedStart(args, { ...env, ...extra })

@@ -24,7 +24,7 @@ export function ok(r, what) {
 
 /**
  * `clients` loops calling `round(client, i)` until `stop()`. A round may fail only with
- * ERR_REDIS_UNAVAILABLE or ERR_TIMEOUT (counted by code); any other failure fails the test.
+ * ERR_BACKEND_UNAVAILABLE or ERR_TIMEOUT (counted by code); any other failure fails the test.
  * `stop()` resolves to `{ codes, longest }`: the failures by code, and the longest time one client
  * saw its rounds failing, ms.
  */
@@ -41,7 +41,7 @@ export function callers(clients, round) {
         failingSince = null
       } catch (e) {
         const code = e.answer?.body?.code
-        assert.ok(['ERR_REDIS_UNAVAILABLE', 'ERR_TIMEOUT'].includes(code), e.message)
+        assert.ok(['ERR_BACKEND_UNAVAILABLE', 'ERR_TIMEOUT'].includes(code), e.message)
         codes[code] = (codes[code] ?? 0) + 1
         failingSince ??= Date.now()
         await sleep(10)

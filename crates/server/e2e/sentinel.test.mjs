@@ -125,7 +125,7 @@ test('bad sentinel flags and unreachable sentinels: the server refuses to start,
     [[...base, '--redis-sentinel-nodes', '127.0.0.1:26379', '--redis-password-file', join(dir, 'none')], 'ERR_INVALID_ARGUMENT: --redis-password-file cannot read', { FLOWGUARD_REDIS_PASSWORD: undefined }],
   ]
   const dead = [await freePort(), await freePort()]
-  cases.push([[...base, '--redis-sentinel-nodes', dead.map((p) => `127.0.0.1:${p}`).join(','), '--connect-timeout-ms', '300'], 'ERR_REDIS_UNAVAILABLE'])
+  cases.push([[...base, '--redis-sentinel-nodes', dead.map((p) => `127.0.0.1:${p}`).join(','), '--connect-timeout-ms', '300'], 'ERR_BACKEND_UNAVAILABLE'])
   for (const [args, expected, extra] of cases) {
     const { code, output } = await refusedStart(args, { ...env, ...extra })
     assert.equal(code, 2, `${args.join(' ')}: exit ${code}: ${output}`)

@@ -61,8 +61,8 @@ pub fn status_of(code: ErrorCode) -> StatusCode {
     match code {
         ErrorCode::InvalidArgument | ErrorCode::Unsupported => StatusCode::BAD_REQUEST,
         ErrorCode::NotOwner => StatusCode::PRECONDITION_FAILED,
-        ErrorCode::RedisUnavailable | ErrorCode::RedisAuth => StatusCode::SERVICE_UNAVAILABLE,
-        ErrorCode::Redis => StatusCode::BAD_GATEWAY,
+        ErrorCode::BackendUnavailable | ErrorCode::BackendAuth => StatusCode::SERVICE_UNAVAILABLE,
+        ErrorCode::Backend => StatusCode::BAD_GATEWAY,
         ErrorCode::Timeout => StatusCode::GATEWAY_TIMEOUT,
         // The store file cannot be read or written (disk full, read-only, corrupt).
         ErrorCode::Storage => StatusCode::INSUFFICIENT_STORAGE,

@@ -74,10 +74,10 @@ async fn redis_down_is_503_and_silent_is_504() {
 
     mode.send(Mode::Down).unwrap();
     let (st, e) = s.call("/v1/lock/acquire", json!({"name": "M"})).await;
-    assert_eq!((st, e["code"].as_str()), (503, Some("ERR_REDIS_UNAVAILABLE")), "{e}");
+    assert_eq!((st, e["code"].as_str()), (503, Some("ERR_BACKEND_UNAVAILABLE")), "{e}");
     assert!(!e.to_string().contains(TOKEN));
     let (st, e) = ready(&s).await;
-    assert_eq!((st, e["code"].as_str()), (503, Some("ERR_REDIS_UNAVAILABLE")), "{e}");
+    assert_eq!((st, e["code"].as_str()), (503, Some("ERR_BACKEND_UNAVAILABLE")), "{e}");
     // The metrics still answer: the call counters, and the state gauges marked as not read.
     let m = s.http.get(s.url("/metrics")).bearer_auth(TOKEN).send().await.unwrap();
     assert_eq!(m.status().as_u16(), 200);

@@ -6,9 +6,8 @@ import {
 	backendProperty,
 	keyPrefixOption,
 	memoryOnlyOption,
-	NODE_VERSIONS,
-	REDIS_V1,
-	REDIS_V2,
+	NODE_VERSION,
+	REDIS_BACKEND,
 	resultFieldOption,
 	SERVER_BACKEND,
 } from '../shared/descriptions';
@@ -26,7 +25,7 @@ export class ConcurrencyLock implements INodeType {
 		name: 'concurrencyLock',
 		icon: { light: 'file:concurrencyLock.svg', dark: 'file:concurrencyLock.dark.svg' },
 		group: ['transform'],
-		...NODE_VERSIONS,
+		...NODE_VERSION,
 		usableAsTool: true,
 		subtitle: '={{ $parameter["operation"] + ": " + $parameter["lockName"] }}',
 		description: 'Keep a workflow, or a part of it, from running twice at the same time',
@@ -37,11 +36,7 @@ export class ConcurrencyLock implements INodeType {
 		// With "When Locked: Route to Locked Output", Set has a second output for the items that found the lock held.
 		outputs: `={{ $parameter["operation"] === "set" && $parameter["whenLocked"] === "output" ? [{ type: "${NodeConnectionTypes.Main}", displayName: "Acquired" }, { type: "${NodeConnectionTypes.Main}", displayName: "Locked" }] : ["${NodeConnectionTypes.Main}"] }}`,
 		credentials: [
-			// n8n's own Redis credential (version 1, saved workflows), not a type of this package;
-			// this package's flowguard Redis credential (version 2).
-			// eslint-disable-next-line @n8n/community-nodes/valid-credential-references
-			{ name: 'redis', required: true, displayOptions: REDIS_V1 },
-			{ name: 'flowguardRedisApi', required: true, testedBy: 'flowguardRedisConnectionTest', displayOptions: REDIS_V2 },
+			{ name: 'flowguardRedisApi', required: true, testedBy: 'flowguardRedisConnectionTest', displayOptions: REDIS_BACKEND },
 			{ name: 'flowguardServerApi', required: true, testedBy: 'flowguardServerConnectionTest', displayOptions: SERVER_BACKEND },
 		],
 		properties: [

@@ -6,9 +6,8 @@ import {
 	backendProperty,
 	keyPrefixOption,
 	memoryOnlyOption,
-	NODE_VERSIONS,
-	REDIS_V1,
-	REDIS_V2,
+	NODE_VERSION,
+	REDIS_BACKEND,
 	resultFieldOption,
 	SERVER_BACKEND,
 } from '../shared/descriptions';
@@ -27,7 +26,7 @@ export class DedupQueue implements INodeType {
 		name: 'dedupQueue',
 		icon: { light: 'file:dedupQueue.svg', dark: 'file:dedupQueue.dark.svg' },
 		group: ['transform'],
-		...NODE_VERSIONS,
+		...NODE_VERSION,
 		usableAsTool: true,
 		subtitle:
 			'={{ ({ enqueue: "Enqueue", readBatch: "Read Batch", ack: "Ack", release: "Release", size: "Size" })[$parameter["operation"]] + ": " + $parameter["queue"] }}',
@@ -39,11 +38,7 @@ export class DedupQueue implements INodeType {
 		inputs: [NodeConnectionTypes.Main],
 		outputs: [NodeConnectionTypes.Main],
 		credentials: [
-			// n8n's own Redis credential (version 1, saved workflows), not a type of this package;
-			// this package's flowguard Redis credential (version 2).
-			// eslint-disable-next-line @n8n/community-nodes/valid-credential-references
-			{ name: 'redis', required: true, displayOptions: REDIS_V1 },
-			{ name: 'flowguardRedisApi', required: true, testedBy: 'flowguardRedisConnectionTest', displayOptions: REDIS_V2 },
+			{ name: 'flowguardRedisApi', required: true, testedBy: 'flowguardRedisConnectionTest', displayOptions: REDIS_BACKEND },
 			{ name: 'flowguardServerApi', required: true, testedBy: 'flowguardServerConnectionTest', displayOptions: SERVER_BACKEND },
 		],
 		properties: [

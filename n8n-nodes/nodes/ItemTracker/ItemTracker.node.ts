@@ -6,9 +6,8 @@ import {
 	backendProperty,
 	keyPrefixOption,
 	memoryOnlyOption,
-	NODE_VERSIONS,
-	REDIS_V1,
-	REDIS_V2,
+	NODE_VERSION,
+	REDIS_BACKEND,
 	resultFieldOption,
 	SERVER_BACKEND,
 } from '../shared/descriptions';
@@ -25,7 +24,7 @@ export class ItemTracker implements INodeType {
 		name: 'itemTracker',
 		icon: { light: 'file:itemTracker.svg', dark: 'file:itemTracker.dark.svg' },
 		group: ['transform'],
-		...NODE_VERSIONS,
+		...NODE_VERSION,
 		usableAsTool: true,
 		subtitle:
 			'={{ $parameter["operation"] === "set" ? "set " + ({inProgress: "in progress", completed: "completed", failed: "failed"})[$parameter["status"]] : $parameter["operation"] }}',
@@ -38,11 +37,7 @@ export class ItemTracker implements INodeType {
 		// Set In Progress has a second output for the items it did not claim (already in progress or completed).
 		outputs: `={{ $parameter["operation"] === "set" && $parameter["status"] === "inProgress" ? [{ type: "${NodeConnectionTypes.Main}", displayName: "Claimed" }, { type: "${NodeConnectionTypes.Main}", displayName: "Skipped" }] : ["${NodeConnectionTypes.Main}"] }}`,
 		credentials: [
-			// n8n's own Redis credential (version 1, saved workflows), not a type of this package;
-			// this package's flowguard Redis credential (version 2).
-			// eslint-disable-next-line @n8n/community-nodes/valid-credential-references
-			{ name: 'redis', required: true, displayOptions: REDIS_V1 },
-			{ name: 'flowguardRedisApi', required: true, testedBy: 'flowguardRedisConnectionTest', displayOptions: REDIS_V2 },
+			{ name: 'flowguardRedisApi', required: true, testedBy: 'flowguardRedisConnectionTest', displayOptions: REDIS_BACKEND },
 			{ name: 'flowguardServerApi', required: true, testedBy: 'flowguardServerConnectionTest', displayOptions: SERVER_BACKEND },
 		],
 		properties: [

@@ -2,7 +2,7 @@ import type { IExecuteFunctions, INodeExecutionData, INodeType, INodeTypeDescrip
 import { NodeConnectionTypes } from 'n8n-workflow';
 
 import { credentialTest } from '../shared/credentialTest';
-import { backendProperty, keyPrefixOption, NODE_VERSIONS, REDIS_V1, REDIS_V2, resultFieldOption, SERVER_BACKEND } from '../shared/descriptions';
+import { backendProperty, keyPrefixOption, NODE_VERSION, REDIS_BACKEND, resultFieldOption, SERVER_BACKEND } from '../shared/descriptions';
 import * as error from './actions/error.operation';
 import { burstOption, DEFAULT_FIELD, limiterProperties, limitItems } from './actions/limiter';
 import * as output from './actions/output.operation';
@@ -14,7 +14,7 @@ export class RateLimit implements INodeType {
 		name: 'rateLimit',
 		icon: { light: 'file:rateLimit.svg', dark: 'file:rateLimit.dark.svg' },
 		group: ['transform'],
-		...NODE_VERSIONS,
+		...NODE_VERSION,
 		usableAsTool: true,
 		subtitle: '={{ $parameter["maxPerPeriod"] + " per " + $parameter["period"] + " s: " + $parameter["limiterName"] }}',
 		description: 'Let at most N items per period through, across every execution and worker (GCRA)',
@@ -25,14 +25,11 @@ export class RateLimit implements INodeType {
 		// With "When Limited: Route to Limited Output", a second output for the items over the rate.
 		outputs: `={{ $parameter["whenLimited"] === "output" ? [{ type: "${NodeConnectionTypes.Main}", displayName: "Allowed" }, { type: "${NodeConnectionTypes.Main}", displayName: "Limited" }] : ["${NodeConnectionTypes.Main}"] }}`,
 		credentials: [
-			// n8n's own Redis credential (version 1), this package's flowguard Redis credential (version 2).
-			// eslint-disable-next-line @n8n/community-nodes/valid-credential-references
-			{ name: 'redis', required: true, displayOptions: REDIS_V1 },
 			{
 				name: 'flowguardRedisApi',
 				required: true,
 				testedBy: 'flowguardRedisConnectionTest',
-				displayOptions: REDIS_V2,
+				displayOptions: REDIS_BACKEND,
 			},
 			{ name: 'flowguardServerApi', required: true, testedBy: 'flowguardServerConnectionTest', displayOptions: SERVER_BACKEND },
 		],

@@ -3,7 +3,6 @@ import type { ICredentialDataDecryptedObject, IExecuteFunctions } from 'n8n-work
 import { NodeOperationError } from 'n8n-workflow';
 
 import { AddonUnavailableError, loadFlowguard } from './addon';
-import { redisCredentialType } from './descriptions';
 import { errorMessage } from './errors';
 import { embeddedStatePath } from './storage';
 
@@ -170,7 +169,7 @@ export async function clientFor(ctx: IExecuteFunctions): Promise<Flowguard> {
 	const backend = ctx.getNodeParameter('backend', 0, 'embedded') as Backend;
 	const prefix = ctx.getNodeParameter('options.keyPrefix', 0, 'fg:') as string;
 	if (backend === 'redis') {
-		const cred = await ctx.getCredentials(redisCredentialType(ctx.getNode().typeVersion));
+		const cred = await ctx.getCredentials('flowguardRedisApi');
 		try {
 			return await openClient({ backend, ...redisTargetFromCredential(cred), prefix });
 		} catch (error) {

@@ -16,7 +16,7 @@ export const backendProperty: INodeProperties = {
 		{
 			name: 'Redis',
 			value: 'redis',
-			description: "State kept in Redis, using n8n's Redis credential. Works with queue mode.",
+			description: 'State kept in Redis, using a flowguard Redis credential. Works with queue mode.',
 		},
 		{
 			name: 'Flowguard Server',
@@ -63,24 +63,16 @@ export function resultFieldOption(defaultField: string, operations?: string[]): 
 }
 
 /**
- * The versions of the nodes: version 2 takes the Redis backend's connection from the flowguard
- * Redis credential (its Test button runs flowguard's connection test); version 1, that of saved
- * workflows, from n8n's own Redis credential. Nothing else differs.
+ * The version of the nodes. Their Redis backend takes its connection from this package's
+ * flowguard Redis credential (its Test button runs flowguard's connection test).
  */
-export const NODE_VERSIONS = { version: [1, 2], defaultVersion: 2 };
-
-/** The credential type of the Redis backend, by node version. */
-export function redisCredentialType(typeVersion: number): 'redis' | 'flowguardRedisApi' {
-	return typeVersion >= 2 ? 'flowguardRedisApi' : 'redis';
-}
+export const NODE_VERSION = { version: 2, defaultVersion: 2 };
 
 /**
- * When each credential of the Redis backend applies (see NODE_VERSIONS). The nodes list their
- * credentials inline, `testedBy` included, as n8n's community-node lint reads them from the node
- * class.
+ * When the credential of the Redis backend applies. The nodes list their credentials inline,
+ * `testedBy` included, as n8n's community-node lint reads them from the node class.
  */
-export const REDIS_V1: INodeCredentialDescription['displayOptions'] = { show: { backend: ['redis'], '@version': [1] } };
-export const REDIS_V2: INodeCredentialDescription['displayOptions'] = { show: { backend: ['redis'], '@version': [2] } };
+export const REDIS_BACKEND: INodeCredentialDescription['displayOptions'] = { show: { backend: ['redis'] } };
 
-/** When the credential of the flowguard server backend applies (every node version). */
+/** When the credential of the flowguard server backend applies. */
 export const SERVER_BACKEND: INodeCredentialDescription['displayOptions'] = { show: { backend: ['server'] } };

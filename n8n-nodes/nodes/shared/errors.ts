@@ -15,10 +15,10 @@ export function errorCode(error: unknown): string | undefined {
 
 export function describeCode(code: string | undefined): string | undefined {
 	switch (code) {
-		case 'ERR_REDIS_UNAVAILABLE':
-			return "Redis could not be reached. Check that it is running and that the credential's host and port are right.";
-		case 'ERR_REDIS_AUTH':
-			return 'Redis refused the user or password of the credential.';
+		case 'ERR_BACKEND_UNAVAILABLE':
+			return "The backend (Redis) could not be reached. Check that it is running and that the credential's host and port are right.";
+		case 'ERR_BACKEND_AUTH':
+			return 'The backend (Redis) refused the user or password of the credential.';
 		case 'ERR_TIMEOUT':
 			return 'Redis did not answer in time.';
 		case 'ERR_INVALID_ARGUMENT':
@@ -44,9 +44,9 @@ export function describeCode(code: string | undefined): string | undefined {
  */
 export type FieldNames = Readonly<Record<string, string>>;
 
-/** The field an ERR_INVALID_ARGUMENT of the core names, as the start of its message (or `error.field`). */
+/** The field an ERR_INVALID_ARGUMENT names as `error.field` (the addon's errors and the server's bodies). */
 export interface CoreField {
-	/** The field as the core named it, e.g. `requests[3].id`. */
+	/** The field as flowguard names it, e.g. `requests[3].id`. */
 	path: string;
 	/** The first index in it (the entry of a batch call), e.g. 3. */
 	index?: number;
@@ -54,17 +54,17 @@ export interface CoreField {
 	rest: string;
 }
 
-const FIELD_PATH = /^[A-Za-z_$][\w$]*(?:\[\d+\])*(?:\.[A-Za-z_$][\w$]*(?:\[\d+\])*)*(?=\s)/;
-
 export function coreField(error: unknown): CoreField | undefined {
 	if (errorCode(error) !== 'ERR_INVALID_ARGUMENT') return undefined;
+	const path = (error as { field?: unknown }).field;
+	if (typeof path !== 'string' || path === '') return undefined;
 	const message = errorMessage(error);
-	const given = (error as { field?: unknown }).field;
-	const path =
-		typeof given === 'string' && given !== '' && message.startsWith(given) ? given : FIELD_PATH.exec(message)?.[0];
-	if (!path) return undefined;
 	const index = /\[(\d+)\]/.exec(path)?.[1];
-	return { path, index: index === undefined ? undefined : Number(index), rest: message.slice(path.length) };
+	return {
+		path,
+		index: index === undefined ? undefined : Number(index),
+		rest: message.startsWith(path) ? message.slice(path.length) : ` ${message}`,
+	};
 }
 
 function displayName(path: string, fields: FieldNames): string | undefined {

@@ -171,7 +171,7 @@ pub(super) async fn connect(urls: &[String], config: &Config) -> Result<Shared> 
         .map_err(|e| map_error(&target, e))?;
     let no_connection = || {
         Error::new(
-            ErrorCode::RedisUnavailable,
+            ErrorCode::BackendUnavailable,
             format!(
                 "cannot reach Redis at {}: no slot map within connectTimeoutMs = {} ms",
                 target.display, config.connect_timeout_ms

@@ -13,7 +13,7 @@ lua!(inspect_script, "limiter_inspect.lua");
 /// The error of a limiter key that holds something flowguard did not write.
 fn foreign(key: &str) -> Error {
     Error::new(
-        ErrorCode::Redis,
+        ErrorCode::Backend,
         format!(
             "the Redis key {key:?} holds a value flowguard did not write (a limiter is an integer string); \
              nothing was changed: delete the key or use another limiter name"

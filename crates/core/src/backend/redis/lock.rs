@@ -39,7 +39,7 @@ pub(super) fn fence_keep() -> &'static str {
 /// such as a value set by hand: nothing was changed.
 fn foreign(key: &str) -> Error {
     Error::new(
-        ErrorCode::Redis,
+        ErrorCode::Backend,
         format!(
             "the Redis key {key:?} holds a value flowguard did not write (a lock is the string \
              \"<owner>:<fence>:<label>\" and its fence counter an integer); nothing was changed: delete \

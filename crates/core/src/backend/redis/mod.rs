@@ -383,7 +383,7 @@ async fn connect(url: &str, config: &Config) -> Result<Shared> {
     // The whole first connection, handshake and AUTH included, is bounded by the connect timeout.
     let no_connection = || {
         Error::new(
-            ErrorCode::RedisUnavailable,
+            ErrorCode::BackendUnavailable,
             format!(
                 "cannot reach Redis at {}: no connection within connectTimeoutMs = {} ms",
                 target.display, config.connect_timeout_ms
@@ -443,14 +443,14 @@ pub(crate) fn map_error(target: &Target, e: RedisError) -> Error {
         || auth_required
     {
         return Error::new(
-            ErrorCode::RedisAuth,
+            ErrorCode::BackendAuth,
             format!("Redis at {} refused the credentials: {detail}", target.display),
         );
     }
     // The sentinels answered but name no primary they see up (or the node they name is not one).
     if e.kind() == redis::ErrorKind::MasterNameNotFoundBySentinel {
         return Error::new(
-            ErrorCode::RedisUnavailable,
+            ErrorCode::BackendUnavailable,
             format!("no primary for Redis {}: the sentinels know none that is up ({detail})", target.display),
         );
     }
@@ -462,7 +462,7 @@ pub(crate) fn map_error(target: &Target, e: RedisError) -> Error {
     }
     if e.is_io_error() || e.is_connection_refusal() || e.is_connection_dropped() {
         return Error::new(
-            ErrorCode::RedisUnavailable,
+            ErrorCode::BackendUnavailable,
             format!("cannot reach Redis at {}: {detail}", target.display),
         );
     }
@@ -475,14 +475,14 @@ pub(crate) fn map_error(target: &Target, e: RedisError) -> Error {
         || (target.follows_failover && matches!(code, "READONLY" | "MOVED" | "ASK"));
     if passing {
         return Error::new(
-            ErrorCode::RedisUnavailable,
+            ErrorCode::BackendUnavailable,
             format!("Redis at {} is changing hands (failover or resharding): {detail}", target.display),
         );
     }
     // One node of a cluster, opened by `url`, redirects the keys of the slots it does not own.
     if code == "MOVED" || code == "ASK" {
         return Error::new(
-            ErrorCode::Redis,
+            ErrorCode::Backend,
             format!(
                 "Redis at {} is a Redis Cluster node and redirected the call ({detail}): open the client with \
                  `cluster: [<node URLs>]` instead of `url`",
@@ -490,7 +490,7 @@ pub(crate) fn map_error(target: &Target, e: RedisError) -> Error {
             ),
         );
     }
-    Error::new(ErrorCode::Redis, format!("Redis at {} answered with an error: {detail}", target.display))
+    Error::new(ErrorCode::Backend, format!("Redis at {} answered with an error: {detail}", target.display))
 }
 
 /// Builds a script kept in a static, loaded once per connection and run by EVALSHA.
@@ -580,7 +580,7 @@ mod tests {
         ] {
             for follows in [false, true] {
                 let e = map_error(&target(follows), server_error(reply));
-                assert_eq!(e.code, ErrorCode::RedisUnavailable, "{reply}: {e:?}");
+                assert_eq!(e.code, ErrorCode::BackendUnavailable, "{reply}: {e:?}");
             }
         }
         // A cluster or Sentinel client meets a demoted primary or runs out of redirections for a
@@ -591,9 +591,9 @@ mod tests {
             "READONLY You can't write against a read only replica.",
         ] {
             let e = map_error(&target(true), server_error(reply));
-            assert_eq!(e.code, ErrorCode::RedisUnavailable, "{reply}: {e:?}");
+            assert_eq!(e.code, ErrorCode::BackendUnavailable, "{reply}: {e:?}");
             let e = map_error(&target(false), server_error(reply));
-            assert_eq!(e.code, ErrorCode::Redis, "{reply}: {e:?}");
+            assert_eq!(e.code, ErrorCode::Backend, "{reply}: {e:?}");
         }
         let e = map_error(&target(false), server_error("MOVED 9181 127.0.0.1:7002"));
         assert!(e.message.contains("`cluster: [<node URLs>]`"), "{}", e.message);

@@ -33,7 +33,7 @@ const PARTS: [&str; 3] = ["h", "i", "fence"];
 /// The error of a semaphore key that holds something flowguard did not write.
 fn foreign(key: &str) -> Error {
     Error::new(
-        ErrorCode::Redis,
+        ErrorCode::Backend,
         format!(
             "the Redis key {key:?} holds a value flowguard did not write (a semaphore's holders are a \
              sorted set, their info a hash, its fence counter an integer); nothing was changed: delete the \

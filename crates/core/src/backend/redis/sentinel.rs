@@ -14,7 +14,7 @@
 //!   which refuses a script at its first write, so nothing was written): the call is sent again
 //!   after resolving (retries with a doubling wait, bounded by the command timeout as a whole),
 //!   as nothing of it ran;
-//! - the connection is lost with a call on it: that call fails with `ERR_REDIS_UNAVAILABLE` and
+//! - the connection is lost with a call on it: that call fails with `ERR_BACKEND_UNAVAILABLE` and
 //!   is not sent again (the script may have run and its reply been lost; a second run could
 //!   apply a write twice);
 //! - [`RETIRE_AFTER_TIMEOUTS`] calls in a row time out (a primary gone silent);
@@ -526,7 +526,7 @@ pub(super) async fn connect(opts: &SentinelOptions, config: &Config) -> Result<S
         Ok(_) => {}
         Err(e) if e.is_timeout() => {
             return Err(Error::new(
-                ErrorCode::RedisUnavailable,
+                ErrorCode::BackendUnavailable,
                 format!(
                     "cannot reach Redis {}: no primary within connectTimeoutMs = {} ms",
                     target.display, config.connect_timeout_ms

@@ -72,7 +72,7 @@ impl StateBackend for RedisStore {
                 match self.read_states(&full, chunks).await {
                     // redis-rs names it CrossSlot; the server says CROSSSLOT.
                     Err(e)
-                        if e.code == ErrorCode::Redis
+                        if e.code == ErrorCode::Backend
                             && e.message.to_ascii_lowercase().contains("crossslot") => {}
                     other => return other,
                 }
