@@ -149,7 +149,10 @@ impl RedisStore {
                 return Err(Error::internal("queue script replied with too few values"));
             }
             let (change, now) = (int(&reply[1])?, int(&reply[2])?);
-            self.clock.sample(now, arrived);
+            if now > 0 {
+                // 0: the step did not read the time (an enqueue of ids all waiting already).
+                self.clock.sample(now, arrived);
+            }
             if status == 2 && (mode == "e" || mode.is_empty()) {
                 // The record first: a place for the enqueue, or the count of a shard written
                 // before marks existed.

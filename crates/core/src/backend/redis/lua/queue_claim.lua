@@ -3,6 +3,7 @@
 -- start at which the caller still waits for the reply (see queue.rs). Reply after the head (see
 -- queue_common.lua): the visibility deadline, then id and due time per claimed id; -1 alone when
 -- too late (nothing claimed). Per chunk of at most 1000 ids: one variadic ZREM, ZADD and HSET.
+clock()
 if now > tonumber(ARGV[6]) then return finish({0, 0, 0, -1}, had) end
 reap(tonumber(ARGV[4]))
 local deadline = now + tonumber(ARGV[5])

@@ -16,15 +16,23 @@
 local W, C, O, A, M = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local mark = redis.call('GET', M)
 if mark and mark ~= ARGV[1] then return {0, tonumber(mark)} end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- The server's time (ms), read by `clock()` at the first need: every step but the enqueue reads it
+-- first; an enqueue that only finds its ids waiting never reads it (and replies 0 for it).
+local now
+local function clock()
+  if not now then
+    local t = redis.call('TIME')
+    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return now
+end
 local mode = ARGV[2]
 local status = 1
 -- Whether the shard held ids before this step.
 local had = mark ~= false
 if not had then
   local held = redis.call('EXISTS', W, C, A) > 0
-  if mode == 'e' or (mode == '' and held) then return {2, 0, now} end
+  if mode == 'e' or (mode == '' and held) then return {2, 0, clock()} end
   if mode == '' then status = 3 end
   if held then
     -- Written before marks existed: the record counts the shard already (mode 'c' or 'r').
@@ -71,7 +79,8 @@ end
 
 -- Ends the step: `holds`, whether the shard holds ids now, sets or removes the mark, and `out`
 -- gets the reply's head: the status, the change of the record's count (the shard's change
--- between holding no id and holding some, less the place reserved for this enqueue) and now.
+-- between holding no id and holding some, less the place reserved for this enqueue) and now (0
+-- when the step did not read the time).
 local function finish(out, holds)
   if holds and not had then redis.call('SET', M, ARGV[1]) end
   if had and not holds then redis.call('DEL', M) end
@@ -79,6 +88,6 @@ local function finish(out, holds)
   if holds then change = change + 1 end
   if had then change = change - 1 end
   if mode == 'r' then change = change - 1 end
-  out[1], out[2], out[3] = status, change, now
+  out[1], out[2], out[3] = status, change, now or 0
   return out
 end

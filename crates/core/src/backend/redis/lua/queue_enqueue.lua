@@ -5,7 +5,12 @@
 -- call whose claim expired is returned alone, as the slice would, before it is judged. Per chunk
 -- of at most 1000 ids: one ZMSCORE of waiting, one of claimed for the ids not waiting, one
 -- variadic ZADD; an id may repeat within a call and is judged as by calls one after another.
-local due = now + tonumber(ARGV[3])
+-- The due time of ids this call makes waiting: the time is read only when one is.
+local due
+local function due_at()
+  if not due then due = clock() + tonumber(ARGV[3]) end
+  return due
+end
 local debounce = ARGV[4] == '1'
 local out = {0, 0, 0}
 -- Ids made waiting by this call: their due time.
@@ -39,7 +44,7 @@ for c = 5, #ARGV, 1000 do
     local code, at
     local w = mine[id] or ws[i - c + 1]
     local cl = not mine[id] and cs[id]
-    if cl and tonumber(cl) <= now then
+    if cl and tonumber(cl) <= clock() then
       -- An expired claim: back to waiting, due at its deadline or its later enqueue again.
       local d = tonumber(cl)
       local a = redis.call('ZSCORE', A, id)
@@ -57,14 +62,14 @@ for c = 5, #ARGV, 1000 do
       if a and not debounce then
         at = tonumber(a)
       else
-        redis.call('ZADD', A, fmt(due), id)
+        redis.call('ZADD', A, fmt(due_at()), id)
         at = due
       end
       code = 3
     elseif w and not debounce then
       code, at = 0, tonumber(w)
     else
-      wait(id, due)
+      wait(id, due_at())
       if w then code = 2 else code = 1 end
       at = due
     end

@@ -1,5 +1,6 @@
 -- Dedup Queue: the first ARGV[3] waiting ids of one shard by due time, without claiming.
 -- Reply after the head (see queue_common.lua): id and due time per id.
+clock()
 reap(tonumber(ARGV[3]))
 local out = {0, 0, 0}
 if had then

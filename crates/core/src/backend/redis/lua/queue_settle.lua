@@ -5,6 +5,7 @@
 -- owner, -2 expired) and the due time when the id is waiting again after this call, else -1.
 -- Per chunk of at most 1000 ids: one ZMSCORE and HMGET to judge them, then variadic writes; an
 -- id repeated within a call is settled once (then not claimed), as by calls one after another.
+clock()
 local owner, ack, delay = ARGV[3], ARGV[4] == 'a', tonumber(ARGV[5])
 local out = {0, 0, 0}
 -- Whether an id left the shard (acked, not enqueued again): only then may it hold none now.

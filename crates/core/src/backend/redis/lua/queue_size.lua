@@ -2,6 +2,7 @@
 -- claimed, enqueued again while claimed. O(log n) after one reap slice: claims that expired and are
 -- not returned yet count as waiting and due (their enqueue-again entries stay counted as such
 -- until they are returned).
+clock()
 if not had then return finish({0, 0, 0, 0, 0, 0, 0}, false) end
 reap(0)
 local now_s = fmt(now)
