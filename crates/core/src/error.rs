@@ -23,7 +23,7 @@ pub enum ErrorCode {
     /// A worker passed an owner token but the item or lock is now owned by someone else.
     NotOwner,
     /// A feature cannot be used with the selected backend or configuration (also: a durable store
-    /// file written by a newer flowguard).
+    /// file of a layout version other than the one this flowguard reads).
     Unsupported,
     /// The durable store's file cannot be used: its directory is missing, it is read-only, the
     /// disk is full, or it is corrupt or another program's database. The message names the path.

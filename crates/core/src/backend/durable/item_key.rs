@@ -1,4 +1,4 @@
-//! The key of an item's row: its namespace, group and id in one byte string (layout 6), so
+//! The key of an item's row: its namespace, group and id in one byte string, so
 //! SQLite compares two keys with one `memcmp` instead of column by column.
 //!
 //! The namespace and the group are each written with every 0 byte doubled as `00 FF` and ended

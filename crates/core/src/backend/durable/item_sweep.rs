@@ -182,7 +182,7 @@ mod tests {
     fn insert(c: &Connection, ns: &str, grp: &str, id: &str, exp: i64) {
         let key = item_key::item(&item_key::group(ns, grp), id);
         c.execute(
-            "INSERT INTO items (k, exp, s, a, l, c, u, d, t) VALUES (?1, ?2, 0, 0, 0, 0, 0, 0, '[]')",
+            "INSERT INTO items (k, exp, s, a, l, c, u, d) VALUES (?1, ?2, 0, 0, 0, 0, 0, 0)",
             params![key, exp],
         )
         .unwrap();

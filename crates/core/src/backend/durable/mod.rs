@@ -27,6 +27,7 @@ mod damage;
 mod fences;
 mod file_access;
 mod item_key;
+mod item_record;
 mod item_sweep;
 mod limiter;
 mod lock;

@@ -1,59 +1,17 @@
 //! Item Tracker on the durable store: the record of an item is a row (its fields as columns,
-//! its timeline as JSON), read, changed by the same rules as the in-memory store, and written
+//! see `item_record`), read, changed by the same rules as the in-memory store, and written
 //! back, all in one transaction.
 
-use std::borrow::Cow;
+use rusqlite::{params, Connection};
 
-use rusqlite::{params, Connection, Row};
-
+use super::item_record::{from_row, Encoded};
 use super::{checked_scan, item_key, Durable, Fail, Sql};
 use crate::backend::embedded::{finish, fresh, page, take};
 use crate::backend::BoxFuture;
 use crate::tracker::{
     not_owner, BatchClaim, BatchOutcome, ClaimBatch, ItemList, ItemOp, ItemState, ItemStatus, ListQuery,
-    OpResult, Outcome, Record, TrackerBackend, Transition, Word,
+    OpResult, Outcome, Record, TrackerBackend,
 };
-
-/// The stored status as a small number (0 and 1 take no byte of a row).
-fn status_code(s: &str) -> Sql<i64> {
-    match s {
-        "" => Ok(0),
-        "in_progress" => Ok(1),
-        "completed" => Ok(2),
-        "failed" => Ok(3),
-        other => Err(Fail::Corrupt(format!("status {other:?}"))),
-    }
-}
-
-fn status_word(id: &str, code: i64) -> Sql<Word> {
-    Ok(Cow::Borrowed(match code {
-        0 => "",
-        1 => "in_progress",
-        2 => "completed",
-        3 => "failed",
-        other => return Err(Fail::Corrupt(format!("item {id:?}: status code {other}"))),
-    }))
-}
-
-/// A record from the columns `exp, s, a, o, l, c, u, d, e, t` of `r` (`exp` is the record's `x`),
-/// the first of them at column `at`.
-fn from_row(id: &str, r: &Row<'_>, at: usize) -> Sql<Record> {
-    let t: String = r.get(at + 9)?;
-    let t: Vec<Transition> =
-        serde_json::from_str(&t).map_err(|e| Fail::Corrupt(format!("item {id:?}: timeline: {e}")))?;
-    Ok(Record {
-        x: r.get(at)?,
-        s: status_word(id, r.get(at + 1)?)?,
-        a: r.get(at + 2)?,
-        o: r.get(at + 3)?,
-        l: r.get(at + 4)?,
-        c: r.get(at + 5)?,
-        u: r.get(at + 6)?,
-        d: r.get(at + 7)?,
-        e: r.get(at + 8)?,
-        t,
-    })
-}
 
 /// A group of items: its name, and the start of its rows' keys (see `item_key`).
 struct Group<'a> {
@@ -82,17 +40,15 @@ fn load(c: &Connection, key: &[u8], id: &str, now: i64) -> Sql<Option<Record>> {
     }
 }
 
-/// A record ready to be bound as its columns (its status code, its timeline encoded once).
+/// A record ready to be bound as its columns (see `item_record`).
 struct Stored<'r> {
     rec: &'r Record,
-    s: i64,
-    t: String,
+    enc: Encoded,
 }
 
 impl<'r> Stored<'r> {
     fn new(rec: &'r Record) -> Sql<Stored<'r>> {
-        let t = serde_json::to_string(&rec.t).map_err(|e| Fail::Corrupt(e.to_string()))?;
-        Ok(Stored { rec, s: status_code(&rec.s)?, t })
+        Ok(Stored { rec, enc: Encoded::new(rec)? })
     }
 }
 
@@ -106,7 +62,7 @@ fn save(c: &Connection, key: &[u8], rec: &Stored<'_>) -> Sql<()> {
            o = excluded.o, l = excluded.l, c = excluded.c, u = excluded.u, d = excluded.d, e = excluded.e,
            t = excluded.t",
     )?
-    .execute(params![key, r.x, rec.s, r.a, r.o, r.l, r.c, r.u, r.d, r.e, rec.t])?;
+    .execute(params![key, r.x, rec.enc.s, r.a, rec.enc.o, r.l, r.c, r.u, r.d, r.e, rec.enc.t])?;
     Ok(())
 }
 
@@ -118,7 +74,7 @@ fn insert_new(c: &Connection, key: &[u8], rec: &Stored<'_>) -> Sql<bool> {
             "INSERT INTO items (k, exp, s, a, o, l, c, u, d, e, t)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) ON CONFLICT DO NOTHING",
         )?
-        .execute(params![key, r.x, rec.s, r.a, r.o, r.l, r.c, r.u, r.d, r.e, rec.t])?;
+        .execute(params![key, r.x, rec.enc.s, r.a, rec.enc.o, r.l, r.c, r.u, r.d, r.e, rec.enc.t])?;
     Ok(n == 1)
 }
 
@@ -225,9 +181,9 @@ fn claim_batch(c: &Connection, g: &Group<'_>, b: BatchClaim<'_>, now: i64) -> Sq
         let ids: Vec<&str> = chunk.iter().map(|&i| b.ids[i].as_str()).collect();
         let list = serde_json::to_string(&ids).map_err(|e| Fail::Corrupt(e.to_string()))?;
         c.prepare_cached("SAVEPOINT chunk")?.execute([])?;
-        let (r, s, t) = (&batch.new_rec, batch.new_s, &batch.new_t);
+        let (r, e) = (&batch.new_rec, &batch.new_enc);
         let inserted =
-            insert.execute(params![g.prefix, r.x, s, r.a, r.o, r.l, r.c, r.u, r.d, r.e, t, list])?;
+            insert.execute(params![g.prefix, r.x, e.s, r.a, e.o, r.l, r.c, r.u, r.d, r.e, e.t, list])?;
         if inserted != chunk.len() {
             c.prepare_cached("ROLLBACK TO chunk")?.execute([])?;
         }
@@ -270,9 +226,8 @@ struct Batch<'a> {
     now: i64,
     lease_end: i64,
     new_rec: Record,
-    /// The new record's status code and timeline, encoded once.
-    new_s: i64,
-    new_t: String,
+    /// The new record's columns, encoded once.
+    new_enc: Encoded,
     outcomes: Vec<BatchOutcome>,
     attempts: Vec<u32>,
     /// The earliest expiry of the records written (the new record's, or earlier).
@@ -284,7 +239,7 @@ impl<'a> Batch<'a> {
         let lease_end = now + claim.lease_ms as i64;
         let mut new_rec = fresh(now);
         take(&mut new_rec, claim.owner, now, lease_end, claim.retention_ms);
-        let Stored { s: new_s, t: new_t, .. } = Stored::new(&new_rec)?;
+        let new_enc = Encoded::new(&new_rec)?;
         let n = claim.ids.len();
         Ok(Batch {
             claim,
@@ -294,14 +249,13 @@ impl<'a> Batch<'a> {
             attempts: vec![new_rec.a; n],
             earliest: new_rec.x,
             new_rec,
-            new_s,
-            new_t,
+            new_enc,
         })
     }
 
     /// The new record, to bind.
     fn stored(&self) -> Stored<'_> {
-        Stored { rec: &self.new_rec, s: self.new_s, t: self.new_t.clone() }
+        Stored { rec: &self.new_rec, enc: self.new_enc.clone() }
     }
 
     /// Reads id number `i` (whose key is `key`) and claims it when the rules allow; true when it
