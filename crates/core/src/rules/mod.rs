@@ -6,8 +6,14 @@
 //! (`__test__/model.test.mjs`) holds the backends equal on random sequences.
 //!
 //! - [`tracker`]: the Item Tracker (claim, complete/fail with the owner check, unset, the lease
-//!   and retention expiry, the changes each makes to a record, the `listItems` order).
+//!   and retention expiry, the changes each makes to a record, the `listItems` order);
+//! - [`lock`]: the Concurrency Lock (acquire with its fencing token, release and extend with the
+//!   owner check, the lease, the label, how long a fence is kept);
+//! - [`semaphore`]: the Semaphore (acquire within the permits, release and extend of one's own
+//!   permit).
 //!
 //! The rate limiter's rule is [`crate::limiter::decide`].
 
+pub mod lock;
+pub mod semaphore;
 pub mod tracker;
