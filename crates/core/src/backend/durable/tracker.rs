@@ -1,5 +1,5 @@
 //! Item Tracker on the durable store: the record of an item is a row (its fields as columns,
-//! its timeline as JSON), read, changed by the same rules as the in-memory store, and written
+//! its timeline as JSON), read, changed by `rules::tracker` (as in the in-memory store), and written
 //! back, all in one transaction.
 
 use std::borrow::Cow;
