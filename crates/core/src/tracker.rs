@@ -136,14 +136,9 @@ pub struct Record {
 }
 
 impl Record {
+    /// Its status at `now` (see [`crate::rules::tracker::status`]).
     pub fn status_at(&self, now: i64) -> ItemStatus {
-        match &*self.s {
-            "in_progress" if self.l > now => ItemStatus::InProgress,
-            "in_progress" => ItemStatus::Abandoned,
-            "completed" => ItemStatus::Completed,
-            "failed" => ItemStatus::Failed,
-            _ => ItemStatus::None,
-        }
+        crate::rules::tracker::status(&self.s, self.l, now)
     }
 
     pub fn to_state(&self, id: &str, now: i64) -> ItemState {

@@ -142,7 +142,7 @@ impl Encoded {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::embedded::{finish, fresh, take};
+    use crate::rules::tracker::{finish, fresh, take};
     use rusqlite::{params, Connection};
 
     /// Writes `rec` as a row and reads it back, with the bytes its row's `o` and `t` take.

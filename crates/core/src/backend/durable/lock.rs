@@ -7,7 +7,8 @@ use rusqlite::{params, Connection, OptionalExtension};
 use super::fences::Fences;
 use super::{Durable, Sql};
 use crate::backend::BoxFuture;
-use crate::lock::{Attempt, ExtendResult, LockBackend, LockInfo, Refusal, ReleaseResult};
+use crate::lock::{Attempt, ExtendResult, LockBackend, LockInfo, ReleaseResult};
+use crate::rules::lock::{self, Holder};
 
 struct Row {
     owner: Option<String>,
@@ -17,8 +18,14 @@ struct Row {
 }
 
 impl Row {
+    /// Its holder, when a lease was taken and not released (whether it still holds is
+    /// [`lock::holds`]).
+    fn holder(&self) -> Option<Holder<'_>> {
+        let owner = self.owner.as_deref()?;
+        Some(Holder { owner, fence: self.fence, label: self.label.as_deref(), expires_at: self.exp })
+    }
     fn live(&self, now: i64) -> bool {
-        self.owner.is_some() && self.exp > now
+        self.holder().is_some_and(|h| lock::holds(h.expires_at, now))
     }
     fn remaining(&self, now: i64) -> u64 {
         (self.exp - now).max(0) as u64
@@ -42,11 +49,11 @@ fn try_acquire(
     label: Option<&str>,
     now: i64,
 ) -> Sql<Attempt> {
-    // An empty label is no label, as on Redis (where the lock value cannot tell them apart).
-    let label = label.filter(|l| !l.is_empty());
+    let label = lock::label(label);
     let exp = now + lease_ms as i64;
     // Most acquisitions find the name's row free (released or run out): one statement takes
-    // it. A name without a row, or one held, is read first, as below.
+    // it (`lock::acquire` of a row no lease holds, in SQL). A name without a row, or one held,
+    // is read first, as below.
     let taken: Option<i64> = c
         .prepare_cached(
             "UPDATE locks SET owner = ?3, fence = fence + 1, label = ?4, exp = ?5
@@ -63,27 +70,26 @@ fn try_acquire(
         });
     }
     let row = load(c, ns, name)?;
-    if let Some(h) = row.as_ref().filter(|h| h.live(now)) {
-        return Ok(Attempt {
-            acquired: false,
-            fence: h.fence,
-            remaining_ms: h.remaining(now),
-            holder: h.label.clone(),
-        });
-    }
-    let fence = row.map_or(0, |h| h.fence) + 1;
+    let d = lock::acquire(
+        row.as_ref().and_then(Row::holder),
+        row.as_ref().map_or(0, |h| h.fence),
+        lease_ms,
+        label,
+        now,
+    );
+    let Some((fence, exp)) = d.take else { return Ok(d.attempt) };
     c.prepare_cached(
         "INSERT INTO locks (ns, name, owner, fence, label, exp) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
          ON CONFLICT (ns, name) DO UPDATE SET owner = excluded.owner, fence = excluded.fence,
            label = excluded.label, exp = excluded.exp",
     )?
     .execute(params![ns, name, owner, fence as i64, label, exp])?;
-    Ok(Attempt { acquired: true, fence, remaining_ms: lease_ms, holder: label.map(str::to_string) })
+    Ok(d.attempt)
 }
 
 fn release(c: &Connection, ns: &str, name: &str, owner: &str, now: i64) -> Sql<ReleaseResult> {
-    // The usual case, a release by the holder, is one statement; a refusal reads the row to
-    // say why.
+    // The usual case, a release by the holder, is one statement (`lock::release` of a row its
+    // owner holds, in SQL); a refusal reads the row to say why.
     let freed = c
         .prepare_cached(
             "UPDATE locks SET owner = NULL, label = NULL, exp = ?4
@@ -93,36 +99,28 @@ fn release(c: &Connection, ns: &str, name: &str, owner: &str, now: i64) -> Sql<R
     if freed == 1 {
         return Ok(ReleaseResult { released: true, reason: None });
     }
-    Ok(match load(c, ns, name)?.filter(|h| h.live(now)) {
-        None => ReleaseResult { released: false, reason: Some(Refusal::NotHeld) },
-        Some(h) if h.owner.as_deref() != Some(owner) => {
-            ReleaseResult { released: false, reason: Some(Refusal::NotOwner) }
-        }
-        Some(_) => {
-            c.prepare_cached(
-                "UPDATE locks SET owner = NULL, label = NULL, exp = ?3 WHERE ns = ?1 AND name = ?2",
-            )?
-            .execute(params![ns, name, now])?;
-            ReleaseResult { released: true, reason: None }
-        }
-    })
+    let row = load(c, ns, name)?;
+    let r = lock::release(row.as_ref().and_then(Row::holder), owner, now);
+    if r.released {
+        c.prepare_cached(
+            "UPDATE locks SET owner = NULL, label = NULL, exp = ?3 WHERE ns = ?1 AND name = ?2",
+        )?
+        .execute(params![ns, name, now])?;
+    }
+    Ok(r)
 }
 
 fn extend(c: &Connection, ns: &str, name: &str, owner: &str, lease_ms: u64, now: i64) -> Sql<ExtendResult> {
-    Ok(match load(c, ns, name)?.filter(|h| h.live(now)) {
-        None => ExtendResult { extended: false, remaining_ms: 0, reason: Some(Refusal::NotHeld) },
-        Some(h) if h.owner.as_deref() != Some(owner) => {
-            ExtendResult { extended: false, remaining_ms: h.remaining(now), reason: Some(Refusal::NotOwner) }
-        }
-        Some(_) => {
-            c.prepare_cached("UPDATE locks SET exp = ?3 WHERE ns = ?1 AND name = ?2")?.execute(params![
-                ns,
-                name,
-                now + lease_ms as i64
-            ])?;
-            ExtendResult { extended: true, remaining_ms: lease_ms, reason: None }
-        }
-    })
+    let row = load(c, ns, name)?;
+    let r = lock::extend(row.as_ref().and_then(Row::holder), owner, lease_ms, now);
+    if r.extended {
+        c.prepare_cached("UPDATE locks SET exp = ?3 WHERE ns = ?1 AND name = ?2")?.execute(params![
+            ns,
+            name,
+            now + lease_ms as i64
+        ])?;
+    }
+    Ok(r)
 }
 
 fn inspect(c: &Connection, ns: &str, name: &str, now: i64) -> Sql<LockInfo> {

@@ -6,7 +6,8 @@ use rusqlite::{params, Connection, OptionalExtension};
 use super::fences::Fences;
 use super::{checked_scan, purge, Durable, Sql};
 use crate::backend::BoxFuture;
-use crate::lock::{ExtendResult, Refusal, ReleaseResult, FENCE_KEEP_MS};
+use crate::lock::{ExtendResult, ReleaseResult};
+use crate::rules::{lock, semaphore};
 use crate::semaphore::{Holder, PermitAttempt, SemaphoreBackend, SemaphoreInfo};
 
 fn last_fence(c: &Connection, ns: &str, name: &str) -> Sql<u64> {
@@ -42,7 +43,7 @@ fn holders(c: &Connection, ns: &str, name: &str, now: i64) -> Sql<Vec<(u64, Opti
         || format!("the holders of semaphore {name:?}"),
         |_, r| {
             let exp: i64 = r.get(5)?;
-            if exp > now {
+            if lock::holds(exp, now) {
                 out.push((r.get::<_, i64>(3)? as u64, r.get(4)?, exp));
             }
             Ok(true)
@@ -63,41 +64,30 @@ struct Ask<'a> {
 fn try_acquire(c: &Connection, ns: &str, name: &str, ask: Ask<'_>, now: i64) -> Sql<PermitAttempt> {
     sweep(c, ns, name, now)?;
     let held = holders(c, ns, name, now)?;
-    let (n, first) = (held.len() as i64, held.first().map(|h| h.2));
     let last = last_fence(c, ns, name)?;
     let Ask { owner, permits, lease_ms, label } = ask;
-    if n as u64 >= permits {
-        return Ok(PermitAttempt {
-            acquired: false,
-            fence: last,
-            holders: n as u64,
-            remaining_ms: first.map_or(0, |e| (e - now).max(0) as u64),
-        });
-    }
-    let fence = last + 1;
+    let d = semaphore::acquire(held.iter().map(|h| h.2), last, permits, lease_ms, now);
+    let Some((fence, exp)) = d.take else { return Ok(d.attempt) };
     c.prepare_cached(
         "INSERT INTO sem_fences (ns, name, fence, keep) VALUES (?1, ?2, ?3, ?4)
          ON CONFLICT (ns, name) DO UPDATE SET fence = excluded.fence, keep = max(keep, excluded.keep)",
     )?
-    .execute(params![ns, name, fence as i64, now + lease_ms as i64 + FENCE_KEEP_MS as i64])?;
-    let label = label.filter(|l| !l.is_empty());
+    .execute(params![ns, name, fence as i64, lock::fence_kept_until(now, lease_ms)])?;
+    let label = lock::label(label);
     c.prepare_cached(
         "INSERT INTO sem_holders (ns, name, owner, fence, label, exp) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?
-    .execute(params![ns, name, owner, fence as i64, label, now + lease_ms as i64])?;
-    Ok(PermitAttempt { acquired: true, fence, holders: n as u64 + 1, remaining_ms: lease_ms })
+    .execute(params![ns, name, owner, fence as i64, label, exp])?;
+    Ok(d.attempt)
 }
 
 fn release(c: &Connection, ns: &str, name: &str, owner: &str, now: i64) -> Sql<ReleaseResult> {
     sweep(c, ns, name, now)?;
+    // After the sweep, the owner's row is its live permit: one statement removes it when held.
     let n = c
         .prepare_cached("DELETE FROM sem_holders WHERE ns = ?1 AND name = ?2 AND owner = ?3")?
         .execute(params![ns, name, owner])?;
-    Ok(if n > 0 {
-        ReleaseResult { released: true, reason: None }
-    } else {
-        ReleaseResult { released: false, reason: Some(Refusal::NotHeld) }
-    })
+    Ok(semaphore::release(n > 0))
 }
 
 fn extend(c: &Connection, ns: &str, name: &str, owner: &str, lease_ms: u64, now: i64) -> Sql<ExtendResult> {
@@ -105,11 +95,7 @@ fn extend(c: &Connection, ns: &str, name: &str, owner: &str, lease_ms: u64, now:
     let n = c
         .prepare_cached("UPDATE sem_holders SET exp = ?4 WHERE ns = ?1 AND name = ?2 AND owner = ?3")?
         .execute(params![ns, name, owner, now + lease_ms as i64])?;
-    Ok(if n > 0 {
-        ExtendResult { extended: true, remaining_ms: lease_ms, reason: None }
-    } else {
-        ExtendResult { extended: false, remaining_ms: 0, reason: Some(Refusal::NotHeld) }
-    })
+    Ok(semaphore::extend(n > 0, lease_ms))
 }
 
 fn inspect(c: &Connection, ns: &str, name: &str, now: i64) -> Sql<SemaphoreInfo> {

@@ -1,13 +1,13 @@
 //! Item Tracker on the durable store: the record of an item is a row (its fields as columns,
-//! see `item_record`), read, changed by the same rules as the in-memory store, and written
+//! see `item_record`), read, changed by `rules::tracker` (as in the in-memory store), and written
 //! back, all in one transaction.
 
 use rusqlite::{params, Connection};
 
 use super::item_record::{from_row, Encoded};
 use super::{checked_scan, item_key, Durable, Fail, Sql};
-use crate::backend::embedded::{finish, fresh, page, take};
 use crate::backend::BoxFuture;
+use crate::rules::tracker::{claim, decide, fresh, page, take, write, Claim, Decision};
 use crate::tracker::{
     not_owner, BatchClaim, BatchOutcome, ClaimBatch, ItemList, ItemOp, ItemState, ItemStatus, ListQuery,
     OpResult, Outcome, Record, TrackerBackend,
@@ -82,7 +82,7 @@ fn state(rec: Option<&Record>, id: &str, now: i64) -> ItemState {
     rec.map(|r| r.to_state(id, now)).unwrap_or_else(|| ItemState::unknown(id))
 }
 
-/// Applies one operation at `now`: the rules of the in-memory store's `apply_one`. `earliest`
+/// Applies one operation at `now`: loads the row, decides by [`decide`], writes. `earliest`
 /// comes down to the expiry of a record written.
 fn apply_one(
     c: &Connection,
@@ -96,53 +96,40 @@ fn apply_one(
     let key = g.key(id);
     let result =
         |outcome, owner, item| OpResult { id: id.to_string(), action: op.action(), outcome, owner, item };
-    if let ItemOp::Claim { owner, lease_ms, .. } = op {
+    if let ItemOp::Claim { owner, .. } = op {
         // Most claims are of new ids: one insert that skips an existing row, without a read
-        // first. An id that has a row (live or expired) goes on as below.
-        let mut rec = fresh(now);
-        take(&mut rec, owner, now, now + *lease_ms as i64, retention_ms);
-        if insert_new(c, &key, &Stored::new(&rec)?)? {
-            *earliest = (*earliest).min(rec.x);
-            return Ok(result(Outcome::Done, Some(owner.clone()), rec.to_state(id, now)));
+        // first (when the rules take an item that has no record). An id that has a row (live
+        // or expired) goes on as below.
+        if decide(op, None, now) == Decision::Take {
+            let mut rec = fresh(now);
+            write(op, &mut rec, now, retention_ms);
+            if insert_new(c, &key, &Stored::new(&rec)?)? {
+                *earliest = (*earliest).min(rec.x);
+                return Ok(result(Outcome::Done, Some(owner.clone()), rec.to_state(id, now)));
+            }
         }
     }
     let current = load(c, &key, id, now)?;
-    Ok(match op {
-        ItemOp::Claim { owner, lease_ms, reclaim_completed, .. } => {
-            let busy = match current.as_ref().map(|r| r.status_at(now)) {
-                Some(ItemStatus::InProgress) => Some(ItemStatus::InProgress),
-                Some(ItemStatus::Completed) if !reclaim_completed => Some(ItemStatus::Completed),
-                _ => None,
-            };
-            if let Some(s) = busy {
-                return Ok(result(Outcome::Busy(s), None, state(current.as_ref(), id, now)));
-            }
-            let mut rec = current.unwrap_or_else(|| fresh(now));
-            take(&mut rec, owner, now, now + *lease_ms as i64, retention_ms);
-            save(c, &key, &Stored::new(&rec)?)?;
-            *earliest = (*earliest).min(rec.x);
-            result(Outcome::Done, Some(owner.clone()), rec.to_state(id, now))
+    Ok(match decide(op, current.as_ref(), now) {
+        Decision::Busy(s) => result(Outcome::Busy(s), None, state(current.as_ref(), id, now)),
+        Decision::NotOwner => {
+            let refused = Outcome::Refused(not_owner(g.name, id, current.as_ref()));
+            result(refused, None, state(current.as_ref(), id, now))
         }
-        ItemOp::Complete { owner, keep_ms, .. } | ItemOp::Fail { owner, keep_ms, .. } => {
-            if let Some(o) = owner {
-                if current.as_ref().and_then(|r| r.o.as_ref()) != Some(o) {
-                    let refused = Outcome::Refused(not_owner(g.name, id, current.as_ref()));
-                    return Ok(result(refused, None, state(current.as_ref(), id, now)));
-                }
-            }
-            let (status, error) = match op {
-                ItemOp::Fail { error, .. } => ("failed", Some(error)),
-                _ => ("completed", None),
-            };
-            let mut rec = current.unwrap_or_else(|| fresh(now));
-            finish(&mut rec, status, error, now, *keep_ms);
-            save(c, &key, &Stored::new(&rec)?)?;
-            *earliest = (*earliest).min(rec.x);
-            result(Outcome::Done, None, rec.to_state(id, now))
-        }
-        ItemOp::Unset { .. } => {
+        Decision::Remove => {
             c.prepare_cached("DELETE FROM items WHERE k = ?1")?.execute(params![key])?;
             result(Outcome::Done, None, state(current.as_ref(), id, now))
+        }
+        d @ (Decision::Take | Decision::Finish) => {
+            let mut rec = current.unwrap_or_else(|| fresh(now));
+            write(op, &mut rec, now, retention_ms);
+            save(c, &key, &Stored::new(&rec)?)?;
+            *earliest = (*earliest).min(rec.x);
+            let owner = match (d, op) {
+                (Decision::Take, ItemOp::Claim { owner, .. }) => Some(owner.clone()),
+                _ => None,
+            };
+            result(Outcome::Done, owner, rec.to_state(id, now))
         }
     })
 }
@@ -178,6 +165,10 @@ fn claim_batch(c: &Connection, g: &Group<'_>, b: BatchClaim<'_>, now: i64) -> Sq
          WHERE true ON CONFLICT DO NOTHING",
     )?;
     for chunk in first.chunks(CHUNK) {
+        if !batch.new_taken {
+            claim_each(c, g, &mut batch, chunk)?;
+            continue;
+        }
         let ids: Vec<&str> = chunk.iter().map(|&i| b.ids[i].as_str()).collect();
         let list = serde_json::to_string(&ids).map_err(|e| Fail::Corrupt(e.to_string()))?;
         c.prepare_cached("SAVEPOINT chunk")?.execute([])?;
@@ -209,7 +200,7 @@ fn claim_batch(c: &Connection, g: &Group<'_>, b: BatchClaim<'_>, now: i64) -> Sq
 /// is read first, and after a read that found none the next one is inserted first: each id costs
 /// one B-tree step, apart from where a run changes.
 fn claim_each(c: &Connection, g: &Group<'_>, batch: &mut Batch<'_>, chunk: &[usize]) -> Sql<()> {
-    let mut expect_new = true;
+    let mut expect_new = batch.new_taken;
     for &i in chunk {
         let key = g.key(&batch.claim.ids[i]);
         if expect_new && insert_new(c, &key, &batch.stored())? {
@@ -232,6 +223,8 @@ struct Batch<'a> {
     attempts: Vec<u32>,
     /// The earliest expiry of the records written (the new record's, or earlier).
     earliest: i64,
+    /// Whether the rules claim an id that has no record (so it may be inserted without a read).
+    new_taken: bool,
 }
 
 impl<'a> Batch<'a> {
@@ -248,6 +241,7 @@ impl<'a> Batch<'a> {
             outcomes: vec![BatchOutcome::Claimed; n],
             attempts: vec![new_rec.a; n],
             earliest: new_rec.x,
+            new_taken: crate::rules::tracker::claim(ItemStatus::None, claim.reclaim_completed) == Claim::Take,
             new_rec,
             new_enc,
         })
@@ -258,30 +252,29 @@ impl<'a> Batch<'a> {
         Stored { rec: &self.new_rec, enc: self.new_enc.clone() }
     }
 
-    /// Reads id number `i` (whose key is `key`) and claims it when the rules allow; true when it
-    /// had no live record (so it got the new one).
+    /// Reads id number `i` (whose key is `key`) and claims it when the rules allow (see
+    /// [`claim`]); true when it had no live record and got the new one.
     fn decide(&mut self, c: &Connection, key: &[u8], i: usize) -> Sql<bool> {
         let (b, now) = (self.claim, self.now);
         let id = &b.ids[i];
-        let (outcome, a, got_new) = match load(c, key, id, now)? {
-            Some(r) if matches!(r.status_at(now), ItemStatus::InProgress) => {
-                (BatchOutcome::InProgress, r.a, false)
-            }
-            Some(r) if matches!(r.status_at(now), ItemStatus::Completed) && !b.reclaim_completed => {
-                (BatchOutcome::Completed, r.a, false)
-            }
-            Some(mut rec) => {
+        let current = load(c, key, id, now)?;
+        let decision =
+            claim(current.as_ref().map_or(ItemStatus::None, |r| r.status_at(now)), b.reclaim_completed);
+        let (a, got_new) = match (decision, current) {
+            (Claim::Take, Some(mut rec)) => {
                 take(&mut rec, b.owner, now, self.lease_end, b.retention_ms);
                 save(c, key, &Stored::new(&rec)?)?;
                 self.earliest = self.earliest.min(rec.x);
-                (BatchOutcome::Claimed, rec.a, false)
+                (rec.a, false)
             }
-            None => {
+            (Claim::Take, None) => {
                 // No live record (none, or one whose retention ran out): the new record.
                 save(c, key, &self.stored())?;
-                (BatchOutcome::Claimed, self.new_rec.a, true)
+                (self.new_rec.a, true)
             }
+            (_, rec) => (rec.map_or(0, |r| r.a), false),
         };
+        let outcome = decision.batch();
         self.outcomes[i] = outcome;
         self.attempts[i] = a;
         Ok(got_new)

@@ -7,7 +7,8 @@ use super::expiries::{Expiries, SLICE};
 use super::named::Named;
 use super::{guard, now_ms, Embedded};
 use crate::backend::{ready, BoxFuture};
-use crate::lock::{Attempt, ExtendResult, LockBackend, LockInfo, Refusal, ReleaseResult, FENCE_KEEP_MS};
+use crate::lock::{Attempt, ExtendResult, LockBackend, LockInfo, ReleaseResult};
+use crate::rules::lock;
 
 struct Held {
     owner: String,
@@ -16,10 +17,21 @@ struct Held {
     expires_at: i64,
 }
 
+impl Held {
+    fn holder(&self) -> lock::Holder<'_> {
+        lock::Holder {
+            owner: &self.owner,
+            fence: self.fence,
+            label: self.label.as_deref(),
+            expires_at: self.expires_at,
+        }
+    }
+}
+
 #[derive(Default)]
 pub struct LockTable {
     held: Named<Held>,
-    /// The last fencing token issued per lock name and until when it is kept: [`FENCE_KEEP_MS`]
+    /// The last fencing token issued per lock name and until when it is kept: [`FENCE_KEEP_MS`](crate::lock::FENCE_KEEP_MS)
     /// past the lease of each acquisition, so tokens strictly increase across acquisitions,
     /// releases and expiries of a name used at least once in that time (as on Redis).
     fences: HashMap<String, (u64, i64)>,
@@ -43,70 +55,48 @@ impl LockTable {
         for gone in self.fence_expiry.due(now, SLICE) {
             self.fences.remove(&gone);
         }
-        if self.held.get(name).is_some_and(|h| h.expires_at <= now) {
+        if self.held.get(name).is_some_and(|h| !lock::holds(h.expires_at, now)) {
             self.drop_held(name);
         }
         self.held.get_mut(name)
     }
 
     pub fn try_acquire(&mut self, name: &str, owner: &str, lease_ms: u64, label: Option<&str>) -> Attempt {
-        // An empty label is no label, as on Redis (where the lock value cannot tell them apart).
-        let label = label.filter(|l| !l.is_empty());
         let now = now_ms();
-        if let Some(h) = self.live(name, now) {
-            return Attempt {
-                acquired: false,
-                fence: h.fence,
-                remaining_ms: (h.expires_at - now) as u64,
-                holder: h.label.clone(),
-            };
-        }
-        let keep_until = now + lease_ms as i64 + FENCE_KEEP_MS as i64;
-        let entry = self.fences.entry(name.to_string()).or_insert((0, keep_until));
-        let old_until = std::mem::replace(&mut entry.1, keep_until);
-        entry.0 += 1;
-        let fence = entry.0;
-        self.fence_expiry.moved(name, Some(old_until).filter(|_| fence > 1), Some(keep_until));
-        self.lease_expiry.moved(name, None, Some(now + lease_ms as i64));
-        self.held.insert(
-            name,
-            Held {
-                owner: owner.to_string(),
-                fence,
-                label: label.map(str::to_string),
-                expires_at: now + lease_ms as i64,
-            },
-        );
-        Attempt { acquired: true, fence, remaining_ms: lease_ms, holder: label.map(str::to_string) }
+        let last = self.fences.get(name).map_or(0, |f| f.0);
+        let holder = self.live(name, now).map(|h| h.holder());
+        let d = lock::acquire(holder, last, lease_ms, label, now);
+        let Some((fence, expires_at)) = d.take else { return d.attempt };
+        let keep_until = lock::fence_kept_until(now, lease_ms);
+        let old_until = self.fences.insert(name.to_string(), (fence, keep_until)).map(|f| f.1);
+        self.fence_expiry.moved(name, old_until, Some(keep_until));
+        self.lease_expiry.moved(name, None, Some(expires_at));
+        let label = lock::label(label).map(str::to_string);
+        self.held.insert(name, Held { owner: owner.to_string(), fence, label, expires_at });
+        d.attempt
     }
 
     pub fn release(&mut self, name: &str, owner: &str) -> ReleaseResult {
         let now = now_ms();
-        match self.live(name, now) {
-            None => ReleaseResult { released: false, reason: Some(Refusal::NotHeld) },
-            Some(h) if h.owner != owner => ReleaseResult { released: false, reason: Some(Refusal::NotOwner) },
-            Some(_) => {
-                self.drop_held(name);
-                ReleaseResult { released: true, reason: None }
-            }
+        let holder = self.live(name, now).map(|h| h.holder());
+        let r = lock::release(holder, owner, now);
+        if r.released {
+            self.drop_held(name);
         }
+        r
     }
 
     pub fn extend(&mut self, name: &str, owner: &str, lease_ms: u64) -> ExtendResult {
         let now = now_ms();
-        match self.live(name, now) {
-            None => ExtendResult { extended: false, remaining_ms: 0, reason: Some(Refusal::NotHeld) },
-            Some(h) if h.owner != owner => ExtendResult {
-                extended: false,
-                remaining_ms: (h.expires_at - now) as u64,
-                reason: Some(Refusal::NotOwner),
-            },
-            Some(h) => {
+        let holder = self.live(name, now).map(|h| h.holder());
+        let r = lock::extend(holder, owner, lease_ms, now);
+        if r.extended {
+            if let Some(h) = self.held.get_mut(name) {
                 let old = std::mem::replace(&mut h.expires_at, now + lease_ms as i64);
                 self.lease_expiry.moved(name, Some(old), Some(now + lease_ms as i64));
-                ExtendResult { extended: true, remaining_ms: lease_ms, reason: None }
             }
         }
+        r
     }
 
     pub fn inspect(&mut self, name: &str) -> LockInfo {
@@ -159,6 +149,6 @@ impl LockTable {
         cursor: Option<&'a str>,
         now: i64,
     ) -> impl Iterator<Item = (&'a str, bool)> {
-        self.held.after(cursor).map(move |(k, h)| (k, h.expires_at > now))
+        self.held.after(cursor).map(move |(k, h)| (k, lock::holds(h.expires_at, now)))
     }
 }

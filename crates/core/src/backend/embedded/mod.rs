@@ -47,7 +47,6 @@ pub use semaphore::SemaphoreTable;
 pub(crate) use state::integer;
 pub use state::StateTable;
 pub use tracker::TrackerTable;
-pub(crate) use tracker::{finish, fresh, page, take};
 
 /// Milliseconds since the Unix epoch on the store's clock: monotonic, anchored to the wall clock
 /// once per process (see the module docs).

@@ -6,7 +6,8 @@ use super::expiries::{Expiries, SLICE};
 use super::named::Named;
 use super::{guard, now_ms, Embedded};
 use crate::backend::{ready, BoxFuture};
-use crate::lock::{ExtendResult, Refusal, ReleaseResult, FENCE_KEEP_MS};
+use crate::lock::{ExtendResult, ReleaseResult, FENCE_KEEP_MS};
+use crate::rules::{lock, semaphore};
 use crate::semaphore::{Holder, PermitAttempt, SemaphoreBackend, SemaphoreInfo};
 
 struct Held {
@@ -32,7 +33,7 @@ impl SemaphoreTable {
     fn sweep(&mut self, now: i64) {
         for name in self.forget.due(now, SLICE) {
             let last_end = self.held.get_mut(&name).and_then(|hs| {
-                hs.retain(|_, h| h.expires_at > now);
+                hs.retain(|_, h| lock::holds(h.expires_at, now));
                 hs.values().map(|h| h.expires_at).max()
             });
             match last_end {
@@ -55,7 +56,7 @@ impl SemaphoreTable {
     fn live(&mut self, name: &str, now: i64) -> Option<&mut HashMap<String, Held>> {
         self.sweep(now);
         let hs = self.held.get_mut(name)?;
-        hs.retain(|_, h| h.expires_at > now);
+        hs.retain(|_, h| lock::holds(h.expires_at, now));
         Some(hs)
     }
 
@@ -69,43 +70,37 @@ impl SemaphoreTable {
     ) -> PermitAttempt {
         let now = now_ms();
         let last = self.fences.get(name).map_or(0, |f| f.0);
-        if let Some(hs) = self.live(name, now).filter(|hs| hs.len() as u64 >= permits) {
-            let first = hs.values().map(|h| h.expires_at).min().unwrap_or(now);
-            return PermitAttempt {
-                acquired: false,
-                fence: last,
-                holders: hs.len() as u64,
-                remaining_ms: (first - now).max(0) as u64,
-            };
-        }
-        let fence = last + 1;
+        let ends = self.live(name, now).into_iter().flat_map(|hs| hs.values().map(|h| h.expires_at));
+        let d = semaphore::acquire(ends, last, permits, lease_ms, now);
+        let Some((fence, expires_at)) = d.take else { return d.attempt };
         let before = self.fences.get(name).map(|f| f.1);
-        let keep = (now + lease_ms as i64 + FENCE_KEEP_MS as i64).max(before.unwrap_or(i64::MIN));
+        let keep = lock::fence_kept_until(now, lease_ms).max(before.unwrap_or(i64::MIN));
         self.fences.insert(name.to_string(), (fence, keep));
         self.forget.moved(name, before, Some(keep));
         let hs = self.held.get_or_insert_with(name, HashMap::new);
-        let label = label.filter(|l| !l.is_empty()).map(str::to_string);
-        hs.insert(owner.to_string(), Held { fence, label, expires_at: now + lease_ms as i64 });
-        PermitAttempt { acquired: true, fence, holders: hs.len() as u64, remaining_ms: lease_ms }
+        let label = lock::label(label).map(str::to_string);
+        hs.insert(owner.to_string(), Held { fence, label, expires_at });
+        d.attempt
     }
 
     pub fn release(&mut self, name: &str, owner: &str) -> ReleaseResult {
         let now = now_ms();
-        match self.live(name, now).and_then(|hs| hs.remove(owner)) {
-            Some(_) => ReleaseResult { released: true, reason: None },
-            None => ReleaseResult { released: false, reason: Some(Refusal::NotHeld) },
+        let held = self.live(name, now).is_some_and(|hs| hs.contains_key(owner));
+        let r = semaphore::release(held);
+        if r.released {
+            self.live(name, now).and_then(|hs| hs.remove(owner));
         }
+        r
     }
 
     pub fn extend(&mut self, name: &str, owner: &str, lease_ms: u64) -> ExtendResult {
         let now = now_ms();
-        match self.live(name, now).and_then(|hs| hs.get_mut(owner)) {
-            Some(h) => {
-                h.expires_at = now + lease_ms as i64;
-                ExtendResult { extended: true, remaining_ms: lease_ms, reason: None }
-            }
-            None => ExtendResult { extended: false, remaining_ms: 0, reason: Some(Refusal::NotHeld) },
+        let held = self.live(name, now).is_some_and(|hs| hs.contains_key(owner));
+        let r = semaphore::extend(held, lease_ms);
+        if let Some(h) = self.held.get_mut(name).and_then(|hs| hs.get_mut(owner)).filter(|_| r.extended) {
+            h.expires_at = now + lease_ms as i64;
         }
+        r
     }
 
     /// The semaphore names after `cursor` in order, each with whether a holder's lease has not
@@ -115,7 +110,7 @@ impl SemaphoreTable {
         cursor: Option<&'a str>,
         now: i64,
     ) -> impl Iterator<Item = (&'a str, bool)> {
-        self.held.after(cursor).map(move |(k, hs)| (k, hs.values().any(|h| h.expires_at > now)))
+        self.held.after(cursor).map(move |(k, hs)| (k, hs.values().any(|h| lock::holds(h.expires_at, now))))
     }
 
     pub fn inspect(&mut self, name: &str) -> SemaphoreInfo {

@@ -1,9 +1,9 @@
 //! A claim batch: many ids claimed for one owner and one lease, their places in one batch run.
 
-use super::record::take;
 use super::TrackerTable;
 use crate::backend::embedded::now_ms;
-use crate::tracker::{BatchClaim, BatchOutcome, ClaimBatch, ItemStatus, Record};
+use crate::rules::tracker::{claim, take, Claim};
+use crate::tracker::{BatchClaim, ClaimBatch, ItemStatus, Record};
 
 impl TrackerTable {
     pub fn claim_batch(&mut self, group: &str, c: BatchClaim<'_>) -> ClaimBatch {
@@ -16,21 +16,22 @@ impl TrackerTable {
         let mut attempts = Vec::with_capacity(c.ids.len());
         for id in c.ids {
             let take_it = |rec: &mut Record| take(rec, c.owner, now, lease_end, c.retention_ms);
-            let (outcome, a) = match g.live(id, now) {
-                None => {
+            let live = g.live(id, now);
+            let decision = claim(live.map_or(ItemStatus::None, |(s, _)| s), c.reclaim_completed);
+            let a = match (decision, live) {
+                (Claim::Take, None) => {
                     // A new id: made at once, with no second lookup.
                     g.add(id, now, take_it);
-                    (BatchOutcome::Claimed, 1)
+                    1
                 }
-                Some((ItemStatus::InProgress, a)) => (BatchOutcome::InProgress, a),
-                Some((ItemStatus::Completed, a)) if !c.reclaim_completed => (BatchOutcome::Completed, a),
-                Some((_, a)) => {
+                (Claim::Take, Some((_, a))) => {
                     g.change(id, now, take_it);
-                    (BatchOutcome::Claimed, a + 1)
+                    a + 1
                 }
+                (_, l) => l.map_or(0, |(_, a)| a),
             };
             attempts.push(a);
-            outcomes.push(outcome);
+            outcomes.push(decision.batch());
         }
         g.batching = false;
         g.flush();

@@ -4,12 +4,12 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::record::fresh;
 use crate::backend::embedded::batch_run::{BatchRun, NO_RUN};
 use crate::backend::embedded::expiry_buckets::ExpiryBuckets;
 use crate::backend::embedded::place_order::sort_places;
 use crate::backend::embedded::ranked::RankedSet;
-use crate::tracker::{ItemState, ItemStatus, Record};
+use crate::rules::tracker::{fresh, kept};
+use crate::tracker::{ItemStatus, Record};
 
 /// Hash maps keyed by caller-given names: foldhash, seeded at random per process (fast, and no
 /// predictable collisions for ids that come from outside).
@@ -141,13 +141,6 @@ impl Group {
         }
     }
 
-    /// Changes the record of `id` (see [`Group::change`]) and returns the item's state after
-    /// the change.
-    pub(super) fn update(&mut self, id: &str, now: i64, change: impl FnOnce(&mut Record)) -> ItemState {
-        self.change(id, now, change);
-        self.get(id).map(|r| r.to_state(id, now)).unwrap_or_else(|| ItemState::unknown(id))
-    }
-
     pub(super) fn get(&self, id: &str) -> Option<&Record> {
         self.items.get(id).map(|e| &e.rec)
     }
@@ -198,15 +191,21 @@ impl Group {
         self.items.insert(key, Entry { rec, at, run_at });
     }
 
-    /// The status and attempts of the live record of `id`, after forgetting it when it expired
-    /// and a purge slice has not reached it yet (one lookup when it is live or absent).
+    /// The status and attempts of the kept record of `id`, after forgetting it when it expired
+    /// and a purge slice has not reached it yet (one lookup when it is kept or absent).
     pub(super) fn live(&mut self, id: &str, now: i64) -> Option<(ItemStatus, u32)> {
         let (x, status, a) = self.items.get(id).map(|e| (e.rec.x, e.rec.status_at(now), e.rec.a))?;
-        if x <= now {
+        if !kept(x, now) {
             self.remove(id);
             return None;
         }
         Some((status, a))
+    }
+
+    /// The kept record of `id` (see [`Group::live`]).
+    pub(super) fn live_record(&mut self, id: &str, now: i64) -> Option<&Record> {
+        self.live(id, now)?;
+        self.get(id)
     }
 
     pub(super) fn remove(&mut self, id: &str) -> Option<Record> {

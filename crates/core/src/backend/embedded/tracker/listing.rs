@@ -5,7 +5,8 @@ use super::TrackerTable;
 use crate::backend::embedded::expiries::SLICE;
 use crate::backend::embedded::now_ms;
 use crate::backend::embedded::ranked::RankedSet;
-use crate::tracker::{Counts, ItemList, ItemState, ItemStatus, ListFilter, ListQuery, Record};
+use crate::rules::tracker::kept;
+use crate::tracker::{Counts, ItemList, ItemState, ListFilter, ListQuery};
 
 /// How many keys of `set` have a score up to `t`.
 fn up_to(set: &RankedSet<(i64, Id)>, t: i64) -> usize {
@@ -52,7 +53,7 @@ impl Group {
             }
             let n = want.min(count - skip);
             for (_, id) in set.iter_from(first + skip as usize).take(n as usize) {
-                if let Some(r) = self.get(id).filter(|r| r.x > now) {
+                if let Some(r) = self.get(id).filter(|r| kept(r.x, now)) {
                     items.push(r.to_state(id, now));
                 }
             }
@@ -73,7 +74,7 @@ impl TrackerTable {
             Some(g) => {
                 g.purge(now, SLICE);
                 ids.iter()
-                    .map(|id| match g.get(id).filter(|r| r.x > now) {
+                    .map(|id| match g.get(id).filter(|r| kept(r.x, now)) {
                         Some(r) => r.to_state(id, now),
                         None => ItemState::unknown(id),
                     })
@@ -94,51 +95,4 @@ impl TrackerTable {
         }
         out
     }
-}
-
-/// One page of a group's items, from all its live records: in progress (by lease expiry),
-/// abandoned (by lease expiry), failed, completed (by record expiry).
-pub(crate) fn page<'a>(
-    records: impl Iterator<Item = (&'a String, &'a Record)>,
-    now: i64,
-    q: ListQuery,
-) -> ItemList {
-    let mut live = Vec::new();
-    let mut abandoned = Vec::new();
-    let mut failed = Vec::new();
-    let mut completed = Vec::new();
-    for (id, r) in records {
-        match r.status_at(now) {
-            ItemStatus::InProgress => live.push((r.l, id, r)),
-            ItemStatus::Abandoned => abandoned.push((r.l, id, r)),
-            ItemStatus::Failed => failed.push((r.x, id, r)),
-            ItemStatus::Completed => completed.push((r.x, id, r)),
-            ItemStatus::None => {}
-        }
-    }
-    for v in [&mut live, &mut abandoned, &mut failed, &mut completed] {
-        v.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
-    }
-    let counts = Counts {
-        in_progress: live.len() as u64,
-        abandoned: abandoned.len() as u64,
-        completed: completed.len() as u64,
-        failed: failed.len() as u64,
-    };
-    let chosen: Vec<&(i64, &String, &Record)> = match q.filter {
-        ListFilter::All => live.iter().chain(&abandoned).chain(&failed).chain(&completed).collect(),
-        ListFilter::InProgress => live.iter().collect(),
-        ListFilter::Abandoned => abandoned.iter().collect(),
-        ListFilter::Failed => failed.iter().collect(),
-        ListFilter::Completed => completed.iter().collect(),
-    };
-    let total = chosen.len() as u64;
-    let items = chosen
-        .into_iter()
-        .skip(q.offset as usize)
-        .take(q.limit as usize)
-        .map(|(_, id, r)| r.to_state(id, now))
-        .collect();
-    let end = q.offset + q.limit;
-    ItemList { counts, items, next_offset: if end < total { Some(end) } else { None } }
 }

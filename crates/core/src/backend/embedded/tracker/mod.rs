@@ -1,7 +1,6 @@
 //! Item Tracker on the embedded store.
 //!
 //! - [`group`]: a group's records and their indexes, kept in step with every change;
-//! - [`record`]: the changes a claim, a completion or a failure makes to a record;
 //! - [`apply`]: item operations (claim, complete, fail, unset);
 //! - [`claim_batch`]: many ids claimed at once;
 //! - [`listing`]: reading items and pages of `listItems`;
@@ -11,7 +10,6 @@ mod apply;
 mod claim_batch;
 mod group;
 mod listing;
-mod record;
 mod sweep;
 #[cfg(test)]
 mod tests;
@@ -23,9 +21,6 @@ use crate::tracker::{
     BatchClaim, ClaimBatch, ItemList, ItemOp, ItemState, ListQuery, OpResult, TrackerBackend,
 };
 use group::Group;
-
-pub(crate) use listing::page;
-pub(crate) use record::{finish, fresh, take};
 
 #[derive(Default)]
 pub struct TrackerTable {

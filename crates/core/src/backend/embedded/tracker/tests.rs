@@ -1,7 +1,8 @@
 use super::group::slot;
-use super::{page, TrackerTable, SWEEP_EVERY};
+use super::{TrackerTable, SWEEP_EVERY};
 use crate::backend::embedded::expiries::SLICE;
 use crate::backend::embedded::now_ms;
+use crate::rules::tracker::page;
 use crate::tracker::{BatchClaim, ItemOp, ListFilter, ListQuery, Record};
 
 const DAY: u64 = 86_400_000;

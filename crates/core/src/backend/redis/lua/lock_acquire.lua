@@ -1,3 +1,4 @@
+-- The Rust rule this script mirrors: rules::lock::acquire (crates/core/src/rules/lock.rs).
 -- Concurrency Lock: acquire. KEYS[1]: the lock, one string "<owner>:<fence>:<label>" whose expiry
 -- is the lease; KEYS[2]: the lock's fence counter (see lock.rs: made from the Redis clock in
 -- microseconds and given its lifetime once, when INCR finds no counter; then only INCR). ARGV:

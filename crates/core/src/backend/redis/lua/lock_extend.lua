@@ -1,3 +1,4 @@
+-- The Rust rule this script mirrors: rules::lock::extend (crates/core/src/rules/lock.rs).
 -- Concurrency Lock: extend by the owner only. KEYS[1]: the lock. ARGV: owner, lease ms.
 -- Reply: {1, lease ms} | {0, 0} not held | {-1, ms left} held by another owner | {-2, 0} the key
 -- holds a value flowguard did not write (nothing changed).

@@ -1,3 +1,4 @@
+-- The Rust rule this script mirrors: rules::lock::release (crates/core/src/rules/lock.rs).
 -- Concurrency Lock: release by the owner only. KEYS[1]: the lock. ARGV[1]: "<owner>:".
 -- Reply: 1 released | 0 not held | -1 held by another owner | -2 the key holds a value
 -- flowguard did not write (nothing changed).

@@ -1,3 +1,4 @@
+-- The Rust rule this script mirrors: rules::semaphore::acquire (crates/core/src/rules/semaphore.rs).
 -- ARGV: owner, permits, lease ms, label ('' = none), the fence counter's lifetime in ms
 -- (FENCE_KEEP_MS).
 -- Reply: {1, holders, fence} | {0, holders, ms until the first lease ends, last fence} |

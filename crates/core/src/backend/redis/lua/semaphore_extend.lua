@@ -1,3 +1,4 @@
+-- The Rust rule this script mirrors: rules::semaphore::extend (crates/core/src/rules/semaphore.rs).
 -- ARGV: owner, lease ms. Reply: 1 extended | 0 not held | -i: KEYS[i] holds a value flowguard did
 -- not write (nothing changed).
 local bad = sweep()

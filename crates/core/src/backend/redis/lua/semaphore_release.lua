@@ -1,3 +1,4 @@
+-- The Rust rule this script mirrors: rules::semaphore::release (crates/core/src/rules/semaphore.rs).
 -- ARGV: owner. Reply: 1 released | 0 not held (released, expired, never) | -i: KEYS[i] holds a
 -- value flowguard did not write (nothing changed). Only the owner's own entry is touched: the
 -- others' ended leases are dropped by the next acquire or extend.

@@ -81,6 +81,7 @@ for i = 0, n - 1 do
   local rec, raw, was = decode(raw)
   local k = #out
   if action == 'c' then
+    -- The claim rule: rules::tracker::claim (Rust), then rules::tracker::take.
     if rec and rec.s == 'p' and rec.l > now then
       out[k + 1] = 0; out[k + 2] = 'in_progress'; out[k + 3] = raw
     elseif rec and rec.s == 'c' and ARGV[b + 4] ~= '1' then
@@ -101,6 +102,7 @@ for i = 0, n - 1 do
       out[k + 1] = 1; out[k + 2] = ''; out[k + 3] = packed
     end
   elseif action == 'd' or action == 'f' then
+    -- The owner check: rules::tracker::owns (Rust), then rules::tracker::finish.
     if owner ~= '' and (not rec or rec.o ~= owner) then
       out[k + 1] = -1; out[k + 2] = 'not_owner'; out[k + 3] = raw
     else

@@ -18,6 +18,8 @@ if #ARGV == 7 then
     local raw = pre_read[2]
     -- The index the item goes to and the one it leaves (0: none), its score there, the record.
     local which, was, expires, packed = false, 0, 0, false
+    -- Shortcuts of rules::tracker::claim (an item with no record is taken) and
+    -- rules::tracker::owns (Rust).
     if action == 'c' then
       local lease_end = now + tonumber(ARGV[6])
       if not raw and lease_end >= ml and tonumber(ARGV[2]) >= 1 then

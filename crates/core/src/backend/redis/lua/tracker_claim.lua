@@ -38,6 +38,7 @@ for c = 0, n - 1, CHUNK do
       rec = unpack_rec(raw)
       if rec.x <= now then rec = false end
     end
+    -- The claim rule: rules::tracker::claim (Rust), then rules::tracker::take.
     if rec and rec.s == 'p' and rec.l > now then
       ex[#ex + 1] = i; ex[#ex + 1] = 'p'; ex[#ex + 1] = rec.a
     elseif rec and rec.s == 'c' and not reclaim then

@@ -1,0 +1,112 @@
+//! The Concurrency Lock's rules: whether a lease holds, what an acquisition decides (with its
+//! fencing token), and the owner check of a release or an extension.
+//!
+//! The Redis scripts `lock_acquire.lua`, `lock_release.lua` and `lock_extend.lua` write the same
+//! rules in Lua.
+
+use crate::lock::{Attempt, ExtendResult, Refusal, ReleaseResult, FENCE_KEEP_MS};
+
+/// Whether a lease that ends at `expires_at` still holds at `now`.
+pub fn holds(expires_at: i64, now: i64) -> bool {
+    expires_at > now
+}
+
+/// The label an acquisition keeps: an empty label is no label (as on Redis, where the lock's
+/// value cannot tell them apart).
+pub fn label(label: Option<&str>) -> Option<&str> {
+    label.filter(|l| !l.is_empty())
+}
+
+/// Until when the fencing token of an acquisition at `now` for `lease_ms` is kept, so tokens
+/// strictly increase across acquisitions of a name used at least once in that time.
+pub fn fence_kept_until(now: i64, lease_ms: u64) -> i64 {
+    now + lease_ms as i64 + FENCE_KEEP_MS as i64
+}
+
+/// A lock's live holder, as a backend loaded it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Holder<'a> {
+    pub owner: &'a str,
+    pub fence: u64,
+    pub label: Option<&'a str>,
+    pub expires_at: i64,
+}
+
+/// What an acquisition decides: the caller's answer, and when it takes the lock the holder to
+/// write (the new fence, the lease's end).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Acquire {
+    pub attempt: Attempt,
+    /// `(fence, expires_at)` of the new holder; `None` when the lock is held.
+    pub take: Option<(u64, i64)>,
+}
+
+/// An acquisition at `now` of a lock whose holder is `holder` (`None` when no lease holds it)
+/// and whose last fencing token is `last_fence` (0: never acquired, or forgotten).
+pub fn acquire(
+    holder: Option<Holder<'_>>,
+    last_fence: u64,
+    lease_ms: u64,
+    label: Option<&str>,
+    now: i64,
+) -> Acquire {
+    match holder.filter(|h| holds(h.expires_at, now)) {
+        Some(h) => Acquire {
+            attempt: Attempt {
+                acquired: false,
+                fence: h.fence,
+                remaining_ms: (h.expires_at - now).max(0) as u64,
+                holder: h.label.map(str::to_string),
+            },
+            take: None,
+        },
+        None => {
+            let fence = last_fence + 1;
+            Acquire {
+                attempt: Attempt {
+                    acquired: true,
+                    fence,
+                    remaining_ms: lease_ms,
+                    holder: self::label(label).map(str::to_string),
+                },
+                take: Some((fence, now + lease_ms as i64)),
+            }
+        }
+    }
+}
+
+/// The owner check of a release or an extension by `owner`, of a lock whose holder is `holder`
+/// (`None` when no lease holds it).
+pub fn check(holder: Option<Holder<'_>>, owner: &str, now: i64) -> Result<(), Refusal> {
+    match holder.filter(|h| holds(h.expires_at, now)) {
+        None => Err(Refusal::NotHeld),
+        Some(h) if h.owner != owner => Err(Refusal::NotOwner),
+        Some(_) => Ok(()),
+    }
+}
+
+/// A release's answer: released when [`check`] passes (then the holder is removed).
+pub fn release(holder: Option<Holder<'_>>, owner: &str, now: i64) -> ReleaseResult {
+    match check(holder, owner, now) {
+        Ok(()) => ReleaseResult { released: true, reason: None },
+        Err(r) => ReleaseResult { released: false, reason: Some(r) },
+    }
+}
+
+/// An extension's answer: extended when [`check`] passes (then the lease ends `lease_ms` after
+/// `now`); a refusal tells the holder's remaining lease (0 when none holds it).
+pub fn extend(holder: Option<Holder<'_>>, owner: &str, lease_ms: u64, now: i64) -> ExtendResult {
+    match (check(holder, owner, now), holder) {
+        (Ok(()), _) => ExtendResult { extended: true, remaining_ms: lease_ms, reason: None },
+        (Err(Refusal::NotOwner), Some(h)) => ExtendResult {
+            extended: false,
+            remaining_ms: (h.expires_at - now).max(0) as u64,
+            reason: Some(Refusal::NotOwner),
+        },
+        (Err(r), _) => ExtendResult { extended: false, remaining_ms: 0, reason: Some(r) },
+    }
+}
+
+#[cfg(test)]
+#[path = "lock_tests.rs"]
+mod tests;

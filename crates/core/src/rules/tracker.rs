@@ -1,0 +1,214 @@
+//! The Item Tracker's rules: whether a record is still kept, an item's status at a time (the
+//! lease), what a claim, a completion or failure (with the owner check) and an unset decide,
+//! the change each makes to a record, and the order of `listItems`.
+//!
+//! The Redis scripts `tracker_apply.lua`, `tracker_apply_fast.lua` and `tracker_claim.lua`
+//! write the same rules in Lua.
+
+use std::borrow::Cow;
+
+use crate::tracker::{
+    expiry, BatchOutcome, Counts, ItemList, ItemOp, ItemStatus, ListFilter, ListQuery, Record, Transition,
+    MAX_TIMELINE,
+};
+
+/// Whether a record that expires at `expires` is still kept at `now`: one that is not counts as
+/// absent (and is forgotten when a purge reaches it).
+pub fn kept(expires: i64, now: i64) -> bool {
+    expires > now
+}
+
+/// The status at `now` of a record stored as `stored` (`in_progress`, `completed`, `failed`, or
+/// empty for none) with a lease ending at `lease_end`: an in-progress item whose lease ran out
+/// is abandoned.
+pub fn status(stored: &str, lease_end: i64, now: i64) -> ItemStatus {
+    match stored {
+        "in_progress" if lease_end > now => ItemStatus::InProgress,
+        "in_progress" => ItemStatus::Abandoned,
+        "completed" => ItemStatus::Completed,
+        "failed" => ItemStatus::Failed,
+        _ => ItemStatus::None,
+    }
+}
+
+/// What a claim decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Claim {
+    /// Claim it: [`take`] its record (a fresh one when it has none).
+    Take,
+    /// Left alone: a live lease holds it.
+    InProgress,
+    /// Left alone: it is completed (and the claim does not re-claim completed items).
+    Completed,
+}
+
+impl Claim {
+    /// The outcome of a batch claim for this decision.
+    pub fn batch(self) -> BatchOutcome {
+        match self {
+            Claim::Take => BatchOutcome::Claimed,
+            Claim::InProgress => BatchOutcome::InProgress,
+            Claim::Completed => BatchOutcome::Completed,
+        }
+    }
+}
+
+/// The claim decision for an item at `status` (its kept record's status at the claim's time,
+/// [`ItemStatus::None`] when it has no kept record).
+pub fn claim(status: ItemStatus, reclaim_completed: bool) -> Claim {
+    match status {
+        ItemStatus::InProgress => Claim::InProgress,
+        ItemStatus::Completed if !reclaim_completed => Claim::Completed,
+        ItemStatus::None | ItemStatus::Abandoned | ItemStatus::Completed | ItemStatus::Failed => Claim::Take,
+    }
+}
+
+/// The owner check of a completion or failure: `asked` is the owner token it gives (`None`: no
+/// check), `holder` the owner of the item's kept record (`None` when it has no kept record or
+/// the record has no owner). True when it may go on.
+pub fn owns(asked: Option<&str>, holder: Option<&str>) -> bool {
+    match asked {
+        None => true,
+        Some(o) => holder == Some(o),
+    }
+}
+
+/// What one operation decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// A claim that succeeds: [`write`] the record (a fresh one when it has none).
+    Take,
+    /// A claim left alone: the item is in progress under a live lease, or completed.
+    Busy(ItemStatus),
+    /// A completion or failure that goes on: [`write`] the record (a fresh one when it has none).
+    Finish,
+    /// A completion or failure refused by the owner check: nothing changes.
+    NotOwner,
+    /// An unset: the record is removed.
+    Remove,
+}
+
+/// The decision for `op` on an item whose record, as loaded, is `rec` (`None` when it has none;
+/// a record no longer [`kept`] at `now` counts as none).
+pub fn decide(op: &ItemOp, rec: Option<&Record>, now: i64) -> Decision {
+    let rec = rec.filter(|r| kept(r.x, now));
+    match op {
+        ItemOp::Claim { reclaim_completed, .. } => {
+            match claim(rec.map_or(ItemStatus::None, |r| r.status_at(now)), *reclaim_completed) {
+                Claim::Take => Decision::Take,
+                Claim::InProgress => Decision::Busy(ItemStatus::InProgress),
+                Claim::Completed => Decision::Busy(ItemStatus::Completed),
+            }
+        }
+        ItemOp::Complete { owner, .. } | ItemOp::Fail { owner, .. } => {
+            if owns(owner.as_deref(), rec.and_then(|r| r.o.as_deref())) {
+                Decision::Finish
+            } else {
+                Decision::NotOwner
+            }
+        }
+        ItemOp::Unset { .. } => Decision::Remove,
+    }
+}
+
+/// The change `op` makes to a record when [`decide`] says [`Decision::Take`] or
+/// [`Decision::Finish`] (an unset removes the record instead: nothing to write).
+pub fn write(op: &ItemOp, rec: &mut Record, now: i64, retention_ms: u64) {
+    match op {
+        ItemOp::Claim { owner, lease_ms, .. } => take(rec, owner, now, now + *lease_ms as i64, retention_ms),
+        ItemOp::Complete { keep_ms, .. } => finish(rec, "completed", None, now, *keep_ms),
+        ItemOp::Fail { error, keep_ms, .. } => finish(rec, "failed", Some(error), now, *keep_ms),
+        ItemOp::Unset { .. } => {}
+    }
+}
+
+fn push(t: &mut Vec<Transition>, tr: Transition) {
+    // Grow by one: most items keep a short timeline, and Vec's first growth would reserve 4.
+    t.reserve_exact(1);
+    t.push(tr);
+    if t.len() > MAX_TIMELINE {
+        let extra = t.len() - MAX_TIMELINE;
+        t.drain(..extra);
+    }
+}
+
+/// A completion's or failure's change to a record.
+pub fn finish(rec: &mut Record, status: &'static str, error: Option<&String>, now: i64, keep_ms: u64) {
+    rec.s = status.into();
+    rec.l = 0;
+    rec.u = now;
+    rec.d = now;
+    if let Some(e) = error {
+        rec.e = Some(e.clone());
+    }
+    rec.x = expiry(now, keep_ms);
+    push(&mut rec.t, Transition { at: now, status: status.into(), attempt: rec.a, error: error.cloned() });
+}
+
+/// A claim's change to a record: a lease that was still recorded as in progress is abandoned
+/// (at its end), the attempt counted, the new owner and lease set.
+pub fn take(rec: &mut Record, owner: &str, now: i64, lease_end: i64, retention_ms: u64) {
+    if rec.s == "in_progress" {
+        push(&mut rec.t, Transition { at: rec.l, status: "abandoned".into(), attempt: rec.a, error: None });
+    }
+    rec.a += 1;
+    rec.s = "in_progress".into();
+    rec.o = Some(owner.to_string());
+    rec.l = lease_end;
+    rec.u = now;
+    rec.d = 0;
+    rec.x = lease_end + retention_ms as i64;
+    push(&mut rec.t, Transition { at: now, status: "in_progress".into(), attempt: rec.a, error: None });
+}
+
+/// The record of an item that has none, before a [`write`].
+pub fn fresh(now: i64) -> Record {
+    Record { s: Cow::Borrowed(""), a: 0, o: None, l: 0, c: now, u: now, d: 0, e: None, x: 0, t: Vec::new() }
+}
+
+/// One page of a group's items, from all its kept records: in progress (by lease expiry),
+/// abandoned (by lease expiry), failed, completed (by record expiry).
+pub fn page<'a>(records: impl Iterator<Item = (&'a String, &'a Record)>, now: i64, q: ListQuery) -> ItemList {
+    let mut live = Vec::new();
+    let mut abandoned = Vec::new();
+    let mut failed = Vec::new();
+    let mut completed = Vec::new();
+    for (id, r) in records {
+        match r.status_at(now) {
+            ItemStatus::InProgress => live.push((r.l, id, r)),
+            ItemStatus::Abandoned => abandoned.push((r.l, id, r)),
+            ItemStatus::Failed => failed.push((r.x, id, r)),
+            ItemStatus::Completed => completed.push((r.x, id, r)),
+            ItemStatus::None => {}
+        }
+    }
+    for v in [&mut live, &mut abandoned, &mut failed, &mut completed] {
+        v.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    }
+    let counts = Counts {
+        in_progress: live.len() as u64,
+        abandoned: abandoned.len() as u64,
+        completed: completed.len() as u64,
+        failed: failed.len() as u64,
+    };
+    let chosen: Vec<&(i64, &String, &Record)> = match q.filter {
+        ListFilter::All => live.iter().chain(&abandoned).chain(&failed).chain(&completed).collect(),
+        ListFilter::InProgress => live.iter().collect(),
+        ListFilter::Abandoned => abandoned.iter().collect(),
+        ListFilter::Failed => failed.iter().collect(),
+        ListFilter::Completed => completed.iter().collect(),
+    };
+    let total = chosen.len() as u64;
+    let items = chosen
+        .into_iter()
+        .skip(q.offset as usize)
+        .take(q.limit as usize)
+        .map(|(_, id, r)| r.to_state(id, now))
+        .collect();
+    let end = q.offset + q.limit;
+    ItemList { counts, items, next_offset: if end < total { Some(end) } else { None } }
+}
+
+#[cfg(test)]
+#[path = "tracker_tests.rs"]
+mod tests;

@@ -1,0 +1,257 @@
+//! The tracker's rules over their whole small state space, against tables written out by hand.
+
+use super::*;
+use crate::tracker::ItemOp;
+
+const NOW: i64 = 1_000_000;
+
+/// Every stored status × lease (live: ends after now; ended: ends now) → the status read.
+#[test]
+fn status_table() {
+    let table = [
+        ("", 0, ItemStatus::None),
+        ("", NOW + 1, ItemStatus::None),
+        ("in_progress", NOW + 1, ItemStatus::InProgress),
+        ("in_progress", NOW, ItemStatus::Abandoned),
+        ("in_progress", NOW - 1, ItemStatus::Abandoned),
+        ("completed", 0, ItemStatus::Completed),
+        ("completed", NOW + 1, ItemStatus::Completed),
+        ("failed", 0, ItemStatus::Failed),
+        ("failed", NOW + 1, ItemStatus::Failed),
+    ];
+    for (stored, lease_end, want) in table {
+        assert_eq!(status(stored, lease_end, NOW), want, "{stored:?} lease {lease_end}");
+    }
+}
+
+/// A record is kept while its expiry is after now.
+#[test]
+fn kept_table() {
+    assert!(kept(NOW + 1, NOW));
+    assert!(!kept(NOW, NOW));
+    assert!(!kept(NOW - 1, NOW));
+}
+
+/// Every status × reclaim_completed → the claim decision.
+#[test]
+fn claim_table() {
+    use ItemStatus::*;
+    let table = [
+        (None, false, Claim::Take),
+        (None, true, Claim::Take),
+        (InProgress, false, Claim::InProgress),
+        (InProgress, true, Claim::InProgress),
+        (Abandoned, false, Claim::Take),
+        (Abandoned, true, Claim::Take),
+        (Completed, false, Claim::Completed),
+        (Completed, true, Claim::Take),
+        (Failed, false, Claim::Take),
+        (Failed, true, Claim::Take),
+    ];
+    for (s, reclaim, want) in table {
+        assert_eq!(claim(s, reclaim), want, "{s:?} reclaim {reclaim}");
+    }
+    let batch = [
+        (Claim::Take, BatchOutcome::Claimed),
+        (Claim::InProgress, BatchOutcome::InProgress),
+        (Claim::Completed, BatchOutcome::Completed),
+    ];
+    for (c, want) in batch {
+        assert_eq!(c.batch(), want);
+    }
+}
+
+/// Every owner token asked × owner of the record → whether the completion goes on.
+#[test]
+fn owner_table() {
+    let table = [
+        (None, None, true),
+        (None, Some("a"), true),
+        (Some("a"), None, false),
+        (Some("a"), Some("a"), true),
+        (Some("b"), Some("a"), false),
+        (Some(""), None, false),
+    ];
+    for (asked, holder, want) in table {
+        assert_eq!(owns(asked, holder), want, "asked {asked:?}, holder {holder:?}");
+    }
+}
+
+/// Every record (none; or stored status × lease live/ended × record kept/expired × owner `a`
+/// or none) × every operation (claim, claim re-claiming completed items, complete and fail with
+/// no owner / owner `a` / owner `b`, unset) → the decision.
+///
+/// T take, P busy in progress, C busy completed, F finish, N not owner, R remove.
+#[test]
+fn decision_table() {
+    const TABLE: &str = "
+        # record                        claim claim! done done/a done/b fail fail/a fail/b unset
+        none                             T T F N N F N N R
+        in_progress live  kept    a      P P F F N F F N R
+        in_progress live  kept    -      P P F N N F N N R
+        in_progress ended kept    a      T T F F N F F N R
+        in_progress ended kept    -      T T F N N F N N R
+        in_progress live  expired a      T T F N N F N N R
+        in_progress live  expired -      T T F N N F N N R
+        in_progress ended expired a      T T F N N F N N R
+        in_progress ended expired -      T T F N N F N N R
+        completed   live  kept    a      C T F F N F F N R
+        completed   live  kept    -      C T F N N F N N R
+        completed   ended kept    a      C T F F N F F N R
+        completed   ended kept    -      C T F N N F N N R
+        completed   live  expired a      T T F N N F N N R
+        completed   live  expired -      T T F N N F N N R
+        completed   ended expired a      T T F N N F N N R
+        completed   ended expired -      T T F N N F N N R
+        failed      live  kept    a      T T F F N F F N R
+        failed      live  kept    -      T T F N N F N N R
+        failed      ended kept    a      T T F F N F F N R
+        failed      ended kept    -      T T F N N F N N R
+        failed      live  expired a      T T F N N F N N R
+        failed      live  expired -      T T F N N F N N R
+        failed      ended expired a      T T F N N F N N R
+        failed      ended expired -      T T F N N F N N R
+    ";
+    let ops = |id: &str| {
+        let id = id.to_string();
+        let done = |owner: Option<&str>| ItemOp::Complete {
+            id: id.clone(),
+            owner: owner.map(String::from),
+            keep_ms: 5,
+        };
+        let fail = |owner: Option<&str>| ItemOp::Fail {
+            id: id.clone(),
+            owner: owner.map(String::from),
+            error: "e".into(),
+            keep_ms: 5,
+        };
+        let claim = |reclaim_completed| ItemOp::Claim {
+            id: id.clone(),
+            owner: "z".into(),
+            lease_ms: 5,
+            reclaim_completed,
+        };
+        [
+            claim(false),
+            claim(true),
+            done(None),
+            done(Some("a")),
+            done(Some("b")),
+            fail(None),
+            fail(Some("a")),
+            fail(Some("b")),
+            ItemOp::Unset { id: id.clone() },
+        ]
+    };
+    let mut rows = 0;
+    let mut seen = std::collections::HashSet::new();
+    for line in TABLE.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let (rec, want) = if words[0] == "none" {
+            (None, &words[1..])
+        } else {
+            let mut r = fresh(NOW - 100);
+            r.s = match words[0] {
+                "in_progress" => "in_progress",
+                "completed" => "completed",
+                "failed" => "failed",
+                other => panic!("status {other}"),
+            }
+            .into();
+            r.l = if words[1] == "live" { NOW + 1 } else { NOW };
+            r.x = if words[2] == "kept" { NOW + 1 } else { NOW };
+            r.o = (words[3] == "a").then(|| "a".to_string());
+            (Some(r), &words[4..])
+        };
+        assert!(seen.insert(words[..words.len() - want.len()].join(" ")), "a row twice: {line}");
+        let ops = ops("i");
+        assert_eq!(want.len(), ops.len(), "{line}");
+        for (op, want) in ops.iter().zip(want) {
+            let want = match *want {
+                "T" => Decision::Take,
+                "P" => Decision::Busy(ItemStatus::InProgress),
+                "C" => Decision::Busy(ItemStatus::Completed),
+                "F" => Decision::Finish,
+                "N" => Decision::NotOwner,
+                "R" => Decision::Remove,
+                other => panic!("decision {other}"),
+            };
+            assert_eq!(decide(op, rec.as_ref(), NOW), want, "{line}: {op:?}");
+        }
+        rows += 1;
+    }
+    // none, and 3 statuses × 2 leases × 2 retentions × 2 owners: every combination once.
+    assert_eq!(rows, 1 + 3 * 2 * 2 * 2);
+}
+
+fn tr(at: i64, status: &'static str, attempt: u32, error: Option<&str>) -> Transition {
+    Transition { at, status: status.into(), attempt, error: error.map(String::from) }
+}
+
+/// A claim of an item with no record: attempt 1, in progress under the new owner and lease,
+/// kept `retention` past the lease.
+#[test]
+fn take_of_a_new_item() {
+    let mut r = fresh(NOW);
+    let op = ItemOp::Claim { id: "i".into(), owner: "o".into(), lease_ms: 50, reclaim_completed: false };
+    write(&op, &mut r, NOW, 1_000);
+    let want = Record {
+        s: "in_progress".into(),
+        a: 1,
+        o: Some("o".into()),
+        l: NOW + 50,
+        c: NOW,
+        u: NOW,
+        d: 0,
+        e: None,
+        x: NOW + 1_050,
+        t: vec![tr(NOW, "in_progress", 1, None)],
+    };
+    assert_eq!(r, want);
+}
+
+/// A re-claim of an abandoned item records the abandonment at the old lease's end; a re-claim
+/// of a failed item clears its finish time and keeps its last error.
+#[test]
+fn take_after_abandoned_and_after_failed() {
+    let mut r = fresh(NOW - 100);
+    take(&mut r, "a", NOW - 100, NOW - 10, 1_000);
+    take(&mut r, "b", NOW, NOW + 50, 1_000);
+    assert_eq!((r.a, r.o.as_deref(), r.l, r.x), (2, Some("b"), NOW + 50, NOW + 1_050));
+    assert_eq!(
+        r.t,
+        vec![
+            tr(NOW - 100, "in_progress", 1, None),
+            tr(NOW - 10, "abandoned", 1, None),
+            tr(NOW, "in_progress", 2, None)
+        ]
+    );
+    let fail = ItemOp::Fail { id: "i".into(), owner: Some("b".into()), error: "boom".into(), keep_ms: 70 };
+    write(&fail, &mut r, NOW + 1, 1_000);
+    assert_eq!((&*r.s, r.l, r.d, r.x, r.e.as_deref()), ("failed", 0, NOW + 1, NOW + 71, Some("boom")));
+    take(&mut r, "c", NOW + 2, NOW + 60, 1_000);
+    assert_eq!((&*r.s, r.a, r.d, r.e.as_deref()), ("in_progress", 3, 0, Some("boom")));
+    assert_eq!(r.t.last(), Some(&tr(NOW + 2, "in_progress", 3, None)), "no abandonment after a failure");
+}
+
+/// A completion keeps the owner and attempts, ends the lease, and keeps the record `keep_ms`
+/// (forever at most); the timeline keeps its newest [`MAX_TIMELINE`] entries.
+#[test]
+fn finish_and_the_timeline_cap() {
+    let mut r = fresh(NOW);
+    for k in 0..MAX_TIMELINE as i64 {
+        take(&mut r, "o", NOW + k, NOW + k + 100, 10);
+    }
+    let done = ItemOp::Complete { id: "i".into(), owner: None, keep_ms: crate::tracker::KEEP_FOREVER_MS };
+    write(&done, &mut r, NOW + 500, 10);
+    assert_eq!(
+        (&*r.s, r.o.as_deref(), r.l, r.d, r.x),
+        ("completed", Some("o"), 0, NOW + 500, crate::tracker::NEVER)
+    );
+    assert_eq!(r.t.len(), MAX_TIMELINE);
+    assert_eq!(r.t.last(), Some(&tr(NOW + 500, "completed", MAX_TIMELINE as u32, None)));
+    let unset = ItemOp::Unset { id: "i".into() };
+    let before = r.clone();
+    write(&unset, &mut r, NOW + 600, 10);
+    assert_eq!(r, before, "an unset writes nothing");
+}
