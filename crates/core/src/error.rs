@@ -38,6 +38,21 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
+    /// Every code, in declaration order (the server lists them in its OpenAPI document).
+    pub const ALL: [ErrorCode; 11] = [
+        ErrorCode::InvalidArgument,
+        ErrorCode::RedisUnavailable,
+        ErrorCode::RedisAuth,
+        ErrorCode::Redis,
+        ErrorCode::Timeout,
+        ErrorCode::NotOwner,
+        ErrorCode::Unsupported,
+        ErrorCode::Storage,
+        ErrorCode::ClockSkew,
+        ErrorCode::Internal,
+        ErrorCode::Closed,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             ErrorCode::InvalidArgument => "ERR_INVALID_ARGUMENT",

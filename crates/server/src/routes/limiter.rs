@@ -6,18 +6,24 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use flowguard_core::limiter::{LimitOptions, LimitResult};
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use crate::app::App;
 use crate::body::{ms, opt_u64, Body};
+use crate::error::Busy;
 use crate::error::{busy, ApiResult};
+use crate::openapi::Errors;
 
 /// The code of a refused take (429).
 pub const RATE_LIMITED: &str = "ERR_RATE_LIMITED";
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TakeIn {
+    #[schema(schema_with = crate::openapi::name)]
     name: String,
+    /// Tokens per period.
+    #[schema(required = true)]
     #[serde(default, deserialize_with = "opt_u64")]
     limit: Option<u64>,
     #[serde(default, deserialize_with = "opt_u64")]
@@ -30,8 +36,9 @@ pub struct TakeIn {
     max_wait_ms: Option<u64>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = RateLimitResult)]
 pub struct TakeOut {
     name: String,
     allowed: bool,
@@ -78,6 +85,18 @@ fn answer(r: LimitResult) -> Response {
 
 /// Takes tokens (GCRA); with `maxWaitMs`, reserves them and says when each is due. Never waits:
 /// 200, or 429 `ERR_RATE_LIMITED` with `retryAfterMs`.
+#[utoipa::path(
+    post,
+    path = "/v1/limiter/take",
+    tag = "limiter",
+    operation_id = "limiter_take",
+    request_body(content = inline(TakeIn)),
+    responses(
+        (status = 200, description = "allowed", body = TakeOut),
+        (status = 429, description = "ERR_RATE_LIMITED: over the rate (retryAfterMs says when to try again)", body = Busy<TakeOut>),
+        Errors
+    )
+)]
 pub async fn take(State(app): State<App>, Body(b): Body<TakeIn>) -> ApiResult<Response> {
     let opts = options(&b)?;
     Ok(answer(app.client.rate_limit(&b.name, opts).await?))
@@ -85,6 +104,18 @@ pub async fn take(State(app): State<App>, Body(b): Body<TakeIn>) -> ApiResult<Re
 
 /// Like `take`, then waits until the reserved tokens are due (`maxWaitMs`, at most the server's
 /// longest wait): 200 when the caller may go ahead, or 429 at once.
+#[utoipa::path(
+    post,
+    path = "/v1/limiter/wait",
+    tag = "limiter",
+    operation_id = "limiter_wait",
+    request_body(content = inline(TakeIn)),
+    responses(
+        (status = 200, description = "allowed", body = TakeOut),
+        (status = 429, description = "ERR_RATE_LIMITED: the tokens are not due within maxWaitMs", body = Busy<TakeOut>),
+        Errors
+    )
+)]
 pub async fn wait(State(app): State<App>, Body(b): Body<TakeIn>) -> ApiResult<Response> {
     if let Some(w) = b.max_wait_ms {
         app.limits.wait("maxWaitMs", w)?;

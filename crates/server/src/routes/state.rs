@@ -8,10 +8,14 @@ use axum::Json;
 use flowguard_core::state::{KeyClaim, SetOptions, StateValue};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
+use utoipa::ToSchema;
 
 use crate::app::App;
 use crate::body::{ms, opt_bool, opt_i64, opt_u64, Body};
+use crate::error::Busy;
 use crate::error::{busy, ApiError, ApiResult, KEY_PENDING};
+use crate::openapi::Errors;
+use crate::openapi::NotOwner;
 
 fn raw(json: String) -> ApiResult<Box<RawValue>> {
     RawValue::from_string(json).map_err(|e| {
@@ -19,24 +23,28 @@ fn raw(json: String) -> ApiResult<Box<RawValue>> {
     })
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct KeyIn {
+    #[schema(schema_with = crate::openapi::name)]
     key: String,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct KeysIn {
+    #[schema(schema_with = crate::openapi::names)]
     keys: Vec<String>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = StateEntry)]
 pub struct Entry {
     key: String,
     found: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Value>)]
     value: Option<Box<RawValue>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     expires_at: Option<i64>,
@@ -49,21 +57,45 @@ fn entry(key: String, v: Option<StateValue>) -> ApiResult<Entry> {
     })
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/state/get",
+    tag = "state",
+    operation_id = "state_get",
+    request_body(content = inline(KeyIn)),
+    responses(
+        (status = 200, description = "done", body = Entry),
+        Errors
+    )
+)]
 pub async fn get(State(app): State<App>, Body(b): Body<KeyIn>) -> ApiResult<Json<Entry>> {
     let v = app.client.get_state(vec![b.key.clone()]).await?.pop().flatten();
     Ok(Json(entry(b.key, v)?))
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/state/getMany",
+    tag = "state",
+    operation_id = "state_getMany",
+    request_body(content = inline(KeysIn)),
+    responses(
+        (status = 200, description = "done", body = Vec<Entry>),
+        Errors
+    )
+)]
 pub async fn get_many(State(app): State<App>, Body(b): Body<KeysIn>) -> ApiResult<Json<Vec<Entry>>> {
     app.limits.batch("keys", b.keys.len())?;
     let values = app.client.get_state(b.keys.clone()).await?;
     Ok(Json(b.keys.into_iter().zip(values).map(|(k, v)| entry(k, v)).collect::<ApiResult<_>>()?))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SetIn {
+    #[schema(schema_with = crate::openapi::name)]
     key: String,
+    #[schema(value_type = Value)]
     value: Box<RawValue>,
     #[serde(default, deserialize_with = "opt_u64")]
     ttl_ms: Option<u64>,
@@ -73,10 +105,11 @@ pub struct SetIn {
     if_absent: Option<bool>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SetResult {
     written: bool,
+    #[schema(value_type = Value)]
     value: Box<RawValue>,
     #[serde(skip_serializing_if = "Option::is_none")]
     expires_at: Option<i64>,
@@ -84,6 +117,17 @@ pub struct SetResult {
 
 /// Writes a value. Safe to resend (the same value is written again; with `ifAbsent` the second
 /// call reports `written: false` and the value kept).
+#[utoipa::path(
+    post,
+    path = "/v1/state/set",
+    tag = "state",
+    operation_id = "state_set",
+    request_body(content = inline(SetIn)),
+    responses(
+        (status = 200, description = "done", body = SetResult),
+        Errors
+    )
+)]
 pub async fn set(State(app): State<App>, Body(b): Body<SetIn>) -> ApiResult<Json<SetResult>> {
     let opts =
         SetOptions { ttl: ms(b.ttl_ms), expires_at: b.expires_at, if_absent: b.if_absent.unwrap_or(false) };
@@ -91,18 +135,30 @@ pub async fn set(State(app): State<App>, Body(b): Body<SetIn>) -> ApiResult<Json
     Ok(Json(SetResult { written: r.written, value: raw(r.current.json)?, expires_at: r.current.expires_at }))
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 pub struct Deleted {
     deleted: bool,
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/state/delete",
+    tag = "state",
+    operation_id = "state_delete",
+    request_body(content = inline(KeyIn)),
+    responses(
+        (status = 200, description = "done", body = Deleted),
+        Errors
+    )
+)]
 pub async fn delete(State(app): State<App>, Body(b): Body<KeyIn>) -> ApiResult<Json<Deleted>> {
     Ok(Json(Deleted { deleted: app.client.delete_state(&b.key).await? }))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct IncrementIn {
+    #[schema(schema_with = crate::openapi::name)]
     key: String,
     #[serde(default, deserialize_with = "opt_i64")]
     by: Option<i64>,
@@ -110,35 +166,62 @@ pub struct IncrementIn {
     ttl_ms: Option<u64>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 pub struct Counter {
     value: i64,
 }
 
 /// Adds `by` (default 1). NOT safe to resend blindly: each call adds again.
+#[utoipa::path(
+    post,
+    path = "/v1/state/increment",
+    tag = "state",
+    operation_id = "state_increment",
+    request_body(content = inline(IncrementIn)),
+    responses(
+        (status = 200, description = "done", body = Counter),
+        Errors
+    )
+)]
 pub async fn increment(State(app): State<App>, Body(b): Body<IncrementIn>) -> ApiResult<Json<Counter>> {
     Ok(Json(Counter { value: app.client.increment(&b.key, b.by, ms(b.ttl_ms)).await? }))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ClaimKeyIn {
+    #[schema(schema_with = crate::openapi::name)]
     key: String,
     #[serde(default, deserialize_with = "opt_u64")]
     lease_ms: Option<u64>,
 }
 
-#[derive(Serialize)]
+/// What a `claimKey` found.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum KeyStatus {
+    /// Taken by this call: run the work, then completeKey or releaseKey.
+    Claimed,
+    /// Another runner holds the key.
+    Pending,
+    /// The work is done: its stored result is in `value`.
+    Done,
+}
+
+#[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = KeyClaim)]
 pub struct KeyClaimResult {
-    status: &'static str,
+    status: KeyStatus,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = crate::openapi::owner)]
     owner: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     lease_ms: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     remaining_ms: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Value>)]
     value: Option<Box<RawValue>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     expires_at: Option<i64>,
@@ -146,9 +229,21 @@ pub struct KeyClaimResult {
 
 /// Takes an idempotency key: 200 `claimed` (run the work, then completeKey or releaseKey), 200
 /// `done` with the stored result, or 409 `ERR_KEY_PENDING` while another runner holds it.
+#[utoipa::path(
+    post,
+    path = "/v1/state/claimKey",
+    tag = "state",
+    operation_id = "state_claimKey",
+    request_body(content = inline(ClaimKeyIn)),
+    responses(
+        (status = 200, description = "claimed or done", body = KeyClaimResult),
+        (status = 409, description = "ERR_KEY_PENDING: another runner holds the key (status pending, remainingMs)", body = Busy<KeyClaimResult>),
+        Errors
+    )
+)]
 pub async fn claim_key(State(app): State<App>, Body(b): Body<ClaimKeyIn>) -> ApiResult<Response> {
-    let none = KeyClaimResult {
-        status: "",
+    let with = |status| KeyClaimResult {
+        status,
         owner: None,
         lease_ms: None,
         remaining_ms: None,
@@ -157,32 +252,35 @@ pub async fn claim_key(State(app): State<App>, Body(b): Body<ClaimKeyIn>) -> Api
     };
     Ok(match app.client.claim_key(&b.key, ms(b.lease_ms)).await? {
         KeyClaim::Claimed { owner, lease_ms } => {
-            Json(KeyClaimResult { status: "claimed", owner: Some(owner), lease_ms: Some(lease_ms), ..none })
+            Json(KeyClaimResult { owner: Some(owner), lease_ms: Some(lease_ms), ..with(KeyStatus::Claimed) })
                 .into_response()
         }
         KeyClaim::Done { json, expires_at } => {
-            Json(KeyClaimResult { status: "done", value: Some(raw(json)?), expires_at, ..none })
+            Json(KeyClaimResult { value: Some(raw(json)?), expires_at, ..with(KeyStatus::Done) })
                 .into_response()
         }
         KeyClaim::Pending { remaining_ms } => busy(
             StatusCode::CONFLICT,
             KEY_PENDING,
-            &KeyClaimResult { status: "pending", remaining_ms: Some(remaining_ms), ..none },
+            &KeyClaimResult { remaining_ms: Some(remaining_ms), ..with(KeyStatus::Pending) },
         ),
     })
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CompleteKeyIn {
+    #[schema(schema_with = crate::openapi::name)]
     key: String,
+    #[schema(schema_with = crate::openapi::owner)]
     owner: String,
+    #[schema(value_type = Value)]
     value: Box<RawValue>,
     #[serde(default, deserialize_with = "opt_u64")]
     ttl_ms: Option<u64>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 pub struct Stored {
     stored: bool,
 }
@@ -190,24 +288,49 @@ pub struct Stored {
 /// Stores the result of the work under `owner`; 412 `ERR_NOT_OWNER` when the key is no longer
 /// held with it (its lease ran out, or a resent call after the first stored the result: claimKey
 /// then answers `done`).
+#[utoipa::path(
+    post,
+    path = "/v1/state/completeKey",
+    tag = "state",
+    operation_id = "state_completeKey",
+    request_body(content = inline(CompleteKeyIn)),
+    responses(
+        (status = 200, description = "stored", body = Stored),
+        NotOwner,
+        Errors
+    )
+)]
 pub async fn complete_key(State(app): State<App>, Body(b): Body<CompleteKeyIn>) -> ApiResult<Json<Stored>> {
     app.client.complete_key(&b.key, &b.owner, b.value.get(), ms(b.ttl_ms)).await?;
     Ok(Json(Stored { stored: true }))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ReleaseKeyIn {
+    #[schema(schema_with = crate::openapi::name)]
     key: String,
+    #[schema(schema_with = crate::openapi::owner)]
     owner: String,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 pub struct Released {
     released: bool,
 }
 
 /// Frees a pending key held with `owner`. Safe to resend: the second call reports `released: false`.
+#[utoipa::path(
+    post,
+    path = "/v1/state/releaseKey",
+    tag = "state",
+    operation_id = "state_releaseKey",
+    request_body(content = inline(ReleaseKeyIn)),
+    responses(
+        (status = 200, description = "done", body = Released),
+        Errors
+    )
+)]
 pub async fn release_key(State(app): State<App>, Body(b): Body<ReleaseKeyIn>) -> ApiResult<Json<Released>> {
     Ok(Json(Released { released: app.client.release_key(&b.key, &b.owner).await? }))
 }
