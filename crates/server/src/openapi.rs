@@ -219,11 +219,34 @@ pub fn refusal() -> Schema {
     words([R::NotHeld, R::NotOwner].map(|r| r.as_str()))
 }
 
+/// A value of `schema`, or the same as a string: n8n's "Using Fields Below" body mode sends
+/// every value as a string (see `body.rs`).
+fn or_string(schema: ObjectBuilder, pattern: &str) -> OneOfBuilder {
+    let text = ObjectBuilder::new().schema_type(Type::String).pattern(Some(pattern));
+    OneOfBuilder::new().item(schema.build()).item(text.build())
+}
+
+/// The digits of a whole number of 0 or more, as a string.
+const DIGITS: &str = r"^\s*\+?[0-9]+\s*$";
+
+/// A whole number of 0 or more (milliseconds, a count), or a string of digits.
+pub fn whole() -> Schema {
+    or_string(ObjectBuilder::new().schema_type(Type::Integer).minimum(Some(0)), DIGITS).build().into()
+}
+
+/// A whole number, or the same as a string.
+pub fn whole_signed() -> Schema {
+    or_string(ObjectBuilder::new().schema_type(Type::Integer), r"^\s*[+-]?[0-9]+\s*$").build().into()
+}
+
+/// `true` or `false`, or the same as a string.
+pub fn flag() -> Schema {
+    or_string(ObjectBuilder::new().schema_type(Type::Boolean), r"^\s*(true|false)\s*$").build().into()
+}
+
 /// `keepMs`: whole milliseconds (a number or a string of digits), or `"forever"`.
 pub fn keep_ms() -> Schema {
-    let ms = ObjectBuilder::new().schema_type(Type::Integer).minimum(Some(0)).build();
-    OneOfBuilder::new()
-        .item(ms)
+    or_string(ObjectBuilder::new().schema_type(Type::Integer).minimum(Some(0)), DIGITS)
         .item(words([Keep::FOREVER_WORD]))
         .description(Some("how long the record is kept: milliseconds, or \"forever\""))
         .build()
@@ -261,11 +284,6 @@ pub fn cursor() -> Schema {
 pub fn page_limit() -> Schema {
     let max = crate::routes::catalog::MAX_LIST;
     let default = crate::routes::catalog::DEFAULT_LIST;
-    ObjectBuilder::new()
-        .schema_type(Type::Integer)
-        .minimum(Some(1))
-        .maximum(Some(max))
-        .default(Some(default.into()))
-        .build()
-        .into()
+    let number = ObjectBuilder::new().schema_type(Type::Integer).minimum(Some(1)).maximum(Some(max));
+    or_string(number, DIGITS).default(Some(default.into())).build().into()
 }

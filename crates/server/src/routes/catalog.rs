@@ -52,9 +52,12 @@ pub struct GroupSummary {
 pub struct GroupList {
     groups: Vec<GroupSummary>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     cursor: Option<String>,
 }
 
+/// List the groups that hold items, with their counts by status.
+///
 /// Tracker groups that hold records, with their counts by status.
 #[utoipa::path(
     post,
@@ -84,9 +87,12 @@ pub async fn groups(State(app): State<App>, Body(b): Body<ListIn>) -> ApiResult<
 pub struct LockList {
     locks: Vec<LockInfo>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     cursor: Option<String>,
 }
 
+/// List the locks held now.
+///
 /// Locks held now, with holder label, time left and fence.
 #[utoipa::path(
     post,
@@ -127,9 +133,12 @@ pub struct QueueSummary {
 pub struct QueueList {
     queues: Vec<QueueSummary>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     cursor: Option<String>,
 }
 
+/// List the queues that hold ids, with their sizes.
+///
 /// Queues that hold ids, with their shard count and the ids waiting, due, claimed and queued again
 /// (in total and per shard).
 #[utoipa::path(
@@ -174,9 +183,12 @@ pub struct LimiterSummary {
 pub struct LimiterList {
     limiters: Vec<LimiterSummary>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     cursor: Option<String>,
 }
 
+/// List the rate limiters in use.
+///
 /// Rate limiters in use (not full again yet), with the time until each is full. The rule (limit,
 /// period, burst) is given by each take and not stored, so it is not listed.
 #[utoipa::path(
@@ -211,9 +223,12 @@ pub async fn limiters(State(app): State<App>, Body(b): Body<ListIn>) -> ApiResul
 pub struct SemaphoreList {
     semaphores: Vec<SemaphoreOut>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     cursor: Option<String>,
 }
 
+/// List the semaphores held now.
+///
 /// Semaphores with live holders, each holder with its label, time left and fence.
 #[utoipa::path(
     post,

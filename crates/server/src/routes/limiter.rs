@@ -25,14 +25,19 @@ pub struct TakeIn {
     /// Tokens per period.
     #[schema(required = true)]
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     limit: Option<u64>,
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     period_ms: Option<u64>,
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     burst: Option<u64>,
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     cost: Option<u64>,
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     max_wait_ms: Option<u64>,
 }
 
@@ -83,6 +88,8 @@ fn answer(r: LimitResult) -> Response {
     }
 }
 
+/// Take tokens of a rate limiter (GCRA); with maxWaitMs, reserve them (slotsMs says when each is due).
+///
 /// Takes tokens (GCRA); with `maxWaitMs`, reserves them and says when each is due. Never waits:
 /// 200, or 429 `ERR_RATE_LIMITED` with `retryAfterMs`.
 #[utoipa::path(
@@ -102,6 +109,8 @@ pub async fn take(State(app): State<App>, Body(b): Body<TakeIn>) -> ApiResult<Re
     Ok(answer(app.client.rate_limit(&b.name, opts).await?))
 }
 
+/// Like take, then wait until the reserved tokens are due (maxWaitMs, at most the server's longest wait).
+///
 /// Like `take`, then waits until the reserved tokens are due (`maxWaitMs`, at most the server's
 /// longest wait): 200 when the caller may go ahead, or 429 at once.
 #[utoipa::path(

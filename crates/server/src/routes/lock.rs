@@ -20,8 +20,10 @@ pub struct AcquireIn {
     #[schema(schema_with = crate::openapi::name)]
     name: String,
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     timeout_ms: Option<u64>,
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     wait_ms: Option<u64>,
     #[schema(schema_with = crate::openapi::text)]
     label: Option<String>,
@@ -38,11 +40,14 @@ pub struct LockResult {
     fence: u64,
     remaining_ms: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     holder: Option<String>,
     waited_ms: u64,
     attempts: u32,
 }
 
+/// Acquire a lock, waiting up to waitMs.
+///
 /// Acquires a lock: 200 with the owner token and fence, or 409 `ERR_LOCK_HELD` with the holder,
 /// its `remainingMs` and fence when it is still held after `waitMs`.
 #[utoipa::path(
@@ -85,6 +90,7 @@ pub struct OwnedIn {
     pub(super) owner: String,
     /// The new lease, from now (extend only: release refuses it).
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     pub(super) timeout_ms: Option<u64>,
 }
 
@@ -96,6 +102,8 @@ pub struct ReleaseResult {
     reason: Option<&'static str>,
 }
 
+/// Release a lock held with owner.
+///
 /// Releases a lock held with `owner`. Always 200: a resent release finds the lock `not_held`
 /// (or held by another: `not_owner`), and changes nothing.
 #[utoipa::path(
@@ -142,6 +150,8 @@ impl From<core::ExtendResult> for ExtendResult {
     }
 }
 
+/// Extend a lock's lease to timeoutMs from now.
+///
 /// Extends a lock's lease to `timeoutMs` from now: 200, or 412 `ERR_NOT_OWNER` (with the result)
 /// when the lock is no longer held with this owner token.
 #[utoipa::path(
@@ -180,9 +190,11 @@ pub struct LockInfo {
     remaining_ms: u64,
     fence: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     holder: Option<String>,
 }
 
+/// Inspect a lock.
 #[utoipa::path(
     post,
     path = "/v1/lock/get",

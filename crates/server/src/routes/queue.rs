@@ -37,10 +37,13 @@ pub struct EnqueueIn {
     queue: String,
     ids: Ids,
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     shards: Option<u64>,
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     delay_ms: Option<u64>,
     #[serde(default, deserialize_with = "opt_bool")]
+    #[schema(schema_with = crate::openapi::flag)]
     debounce: Option<bool>,
 }
 
@@ -63,6 +66,8 @@ pub struct EnqueueResult {
     items: Vec<Enqueued>,
 }
 
+/// Enqueue ids (deduplicated).
+///
 /// Enqueues ids. Safe to resend: an id already waiting is a `duplicate` (its due time kept).
 #[utoipa::path(
     post,
@@ -100,12 +105,16 @@ pub struct ReadIn {
     #[schema(schema_with = crate::openapi::name)]
     queue: String,
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     shards: Option<u64>,
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     shard: Option<u64>,
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     limit: Option<u64>,
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     visibility_timeout_ms: Option<u64>,
 }
 
@@ -127,6 +136,7 @@ pub struct QueueBatch {
     items: Vec<QueueItem>,
 }
 
+/// Claim up to limit due ids for visibilityTimeoutMs.
 #[utoipa::path(
     post,
     path = "/v1/queue/readBatch",
@@ -170,9 +180,11 @@ pub struct SettleIn {
     owner: String,
     ids: Ids,
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     shards: Option<u64>,
     /// When the ids are due again (release only: ack refuses it).
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     delay_ms: Option<u64>,
 }
 
@@ -187,6 +199,7 @@ pub struct QueueSettled {
     reason: Option<&'static str>,
     requeued: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     due_at: Option<i64>,
 }
 
@@ -213,6 +226,8 @@ fn settled(r: Vec<Settled>) -> SettleResult {
     SettleResult { done, refused: items.len() - done, items }
 }
 
+/// Acknowledge (remove) ids read with owner.
+///
 /// Acks ids read with `owner`. Safe to resend: an id already acked is `not_claimed`, nothing changes.
 #[utoipa::path(
     post,
@@ -234,6 +249,8 @@ pub async fn ack(State(app): State<App>, Body(b): Body<SettleIn>) -> ApiResult<J
     Ok(Json(settled(app.client.ack(&b.queue, &b.owner, ids, b.shards).await?)))
 }
 
+/// Release ids read with owner (due again after delayMs).
+///
 /// Releases ids read with `owner` (due again after `delayMs`). Safe to resend, like ack.
 #[utoipa::path(
     post,
@@ -258,11 +275,14 @@ pub struct SelectIn {
     #[schema(schema_with = crate::openapi::name)]
     queue: String,
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     shards: Option<u64>,
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     shard: Option<u64>,
     /// How many ids (peek only: size refuses it).
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     limit: Option<u64>,
 }
 
@@ -275,6 +295,7 @@ pub struct QueueEntry {
     due: bool,
 }
 
+/// The first waiting ids by due time, without claiming.
 #[utoipa::path(
     post,
     path = "/v1/queue/peek",
@@ -316,6 +337,7 @@ pub struct QueueSize {
     shards: Vec<ShardSize>,
 }
 
+/// Counts per shard and in total.
 #[utoipa::path(
     post,
     path = "/v1/queue/size",

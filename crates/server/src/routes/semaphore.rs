@@ -26,10 +26,13 @@ pub struct AcquireIn {
     /// How many holders at once.
     #[schema(required = true)]
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     permits: Option<u64>,
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     timeout_ms: Option<u64>,
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     wait_ms: Option<u64>,
     #[schema(schema_with = crate::openapi::text)]
     label: Option<String>,
@@ -51,6 +54,8 @@ pub struct PermitOut {
     attempts: u32,
 }
 
+/// Take one of permits permits, waiting up to waitMs.
+///
 /// Takes one of `permits` permits: 200 with the owner token and fence, or 409
 /// `ERR_SEMAPHORE_FULL` when all are still held after `waitMs`.
 #[utoipa::path(
@@ -91,6 +96,8 @@ pub async fn acquire(State(app): State<App>, Body(b): Body<AcquireIn>) -> ApiRes
     })
 }
 
+/// Release the permit of owner.
+///
 /// Releases the permit of `owner`. Always 200 (`not_held` when it has none).
 #[utoipa::path(
     post,
@@ -110,6 +117,8 @@ pub async fn release(State(app): State<App>, Body(b): Body<OwnedIn>) -> ApiResul
     Ok(Json(app.client.release_permit(&b.name, &b.owner).await?.into()))
 }
 
+/// Extend a permit's lease to timeoutMs from now.
+///
 /// Extends a permit's lease: 200, or 412 `ERR_NOT_OWNER` when `owner` holds no permit now.
 #[utoipa::path(
     post,
@@ -145,6 +154,7 @@ pub struct HolderOut {
     fence: u64,
     remaining_ms: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     label: Option<String>,
 }
 
@@ -171,6 +181,7 @@ impl From<flowguard_core::semaphore::SemaphoreInfo> for SemaphoreOut {
     }
 }
 
+/// The live holders of a semaphore (fence, remainingMs, label) and its last fencing token.
 #[utoipa::path(
     post,
     path = "/v1/semaphore/get",

@@ -47,6 +47,7 @@ pub struct Entry {
     #[schema(value_type = Option<Value>)]
     value: Option<Box<RawValue>>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     expires_at: Option<i64>,
 }
 
@@ -57,6 +58,7 @@ fn entry(key: String, v: Option<StateValue>) -> ApiResult<Entry> {
     })
 }
 
+/// Read a value.
 #[utoipa::path(
     post,
     path = "/v1/state/get",
@@ -73,6 +75,7 @@ pub async fn get(State(app): State<App>, Body(b): Body<KeyIn>) -> ApiResult<Json
     Ok(Json(entry(b.key, v)?))
 }
 
+/// Read many values.
 #[utoipa::path(
     post,
     path = "/v1/state/getMany",
@@ -98,10 +101,13 @@ pub struct SetIn {
     #[schema(value_type = Value)]
     value: Box<RawValue>,
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     ttl_ms: Option<u64>,
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     expires_at: Option<u64>,
     #[serde(default, deserialize_with = "opt_bool")]
+    #[schema(schema_with = crate::openapi::flag)]
     if_absent: Option<bool>,
 }
 
@@ -112,9 +118,12 @@ pub struct SetResult {
     #[schema(value_type = Value)]
     value: Box<RawValue>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     expires_at: Option<i64>,
 }
 
+/// Write a JSON value with ttlMs or expiresAt, or only when absent.
+///
 /// Writes a value. Safe to resend (the same value is written again; with `ifAbsent` the second
 /// call reports `written: false` and the value kept).
 #[utoipa::path(
@@ -140,6 +149,9 @@ pub struct Deleted {
     deleted: bool,
 }
 
+/// Delete a value.
+///
+/// Safe to resend.
 #[utoipa::path(
     post,
     path = "/v1/state/delete",
@@ -161,8 +173,10 @@ pub struct IncrementIn {
     #[schema(schema_with = crate::openapi::name)]
     key: String,
     #[serde(default, deserialize_with = "opt_i64")]
+    #[schema(schema_with = crate::openapi::whole_signed)]
     by: Option<i64>,
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     ttl_ms: Option<u64>,
 }
 
@@ -171,6 +185,8 @@ pub struct Counter {
     value: i64,
 }
 
+/// Add by (default 1) to an integer counter.
+///
 /// Adds `by` (default 1). NOT safe to resend blindly: each call adds again.
 #[utoipa::path(
     post,
@@ -193,6 +209,7 @@ pub struct ClaimKeyIn {
     #[schema(schema_with = crate::openapi::name)]
     key: String,
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     lease_ms: Option<u64>,
 }
 
@@ -217,16 +234,21 @@ pub struct KeyClaimResult {
     #[schema(schema_with = crate::openapi::owner)]
     owner: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     lease_ms: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     remaining_ms: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Value>)]
     value: Option<Box<RawValue>>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     expires_at: Option<i64>,
 }
 
+/// Take an idempotency key: claimed (run the work), done (stored result), or 409 ERR_KEY_PENDING while another runner holds it.
+///
 /// Takes an idempotency key: 200 `claimed` (run the work, then completeKey or releaseKey), 200
 /// `done` with the stored result, or 409 `ERR_KEY_PENDING` while another runner holds it.
 #[utoipa::path(
@@ -277,6 +299,7 @@ pub struct CompleteKeyIn {
     #[schema(value_type = Value)]
     value: Box<RawValue>,
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     ttl_ms: Option<u64>,
 }
 
@@ -285,6 +308,8 @@ pub struct Stored {
     stored: bool,
 }
 
+/// Store the work's result under owner.
+///
 /// Stores the result of the work under `owner`; 412 `ERR_NOT_OWNER` when the key is no longer
 /// held with it (its lease ran out, or a resent call after the first stored the result: claimKey
 /// then answers `done`).
@@ -319,6 +344,8 @@ pub struct Released {
     released: bool,
 }
 
+/// Free a pending key held with owner.
+///
 /// Frees a pending key held with `owner`. Safe to resend: the second call reports `released: false`.
 #[utoipa::path(
     post,

@@ -22,6 +22,7 @@ pub struct Transition {
     pub status: String,
     pub attempt: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub error: Option<String>,
 }
 
@@ -33,16 +34,22 @@ pub struct ItemState {
     pub status: &'static str,
     pub attempts: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub last_error: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub created_at: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub updated_at: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub lease_expires_at: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub finished_at: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub expires_at: Option<i64>,
     pub timeline: Vec<Transition>,
 }
@@ -107,11 +114,15 @@ pub struct ClaimIn {
     #[schema(schema_with = crate::openapi::name)]
     id: String,
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     timeout_ms: Option<u64>,
     #[serde(default, deserialize_with = "opt_bool")]
+    #[schema(schema_with = crate::openapi::flag)]
     reclaim_completed: Option<bool>,
 }
 
+/// Claim one item for timeoutMs.
+///
 /// Claims one item: 200 when claimed, 409 `ERR_ITEM_BUSY` (with the result) when it is in
 /// progress under another live claim or completed.
 #[utoipa::path(
@@ -146,8 +157,10 @@ pub struct ClaimManyIn {
     #[schema(schema_with = crate::openapi::names)]
     ids: Vec<String>,
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     timeout_ms: Option<u64>,
     #[serde(default, deserialize_with = "opt_bool")]
+    #[schema(schema_with = crate::openapi::flag)]
     reclaim_completed: Option<bool>,
 }
 
@@ -163,6 +176,7 @@ pub struct ClaimBatch {
     attempts: Vec<u32>,
 }
 
+/// Claim many items atomically under one owner token; compact result.
 #[utoipa::path(
     post,
     path = "/v1/tracker/claimBatch",
@@ -189,6 +203,7 @@ pub async fn claim_batch(State(app): State<App>, Body(b): Body<ClaimManyIn>) -> 
     }))
 }
 
+/// Claim many items atomically; one ClaimResult per id.
 #[utoipa::path(
     post,
     path = "/v1/tracker/claimMany",
@@ -241,6 +256,9 @@ async fn finish(app: &App, b: FinishIn, status: &str, error: Option<String>) -> 
     Ok(Json(app.client.set_item(&b.group, req).await?.item.into()))
 }
 
+/// Mark an item completed.
+///
+/// With owner: 412 ERR_NOT_OWNER when a newer claim owns it.
 #[utoipa::path(
     post,
     path = "/v1/tracker/complete",
@@ -260,6 +278,9 @@ pub async fn complete(State(app): State<App>, Body(b): Body<FinishIn>) -> ApiRes
     finish(&app, b, "completed", None).await
 }
 
+/// Mark an item failed with a reason.
+///
+/// With owner: 412 ERR_NOT_OWNER when a newer claim owns it.
 #[utoipa::path(
     post,
     path = "/v1/tracker/fail",
@@ -296,11 +317,13 @@ pub struct RequestIn {
     #[schema(schema_with = crate::openapi::text)]
     error: Option<String>,
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     timeout_ms: Option<u64>,
     #[serde(default, deserialize_with = "opt_keep")]
     #[schema(schema_with = crate::openapi::keep_ms)]
     keep_ms: Option<KeepMs>,
     #[serde(default, deserialize_with = "opt_bool")]
+    #[schema(schema_with = crate::openapi::flag)]
     reclaim_completed: Option<bool>,
 }
 
@@ -321,6 +344,7 @@ pub struct ItemResult {
     action: &'static str,
     ok: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     claimed: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(schema_with = crate::openapi::busy_reason)]
@@ -332,6 +356,7 @@ pub struct ItemResult {
     #[schema(schema_with = crate::openapi::code)]
     code: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     message: Option<String>,
     item: ItemState,
 }
@@ -358,6 +383,7 @@ impl From<core::OpResult> for ItemResult {
     }
 }
 
+/// Apply a batch of changes to one group atomically; refusals are per-item results.
 #[utoipa::path(
     post,
     path = "/v1/tracker/setItems",
@@ -399,6 +425,7 @@ pub struct ItemIn {
     id: String,
 }
 
+/// Read one item (status none when unknown).
 #[utoipa::path(
     post,
     path = "/v1/tracker/getItem",
@@ -423,6 +450,7 @@ pub struct ItemsIn {
     ids: Vec<String>,
 }
 
+/// Read many items.
 #[utoipa::path(
     post,
     path = "/v1/tracker/getItems",
@@ -444,6 +472,8 @@ pub struct Unset {
     existed: bool,
 }
 
+/// Forget an item.
+///
 /// Forgets an item. Safe to resend: a second call finds no record (`existed: false`).
 #[utoipa::path(
     post,
@@ -470,8 +500,10 @@ pub struct ListIn {
     #[schema(schema_with = crate::openapi::list_filter)]
     status: Option<String>,
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     offset: Option<u64>,
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     limit: Option<u64>,
 }
 
@@ -491,9 +523,11 @@ pub struct ItemList {
     counts: Counts,
     items: Vec<ItemState>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     next_offset: Option<u64>,
 }
 
+/// One page of a group's items, with counts by status.
 #[utoipa::path(
     post,
     path = "/v1/tracker/listItems",
