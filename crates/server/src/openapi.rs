@@ -231,7 +231,28 @@ const DIGITS: &str = r"^\s*\+?[0-9]+\s*$";
 
 /// A whole number of 0 or more (milliseconds, a count), or a string of digits.
 pub fn whole() -> Schema {
-    or_string(ObjectBuilder::new().schema_type(Type::Integer).minimum(Some(0)), DIGITS).build().into()
+    whole_in(0, None)
+}
+
+/// A whole number from `min` to `max`, or the same as a string of digits.
+fn whole_in(min: u64, max: Option<u64>) -> Schema {
+    let number = ObjectBuilder::new().schema_type(Type::Integer).minimum(Some(min)).maximum(max);
+    or_string(number, DIGITS).build().into()
+}
+
+/// The page size of `listItems`.
+pub fn item_page_limit() -> Schema {
+    whole_in(1, Some(flowguard_core::tracker::MAX_LIST_LIMIT))
+}
+
+/// A queue's shard count.
+pub fn shards() -> Schema {
+    whole_in(1, Some(flowguard_core::queue::MAX_SHARDS))
+}
+
+/// A time in ms since the epoch.
+pub fn epoch_ms() -> Schema {
+    whole_in(1, Some(flowguard_core::state::MAX_EPOCH_MS))
 }
 
 /// A whole number, or the same as a string.

@@ -106,6 +106,7 @@ pub struct ReleaseResult {
 ///
 /// Releases a lock held with `owner`. Always 200: a resent release finds the lock `not_held`
 /// (or held by another: `not_owner`), and changes nothing.
+/// `timeoutMs` is refused (it is for extend).
 #[utoipa::path(
     post,
     path = "/v1/lock/release",

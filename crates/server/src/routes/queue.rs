@@ -37,7 +37,7 @@ pub struct EnqueueIn {
     queue: String,
     ids: Ids,
     #[serde(default, deserialize_with = "opt_u64")]
-    #[schema(schema_with = crate::openapi::whole)]
+    #[schema(schema_with = crate::openapi::shards)]
     shards: Option<u64>,
     #[serde(default, deserialize_with = "opt_u64")]
     #[schema(schema_with = crate::openapi::whole)]
@@ -105,7 +105,7 @@ pub struct ReadIn {
     #[schema(schema_with = crate::openapi::name)]
     queue: String,
     #[serde(default, deserialize_with = "opt_u64")]
-    #[schema(schema_with = crate::openapi::whole)]
+    #[schema(schema_with = crate::openapi::shards)]
     shards: Option<u64>,
     #[serde(default, deserialize_with = "opt_u64")]
     #[schema(schema_with = crate::openapi::whole)]
@@ -180,7 +180,7 @@ pub struct SettleIn {
     owner: String,
     ids: Ids,
     #[serde(default, deserialize_with = "opt_u64")]
-    #[schema(schema_with = crate::openapi::whole)]
+    #[schema(schema_with = crate::openapi::shards)]
     shards: Option<u64>,
     /// When the ids are due again (release only: ack refuses it).
     #[serde(default, deserialize_with = "opt_u64")]
@@ -229,6 +229,7 @@ fn settled(r: Vec<Settled>) -> SettleResult {
 /// Acknowledge (remove) ids read with owner.
 ///
 /// Acks ids read with `owner`. Safe to resend: an id already acked is `not_claimed`, nothing changes.
+/// `delayMs` is refused (it is for release).
 #[utoipa::path(
     post,
     path = "/v1/queue/ack",
@@ -275,7 +276,7 @@ pub struct SelectIn {
     #[schema(schema_with = crate::openapi::name)]
     queue: String,
     #[serde(default, deserialize_with = "opt_u64")]
-    #[schema(schema_with = crate::openapi::whole)]
+    #[schema(schema_with = crate::openapi::shards)]
     shards: Option<u64>,
     #[serde(default, deserialize_with = "opt_u64")]
     #[schema(schema_with = crate::openapi::whole)]
@@ -338,6 +339,8 @@ pub struct QueueSize {
 }
 
 /// Counts per shard and in total.
+///
+/// `limit` is refused (it is for peek).
 #[utoipa::path(
     post,
     path = "/v1/queue/size",

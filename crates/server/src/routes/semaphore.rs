@@ -99,6 +99,7 @@ pub async fn acquire(State(app): State<App>, Body(b): Body<AcquireIn>) -> ApiRes
 /// Release the permit of owner.
 ///
 /// Releases the permit of `owner`. Always 200 (`not_held` when it has none).
+/// `timeoutMs` is refused (it is for extend).
 #[utoipa::path(
     post,
     path = "/v1/semaphore/release",

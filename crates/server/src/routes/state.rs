@@ -104,7 +104,7 @@ pub struct SetIn {
     #[schema(schema_with = crate::openapi::whole)]
     ttl_ms: Option<u64>,
     #[serde(default, deserialize_with = "opt_u64")]
-    #[schema(schema_with = crate::openapi::whole)]
+    #[schema(schema_with = crate::openapi::epoch_ms)]
     expires_at: Option<u64>,
     #[serde(default, deserialize_with = "opt_bool")]
     #[schema(schema_with = crate::openapi::flag)]

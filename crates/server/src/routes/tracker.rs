@@ -259,6 +259,7 @@ async fn finish(app: &App, b: FinishIn, status: &str, error: Option<String>) -> 
 /// Mark an item completed.
 ///
 /// With owner: 412 ERR_NOT_OWNER when a newer claim owns it.
+/// `reason` is refused (it is for fail).
 #[utoipa::path(
     post,
     path = "/v1/tracker/complete",
@@ -503,7 +504,7 @@ pub struct ListIn {
     #[schema(schema_with = crate::openapi::whole)]
     offset: Option<u64>,
     #[serde(default, deserialize_with = "opt_u64")]
-    #[schema(schema_with = crate::openapi::whole)]
+    #[schema(schema_with = crate::openapi::item_page_limit)]
     limit: Option<u64>,
 }
 
