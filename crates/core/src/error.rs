@@ -40,6 +40,21 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
+    /// Every code, in declaration order (the server lists them in its OpenAPI document).
+    pub const ALL: [ErrorCode; 11] = [
+        ErrorCode::InvalidArgument,
+        ErrorCode::BackendUnavailable,
+        ErrorCode::BackendAuth,
+        ErrorCode::Backend,
+        ErrorCode::Timeout,
+        ErrorCode::NotOwner,
+        ErrorCode::Unsupported,
+        ErrorCode::Storage,
+        ErrorCode::ClockSkew,
+        ErrorCode::Internal,
+        ErrorCode::Closed,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             ErrorCode::InvalidArgument => "ERR_INVALID_ARGUMENT",
@@ -242,6 +257,30 @@ pub type Result<T> = std::result::Result<T, Error>;
 
 #[cfg(test)]
 mod tests {
+    /// `ErrorCode::ALL` holds every code once, in declaration order: a new code fails to compile
+    /// here (the match has no catch-all) until it is given its place, and then this test fails
+    /// until `ALL` holds it there.
+    #[test]
+    fn all_lists_every_code_once_in_order() {
+        fn place(c: ErrorCode) -> usize {
+            match c {
+                ErrorCode::InvalidArgument => 0,
+                ErrorCode::BackendUnavailable => 1,
+                ErrorCode::BackendAuth => 2,
+                ErrorCode::Backend => 3,
+                ErrorCode::Timeout => 4,
+                ErrorCode::NotOwner => 5,
+                ErrorCode::Unsupported => 6,
+                ErrorCode::Storage => 7,
+                ErrorCode::ClockSkew => 8,
+                ErrorCode::Internal => 9,
+                ErrorCode::Closed => 10,
+            }
+        }
+        let places: Vec<usize> = ErrorCode::ALL.iter().map(|c| place(*c)).collect();
+        assert_eq!(places, (0..11).collect::<Vec<_>>());
+    }
+
     use super::*;
 
     #[test]

@@ -5,10 +5,10 @@ use std::time::Duration;
 
 use axum::extract::DefaultBodyLimit;
 use axum::middleware::from_fn_with_state;
-use axum::routing::get;
 use axum::Router;
 use flowguard_core::Client;
 use tower_http::trace::TraceLayer;
+use utoipa_axum::router::OpenApiRouter;
 
 use crate::error::ApiError;
 use crate::metrics::Metrics;
@@ -79,18 +79,35 @@ impl App {
     }
 }
 
+/// The routes behind the token: the API and `/metrics`.
+fn guarded() -> OpenApiRouter<App> {
+    routes::api().routes(utoipa_axum::routes!(ops::metrics))
+}
+
+/// The open routes: health, readiness, the OpenAPI document and the dashboard's page (which
+/// reads through the API).
+fn open() -> OpenApiRouter<App> {
+    OpenApiRouter::new()
+        .routes(utoipa_axum::routes!(ops::healthz))
+        .routes(utoipa_axum::routes!(ops::readyz))
+        .routes(utoipa_axum::routes!(ops::openapi))
+        .merge(dashboard::routes())
+}
+
+/// Every route with its OpenAPI operation (see [`crate::openapi::document`]).
+pub fn routes() -> OpenApiRouter<App> {
+    guarded().merge(open())
+}
+
 /// The whole HTTP surface: the API and `/metrics` behind the token; health, readiness, the
-/// OpenAPI document and the dashboard's page (which reads through the API) open.
+/// OpenAPI document and the dashboard's page open.
 pub fn router(app: App) -> Router {
-    let guarded = routes::api()
-        .route("/metrics", get(ops::metrics))
-        .route_layer(from_fn_with_state(app.clone(), auth::require_token));
+    let (guarded, _) =
+        guarded().route_layer(from_fn_with_state(app.clone(), auth::require_token)).split_for_parts();
+    let (open, _) = open().split_for_parts();
     Router::new()
         .merge(guarded)
-        .route("/healthz", get(ops::healthz))
-        .route("/readyz", get(ops::readyz))
-        .route("/openapi.json", get(ops::openapi))
-        .merge(dashboard::routes())
+        .merge(open)
         .fallback(ops::not_found)
         .method_not_allowed_fallback(ops::method_not_allowed)
         .layer(DefaultBodyLimit::max(app.limits.max_body))

@@ -152,6 +152,9 @@ pub struct Args {
     /// Log format: json or text.
     #[arg(long, env = "FLOWGUARD_LOG_FORMAT", default_value = "json", value_parser = ["json", "text"])]
     pub log_format: String,
+    /// Print the OpenAPI document of the API (JSON) and exit, serving nothing.
+    #[arg(long)]
+    pub print_openapi: bool,
 }
 
 impl Args {

@@ -5,13 +5,10 @@
 
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::Router;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::app::App;
-
-/// The dashboard's paths, all `GET`.
-pub const PATHS: &[&str] = &["/", "/dashboard/app.js", "/dashboard/app.css"];
 
 const INDEX: &str = include_str!("../dashboard/index.html");
 const SCRIPT: &str = include_str!("../dashboard/app.js");
@@ -36,18 +33,45 @@ fn asset(content_type: &'static str, body: &'static str) -> Response {
         .into_response()
 }
 
+/// The dashboard (HTML). Open: it holds no data and reads through the API with the token the user types in.
+#[utoipa::path(
+    get,
+    path = "/",
+    tag = "dashboard",
+    operation_id = "dashboard",
+    security(),
+    responses((status = 200, description = "the asset", body = String, content_type = "text/html"))
+)]
 pub async fn index() -> Response {
     asset("text/html; charset=utf-8", INDEX)
 }
 
+/// The dashboard's script.
+#[utoipa::path(
+    get,
+    path = "/dashboard/app.js",
+    tag = "dashboard",
+    operation_id = "dashboard_script",
+    security(),
+    responses((status = 200, description = "the asset", body = String, content_type = "text/javascript"))
+)]
 pub async fn script() -> Response {
     asset("text/javascript; charset=utf-8", SCRIPT)
 }
 
+/// The dashboard's style sheet.
+#[utoipa::path(
+    get,
+    path = "/dashboard/app.css",
+    tag = "dashboard",
+    operation_id = "dashboard_style",
+    security(),
+    responses((status = 200, description = "the asset", body = String, content_type = "text/css"))
+)]
 pub async fn style() -> Response {
     asset("text/css; charset=utf-8", STYLE)
 }
 
-pub fn routes() -> Router<App> {
-    Router::new().route(PATHS[0], get(index)).route(PATHS[1], get(script)).route(PATHS[2], get(style))
+pub fn routes() -> OpenApiRouter<App> {
+    OpenApiRouter::new().routes(routes!(index)).routes(routes!(script)).routes(routes!(style))
 }

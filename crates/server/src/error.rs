@@ -8,6 +8,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use flowguard_core::{Error, ErrorCode};
 use serde::Serialize;
+use utoipa::ToSchema;
 
 /// The code of a response, kept as a response extension so the metrics can count errors by code.
 #[derive(Debug, Clone, Copy)]
@@ -28,14 +29,47 @@ pub const BODY_TIMEOUT: &str = "ERR_BODY_TIMEOUT";
 pub const LOCK_HELD: &str = "ERR_LOCK_HELD";
 pub const ITEM_BUSY: &str = "ERR_ITEM_BUSY";
 pub const KEY_PENDING: &str = "ERR_KEY_PENDING";
+/// The call took longer than the server's request timeout (504; the core's own timeouts share
+/// the code).
+pub const TIMEOUT: &str = "ERR_TIMEOUT";
 
-#[derive(Debug, Clone, Serialize)]
+/// The server's own errors an API call can answer with, by status (the core's are mapped by
+/// [`status_of`]); listed in the OpenAPI document.
+pub const CALL_ERRORS: &[(StatusCode, &str)] = &[
+    (StatusCode::BAD_REQUEST, INVALID_JSON),
+    (StatusCode::BAD_REQUEST, INVALID_HEADER),
+    (StatusCode::UNAUTHORIZED, UNAUTHORIZED),
+    (StatusCode::REQUEST_TIMEOUT, BODY_TIMEOUT),
+    (StatusCode::PAYLOAD_TOO_LARGE, PAYLOAD_TOO_LARGE),
+    (StatusCode::UNSUPPORTED_MEDIA_TYPE, UNSUPPORTED_ENCODING),
+    (StatusCode::GATEWAY_TIMEOUT, TIMEOUT),
+];
+
+/// The other codes a response can carry: unknown routes and methods, and results answered with
+/// a status (see [`busy`]).
+pub const OTHER_CODES: &[&str] = &[
+    NOT_FOUND,
+    METHOD_NOT_ALLOWED,
+    LOCK_HELD,
+    ITEM_BUSY,
+    KEY_PENDING,
+    crate::routes::limiter::RATE_LIMITED,
+    crate::routes::semaphore::SEMAPHORE_FULL,
+];
+
+/// An error: its status, and the body `{code, message, field?}`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(as = Error)]
 pub struct ApiError {
     #[serde(skip)]
     pub status: StatusCode,
+    #[schema(schema_with = crate::openapi::code, example = "ERR_INVALID_ARGUMENT")]
     pub code: &'static str,
+    /// What is wrong, naming the bad input (never a secret).
     pub message: String,
+    /// The body field at fault, e.g. `requests[1].timeoutMs`.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub field: Option<String>,
 }
 
@@ -111,14 +145,20 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// The body of a result answered with a status: the result with its `code` added.
+#[derive(Serialize, ToSchema)]
+pub struct Busy<T> {
+    #[serde(flatten)]
+    pub result: T,
+    /// The code of the status (`ERR_LOCK_HELD`, `ERR_ITEM_BUSY`...).
+    #[schema(schema_with = crate::openapi::code)]
+    pub code: &'static str,
+}
+
 /// A result that is not an error but that callers route on by status (a held lock, a busy item):
 /// the body is the result with a `code` added.
-pub fn busy<T: Serialize>(status: StatusCode, code: &'static str, result: &T) -> Response {
-    let mut body = serde_json::to_value(result).unwrap_or(serde_json::Value::Null);
-    if let serde_json::Value::Object(m) = &mut body {
-        m.insert("code".into(), code.into());
-    }
-    let mut r = (status, Json(body)).into_response();
+pub fn busy<T: Serialize>(status: StatusCode, code: &'static str, result: T) -> Response {
+    let mut r = (status, Json(Busy { result, code })).into_response();
     r.extensions_mut().insert(Code(code));
     r
 }

@@ -12,6 +12,7 @@ pub mod error;
 pub mod gauges;
 pub mod metrics;
 pub mod node_entry;
+pub mod openapi;
 pub mod ops;
 pub mod routes;
 pub mod sentinel;

@@ -38,6 +38,10 @@ async fn shutdown_signal() {
 #[tokio::main]
 async fn main() {
     let args = Args::parse();
+    if args.print_openapi {
+        print!("{}", flowguard_server::openapi::json());
+        return;
+    }
     let filter = EnvFilter::try_from_env("FLOWGUARD_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
     if args.log_format == "json" {
         tracing_subscriber::fmt().json().with_env_filter(filter).init();

@@ -6,23 +6,48 @@ use axum::http::{header, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde_json::json;
+use serde::Serialize;
+use utoipa::ToSchema;
 
 use crate::app::App;
-use crate::error::{ApiError, METHOD_NOT_ALLOWED, NOT_FOUND};
+use crate::error::{ApiError, METHOD_NOT_ALLOWED, NOT_FOUND, TIMEOUT};
 
-/// The OpenAPI 3 document of the API.
-pub const OPENAPI: &str = include_str!("../openapi.json");
-
-/// Live: the process answers.
-pub async fn healthz() -> Json<serde_json::Value> {
-    Json(json!({ "status": "ok" }))
+#[derive(Serialize, ToSchema)]
+pub struct Health {
+    /// `ok`.
+    status: &'static str,
 }
 
-/// Ready: the backend answers a read (Redis reachable within the command timeout).
+/// Liveness: the process answers.
+#[utoipa::path(get, path = "/healthz", tag = "ops", security(), responses((status = 200, description = "alive", body = Health)))]
+pub async fn healthz() -> Json<Health> {
+    Json(Health { status: "ok" })
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct Ready {
+    /// `ready`.
+    status: &'static str,
+    /// The store: `embedded` (in memory), `durable` (a file) or `redis`.
+    backend: &'static str,
+}
+
+/// Readiness: the backend answers a read.
+///
+/// Redis reachable within the command timeout, the durable store's file readable.
+#[utoipa::path(
+    get,
+    path = "/readyz",
+    tag = "ops",
+    security(),
+    responses(
+        (status = 200, description = "ready", body = Ready),
+        (status = 503, description = "the backend cannot be read", body = ApiError),
+    )
+)]
 pub async fn readyz(State(app): State<App>) -> Response {
     match app.client.get_state(vec!["flowguard-server:readyz".into()]).await {
-        Ok(_) => Json(json!({ "status": "ready", "backend": app.client.kind() })).into_response(),
+        Ok(_) => Json(Ready { status: "ready", backend: app.client.kind() }).into_response(),
         Err(e) => {
             let mut err = ApiError::from(e);
             err.status = StatusCode::SERVICE_UNAVAILABLE;
@@ -31,14 +56,38 @@ pub async fn readyz(State(app): State<App>) -> Response {
     }
 }
 
+/// Prometheus metrics (text format).
+///
+/// Calls, errors by code and latency by route; and, read at each scrape with bounded work (at
+/// most 200 names of each kind): flowguard_locks_held, flowguard_items{group,status},
+/// flowguard_queue_ids{queue,state}, flowguard_listing_complete{kind} (0 when the bound cut the
+/// listing short) and flowguard_state_up (0 when the backend could not be read; the state gauges
+/// are then left out).
+#[utoipa::path(
+    get,
+    path = "/metrics",
+    tag = "ops",
+    responses(
+        (status = 200, description = "metrics", body = String, content_type = "text/plain"),
+        (status = 401, description = "ERR_UNAUTHORIZED", body = ApiError),
+    )
+)]
 pub async fn metrics(State(app): State<App>) -> Response {
     let mut text = app.metrics.render();
     text.push_str(&crate::gauges::render(&app.client).await);
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
 }
 
+/// This document (OpenAPI 3.1).
+#[utoipa::path(
+    get,
+    path = "/openapi.json",
+    tag = "ops",
+    security(),
+    responses((status = 200, description = "the OpenAPI document", body = Object))
+)]
 pub async fn openapi() -> Response {
-    ([(header::CONTENT_TYPE, "application/json")], OPENAPI).into_response()
+    ([(header::CONTENT_TYPE, "application/json")], crate::openapi::json()).into_response()
 }
 
 pub async fn not_found(req: Request) -> ApiError {
@@ -78,7 +127,7 @@ pub async fn timeout(State(app): State<App>, req: Request, next: Next) -> Respon
         Ok(r) => r,
         Err(_) => ApiError::new(
             StatusCode::GATEWAY_TIMEOUT,
-            "ERR_TIMEOUT",
+            TIMEOUT,
             format!(
                 "the call took longer than the server's request timeout ({} ms)",
                 app.limits.request_timeout.as_millis()

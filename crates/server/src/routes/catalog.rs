@@ -9,20 +9,24 @@ use axum::Json;
 use flowguard_core::catalog::{Kind, Page};
 use flowguard_core::ErrorCode;
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use crate::app::App;
 use crate::body::{opt_u64, Body};
 use crate::error::{ApiError, ApiResult};
+use crate::openapi::Errors;
 use crate::routes::{lock::LockInfo, queue::QueueSize, semaphore::SemaphoreOut, tracker::Counts};
 
 /// Default and largest page of a listing route.
 pub const DEFAULT_LIST: u64 = 50;
 pub const MAX_LIST: u64 = 100;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ListIn {
+    #[schema(schema_with = crate::openapi::cursor)]
     cursor: Option<String>,
+    #[schema(schema_with = crate::openapi::page_limit)]
     #[serde(default, deserialize_with = "opt_u64")]
     limit: Option<u64>,
 }
@@ -38,20 +42,34 @@ async fn page(app: &App, kind: Kind, b: &ListIn) -> ApiResult<Page> {
     Ok(app.client.list_names(kind, b.cursor.as_deref(), Some(limit)).await?)
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 pub struct GroupSummary {
     group: String,
     counts: Counts,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 pub struct GroupList {
     groups: Vec<GroupSummary>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     cursor: Option<String>,
 }
 
+/// List the groups that hold items, with their counts by status.
+///
 /// Tracker groups that hold records, with their counts by status.
+#[utoipa::path(
+    post,
+    path = "/v1/tracker/listGroups",
+    tag = "tracker",
+    operation_id = "tracker_listGroups",
+    request_body(content = inline(ListIn)),
+    responses(
+        (status = 200, description = "one page", body = GroupList),
+        Errors
+    )
+)]
 pub async fn groups(State(app): State<App>, Body(b): Body<ListIn>) -> ApiResult<Json<GroupList>> {
     let p = page(&app, Kind::Groups, &b).await?;
     let mut groups = Vec::with_capacity(p.entries.len());
@@ -65,14 +83,28 @@ pub async fn groups(State(app): State<App>, Body(b): Body<ListIn>) -> ApiResult<
     Ok(Json(GroupList { groups, cursor: p.cursor }))
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 pub struct LockList {
     locks: Vec<LockInfo>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     cursor: Option<String>,
 }
 
+/// List the locks held now.
+///
 /// Locks held now, with holder label, time left and fence.
+#[utoipa::path(
+    post,
+    path = "/v1/lock/list",
+    tag = "lock",
+    operation_id = "lock_list",
+    request_body(content = inline(ListIn)),
+    responses(
+        (status = 200, description = "one page", body = LockList),
+        Errors
+    )
+)]
 pub async fn locks(State(app): State<App>, Body(b): Body<ListIn>) -> ApiResult<Json<LockList>> {
     let p = page(&app, Kind::Locks, &b).await?;
     let mut locks = Vec::with_capacity(p.entries.len());
@@ -86,7 +118,7 @@ pub async fn locks(State(app): State<App>, Body(b): Body<ListIn>) -> ApiResult<J
     Ok(Json(LockList { locks, cursor: p.cursor }))
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct QueueSummary {
     queue: String,
@@ -97,15 +129,29 @@ pub struct QueueSummary {
     size: QueueSize,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 pub struct QueueList {
     queues: Vec<QueueSummary>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     cursor: Option<String>,
 }
 
+/// List the queues that hold ids, with their sizes.
+///
 /// Queues that hold ids, with their shard count and the ids waiting, due, claimed and queued again
 /// (in total and per shard).
+#[utoipa::path(
+    post,
+    path = "/v1/queue/list",
+    tag = "queue",
+    operation_id = "queue_list",
+    request_body(content = inline(ListIn)),
+    responses(
+        (status = 200, description = "one page", body = QueueList),
+        Errors
+    )
+)]
 pub async fn queues(State(app): State<App>, Body(b): Body<ListIn>) -> ApiResult<Json<QueueList>> {
     use flowguard_core::queue::ShardSelect;
     let p = page(&app, Kind::Queues, &b).await?;
@@ -123,7 +169,7 @@ pub async fn queues(State(app): State<App>, Body(b): Body<ListIn>) -> ApiResult<
     Ok(Json(QueueList { queues, cursor: p.cursor }))
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LimiterSummary {
     name: String,
@@ -133,15 +179,29 @@ pub struct LimiterSummary {
     read_at: f64,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 pub struct LimiterList {
     limiters: Vec<LimiterSummary>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     cursor: Option<String>,
 }
 
+/// List the rate limiters in use.
+///
 /// Rate limiters in use (not full again yet), with the time until each is full. The rule (limit,
 /// period, burst) is given by each take and not stored, so it is not listed.
+#[utoipa::path(
+    post,
+    path = "/v1/limiter/list",
+    tag = "limiter",
+    operation_id = "limiter_list",
+    request_body(content = inline(ListIn)),
+    responses(
+        (status = 200, description = "one page", body = LimiterList),
+        Errors
+    )
+)]
 pub async fn limiters(State(app): State<App>, Body(b): Body<ListIn>) -> ApiResult<Json<LimiterList>> {
     let p = page(&app, Kind::Limiters, &b).await?;
     let mut limiters = Vec::with_capacity(p.entries.len());
@@ -159,14 +219,28 @@ pub async fn limiters(State(app): State<App>, Body(b): Body<ListIn>) -> ApiResul
     Ok(Json(LimiterList { limiters, cursor: p.cursor }))
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 pub struct SemaphoreList {
     semaphores: Vec<SemaphoreOut>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     cursor: Option<String>,
 }
 
+/// List the semaphores held now.
+///
 /// Semaphores with live holders, each holder with its label, time left and fence.
+#[utoipa::path(
+    post,
+    path = "/v1/semaphore/list",
+    tag = "semaphore",
+    operation_id = "semaphore_list",
+    request_body(content = inline(ListIn)),
+    responses(
+        (status = 200, description = "one page", body = SemaphoreList),
+        Errors
+    )
+)]
 pub async fn semaphores(State(app): State<App>, Body(b): Body<ListIn>) -> ApiResult<Json<SemaphoreList>> {
     let p = page(&app, Kind::Semaphores, &b).await?;
     let mut semaphores = Vec::with_capacity(p.entries.len());

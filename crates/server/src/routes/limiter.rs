@@ -6,32 +6,44 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use flowguard_core::limiter::{LimitOptions, LimitResult};
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use crate::app::App;
 use crate::body::{ms, opt_u64, Body};
+use crate::error::Busy;
 use crate::error::{busy, ApiResult};
+use crate::openapi::Errors;
 
 /// The code of a refused take (429).
 pub const RATE_LIMITED: &str = "ERR_RATE_LIMITED";
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TakeIn {
+    #[schema(schema_with = crate::openapi::name)]
     name: String,
+    /// Tokens per period.
+    #[schema(required = true)]
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     limit: Option<u64>,
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     period_ms: Option<u64>,
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     burst: Option<u64>,
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     cost: Option<u64>,
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     max_wait_ms: Option<u64>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = RateLimitResult)]
 pub struct TakeOut {
     name: String,
     allowed: bool,
@@ -76,15 +88,43 @@ fn answer(r: LimitResult) -> Response {
     }
 }
 
+/// Take tokens of a rate limiter (GCRA); with maxWaitMs, reserve them (slotsMs says when each is due).
+///
 /// Takes tokens (GCRA); with `maxWaitMs`, reserves them and says when each is due. Never waits:
 /// 200, or 429 `ERR_RATE_LIMITED` with `retryAfterMs`.
+#[utoipa::path(
+    post,
+    path = "/v1/limiter/take",
+    tag = "limiter",
+    operation_id = "limiter_take",
+    request_body(content = inline(TakeIn)),
+    responses(
+        (status = 200, description = "allowed", body = TakeOut),
+        (status = 429, description = "ERR_RATE_LIMITED: over the rate (retryAfterMs says when to try again)", body = Busy<TakeOut>),
+        Errors
+    )
+)]
 pub async fn take(State(app): State<App>, Body(b): Body<TakeIn>) -> ApiResult<Response> {
     let opts = options(&b)?;
     Ok(answer(app.client.rate_limit(&b.name, opts).await?))
 }
 
+/// Like take, then wait until the reserved tokens are due (maxWaitMs, at most the server's longest wait).
+///
 /// Like `take`, then waits until the reserved tokens are due (`maxWaitMs`, at most the server's
 /// longest wait): 200 when the caller may go ahead, or 429 at once.
+#[utoipa::path(
+    post,
+    path = "/v1/limiter/wait",
+    tag = "limiter",
+    operation_id = "limiter_wait",
+    request_body(content = inline(TakeIn)),
+    responses(
+        (status = 200, description = "allowed", body = TakeOut),
+        (status = 429, description = "ERR_RATE_LIMITED: the tokens are not due within maxWaitMs", body = Busy<TakeOut>),
+        Errors
+    )
+)]
 pub async fn wait(State(app): State<App>, Body(b): Body<TakeIn>) -> ApiResult<Response> {
     if let Some(w) = b.max_wait_ms {
         app.limits.wait("maxWaitMs", w)?;

@@ -8,62 +8,57 @@ pub mod semaphore;
 pub mod state;
 pub mod tracker;
 
-use axum::routing::post;
-use axum::Router;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::app::App;
 
-/// Every API route: the router and the list of its paths (the OpenAPI document must list the
-/// same, a test checks it).
-macro_rules! api_routes {
-    ($($path:literal => $handler:path),* $(,)?) => {
-        /// The paths of the API routes, all `POST`.
-        pub const PATHS: &[&str] = &[$($path),*];
-
-        pub fn api() -> Router<App> {
-            Router::new()$(.route($path, post($handler)))*
-        }
-    };
+/// Every API route, each with its OpenAPI operation (the path and method are given once, by the
+/// handler's `#[utoipa::path]`).
+pub fn api() -> OpenApiRouter<App> {
+    OpenApiRouter::new()
+        .routes(routes!(tracker::claim))
+        .routes(routes!(tracker::claim_batch))
+        .routes(routes!(tracker::claim_many))
+        .routes(routes!(tracker::complete))
+        .routes(routes!(tracker::fail))
+        .routes(routes!(tracker::set_items))
+        .routes(routes!(tracker::get_item))
+        .routes(routes!(tracker::get_items))
+        .routes(routes!(tracker::list_items))
+        .routes(routes!(tracker::unset_item))
+        .routes(routes!(catalog::groups))
+        .routes(routes!(lock::acquire))
+        .routes(routes!(lock::release))
+        .routes(routes!(lock::extend))
+        .routes(routes!(lock::get))
+        .routes(routes!(catalog::locks))
+        .routes(routes!(queue::enqueue))
+        .routes(routes!(queue::read_batch))
+        .routes(routes!(queue::ack))
+        .routes(routes!(queue::release))
+        .routes(routes!(queue::size))
+        .routes(routes!(queue::peek))
+        .routes(routes!(catalog::queues))
+        .routes(routes!(state::get))
+        .routes(routes!(state::get_many))
+        .routes(routes!(state::set))
+        .routes(routes!(state::delete))
+        .routes(routes!(state::increment))
+        .routes(routes!(state::claim_key))
+        .routes(routes!(state::complete_key))
+        .routes(routes!(state::release_key))
+        .routes(routes!(limiter::take))
+        .routes(routes!(limiter::wait))
+        .routes(routes!(catalog::limiters))
+        .routes(routes!(semaphore::acquire))
+        .routes(routes!(semaphore::release))
+        .routes(routes!(semaphore::extend))
+        .routes(routes!(semaphore::get))
+        .routes(routes!(catalog::semaphores))
 }
 
-api_routes! {
-    "/v1/tracker/claim" => tracker::claim,
-    "/v1/tracker/claimBatch" => tracker::claim_batch,
-    "/v1/tracker/claimMany" => tracker::claim_many,
-    "/v1/tracker/complete" => tracker::complete,
-    "/v1/tracker/fail" => tracker::fail,
-    "/v1/tracker/setItems" => tracker::set_items,
-    "/v1/tracker/getItem" => tracker::get_item,
-    "/v1/tracker/getItems" => tracker::get_items,
-    "/v1/tracker/listItems" => tracker::list_items,
-    "/v1/tracker/unsetItem" => tracker::unset_item,
-    "/v1/lock/acquire" => lock::acquire,
-    "/v1/lock/release" => lock::release,
-    "/v1/lock/extend" => lock::extend,
-    "/v1/lock/get" => lock::get,
-    "/v1/queue/enqueue" => queue::enqueue,
-    "/v1/queue/readBatch" => queue::read_batch,
-    "/v1/queue/ack" => queue::ack,
-    "/v1/queue/release" => queue::release,
-    "/v1/queue/size" => queue::size,
-    "/v1/queue/peek" => queue::peek,
-    "/v1/state/get" => state::get,
-    "/v1/state/getMany" => state::get_many,
-    "/v1/state/set" => state::set,
-    "/v1/state/delete" => state::delete,
-    "/v1/state/increment" => state::increment,
-    "/v1/state/claimKey" => state::claim_key,
-    "/v1/state/completeKey" => state::complete_key,
-    "/v1/state/releaseKey" => state::release_key,
-    "/v1/tracker/listGroups" => catalog::groups,
-    "/v1/lock/list" => catalog::locks,
-    "/v1/queue/list" => catalog::queues,
-    "/v1/limiter/take" => limiter::take,
-    "/v1/limiter/wait" => limiter::wait,
-    "/v1/semaphore/acquire" => semaphore::acquire,
-    "/v1/semaphore/release" => semaphore::release,
-    "/v1/semaphore/extend" => semaphore::extend,
-    "/v1/semaphore/get" => semaphore::get,
-    "/v1/limiter/list" => catalog::limiters,
-    "/v1/semaphore/list" => catalog::semaphores,
+/// The paths of the API routes (all `POST`), as the OpenAPI document lists them.
+pub fn paths() -> Vec<String> {
+    api().into_openapi().paths.paths.into_keys().collect()
 }

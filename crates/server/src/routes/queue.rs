@@ -6,13 +6,15 @@ use flowguard_core::queue::{
     EnqueueOptions, EnqueueOutcome, ReadOptions, SettleOutcome, Settled, ShardSelect,
 };
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use crate::app::App;
 use crate::body::{ms, opt_bool, opt_u64, Body};
 use crate::error::ApiResult;
+use crate::openapi::Errors;
 
 /// One id or a list of ids.
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(untagged, expecting = "must be a string or an array of strings")]
 pub enum Ids {
     One(String),
@@ -28,29 +30,34 @@ impl Ids {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct EnqueueIn {
+    #[schema(schema_with = crate::openapi::name)]
     queue: String,
     ids: Ids,
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::shards)]
     shards: Option<u64>,
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     delay_ms: Option<u64>,
     #[serde(default, deserialize_with = "opt_bool")]
+    #[schema(schema_with = crate::openapi::flag)]
     debounce: Option<bool>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Enqueued {
     id: String,
     shard: u32,
+    #[schema(schema_with = crate::openapi::enqueue_outcome)]
     outcome: &'static str,
     due_at: i64,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 pub struct EnqueueResult {
     added: usize,
     duplicates: usize,
@@ -59,7 +66,20 @@ pub struct EnqueueResult {
     items: Vec<Enqueued>,
 }
 
+/// Enqueue ids (deduplicated).
+///
 /// Enqueues ids. Safe to resend: an id already waiting is a `duplicate` (its due time kept).
+#[utoipa::path(
+    post,
+    path = "/v1/queue/enqueue",
+    tag = "queue",
+    operation_id = "queue_enqueue",
+    request_body(content = inline(EnqueueIn)),
+    responses(
+        (status = 200, description = "done", body = EnqueueResult),
+        Errors
+    )
+)]
 pub async fn enqueue(State(app): State<App>, Body(b): Body<EnqueueIn>) -> ApiResult<Json<EnqueueResult>> {
     let ids = b.ids.into_vec();
     app.limits.batch("ids", ids.len())?;
@@ -79,21 +99,26 @@ pub async fn enqueue(State(app): State<App>, Body(b): Body<EnqueueIn>) -> ApiRes
     }))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ReadIn {
+    #[schema(schema_with = crate::openapi::name)]
     queue: String,
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::shards)]
     shards: Option<u64>,
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     shard: Option<u64>,
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     limit: Option<u64>,
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     visibility_timeout_ms: Option<u64>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct QueueItem {
     id: String,
@@ -101,15 +126,28 @@ pub struct QueueItem {
     due_at: i64,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct QueueBatch {
+    #[schema(schema_with = crate::openapi::owner)]
     owner: String,
     visible_until: i64,
     ids: Vec<String>,
     items: Vec<QueueItem>,
 }
 
+/// Claim up to limit due ids for visibilityTimeoutMs.
+#[utoipa::path(
+    post,
+    path = "/v1/queue/readBatch",
+    tag = "queue",
+    operation_id = "queue_readBatch",
+    request_body(content = inline(ReadIn)),
+    responses(
+        (status = 200, description = "done", body = QueueBatch),
+        Errors
+    )
+)]
 pub async fn read_batch(State(app): State<App>, Body(b): Body<ReadIn>) -> ApiResult<Json<QueueBatch>> {
     if let Some(limit) = b.limit {
         app.limits.batch("limit", limit as usize)?;
@@ -133,32 +171,39 @@ pub async fn read_batch(State(app): State<App>, Body(b): Body<ReadIn>) -> ApiRes
     }))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SettleIn {
+    #[schema(schema_with = crate::openapi::name)]
     queue: String,
+    #[schema(schema_with = crate::openapi::owner)]
     owner: String,
     ids: Ids,
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::shards)]
     shards: Option<u64>,
+    /// When the ids are due again (release only: ack refuses it).
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     delay_ms: Option<u64>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct QueueSettled {
     id: String,
     shard: u32,
     ok: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = crate::openapi::settle_reason)]
     reason: Option<&'static str>,
     requeued: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     due_at: Option<i64>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 pub struct SettleResult {
     done: usize,
     refused: usize,
@@ -181,7 +226,21 @@ fn settled(r: Vec<Settled>) -> SettleResult {
     SettleResult { done, refused: items.len() - done, items }
 }
 
+/// Acknowledge (remove) ids read with owner.
+///
 /// Acks ids read with `owner`. Safe to resend: an id already acked is `not_claimed`, nothing changes.
+/// `delayMs` is refused (it is for release).
+#[utoipa::path(
+    post,
+    path = "/v1/queue/ack",
+    tag = "queue",
+    operation_id = "queue_ack",
+    request_body(content = inline(SettleIn)),
+    responses(
+        (status = 200, description = "done", body = SettleResult),
+        Errors
+    )
+)]
 pub async fn ack(State(app): State<App>, Body(b): Body<SettleIn>) -> ApiResult<Json<SettleResult>> {
     if b.delay_ms.is_some() {
         return Err(crate::error::ApiError::invalid("delayMs", "is for release, not ack"));
@@ -191,26 +250,44 @@ pub async fn ack(State(app): State<App>, Body(b): Body<SettleIn>) -> ApiResult<J
     Ok(Json(settled(app.client.ack(&b.queue, &b.owner, ids, b.shards).await?)))
 }
 
+/// Release ids read with owner (due again after delayMs).
+///
 /// Releases ids read with `owner` (due again after `delayMs`). Safe to resend, like ack.
+#[utoipa::path(
+    post,
+    path = "/v1/queue/release",
+    tag = "queue",
+    operation_id = "queue_release",
+    request_body(content = inline(SettleIn)),
+    responses(
+        (status = 200, description = "done", body = SettleResult),
+        Errors
+    )
+)]
 pub async fn release(State(app): State<App>, Body(b): Body<SettleIn>) -> ApiResult<Json<SettleResult>> {
     let ids = b.ids.into_vec();
     app.limits.batch("ids", ids.len())?;
     Ok(Json(settled(app.client.release(&b.queue, &b.owner, ids, b.shards, ms(b.delay_ms)).await?)))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SelectIn {
+    #[schema(schema_with = crate::openapi::name)]
     queue: String,
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::shards)]
     shards: Option<u64>,
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     shard: Option<u64>,
+    /// How many ids (peek only: size refuses it).
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     limit: Option<u64>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct QueueEntry {
     id: String,
@@ -219,6 +296,18 @@ pub struct QueueEntry {
     due: bool,
 }
 
+/// The first waiting ids by due time, without claiming.
+#[utoipa::path(
+    post,
+    path = "/v1/queue/peek",
+    tag = "queue",
+    operation_id = "queue_peek",
+    request_body(content = inline(SelectIn)),
+    responses(
+        (status = 200, description = "done", body = Vec<QueueEntry>),
+        Errors
+    )
+)]
 pub async fn peek(State(app): State<App>, Body(b): Body<SelectIn>) -> ApiResult<Json<Vec<QueueEntry>>> {
     if let Some(limit) = b.limit {
         app.limits.batch("limit", limit as usize)?;
@@ -231,7 +320,7 @@ pub async fn peek(State(app): State<App>, Body(b): Body<SelectIn>) -> ApiResult<
     ))
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 pub struct ShardSize {
     shard: u32,
     waiting: u64,
@@ -240,7 +329,7 @@ pub struct ShardSize {
     again: u64,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 pub struct QueueSize {
     waiting: u64,
     due: u64,
@@ -249,6 +338,20 @@ pub struct QueueSize {
     shards: Vec<ShardSize>,
 }
 
+/// Counts per shard and in total.
+///
+/// `limit` is refused (it is for peek).
+#[utoipa::path(
+    post,
+    path = "/v1/queue/size",
+    tag = "queue",
+    operation_id = "queue_size",
+    request_body(content = inline(SelectIn)),
+    responses(
+        (status = 200, description = "done", body = QueueSize),
+        Errors
+    )
+)]
 pub async fn size(State(app): State<App>, Body(b): Body<SelectIn>) -> ApiResult<Json<QueueSize>> {
     if b.limit.is_some() {
         return Err(crate::error::ApiError::invalid("limit", "is for peek, not size"));

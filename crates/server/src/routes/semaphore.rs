@@ -6,34 +6,46 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use flowguard_core::semaphore::PermitOptions;
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use super::lock::{ExtendResult, OwnedIn, ReleaseResult};
 use crate::app::App;
 use crate::body::{ms, opt_u64, Body};
+use crate::error::Busy;
 use crate::error::{busy, ApiError, ApiResult};
+use crate::openapi::Errors;
 
 /// The code of an acquire that found every permit held (409).
 pub const SEMAPHORE_FULL: &str = "ERR_SEMAPHORE_FULL";
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AcquireIn {
+    #[schema(schema_with = crate::openapi::name)]
     name: String,
+    /// How many holders at once.
+    #[schema(required = true)]
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     permits: Option<u64>,
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     timeout_ms: Option<u64>,
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     wait_ms: Option<u64>,
+    #[schema(schema_with = crate::openapi::text)]
     label: Option<String>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = PermitResult)]
 pub struct PermitOut {
     name: String,
     acquired: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = crate::openapi::owner)]
     owner: Option<String>,
     fence: u64,
     holders: u64,
@@ -42,8 +54,22 @@ pub struct PermitOut {
     attempts: u32,
 }
 
+/// Take one of permits permits, waiting up to waitMs.
+///
 /// Takes one of `permits` permits: 200 with the owner token and fence, or 409
 /// `ERR_SEMAPHORE_FULL` when all are still held after `waitMs`.
+#[utoipa::path(
+    post,
+    path = "/v1/semaphore/acquire",
+    tag = "semaphore",
+    operation_id = "semaphore_acquire",
+    request_body(content = inline(AcquireIn)),
+    responses(
+        (status = 200, description = "acquired", body = PermitOut),
+        (status = 409, description = "ERR_SEMAPHORE_FULL: every permit held after waitMs", body = Busy<PermitOut>),
+        Errors
+    )
+)]
 pub async fn acquire(State(app): State<App>, Body(b): Body<AcquireIn>) -> ApiResult<Response> {
     if let Some(w) = b.wait_ms {
         app.limits.wait("waitMs", w)?;
@@ -70,7 +96,21 @@ pub async fn acquire(State(app): State<App>, Body(b): Body<AcquireIn>) -> ApiRes
     })
 }
 
+/// Release the permit of owner.
+///
 /// Releases the permit of `owner`. Always 200 (`not_held` when it has none).
+/// `timeoutMs` is refused (it is for extend).
+#[utoipa::path(
+    post,
+    path = "/v1/semaphore/release",
+    tag = "semaphore",
+    operation_id = "semaphore_release",
+    request_body(content = inline(OwnedIn)),
+    responses(
+        (status = 200, description = "done", body = ReleaseResult),
+        Errors
+    )
+)]
 pub async fn release(State(app): State<App>, Body(b): Body<OwnedIn>) -> ApiResult<Json<ReleaseResult>> {
     if b.timeout_ms.is_some() {
         return Err(ApiError::invalid("timeoutMs", "is for extend, not release"));
@@ -78,7 +118,21 @@ pub async fn release(State(app): State<App>, Body(b): Body<OwnedIn>) -> ApiResul
     Ok(Json(app.client.release_permit(&b.name, &b.owner).await?.into()))
 }
 
+/// Extend a permit's lease to timeoutMs from now.
+///
 /// Extends a permit's lease: 200, or 412 `ERR_NOT_OWNER` when `owner` holds no permit now.
+#[utoipa::path(
+    post,
+    path = "/v1/semaphore/extend",
+    tag = "semaphore",
+    operation_id = "semaphore_extend",
+    request_body(content = inline(OwnedIn)),
+    responses(
+        (status = 200, description = "extended", body = ExtendResult),
+        (status = 412, description = "ERR_NOT_OWNER: owner holds no permit now", body = Busy<ExtendResult>),
+        Errors
+    )
+)]
 pub async fn extend(State(app): State<App>, Body(b): Body<OwnedIn>) -> ApiResult<Response> {
     let out: ExtendResult = app.client.extend_permit(&b.name, &b.owner, ms(b.timeout_ms)).await?.into();
     Ok(if out.extended {
@@ -88,23 +142,26 @@ pub async fn extend(State(app): State<App>, Body(b): Body<OwnedIn>) -> ApiResult
     })
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NameIn {
+    #[schema(schema_with = crate::openapi::name)]
     name: String,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct HolderOut {
     fence: u64,
     remaining_ms: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     label: Option<String>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = SemaphoreInfo)]
 pub struct SemaphoreOut {
     name: String,
     holders: Vec<HolderOut>,
@@ -125,6 +182,18 @@ impl From<flowguard_core::semaphore::SemaphoreInfo> for SemaphoreOut {
     }
 }
 
+/// The live holders of a semaphore (fence, remainingMs, label) and its last fencing token.
+#[utoipa::path(
+    post,
+    path = "/v1/semaphore/get",
+    tag = "semaphore",
+    operation_id = "semaphore_get",
+    request_body(content = inline(NameIn)),
+    responses(
+        (status = 200, description = "done", body = SemaphoreOut),
+        Errors
+    )
+)]
 pub async fn get(State(app): State<App>, Body(b): Body<NameIn>) -> ApiResult<Json<SemaphoreOut>> {
     Ok(Json(app.client.get_semaphore(&b.name).await?.into()))
 }

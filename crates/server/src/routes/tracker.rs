@@ -6,38 +6,50 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use flowguard_core::tracker::{self as core, ItemRequest, Outcome};
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use crate::app::App;
 use crate::body::{keep, ms, opt_bool, opt_keep, opt_u64, Body, KeepMs, Object};
+use crate::error::Busy;
 use crate::error::{busy, ApiResult, ITEM_BUSY};
+use crate::openapi::Errors;
+use crate::openapi::NotOwner;
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Transition {
     pub at: i64,
     pub status: String,
     pub attempt: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub error: Option<String>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ItemState {
     pub id: String,
+    #[schema(schema_with = crate::openapi::item_status)]
     pub status: &'static str,
     pub attempts: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub last_error: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub created_at: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub updated_at: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub lease_expires_at: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub finished_at: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub expires_at: Option<i64>,
     pub timeline: Vec<Transition>,
 }
@@ -68,14 +80,16 @@ impl From<core::ItemState> for ItemState {
     }
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ClaimResult {
     pub id: String,
     pub claimed: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = crate::openapi::owner)]
     pub owner: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = crate::openapi::busy_reason)]
     pub reason: Option<&'static str>,
     pub item: ItemState,
 }
@@ -92,19 +106,37 @@ impl From<core::ClaimResult> for ClaimResult {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ClaimIn {
+    #[schema(schema_with = crate::openapi::name)]
     group: String,
+    #[schema(schema_with = crate::openapi::name)]
     id: String,
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     timeout_ms: Option<u64>,
     #[serde(default, deserialize_with = "opt_bool")]
+    #[schema(schema_with = crate::openapi::flag)]
     reclaim_completed: Option<bool>,
 }
 
+/// Claim one item for timeoutMs.
+///
 /// Claims one item: 200 when claimed, 409 `ERR_ITEM_BUSY` (with the result) when it is in
 /// progress under another live claim or completed.
+#[utoipa::path(
+    post,
+    path = "/v1/tracker/claim",
+    tag = "tracker",
+    operation_id = "tracker_claim",
+    request_body(content = inline(ClaimIn)),
+    responses(
+        (status = 200, description = "claimed", body = ClaimResult),
+        (status = 409, description = "ERR_ITEM_BUSY: the item is in progress under another live claim, or completed", body = Busy<ClaimResult>),
+        Errors
+    )
+)]
 pub async fn claim(State(app): State<App>, Body(b): Body<ClaimIn>) -> ApiResult<Response> {
     let req = ItemRequest {
         id: b.id,
@@ -117,27 +149,45 @@ pub async fn claim(State(app): State<App>, Body(b): Body<ClaimIn>) -> ApiResult<
     Ok(if r.claimed { Json(r).into_response() } else { busy(StatusCode::CONFLICT, ITEM_BUSY, &r) })
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ClaimManyIn {
+    #[schema(schema_with = crate::openapi::name)]
     group: String,
+    #[schema(schema_with = crate::openapi::names)]
     ids: Vec<String>,
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     timeout_ms: Option<u64>,
     #[serde(default, deserialize_with = "opt_bool")]
+    #[schema(schema_with = crate::openapi::flag)]
     reclaim_completed: Option<bool>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ClaimBatch {
+    #[schema(schema_with = crate::openapi::owner)]
     owner: String,
     lease_expires_at: i64,
     claimed: usize,
+    #[schema(schema_with = crate::openapi::batch_outcomes)]
     results: Vec<&'static str>,
     attempts: Vec<u32>,
 }
 
+/// Claim many items atomically under one owner token; compact result.
+#[utoipa::path(
+    post,
+    path = "/v1/tracker/claimBatch",
+    tag = "tracker",
+    operation_id = "tracker_claimBatch",
+    request_body(content = inline(ClaimManyIn)),
+    responses(
+        (status = 200, description = "done", body = ClaimBatch),
+        Errors
+    )
+)]
 pub async fn claim_batch(State(app): State<App>, Body(b): Body<ClaimManyIn>) -> ApiResult<Json<ClaimBatch>> {
     app.limits.batch("ids", b.ids.len())?;
     let r = app
@@ -153,6 +203,18 @@ pub async fn claim_batch(State(app): State<App>, Body(b): Body<ClaimManyIn>) -> 
     }))
 }
 
+/// Claim many items atomically; one ClaimResult per id.
+#[utoipa::path(
+    post,
+    path = "/v1/tracker/claimMany",
+    tag = "tracker",
+    operation_id = "tracker_claimMany",
+    request_body(content = inline(ClaimManyIn)),
+    responses(
+        (status = 200, description = "done", body = Vec<ClaimResult>),
+        Errors
+    )
+)]
 pub async fn claim_many(
     State(app): State<App>,
     Body(b): Body<ClaimManyIn>,
@@ -165,15 +227,20 @@ pub async fn claim_many(
     Ok(Json(r.into_iter().map(ClaimResult::from).collect()))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct FinishIn {
+    #[schema(schema_with = crate::openapi::name)]
     group: String,
+    #[schema(schema_with = crate::openapi::name)]
     id: String,
+    #[schema(schema_with = crate::openapi::owner)]
     owner: Option<String>,
     #[serde(default, deserialize_with = "opt_keep")]
+    #[schema(schema_with = crate::openapi::keep_ms)]
     keep_ms: Option<KeepMs>,
-    /// The reason of `fail`.
+    /// Why the item failed (fail only: complete refuses it).
+    #[schema(schema_with = crate::openapi::text)]
     reason: Option<String>,
 }
 
@@ -189,6 +256,22 @@ async fn finish(app: &App, b: FinishIn, status: &str, error: Option<String>) -> 
     Ok(Json(app.client.set_item(&b.group, req).await?.item.into()))
 }
 
+/// Mark an item completed.
+///
+/// With owner: 412 ERR_NOT_OWNER when a newer claim owns it.
+/// `reason` is refused (it is for fail).
+#[utoipa::path(
+    post,
+    path = "/v1/tracker/complete",
+    tag = "tracker",
+    operation_id = "tracker_complete",
+    request_body(content = inline(FinishIn)),
+    responses(
+        (status = 200, description = "done", body = ItemState),
+        NotOwner,
+        Errors
+    )
+)]
 pub async fn complete(State(app): State<App>, Body(b): Body<FinishIn>) -> ApiResult<Json<ItemState>> {
     if b.reason.is_some() {
         return Err(crate::error::ApiError::invalid("reason", "is for fail, not complete"));
@@ -196,6 +279,21 @@ pub async fn complete(State(app): State<App>, Body(b): Body<FinishIn>) -> ApiRes
     finish(&app, b, "completed", None).await
 }
 
+/// Mark an item failed with a reason.
+///
+/// With owner: 412 ERR_NOT_OWNER when a newer claim owns it.
+#[utoipa::path(
+    post,
+    path = "/v1/tracker/fail",
+    tag = "tracker",
+    operation_id = "tracker_fail",
+    request_body(content = inline(FinishIn)),
+    responses(
+        (status = 200, description = "done", body = ItemState),
+        NotOwner,
+        Errors
+    )
+)]
 pub async fn fail(State(app): State<App>, Body(mut b): Body<FinishIn>) -> ApiResult<Json<ItemState>> {
     let reason = b.reason.take().unwrap_or_default();
     // The core names the reason `error` (as setItems does); this call's body names it `reason`.
@@ -208,43 +306,58 @@ pub async fn fail(State(app): State<App>, Body(mut b): Body<FinishIn>) -> ApiRes
     })
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RequestIn {
+    #[schema(schema_with = crate::openapi::name)]
     id: String,
+    #[schema(schema_with = crate::openapi::requested_status)]
     status: String,
+    #[schema(schema_with = crate::openapi::owner)]
     owner: Option<String>,
+    #[schema(schema_with = crate::openapi::text)]
     error: Option<String>,
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     timeout_ms: Option<u64>,
     #[serde(default, deserialize_with = "opt_keep")]
+    #[schema(schema_with = crate::openapi::keep_ms)]
     keep_ms: Option<KeepMs>,
     #[serde(default, deserialize_with = "opt_bool")]
+    #[schema(schema_with = crate::openapi::flag)]
     reclaim_completed: Option<bool>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SetItemsIn {
+    #[schema(schema_with = crate::openapi::name)]
     group: String,
+    #[schema(value_type = Vec<RequestIn>)]
     requests: Vec<Object<RequestIn>>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ItemResult {
     id: String,
+    #[schema(schema_with = crate::openapi::action)]
     action: &'static str,
     ok: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     claimed: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = crate::openapi::busy_reason)]
     reason: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = crate::openapi::owner)]
     owner: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = crate::openapi::code)]
     code: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     message: Option<String>,
     item: ItemState,
 }
@@ -271,6 +384,18 @@ impl From<core::OpResult> for ItemResult {
     }
 }
 
+/// Apply a batch of changes to one group atomically; refusals are per-item results.
+#[utoipa::path(
+    post,
+    path = "/v1/tracker/setItems",
+    tag = "tracker",
+    operation_id = "tracker_setItems",
+    request_body(content = inline(SetItemsIn)),
+    responses(
+        (status = 200, description = "done (refusals per item)", body = Vec<ItemResult>),
+        Errors
+    )
+)]
 pub async fn set_items(
     State(app): State<App>,
     Body(b): Body<SetItemsIn>,
@@ -292,53 +417,98 @@ pub async fn set_items(
     Ok(Json(app.client.set_items(&b.group, reqs).await?.into_iter().map(ItemResult::from).collect()))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ItemIn {
+    #[schema(schema_with = crate::openapi::name)]
     group: String,
+    #[schema(schema_with = crate::openapi::name)]
     id: String,
 }
 
+/// Read one item (status none when unknown).
+#[utoipa::path(
+    post,
+    path = "/v1/tracker/getItem",
+    tag = "tracker",
+    operation_id = "tracker_getItem",
+    request_body(content = inline(ItemIn)),
+    responses(
+        (status = 200, description = "done", body = ItemState),
+        Errors
+    )
+)]
 pub async fn get_item(State(app): State<App>, Body(b): Body<ItemIn>) -> ApiResult<Json<ItemState>> {
     Ok(Json(app.client.get_item(&b.group, &b.id).await?.into()))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ItemsIn {
+    #[schema(schema_with = crate::openapi::name)]
     group: String,
+    #[schema(schema_with = crate::openapi::names)]
     ids: Vec<String>,
 }
 
+/// Read many items.
+#[utoipa::path(
+    post,
+    path = "/v1/tracker/getItems",
+    tag = "tracker",
+    operation_id = "tracker_getItems",
+    request_body(content = inline(ItemsIn)),
+    responses(
+        (status = 200, description = "done", body = Vec<ItemState>),
+        Errors
+    )
+)]
 pub async fn get_items(State(app): State<App>, Body(b): Body<ItemsIn>) -> ApiResult<Json<Vec<ItemState>>> {
     app.limits.batch("ids", b.ids.len())?;
     Ok(Json(app.client.get_items(&b.group, b.ids).await?.into_iter().map(ItemState::from).collect()))
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 pub struct Unset {
     existed: bool,
 }
 
+/// Forget an item.
+///
 /// Forgets an item. Safe to resend: a second call finds no record (`existed: false`).
+#[utoipa::path(
+    post,
+    path = "/v1/tracker/unsetItem",
+    tag = "tracker",
+    operation_id = "tracker_unsetItem",
+    request_body(content = inline(ItemIn)),
+    responses(
+        (status = 200, description = "done", body = Unset),
+        Errors
+    )
+)]
 pub async fn unset_item(State(app): State<App>, Body(b): Body<ItemIn>) -> ApiResult<Json<Unset>> {
     let req = ItemRequest { id: b.id, status: "none".into(), ..Default::default() };
     let r = app.client.set_item(&b.group, req).await?;
     Ok(Json(Unset { existed: r.item.status != core::ItemStatus::None }))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ListIn {
+    #[schema(schema_with = crate::openapi::name)]
     group: String,
+    #[schema(schema_with = crate::openapi::list_filter)]
     status: Option<String>,
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
     offset: Option<u64>,
     #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::item_page_limit)]
     limit: Option<u64>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Counts {
     in_progress: u64,
@@ -348,15 +518,28 @@ pub struct Counts {
     total: u64,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ItemList {
     counts: Counts,
     items: Vec<ItemState>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     next_offset: Option<u64>,
 }
 
+/// One page of a group's items, with counts by status.
+#[utoipa::path(
+    post,
+    path = "/v1/tracker/listItems",
+    tag = "tracker",
+    operation_id = "tracker_listItems",
+    request_body(content = inline(ListIn)),
+    responses(
+        (status = 200, description = "done", body = ItemList),
+        Errors
+    )
+)]
 pub async fn list_items(State(app): State<App>, Body(b): Body<ListIn>) -> ApiResult<Json<ItemList>> {
     let l = app.client.list_items(&b.group, b.status.as_deref(), b.offset, b.limit).await?;
     Ok(Json(ItemList {
