@@ -104,6 +104,20 @@ rows.push([
   `record ${recLen} B`,
 ])
 rows.push(['zset entry alone', await perItem(() => pipelined((p, id) => p.zadd('zonly', expiry, id))), ''])
+// What a layout of small structures could reach: ids spread over BUCKETS keys, few enough per key
+// (below hash-max-listpack-entries and zset-max-listpack-entries, 128 by default) for Redis to
+// keep each as a listpack rather than a hashtable or skiplist.
+const BUCKETS = Math.ceil(N / 100)
+const bucket = (id) => {
+  let h = 0x811c9dc5
+  for (let i = 0; i < id.length; i++) h = Math.imul(h ^ id.charCodeAt(i), 0x01000193) >>> 0
+  return h % BUCKETS
+}
+rows.push([
+  'buckets: listpack hash + listpack zset',
+  await perItem(() => pipelined((p, id) => p.hset(`lp:{b}:r:${bucket(id)}`, id, record).zadd(`lp:{b}:x:${bucket(id)}`, expiry, id))),
+  `record ${recLen} B, ${BUCKETS} keys of each`,
+])
 
 // Commands per claim + complete of one item, one at a time.
 await io.config('RESETSTAT')
