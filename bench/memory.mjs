@@ -42,7 +42,10 @@ const PREFIX = 'mem:'
 const server = await benchRedis('memory')
 const io = new IORedis(server.url)
 const fg = await Flowguard.open({ url: server.url, prefix: PREFIX })
-const version = (await io.info('server')).match(/redis_version:(\S+)/)[1]
+const serverInfo = await io.info('server')
+const version = /valkey_version:(\S+)/.test(serverInfo)
+  ? `Valkey ${serverInfo.match(/valkey_version:(\S+)/)[1]}`
+  : `Redis ${serverInfo.match(/redis_version:(\S+)/)[1]}`
 await io.flushall()
 
 async function usedMemory() {
@@ -134,7 +137,7 @@ for (const line of (await io.info('commandstats')).split('\r\n')) {
 const scripts = (stats.evalsha ?? 0) + (stats.eval ?? 0) + (stats.fcall ?? 0)
 const commands = Object.entries(stats).filter(([k]) => !['evalsha', 'eval', 'fcall'].includes(k))
 
-console.log(`Redis ${version}, ${N.toLocaleString('en-US')} items per case (used_memory delta / items)`)
+console.log(`${version}, ${N.toLocaleString('en-US')} items per case (used_memory delta / items)`)
 for (const [name, bytes, note] of rows) console.log(`  ${name.padEnd(40)} ${bytes.toFixed(1).padStart(7)} B  ${note}`)
 console.log(`claim + complete one item at a time, ${PAIRS} items: ${scripts.toFixed(2)} scripts, ` +
   `${commands.reduce((s, [, v]) => s + v, 0).toFixed(2)} commands per item`)
