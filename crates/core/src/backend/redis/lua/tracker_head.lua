@@ -51,7 +51,9 @@ local X_AT = 18
 local function owner_field(o)
   if o == '' then return '-' end
   if #o == 32 and not string.find(o, '[^0-9a-f]') then
-    return 'h' .. (string.gsub(o, '..', function(h) return string.char(tonumber(h, 16)) end))
+    -- Four numbers of 8 digits each (32 bits: exact in a Lua number), big-endian as written.
+    return 'h' .. struct.pack('>I4I4I4I4', tonumber(string.sub(o, 1, 8), 16), tonumber(string.sub(o, 9, 16), 16),
+      tonumber(string.sub(o, 17, 24), 16), tonumber(string.sub(o, 25, 32), 16))
   end
   return 't' .. struct.pack('<I2', #o) .. o
 end
