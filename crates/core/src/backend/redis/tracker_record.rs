@@ -33,6 +33,26 @@ fn implied(r: &Record) -> Option<Vec<Transition>> {
     }
 }
 
+/// An owner token as a record packs it (`owner` in `lua/tracker_head.lua`): 'h' and its 16 bytes
+/// for a token of 32 lowercase hex digits (every token the tracker makes), else 't', its length
+/// (u16) and its text. The scripts are handed tokens in this form and compare them as such.
+pub(super) fn pack_owner(owner: &str) -> Vec<u8> {
+    let hex = |b: u8| match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        _ => None,
+    };
+    let b = owner.as_bytes();
+    if b.len() == 32 {
+        let bin: Option<Vec<u8>> = b.chunks(2).map(|p| Some(hex(p[0])? << 4 | hex(p[1])?)).collect();
+        if let Some(bin) = bin {
+            return [&[b'h'][..], &bin].concat();
+        }
+    }
+    let n = u16::try_from(b.len()).unwrap_or(u16::MAX);
+    [&[b't'][..], &n.to_le_bytes(), &b[..n as usize]].concat()
+}
+
 /// A reader over a packed record.
 struct Packed<'a> {
     raw: &'a [u8],
@@ -304,6 +324,29 @@ mod tests {
             let p = pack(r);
             let n = p.iter().rposition(|&b| b == r.t.len() as u8).unwrap();
             assert!(n > 0 && p.len() > 40 + 18 * r.t.len(), "{r:?} stores its {} entries", r.t.len());
+        }
+    }
+
+    #[test]
+    fn owner_tokens_pack_as_16_bytes_and_other_text_as_itself() {
+        let p = pack_owner(OWNER);
+        assert_eq!(p.len(), 17);
+        assert_eq!(p[0], b'h');
+        assert_eq!(p[1..3], [0x01, 0x23]);
+        assert_eq!(p[16], 0xb1);
+        for other in ["", "0123456789ABCDEF00FF10E0A5C3D2B1", "0123456789abcdef00ff10e0a5c3d2b", "ünïcode"]
+        {
+            let p = pack_owner(other);
+            assert_eq!(p[0], b't', "{other:?}");
+            assert_eq!(&p[3..], other.as_bytes());
+        }
+        // As the records hold them: what the scripts compare is what they stored.
+        for r in samples() {
+            let packed = pack(&r);
+            if let Some(o) = &r.o {
+                let owner = pack_owner(o);
+                assert!(packed.windows(owner.len()).any(|w| w == owner), "{o:?}");
+            }
         }
     }
 

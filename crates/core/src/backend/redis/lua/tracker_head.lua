@@ -47,15 +47,12 @@ local HEAD = '<c1I4I6I6I6'
 local ENTRY = '<i8c1I4c1I4c0'
 -- Where the expiry sits in a packed record (struct positions are 1-based).
 local X_AT = 18
--- An owner token as packed in a record.
+-- An owner token as packed in a record. Scripts are handed tokens packed already (tracker.rs, by
+-- `pack_owner` of tracker_record.rs), or '' for none (a completion without an owner check), so
+-- no script turns hex into bytes.
 local function owner_field(o)
   if o == '' then return '-' end
-  if #o == 32 and not string.find(o, '[^0-9a-f]') then
-    -- Four numbers of 8 digits each (32 bits: exact in a Lua number), big-endian as written.
-    return 'h' .. struct.pack('>I4I4I4I4', tonumber(string.sub(o, 1, 8), 16), tonumber(string.sub(o, 9, 16), 16),
-      tonumber(string.sub(o, 17, 24), 16), tonumber(string.sub(o, 25, 32), 16))
-  end
-  return 't' .. struct.pack('<I2', #o) .. o
+  return o
 end
 -- The field of the records hash that holds the group's bookkeeping (see tracker_common.lua).
 local META = ''
