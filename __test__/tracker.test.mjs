@@ -277,52 +277,76 @@ for (const b of backends()) {
         }
       })
 
-      test('Redis: records stored as JSON by earlier versions are read, and written back packed', async () => {
+      test('Redis: a record holds each fact once, and its timeline only when its fields do not imply it', async () => {
+        // The layout of tracker_head.lua: a completed first attempt is status, attempts, 3 times,
+        // the owner token as 16 bytes, no error and a timeline count of 0 (implied: claimed at
+        // createdAt, completed at finishedAt); a retry or an abandoned lease stores its timeline.
+        // Whatever is stored, every field reads back as the tracker wrote it.
         const { connect } = await import('./resp.mjs')
         const r = await connect(process.env.REDIS_URL)
         try {
-          const fg = await b.open()
-          const head = `${fg.prefix}{t:old}`
-          const t0 = Date.now() - 60000
-          const day = 86400000
-          const owner = 'a'.repeat(32)
-          // The JSON shape versions before the packed form wrote (serde of tracker.rs Record), in a
-          // group without the bookkeeping field, as groups written before it was kept are.
-          const old = {
-            busy: { s: 'in_progress', a: 1, o: owner, l: t0 + day, c: t0, u: t0, d: 0, x: t0 + 2 * day, t: [{ t: t0, s: 'in_progress', a: 1 }] },
-            done: { s: 'completed', a: 1, o: owner, l: 0, c: t0, u: t0 + 5, d: t0 + 5, x: t0 + day, t: [{ t: t0, s: 'in_progress', a: 1 }, { t: t0 + 5, s: 'completed', a: 1 }] },
-            bad: { s: 'failed', a: 2, o: owner, l: 0, c: t0, u: t0 + 9, d: t0 + 9, e: '', x: t0 + day, t: [{ t: t0, s: 'in_progress', a: 1 }, { t: t0 + 3, s: 'abandoned', a: 1 }, { t: t0 + 4, s: 'in_progress', a: 2 }, { t: t0 + 9, s: 'failed', a: 2, e: '' }] },
+          const fg = await b.open({ retentionMs: 3600000 })
+          const hash = `${fg.prefix}{t:rec}:r`
+          // A stored record's length, first and last byte, and whether it holds `hex` as bytes
+          // (read in Redis: the test's client decodes replies as UTF-8).
+          const look = `local raw = redis.call('HGET', KEYS[1], ARGV[1])
+            local bin = string.gsub(ARGV[2], '..', function(h) return string.char(tonumber(h, 16)) end)
+            return {#raw, string.byte(raw, 1), string.byte(raw, -1), string.find(raw, bin, 1, true) and 1 or 0}`
+          const stored = async (id, hex = '') => {
+            const [length, first, last, has] = await r.call('EVAL', look, '1', hash, id, hex)
+            return { length, first, last, has: has === 1 }
           }
-          for (const [id, rec] of Object.entries(old)) await r.call('HSET', `${head}:r`, id, JSON.stringify(rec))
-          await r.call('ZADD', `${head}:s:in_progress`, old.busy.l, 'busy')
-          await r.call('ZADD', `${head}:s:completed`, old.done.x, 'done')
-          await r.call('ZADD', `${head}:s:failed`, old.bad.x, 'bad')
-          for (const k of ['r', 's:in_progress', 's:completed', 's:failed']) await r.call('PEXPIRE', `${head}:${k}`, 3 * day)
+          const check = (s, status, attempts, steps) => {
+            assert.equal(s.status, status)
+            assert.equal(s.attempts, attempts)
+            assert.deepEqual(s.timeline.map((t) => [t.status, t.attempt, t.error]), steps)
+            assert.ok(s.timeline.every((t, i) => t.at >= s.createdAt && t.at <= s.updatedAt && (i === 0 || t.at >= s.timeline[i - 1].at)))
+          }
 
-          const bad = await fg.getItem('old', 'bad')
-          assert.equal(bad.status, 'failed')
-          assert.equal(bad.lastError, '')
-          assert.equal(bad.attempts, 2)
-          assert.deepEqual(bad.timeline.map((x) => [x.status, x.attempt, x.error]), [['in_progress', 1, undefined], ['abandoned', 1, undefined], ['in_progress', 2, undefined], ['failed', 2, '']])
-          assert.deepEqual((await fg.listItems('old')).counts, { inProgress: 1, abandoned: 0, completed: 1, failed: 1, total: 3 })
+          const c = await fg.claim('rec', 'done')
+          check(c.item, 'in_progress', 1, [['in_progress', 1, undefined]])
+          assert.equal(c.item.timeline[0].at, c.item.createdAt)
+          const done = await fg.complete('rec', 'done', { owner: c.owner })
+          check(done, 'completed', 1, [['in_progress', 1, undefined], ['completed', 1, undefined]])
+          assert.equal(done.timeline[1].at, done.finishedAt)
+          assert.equal(done.finishedAt, done.updatedAt)
+          assert.equal(done.leaseExpiresAt, undefined)
+          assert.equal(done.expiresAt, done.finishedAt + 3600000)
+          assert.deepEqual(await fg.getItem('rec', 'done'), done)
+          const raw = await stored('done', c.owner)
+          assert.equal(raw.length, 1 + 4 + 3 * 6 + 17 + 1 + 1, `completed record: ${raw.length} bytes`)
+          assert.equal(raw.first, 'c'.charCodeAt(0))
+          assert.equal(raw.last, 0, 'timeline implied')
+          assert.ok(raw.has, 'owner token as 16 bytes')
+          // Completed again by its owner: kept, and now three transitions are stored.
+          const twice = await fg.complete('rec', 'done', { owner: c.owner })
+          check(twice, 'completed', 1, [['in_progress', 1, undefined], ['completed', 1, undefined], ['completed', 1, undefined]])
+          assert.equal((await stored('done')).length, raw.length + 3 * 18, '3 entries of 18 bytes')
+          // A newer claim's owner check holds on the packed token.
+          await assert.rejects(fg.complete('rec', 'done', { owner: 'f'.repeat(32) }), { code: 'ERR_NOT_OWNER' })
 
-          // Completed by its owner: the old record's attempts, creation and timeline carry over.
-          const busy = await fg.complete('old', 'busy', { owner })
-          assert.equal(busy.status, 'completed')
-          assert.equal(busy.createdAt, t0)
-          assert.deepEqual(busy.timeline.map((x) => [x.status, x.attempt]), [['in_progress', 1], ['completed', 1]])
-          // Re-claimed: one more attempt; and a claimBatch over a failed one.
-          const done = await fg.claim('old', 'done', { reclaimCompleted: true })
-          assert.equal(done.claimed, true)
-          assert.equal(done.item.attempts, 2)
-          assert.deepEqual(done.item.timeline.map((x) => x.status), ['in_progress', 'completed', 'in_progress'])
-          assert.deepEqual((await fg.claimBatch('old', ['bad'])).attempts, [3])
-          assert.deepEqual((await fg.getItem('old', 'bad')).timeline.map((x) => [x.status, x.attempt, x.error]).slice(-2), [['failed', 2, ''], ['in_progress', 3, undefined]])
+          // A first failure implies its timeline too; its reason is kept as the last error.
+          const f = await fg.claim('rec', 'bad')
+          const failed = await fg.fail('rec', 'bad', 'boom: ünïcode', { owner: f.owner })
+          check(failed, 'failed', 1, [['in_progress', 1, undefined], ['failed', 1, 'boom: ünïcode']])
+          assert.equal(failed.lastError, 'boom: ünïcode')
+          assert.equal((await stored('bad')).last, 0)
+          // Retried: the whole timeline is stored; the last error stays until the next failure.
+          const again = await fg.claim('rec', 'bad', { timeoutMs: 60000 })
+          check(again.item, 'in_progress', 2, [['in_progress', 1, undefined], ['failed', 1, 'boom: ünïcode'], ['in_progress', 2, undefined]])
+          assert.equal(again.item.lastError, 'boom: ünïcode')
+          assert.equal(again.item.leaseExpiresAt, again.item.updatedAt + 60000)
+          const ok = await fg.complete('rec', 'bad', { owner: again.owner })
+          check(ok, 'completed', 2, [['in_progress', 1, undefined], ['failed', 1, 'boom: ünïcode'], ['in_progress', 2, undefined], ['completed', 2, undefined]])
+          assert.deepEqual(await fg.getItem('rec', 'bad'), ok)
 
-          // Each record written back is packed ('P'), and reads back the same.
-          for (const id of Object.keys(old)) assert.equal((await r.call('HGET', `${head}:r`, id))[0], 'P', id)
-          assert.deepEqual(await fg.getItem('old', 'busy'), busy)
-          assert.deepEqual((await fg.listItems('old')).counts, { inProgress: 2, abandoned: 0, completed: 1, failed: 0, total: 3 })
+          // Finished without a claim (no owner, attempt 0), an empty reason, kept forever.
+          const bare = await fg.fail('rec', 'bare', '', { keepMs: 'forever' })
+          check(bare, 'failed', 0, [['failed', 0, '']])
+          assert.equal(bare.lastError, '')
+          assert.equal(bare.expiresAt, undefined)
+          assert.deepEqual(await fg.getItem('rec', 'bare'), bare)
+          assert.deepEqual((await fg.listItems('rec')).counts, { inProgress: 0, abandoned: 0, completed: 2, failed: 1, total: 3 })
         } finally {
           r.close()
         }

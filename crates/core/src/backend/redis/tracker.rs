@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use redis::Value;
 
-use super::tracker_record::decode_record;
+use super::tracker_record::{decode_record, pack_owner};
 use super::{int, lua, opt_str, Lua, RedisStore};
 use crate::backend::BoxFuture;
 use crate::error::{Error, Result};
@@ -47,6 +47,11 @@ impl<'a> Args<'a> {
     }
     fn text(&mut self, s: &'a str) -> &mut Self {
         self.0.push(std::borrow::Cow::Borrowed(s.as_bytes()));
+        self
+    }
+    /// An owner token as the records pack it (none: empty).
+    fn owner(&mut self, owner: Option<&str>) -> &mut Self {
+        self.0.push(std::borrow::Cow::Owned(owner.map(pack_owner).unwrap_or_default()));
         self
     }
     fn num(&mut self, n: impl ToString) -> &mut Self {
@@ -115,21 +120,17 @@ impl TrackerBackend for RedisStore {
             for op in ops {
                 match op {
                     ItemOp::Claim { id, owner, lease_ms, reclaim_completed } => {
-                        args.text("c").text(id).text(owner).num(*lease_ms).text(if *reclaim_completed {
-                            "1"
-                        } else {
-                            ""
-                        });
+                        args.text("c")
+                            .text(id)
+                            .owner(Some(owner))
+                            .num(*lease_ms)
+                            .text(if *reclaim_completed { "1" } else { "" });
                     }
                     ItemOp::Complete { id, owner, keep_ms } => {
-                        args.text("d").text(id).text(owner.as_deref().unwrap_or("")).num(*keep_ms).text("");
+                        args.text("d").text(id).owner(owner.as_deref()).num(*keep_ms).text("");
                     }
                     ItemOp::Fail { id, owner, error, keep_ms } => {
-                        args.text("f")
-                            .text(id)
-                            .text(owner.as_deref().unwrap_or(""))
-                            .num(*keep_ms)
-                            .text(error);
+                        args.text("f").text(id).owner(owner.as_deref()).num(*keep_ms).text(error);
                     }
                     ItemOp::Unset { id } => {
                         args.text("u").text(id).text("").text("0").text("");
@@ -189,7 +190,7 @@ impl TrackerBackend for RedisStore {
             let mut args = Args::with_capacity(5 + unique.len());
             args.num(c.retention_ms)
                 .num(MAX_TIMELINE)
-                .text(c.owner)
+                .owner(Some(c.owner))
                 .num(c.lease_ms)
                 .text(if c.reclaim_completed { "1" } else { "" });
             for id in &unique {

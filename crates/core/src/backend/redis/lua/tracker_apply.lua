@@ -91,9 +91,9 @@ for i = 0, n - 1 do
       if rec then
         if rec.s == 'p' then remember(rec, maxtl, rec.l, 'a', rec.a) end
         rec.a = rec.a + 1
-        rec.s, rec.o, rec.l, rec.u, rec.d, rec.x = 'p', owner, lease_end, now, 0, lease_end + retention
+        rec.s, rec.o, rec.l, rec.u, rec.d, rec.x = 'p', owner_field(owner), lease_end, now, 0, lease_end + retention
       else
-        rec = {s = 'p', a = 1, o = owner, l = lease_end, c = now, u = now, d = 0, e = false,
+        rec = {s = 'p', a = 1, o = owner_field(owner), l = lease_end, c = now, u = now, d = 0, e = false,
           x = lease_end + retention, n = 0, tl = ''}
       end
       remember(rec, maxtl, now, 'p', rec.a)
@@ -103,11 +103,11 @@ for i = 0, n - 1 do
     end
   elseif action == 'd' or action == 'f' then
     -- The owner check: rules::tracker::owns (Rust), then rules::tracker::finish.
-    if owner ~= '' and (not rec or rec.o ~= owner) then
+    if owner ~= '' and (not rec or rec.o ~= owner_field(owner)) then
       out[k + 1] = -1; out[k + 2] = 'not_owner'; out[k + 3] = raw
     else
       if not rec then
-        rec = {s = '', a = 0, o = false, l = 0, c = now, u = now, d = 0, e = false, x = 0, n = 0, tl = ''}
+        rec = {s = '', a = 0, o = '-', l = 0, c = now, u = now, d = 0, e = false, x = 0, n = 0, tl = ''}
       end
       local status, which, err = 'c', 2, nil
       if action == 'f' then status, which, err = 'f', 3, ARGV[b + 4]; rec.e = err end

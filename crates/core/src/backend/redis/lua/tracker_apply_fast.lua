@@ -1,7 +1,8 @@
 -- Item Tracker: the fast path of tracker_apply.lua, run before tracker_common.lua's functions are
 -- made (a script makes every function it defines again on each call) and with far fewer Lua
--- instructions than the general path: one claim of an item that has no record, or one
--- completion or failure of a live packed record by its owner (or without an owner check), when
+-- instructions than the general path: one claim of an item that has no record, or the
+-- completion or failure of a first attempt (a live record in progress, no last error, the
+-- timeline its fields imply) by its owner (or without an owner check), when
 -- nothing else is due: the bookkeeping (see tracker_common.lua) shows nothing to clean up, the
 -- write lowers no bound, the keys' expiry needs no change (`keep_alive` would do nothing) and the
 -- timeline drops no entry. Every other case goes on to the general path, which is handed this
@@ -23,23 +24,29 @@ if #ARGV == 7 then
     if action == 'c' then
       local lease_end = now + tonumber(ARGV[6])
       if not raw and lease_end >= ml and tonumber(ARGV[2]) >= 1 then
+        -- A new record: attempt 1 claimed now, the timeline it implies (count 0).
         which, expires = 1, lease_end + retention
-        packed = struct.pack(HEAD, 'P', 'p', 1, lease_end, now, now, 0, expires, #owner, owner, '-', 0, '', 1)
-          .. struct.pack(ENTRY, now, 'p', 1, '-', 0, '')
+        packed = struct.pack(HEAD .. 'I6', 'p', 1, now, now, expires, lease_end) .. owner_field(owner) .. '-\0'
       end
-    elseif (action == 'd' or action == 'f') and raw and string.byte(raw, 1) == 80 then
-      local _, s, a, _, c, _, _, x, o, has_e, e, n, pos = struct.unpack(HEAD, raw)
+    elseif (action == 'd' or action == 'f') and raw and string.byte(raw, 1) == 112 then
+      -- Only the first attempt's completion, by its owner or without an owner check, of a record
+      -- whose timeline is the implied one: the record it writes implies its timeline too.
+      local _, a, c, _, x, pos = struct.unpack(HEAD, raw)
+      pos = pos + 6
+      local kind, o = string.byte(raw, pos), '-'
+      if kind == 104 then o = string.sub(raw, pos, pos + 16) end
       local keep_until = math.min(now + tonumber(ARGV[6]), NEVER)
-      if s == 'p' then was = 1 elseif s == 'c' then was = 2 elseif s == 'f' then was = 3 end
-      if was > 0 and x > now and (owner == '' or o == owner) and n < tonumber(ARGV[2]) and keep_until >= md then
-        local status, err = 'c', false
-        which, expires = 2, keep_until
-        if action == 'f' then status, which, err, has_e, e = 'f', 3, ARGV[7], 'e', ARGV[7] end
-        local step
-        if err then step = struct.pack(ENTRY, now, status, a, 'e', #err, err)
-        else step = struct.pack(ENTRY, now, status, a, '-', 0, '') end
-        packed = struct.pack(HEAD, 'P', status, a, 0, c, now, now, expires, #o, o, has_e, #e, e, n + 1)
-          .. string.sub(raw, pos) .. step
+      -- No last error ('-') and the implied timeline (count 0) end the record.
+      local at = pos + #o
+      if a == 1 and kind ~= 116 and x > now and (owner == '' or o == owner_field(owner))
+        and #raw == at + 1 and string.byte(raw, at) == 45 and string.byte(raw, at + 1) == 0
+        and tonumber(ARGV[2]) >= 2 and keep_until >= md then
+        was, which, expires = 1, 2, keep_until
+        local status, err = 'c', '-'
+        if action == 'f' then
+          status, which, err = 'f', 3, struct.pack('<c1I4', 'e', #ARGV[7]) .. ARGV[7]
+        end
+        packed = struct.pack(HEAD, status, 1, c, now, expires) .. o .. err .. '\0'
       end
     end
     -- keep_alive's test (tracker_common.lua): the keys' expiry already covers the record, by no

@@ -7,7 +7,7 @@
 -- Reply: now, then the exceptions to "claimed by this call, attempt 1" (a new item, the usual
 -- case), as triples: the id's position i, its outcome (c claimed, p in progress, d completed) and
 -- its attempts after the call.
-local retention, maxtl, owner = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
+local retention, maxtl, owner = tonumber(ARGV[1]), tonumber(ARGV[2]), owner_field(ARGV[3])
 local lease_end = now + tonumber(ARGV[4])
 local reclaim = ARGV[5] == '1'
 local expires = lease_end + retention

@@ -34,36 +34,52 @@ local function entry(at, code, attempt, err)
   if err then return struct.pack(ENTRY, at, code, attempt, 'e', #err, err) end
   return struct.pack(ENTRY, at, code, attempt, '-', 0, '')
 end
--- A record as a table: s (status code), a, o (false: none), l, c, u, d, e (false: none), x, and
--- its timeline packed: n entries in tl.
-local function unpack_rec(raw)
-  if string.byte(raw, 1) == 123 then
-    local code = {in_progress = 'p', completed = 'c', failed = 'f', abandoned = 'a'}
-    local j = cjson.decode(raw)
-    local tl, n = {}, 0
-    if type(j.t) == 'table' then
-      for _, t in ipairs(j.t) do
-        n = n + 1
-        local e = t.e
-        if type(e) ~= 'string' then e = false end
-        tl[n] = entry(t.t or 0, code[t.s] or 'p', t.a or 0, e)
-      end
-    end
-    local o, e = j.o, j.e
-    if type(o) ~= 'string' or o == '' then o = false end
-    if type(e) ~= 'string' then e = false end
-    return {s = code[j.s] or 'p', a = j.a or 0, o = o, l = j.l or 0, c = j.c or 0, u = j.u or 0, d = j.d or 0,
-      e = e, x = j.x or 0, n = n, tl = table.concat(tl)}
+-- The timeline a record's own fields imply (see tracker_head.lua), packed, or false.
+local function implied(r)
+  local s = r.s
+  local err = s == 'f' and r.e
+  if r.a == 1 then
+    local first = entry(r.c, 'p', 1)
+    if s == 'p' then return first end
+    return first .. entry(r.u, s, 1, err)
+  elseif r.a == 0 and s ~= 'p' then
+    return entry(r.u, s, 0, err)
   end
-  local _, s, a, l, c, u, d, x, o, has_e, e, n, pos = struct.unpack(HEAD, raw)
-  if o == '' then o = false end
-  if has_e ~= 'e' then e = false end
-  return {s = s, a = a, o = o, l = l, c = c, u = u, d = d, e = e, x = x, n = n, tl = string.sub(raw, pos)}
+  return false
+end
+-- A record as a table: s (status code), a, o (owner, packed: '-' none), l, c, u, d, e (false:
+-- none), x, and its timeline packed: n entries in tl.
+local function unpack_rec(raw)
+  local s, a, c, u, x, pos = struct.unpack(HEAD, raw)
+  local l, d = 0, u
+  if s == 'p' then l, pos = struct.unpack('<I6', raw, pos); d = 0 end
+  local kind, o = string.byte(raw, pos), '-'
+  if kind == 104 then
+    o = string.sub(raw, pos, pos + 16); pos = pos + 17
+  elseif kind == 116 then
+    o = string.sub(raw, pos, pos + 2 + struct.unpack('<I2', raw, pos + 1)); pos = pos + #o
+  else
+    pos = pos + 1
+  end
+  local e = false
+  if string.byte(raw, pos) == 101 then e, pos = struct.unpack('<I4c0', raw, pos + 1) else pos = pos + 1 end
+  local r = {s = s, a = a, o = o, l = l, c = c, u = u, d = d, e = e, x = x, n = string.byte(raw, pos),
+    tl = string.sub(raw, pos + 1)}
+  if r.n == 0 then
+    r.tl = implied(r)
+    if s ~= 'p' and r.a == 1 then r.n = 2 else r.n = 1 end
+  end
+  return r
 end
 local function pack_rec(r)
-  local o, e, has_e = r.o or '', r.e or '', '-'
-  if r.e then has_e = 'e' end
-  return struct.pack(HEAD, 'P', r.s, r.a, r.l, r.c, r.u, r.d, r.x, #o, o, has_e, #e, e, r.n) .. r.tl
+  local n, tl = r.n, r.tl
+  if implied(r) == tl then n, tl = 0, '' end
+  local head
+  if r.s == 'p' then head = struct.pack(HEAD .. 'I6', r.s, r.a, r.c, r.u, r.x, r.l)
+  else head = struct.pack(HEAD, r.s, r.a, r.c, r.u, r.x) end
+  local err = '-'
+  if r.e then err = struct.pack('<c1I4', 'e', #r.e) .. r.e end
+  return head .. r.o .. err .. string.char(n) .. tl
 end
 -- Appends a transition to a record's timeline, dropping the oldest beyond `maxtl`.
 local function remember(r, maxtl, at, code, attempt, err)
@@ -108,8 +124,7 @@ local function upkeep()
   local u = {}
   -- A record's expiry, without unpacking the rest.
   local function expiry_of(raw)
-    if string.byte(raw, 1) == 123 then return cjson.decode(raw).x end
-    return (struct.unpack('<i8', raw, X_AT))
+    return (struct.unpack('<I6', raw, X_AT))
   end
   function u.purge_slice(retention, max, listing)
     local function chunk(done) return math.min(1000, max - done) end

@@ -23,18 +23,36 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
 -- Records are packed with Redis's `struct` library rather than JSON: a record is read and
 -- rewritten by every claim and completion, and packing it costs a fraction of cjson's decode and
--- encode. The layout (tracker.rs `decode` reads it too), little-endian:
---   'P', status (p in_progress | c completed | f failed), attempts u32, lease end, created,
---   updated, finished, expiry (i64 ms each), owner (u32 length + bytes, empty for none: tokens
---   never are), last error ('-' none | 'e', then u32 length + bytes: an empty reason is one),
---   timeline length u16, then the timeline, oldest first: per entry its time i64, status
---   (p | a abandoned | c | f), attempt u32 and error (as the last error).
--- Owner tokens and error texts are arbitrary text, hence the lengths. Records written by earlier
--- versions are JSON (they start with '{'): read as such and written back packed.
--- In the scripts a status is its one-letter code, as packed (JSON records spell it out).
-local HEAD = '<c1c1I4i8i8i8i8i8I4c0c1I4c0I2'
+-- encode. Every record is one field of the group's hash, so its size is most of what an item
+-- costs in Redis's memory: the layout (tracker_record.rs reads it too) holds each fact once.
+-- Little-endian:
+--   status (p in_progress | c completed | f failed), attempts u32, created, updated and expiry
+--   (u48 ms each: NEVER fits), and only when in progress the lease end (u48); a completed or
+--   failed record's finished time is its updated time (both are set by the same write) and its
+--   lease is over (0);
+--   owner: '-' none | 'h' and 16 bytes, a token of 32 lowercase hex digits as binary (every
+--   token the tracker makes) | 't', u16 length and the text (any other);
+--   last error: '-' none | 'e', u32 length and the text (an empty reason is one);
+--   timeline: u8 count, then the entries, oldest first: per entry its time i64, status
+--   (p | a abandoned | c | f), attempt u32 and error (as the last error). A count of 0 stands for
+--   the timeline the record's own fields imply (`implied`, tracker_common.lua): the first attempt
+--   claimed at `created` (and completed or failed at `updated` with the last error), or a record
+--   finished without a claim at `updated`. Every record has at least one transition, so a 0 is
+--   never a real count. The usual item, claimed once and then completed, so stores no entry; a
+--   retry, an abandoned lease or a second completion stores its whole timeline. The timeline a
+--   reader sees is the same either way.
+-- In the scripts a status is its one-letter code, as packed, and an owner its packed form
+-- (`owner_field`), compared as such.
+local HEAD = '<c1I4I6I6I6'
 local ENTRY = '<i8c1I4c1I4c0'
 -- Where the expiry sits in a packed record (struct positions are 1-based).
-local X_AT = 39
+local X_AT = 18
+-- An owner token as packed in a record. Scripts are handed tokens packed already (tracker.rs, by
+-- `pack_owner` of tracker_record.rs), or '' for none (a completion without an owner check), so
+-- no script turns hex into bytes.
+local function owner_field(o)
+  if o == '' then return '-' end
+  return o
+end
 -- The field of the records hash that holds the group's bookkeeping (see tracker_common.lua).
 local META = ''
