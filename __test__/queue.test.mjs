@@ -197,6 +197,43 @@ for (const b of backends()) {
       assert.deepEqual([end.waiting, end.claimed, end.again], [0, 0, 0])
     })
 
+    test('one id per enqueue (the webhook step) decides as a batch does: waiting, claimed, claim expired, debounced', async () => {
+      const fg = await b.open()
+      // The shard holds ids, so a one-id enqueue takes its own short path on Redis.
+      await fg.enqueue('one', ['hold', 'w', 'c', 'x', 'xd', 'cd'])
+      assert.deepEqual((await fg.enqueue('one', 'n')).items.map((i) => i.outcome), ['added'])
+      const w = await fg.enqueue('one', 'w')
+      assert.equal(w.items[0].outcome, 'duplicate')
+      const wd = await fg.enqueue('one', 'w', { debounce: true, delayMs: 60_000 })
+      assert.equal(wd.items[0].outcome, 'debounced')
+      assert.ok(wd.items[0].dueAt > w.items[0].dueAt + 50_000)
+      // Claims: c and cd for a minute, x and xd for 50 ms.
+      const long = await fg.readBatch('one', { limit: 100, visibilityTimeoutMs: 60_000 })
+      assert.deepEqual(long.ids.sort(), ['c', 'cd', 'hold', 'n', 'x', 'xd'])
+      assert.equal((await fg.release('one', long.owner, ['x', 'xd'])).done, 2)
+      const short = await fg.readBatch('one', { limit: 100, visibilityTimeoutMs: 50 })
+      assert.deepEqual(short.ids.sort(), ['x', 'xd'])
+      const c1 = await fg.enqueue('one', 'c')
+      assert.equal(c1.items[0].outcome, 'claimed')
+      assert.equal((await fg.enqueue('one', 'c')).items[0].dueAt, c1.items[0].dueAt, 'a second enqueue keeps the first due time')
+      const cd = await fg.enqueue('one', 'cd', { debounce: true, delayMs: 30_000 })
+      assert.equal(cd.items[0].outcome, 'claimed')
+      const cd2 = await fg.enqueue('one', 'cd', { debounce: true, delayMs: 60_000 })
+      assert.ok(cd2.items[0].dueAt > cd.items[0].dueAt + 20_000, 'debounce moves the time it is due again')
+      await sleep(120)
+      // Expired claims go back to waiting as the enqueue judges them.
+      const x = await fg.enqueue('one', 'x')
+      assert.equal(x.items[0].outcome, 'duplicate')
+      assert.ok(x.items[0].dueAt <= Date.now() + 1000)
+      const xd = await fg.enqueue('one', 'xd', { debounce: true, delayMs: 60_000 })
+      assert.equal(xd.items[0].outcome, 'debounced')
+      const size = await fg.queueSize('one')
+      assert.deepEqual([size.claimed, size.again], [4, 2])
+      assert.equal((await fg.ack('one', short.owner, ['x'])).items[0].reason, 'not_claimed')
+      const next = await fg.readBatch('one', { limit: 100 })
+      assert.deepEqual(next.ids, ['x'], 'x is due again, xd debounced a minute, the others claimed')
+    })
+
     test('release makes ids due again, after an optional delay; owner-checked', async () => {
       const fg = await b.open()
       await fg.enqueue('q', ['a', 'b'])

@@ -44,6 +44,7 @@ queue_script!(claim_script, "queue_claim.lua");
 queue_script!(settle_script, "queue_settle.lua");
 queue_script!(peek_script, "queue_peek.lua");
 queue_script!(size_script, "queue_size.lua");
+lua!(enqueue_one_script, "queue_enqueue_one.lua");
 lua!(meta_script, "queue_meta.lua");
 lua!(time_script, "queue_time.lua");
 
@@ -122,6 +123,7 @@ impl RedisStore {
         at: ShardRef<'_>,
         step: Step,
         lua: &'static super::Lua,
+        lead: Option<&'static super::Lua>,
         tail: &[&[u8]],
     ) -> Result<(i64, Vec<Value>)> {
         let keys = self.shard_keys(at);
@@ -138,7 +140,12 @@ impl RedisStore {
                 deadline = claim_deadline(start, self.shared()?.target.command_timeout_ms).to_string();
                 args.push(deadline.as_bytes());
             }
-            let mut reply = self.eval::<Vec<Value>>(lua, &keys, &args).await?;
+            // `lead`: the step's leaner script for the first try (no place reserved yet).
+            let script = match lead {
+                Some(lead) if mode == "e" => lead,
+                _ => lua,
+            };
+            let mut reply = self.eval::<Vec<Value>>(script, &keys, &args).await?;
             let arrived = local_ms();
             let status =
                 int(reply.first().ok_or_else(|| Error::internal("queue script replied with nothing"))?)?;
@@ -190,7 +197,9 @@ impl QueueBackend for RedisStore {
             let mut tail = Vec::with_capacity(2 + ids.len());
             tail.extend([delay.as_bytes(), if debounce { b"1" } else { b"" }]);
             tail.extend(ids.iter().map(|id| id.as_bytes()));
-            let (_, reply) = self.shard_run(at, Step::Enqueue, enqueue_script(), &tail).await?;
+            // One id (the webhook's step): its own script first.
+            let lead = (ids.len() == 1).then(enqueue_one_script);
+            let (_, reply) = self.shard_run(at, Step::Enqueue, enqueue_script(), lead, &tail).await?;
             if reply.len() != ids.len() * 2 {
                 return Err(Error::internal(format!("enqueue script replied with {} values", reply.len())));
             }
@@ -219,7 +228,7 @@ impl QueueBackend for RedisStore {
         Box::pin(async move {
             let (limit, visibility) = (limit.to_string(), visibility_ms.to_string());
             let tail = [owner.as_bytes(), limit.as_bytes(), visibility.as_bytes()];
-            let (_, reply) = self.shard_run(at, Step::Claim, claim_script(), &tail).await?;
+            let (_, reply) = self.shard_run(at, Step::Claim, claim_script(), None, &tail).await?;
             if reply.is_empty() || (reply.len() - 1) % 2 != 0 {
                 return Err(Error::internal(format!("claim script replied with {} values", reply.len())));
             }
@@ -259,7 +268,7 @@ impl QueueBackend for RedisStore {
             let mut tail = Vec::with_capacity(3 + ids.len());
             tail.extend([owner.as_bytes(), kind.as_bytes(), delay.as_bytes()]);
             tail.extend(ids.iter().map(|id| id.as_bytes()));
-            let (_, reply) = self.shard_run(at, Step::Other, settle_script(), &tail).await?;
+            let (_, reply) = self.shard_run(at, Step::Other, settle_script(), None, &tail).await?;
             if reply.len() != ids.len() * 2 {
                 return Err(Error::internal(format!(
                     "ack/release script replied with {} values",
@@ -286,7 +295,8 @@ impl QueueBackend for RedisStore {
     fn peek<'a>(&'a self, at: ShardRef<'a>, limit: u64) -> BoxFuture<'a, (i64, Vec<(String, i64)>)> {
         Box::pin(async move {
             let limit = limit.to_string();
-            let (now, reply) = self.shard_run(at, Step::Other, peek_script(), &[limit.as_bytes()]).await?;
+            let (now, reply) =
+                self.shard_run(at, Step::Other, peek_script(), None, &[limit.as_bytes()]).await?;
             if reply.len() % 2 != 0 {
                 return Err(Error::internal(format!("peek script replied with {} values", reply.len())));
             }
@@ -300,7 +310,7 @@ impl QueueBackend for RedisStore {
 
     fn size<'a>(&'a self, at: ShardRef<'a>) -> BoxFuture<'a, ShardSize> {
         Box::pin(async move {
-            let (_, reply) = self.shard_run(at, Step::Other, size_script(), &[]).await?;
+            let (_, reply) = self.shard_run(at, Step::Other, size_script(), None, &[]).await?;
             if reply.len() != 4 {
                 return Err(Error::internal(format!("size script replied with {} values", reply.len())));
             }
