@@ -7,6 +7,12 @@
 //   enqueue 100    batches of 100 ids                            vs one variadic `ZADD key NX …`
 //   read 100 + ack `readBatch` of 100 and `ack` of them           vs `ZRANGEBYSCORE … LIMIT 0 100`
 //                                                                   + `ZREM` of them
+//   enqueue 1 vs floor   as enqueue 1                             vs ioredis running the least an
+//                        atomic enqueue needs beside the seed's ZADD NX (one script: the shard's
+//                        count, not claimed now, ZADD NX): the floor of any one-script enqueue
+//   read 100 + ack vs BullMQ  as read 100 + ack                   vs a BullMQ Worker (concurrency 100,
+//                        jobs added beforehand with their id as jobId, removeOnComplete) running an
+//                        empty processor until every job completed
 // Reports ids/s, the ratio flowguard / ioredis, and Redis's own time per id (INFO commandstats:
 // the usec of EVALSHA and EVAL for flowguard, of every command for ioredis) and commands per call.
 //
@@ -24,6 +30,7 @@ import { benchRedis } from './redis-server.mjs'
 
 const require = createRequire(import.meta.url)
 const IORedis = require('ioredis')
+const { Queue, Worker } = require('bullmq')
 const dir = resolve(process.argv[2] ?? join(import.meta.dirname, '..'))
 const { Flowguard } = require(join(dir, 'index.js'))
 
@@ -61,6 +68,11 @@ async function measure(ids, calls, fn) {
 const chunks = (xs, n) => Array.from({ length: Math.ceil(xs.length / n) }, (_, i) => xs.slice(i * n, i * n + n))
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
 
+/** The least an atomic one-id enqueue does beside ZADD NX: the shard count, not claimed now. */
+const FLOOR = `if redis.call('GET', KEYS[3]) ~= ARGV[3] then return -1 end
+if redis.call('ZSCORE', KEYS[2], ARGV[2]) then return 3 end
+return redis.call('ZADD', KEYS[1], 'NX', ARGV[1], ARGV[2])`
+
 const cases = {
   'enqueue 1': {
     async flowguard(q, ids) {
@@ -95,6 +107,52 @@ const cases = {
       })
     },
   },
+  'enqueue 1 vs floor': {
+    other: 'ioredis floor script',
+    async flowguard(q, ids) {
+      await fg.enqueue(q, 'warm')
+      return measure(ids.length, ids.length, async () => { for (const id of ids) await fg.enqueue(q, id) })
+    },
+    async ioredis(key, ids) {
+      const k = [`${key}:w`, `${key}:c`, `${key}:n`]
+      await r.set(k[2], '1')
+      await r.eval(FLOOR, 3, ...k, Date.now(), 'warm', '1')
+      const sha = await r.script('LOAD', FLOOR)
+      return measure(ids.length, ids.length, async () => { for (const id of ids) await r.evalsha(sha, 3, ...k, Date.now(), id, '1') })
+    },
+  },
+  'read 100 + ack vs BullMQ': {
+    other: 'BullMQ Worker',
+    async flowguard(q, ids) {
+      await fg.enqueue(q, [...ids, 'zz-last'])
+      return measure(ids.length, ids.length / BATCH, async () => {
+        for (let n = 0; n < ids.length; n += BATCH) {
+          const b = await fg.readBatch(q, { limit: BATCH })
+          await fg.ack(q, b.owner, b.ids)
+        }
+      })
+    },
+    async ioredis(key, ids) {
+      const connection = { host: new URL(server.url).hostname, port: Number(new URL(server.url).port) }
+      const name = key.replace(/:/g, '-')
+      const queue = new Queue(name, { connection })
+      for (const b of chunks(ids, 1000)) {
+        await queue.addBulk(b.map((id) => ({ name: 'event', data: { id }, opts: { jobId: id, removeOnComplete: true } })))
+      }
+      let done = 0
+      let finished
+      const all = new Promise((resolve) => { finished = resolve })
+      const worker = new Worker(name, async () => {}, { connection, concurrency: BATCH, autorun: false })
+      worker.on('completed', () => { if (++done === ids.length) finished() })
+      const m = await measure(ids.length, ids.length, async () => {
+        worker.run()
+        await all
+      })
+      await worker.close()
+      await queue.close()
+      return m
+    },
+  },
   'read 100 + ack': {
     async flowguard(q, ids) {
       // One id more than read, so no ack empties the shard (an emptying ack also asks the record).
@@ -119,7 +177,7 @@ const cases = {
 }
 
 console.log(`flowguard at ${dir}, Redis ${version}, ${ROUNDS} rounds of ${N} ids per case, medians`)
-console.log('case            | flowguard ids/s | ioredis ids/s | ratio | Redis µs/id fg | ioredis | scripts/call | cmds/call fg | ioredis')
+console.log('case                     | flowguard ids/s | other ids/s | ratio | Redis µs/id fg | other | scripts/call | cmds/call fg | other | other is')
 for (const [name, c] of Object.entries(cases)) {
   const out = { flowguard: [], ioredis: [] }
   for (let round = 0; round < ROUNDS; round++) {
@@ -130,15 +188,16 @@ for (const [name, c] of Object.entries(cases)) {
   }
   const m = (side, f) => median(out[side].map((x) => x[f]))
   const row = [
-    name.padEnd(15),
+    name.padEnd(24),
     m('flowguard', 'rate').toFixed(0).padStart(15),
-    m('ioredis', 'rate').toFixed(0).padStart(13),
+    m('ioredis', 'rate').toFixed(0).padStart(11),
     (m('flowguard', 'rate') / m('ioredis', 'rate')).toFixed(2).padStart(5),
     m('flowguard', 'us').toFixed(2).padStart(14),
-    m('ioredis', 'us').toFixed(2).padStart(7),
+    m('ioredis', 'us').toFixed(2).padStart(5),
     m('flowguard', 'calls').toFixed(2).padStart(12),
     m('flowguard', 'cmds').toFixed(1).padStart(12),
-    m('ioredis', 'cmds').toFixed(1).padStart(7),
+    m('ioredis', 'cmds').toFixed(1).padStart(5),
+    c.other ?? 'ioredis, the seed\'s commands',
   ]
   console.log(row.join(' | '))
 }

@@ -8,11 +8,21 @@ if now > tonumber(ARGV[6]) then return finish({0, 0, 0, -1}, had) end
 reap(tonumber(ARGV[4]))
 local deadline = now + tonumber(ARGV[5])
 local out = {0, 0, 0, deadline}
+-- A member longer than any id (ids are at most 1024 bytes) that a claim of many ids writes first
+-- and removes at once: Redis (and Valkey) keep a small sorted set or hash as a listpack, where each
+-- insert and lookup walks the whole key (a claim of 100 ids and its ack were quadratic, ~10 µs of
+-- Redis time per id); a member longer than 64 bytes makes the key a skiplist / hash table for good.
+local WIDE = 24
 if had then
   local ids = redis.call('ZRANGEBYSCORE', W, '-inf', fmt(now), 'WITHSCORES', 'LIMIT', 0, ARGV[4])
   local d = fmt(deadline)
+  local wide = #ids >= 2 * WIDE and string.rep('~', 1025)
   for c = 1, #ids, 2000 do
     local take, zs, hs = {}, {}, {}
+    if wide and c == 1 then
+      zs[1] = d; zs[2] = wide
+      hs[1] = wide; hs[2] = ''
+    end
     for i = c, math.min(c + 1999, #ids), 2 do
       local id = ids[i]
       take[#take + 1] = id
@@ -24,6 +34,10 @@ if had then
     redis.call('ZREM', W, unpack(take))
     redis.call('ZADD', C, unpack(zs))
     redis.call('HSET', O, unpack(hs))
+  end
+  if wide then
+    redis.call('ZREM', C, wide)
+    redis.call('HDEL', O, wide)
   end
 end
 return finish(out, had)
