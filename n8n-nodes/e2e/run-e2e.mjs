@@ -291,7 +291,7 @@ if (process.env.FG_LINT_RESULT) {
 
 {
 	const c = n8n(['import:credentials', `--input=${path.join(workDir, 'credentials.json')}`]);
-	check('import the Redis credentials (n8n credential type "redis")', c.rc === 0, redact(c.stderr).slice(-400));
+	check('import the Redis credentials (credential type "flowguardRedisApi")', c.rc === 0, redact(c.stderr).slice(-400));
 	// n8n keeps them encrypted; the plain file is not left on disk.
 	fs.rmSync(path.join(workDir, 'credentials.json'));
 	const w = n8n(['import:workflow', '--separate', `--input=${wfDir}`]);
