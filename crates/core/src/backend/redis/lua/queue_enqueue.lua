@@ -5,45 +5,45 @@
 -- call whose claim expired is returned alone, as the slice would, before it is judged. Per chunk
 -- of at most 1000 ids: one ZMSCORE of waiting, one of claimed for the ids not waiting, one
 -- variadic ZADD; an id may repeat within a call and is judged as by calls one after another.
--- The due time of ids this call makes waiting: the time is read only when one is.
-local due
-local function due_at()
-  if not due then due = clock() + tonumber(ARGV[3]) end
-  return due
-end
+-- The due time of ids this call makes waiting, and its text: the time is read only when one is.
+local delay = tonumber(ARGV[3])
+local due, due_s
 local debounce = ARGV[4] == '1'
 local out = {0, 0, 0}
+local n = 3
 -- Ids made waiting by this call: their due time.
 local mine = {}
 for c = 5, #ARGV, 1000 do
   local last = math.min(c + 999, #ARGV)
   local ws = redis.call('ZMSCORE', W, unpack(ARGV, c, last))
-  -- Waiting and claimed ids are apart: a waiting id needs no other look.
-  local cs = {}
+  -- Waiting and claimed ids are apart: a waiting id needs no other look. `cs`: the claimed ones.
+  local cs
   if had then
-    local miss = {}
+    local miss, m = {}, 0
     for i = c, last do
-      if not ws[i - c + 1] then miss[#miss + 1] = ARGV[i] end
+      if not ws[i - c + 1] then
+        m = m + 1
+        miss[m] = ARGV[i]
+      end
     end
-    if #miss > 0 then
-      local got = redis.call('ZMSCORE', C, unpack(miss))
-      for j = 1, #miss do cs[miss[j]] = got[j] end
+    if m > 0 then
+      local got = redis.call('ZMSCORE', C, unpack(miss, 1, m))
+      for j = 1, m do
+        if got[j] then
+          cs = cs or {}
+          cs[miss[j]] = got[j]
+        end
+      end
     end
   end
-  -- This chunk's writes to waiting, each id once with its last due time.
-  local order, listed = {}, {}
-  local function wait(id, at)
-    mine[id] = at
-    if not listed[id] then
-      listed[id] = true
-      order[#order + 1] = id
-    end
-  end
+  -- This chunk's writes to waiting: an id made waiting twice is written twice, the last wins.
+  local zs, z = {}, 0
   for i = c, last do
     local id = ARGV[i]
     local code, at
-    local w = mine[id] or ws[i - c + 1]
-    local cl = not mine[id] and cs[id]
+    local mi = mine[id]
+    local w = mi or ws[i - c + 1]
+    local cl = cs and not mi and cs[id]
     if cl and tonumber(cl) <= clock() then
       -- An expired claim: back to waiting, due at its deadline or its later enqueue again.
       local d = tonumber(cl)
@@ -54,35 +54,38 @@ for c = 5, #ARGV, 1000 do
       end
       redis.call('ZREM', C, id)
       redis.call('HDEL', O, id)
-      wait(id, d)
+      cs[id] = nil
+      mine[id] = d
+      zs[z + 1] = fmt(d); zs[z + 2] = id
+      z = z + 2
       w, cl = d, false
+    end
+    if not due and (cl or not w or debounce) then
+      due = clock() + delay
+      due_s = fmt(due)
     end
     if cl then
       local a = redis.call('ZSCORE', A, id)
       if a and not debounce then
         at = tonumber(a)
       else
-        redis.call('ZADD', A, fmt(due_at()), id)
+        redis.call('ZADD', A, due_s, id)
         at = due
       end
       code = 3
     elseif w and not debounce then
       code, at = 0, tonumber(w)
     else
-      wait(id, due_at())
+      mine[id] = due
+      zs[z + 1] = due_s; zs[z + 2] = id
+      z = z + 2
       if w then code = 2 else code = 1 end
       at = due
     end
-    out[#out + 1] = code
-    out[#out + 1] = at
+    out[n + 1] = code
+    out[n + 2] = at
+    n = n + 2
   end
-  if #order > 0 then
-    local zs = {}
-    for _, id in ipairs(order) do
-      zs[#zs + 1] = fmt(mine[id])
-      zs[#zs + 1] = id
-    end
-    redis.call('ZADD', W, unpack(zs))
-  end
+  if z > 0 then redis.call('ZADD', W, unpack(zs, 1, z)) end
 end
 return finish(out, true)
