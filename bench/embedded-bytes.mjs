@@ -9,6 +9,11 @@
 //
 //   node bench/embedded-bytes.mjs [dir]   # dir: another built checkout (its index.js), for "before"
 //
+//   calls only  the same calls with keepMs 1: every record is forgotten again (purged by the
+//               next calls), so this is what the calls themselves leave in RSS: V8 keeps the heap
+//               it grew for their arguments and results, and the allocator what it grew for
+//               theirs. flowguard - calls only = what the store keeps per item.
+//
 // Allocation sizes do not depend on a debug or release build of the addon. Prints one line per
 // contender; nothing is written.
 import { spawnSync } from 'node:child_process'
@@ -29,27 +34,33 @@ async function usage() {
   return process.memoryUsage()
 }
 
+/** Claims and completes N items of one group; `keepMs` 1 for records forgotten at once. */
+async function tracker(dir, keepMs) {
+  const { Flowguard } = createRequire(join(dir, 'index.js'))(join(dir, 'index.js'))
+  const fg = await Flowguard.open()
+  const complete = async (group, batch) => {
+    const c = await fg.claimBatch(group, batch)
+    if (c.claimed !== batch.length) throw new Error('claim failed')
+    const done = await fg.setItems(group, batch.map((id) => ({ id, status: 'completed', owner: c.owner, keepMs })))
+    if (!done.every((r) => r.ok)) throw new Error('complete failed')
+  }
+  // Warm-up on another group (code paths, allocator arenas).
+  await complete('warm-up', ids(0).slice(0, 10))
+  const before = await usage()
+  for (let at = 0; at < N; at += CHUNK) {
+    await complete('weekly-sync', ids(at))
+    if (keepMs === 1) await new Promise((r) => setTimeout(r, 2))
+  }
+  const after = await usage()
+  const [item] = await fg.getItems('weekly-sync', ['order-0000000'])
+  const want = keepMs === 1 ? 'none' : 'completed'
+  if (item.status !== want) throw new Error(`read back ${JSON.stringify(item)}`)
+  return { before, after, keep: fg }
+}
+
 const contenders = {
-  async flowguard(dir) {
-    const { Flowguard } = createRequire(join(dir, 'index.js'))(join(dir, 'index.js'))
-    const fg = await Flowguard.open()
-    // Warm-up on another group (code paths, allocator arenas), then forgotten.
-    const warm = ids(0).slice(0, 10)
-    const w = await fg.claimBatch('warm-up', warm)
-    await fg.setItems('warm-up', warm.map((id) => ({ id, status: 'completed', owner: w.owner })))
-    const before = await usage()
-    for (let at = 0; at < N; at += CHUNK) {
-      const batch = ids(at)
-      const c = await fg.claimBatch('weekly-sync', batch)
-      if (c.claimed !== batch.length) throw new Error('claim failed')
-      const done = await fg.setItems('weekly-sync', batch.map((id) => ({ id, status: 'completed', owner: c.owner })))
-      if (!done.every((r) => r.ok)) throw new Error('complete failed')
-    }
-    const after = await usage()
-    const [item] = await fg.getItems('weekly-sync', ['order-0000000'])
-    if (item.status !== 'completed' || item.attempts !== 1) throw new Error(`read back ${JSON.stringify(item)}`)
-    return { before, after, keep: fg }
-  },
+  flowguard: (dir) => tracker(dir),
+  'calls only': (dir) => tracker(dir, 1),
   async map() {
     const map = new Map()
     const before = await usage()
@@ -64,7 +75,7 @@ const contenders = {
 if (process.argv[2] === '--child') {
   const { before, after, keep } = await contenders[process.argv[3]](process.argv[4])
   const per = (k) => (after[k] - before[k]) / N
-  process.stdout.write(JSON.stringify({ rss: per('rss'), heapUsed: per('heapUsed'), external: per('external'), kept: !!keep }))
+  process.stdout.write(JSON.stringify({ rss: per('rss'), heapUsed: per('heapUsed'), kept: !!keep }))
 } else {
   const dir = resolve(process.argv[2] ?? join(import.meta.dirname, '..'))
   console.log(`# ${dir}, ${N} items`)
@@ -77,8 +88,9 @@ if (process.argv[2] === '--child') {
   for (const [name, r] of Object.entries(rows)) {
     const ratio = (r.rss / rows.map.rss).toFixed(2)
     console.log(
-      `${name.padEnd(10)} RSS ${r.rss.toFixed(0).padStart(5)} B per item (${ratio}x the Map); ` +
-        `JS heap ${r.heapUsed.toFixed(0)} B, external ${r.external.toFixed(0)} B`,
+      `${name.padEnd(11)} RSS ${r.rss.toFixed(0).padStart(5)} B per item (${ratio}x the Map), live JS heap ${r.heapUsed.toFixed(0)} B`,
     )
   }
+  const kept = rows.flowguard.rss - rows['calls only'].rss
+  console.log(`kept by the store (flowguard - calls only): ${kept.toFixed(0)} B per item`)
 }
