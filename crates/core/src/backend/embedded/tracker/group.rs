@@ -1,8 +1,8 @@
 //! A group's records and their indexes: the expiry buckets, the status indexes in `listItems`
 //! order, and the batch run of the latest claim batch, kept in step with every change.
 
+use arcstr::ArcStr;
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use crate::backend::embedded::batch_run::{BatchRun, NO_RUN};
 use crate::backend::embedded::expiry_buckets::ExpiryBuckets;
@@ -19,7 +19,7 @@ use super::compact::Compact;
 pub(super) type Map<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
 /// An item id, shared by a group's record map and its indexes: one allocation per id.
-pub(super) type Id = Arc<str>;
+pub(super) type Id = ArcStr;
 
 pub(super) struct Entry {
     pub(super) rec: Compact,
@@ -53,7 +53,7 @@ pub(super) struct Group {
 /// A record's status index and its position there.
 pub(super) fn slot(r: &Compact) -> Option<(usize, i64)> {
     match r.status() {
-        "in_progress" => Some((0, r.l)),
+        "in_progress" => Some((0, r.lease_end())),
         "completed" => Some((1, r.x)),
         "failed" => Some((2, r.x)),
         _ => None,
@@ -189,7 +189,7 @@ impl Group {
         let mut rec = fresh(now);
         change(&mut rec);
         let rec = Compact::new(&rec);
-        let key: Id = Arc::from(id);
+        let key: Id = ArcStr::from(id);
         let at = self.expiry.add(rec.x, key.clone());
         let run_at = match slot(&rec) {
             Some((k, s)) => self.place(k, s, key.clone()),
@@ -202,7 +202,7 @@ impl Group {
     /// and a purge slice has not reached it yet (one lookup when it is kept or absent).
     pub(super) fn live(&mut self, id: &str, now: i64) -> Option<(ItemStatus, u32)> {
         let (x, status, a) =
-            self.items.get(id).map(|e| (e.rec.x, status(e.rec.status(), e.rec.l, now), e.rec.a))?;
+            self.items.get(id).map(|e| (e.rec.x, status(e.rec.status(), e.rec.lease_end(), now), e.rec.a))?;
         if !kept(x, now) {
             self.remove(id);
             return None;
