@@ -161,6 +161,27 @@ pub fn take(rec: &mut Record, owner: &str, now: i64, lease_end: i64, retention_m
     push(&mut rec.t, Transition { at: now, status: "in_progress".into(), attempt: rec.a, error: None });
 }
 
+/// The timeline a record's own fields imply, which the stores leave out of a record when it is
+/// the record's timeline (most items: claimed once, then completed or failed): the first claim
+/// (at the record's creation `c`) and, once finished, the completion or failure (at its finish
+/// `d`, with the last error when failed); a record finished without a claim, that finish alone.
+/// `None` for any other record (claimed more than once, never claimed and not finished): its
+/// timeline is stored. Used by the embedded, durable and Redis stores (`implied` in
+/// `lua/tracker_common.lua` writes the same rule).
+pub fn implied_timeline(r: &Record) -> Option<Vec<Transition>> {
+    let claimed = Transition { at: r.c, status: Cow::Borrowed("in_progress"), attempt: 1, error: None };
+    let finished = |attempt| {
+        let error = if r.s == "failed" { r.e.clone() } else { None };
+        Transition { at: r.d, status: r.s.clone(), attempt, error }
+    };
+    match (r.a, &*r.s) {
+        (1, "in_progress") => Some(vec![claimed]),
+        (1, "completed" | "failed") => Some(vec![claimed, finished(1)]),
+        (0, "completed" | "failed") => Some(vec![finished(0)]),
+        _ => None,
+    }
+}
+
 /// The record of an item that has none, before a [`write`].
 pub fn fresh(now: i64) -> Record {
     Record { s: Cow::Borrowed(""), a: 0, o: None, l: 0, c: now, u: now, d: 0, e: None, x: 0, t: Vec::new() }

@@ -11,8 +11,9 @@ use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Row, ToSql};
 
 use super::{Fail, Sql};
+use crate::rules::tracker::implied_timeline as implied;
 use crate::token;
-use crate::tracker::{Record, Transition, Word};
+use crate::tracker::{Record, Word};
 
 /// The stored status as a small number (0 and 1 take no byte of a row).
 fn status_code(s: &str) -> Sql<i64> {
@@ -33,25 +34,6 @@ fn status_word(id: &str, code: i64) -> Sql<Word> {
         3 => "failed",
         other => return Err(Fail::Corrupt(format!("item {id:?}: status code {other}"))),
     }))
-}
-
-/// The timeline a record's fields imply when the item was claimed at most once: the claim (at
-/// its creation) and, once finished, the completion or failure (at its finish, with the
-/// failure's error). `None` for an item claimed more than once (its timeline is stored).
-fn implied(r: &Record) -> Option<Vec<Transition>> {
-    let mut t = Vec::with_capacity(2);
-    match r.a {
-        0 => {}
-        1 => t.push(Transition { at: r.c, status: "in_progress".into(), attempt: 1, error: None }),
-        _ => return None,
-    }
-    let (status, error): (&'static str, _) = match &*r.s {
-        "completed" => ("completed", None),
-        "failed" => ("failed", r.e.clone()),
-        _ => return Some(t),
-    };
-    t.push(Transition { at: r.d, status: status.into(), attempt: r.a, error });
-    Some(t)
 }
 
 /// The owner column: the token's 16 bytes, or the text of an owner not of a token's shape.

@@ -8,9 +8,9 @@
 //!
 //! A record keeps its position after the run was merged; [`BatchRun::holds`] tells a current
 //! position from such a stale one by the id's allocation, which every index shares with the
-//! record (an `Arc`), so merging needs no visit of the records.
+//! record (an `ArcStr`: a reference-counted string behind one thin pointer), so merging needs no visit of the records.
 
-use std::sync::Arc;
+use arcstr::ArcStr;
 
 /// The position of a record whose place is not in a run.
 pub const NO_RUN: u32 = u32::MAX;
@@ -18,7 +18,7 @@ pub const NO_RUN: u32 = u32::MAX;
 #[derive(Default)]
 pub struct BatchRun {
     score: i64,
-    ids: Vec<Arc<str>>,
+    ids: Vec<ArcStr>,
 }
 
 impl BatchRun {
@@ -42,20 +42,20 @@ impl BatchRun {
     }
 
     /// Adds the place (score, `id`) and returns its position, which its record keeps.
-    pub fn push(&mut self, id: Arc<str>) -> u32 {
+    pub fn push(&mut self, id: ArcStr) -> u32 {
         self.ids.push(id);
         (self.ids.len() - 1) as u32
     }
 
     /// Whether the place of `id` is in the run at position `at` (false for a position kept from
     /// an earlier run).
-    pub fn holds(&self, at: u32, id: &Arc<str>) -> bool {
-        self.ids.get(at as usize).is_some_and(|x| Arc::ptr_eq(x, id))
+    pub fn holds(&self, at: u32, id: &ArcStr) -> bool {
+        self.ids.get(at as usize).is_some_and(|x| ArcStr::ptr_eq(x, id))
     }
 
     /// Removes the place at position `at`. Returns the id that moved into `at` (its record must
     /// keep `at` from now on), if any.
-    pub fn remove(&mut self, at: u32) -> Option<&Arc<str>> {
+    pub fn remove(&mut self, at: u32) -> Option<&ArcStr> {
         self.ids.swap_remove(at as usize);
         if self.ids.len() <= self.ids.capacity() / 4 {
             // Give the memory back, amortized like the growth.
@@ -65,7 +65,7 @@ impl BatchRun {
     }
 
     /// Takes every place of the run, in no order.
-    pub fn take(&mut self) -> impl Iterator<Item = (i64, Arc<str>)> {
+    pub fn take(&mut self) -> impl Iterator<Item = (i64, ArcStr)> {
         let score = self.score;
         std::mem::take(&mut self.ids).into_iter().map(move |id| (score, id))
     }

@@ -7,7 +7,7 @@
 //! id that follow the prefix all ids of the run share), the keys are radix sorted on the bytes
 //! in which they differ, and ids are compared in full only where two keys are equal.
 
-use std::sync::Arc;
+use arcstr::ArcStr;
 
 /// Runs shorter than this are sorted by comparison (the radix passes' fixed cost would dominate).
 const RADIX_FROM: usize = 64;
@@ -23,8 +23,8 @@ struct Key {
     at: u32,
 }
 
-/// Sorts `run` by score, then id: the order of `(i64, Arc<str>)`.
-pub fn sort_places(run: &mut [(i64, Arc<str>)]) {
+/// Sorts `run` by score, then id: the order of `(i64, ArcStr)`.
+pub fn sort_places(run: &mut [(i64, ArcStr)]) {
     if run.len() < RADIX_FROM {
         run.sort_unstable();
         return;
@@ -59,7 +59,7 @@ pub fn sort_places(run: &mut [(i64, Arc<str>)]) {
 
 /// How many leading bytes every id of `run` shares (counted in bytes: a shared prefix may end
 /// inside a character, which the byte order does not mind).
-fn shared_prefix(run: &[(i64, Arc<str>)]) -> usize {
+fn shared_prefix(run: &[(i64, ArcStr)]) -> usize {
     let first = run[0].1.as_bytes();
     let mut len = first.len();
     for (_, id) in &run[1..] {
@@ -123,9 +123,9 @@ fn radix_sort(keys: &mut Vec<Key>) {
 #[cfg(test)]
 mod tests {
     use super::{sort_places, RADIX_FROM};
-    use std::sync::Arc;
+    use arcstr::ArcStr;
 
-    fn check(mut run: Vec<(i64, Arc<str>)>) {
+    fn check(mut run: Vec<(i64, ArcStr)>) {
         let mut want = run.clone();
         want.sort();
         sort_places(&mut run);
@@ -151,10 +151,10 @@ mod tests {
             "item-00000000000001",
             "item-00000000000000",
         ];
-        let mut run: Vec<(i64, Arc<str>)> = Vec::new();
+        let mut run: Vec<(i64, ArcStr)> = Vec::new();
         for (i, id) in ids.iter().enumerate() {
-            run.push(([-3, 0, 5, i64::MAX, i64::MIN][i % 5], Arc::from(*id)));
-            run.push((5, Arc::from(*id)));
+            run.push(([-3, 0, 5, i64::MAX, i64::MIN][i % 5], ArcStr::from(*id)));
+            run.push((5, ArcStr::from(*id)));
         }
         check(run.clone());
         // The same at radix sizes: copies of the places, some with more scores.
@@ -171,11 +171,11 @@ mod tests {
         for _ in 0..200 {
             let prefix = "p".repeat(rnd(12) as usize);
             let (n, scores) = (1 + rnd(400), 1 + rnd(3));
-            let run: Vec<(i64, Arc<str>)> = (0..n)
+            let run: Vec<(i64, ArcStr)> = (0..n)
                 .map(|_| {
                     let len = rnd(14) as usize;
                     let tail: String = (0..len).map(|_| (b'0' + rnd(3) as u8) as char).collect();
-                    (1_000 + rnd(scores) as i64 * 256, Arc::from(format!("{prefix}{tail}")))
+                    (1_000 + rnd(scores) as i64 * 256, ArcStr::from(format!("{prefix}{tail}")))
                 })
                 .collect();
             check(run);

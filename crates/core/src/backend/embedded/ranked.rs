@@ -9,7 +9,8 @@ const NIL: u32 = u32::MAX;
 struct Node<K> {
     /// None only in a freed slot.
     key: Option<K>,
-    prio: u64,
+    /// 32 bits: enough for the shape, and a node of a tracker index fits 32 bytes.
+    prio: u32,
     left: u32,
     right: u32,
     size: u32,
@@ -126,12 +127,12 @@ impl<K: Ord> RankedSet<K> {
         }
     }
 
-    fn next_prio(&mut self) -> u64 {
-        // xorshift64*: only the tree's shape depends on it.
+    fn next_prio(&mut self) -> u32 {
+        // xorshift64*, its high half: only the tree's shape depends on it.
         self.seed ^= self.seed >> 12;
         self.seed ^= self.seed << 25;
         self.seed ^= self.seed >> 27;
-        self.seed.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        (self.seed.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32) as u32
     }
 
     /// Whether `key` is in the subtree `t`.

@@ -5,6 +5,9 @@
 use std::borrow::Cow;
 
 use crate::error::{Error, Result};
+// The timeline a record's own fields imply is stored as a count of 0 (`implied` in
+// `lua/tracker_common.lua`); a finished record's finish time `d` is read as its last update `u`.
+use crate::rules::tracker::implied_timeline as implied;
 use crate::tracker::{Record, Transition, Word};
 
 /// A stored record from its bytes.
@@ -12,25 +15,6 @@ pub(super) fn decode_record(raw: &[u8]) -> Result<Record> {
     Packed { raw, at: 0 }
         .record()
         .ok_or_else(|| Error::internal("an item record in Redis is truncated or malformed"))
-}
-
-/// The timeline a record's own fields imply, stored as a count of 0 (`implied` in
-/// `lua/tracker_common.lua`): the first attempt claimed at `c`, and when finished, finished at
-/// `u` (with the last error when failed); a record finished without a claim, finished at `u`.
-fn implied(r: &Record) -> Option<Vec<Transition>> {
-    let step = |at, status: &Word, attempt| Transition {
-        at,
-        status: status.clone(),
-        attempt,
-        error: if status == "failed" { r.e.clone() } else { None },
-    };
-    let claimed = Transition { at: r.c, status: Cow::Borrowed("in_progress"), attempt: 1, error: None };
-    match (r.a, &*r.s) {
-        (1, "in_progress") => Some(vec![claimed]),
-        (1, _) => Some(vec![claimed, step(r.u, &r.s, 1)]),
-        (0, "completed" | "failed") => Some(vec![step(r.u, &r.s, 0)]),
-        _ => None,
-    }
 }
 
 /// An owner token as a record packs it (`owner` in `lua/tracker_head.lua`): 'h' and its 16 bytes

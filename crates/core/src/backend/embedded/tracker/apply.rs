@@ -17,10 +17,10 @@ fn apply_one(group_name: &str, g: &mut Group, op: &ItemOp, now: i64, retention_m
     };
     let rec = g.live_record(id, now);
     let existed = rec.is_some();
-    match decide(op, rec, now) {
+    match decide(op, rec.as_ref(), now) {
         Decision::Busy(s) => result(Outcome::Busy(s), None, current(g)),
         Decision::NotOwner => {
-            result(Outcome::Refused(not_owner(group_name, id, g.get(id))), None, current(g))
+            result(Outcome::Refused(not_owner(group_name, id, g.get(id).as_ref())), None, current(g))
         }
         Decision::Remove => {
             let old = g.remove(id);

@@ -1,25 +1,28 @@
 //! A group's records and their indexes: the expiry buckets, the status indexes in `listItems`
 //! order, and the batch run of the latest claim batch, kept in step with every change.
 
+use arcstr::ArcStr;
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use crate::backend::embedded::batch_run::{BatchRun, NO_RUN};
 use crate::backend::embedded::expiry_buckets::ExpiryBuckets;
 use crate::backend::embedded::place_order::sort_places;
 use crate::backend::embedded::ranked::RankedSet;
+use crate::rules::tracker::status;
 use crate::rules::tracker::{fresh, kept};
 use crate::tracker::{ItemStatus, Record};
+
+use super::compact::Compact;
 
 /// Hash maps keyed by caller-given names: foldhash, seeded at random per process (fast, and no
 /// predictable collisions for ids that come from outside).
 pub(super) type Map<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
 /// An item id, shared by a group's record map and its indexes: one allocation per id.
-pub(super) type Id = Arc<str>;
+pub(super) type Id = ArcStr;
 
 pub(super) struct Entry {
-    pub(super) rec: Record,
+    pub(super) rec: Compact,
     /// The record's position in its bucket of `expiry` (the bucket of `rec.x`).
     pub(super) at: u32,
     /// The position of the record's place in `run`, if it is there (see [`BatchRun::holds`]).
@@ -48,9 +51,9 @@ pub(super) struct Group {
 }
 
 /// A record's status index and its position there.
-pub(super) fn slot(r: &Record) -> Option<(usize, i64)> {
-    match &*r.s {
-        "in_progress" => Some((0, r.l)),
+pub(super) fn slot(r: &Compact) -> Option<(usize, i64)> {
+    match r.status() {
+        "in_progress" => Some((0, r.lease_end())),
         "completed" => Some((1, r.x)),
         "failed" => Some((2, r.x)),
         _ => None,
@@ -141,8 +144,9 @@ impl Group {
         }
     }
 
-    pub(super) fn get(&self, id: &str) -> Option<&Record> {
-        self.items.get(id).map(|e| &e.rec)
+    /// The record of `id`, read back (kept or not).
+    pub(super) fn get(&self, id: &str) -> Option<Record> {
+        self.items.get(id).map(|e| e.rec.record())
     }
 
     /// Changes the record of `id` in place (a fresh one when there is none) and keeps the
@@ -154,7 +158,9 @@ impl Group {
         let key = key.clone();
         let (old_x, old_at, old_slot) = (e.rec.x, e.at, slot(&e.rec));
         let e = self.items.get_mut(id).expect("found above");
-        change(&mut e.rec);
+        let mut rec = e.rec.record();
+        change(&mut rec);
+        e.rec = Compact::new(&rec);
         let (new_x, new_slot) = (e.rec.x, slot(&e.rec));
         let old_run_at = e.run_at;
         if old_slot != new_slot {
@@ -182,7 +188,8 @@ impl Group {
     pub(super) fn add(&mut self, id: &str, now: i64, change: impl FnOnce(&mut Record)) {
         let mut rec = fresh(now);
         change(&mut rec);
-        let key: Id = Arc::from(id);
+        let rec = Compact::new(&rec);
+        let key: Id = ArcStr::from(id);
         let at = self.expiry.add(rec.x, key.clone());
         let run_at = match slot(&rec) {
             Some((k, s)) => self.place(k, s, key.clone()),
@@ -194,7 +201,8 @@ impl Group {
     /// The status and attempts of the kept record of `id`, after forgetting it when it expired
     /// and a purge slice has not reached it yet (one lookup when it is kept or absent).
     pub(super) fn live(&mut self, id: &str, now: i64) -> Option<(ItemStatus, u32)> {
-        let (x, status, a) = self.items.get(id).map(|e| (e.rec.x, e.rec.status_at(now), e.rec.a))?;
+        let (x, status, a) =
+            self.items.get(id).map(|e| (e.rec.x, status(e.rec.status(), e.rec.lease_end(), now), e.rec.a))?;
         if !kept(x, now) {
             self.remove(id);
             return None;
@@ -203,7 +211,7 @@ impl Group {
     }
 
     /// The kept record of `id` (see [`Group::live`]).
-    pub(super) fn live_record(&mut self, id: &str, now: i64) -> Option<&Record> {
+    pub(super) fn live_record(&mut self, id: &str, now: i64) -> Option<Record> {
         self.live(id, now)?;
         self.get(id)
     }
@@ -212,6 +220,6 @@ impl Group {
         let (key, old) = self.items.remove_entry(id)?;
         self.unexpire(old.rec.x, old.at);
         self.unindex(&old, key);
-        Some(old.rec)
+        Some(old.rec.record())
     }
 }

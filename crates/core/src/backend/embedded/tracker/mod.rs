@@ -1,5 +1,6 @@
 //! Item Tracker on the embedded store.
 //!
+//! - [`compact`]: a record as the store keeps it (compact, no timeline where implied);
 //! - [`group`]: a group's records and their indexes, kept in step with every change;
 //! - [`apply`]: item operations (claim, complete, fail, unset);
 //! - [`claim_batch`]: many ids claimed at once;
@@ -8,6 +9,7 @@
 
 mod apply;
 mod claim_batch;
+mod compact;
 mod group;
 mod listing;
 mod sweep;

@@ -78,7 +78,7 @@ fn indexes_follow_random_operations() {
         }
         let g = t.groups.get_mut("g").expect("checked above");
         let records: Vec<(String, Record)> =
-            g.items.iter().map(|(id, e)| (id.to_string(), e.rec.clone())).collect();
+            g.items.iter().map(|(id, e)| (id.to_string(), e.rec.record())).collect();
         let filter = [
             ListFilter::All,
             ListFilter::InProgress,
@@ -206,4 +206,37 @@ fn pages_in_order() {
     want.extend((1..20).step_by(2).map(|i| ids[i].clone()));
     want.extend((0..20).step_by(2).rev().map(|i| ids[i].clone()));
     assert_eq!(seen, want);
+}
+
+/// Items claimed in one batch and completed with their owner, as a loop does, keep no timeline
+/// in the store, and still read back their status, attempts, finish time and the
+/// timeline of a claim and a completion.
+#[test]
+fn a_completed_item_keeps_no_timeline() {
+    let mut t = TrackerTable::default();
+    let ids: Vec<String> = (0..100).map(|i| format!("order-{i}")).collect();
+    let owner = crate::token::new_token();
+    let claim = BatchClaim {
+        ids: &ids,
+        owner: &owner,
+        lease_ms: 60_000,
+        retention_ms: DAY,
+        reclaim_completed: false,
+    };
+    t.claim_batch("g", claim);
+    let done: Vec<ItemOp> = ids
+        .iter()
+        .map(|id| ItemOp::Complete { id: id.clone(), owner: Some(owner.clone()), keep_ms: DAY })
+        .collect();
+    for r in t.apply("g", &done, DAY) {
+        assert_eq!(r.outcome, crate::tracker::Outcome::Done, "{}", r.id);
+    }
+    let g = t.groups.get_mut("g").expect("a group with items");
+    assert!(g.items.values().all(|e| !e.rec.keeps_timeline()));
+    let item = &t.read("g", &ids[..1])[0];
+    assert_eq!((item.status, item.attempts), (crate::tracker::ItemStatus::Completed, 1));
+    let steps: Vec<&str> = item.timeline.iter().map(|t| &*t.status).collect();
+    assert_eq!(steps, ["in_progress", "completed"]);
+    assert_eq!(item.finished_at, Some(item.timeline[1].at));
+    check_indexes(&t);
 }
