@@ -54,6 +54,17 @@ const REPLAYS = {
     { op: 'listItems', args: ['g', {}] },
     { op: 'listItems', args: ['g', { status: 'abandoned' }] },
   ],
+  // An enqueue returned every expired claim of its shard in memory and in the durable file, and
+  // only its own ids' on Redis: an ack after it then found the claim there or not.
+  'an enqueue returns only its own ids whose claims expired, on every backend': [
+    { op: 'enqueue', args: ['q', ['z9', 'q3', 'k1'], { shards: 2 }] },
+    { op: 'readBatch', args: ['q', { shards: 2, limit: 100, visibilityTimeoutMs: 100 }] },
+    { op: 'wait', args: [160] },
+    { op: 'enqueue', args: ['q', ['x5', 'item2', 'q3'], { shards: 2 }] },
+    { op: 'ack', args: ['q', { $tok: 99, i: 0 }, 'z9', { shards: 2 }] },
+    { op: 'ack', args: ['q', { $tok: 1, i: 0 }, ['z9', 'k1', 'q3'], { shards: 2 }] },
+    { op: 'queueSize', args: ['q', { shards: 2 }] },
+  ],
 }
 
 for (const [title, steps] of Object.entries(REPLAYS)) {

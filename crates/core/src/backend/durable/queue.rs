@@ -161,7 +161,6 @@ fn enqueue(
     debounce: bool,
     now: i64,
 ) -> Sql<Vec<(EnqueueOutcome, i64)>> {
-    s.reap(now)?;
     let due = now + delay_ms as i64;
     let set_again = |id: &str| -> Sql<()> {
         s.c.prepare_cached(
@@ -172,7 +171,17 @@ fn enqueue(
     };
     ids.iter()
         .map(|id| {
-            if let Some((_, _, again)) = s.claim_of(id)? {
+            // An id whose claim expired goes back to waiting alone, before it is judged; an
+            // enqueue returns no other expired claim (as on Redis and in memory).
+            let claim = match s.claim_of(id)? {
+                Some((deadline, _, again)) if deadline <= now => {
+                    s.unclaim(id)?;
+                    s.wait(id, again.map_or(deadline, |a: i64| a.max(deadline)))?;
+                    None
+                }
+                other => other,
+            };
+            if let Some((_, _, again)) = claim {
                 let d = match again {
                     Some(a) if !debounce => a,
                     _ => {

@@ -44,6 +44,18 @@ impl Shard {
         Some(c)
     }
 
+    /// Returns the claim of `id` to waiting alone when it expired (as [`Shard::reap`] would): an
+    /// enqueue judges its own ids so and returns no other expired claim, as on Redis (so that
+    /// whether an expired claim is still held does not depend on which backend ran the call).
+    fn return_expired(&mut self, id: &str, now: i64) {
+        if matches!(self.claims.get(id), Some((deadline, _)) if *deadline <= now) {
+            if let Some((deadline, _)) = self.unclaim(id) {
+                let due = self.again.remove(id).map_or(deadline, |a| a.max(deadline));
+                self.wait(id, due);
+            }
+        }
+    }
+
     /// Returns expired claims to waiting, due at their deadline (or at the due time of a later
     /// enqueue, when that is later): at most `max(SLICE, max)` per call, so a mass expiry never
     /// blocks the event loop in one call (the following calls go on, as on Redis). A claim whose
@@ -125,10 +137,10 @@ impl QueueTable {
         debounce: bool,
     ) -> Result<Vec<(EnqueueOutcome, i64)>> {
         self.with(at, |s, now| {
-            s.reap(now, ids.len());
             let due = now + delay_ms as i64;
             ids.iter()
                 .map(|id| {
+                    s.return_expired(id, now);
                     if s.claims.contains_key(id) {
                         let d = if debounce {
                             s.again.insert(id.clone(), due);

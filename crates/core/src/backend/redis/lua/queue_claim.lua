@@ -17,23 +17,28 @@ if had then
   local ids = redis.call('ZRANGEBYSCORE', W, '-inf', fmt(now), 'WITHSCORES', 'LIMIT', 0, ARGV[4])
   local d = fmt(deadline)
   local wide = #ids >= 2 * WIDE and string.rep('~', 1025)
+  local n = 4
   for c = 1, #ids, 2000 do
-    local take, zs, hs = {}, {}, {}
+    local take, zs, hs, t, z = {}, {}, {}, 0, 0
     if wide and c == 1 then
       zs[1] = d; zs[2] = wide
       hs[1] = wide; hs[2] = ''
+      z = 2
     end
     for i = c, math.min(c + 1999, #ids), 2 do
       local id = ids[i]
-      take[#take + 1] = id
-      zs[#zs + 1] = d; zs[#zs + 1] = id
-      hs[#hs + 1] = id; hs[#hs + 1] = ARGV[3]
-      out[#out + 1] = id
-      out[#out + 1] = tonumber(ids[i + 1])
+      t = t + 1
+      take[t] = id
+      zs[z + 1] = d; zs[z + 2] = id
+      hs[z + 1] = id; hs[z + 2] = ARGV[3]
+      z = z + 2
+      out[n + 1] = id
+      out[n + 2] = tonumber(ids[i + 1])
+      n = n + 2
     end
-    redis.call('ZREM', W, unpack(take))
-    redis.call('ZADD', C, unpack(zs))
-    redis.call('HSET', O, unpack(hs))
+    redis.call('ZREM', W, unpack(take, 1, t))
+    redis.call('ZADD', C, unpack(zs, 1, z))
+    redis.call('HSET', O, unpack(hs, 1, z))
   end
   if wide then
     redis.call('ZREM', C, wide)

@@ -8,6 +8,7 @@
 clock()
 local owner, ack, delay = ARGV[3], ARGV[4] == 'a', tonumber(ARGV[5])
 local out = {0, 0, 0}
+local n = 3
 -- Whether an id left the shard (acked, not enqueued again): only then may it hold none now.
 local gone = false
 local settled = {}
@@ -19,7 +20,7 @@ for c = 6, #ARGV, 1000 do
     os = redis.call('HMGET', O, unpack(ARGV, c, last))
   end
   -- The ids settled now, and where their code is in the reply.
-  local take, pos = {}, {}
+  local take, pos, t = {}, {}, 0
   for i = c, last do
     local id, k = ARGV[i], i - c + 1
     local code = 0
@@ -31,19 +32,21 @@ for c = 6, #ARGV, 1000 do
       else
         code = 1
         settled[id] = true
-        take[#take + 1] = id
-        pos[#take] = #out + 1
+        t = t + 1
+        take[t] = id
+        pos[t] = n + 1
       end
     end
-    out[#out + 1] = code
-    out[#out + 1] = -1
+    out[n + 1] = code
+    out[n + 2] = -1
+    n = n + 2
   end
-  if #take > 0 then
-    redis.call('ZREM', C, unpack(take))
-    redis.call('HDEL', O, unpack(take))
-    local as = redis.call('ZMSCORE', A, unpack(take))
+  if t > 0 then
+    redis.call('ZREM', C, unpack(take, 1, t))
+    redis.call('HDEL', O, unpack(take, 1, t))
+    local as = redis.call('ZMSCORE', A, unpack(take, 1, t))
     local again, zs = {}, {}
-    for j = 1, #take do
+    for j = 1, t do
       local id, a, p = take[j], as[j], pos[j]
       local at = -1
       if a then
