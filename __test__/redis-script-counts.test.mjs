@@ -200,3 +200,24 @@ test('the queue record is asked only when a shard starts or stops holding ids', 
     await fg.close()
   }
 })
+
+test('a claimBatch of many small records keeps the group\'s records hash out of listpack encoding', { skip }, async () => {
+  // Records of about 40 bytes fit a listpack, which Redis keeps up to 512 fields: each lookup and
+  // insert walks the whole key, so the second chunk of a claimBatch was quadratic.
+  const fg = await Flowguard.open({ url, prefix: 'counts:claim-wide:' })
+  try {
+    const ids = Array.from({ length: 500 }, (_, i) => `order-${i}`)
+    // 400 records (one chunk, a listpack), then a claim of 100 more reads and writes them.
+    assert.equal((await fg.claimBatch('g', ids.slice(0, 400))).claimed, 400)
+    assert.equal((await fg.claimBatch('g', ids.slice(400))).claimed, 100)
+    const keys = await r.call('KEYS', 'counts:claim-wide:*')
+    const hashes = []
+    for (const k of keys) if ((await r.call('TYPE', k)) === 'hash') hashes.push(k)
+    assert.equal(hashes.length, 1, `one records hash: ${keys}`)
+    assert.equal(await r.call('OBJECT', 'ENCODING', hashes[0]), 'hashtable')
+    assert.ok((await r.call('HLEN', hashes[0])) <= 501, 'no field but the records and the group\'s bookkeeping')
+    assert.equal((await fg.getItems('g', ['order-0', 'order-499'])).filter((i) => i.status === 'in_progress').length, 2)
+  } finally {
+    await fg.close()
+  }
+})

@@ -28,6 +28,15 @@ local ex = {}
 local any = false
 for c = 0, n - 1, CHUNK do
   local last = math.min(c + CHUNK, n)
+  if last - c >= 64 then
+    -- A field longer than any id (ids are at most 1024 bytes), written and removed at once: the
+    -- records hash leaves listpack encoding (Redis keeps up to 512 small fields as one, where
+    -- each lookup and insert walks the whole key, so a chunk's HMGET and HSET were quadratic
+    -- until the group outgrew it). No-op on a group without records.
+    local wide = string.rep('~', 1025)
+    redis.call('HSET', KEYS[4], wide, '')
+    redis.call('HDEL', KEYS[4], wide)
+  end
   local raws = redis.call('HMGET', KEYS[4], unpack(ARGV, 6 + c, 5 + last))
   local hs, zs, moved = {}, {}, {}
   for j = 1, last - c do
