@@ -155,6 +155,11 @@ pub struct Args {
     /// Print the OpenAPI document of the API (JSON) and exit, serving nothing.
     #[arg(long)]
     pub print_openapi: bool,
+    /// Ask the server of this host (at --listen's port, on loopback when it listens on every
+    /// address) for /healthz and exit 0 when it answers 200, 1 otherwise: a container's
+    /// HEALTHCHECK without a shell. Plain HTTP only (refused with --tls-cert).
+    #[arg(long)]
+    pub healthcheck: bool,
 }
 
 impl Args {

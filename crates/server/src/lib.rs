@@ -10,6 +10,7 @@ pub mod config;
 pub mod dashboard;
 pub mod error;
 pub mod gauges;
+pub mod healthcheck;
 pub mod metrics;
 pub mod node_entry;
 pub mod openapi;

@@ -42,6 +42,19 @@ async fn main() {
         print!("{}", flowguard_server::openapi::json());
         return;
     }
+    if args.healthcheck {
+        use flowguard_server::healthcheck;
+        if args.tls_cert.is_some() {
+            fail("--healthcheck speaks plain HTTP: with --tls-cert, check /healthz over HTTPS from outside");
+        }
+        match healthcheck::probe(healthcheck::target(args.listen), healthcheck::TIMEOUT).await {
+            Ok(()) => return,
+            Err(e) => {
+                eprintln!("flowguard-server: unhealthy: {e}");
+                std::process::exit(1)
+            }
+        }
+    }
     let filter = EnvFilter::try_from_env("FLOWGUARD_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
     if args.log_format == "json" {
         tracing_subscriber::fmt().json().with_env_filter(filter).init();

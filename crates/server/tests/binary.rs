@@ -53,3 +53,35 @@ async fn sigterm_stops_the_binary_cleanly_and_logs_never_hold_the_token() {
     assert!(logs.contains("/v1/lock/acquire"), "requests are logged at debug: {logs}");
     assert!(!logs.contains(TOKEN) && !logs.contains("wrong-token"), "a token in the logs: {logs}");
 }
+
+/// `--healthcheck` asks the running server for /healthz: exit 0 while it serves, 1 once it is gone,
+/// with no shell or HTTP client in the image.
+#[tokio::test]
+async fn healthcheck_exits_0_while_the_server_serves_and_1_when_it_is_gone() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_flowguard-server"))
+        .args(["--listen", "127.0.0.1:0", "--prefix", &format!("hc{}:", std::process::id())])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    out.read_line(&mut first).unwrap();
+    let line: serde_json::Value =
+        serde_json::from_str(&first).unwrap_or_else(|_| panic!("a JSON log line: {first}"));
+    let listen = line["fields"]["listen"].as_str().unwrap().to_string();
+    let check = || {
+        Command::new(env!("CARGO_BIN_EXE_flowguard-server"))
+            .args(["--healthcheck", "--listen", &listen])
+            .output()
+            .unwrap()
+    };
+    let healthy = check();
+    assert_eq!(healthy.status.code(), Some(0), "{}", String::from_utf8_lossy(&healthy.stderr));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let gone = check();
+    assert_eq!(gone.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&gone.stderr);
+    assert!(said.contains("unhealthy") && said.contains(&listen), "{said}");
+}
