@@ -6,13 +6,16 @@ use std::time::Duration;
 
 const TOKEN: &str = "binary-test-token-0123456789";
 
-#[tokio::test]
-async fn sigterm_stops_the_binary_cleanly_and_logs_never_hold_the_token() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
+/// Starts the binary on a free loopback port with `args` and `envs`, and reads its first log line
+/// (JSON): the child, the rest of its output, that line as text and as JSON.
+fn start(
+    args: &[&str],
+    envs: &[(&str, &str)],
+) -> (std::process::Child, BufReader<std::process::ChildStdout>, String, serde_json::Value) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_flowguard-server"))
-        .args(["--listen", "127.0.0.1:0", "--prefix", &format!("bin{}:", std::process::id())])
-        .env("FLOWGUARD_TOKEN", TOKEN)
-        .env("FLOWGUARD_LOG", "debug")
+        .args(["--listen", "127.0.0.1:0"])
+        .args(args)
+        .envs(envs.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -20,8 +23,16 @@ async fn sigterm_stops_the_binary_cleanly_and_logs_never_hold_the_token() {
     let mut out = BufReader::new(child.stdout.take().unwrap());
     let mut first = String::new();
     out.read_line(&mut first).unwrap();
-    let line: serde_json::Value =
-        serde_json::from_str(&first).unwrap_or_else(|_| panic!("a JSON log line: {first}"));
+    let line = serde_json::from_str(&first).unwrap_or_else(|_| panic!("a JSON log line: {first}"));
+    (child, out, first, line)
+}
+
+#[tokio::test]
+async fn sigterm_stops_the_binary_cleanly_and_logs_never_hold_the_token() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let prefix = format!("bin{}:", std::process::id());
+    let (mut child, mut out, first, line) =
+        start(&["--prefix", &prefix], &[("FLOWGUARD_TOKEN", TOKEN), ("FLOWGUARD_LOG", "debug")]);
     assert_eq!(line["fields"]["message"], "flowguard-server listening", "{first}");
     let base = format!("http://{}", line["fields"]["listen"].as_str().unwrap());
 
@@ -58,17 +69,8 @@ async fn sigterm_stops_the_binary_cleanly_and_logs_never_hold_the_token() {
 /// with no shell or HTTP client in the image.
 #[tokio::test]
 async fn healthcheck_exits_0_while_the_server_serves_and_1_when_it_is_gone() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_flowguard-server"))
-        .args(["--listen", "127.0.0.1:0", "--prefix", &format!("hc{}:", std::process::id())])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut first = String::new();
-    out.read_line(&mut first).unwrap();
-    let line: serde_json::Value =
-        serde_json::from_str(&first).unwrap_or_else(|_| panic!("a JSON log line: {first}"));
+    let prefix = format!("hc{}:", std::process::id());
+    let (mut child, _out, _, line) = start(&["--prefix", &prefix], &[]);
     let listen = line["fields"]["listen"].as_str().unwrap().to_string();
     let check = || {
         Command::new(env!("CARGO_BIN_EXE_flowguard-server"))
