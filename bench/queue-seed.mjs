@@ -73,12 +73,27 @@ const FLOOR = `if redis.call('GET', KEYS[3]) ~= ARGV[3] then return -1 end
 if redis.call('ZSCORE', KEYS[2], ARGV[2]) then return 3 end
 return redis.call('ZADD', KEYS[1], 'NX', ARGV[1], ARGV[2])`
 
+/** flowguard's side of the one-id cases: one `enqueue` per id, awaited. */
+async function enqueueOne(q, ids) {
+  await fg.enqueue(q, 'warm')
+  return measure(ids.length, ids.length, async () => { for (const id of ids) await fg.enqueue(q, id) })
+}
+
+/** flowguard's side of the read cases: `readBatch` of 100 and `ack` of them (one id more than read
+ * is enqueued, so no ack empties the shard: an emptying ack also asks the record). */
+async function readAck(q, ids) {
+  await fg.enqueue(q, [...ids, 'zz-last'])
+  return measure(ids.length, ids.length / BATCH, async () => {
+    for (let n = 0; n < ids.length; n += BATCH) {
+      const b = await fg.readBatch(q, { limit: BATCH })
+      await fg.ack(q, b.owner, b.ids)
+    }
+  })
+}
+
 const cases = {
   'enqueue 1': {
-    async flowguard(q, ids) {
-      await fg.enqueue(q, 'warm')
-      return measure(ids.length, ids.length, async () => { for (const id of ids) await fg.enqueue(q, id) })
-    },
+    flowguard: enqueueOne,
     async ioredis(key, ids) {
       return measure(ids.length, ids.length, async () => { for (const id of ids) await r.zadd(key, 'NX', Date.now(), id) })
     },
@@ -109,10 +124,7 @@ const cases = {
   },
   'enqueue 1 vs floor': {
     other: 'ioredis floor script',
-    async flowguard(q, ids) {
-      await fg.enqueue(q, 'warm')
-      return measure(ids.length, ids.length, async () => { for (const id of ids) await fg.enqueue(q, id) })
-    },
+    flowguard: enqueueOne,
     async ioredis(key, ids) {
       const k = [`${key}:w`, `${key}:c`, `${key}:n`]
       await r.set(k[2], '1')
@@ -123,15 +135,7 @@ const cases = {
   },
   'read 100 + ack vs BullMQ': {
     other: 'BullMQ Worker',
-    async flowguard(q, ids) {
-      await fg.enqueue(q, [...ids, 'zz-last'])
-      return measure(ids.length, ids.length / BATCH, async () => {
-        for (let n = 0; n < ids.length; n += BATCH) {
-          const b = await fg.readBatch(q, { limit: BATCH })
-          await fg.ack(q, b.owner, b.ids)
-        }
-      })
-    },
+    flowguard: readAck,
     async ioredis(key, ids) {
       const connection = { host: new URL(server.url).hostname, port: Number(new URL(server.url).port) }
       const name = key.replace(/:/g, '-')
@@ -154,16 +158,7 @@ const cases = {
     },
   },
   'read 100 + ack': {
-    async flowguard(q, ids) {
-      // One id more than read, so no ack empties the shard (an emptying ack also asks the record).
-      await fg.enqueue(q, [...ids, 'zz-last'])
-      return measure(ids.length, ids.length / BATCH, async () => {
-        for (let n = 0; n < ids.length; n += BATCH) {
-          const b = await fg.readBatch(q, { limit: BATCH })
-          await fg.ack(q, b.owner, b.ids)
-        }
-      })
-    },
+    flowguard: readAck,
     async ioredis(key, ids) {
       await r.zadd(key, 'NX', ...ids.flatMap((id) => [0, id]))
       return measure(ids.length, ids.length / BATCH, async () => {
