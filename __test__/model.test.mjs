@@ -1,33 +1,59 @@
 // The executable spec: seeded random sequences of calls on every pattern, with hostile and
-// invalid names, run step by step against the embedded store (in memory and durable) and Redis;
-// every result and error code must agree once what legitimately differs is normalised (owner
-// tokens, clock readings: see model/normalise.mjs). On a mismatch the failing sequence is shrunk
-// and printed as code, with the seed to run it again.
+// invalid names, run step by step on every side: the Node API on the embedded store (in memory
+// and durable), Redis and a Redis Cluster, and flowguard-server over HTTP on the embedded store
+// (in memory and durable) and Redis. Every result and error code must agree with the in-memory
+// store's through the Node API once what legitimately differs is normalised (owner tokens, clock
+// readings: see model/normalise.mjs; the shells' wording of messages: see model/run.mjs). On a
+// mismatch the failing sequence is shrunk and printed as code, with the seed to run it again.
 //
-// FLOWGUARD_MODEL_STEPS (default 3000) steps in sequences of 500, each on fresh prefixes, with
-// seeds FLOWGUARD_MODEL_SEED (default random), +1, +2, …
+// FLOWGUARD_MODEL_STEPS (default 3000) steps in sequences of 500, each on fresh prefixes (and
+// fresh servers), with seeds FLOWGUARD_MODEL_SEED (default random), +1, +2, …, for each of the
+// two tests: the Node API's sides (Redis with REDIS_URL, the Cluster with REDIS_CLUSTER_URLS),
+// and the server's (its binary: FLOWGUARD_SERVER_BIN, else the newest one built in target/),
+// on the same seeds. The server's sequences keep to what JSON can carry and add the catalog
+// (the listing routes); see generate.mjs. FLOWGUARD_BACKENDS (comma-separated: durable, redis,
+// cluster, server) keeps only the sides named, besides the in-memory reference.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { randomInt } from 'node:crypto'
 import { generate, SHORT, RETENTION_WAIT } from './model/generate.mjs'
-import { backends } from './backends.mjs'
-import { execute, shrink, describe } from './model/run.mjs'
+import { backends, clusterUrls } from './backends.mjs'
+import { execute, shrink, describe, plan } from './model/run.mjs'
+import { serverBin } from '../crates/server/e2e/server-process.mjs'
 
 const url = process.env.REDIS_URL
 const steps = Number(process.env.FLOWGUARD_MODEL_STEPS || 3000)
 const first = process.env.FLOWGUARD_MODEL_SEED !== undefined ? Number(process.env.FLOWGUARD_MODEL_SEED) >>> 0 : randomInt(2 ** 31)
 const PER_SEQUENCE = 500
+const only = process.env.FLOWGUARD_BACKENDS?.split(',')
+const kept = (name) => !only || only.includes(name)
 
-test('model: the embedded store (in memory and durable) and Redis agree on every result and error', { skip: url ? false : 'needs REDIS_URL', timeout: 3600_000 }, async (t) => {
+const nodeSides = ['embedded', ...['durable', url && 'redis', clusterUrls && 'cluster'].filter((n) => n && kept(n))]
+const nodePlan = plan(nodeSides, { url, cluster: clusterUrls })
+// The server on what it can reach here: a server of its own per sequence on the embedded store
+// in memory and in a file, and on the throwaway Redis. (Not on the Cluster: the listing routes
+// answer ERR_UNSUPPORTED there, by design.)
+const hasServer = (() => {
+  try {
+    return !!serverBin()
+  } catch {
+    return false
+  }
+})()
+const serverSides = kept('server') ? ['server:embedded', 'server:durable', ...(url ? ['server:redis'] : [])] : []
+const httpPlan = plan(['embedded', ...serverSides], { url })
+
+async function run(t, p, http) {
   let done = 0
   const stats = new Map()
+  const times = new Map()
   for (let i = 0; done < steps; i++) {
     const seed = (first + i) >>> 0
     const n = Math.min(PER_SEQUENCE, steps - done)
-    const seq = generate(seed, n)
-    const failure = await execute(seq, url, stats)
+    const seq = generate(seed, n, { http })
+    const failure = await execute(seq, p, stats, times)
     if (failure) {
-      const small = await shrink(seq, failure, url, 60_000)
+      const small = await shrink(seq, failure, p, 60_000)
       assert.fail(
         `seed ${seed} (FLOWGUARD_MODEL_SEED=${seed} FLOWGUARD_MODEL_STEPS=${n} reruns this sequence): ` +
           `${describe(small.seq, small.failure)}`,
@@ -35,10 +61,22 @@ test('model: the embedded store (in memory and durable) and Redis agree on every
     }
     done += n
   }
-  // What the steps did (operation and outcome on the embedded store), to see what was covered.
+  // What the steps did (operation and outcome on the reference), to see what was covered, and
+  // the time each side took.
   t.diagnostic([...stats].sort().map(([k, n]) => `${k}: ${n}`).join(', '))
   t.diagnostic(`${done} steps, seeds ${first}..${(first + Math.ceil(steps / PER_SEQUENCE) - 1) >>> 0}`)
-})
+  t.diagnostic(`time per side: ${[...times].map(([k, ms]) => `${k} ${(ms / 1000).toFixed(1)} s`).join(', ')}`)
+}
+
+test(`model: ${nodeSides.join(', ')} agree on every result and error`, {
+  skip: nodeSides.length > 1 && (url || clusterUrls) ? false : 'needs REDIS_URL or REDIS_CLUSTER_URLS',
+  timeout: 3600_000,
+}, (t) => run(t, nodePlan, false))
+
+test(`model over HTTP: flowguard-server (${serverSides.join(', ')}) agrees with the Node API`, {
+  skip: !serverSides.length ? 'FLOWGUARD_BACKENDS leaves out server' : !url ? 'needs REDIS_URL' : hasServer || process.env.CI === 'true' ? false : 'flowguard-server is not built (cargo build -p flowguard-server, or FLOWGUARD_SERVER_BIN)',
+  timeout: 3600_000,
+}, (t) => run(t, httpPlan, true))
 
 // The discrepancies the model test found, replayed as fixed sequences (each failed before its fix).
 const REPLAYS = {
@@ -68,9 +106,9 @@ const REPLAYS = {
 }
 
 for (const [title, steps] of Object.entries(REPLAYS)) {
-  test(`model replay: ${title}`, { skip: url ? false : 'needs REDIS_URL' }, async () => {
+  test(`model replay: ${title}`, { skip: url || clusterUrls ? false : 'needs REDIS_URL or REDIS_CLUSTER_URLS' }, async () => {
     const seq = steps.map((s, id) => ({ id, ...s }))
-    const failure = await execute(seq, url)
+    const failure = await execute(seq, nodePlan)
     if (failure) assert.fail(describe(seq, failure))
   })
 }

@@ -54,25 +54,50 @@ export const OFFSETS = [...new Set([...BASE, ...BASE.map((d) => d + RETENTION), 
 /** Durations a relative time (remainingMs) can count down from. */
 export const SPANS = [SHORT, ...LEASES, ...TTLS, ...DEFAULTS]
 
+// Rate limiters: each name has a rule (limit per period, burst) whose emission interval
+// (period / limit) is at least 2e6 ms, so no token comes back during a run; every duration a
+// result can show (retryAfterMs, resetAfterMs, waitMs, slotsMs) then counts down from a
+// multiple of an interval (LIMITER_SPANS: multiples of 5e5 ms, further apart than a run lasts),
+// and a maxWaitMs lies between two of them, so whether a reservation fits never depends on
+// timing.
+const PERIODS = [1e7, 2e7]
+const LIMITS = [1, 2, 4, 5]
+const MAX_WAITS = [7.25e6, 1.625e7]
+/** Durations a rate limiter's relative times count down from (0 stays 0). */
+export const LIMITER_SPANS = [...new Set(PERIODS.flatMap((p) => LIMITS.flatMap((l) => Array.from({ length: 60 }, (_, k) => ((k + 1) * p) / l))))].sort((x, y) => x - y)
+
 // Names: ordinary and hostile ones that must work (Redis key syntax, hash tags, escapes,
 // unicode, NUL, exactly 1 KiB), and ones that must be refused (empty, over 1 KiB, wrong types).
 const HOSTILE = [
   'a', 'b', 'job:1', 'a:b:c', ':', '{x}', '{}', '}{', 'x{y}z:w', '%7B', '%', '%%3A', 'ü', 'café', '日本語', '😀', ' ',
   'tab\tsep', 'nul\u0000x', 'x'.repeat(1024), 'é'.repeat(512), '😀'.repeat(256), '\uD800', '\uFFFD',
 ]
+// A lone surrogate has no UTF-8 form: JSON.stringify writes it as the escape "\ud800", which the
+// server's JSON parser refuses as a whole body (ERR_INVALID_JSON), where the Node API names the
+// field (ERR_INVALID_ARGUMENT). Both refuse it; the server's sequences leave it out.
+const HOSTILE_JSON = HOSTILE.filter((x) => x !== '\uD800')
 const TOO_LONG = ['', 'x'.repeat(1025), 'é'.repeat(513)]
 const WRONG_TYPES = [1, null, undefined, {}, [], true]
 export const BOGUS_TOKEN = 'f'.repeat(32)
 
+/** The operations only the HTTP server has (no Node API): the listings of the dashboard. */
+export const CATALOG = new Set(['listGroups', 'listLocks', 'listQueues', 'listLimiters', 'listSemaphores'])
+
 const TRACKER = new Set(['claim', 'claimMany', 'claimBatch', 'complete', 'fail', 'setItems', 'unsetItem', 'getItem', 'getItems', 'listItems'])
 const READS = new Set(['getItem', 'getItems', 'listItems', 'unsetItem'])
 
-/** Generates `steps` operations (plus the waits after SHORT durations) from `seed`. */
-export function generate(seed, steps) {
+/**
+ * Generates `steps` operations (plus the waits after SHORT durations) from `seed`. With `http`,
+ * for the server's shell: only what JSON can carry, with the same meaning in Node and over HTTP
+ * (no NaN, undefined or functions, no numbers as strings, which the server reads as numbers;
+ * no once(), which is the Node API's own; no second client with a short retention, which
+ * would be a second server), and the catalog's listings.
+ */
+export function generate(seed, steps, { http = false } = {}) {
   const r = rng(seed)
   const pool = (n) => {
     const out = new Set()
-    while (out.size < n) out.add(r.chance(0.5) ? r.pick(HOSTILE) : r.pick(['g', 'item', 'x', 'y', 'z', 'k', 'q']) + r.int(10))
+    while (out.size < n) out.add(r.chance(0.5) ? r.pick(http ? HOSTILE_JSON : HOSTILE) : r.pick(['g', 'item', 'x', 'y', 'z', 'k', 'q']) + r.int(10))
     return [...out]
   }
   const groups = pool(2)
@@ -81,8 +106,10 @@ export function generate(seed, steps) {
   const queues = pool(3).map((name) => ({ name, shards: r.pick([1, 1, 2, 4]) }))
   const keys = pool(4)
   const idemKeys = pool(3)
+  const sems = pool(3).map((name) => ({ name, permits: r.pick([1, 1, 2, 3]) }))
+  const limiters = pool(3).map((name) => ({ name, limit: r.pick(LIMITS), periodMs: r.pick(PERIODS), burst: r.pick([undefined, 1, 2, 3]) }))
   // Steps whose results carry owner tokens, per family, for later references.
-  const issued = { item: [], lock: [], queue: [], key: [] }
+  const issued = { item: [], lock: [], queue: [], key: [], permit: [] }
   let short = false
 
   const name = (p) => {
@@ -103,8 +130,9 @@ export function generate(seed, steps) {
     if (x < 0.82) return undefined
     if (x < 0.86) return (short = true), SHORT
     if (zero && x < 0.9) return 0
-    if (x < 0.95) return r.pick([0, -5, NaN, Infinity, 365 * 86400000 + 1, '100', true])
-    return r.pick(set) - 0.5 // fractions are rounded up (to a duration of the set)
+    if (x < 0.95) return r.pick(http ? [0, -5, 365 * 86400000 + 1, 'x', true] : [0, -5, NaN, Infinity, 365 * 86400000 + 1, '100', true])
+    // Fractions are rounded up (to a duration of the set) by the Node API; JSON has no such rule.
+    return http ? r.pick(set) : r.pick(set) - 0.5
   }
   const tok = (family) => {
     const x = r.next()
@@ -189,7 +217,7 @@ export function generate(seed, steps) {
       const limit = r.chance(0.7) ? undefined : r.pick([1, 2, 3, 10000, 0, 10001])
       return ['listItems', [name(groups), opts({ status, offset, limit })]]
     },
-    acquireLock: () => ['acquireLock', [name(locks), opts({ timeoutMs: dur(LEASES), waitMs: r.chance(0.1) ? r.pick([0, -1, NaN]) : undefined, label: r.chance(0.5) ? r.pick(['', 'run-1', 'wf:{7}', 'ü', 'x'.repeat(4096), 'x'.repeat(4097), 5]) : undefined })], 'lock'],
+    acquireLock: () => ['acquireLock', [name(locks), opts({ timeoutMs: dur(LEASES), waitMs: r.chance(0.1) ? r.pick(http ? [0, -1] : [0, -1, NaN]) : undefined, label: r.chance(0.5) ? r.pick(['', 'run-1', 'wf:{7}', 'ü', 'x'.repeat(4096), 'x'.repeat(4097), 5]) : undefined })], 'lock'],
     releaseLock: () => ['releaseLock', [name(locks), tok('lock')]],
     extendLock: () => ['extendLock', [name(locks), tok('lock'), opts({ timeoutMs: dur(LEASES) })]],
     getLock: () => ['getLock', [name(locks)]],
@@ -228,13 +256,13 @@ export function generate(seed, steps) {
     setState: () => {
       const x = r.next()
       const expiry = x < 0.4 ? { ttlMs: dur(TTLS) } : x < 0.55 ? { expiresAt: r.chance(0.9) ? { $abs: ABSOLUTE } : { $abs: -1000 } } : {}
-      const value = r.chance(0.04) ? r.pick([{ $undefined: true }, { $nan: true }]) : jsonValue()
+      const value = r.chance(0.04) && !http ? r.pick([{ $undefined: true }, { $nan: true }]) : jsonValue()
       return ['setState', [name(keys), value, opts({ ...expiry, ifAbsent: r.chance(0.3) || undefined })]]
     },
     getStateJson: () => ['getStateJson', [r.chance(0.05) ? 'k' : Array.from({ length: 1 + r.int(3) }, () => name(keys))]],
     getState: () => ['getState', [name(keys)]],
     deleteState: () => ['deleteState', [name(keys)]],
-    increment: () => ['increment', [name(keys), r.chance(0.3) ? undefined : r.chance(0.85) ? r.pick([1, -1, 5, 0, 9007199254740991, -9007199254740991]) : r.pick([1.5, NaN, '2']), opts({ ttlMs: r.chance(0.5) ? dur(TTLS) : undefined })]],
+    increment: () => ['increment', [name(keys), r.chance(0.3) ? undefined : r.chance(0.85) ? r.pick([1, -1, 5, 0, 9007199254740991, -9007199254740991]) : r.pick(http ? [1.5, 'x'] : [1.5, NaN, '2']), opts({ ttlMs: r.chance(0.5) ? dur(TTLS) : undefined })]],
     claimKey: () => ['claimKey', [name(idemKeys), opts({ leaseMs: dur(LEASES) })], 'key'],
     completeKey: () => ['completeKey', [name(idemKeys), tok('key'), r.pick(['{"v":1}', '{}', '"x"', 'not json']), opts({ ttlMs: dur(TTLS) })]],
     releaseKey: () => ['releaseKey', [name(idemKeys), tok('key')]],
@@ -243,6 +271,38 @@ export function generate(seed, steps) {
       // waitMs 0: a pending key is a timeout at once, never a wait that depends on the clock.
       return ['once', [name(idemKeys), fn, opts({ ttlMs: dur(TTLS), leaseMs: dur(LEASES), waitMs: r.chance(0.95) ? 0 : -1 })], 'key']
     },
+    // Semaphores: each name has its number of permits (now and then another, or a bad one).
+    acquirePermit: () => {
+      const s = r.pick(sems)
+      const permits = r.chance(0.9) ? s.permits : r.pick([1, 2, 4, 0, 1000, 1001, 1.5, -1, undefined, 'x'])
+      const label = r.chance(0.4) ? r.pick(['', 'run-1', 'wf:{7}', 'ü', 'x'.repeat(4096), 'x'.repeat(4097), 5]) : undefined
+      // waitMs 0 (or a bad one): a full semaphore is a result at once, never a wait on the clock.
+      const waitMs = r.chance(0.1) ? r.pick([0, -1]) : undefined
+      return ['acquirePermit', [r.chance(0.03) ? name([]) : s.name, opts({ permits, timeoutMs: dur(LEASES), waitMs, label })], 'permit']
+    },
+    releasePermit: () => ['releasePermit', [name(sems.map((s) => s.name)), tok('permit')]],
+    extendPermit: () => ['extendPermit', [name(sems.map((s) => s.name)), tok('permit'), opts({ timeoutMs: dur(LEASES) })]],
+    getSemaphore: () => ['getSemaphore', [name(sems.map((s) => s.name))]],
+    // Rate limiters: no waitRateLimit with a maxWaitMs (it would wait for a reservation).
+    rateLimit: () => {
+      const l = r.pick(limiters)
+      const bad = r.chance(0.08)
+      const o = opts({
+        limit: bad && r.chance(0.3) ? r.pick([0, 1000001, 1.5, -1, undefined, 'x']) : l.limit,
+        periodMs: bad && r.chance(0.3) ? r.pick([0, -5, 1.5, 'x']) : l.periodMs,
+        burst: bad && r.chance(0.3) ? r.pick([0, -1, 1.5, 1000001]) : l.burst,
+        cost: r.chance(0.4) ? undefined : bad ? r.pick([0, -1, 1.5, 5, 1000001]) : r.pick([1, 1, 2, 3]),
+        maxWaitMs: r.chance(0.5) ? undefined : bad ? r.pick([-1, 1.5, 365 * 86400000 + 1]) : r.pick([0, ...MAX_WAITS]),
+      })
+      const wait = !('maxWaitMs' in o && o.maxWaitMs !== 0) && r.chance(0.2)
+      return [wait ? 'waitRateLimit' : 'rateLimit', [r.chance(0.03) ? name([]) : l.name, o]]
+    },
+    // The catalog (over HTTP only): a whole listing, page by page (see model/http.mjs).
+    listGroups: () => ['listGroups', [opts({ limit: r.pick([undefined, 1, 2, 100]) })]],
+    listLocks: () => ['listLocks', [opts({ limit: r.pick([undefined, 1, 2, 100]) })]],
+    listQueues: () => ['listQueues', [opts({ limit: r.pick([undefined, 1, 2, 100]) })]],
+    listLimiters: () => ['listLimiters', [opts({ limit: r.pick([undefined, 1, 2, 100]) })]],
+    listSemaphores: () => ['listSemaphores', [opts({ limit: r.pick([undefined, 1, 2, 100]) })]],
   }
   const ids_ = ids
   // How often each operation comes up (writes more than reads, so state builds up).
@@ -252,6 +312,11 @@ export function generate(seed, steps) {
     enqueue: 6, readBatch: 5, ack: 4, release: 3, peek: 2, queueSize: 2,
     setState: 4, getStateJson: 2, getState: 1, deleteState: 1, increment: 3,
     claimKey: 3, completeKey: 2, releaseKey: 2, once: 3,
+    acquirePermit: 5, releasePermit: 3, extendPermit: 2, getSemaphore: 2, rateLimit: 4,
+  }
+  if (http) {
+    delete weights.once
+    Object.assign(weights, { listGroups: 1, listLocks: 1, listQueues: 1, listLimiters: 1, listSemaphores: 1 })
   }
   const table = Object.entries(weights).flatMap(([k, w]) => Array(w).fill(k))
 
@@ -263,7 +328,7 @@ export function generate(seed, steps) {
     const step = { id, op, args }
     // Now and then an Item Tracker call goes through the client with the short retention: what
     // it writes is forgotten (records expire, purges run) shortly after, so a wait follows.
-    if (TRACKER.has(op) && r.chance(0.06)) {
+    if (TRACKER.has(op) && !http && r.chance(0.06)) {
       step.client = 'shortRetention'
       if (!READS.has(op)) short = true
     }

@@ -19,18 +19,22 @@
 // 3. Relative times (`remainingMs`: the time left on a lease that another step took) count down
 //    with the clock; they become `<=<duration>` for the duration they started from (the
 //    smallest span not below them that they are within the run's age of). `waitedMs` (measured
-//    time spent in acquireLock) becomes `*`.
-// 4. A lock's fencing tokens count from 1 in memory and in the file, from the clock (in
-//    microseconds) on Redis. Each becomes its distance from the first one the name returned,
-//    plus one (0, never taken, stays 0), so 1, 2, 3… still compare exactly.
+//    time spent in acquireLock) becomes `*`. A rate limiter's (`retryAfterMs`, `resetAfterMs`,
+//    `waitMs`, `slotsMs`) count down from a multiple of its interval (LIMITER_SPANS) and become
+//    `~<span>` the same way.
+// 4. A lock's or a semaphore's fencing tokens count from 1 in memory and in the file, from the
+//    clock (in microseconds) on Redis. Each becomes its distance from the first one the name
+//    returned (per kind: a lock and a semaphore of one name count apart), plus one (0, never
+//    taken, stays 0), so 1, 2, 3… still compare exactly; a semaphore's holders' too.
 //
 // Everything else (statuses, attempts, fence steps, counts, ids, order, values, error codes and
 // messages) is compared exactly. Over several shards, the order of a read's ids among shards
 // follows each shard's own clock reading, so those lists are put in shard order (stable,
 // keeping each shard's own order) by the runner.
-import { OFFSETS, SPANS, BOGUS_TOKEN } from './generate.mjs'
+import { OFFSETS, SPANS, LIMITER_SPANS, BOGUS_TOKEN } from './generate.mjs'
 
-const TIME_KEYS = new Set(['createdAt', 'updatedAt', 'leaseExpiresAt', 'finishedAt', 'expiresAt', 'at', 'dueAt', 'visibleUntil'])
+const TIME_KEYS = new Set(['createdAt', 'updatedAt', 'leaseExpiresAt', 'finishedAt', 'expiresAt', 'at', 'dueAt', 'visibleUntil', 'decidedAt', 'readAt'])
+const LIMITER_KEYS = new Set(['retryAfterMs', 'resetAfterMs', 'waitMs', 'slotsMs'])
 const TOKEN = /^[0-9a-f]{32}$/
 const TOLERANCE = 25
 
@@ -43,7 +47,8 @@ export class Side {
     this.literals = new Map() // absolute time given by the test -> name
     this.tokenNames = new Map()
     this.tokensByStep = new Map() // step id -> tokens its result carried, in order
-    this.firstFence = new Map() // lock name -> the first fencing token a result showed for it
+    this.firstFence = new Map() // kind and name -> the first fencing token a result showed for it
+    this.space = 'lock' // the kind of fences the result being normalised shows (set per step)
     this.started = Date.now()
   }
 
@@ -91,17 +96,18 @@ export class Side {
     return { $t: [best ? best.name : `?${t}`] }
   }
 
-  relative(ms) {
+  relative(ms, spans = SPANS, mark = '<=') {
     if (ms === 0) return 0
     const age = Date.now() - this.started + 1000
-    const span = SPANS.filter((s) => s >= ms && s - age <= ms).sort((a, b) => a - b)[0]
-    return span === undefined ? `?${ms}ms` : `<=${span}`
+    const span = spans.filter((s) => s >= ms && s - age <= ms).sort((a, b) => a - b)[0]
+    return span === undefined ? `?${ms}ms` : `${mark}${span}`
   }
 
   fence(name, f) {
     if (f === 0) return 0
-    if (!this.firstFence.has(name)) this.firstFence.set(name, f)
-    return f - this.firstFence.get(name) + 1
+    const k = `${this.space}:${name}`
+    if (!this.firstFence.has(k)) this.firstFence.set(k, f)
+    return f - this.firstFence.get(k) + 1
   }
 
   token(t, step) {
@@ -122,16 +128,22 @@ export class Side {
     if (typeof v === 'string') return TOKEN.test(v) ? this.token(v, step) : v
     if (typeof v === 'number') {
       if (Number.isNaN(v)) return '$NaN'
-      if (TIME_KEYS.has(key) && v > 1e12) return this.time(v)
+      // A rate limiter's decidedAt has a fraction (the clock's microseconds): its millisecond
+      // lies within the step's window of Date.now() readings.
+      if (TIME_KEYS.has(key) && v > 1e12) return this.time(Math.floor(v))
       if (key === 'remainingMs') return this.relative(v)
+      if (LIMITER_KEYS.has(key)) return this.relative(v, LIMITER_SPANS, '~')
       if (key === 'waitedMs') return '*'
       return v
     }
-    if (Array.isArray(v)) return v.map((x) => this.normalise(x, step, key === 'ids' ? 'id' : undefined))
+    if (Array.isArray(v)) return v.map((x) => this.normalise(x, step, key === 'ids' ? 'id' : key === 'slotsMs' ? key : undefined))
     if (typeof v === 'object') {
       const out = {}
       for (const k of Object.keys(v)) out[k] = this.normalise(v[k], step, k)
       if (typeof v.name === 'string' && typeof v.fence === 'number') out.fence = this.fence(v.name, v.fence)
+      if (typeof v.name === 'string' && Array.isArray(v.holders)) {
+        out.holders = v.holders.map((h, i) => ({ ...out.holders[i], fence: this.fence(v.name, h.fence) }))
+      }
       return out
     }
     return `$${typeof v}`

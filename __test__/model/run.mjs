@@ -1,30 +1,67 @@
-// The model test's runner: runs a generated sequence step by step against the embedded store (in
-// memory and durable in a file) and Redis, compares the normalised results, shrinks a failing
-// sequence and prints it as code.
+// The model test's runner: runs a generated sequence step by step on several sides (a backend
+// through a shell: the Node API on the embedded store in memory and in a file, Redis, a Redis
+// Cluster; flowguard-server over HTTP on those), compares the normalised results, shrinks a
+// failing sequence and prints it as code.
 import { setTimeout as sleep } from 'node:timers/promises'
 import { performance } from 'node:perf_hooks'
 import { Flowguard, durablePath, freshPrefix } from '../backends.mjs'
-import { BOGUS_TOKEN, RETENTION, SHORT_RETENTION } from './generate.mjs'
+import { BOGUS_TOKEN, CATALOG, RETENTION, SHORT_RETENTION } from './generate.mjs'
 import { Side, canon, same } from './normalise.mjs'
+import { openServer } from './http.mjs'
 
-/** The documented error codes (README, Errors); ERR_INTERNAL is documented as a bug. */
-const CODES = new Set(['ERR_INVALID_ARGUMENT', 'ERR_BACKEND_UNAVAILABLE', 'ERR_BACKEND_AUTH', 'ERR_BACKEND', 'ERR_TIMEOUT', 'ERR_NOT_OWNER', 'ERR_LOCK_LOST'])
+/** The documented error codes (README, Errors; docs/server.md for the server's own); ERR_INTERNAL is documented as a bug. */
+const CODES = new Set([
+  'ERR_INVALID_ARGUMENT', 'ERR_BACKEND_UNAVAILABLE', 'ERR_BACKEND_AUTH', 'ERR_BACKEND', 'ERR_TIMEOUT', 'ERR_NOT_OWNER', 'ERR_LOCK_LOST',
+  'ERR_INVALID_JSON', 'ERR_PAYLOAD_TOO_LARGE', 'ERR_UNSUPPORTED', 'ERR_STORAGE',
+])
 
-/** The backends a sequence runs on, in the order their results are compared and printed. */
-const SIDES = ['embedded', 'durable', 'redis']
+/**
+ * The sides of a run, in the order their results are compared and printed: `names` among
+ * `embedded`, `durable`, `redis` (`where.url`), `cluster` (`where.cluster`: seed URLs), each
+ * through the Node API, and `server:embedded`, `server:durable`, `server:redis`: a
+ * flowguard-server of its own on that backend, over HTTP. The first is the reference.
+ */
+export function plan(names, where = {}) {
+  return { names, where }
+}
 
-async function openSides(url) {
-  const side = async (name) => {
-    const prefix = freshPrefix('model')
-    const where = name === 'redis' ? { url } : name === 'durable' ? { path: durablePath(prefix) } : {}
-    const s = new Side(name, await Flowguard.open({ ...where, prefix, retentionMs: RETENTION }))
-    s.clients = { shortRetention: await Flowguard.open({ ...where, prefix, retentionMs: SHORT_RETENTION }) }
+/** Which shell a side goes through: its results' error messages are compared within a shell only. */
+const shellOf = (name) => (name.startsWith('server:') ? 'http' : 'node')
+
+async function openSide(name, { url, cluster }) {
+  const prefix = freshPrefix('model')
+  if (shellOf(name) === 'http') {
+    const backend = name.slice('server:'.length)
+    const args = ['--prefix', prefix, '--retention-ms', String(RETENTION)]
+    if (backend === 'durable') args.push('--path', durablePath(prefix))
+    if (backend === 'redis') args.push('--redis-url', url)
+    const s = new Side(name, await openServer(args))
+    s.clients = {}
     return s
   }
+  const where = name === 'redis' ? { url } : name === 'cluster' ? { cluster } : name === 'durable' ? { path: durablePath(prefix) } : {}
+  const s = new Side(name, await Flowguard.open({ ...where, prefix, retentionMs: RETENTION }))
+  s.clients = { shortRetention: await Flowguard.open({ ...where, prefix, retentionMs: SHORT_RETENTION }) }
+  return s
+}
+
+async function openSides({ names, where }) {
   const sides = []
-  for (const name of SIDES) sides.push(await side(name))
+  try {
+    for (const name of names) sides.push(await openSide(name, where))
+  } catch (e) {
+    await closeSides(sides)
+    throw e
+  }
   return sides
 }
+
+async function closeSides(sides) {
+  for (const s of sides) await s.fg.stop?.()
+}
+
+/** The kind of fencing tokens an operation's result shows (a lock and a semaphore of one name count apart). */
+const PERMIT_OPS = new Set(['acquirePermit', 'releasePermit', 'extendPermit', 'getSemaphore', 'listSemaphores'])
 
 /** What once()'s function throws: passed on as it is, so it has no code of flowguard's. */
 class FnFailed extends Error {
@@ -81,6 +118,8 @@ function shardOrder(step, result) {
 }
 
 async function runStep(side, step, pos, abs) {
+  // The catalog is the server's alone: the Node API's sides sit those steps out (they only read).
+  if (CATALOG.has(step.op) && shellOf(side.name) !== 'http') return { skip: true }
   const args = resolve(step.args, side, abs)
   if (abs !== undefined) side.literals.set(abs, `abs${pos}`)
   const before = Date.now()
@@ -94,17 +133,37 @@ async function runStep(side, step, pos, abs) {
   }
   // The window first: times this step wrote are named after it.
   side.window(pos, before, Date.now())
+  side.space = PERMIT_OPS.has(step.op) ? 'permit' : 'lock'
   if (!err) return { ok: side.normalise(shardOrder(step, r), step.id) }
   if (err instanceof FnFailed) return { error: 'fn failed (passed on)' }
   return { error: err.code === undefined ? `no code (${err.name})` : err.code, message: String(err.message) }
 }
 
 /**
- * Runs `seq`; resolves to null when every backend agrees with the embedded store on every step,
- * else to the failure: { pos, step, results (in the order of SIDES), why }.
+ * Whether two sides' results of a step agree. Across shells an error is compared by its code
+ * only (each shell words its messages; the HTTP ones name body fields).
  */
-export async function execute(seq, url, stats) {
-  const sides = await openSides(url)
+function agree(a, b, sameShell) {
+  if (sameShell || a.error === undefined || b.error === undefined) return same(a, b)
+  return a.error === b.error
+}
+
+/**
+ * Runs `seq` on the sides of `p` (see plan); resolves to null when every side agrees with the
+ * first that ran the step, on every step, else to the failure: { pos, step, results (in the
+ * order of the sides), names, why }.
+ */
+export async function execute(seq, p, stats, times) {
+  const sides = await openSides(p)
+  try {
+    return await steps(seq, sides, stats, times)
+  } finally {
+    await closeSides(sides)
+  }
+}
+
+async function steps(seq, sides, stats, times) {
+  const names = sides.map((s) => s.name)
   let last = performance.now()
   for (let pos = 0; pos < seq.length; pos++) {
     const step = seq[pos]
@@ -119,15 +178,23 @@ export async function execute(seq, url, stats) {
     const rel = absOf(step.args)
     const abs = rel === undefined ? undefined : Date.now() + rel
     const results = []
-    for (const side of sides) results.push(await runStep(side, step, pos, abs))
+    for (const side of sides) {
+      const t0 = performance.now()
+      results.push(await runStep(side, step, pos, abs))
+      if (times) times.set(side.name, (times.get(side.name) || 0) + performance.now() - t0)
+    }
     last = performance.now()
+    const ran = results.map((r, i) => [r, i]).filter(([r]) => !r.skip)
+    const [ref, refAt] = ran[0]
     if (stats) {
-      const k = `${step.op} ${results[0].error === undefined ? 'ok' : results[0].error}`
+      const k = `${step.op} ${ref.error === undefined ? 'ok' : ref.error}`
       stats.set(k, (stats.get(k) || 0) + 1)
     }
     const bad = results.find((r) => r.error !== undefined && !CODES.has(r.error) && !r.error.startsWith('fn failed'))
-    if (bad) return { pos, step, results, why: `an error without a documented code: ${bad.error}` }
-    if (!results.every((r) => same(results[0], r))) return { pos, step, results, why: 'the backends disagree', sides }
+    if (bad) return { pos, step, results, names, why: `an error without a documented code: ${bad.error}` }
+    if (!ran.every(([r, i]) => agree(ref, r, shellOf(names[i]) === shellOf(names[refAt])))) {
+      return { pos, step, results, names, why: 'the backends disagree' }
+    }
   }
   return null
 }
@@ -146,14 +213,14 @@ function units(seq) {
  * Shrinks a failing sequence: drops chunks of steps (halving the chunk size) while the rest
  * still fails, within `budgetMs`. Resolves to { seq, failure } of the smallest found.
  */
-export async function shrink(seq, failure, url, budgetMs) {
+export async function shrink(seq, failure, p, budgetMs) {
   const deadline = Date.now() + budgetMs
   let cur = units(seq.slice(0, failure.pos + 1))
   let best = failure
   for (let chunk = Math.max(1, cur.length >> 1); chunk >= 1; chunk = chunk >> 1) {
     for (let i = 0; i < cur.length && Date.now() < deadline;) {
       const cand = [...cur.slice(0, i), ...cur.slice(i + chunk)]
-      const f = cand.length ? await execute(cand.flat(), url) : null
+      const f = cand.length ? await execute(cand.flat(), p) : null
       if (f) {
         cur = units(cand.flat().slice(0, f.pos + 1))
         best = f
@@ -194,8 +261,9 @@ export function describe(seq, failure) {
   return [
     `${failure.why} at position ${failure.pos} (${failure.step.op}):`,
     `  // on each backend: fg = await Flowguard.open({ url, prefix, retentionMs: ${RETENTION} }),`,
-    `  // fgShortRetention = await Flowguard.open({ url, prefix, retentionMs: ${SHORT_RETENTION} }) (same prefix)`,
+    `  // fgShortRetention = await Flowguard.open({ url, prefix, retentionMs: ${SHORT_RETENTION} }) (same prefix);`,
+    `  // server:<backend>: the same calls on a flowguard-server of that backend, over HTTP (model/http.mjs)`,
     ...lines,
-    ...SIDES.map((name, i) => `  ${`${name}:`.padEnd(10)}${canon(failure.results[i])}`),
+    ...failure.names.map((name, i) => `  ${`${name}:`.padEnd(17)}${canon(failure.results[i])}`),
   ].join('\n')
 }
