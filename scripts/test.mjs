@@ -72,13 +72,14 @@ const tapLeafCounts = (out) => {
 }
 /** The suites run under Bun and Deno too (the others spawn Node-specific child processes). */
 const otherRuntimeSuites = ['__test__/lock.test.mjs', '__test__/lock-loop.test.mjs', '__test__/tracker.test.mjs']
-/** The suites run once more against a Redis Cluster. */
 /** `node --test` as every Node leg runs it: TAP for the counts, and each file's process ends once
  * its tests have (a handle a failed test leaves open, such as a counting connection, must not
  * keep the run waiting forever; that a process using flowguard exits by itself is a test of its
  * own, in connections.test.mjs, which spawns such a process). */
 const nodeTest = ['--test', '--test-reporter=tap', '--test-force-exit']
-const clusterSuites = ['tracker', 'lock', 'queue', 'state'].map((s) => `__test__/${s}.test.mjs`)
+/** The suites run once more against a Redis Cluster (the model test: the Node API on the Cluster
+ * against the in-memory store, on sequences of every pattern). */
+const clusterSuites = ['tracker', 'lock', 'queue', 'state', 'model'].map((s) => `__test__/${s}.test.mjs`)
 /** The suites run once more against Valkey 8.1 (scripts/valkey-server.mjs): those on REDIS_URL,
  * and those that start servers of their own through __test__/redis-server.mjs (it starts
  * FLOWGUARD_REDIS_SERVER), the Cluster slow-shard and Sentinel suites among them. Left out: the TLS
@@ -139,11 +140,12 @@ try {
     // target reuses its compiled dependencies instead of building them all a second time.
     const host = spawnSync('rustc', ['-vV'], { encoding: 'utf8' }).stdout.match(/^host: (\S+)/m)[1]
     run('cargo test', 'cargo', ['test', '--workspace', '--target', host, '--', '--include-ignored'], env, cargoCounts)
-    run('node --test', process.execPath, [...nodeTest, ...testFiles('__test__', root)], env, nodeCounts)
-    // The server's dashboard in Debian's chromium (playwright-core), and the server on a
-    // Sentinel-managed Redis and on a Redis Cluster (each suite starts its own), on the binary
-    // cargo test built.
+    // The server binary cargo test built: the model test drives it over HTTP (each sequence on
+    // servers of its own, on the embedded store and Redis) against the Node API.
     const serverBin = join(root, 'target', host, 'debug', 'flowguard-server')
+    run('node --test', process.execPath, [...nodeTest, ...testFiles('__test__', root)], { ...env, FLOWGUARD_SERVER_BIN: serverBin }, nodeCounts)
+    // The server's dashboard in Debian's chromium (playwright-core), and the server on a
+    // Sentinel-managed Redis and on a Redis Cluster (each suite starts its own).
     run('server e2e (dashboard in chromium, Sentinel, Cluster)', process.execPath, [...nodeTest, ...testFiles('crates/server/e2e', root)], { ...env, FLOWGUARD_SERVER_BIN: serverBin }, nodeCounts)
     // The core suites again on a real cluster (3 primaries, 3 replicas on loopback) of `server`.
     const { startCluster } = await import('../__test__/redis-cluster.mjs')

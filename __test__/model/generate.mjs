@@ -264,7 +264,7 @@ export function generate(seed, steps, { http = false } = {}) {
     deleteState: () => ['deleteState', [name(keys)]],
     increment: () => ['increment', [name(keys), r.chance(0.3) ? undefined : r.chance(0.85) ? r.pick([1, -1, 5, 0, 9007199254740991, -9007199254740991]) : r.pick(http ? [1.5, 'x'] : [1.5, NaN, '2']), opts({ ttlMs: r.chance(0.5) ? dur(TTLS) : undefined })]],
     claimKey: () => ['claimKey', [name(idemKeys), opts({ leaseMs: dur(LEASES) })], 'key'],
-    completeKey: () => ['completeKey', [name(idemKeys), tok('key'), r.pick(['{"v":1}', '{}', '"x"', 'not json']), opts({ ttlMs: dur(TTLS) })]],
+    completeKey: () => ['completeKey', [name(idemKeys), tok('key'), r.pick(http ? ['{"v":1}', '{}', '"x"'] : ['{"v":1}', '{}', '"x"', 'not json']), opts({ ttlMs: dur(TTLS) })]],
     releaseKey: () => ['releaseKey', [name(idemKeys), tok('key')]],
     once: () => {
       const fn = r.chance(0.2) ? { $fn: 'throw' } : r.chance(0.05) ? { $fn: 'nan' } : { $fn: 'value', v: jsonValue() }
@@ -289,10 +289,11 @@ export function generate(seed, steps, { http = false } = {}) {
       const bad = r.chance(0.08)
       const o = opts({
         limit: bad && r.chance(0.3) ? r.pick([0, 1000001, 1.5, -1, undefined, 'x']) : l.limit,
-        periodMs: bad && r.chance(0.3) ? r.pick([0, -5, 1.5, 'x']) : l.periodMs,
+        // (A fraction of a duration is rounded up by the Node API, refused by the server.)
+        periodMs: bad && r.chance(0.3) ? r.pick([0, -5, http ? -1 : 1.5, 'x']) : l.periodMs,
         burst: bad && r.chance(0.3) ? r.pick([0, -1, 1.5, 1000001]) : l.burst,
         cost: r.chance(0.4) ? undefined : bad ? r.pick([0, -1, 1.5, 5, 1000001]) : r.pick([1, 1, 2, 3]),
-        maxWaitMs: r.chance(0.5) ? undefined : bad ? r.pick([-1, 1.5, 365 * 86400000 + 1]) : r.pick([0, ...MAX_WAITS]),
+        maxWaitMs: r.chance(0.5) ? undefined : bad ? r.pick([-1, http ? -5 : 1.5, 365 * 86400000 + 1]) : r.pick([0, ...MAX_WAITS]),
       })
       const wait = !('maxWaitMs' in o && o.maxWaitMs !== 0) && r.chance(0.2)
       return [wait ? 'waitRateLimit' : 'rateLimit', [r.chance(0.03) ? name([]) : l.name, o]]

@@ -187,7 +187,8 @@ async function steps(seq, sides, stats, times) {
     const ran = results.map((r, i) => [r, i]).filter(([r]) => !r.skip)
     const [ref, refAt] = ran[0]
     if (stats) {
-      const k = `${step.op} ${ref.error === undefined ? 'ok' : ref.error}`
+      const refused = ref.ok && (ref.ok.allowed === false || ref.ok.acquired === false || ref.ok.claimed === false)
+      const k = `${step.op} ${ref.error !== undefined ? ref.error : refused ? 'refused' : 'ok'}`
       stats.set(k, (stats.get(k) || 0) + 1)
     }
     const bad = results.find((r) => r.error !== undefined && !CODES.has(r.error) && !r.error.startsWith('fn failed'))
