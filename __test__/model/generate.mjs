@@ -59,12 +59,13 @@ export const SPANS = [SHORT, ...LEASES, ...TTLS, ...DEFAULTS]
 // result can show (retryAfterMs, resetAfterMs, waitMs, slotsMs) then counts down from a
 // multiple of an interval (LIMITER_SPANS: multiples of 5e5 ms, further apart than a run lasts),
 // and a maxWaitMs lies between two of them, so whether a reservation fits never depends on
-// timing.
+// timing. One limiter in four is a short one instead: one token per SHORT, each take followed by
+// a wait past it, so it is full again (and its key gone) before the next step.
 const PERIODS = [1e7, 2e7]
 const LIMITS = [1, 2, 4, 5]
 const MAX_WAITS = [7.25e6, 1.625e7]
 /** Durations a rate limiter's relative times count down from (0 stays 0). */
-export const LIMITER_SPANS = [...new Set(PERIODS.flatMap((p) => LIMITS.flatMap((l) => Array.from({ length: 60 }, (_, k) => ((k + 1) * p) / l))))].sort((x, y) => x - y)
+export const LIMITER_SPANS = [SHORT, ...new Set(PERIODS.flatMap((p) => LIMITS.flatMap((l) => Array.from({ length: 60 }, (_, k) => ((k + 1) * p) / l))))].sort((x, y) => x - y)
 
 // Names: ordinary and hostile ones that must work (Redis key syntax, hash tags, escapes,
 // unicode, NUL, exactly 1 KiB), and ones that must be refused (empty, over 1 KiB, wrong types).
@@ -107,7 +108,9 @@ export function generate(seed, steps, { http = false } = {}) {
   const keys = pool(4)
   const idemKeys = pool(3)
   const sems = pool(3).map((name) => ({ name, permits: r.pick([1, 1, 2, 3]) }))
-  const limiters = pool(3).map((name) => ({ name, limit: r.pick(LIMITS), periodMs: r.pick(PERIODS), burst: r.pick([undefined, 1, 2, 3]) }))
+  const limiters = pool(3).map((name) =>
+    r.chance(0.25) ? { name, limit: 1, periodMs: SHORT, short: true } : { name, limit: r.pick(LIMITS), periodMs: r.pick(PERIODS), burst: r.pick([undefined, 1, 2, 3]) },
+  )
   // Steps whose results carry owner tokens, per family, for later references.
   const issued = { item: [], lock: [], queue: [], key: [], permit: [] }
   let short = false
@@ -167,6 +170,8 @@ export function generate(seed, steps, { http = false } = {}) {
     const shards = r.chance(0.03) ? r.pick([1, 2, 3, 4, 8, 0, 1025]) : q.shards
     return { name: r.chance(0.03) ? name([]) : q.name, shards }
   }
+  // A page size of a listing (1 to 100; now and then a bad one).
+  const pageOpts = () => opts({ limit: r.chance(0.9) ? r.pick([undefined, 1, 2, 100]) : r.pick([0, 101, -1, 1.5, 'x']) })
   const jsonValue = () =>
     r.pick([0, 1, -7, 41, 9007199254740991, -9007199254740991, 1.5, 'text', '', 'ü{}:', true, false, null, [1, 'a'], { a: { b: [null] } }, 'x'.repeat(2000)])
 
@@ -286,6 +291,10 @@ export function generate(seed, steps, { http = false } = {}) {
     // Rate limiters: no waitRateLimit with a maxWaitMs (it would wait for a reservation).
     rateLimit: () => {
       const l = r.pick(limiters)
+      if (l.short) {
+        short = true
+        return [r.chance(0.2) ? 'waitRateLimit' : 'rateLimit', [l.name, { limit: 1, periodMs: SHORT }]]
+      }
       const bad = r.chance(0.08)
       const o = opts({
         limit: bad && r.chance(0.3) ? r.pick([0, 1000001, 1.5, -1, undefined, 'x']) : l.limit,
@@ -299,11 +308,11 @@ export function generate(seed, steps, { http = false } = {}) {
       return [wait ? 'waitRateLimit' : 'rateLimit', [r.chance(0.03) ? name([]) : l.name, o]]
     },
     // The catalog (over HTTP only): a whole listing, page by page (see model/http.mjs).
-    listGroups: () => ['listGroups', [opts({ limit: r.pick([undefined, 1, 2, 100]) })]],
-    listLocks: () => ['listLocks', [opts({ limit: r.pick([undefined, 1, 2, 100]) })]],
-    listQueues: () => ['listQueues', [opts({ limit: r.pick([undefined, 1, 2, 100]) })]],
-    listLimiters: () => ['listLimiters', [opts({ limit: r.pick([undefined, 1, 2, 100]) })]],
-    listSemaphores: () => ['listSemaphores', [opts({ limit: r.pick([undefined, 1, 2, 100]) })]],
+    listGroups: () => ['listGroups', [pageOpts()]],
+    listLocks: () => ['listLocks', [pageOpts()]],
+    listQueues: () => ['listQueues', [pageOpts()]],
+    listLimiters: () => ['listLimiters', [pageOpts()]],
+    listSemaphores: () => ['listSemaphores', [pageOpts()]],
   }
   const ids_ = ids
   // How often each operation comes up (writes more than reads, so state builds up).
