@@ -481,15 +481,7 @@ pub(crate) use js_input;
 /// A duration given in milliseconds as a JavaScript number: finite and not negative (the core
 /// checks the range and rounds a fraction of a millisecond up).
 pub fn ms(at: impl At, value: f64) -> Result<Duration> {
-    if !value.is_finite() {
-        return Err(Error::invalid_at(at, format!("must be a finite number of milliseconds, got {value}")));
-    }
-    if value < 0.0 {
-        return Err(Error::invalid_at(at, format!("must be greater than 0 milliseconds, got {value}")));
-    }
-    let d = Duration::try_from_secs_f64(value / 1000.0).unwrap_or(Duration::MAX);
-    // A positive value too small for a nanosecond still means "more than 0".
-    Ok(if d.is_zero() && value > 0.0 { Duration::from_nanos(1) } else { d })
+    flowguard_core::validate::millis(at, value)
 }
 
 /// An optional duration in milliseconds (see [`ms`]).

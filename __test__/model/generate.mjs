@@ -134,8 +134,8 @@ export function generate(seed, steps, { http = false } = {}) {
     if (x < 0.86) return (short = true), SHORT
     if (zero && x < 0.9) return 0
     if (x < 0.95) return r.pick(http ? [0, -5, 365 * 86400000 + 1, 'x', true] : [0, -5, NaN, Infinity, 365 * 86400000 + 1, '100', true])
-    // Fractions are rounded up (to a duration of the set) by the Node API; JSON has no such rule.
-    return http ? r.pick(set) : r.pick(set) - 0.5
+    // A fraction is rounded up (to a duration of the set) by the core's one rule, in both shells.
+    return r.pick(set) - 0.5
   }
   const tok = (family) => {
     const x = r.next()
@@ -298,8 +298,7 @@ export function generate(seed, steps, { http = false } = {}) {
       const bad = r.chance(0.08)
       const o = opts({
         limit: bad && r.chance(0.3) ? r.pick([0, 1000001, 1.5, -1, undefined, 'x']) : l.limit,
-        // (A fraction of a duration is rounded up by the Node API, refused by the server.)
-        periodMs: bad && r.chance(0.3) ? r.pick([0, -5, http ? -1 : 1.5, 'x']) : l.periodMs,
+        periodMs: bad && r.chance(0.3) ? r.pick([0, -5, 1.5, 'x']) : l.periodMs,
         burst: bad && r.chance(0.3) ? r.pick([0, -1, 1.5, 1000001]) : l.burst,
         cost: r.chance(0.4) ? undefined : bad ? r.pick([0, -1, 1.5, 5, 1000001]) : r.pick([1, 1, 2, 3]),
         maxWaitMs: r.chance(0.5) ? undefined : bad ? r.pick([-1, http ? -5 : 1.5, 365 * 86400000 + 1]) : r.pick([0, ...MAX_WAITS]),

@@ -36,6 +36,26 @@ pub fn text(field: impl At, value: &str) -> Result<()> {
     Ok(())
 }
 
+/// A duration given as a number of milliseconds, as JavaScript and JSON give it: finite and not
+/// negative; a fraction is kept (to the nanosecond: a positive value too small for one is one), a
+/// value past `Duration`'s range is `Duration::MAX` (the checks below then refuse it). The one
+/// reading of a milliseconds number, for the addon and the server alike.
+pub fn millis(field: impl At, value: f64) -> Result<Duration> {
+    millis_reason(value).map_err(|why| Error::invalid_at(field, why))
+}
+
+/// [`millis`] with the reason for a refusal as text (for a shell that names the field itself).
+pub fn millis_reason(value: f64) -> std::result::Result<Duration, String> {
+    if !value.is_finite() {
+        return Err(format!("must be a finite number of milliseconds, got {value}"));
+    }
+    if value < 0.0 {
+        return Err(format!("must be greater than 0 milliseconds, got {value}"));
+    }
+    let d = Duration::try_from_secs_f64(value / 1000.0).unwrap_or(Duration::MAX);
+    Ok(if d.is_zero() && value > 0.0 { Duration::from_nanos(1) } else { d })
+}
+
 /// A duration of more than 0 and at most 365 days, in whole milliseconds (a fraction of a
 /// millisecond is rounded up).
 pub fn duration(field: impl At, value: Duration) -> Result<u64> {

@@ -52,8 +52,9 @@ impl Limits {
         Ok(())
     }
 
-    pub fn wait(&self, field: &str, ms: u64) -> Result<(), ApiError> {
-        if ms > self.max_wait_ms {
+    pub fn wait(&self, field: &str, wait: std::time::Duration) -> Result<(), ApiError> {
+        if wait > std::time::Duration::from_millis(self.max_wait_ms) {
+            let ms = wait.as_secs_f64() * 1000.0;
             return Err(ApiError::invalid(
                 field,
                 format!("is {ms} ms; this server waits at most {} ms per call", self.max_wait_ms),

@@ -186,14 +186,57 @@ pub fn opt_i64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error>
     d.deserialize_any(Whole { signed: true }).map(|v| v.map(|v| v as i64))
 }
 
-/// `keepMs`: whole milliseconds (a number or a string of digits), or the word `"forever"`.
+/// A duration in milliseconds (a number, a fraction kept, or the same as a string), read by the
+/// core's one rule for it ([`validate::millis`](flowguard_core::validate::millis)), as the addon
+/// reads it.
+pub fn opt_ms<'de, D: Deserializer<'de>>(d: D) -> Result<Option<std::time::Duration>, D::Error> {
+    d.deserialize_any(Millis)
+}
+
+struct Millis;
+
+impl Millis {
+    fn read<E: de::Error>(v: f64) -> Result<Option<std::time::Duration>, E> {
+        flowguard_core::validate::millis_reason(v).map(Some).map_err(E::custom)
+    }
+}
+
+impl<'de> Visitor<'de> for Millis {
+    type Value = Option<std::time::Duration>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a number of milliseconds")
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+        Ok(Some(std::time::Duration::from_millis(v)))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+        Self::read(v as f64)
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+        Self::read(v)
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        match v.trim().parse::<f64>() {
+            Ok(n) if !v.trim().is_empty() => Self::read(n),
+            _ => Err(E::invalid_type(de::Unexpected::Str(v), &self)),
+        }
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+}
+
+/// `keepMs`: milliseconds (as [`opt_ms`] reads them), or the word `"forever"`.
 pub fn opt_keep<'de, D: Deserializer<'de>>(d: D) -> Result<Option<KeepMs>, D::Error> {
     d.deserialize_any(KeepVisitor)
 }
 
 /// A `keepMs` as given: milliseconds or forever (see [`keep`]).
 pub enum KeepMs {
-    Ms(u64),
+    Ms(std::time::Duration),
     Forever,
 }
 
@@ -201,7 +244,7 @@ pub enum KeepMs {
 pub fn keep(v: Option<KeepMs>) -> Option<flowguard_core::tracker::Keep> {
     use flowguard_core::tracker::Keep;
     v.map(|k| match k {
-        KeepMs::Ms(ms) => Keep::For(std::time::Duration::from_millis(ms)),
+        KeepMs::Ms(d) => Keep::For(d),
         KeepMs::Forever => Keep::Forever,
     })
 }
@@ -211,24 +254,24 @@ struct KeepVisitor;
 impl<'de> Visitor<'de> for KeepVisitor {
     type Value = Option<KeepMs>;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a whole number of milliseconds or \"forever\"")
+        f.write_str("a number of milliseconds or \"forever\"")
     }
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
-        Whole { signed: false }.visit_u64(v).map(|v| v.map(|v| KeepMs::Ms(v as u64)))
+        Millis.visit_u64(v).map(|v| v.map(KeepMs::Ms))
     }
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
-        Whole { signed: false }.visit_i64(v).map(|v| v.map(|v| KeepMs::Ms(v as u64)))
+        Millis.visit_i64(v).map(|v| v.map(KeepMs::Ms))
     }
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
-        Whole { signed: false }.visit_f64(v).map(|v| v.map(|v| KeepMs::Ms(v as u64)))
+        Millis.visit_f64(v).map(|v| v.map(KeepMs::Ms))
     }
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
         if v.trim() == flowguard_core::tracker::Keep::FOREVER_WORD {
             return Ok(Some(KeepMs::Forever));
         }
-        match v.trim().parse::<u64>() {
-            Ok(n) => Ok(Some(KeepMs::Ms(n))),
-            Err(_) => Err(E::invalid_type(de::Unexpected::Str(v), &self)),
+        match v.trim().parse::<f64>() {
+            Ok(n) if !v.trim().is_empty() => Millis::read(n).map(|v| v.map(KeepMs::Ms)),
+            _ => Err(E::invalid_type(de::Unexpected::Str(v), &self)),
         }
     }
     fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
@@ -316,9 +359,4 @@ impl<'de> Visitor<'de> for Flag {
     fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
         Ok(None)
     }
-}
-
-/// Milliseconds as a duration.
-pub fn ms(v: Option<u64>) -> Option<std::time::Duration> {
-    v.map(std::time::Duration::from_millis)
 }

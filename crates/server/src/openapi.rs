@@ -226,12 +226,21 @@ fn or_string(schema: ObjectBuilder, pattern: &str) -> OneOfBuilder {
     OneOfBuilder::new().item(schema.build()).item(text.build())
 }
 
+/// A number of milliseconds, as a string.
+const MILLIS: &str = r"^\s*[0-9]*\.?[0-9]+([eE][+-]?[0-9]+)?\s*$";
+
 /// The digits of a whole number of 0 or more, as a string.
 const DIGITS: &str = r"^\s*\+?[0-9]+\s*$";
 
 /// A whole number of 0 or more (milliseconds, a count), or a string of digits.
 pub fn whole() -> Schema {
     whole_in(0, None)
+}
+
+/// A duration in milliseconds: a number of 0 or more (a fraction kept), or the same as a string.
+pub fn millis() -> Schema {
+    let number = ObjectBuilder::new().schema_type(Type::Number).minimum(Some(0));
+    or_string(number, MILLIS).build().into()
 }
 
 /// A whole number from `min` to `max`, or the same as a string of digits.
@@ -265,9 +274,9 @@ pub fn flag() -> Schema {
     or_string(ObjectBuilder::new().schema_type(Type::Boolean), r"^\s*(true|false)\s*$").build().into()
 }
 
-/// `keepMs`: whole milliseconds (a number or a string of digits), or `"forever"`.
+/// `keepMs`: milliseconds as [`millis`] reads them, or `"forever"`.
 pub fn keep_ms() -> Schema {
-    or_string(ObjectBuilder::new().schema_type(Type::Integer).minimum(Some(0)), DIGITS)
+    or_string(ObjectBuilder::new().schema_type(Type::Number).minimum(Some(0)), MILLIS)
         .item(words([Keep::FOREVER_WORD]))
         .description(Some("how long the record is kept: milliseconds, or \"forever\""))
         .build()

@@ -118,9 +118,21 @@ fn cases() -> Vec<Case> {
             "timeoutMs",
         ),
         bad(
-            "timeoutMs fractional",
+            "timeoutMs negative fraction",
             "/v1/tracker/claim",
-            json!({"group": "g", "id": "a", "timeoutMs": 1.5}),
+            json!({"group": "g", "id": "a", "timeoutMs": -1.5}),
+            "timeoutMs",
+        ),
+        bad(
+            "timeoutMs not finite",
+            "/v1/tracker/claim",
+            json!({"group": "g", "id": "a", "timeoutMs": "inf"}),
+            "timeoutMs",
+        ),
+        bad(
+            "timeoutMs no number",
+            "/v1/tracker/claim",
+            json!({"group": "g", "id": "a", "timeoutMs": " "}),
             "timeoutMs",
         ),
         bad(

@@ -1,5 +1,7 @@
 //! Rate Limiter routes: `/v1/limiter/*`.
 
+use std::time::Duration;
+
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -9,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::app::App;
-use crate::body::{ms, opt_u64, Body};
+use crate::body::{opt_ms, opt_u64, Body};
 use crate::error::Busy;
 use crate::error::{busy, ApiResult};
 use crate::openapi::Errors;
@@ -27,18 +29,18 @@ pub struct TakeIn {
     #[serde(default, deserialize_with = "opt_u64")]
     #[schema(schema_with = crate::openapi::whole)]
     limit: Option<u64>,
-    #[serde(default, deserialize_with = "opt_u64")]
-    #[schema(schema_with = crate::openapi::whole)]
-    period_ms: Option<u64>,
+    #[serde(default, deserialize_with = "opt_ms")]
+    #[schema(schema_with = crate::openapi::millis)]
+    period_ms: Option<Duration>,
     #[serde(default, deserialize_with = "opt_u64")]
     #[schema(schema_with = crate::openapi::whole)]
     burst: Option<u64>,
     #[serde(default, deserialize_with = "opt_u64")]
     #[schema(schema_with = crate::openapi::whole)]
     cost: Option<u64>,
-    #[serde(default, deserialize_with = "opt_u64")]
-    #[schema(schema_with = crate::openapi::whole)]
-    max_wait_ms: Option<u64>,
+    #[serde(default, deserialize_with = "opt_ms")]
+    #[schema(schema_with = crate::openapi::millis)]
+    max_wait_ms: Option<Duration>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -60,13 +62,7 @@ fn options(b: &TakeIn) -> ApiResult<LimitOptions> {
     let Some(limit) = b.limit else {
         return Err(crate::error::ApiError::invalid("limit", "is required: tokens per period"));
     };
-    Ok(LimitOptions {
-        limit,
-        period: ms(b.period_ms),
-        burst: b.burst,
-        cost: b.cost,
-        max_wait: ms(b.max_wait_ms),
-    })
+    Ok(LimitOptions { limit, period: b.period_ms, burst: b.burst, cost: b.cost, max_wait: b.max_wait_ms })
 }
 
 fn answer(r: LimitResult) -> Response {

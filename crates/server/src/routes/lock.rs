@@ -1,5 +1,7 @@
 //! Concurrency Lock routes: `/v1/lock/*`.
 
+use std::time::Duration;
+
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -9,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::app::App;
-use crate::body::{ms, opt_u64, Body};
+use crate::body::{opt_ms, Body};
 use crate::error::Busy;
 use crate::error::{busy, ApiResult, LOCK_HELD};
 use crate::openapi::Errors;
@@ -19,12 +21,12 @@ use crate::openapi::Errors;
 pub struct AcquireIn {
     #[schema(schema_with = crate::openapi::name)]
     name: String,
-    #[serde(default, deserialize_with = "opt_u64")]
-    #[schema(schema_with = crate::openapi::whole)]
-    timeout_ms: Option<u64>,
-    #[serde(default, deserialize_with = "opt_u64")]
-    #[schema(schema_with = crate::openapi::whole)]
-    wait_ms: Option<u64>,
+    #[serde(default, deserialize_with = "opt_ms")]
+    #[schema(schema_with = crate::openapi::millis)]
+    timeout_ms: Option<Duration>,
+    #[serde(default, deserialize_with = "opt_ms")]
+    #[schema(schema_with = crate::openapi::millis)]
+    wait_ms: Option<Duration>,
     #[schema(schema_with = crate::openapi::text)]
     label: Option<String>,
 }
@@ -66,7 +68,7 @@ pub async fn acquire(State(app): State<App>, Body(b): Body<AcquireIn>) -> ApiRes
     if let Some(w) = b.wait_ms {
         app.limits.wait("waitMs", w)?;
     }
-    let opts = AcquireOptions { timeout: ms(b.timeout_ms), wait: ms(b.wait_ms), label: b.label };
+    let opts = AcquireOptions { timeout: b.timeout_ms, wait: b.wait_ms, label: b.label };
     let r: core::LockResult = app.client.acquire_lock(&b.name, opts).await?;
     let out = LockResult {
         name: r.name,
@@ -89,9 +91,9 @@ pub struct OwnedIn {
     #[schema(schema_with = crate::openapi::owner)]
     pub(super) owner: String,
     /// The new lease, from now (extend only: release refuses it).
-    #[serde(default, deserialize_with = "opt_u64")]
-    #[schema(schema_with = crate::openapi::whole)]
-    pub(super) timeout_ms: Option<u64>,
+    #[serde(default, deserialize_with = "opt_ms")]
+    #[schema(schema_with = crate::openapi::millis)]
+    pub(super) timeout_ms: Option<Duration>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -168,7 +170,7 @@ impl From<core::ExtendResult> for ExtendResult {
     )
 )]
 pub async fn extend(State(app): State<App>, Body(b): Body<OwnedIn>) -> ApiResult<Response> {
-    let out: ExtendResult = app.client.extend_lock(&b.name, &b.owner, ms(b.timeout_ms)).await?.into();
+    let out: ExtendResult = app.client.extend_lock(&b.name, &b.owner, b.timeout_ms).await?.into();
     Ok(if out.extended {
         Json(out).into_response()
     } else {

@@ -1,5 +1,7 @@
 //! Dedup Queue routes: `/v1/queue/*`.
 
+use std::time::Duration;
+
 use axum::extract::State;
 use axum::Json;
 use flowguard_core::queue::{
@@ -9,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::app::App;
-use crate::body::{ms, opt_bool, opt_u64, Body};
+use crate::body::{opt_bool, opt_ms, opt_u64, Body};
 use crate::error::ApiResult;
 use crate::openapi::Errors;
 
@@ -39,9 +41,9 @@ pub struct EnqueueIn {
     #[serde(default, deserialize_with = "opt_u64")]
     #[schema(schema_with = crate::openapi::shards)]
     shards: Option<u64>,
-    #[serde(default, deserialize_with = "opt_u64")]
-    #[schema(schema_with = crate::openapi::whole)]
-    delay_ms: Option<u64>,
+    #[serde(default, deserialize_with = "opt_ms")]
+    #[schema(schema_with = crate::openapi::millis)]
+    delay_ms: Option<Duration>,
     #[serde(default, deserialize_with = "opt_bool")]
     #[schema(schema_with = crate::openapi::flag)]
     debounce: Option<bool>,
@@ -83,8 +85,7 @@ pub struct EnqueueResult {
 pub async fn enqueue(State(app): State<App>, Body(b): Body<EnqueueIn>) -> ApiResult<Json<EnqueueResult>> {
     let ids = b.ids.into_vec();
     app.limits.batch("ids", ids.len())?;
-    let opts =
-        EnqueueOptions { shards: b.shards, delay: ms(b.delay_ms), debounce: b.debounce.unwrap_or(false) };
+    let opts = EnqueueOptions { shards: b.shards, delay: b.delay_ms, debounce: b.debounce.unwrap_or(false) };
     let r = app.client.enqueue(&b.queue, ids, opts).await?;
     let count = |o: EnqueueOutcome| r.iter().filter(|e| e.outcome == o).count();
     Ok(Json(EnqueueResult {
@@ -113,9 +114,9 @@ pub struct ReadIn {
     #[serde(default, deserialize_with = "opt_u64")]
     #[schema(schema_with = crate::openapi::whole)]
     limit: Option<u64>,
-    #[serde(default, deserialize_with = "opt_u64")]
-    #[schema(schema_with = crate::openapi::whole)]
-    visibility_timeout_ms: Option<u64>,
+    #[serde(default, deserialize_with = "opt_ms")]
+    #[schema(schema_with = crate::openapi::millis)]
+    visibility_timeout_ms: Option<Duration>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -156,7 +157,7 @@ pub async fn read_batch(State(app): State<App>, Body(b): Body<ReadIn>) -> ApiRes
         shards: b.shards,
         shard: b.shard,
         limit: b.limit,
-        visibility_timeout: ms(b.visibility_timeout_ms),
+        visibility_timeout: b.visibility_timeout_ms,
     };
     let r = app.client.read_batch(&b.queue, opts).await?;
     Ok(Json(QueueBatch {
@@ -183,9 +184,9 @@ pub struct SettleIn {
     #[schema(schema_with = crate::openapi::shards)]
     shards: Option<u64>,
     /// When the ids are due again (release only: ack refuses it).
-    #[serde(default, deserialize_with = "opt_u64")]
-    #[schema(schema_with = crate::openapi::whole)]
-    delay_ms: Option<u64>,
+    #[serde(default, deserialize_with = "opt_ms")]
+    #[schema(schema_with = crate::openapi::millis)]
+    delay_ms: Option<Duration>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -267,7 +268,7 @@ pub async fn ack(State(app): State<App>, Body(b): Body<SettleIn>) -> ApiResult<J
 pub async fn release(State(app): State<App>, Body(b): Body<SettleIn>) -> ApiResult<Json<SettleResult>> {
     let ids = b.ids.into_vec();
     app.limits.batch("ids", ids.len())?;
-    Ok(Json(settled(app.client.release(&b.queue, &b.owner, ids, b.shards, ms(b.delay_ms)).await?)))
+    Ok(Json(settled(app.client.release(&b.queue, &b.owner, ids, b.shards, b.delay_ms).await?)))
 }
 
 #[derive(Deserialize, ToSchema)]

@@ -1,5 +1,7 @@
 //! Semaphore routes: `/v1/semaphore/*`. Release and extend answer as the lock's do.
 
+use std::time::Duration;
+
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -10,7 +12,7 @@ use utoipa::ToSchema;
 
 use super::lock::{ExtendResult, OwnedIn, ReleaseResult};
 use crate::app::App;
-use crate::body::{ms, opt_u64, Body};
+use crate::body::{opt_ms, opt_u64, Body};
 use crate::error::Busy;
 use crate::error::{busy, ApiError, ApiResult};
 use crate::openapi::Errors;
@@ -28,12 +30,12 @@ pub struct AcquireIn {
     #[serde(default, deserialize_with = "opt_u64")]
     #[schema(schema_with = crate::openapi::whole)]
     permits: Option<u64>,
-    #[serde(default, deserialize_with = "opt_u64")]
-    #[schema(schema_with = crate::openapi::whole)]
-    timeout_ms: Option<u64>,
-    #[serde(default, deserialize_with = "opt_u64")]
-    #[schema(schema_with = crate::openapi::whole)]
-    wait_ms: Option<u64>,
+    #[serde(default, deserialize_with = "opt_ms")]
+    #[schema(schema_with = crate::openapi::millis)]
+    timeout_ms: Option<Duration>,
+    #[serde(default, deserialize_with = "opt_ms")]
+    #[schema(schema_with = crate::openapi::millis)]
+    wait_ms: Option<Duration>,
     #[schema(schema_with = crate::openapi::text)]
     label: Option<String>,
 }
@@ -77,7 +79,7 @@ pub async fn acquire(State(app): State<App>, Body(b): Body<AcquireIn>) -> ApiRes
     let Some(permits) = b.permits else {
         return Err(ApiError::invalid("permits", "is required: how many holders at once"));
     };
-    let opts = PermitOptions { permits, timeout: ms(b.timeout_ms), wait: ms(b.wait_ms), label: b.label };
+    let opts = PermitOptions { permits, timeout: b.timeout_ms, wait: b.wait_ms, label: b.label };
     let r = app.client.acquire_permit(&b.name, opts).await?;
     let out = PermitOut {
         name: r.name,
@@ -134,7 +136,7 @@ pub async fn release(State(app): State<App>, Body(b): Body<OwnedIn>) -> ApiResul
     )
 )]
 pub async fn extend(State(app): State<App>, Body(b): Body<OwnedIn>) -> ApiResult<Response> {
-    let out: ExtendResult = app.client.extend_permit(&b.name, &b.owner, ms(b.timeout_ms)).await?.into();
+    let out: ExtendResult = app.client.extend_permit(&b.name, &b.owner, b.timeout_ms).await?.into();
     Ok(if out.extended {
         Json(out).into_response()
     } else {

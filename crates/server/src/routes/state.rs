@@ -1,6 +1,8 @@
 //! Job State routes: `/v1/state/*`. Values are plain JSON in the body, passed to the core as
 //! their exact text (no number is rounded on the way).
 
+use std::time::Duration;
+
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -11,7 +13,7 @@ use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
 use crate::app::App;
-use crate::body::{ms, opt_bool, opt_i64, opt_u64, Body};
+use crate::body::{opt_bool, opt_i64, opt_ms, opt_u64, Body};
 use crate::error::Busy;
 use crate::error::{busy, ApiError, ApiResult, KEY_PENDING};
 use crate::openapi::Errors;
@@ -100,9 +102,9 @@ pub struct SetIn {
     key: String,
     #[schema(value_type = Value)]
     value: Box<RawValue>,
-    #[serde(default, deserialize_with = "opt_u64")]
-    #[schema(schema_with = crate::openapi::whole)]
-    ttl_ms: Option<u64>,
+    #[serde(default, deserialize_with = "opt_ms")]
+    #[schema(schema_with = crate::openapi::millis)]
+    ttl_ms: Option<Duration>,
     #[serde(default, deserialize_with = "opt_u64")]
     #[schema(schema_with = crate::openapi::epoch_ms)]
     expires_at: Option<u64>,
@@ -139,7 +141,7 @@ pub struct SetResult {
 )]
 pub async fn set(State(app): State<App>, Body(b): Body<SetIn>) -> ApiResult<Json<SetResult>> {
     let opts =
-        SetOptions { ttl: ms(b.ttl_ms), expires_at: b.expires_at, if_absent: b.if_absent.unwrap_or(false) };
+        SetOptions { ttl: b.ttl_ms, expires_at: b.expires_at, if_absent: b.if_absent.unwrap_or(false) };
     let r = app.client.set_state(&b.key, b.value.get(), opts).await?;
     Ok(Json(SetResult { written: r.written, value: raw(r.current.json)?, expires_at: r.current.expires_at }))
 }
@@ -175,9 +177,9 @@ pub struct IncrementIn {
     #[serde(default, deserialize_with = "opt_i64")]
     #[schema(schema_with = crate::openapi::whole_signed)]
     by: Option<i64>,
-    #[serde(default, deserialize_with = "opt_u64")]
-    #[schema(schema_with = crate::openapi::whole)]
-    ttl_ms: Option<u64>,
+    #[serde(default, deserialize_with = "opt_ms")]
+    #[schema(schema_with = crate::openapi::millis)]
+    ttl_ms: Option<Duration>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -200,7 +202,7 @@ pub struct Counter {
     )
 )]
 pub async fn increment(State(app): State<App>, Body(b): Body<IncrementIn>) -> ApiResult<Json<Counter>> {
-    Ok(Json(Counter { value: app.client.increment(&b.key, b.by, ms(b.ttl_ms)).await? }))
+    Ok(Json(Counter { value: app.client.increment(&b.key, b.by, b.ttl_ms).await? }))
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -208,9 +210,9 @@ pub async fn increment(State(app): State<App>, Body(b): Body<IncrementIn>) -> Ap
 pub struct ClaimKeyIn {
     #[schema(schema_with = crate::openapi::name)]
     key: String,
-    #[serde(default, deserialize_with = "opt_u64")]
-    #[schema(schema_with = crate::openapi::whole)]
-    lease_ms: Option<u64>,
+    #[serde(default, deserialize_with = "opt_ms")]
+    #[schema(schema_with = crate::openapi::millis)]
+    lease_ms: Option<Duration>,
 }
 
 /// What a `claimKey` found.
@@ -272,7 +274,7 @@ pub async fn claim_key(State(app): State<App>, Body(b): Body<ClaimKeyIn>) -> Api
         value: None,
         expires_at: None,
     };
-    Ok(match app.client.claim_key(&b.key, ms(b.lease_ms)).await? {
+    Ok(match app.client.claim_key(&b.key, b.lease_ms).await? {
         KeyClaim::Claimed { owner, lease_ms } => {
             Json(KeyClaimResult { owner: Some(owner), lease_ms: Some(lease_ms), ..with(KeyStatus::Claimed) })
                 .into_response()
@@ -298,9 +300,9 @@ pub struct CompleteKeyIn {
     owner: String,
     #[schema(value_type = Value)]
     value: Box<RawValue>,
-    #[serde(default, deserialize_with = "opt_u64")]
-    #[schema(schema_with = crate::openapi::whole)]
-    ttl_ms: Option<u64>,
+    #[serde(default, deserialize_with = "opt_ms")]
+    #[schema(schema_with = crate::openapi::millis)]
+    ttl_ms: Option<Duration>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -326,7 +328,7 @@ pub struct Stored {
     )
 )]
 pub async fn complete_key(State(app): State<App>, Body(b): Body<CompleteKeyIn>) -> ApiResult<Json<Stored>> {
-    app.client.complete_key(&b.key, &b.owner, b.value.get(), ms(b.ttl_ms)).await?;
+    app.client.complete_key(&b.key, &b.owner, b.value.get(), b.ttl_ms).await?;
     Ok(Json(Stored { stored: true }))
 }
 

@@ -1,5 +1,7 @@
 //! Item Tracker routes: `/v1/tracker/*`.
 
+use std::time::Duration;
+
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -9,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::app::App;
-use crate::body::{keep, ms, opt_bool, opt_keep, opt_u64, Body, KeepMs, Object};
+use crate::body::{keep, opt_bool, opt_keep, opt_ms, opt_u64, Body, KeepMs, Object};
 use crate::error::Busy;
 use crate::error::{busy, ApiResult, ITEM_BUSY};
 use crate::openapi::Errors;
@@ -113,9 +115,9 @@ pub struct ClaimIn {
     group: String,
     #[schema(schema_with = crate::openapi::name)]
     id: String,
-    #[serde(default, deserialize_with = "opt_u64")]
-    #[schema(schema_with = crate::openapi::whole)]
-    timeout_ms: Option<u64>,
+    #[serde(default, deserialize_with = "opt_ms")]
+    #[schema(schema_with = crate::openapi::millis)]
+    timeout_ms: Option<Duration>,
     #[serde(default, deserialize_with = "opt_bool")]
     #[schema(schema_with = crate::openapi::flag)]
     reclaim_completed: Option<bool>,
@@ -141,7 +143,7 @@ pub async fn claim(State(app): State<App>, Body(b): Body<ClaimIn>) -> ApiResult<
     let req = ItemRequest {
         id: b.id,
         status: "in_progress".into(),
-        timeout: ms(b.timeout_ms),
+        timeout: b.timeout_ms,
         reclaim_completed: b.reclaim_completed.unwrap_or(false),
         ..Default::default()
     };
@@ -156,9 +158,9 @@ pub struct ClaimManyIn {
     group: String,
     #[schema(schema_with = crate::openapi::names)]
     ids: Vec<String>,
-    #[serde(default, deserialize_with = "opt_u64")]
-    #[schema(schema_with = crate::openapi::whole)]
-    timeout_ms: Option<u64>,
+    #[serde(default, deserialize_with = "opt_ms")]
+    #[schema(schema_with = crate::openapi::millis)]
+    timeout_ms: Option<Duration>,
     #[serde(default, deserialize_with = "opt_bool")]
     #[schema(schema_with = crate::openapi::flag)]
     reclaim_completed: Option<bool>,
@@ -190,10 +192,8 @@ pub struct ClaimBatch {
 )]
 pub async fn claim_batch(State(app): State<App>, Body(b): Body<ClaimManyIn>) -> ApiResult<Json<ClaimBatch>> {
     app.limits.batch("ids", b.ids.len())?;
-    let r = app
-        .client
-        .claim_batch(&b.group, &b.ids, ms(b.timeout_ms), b.reclaim_completed.unwrap_or(false))
-        .await?;
+    let r =
+        app.client.claim_batch(&b.group, &b.ids, b.timeout_ms, b.reclaim_completed.unwrap_or(false)).await?;
     Ok(Json(ClaimBatch {
         owner: r.owner,
         lease_expires_at: r.lease_expires_at,
@@ -220,10 +220,8 @@ pub async fn claim_many(
     Body(b): Body<ClaimManyIn>,
 ) -> ApiResult<Json<Vec<ClaimResult>>> {
     app.limits.batch("ids", b.ids.len())?;
-    let r = app
-        .client
-        .claim_many(&b.group, b.ids, ms(b.timeout_ms), b.reclaim_completed.unwrap_or(false))
-        .await?;
+    let r =
+        app.client.claim_many(&b.group, b.ids, b.timeout_ms, b.reclaim_completed.unwrap_or(false)).await?;
     Ok(Json(r.into_iter().map(ClaimResult::from).collect()))
 }
 
@@ -317,9 +315,9 @@ pub struct RequestIn {
     owner: Option<String>,
     #[schema(schema_with = crate::openapi::text)]
     error: Option<String>,
-    #[serde(default, deserialize_with = "opt_u64")]
-    #[schema(schema_with = crate::openapi::whole)]
-    timeout_ms: Option<u64>,
+    #[serde(default, deserialize_with = "opt_ms")]
+    #[schema(schema_with = crate::openapi::millis)]
+    timeout_ms: Option<Duration>,
     #[serde(default, deserialize_with = "opt_keep")]
     #[schema(schema_with = crate::openapi::keep_ms)]
     keep_ms: Option<KeepMs>,
@@ -409,7 +407,7 @@ pub async fn set_items(
             status: r.status,
             owner: r.owner,
             error: r.error,
-            timeout: ms(r.timeout_ms),
+            timeout: r.timeout_ms,
             keep: keep(r.keep_ms),
             reclaim_completed: r.reclaim_completed.unwrap_or(false),
         })

@@ -141,6 +141,16 @@ pub async fn lock(url: Option<String>) {
     assert!(held["remainingMs"].as_u64().unwrap() > 20_000, "{held}");
     assert!(held.get("owner").is_none());
     assert!(held["waitedMs"].as_u64().unwrap() >= 40, "{held}");
+    // Milliseconds as the addon reads them (the core's one rule): a fraction is kept, as a number
+    // or as a string, and a fraction of a millisecond still waits (0.5 ms: held, 409).
+    for (name, timeout) in [("F1", json!(2500.5)), ("F2", json!(" 2500.5 "))] {
+        let f = s.ok("/v1/lock/acquire", json!({"name": name, "timeoutMs": timeout})).await;
+        let left = f["remainingMs"].as_u64().unwrap();
+        assert!(f["acquired"] == true && left > 2000 && left <= 2501, "{f}");
+    }
+    let (st, held) = s.call("/v1/lock/acquire", json!({"name": "L", "waitMs": 0.5})).await;
+    assert_eq!(st, 409, "{held}");
+    assert_eq!(held["code"], "ERR_LOCK_HELD", "{held}");
     let g = s.ok("/v1/lock/get", json!({"name": "L"})).await;
     assert_eq!((g["locked"].as_bool(), g["holder"].as_str()), (Some(true), Some("run-1")));
     let e = s.ok("/v1/lock/extend", json!({"name": "L", "owner": owner, "timeoutMs": 90000})).await;
