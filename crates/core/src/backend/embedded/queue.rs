@@ -151,9 +151,12 @@ impl QueueTable {
                             }
                             s.wait(id, t);
                         }
-                        EnqueueWrite::Again(t) => {
-                            s.again.insert(id.clone(), t);
-                        }
+                        EnqueueWrite::Again(t) => match s.again.get_mut(id) {
+                            Some(a) => *a = t,
+                            None => {
+                                s.again.insert(id.clone(), t);
+                            }
+                        },
                     }
                     (d.outcome, d.due)
                 })
