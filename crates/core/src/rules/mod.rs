@@ -10,10 +10,18 @@
 //! - [`lock`]: the Concurrency Lock (acquire with its fencing token, release and extend with the
 //!   owner check, the lease, the label, how long a fence is kept);
 //! - [`semaphore`]: the Semaphore (acquire within the permits, release and extend of one's own
-//!   permit).
+//!   permit);
+//! - [`queue`]: the Dedup Queue (enqueue: new, duplicate, debounce, delay, kept for after a
+//!   claim; the claim of due ids for a visibility lease; ack and release by the claim's owner;
+//!   the return of expired claims);
+//! - [`state`]: Job State's values (expiry, set with `ifAbsent`, increment);
+//! - [`once`]: Job State's idempotency keys (claim, complete and release with the owner check).
 //!
 //! The rate limiter's rule is [`crate::limiter::decide`].
 
 pub mod lock;
+pub mod once;
+pub mod queue;
 pub mod semaphore;
+pub mod state;
 pub mod tracker;

@@ -1,4 +1,4 @@
-//! Dedup Queue on the durable store: the rules of the in-memory store (see `queue.rs`), with a
+//! Dedup Queue on the durable store: a storage adapter around [`crate::rules::queue`], with a
 //! shard's waiting and claimed ids as rows. Every step is one transaction on one shard and first
 //! returns that shard's expired claims to waiting.
 
@@ -10,9 +10,15 @@ use crate::queue::{
     shard_mismatch, EnqueueOutcome, QueueBackend, SettleAction, SettleOutcome, ShardClaim, ShardRef,
     ShardSize,
 };
+use crate::rules::queue::{self, EnqueueWrite};
 
 /// A claim: (deadline, owner, due time of an enqueue made while claimed).
 type ClaimRow = (i64, String, Option<i64>);
+
+/// A claim row as the rules read it.
+fn rule_claim(row: &ClaimRow) -> queue::Claim<'_> {
+    queue::Claim { deadline: row.0, owner: &row.1, again: row.2 }
+}
 
 /// A row's key in the order a shard's rows are read: (ns, queue, shard, a time, id).
 type Key = (String, String, u32, i64, String);
@@ -101,8 +107,8 @@ impl Shard<'_> {
         Ok(empty)
     }
 
-    /// Returns expired claims to waiting, due at their deadline (or at the due time of a later
-    /// enqueue, when that is later).
+    /// Returns expired claims to waiting (see [`queue::back_at`]). The scan reads the claims
+    /// whose deadline is now or before: those no longer [`queue::live`].
     fn reap(&self, now: i64) -> Sql<()> {
         let mut expired: Vec<(String, i64, Option<i64>)> = Vec::new();
         self.scan(CLAIMED_BY_DEADLINE, now, |k, r| {
@@ -110,8 +116,9 @@ impl Shard<'_> {
             Ok(true)
         })?;
         for (id, deadline, again) in expired {
+            debug_assert!(!queue::live(deadline, now));
             self.unclaim(&id)?;
-            self.wait(&id, again.map_or(deadline, |a| a.max(deadline)))?;
+            self.wait(&id, queue::back_at(deadline, again))?;
         }
         Ok(())
     }
@@ -161,53 +168,40 @@ fn enqueue(
     debounce: bool,
     now: i64,
 ) -> Sql<Vec<(EnqueueOutcome, i64)>> {
-    let due = now + delay_ms as i64;
-    let set_again = |id: &str| -> Sql<()> {
-        s.c.prepare_cached(
-            "UPDATE q_claimed SET again = ?5 WHERE ns = ?1 AND queue = ?2 AND shard = ?3 AND id = ?4",
-        )?
-        .execute(params![s.ns, s.queue, s.shard, id, due])?;
-        Ok(())
-    };
+    let due = queue::due(now, delay_ms);
     ids.iter()
         .map(|id| {
-            // An id whose claim expired goes back to waiting alone, before it is judged; an
-            // enqueue returns no other expired claim (as on Redis and in memory).
-            let claim = match s.claim_of(id)? {
-                Some((deadline, _, again)) if deadline <= now => {
-                    s.unclaim(id)?;
-                    s.wait(id, again.map_or(deadline, |a: i64| a.max(deadline)))?;
-                    None
-                }
-                other => other,
+            let claim = s.claim_of(id)?;
+            let place = match &claim {
+                Some(row) => queue::Place::Claimed(rule_claim(row)),
+                None => s.waiting_due(id)?.map_or(queue::Place::Absent, queue::Place::Waiting),
             };
-            if let Some((_, _, again)) = claim {
-                let d = match again {
-                    Some(a) if !debounce => a,
-                    _ => {
-                        set_again(id)?;
-                        due
+            let d = queue::enqueue(place, debounce, due, now);
+            match d.write {
+                EnqueueWrite::Keep => {}
+                EnqueueWrite::Wait(t) => {
+                    // When it was claimed (the claim had expired), the claim row goes.
+                    if claim.is_some() {
+                        s.unclaim(id)?;
                     }
-                };
-                Ok((EnqueueOutcome::Claimed, d))
-            } else if let Some(old) = s.waiting_due(id)? {
-                if debounce {
-                    s.wait(id, due)?;
-                    Ok((EnqueueOutcome::Debounced, due))
-                } else {
-                    Ok((EnqueueOutcome::Duplicate, old))
+                    s.wait(id, t)?;
                 }
-            } else {
-                s.wait(id, due)?;
-                Ok((EnqueueOutcome::Added, due))
+                EnqueueWrite::Again(t) => {
+                    s.c.prepare_cached(
+                        "UPDATE q_claimed SET again = ?5 WHERE ns = ?1 AND queue = ?2 AND shard = ?3 AND id = ?4",
+                    )?
+                    .execute(params![s.ns, s.queue, s.shard, id, t])?;
+                }
             }
+            Ok((d.outcome, d.due))
         })
         .collect()
 }
 
 fn claim(s: &Shard<'_>, owner: &str, limit: u64, visibility_ms: u64, now: i64) -> Sql<ShardClaim> {
     s.reap(now)?;
-    let deadline = now + visibility_ms as i64;
+    let deadline = queue::lease(now, visibility_ms);
+    // The scan reads the waiting ids due by now: those [`queue::deliverable`].
     let items = due(s, now, limit)?;
     let mut del =
         s.c.prepare_cached("DELETE FROM q_waiting WHERE ns = ?1 AND queue = ?2 AND shard = ?3 AND id = ?4")?;
@@ -231,28 +225,15 @@ fn settle(
     let out = ids
         .iter()
         .map(|id| {
-            Ok(match s.claim_of(id)? {
-                None => (SettleOutcome::NotClaimed, None),
-                Some((_, o, _)) if o != owner => (SettleOutcome::NotOwner, None),
-                Some((deadline, _, _)) if deadline <= now => (SettleOutcome::Expired, None),
-                Some((_, _, again)) => {
-                    s.unclaim(id)?;
-                    match action {
-                        SettleAction::Ack => match again {
-                            Some(d) => {
-                                s.wait(id, d)?;
-                                (SettleOutcome::Done { requeued: true }, Some(d))
-                            }
-                            None => (SettleOutcome::Done { requeued: false }, None),
-                        },
-                        SettleAction::Release { delay_ms } => {
-                            let due = again.map_or(now + delay_ms as i64, |d| d.max(now + delay_ms as i64));
-                            s.wait(id, due)?;
-                            (SettleOutcome::Done { requeued: again.is_some() }, Some(due))
-                        }
-                    }
+            let row = s.claim_of(id)?;
+            let (outcome, due) = queue::settle(row.as_ref().map(rule_claim), owner, action, now);
+            if let SettleOutcome::Done { .. } = outcome {
+                s.unclaim(id)?;
+                if let Some(t) = due {
+                    s.wait(id, t)?;
                 }
-            })
+            }
+            Ok((outcome, due))
         })
         .collect::<Sql<Vec<_>>>()?;
     s.reap(now)?;

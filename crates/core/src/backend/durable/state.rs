@@ -1,13 +1,13 @@
-//! Job State on the durable store: the rules of the in-memory store (and the Redis scripts
-//! `state_*.lua`), with values and idempotency keys as rows. Expired rows are invisible to every
+//! Job State on the durable store: a storage adapter around [`crate::rules::state`] and
+//! [`crate::rules::once`], with values and idempotency keys as rows. Expired rows are invisible to every
 //! call and removed a slice per write.
 
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::{purge, Durable, Sql};
-use crate::backend::embedded::integer;
 use crate::backend::BoxFuture;
-use crate::state::{Expiry, KeyClaim, Refusal, SetResult, StateBackend, StateValue, MAX_SAFE_INTEGER};
+use crate::rules::{once, state};
+use crate::state::{Expiry, KeyClaim, Refusal, SetResult, StateBackend, StateValue};
 
 type Refused<T> = std::result::Result<T, Refusal>;
 
@@ -17,6 +17,10 @@ fn value(c: &Connection, ns: &str, key: &str, now: i64) -> Sql<Option<StateValue
     )?
     .query_row(params![ns, key, now], |r| Ok(StateValue { json: r.get(0)?, expires_at: r.get(1)? }))
     .optional()?)
+}
+
+fn rule_value(v: &StateValue) -> state::Value<'_> {
+    state::Value { json: &v.json, expires_at: v.expires_at }
 }
 
 fn put(c: &Connection, ns: &str, key: &str, json: &str, exp: Option<i64>, now: i64) -> Sql<()> {
@@ -31,6 +35,16 @@ fn put(c: &Connection, ns: &str, key: &str, json: &str, exp: Option<i64>, now: i
 
 /// An idempotency key: (owner while pending, result when done, expiry).
 type IdemRow = (Option<String>, Option<String>, i64);
+
+/// An idempotency key row as the rules read it: done when it holds a result, else pending under
+/// its owner (a row with neither is not written).
+fn rule_key(row: &IdemRow) -> Option<once::Key<'_>> {
+    match row {
+        (_, Some(json), exp) => Some(once::Key::Done { json, expires_at: *exp }),
+        (Some(owner), None, exp) => Some(once::Key::Pending { owner, expires_at: *exp }),
+        (None, None, _) => None,
+    }
+}
 
 /// The live idempotency key.
 fn idem(c: &Connection, ns: &str, key: &str, now: i64) -> Sql<Option<IdemRow>> {
@@ -48,19 +62,16 @@ fn set(
     if_absent: bool,
     now: i64,
 ) -> Sql<Refused<SetResult>> {
-    let expires_at = match expiry {
-        Expiry::Never => None,
-        Expiry::In(ms) => Some(now + ms as i64),
-        Expiry::At(at) if (at as i64) <= now => return Ok(Err(Refusal::ExpiryPast)),
-        Expiry::At(at) => Some(at as i64),
-    };
-    if if_absent {
-        if let Some(current) = value(c, ns, key, now)? {
-            return Ok(Ok(SetResult { written: false, current }));
+    // The rule reads the current value only for `if_absent`.
+    let current = if if_absent { value(c, ns, key, now)? } else { None };
+    Ok(match state::set(current.as_ref().map(rule_value), expiry, if_absent, now) {
+        Err(r) => Err(r),
+        Ok(state::Set::Keep(v)) => Ok(SetResult { written: false, current: v.into() }),
+        Ok(state::Set::Write { expires_at }) => {
+            put(c, ns, key, json, expires_at, now)?;
+            Ok(SetResult { written: true, current: StateValue { json: json.to_string(), expires_at } })
         }
-    }
-    put(c, ns, key, json, expires_at, now)?;
-    Ok(Ok(SetResult { written: true, current: StateValue { json: json.to_string(), expires_at } }))
+    })
 }
 
 fn delete(c: &Connection, ns: &str, key: &str, now: i64) -> Sql<bool> {
@@ -78,41 +89,33 @@ fn increment(
     ttl_ms: Option<u64>,
     now: i64,
 ) -> Sql<Refused<i64>> {
-    let (current, expires_at) = match value(c, ns, key, now)? {
-        Some(v) => match integer(&v.json) {
-            Ok(n) => (n, v.expires_at),
-            Err(r) => return Ok(Err(r)),
-        },
-        None => (0, None),
-    };
-    let next = current + by;
-    if next.abs() > MAX_SAFE_INTEGER {
-        return Ok(Err(Refusal::OutOfRange));
-    }
-    let expires_at = expires_at.or_else(|| ttl_ms.map(|t| now + t as i64));
-    put(c, ns, key, &next.to_string(), expires_at, now)?;
-    Ok(Ok(next))
-}
-
-fn claim_key(c: &Connection, ns: &str, key: &str, owner: &str, lease_ms: u64, now: i64) -> Sql<KeyClaim> {
-    purge(c, "idem", now)?;
-    Ok(match idem(c, ns, key, now)? {
-        Some((_, Some(json), exp)) => KeyClaim::Done { json, expires_at: Some(exp) },
-        Some((_, None, exp)) => KeyClaim::Pending { remaining_ms: (exp - now).max(0) as u64 },
-        None => {
-            c.prepare_cached(
-                "INSERT INTO idem (ns, key, owner, result, exp) VALUES (?1, ?2, ?3, NULL, ?4)
-                 ON CONFLICT (ns, key) DO UPDATE SET owner = excluded.owner, result = NULL, exp = excluded.exp",
-            )?
-            .execute(params![ns, key, owner, now + lease_ms as i64])?;
-            KeyClaim::Claimed { owner: owner.to_string(), lease_ms }
+    let current = value(c, ns, key, now)?;
+    Ok(match state::increment(current.as_ref().map(rule_value), by, ttl_ms, now) {
+        Err(r) => Err(r),
+        Ok((next, expires_at)) => {
+            put(c, ns, key, &next.to_string(), expires_at, now)?;
+            Ok(next)
         }
     })
 }
 
-/// Whether `owner` holds the pending key `key` now.
-fn holds(c: &Connection, ns: &str, key: &str, owner: &str, now: i64) -> Sql<bool> {
-    Ok(matches!(idem(c, ns, key, now)?, Some((Some(o), None, _)) if o == owner))
+fn claim_key(c: &Connection, ns: &str, key: &str, owner: &str, lease_ms: u64, now: i64) -> Sql<KeyClaim> {
+    purge(c, "idem", now)?;
+    let row = idem(c, ns, key, now)?;
+    Ok(match once::claim(row.as_ref().and_then(rule_key), lease_ms, now) {
+        once::Claim::Done { json, expires_at } => {
+            KeyClaim::Done { json: json.to_string(), expires_at: Some(expires_at) }
+        }
+        once::Claim::Pending { remaining_ms } => KeyClaim::Pending { remaining_ms },
+        once::Claim::Take { expires_at } => {
+            c.prepare_cached(
+                "INSERT INTO idem (ns, key, owner, result, exp) VALUES (?1, ?2, ?3, NULL, ?4)
+                 ON CONFLICT (ns, key) DO UPDATE SET owner = excluded.owner, result = NULL, exp = excluded.exp",
+            )?
+            .execute(params![ns, key, owner, expires_at])?;
+            KeyClaim::Claimed { owner: owner.to_string(), lease_ms }
+        }
+    })
 }
 
 fn complete_key(
@@ -124,16 +127,18 @@ fn complete_key(
     ttl_ms: u64,
     now: i64,
 ) -> Sql<bool> {
-    if !holds(c, ns, key, owner, now)? {
+    let row = idem(c, ns, key, now)?;
+    let Some(expires_at) = once::complete(row.as_ref().and_then(rule_key), owner, ttl_ms, now) else {
         return Ok(false);
-    }
+    };
     c.prepare_cached("UPDATE idem SET owner = NULL, result = ?3, exp = ?4 WHERE ns = ?1 AND key = ?2")?
-        .execute(params![ns, key, json, now + ttl_ms as i64])?;
+        .execute(params![ns, key, json, expires_at])?;
     Ok(true)
 }
 
 fn release_key(c: &Connection, ns: &str, key: &str, owner: &str, now: i64) -> Sql<bool> {
-    if !holds(c, ns, key, owner, now)? {
+    let row = idem(c, ns, key, now)?;
+    if !once::release(row.as_ref().and_then(rule_key), owner, now) {
         return Ok(false);
     }
     c.prepare_cached("DELETE FROM idem WHERE ns = ?1 AND key = ?2")?.execute(params![ns, key])?;

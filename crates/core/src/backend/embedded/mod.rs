@@ -44,7 +44,6 @@ pub use limiter::LimiterTable;
 pub use lock::LockTable;
 pub use queue::QueueTable;
 pub use semaphore::SemaphoreTable;
-pub(crate) use state::integer;
 pub use state::StateTable;
 pub use tracker::TrackerTable;
 

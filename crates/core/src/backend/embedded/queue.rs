@@ -1,4 +1,5 @@
-//! Dedup Queue on the embedded store. The same rules as the Redis scripts `queue_*.lua`.
+//! Dedup Queue on the embedded store: a storage adapter around [`crate::rules::queue`] (the
+//! Redis scripts `queue_*.lua` write the same rules in Lua).
 
 use std::collections::HashMap;
 
@@ -13,6 +14,7 @@ use crate::queue::{
     shard_mismatch, EnqueueOutcome, QueueBackend, SettleAction, SettleOutcome, ShardClaim, ShardRef,
     ShardSize,
 };
+use crate::rules::queue::{self, EnqueueWrite};
 
 #[derive(Default)]
 struct Shard {
@@ -44,34 +46,31 @@ impl Shard {
         Some(c)
     }
 
-    /// Returns the claim of `id` to waiting alone when it expired (as [`Shard::reap`] would): an
-    /// enqueue judges its own ids so and returns no other expired claim, as on Redis (so that
-    /// whether an expired claim is still held does not depend on which backend ran the call).
-    fn return_expired(&mut self, id: &str, now: i64) {
-        if matches!(self.claims.get(id), Some((deadline, _)) if *deadline <= now) {
-            if let Some((deadline, _)) = self.unclaim(id) {
-                let due = self.again.remove(id).map_or(deadline, |a| a.max(deadline));
-                self.wait(id, due);
-            }
+    /// Where `id` is, as the rules read it.
+    fn place(&self, id: &str) -> queue::Place<'_> {
+        match self.claims.get(id) {
+            Some((deadline, owner)) => queue::Place::Claimed(self.claim_of(id, *deadline, owner)),
+            None => self.due.get(id).map_or(queue::Place::Absent, |&d| queue::Place::Waiting(d)),
         }
     }
 
-    /// Returns expired claims to waiting, due at their deadline (or at the due time of a later
-    /// enqueue, when that is later): at most `max(SLICE, max)` per call, so a mass expiry never
-    /// blocks the event loop in one call (the following calls go on, as on Redis). A claim whose
-    /// deadline passed cannot be acked or released, and counts as waiting and due in `size`.
+    fn claim_of<'a>(&self, id: &str, deadline: i64, owner: &'a str) -> queue::Claim<'a> {
+        queue::Claim { deadline, owner, again: self.again.get(id).copied() }
+    }
+
+    /// Returns expired claims to waiting (see [`queue::back_at`]): at most `max(SLICE, max)` per
+    /// call, so a mass expiry never blocks the event loop in one call (the following calls go
+    /// on, as on Redis). A claim whose deadline passed cannot be acked or released, and counts as
+    /// waiting and due in `size`.
     fn reap(&mut self, now: i64, max: usize) {
         for _ in 0..SLICE.max(max) {
             match self.claimed.first() {
-                Some((deadline, _)) if *deadline <= now => {}
+                Some((deadline, _)) if !queue::live(*deadline, now) => {}
                 _ => break,
             }
             let (deadline, id) = self.claimed.pop_first().expect("first exists");
             self.claims.remove(&id);
-            let due = match self.again.remove(&id) {
-                Some(a) => a.max(deadline),
-                None => deadline,
-            };
+            let due = queue::back_at(deadline, self.again.remove(&id));
             self.wait(&id, due);
         }
     }
@@ -137,29 +136,29 @@ impl QueueTable {
         debounce: bool,
     ) -> Result<Vec<(EnqueueOutcome, i64)>> {
         self.with(at, |s, now| {
-            let due = now + delay_ms as i64;
+            let due = queue::due(now, delay_ms);
             ids.iter()
                 .map(|id| {
-                    s.return_expired(id, now);
-                    if s.claims.contains_key(id) {
-                        let d = if debounce {
-                            s.again.insert(id.clone(), due);
-                            due
-                        } else {
-                            *s.again.entry(id.clone()).or_insert(due)
-                        };
-                        (EnqueueOutcome::Claimed, d)
-                    } else if let Some(&old) = s.due.get(id) {
-                        if debounce {
-                            s.wait(id, due);
-                            (EnqueueOutcome::Debounced, due)
-                        } else {
-                            (EnqueueOutcome::Duplicate, old)
+                    let place = s.place(id);
+                    let claimed = matches!(place, queue::Place::Claimed(_));
+                    let d = queue::enqueue(place, debounce, due, now);
+                    match d.write {
+                        EnqueueWrite::Keep => {}
+                        EnqueueWrite::Wait(t) => {
+                            if claimed {
+                                s.unclaim(id);
+                                s.again.remove(id);
+                            }
+                            s.wait(id, t);
                         }
-                    } else {
-                        s.wait(id, due);
-                        (EnqueueOutcome::Added, due)
+                        EnqueueWrite::Again(t) => match s.again.get_mut(id) {
+                            Some(a) => *a = t,
+                            None => {
+                                s.again.insert(id.clone(), t);
+                            }
+                        },
                     }
+                    (d.outcome, d.due)
                 })
                 .collect()
         })
@@ -174,11 +173,11 @@ impl QueueTable {
     ) -> Result<ShardClaim> {
         self.with(at, |s, now| {
             s.reap(now, limit as usize);
-            let deadline = now + visibility_ms as i64;
+            let deadline = queue::lease(now, visibility_ms);
             let mut items = Vec::new();
             while (items.len() as u64) < limit {
                 match s.waiting.first() {
-                    Some((due, _)) if *due <= now => {}
+                    Some((due, _)) if queue::deliverable(*due, now) => {}
                     _ => break,
                 }
                 let (due, id) = s.waiting.pop_first().expect("first exists");
@@ -201,31 +200,19 @@ impl QueueTable {
         self.with(at, |s, now| {
             let out = ids
                 .iter()
-                .map(|id| match s.claims.get(id) {
-                    None => (SettleOutcome::NotClaimed, None),
-                    Some((_, o)) if o != owner => (SettleOutcome::NotOwner, None),
-                    Some((deadline, _)) if *deadline <= now => (SettleOutcome::Expired, None),
-                    Some(_) => {
+                .map(|id| {
+                    let claim = s.claims.get(id).map(|(deadline, o)| s.claim_of(id, *deadline, o));
+                    let (outcome, due) = queue::settle(claim, owner, action, now);
+                    if let SettleOutcome::Done { requeued } = outcome {
                         s.unclaim(id);
-                        let again = s.again.remove(id);
-                        match action {
-                            SettleAction::Ack => match again {
-                                Some(d) => {
-                                    s.wait(id, d);
-                                    (SettleOutcome::Done { requeued: true }, Some(d))
-                                }
-                                None => (SettleOutcome::Done { requeued: false }, None),
-                            },
-                            SettleAction::Release { delay_ms } => {
-                                let mut due = now + delay_ms as i64;
-                                if let Some(d) = again {
-                                    due = due.max(d);
-                                }
-                                s.wait(id, due);
-                                (SettleOutcome::Done { requeued: again.is_some() }, Some(due))
-                            }
+                        if requeued {
+                            s.again.remove(id);
+                        }
+                        if let Some(t) = due {
+                            s.wait(id, t);
                         }
                     }
+                    (outcome, due)
                 })
                 .collect();
             s.reap(now, ids.len());

@@ -1,11 +1,14 @@
-//! Job State on the embedded store. The same rules as the Redis scripts `state_*.lua`.
+//! Job State on the embedded store: a storage adapter around [`crate::rules::state`] and
+//! [`crate::rules::once`] (the Redis scripts `state_*.lua` and `key_*.lua` write the same rules
+//! in Lua).
 
 use std::collections::HashMap;
 
 use super::expiries::{Expiries, SLICE};
 use super::{guard, now_ms, Embedded};
 use crate::backend::{ready, BoxFuture};
-use crate::state::{Expiry, KeyClaim, Refusal, SetResult, StateBackend, StateValue, MAX_SAFE_INTEGER};
+use crate::rules::{once, state};
+use crate::state::{Expiry, KeyClaim, Refusal, SetResult, StateBackend, StateValue};
 
 struct Entry {
     json: String,
@@ -13,16 +16,30 @@ struct Entry {
 }
 
 impl Entry {
-    fn live(&self, now: i64) -> bool {
-        self.expires_at.is_none_or(|x| x > now)
+    fn value(&self) -> state::Value<'_> {
+        state::Value { json: &self.json, expires_at: self.expires_at }
     }
 }
 
-/// An idempotency key: pending (owner set, no result) or done (result set).
-struct Key {
-    owner: Option<String>,
-    result: Option<String>,
-    expires_at: i64,
+/// An idempotency key: pending under its owner, or done with its result.
+enum Key {
+    Pending { owner: String, expires_at: i64 },
+    Done { json: String, expires_at: i64 },
+}
+
+impl Key {
+    fn expires_at(&self) -> i64 {
+        match self {
+            Key::Pending { expires_at, .. } | Key::Done { expires_at, .. } => *expires_at,
+        }
+    }
+
+    fn rule(&self) -> once::Key<'_> {
+        match self {
+            Key::Pending { owner, expires_at } => once::Key::Pending { owner, expires_at: *expires_at },
+            Key::Done { json, expires_at } => once::Key::Done { json, expires_at: *expires_at },
+        }
+    }
 }
 
 #[derive(Default)]
@@ -32,22 +49,6 @@ pub struct StateTable {
     /// The expiries of `values` (those that expire) and of `keys`, for clean-up in slices.
     value_expiry: Expiries,
     key_expiry: Expiries,
-}
-
-/// The counter a value holds: `Ok(n)`, or a refusal when it is not an integer as a counter
-/// stores it (the forms the Redis script accepts) or lies outside the safe integer range.
-pub(crate) fn integer(json: &str) -> std::result::Result<i64, Refusal> {
-    let digits = json.strip_prefix('-').unwrap_or(json);
-    let canonical = !digits.is_empty()
-        && digits.bytes().all(|b| b.is_ascii_digit())
-        && (json == "0" || !digits.starts_with('0'));
-    if !canonical {
-        return Err(Refusal::NotInteger);
-    }
-    match json.parse::<i64>() {
-        Ok(n) if n.abs() <= MAX_SAFE_INTEGER => Ok(n),
-        _ => Err(Refusal::OutOfRange),
-    }
 }
 
 impl StateTable {
@@ -69,17 +70,20 @@ impl StateTable {
 
     /// Drops `key`'s value and idempotency key when expired.
     fn expire(&mut self, key: &str, now: i64) {
-        if self.values.get(key).is_some_and(|e| !e.live(now)) {
+        if self.values.get(key).is_some_and(|e| !state::live(e.expires_at, now)) {
             self.drop_value(key);
         }
-        if self.keys.get(key).is_some_and(|k| k.expires_at <= now) {
+        if self.keys.get(key).is_some_and(|k| !once::kept(k.expires_at(), now)) {
             self.drop_key(key);
         }
     }
 
     fn put_value(&mut self, key: &str, e: Entry) {
         let new = e.expires_at;
-        let old = self.values.insert(key.to_string(), e).and_then(|o| o.expires_at);
+        let old = match self.values.get_mut(key) {
+            Some(slot) => std::mem::replace(slot, e).expires_at,
+            None => self.values.insert(key.to_string(), e).and_then(|o| o.expires_at),
+        };
         self.value_expiry.moved(key, old, new);
     }
 
@@ -94,14 +98,17 @@ impl StateTable {
     }
 
     fn put_key(&mut self, key: &str, k: Key) {
-        let new = k.expires_at;
-        let old = self.keys.insert(key.to_string(), k).map(|o| o.expires_at);
+        let new = k.expires_at();
+        let old = match self.keys.get_mut(key) {
+            Some(slot) => Some(std::mem::replace(slot, k).expires_at()),
+            None => self.keys.insert(key.to_string(), k).map(|o| o.expires_at()),
+        };
         self.key_expiry.moved(key, old, Some(new));
     }
 
     fn drop_key(&mut self, key: &str) {
         if let Some(old) = self.keys.remove(key) {
-            self.key_expiry.moved(key, Some(old.expires_at), None);
+            self.key_expiry.moved(key, Some(old.expires_at()), None);
         }
     }
 
@@ -111,7 +118,7 @@ impl StateTable {
         keys.iter()
             .map(|k| {
                 self.expire(k, now);
-                self.values.get(k).map(|e| StateValue { json: e.json.clone(), expires_at: e.expires_at })
+                self.values.get(k).map(|e| e.value().into())
             })
             .collect()
     }
@@ -125,20 +132,13 @@ impl StateTable {
     ) -> std::result::Result<SetResult, Refusal> {
         let now = now_ms();
         self.tick(key, now);
-        let expires_at = match expiry {
-            Expiry::Never => None,
-            Expiry::In(ms) => Some(now + ms as i64),
-            Expiry::At(at) if (at as i64) <= now => return Err(Refusal::ExpiryPast),
-            Expiry::At(at) => Some(at as i64),
-        };
-        if if_absent {
-            if let Some(e) = self.values.get(key) {
-                let current = StateValue { json: e.json.clone(), expires_at: e.expires_at };
-                return Ok(SetResult { written: false, current });
+        match state::set(self.values.get(key).map(Entry::value), expiry, if_absent, now)? {
+            state::Set::Keep(v) => Ok(SetResult { written: false, current: v.into() }),
+            state::Set::Write { expires_at } => {
+                self.put_value(key, Entry { json: json.to_string(), expires_at });
+                Ok(SetResult { written: true, current: StateValue { json: json.to_string(), expires_at } })
             }
         }
-        self.put_value(key, Entry { json: json.to_string(), expires_at });
-        Ok(SetResult { written: true, current: StateValue { json: json.to_string(), expires_at } })
     }
 
     pub fn delete(&mut self, key: &str) -> bool {
@@ -155,15 +155,7 @@ impl StateTable {
     ) -> std::result::Result<i64, Refusal> {
         let now = now_ms();
         self.tick(key, now);
-        let (current, expires_at) = match self.values.get(key) {
-            Some(e) => (integer(&e.json)?, e.expires_at),
-            None => (0, None),
-        };
-        let next = current + by;
-        if next.abs() > MAX_SAFE_INTEGER {
-            return Err(Refusal::OutOfRange);
-        }
-        let expires_at = expires_at.or_else(|| ttl_ms.map(|t| now + t as i64));
+        let (next, expires_at) = state::increment(self.values.get(key).map(Entry::value), by, ttl_ms, now)?;
         self.put_value(key, Entry { json: next.to_string(), expires_at });
         Ok(next)
     }
@@ -171,16 +163,13 @@ impl StateTable {
     pub fn claim_key(&mut self, key: &str, owner: &str, lease_ms: u64) -> KeyClaim {
         let now = now_ms();
         self.tick(key, now);
-        match self.keys.get(key) {
-            Some(Key { result: Some(json), expires_at, .. }) => {
-                KeyClaim::Done { json: json.clone(), expires_at: Some(*expires_at) }
+        match once::claim(self.keys.get(key).map(Key::rule), lease_ms, now) {
+            once::Claim::Done { json, expires_at } => {
+                KeyClaim::Done { json: json.to_string(), expires_at: Some(expires_at) }
             }
-            Some(k) => KeyClaim::Pending { remaining_ms: (k.expires_at - now).max(0) as u64 },
-            None => {
-                self.put_key(
-                    key,
-                    Key { owner: Some(owner.to_string()), result: None, expires_at: now + lease_ms as i64 },
-                );
+            once::Claim::Pending { remaining_ms } => KeyClaim::Pending { remaining_ms },
+            once::Claim::Take { expires_at } => {
+                self.put_key(key, Key::Pending { owner: owner.to_string(), expires_at });
                 KeyClaim::Claimed { owner: owner.to_string(), lease_ms }
             }
         }
@@ -189,30 +178,23 @@ impl StateTable {
     pub fn complete_key(&mut self, key: &str, owner: &str, json: &str, ttl_ms: u64) -> bool {
         let now = now_ms();
         self.tick(key, now);
-        match self.keys.get_mut(key) {
-            Some(k) if k.result.is_none() && k.owner.as_deref() == Some(owner) => {
-                let old = k.expires_at;
-                k.owner = None;
-                k.result = Some(json.to_string());
-                k.expires_at = now + ttl_ms as i64;
-                let new = k.expires_at;
-                self.key_expiry.moved(key, Some(old), Some(new));
+        match once::complete(self.keys.get(key).map(Key::rule), owner, ttl_ms, now) {
+            Some(expires_at) => {
+                self.put_key(key, Key::Done { json: json.to_string(), expires_at });
                 true
             }
-            _ => false,
+            None => false,
         }
     }
 
     pub fn release_key(&mut self, key: &str, owner: &str) -> bool {
         let now = now_ms();
         self.tick(key, now);
-        match self.keys.get(key) {
-            Some(k) if k.result.is_none() && k.owner.as_deref() == Some(owner) => {
-                self.drop_key(key);
-                true
-            }
-            _ => false,
+        let freed = once::release(self.keys.get(key).map(Key::rule), owner, now);
+        if freed {
+            self.drop_key(key);
         }
+        freed
     }
 }
 
@@ -254,23 +236,5 @@ impl StateBackend for Embedded {
     }
     fn release_key<'a>(&'a self, key: &'a str, owner: &'a str) -> BoxFuture<'a, bool> {
         ready(Ok(guard(&self.namespace().state).release_key(key, owner)))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::integer;
-    use crate::state::Refusal;
-
-    #[test]
-    fn counters_parse_like_the_redis_script() {
-        assert_eq!(integer("0"), Ok(0));
-        assert_eq!(integer("-12"), Ok(-12));
-        assert_eq!(integer("9007199254740991"), Ok(9_007_199_254_740_991));
-        assert_eq!(integer("9007199254740992"), Err(Refusal::OutOfRange));
-        assert_eq!(integer("99999999999999999999"), Err(Refusal::OutOfRange));
-        for bad in ["", "-", "-0", "01", "1.0", "1e3", " 1", "\"1\"", "+1", "null"] {
-            assert_eq!(integer(bad), Err(Refusal::NotInteger), "{bad:?}");
-        }
     }
 }

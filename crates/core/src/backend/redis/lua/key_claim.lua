@@ -1,3 +1,4 @@
+-- The Rust rule this script mirrors: rules::once::claim (crates/core/src/rules/once.rs).
 -- Job State, idempotency: take a key when free. KEYS[1]: the key (hash: o = owner token while
 -- pending, v = the stored result once done). ARGV: owner, lease ms.
 -- Reply: {1, false, lease ms, now} claimed | {0, false, ms left, now} pending under another

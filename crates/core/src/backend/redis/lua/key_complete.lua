@@ -1,3 +1,4 @@
+-- The Rust rule this script mirrors: rules::once::complete (crates/core/src/rules/once.rs).
 -- Job State, idempotency: store the result, only while ARGV[1] holds the pending key.
 -- ARGV: owner, result JSON, how long to keep it (ms). Reply: 1 stored | 0 not the owner.
 local h = redis.call('HMGET', KEYS[1], 'o', 'v')

@@ -1,3 +1,4 @@
+-- The Rust rule this script mirrors: rules::queue::{deliverable, lease} (crates/core/src/rules/queue.rs).
 -- Dedup Queue: claim up to ARGV[4] due ids of one shard, oldest first, for ARGV[5] ms, for the
 -- owner token ARGV[3], unless the server's time is past ARGV[6] (ms, Redis's clock): the latest
 -- start at which the caller still waits for the reply (see queue.rs). Reply after the head (see

@@ -1,3 +1,4 @@
+-- The Rust rules this head mirrors: rules::queue::{live, back_at} (crates/core/src/rules/queue.rs), in `reap`.
 -- Dedup Queue: the shared head of every queue script (prepended to each; one shard per call, so
 -- every key of a call is in the shard's hash slot).
 -- KEYS[1]: waiting (zset, score: due ms); KEYS[2]: claimed (zset, score: visibility deadline);

@@ -1,3 +1,4 @@
+-- The Rust rule this script mirrors: rules::queue::enqueue (crates/core/src/rules/queue.rs).
 -- Dedup Queue: enqueue ids of one shard. ARGV[3]: delay ms; ARGV[4]: '1' for debounce; ARGV[5..]:
 -- ids. Reply after the head (see queue_common.lua): per id a code (1 added, 0 duplicate, 2
 -- debounced, 3 claimed: kept to be delivered again after the claim ends) and its due time. No

@@ -1,3 +1,4 @@
+-- The Rust rule this script mirrors: rules::queue::enqueue (crates/core/src/rules/queue.rs).
 -- Dedup Queue: enqueue of one id onto a shard that holds ids (its mark set), the webhook's step,
 -- in the fewest commands: the decisions of queue_enqueue.lua for one id, written out for it (no
 -- shared head, no chunks, no tables). Same keys and arguments as queue_enqueue.lua in mode 'e'

@@ -1,3 +1,4 @@
+-- The Rust rule this script mirrors: rules::queue::settle (crates/core/src/rules/queue.rs).
 -- Dedup Queue: ack (ARGV[4] = 'a') or release (ARGV[4] = 'r', due again after ARGV[5] ms) ids of
 -- one shard held by the owner token ARGV[3]. ARGV[6..]: ids. Expired claims are judged before they
 -- are returned to waiting. Reply after the head (see queue_common.lua): per id a code (1 done, 2

@@ -1,3 +1,4 @@
+-- The Rust rule this script mirrors: rules::queue::live (crates/core/src/rules/queue.rs): an expired claim counts as waiting and due.
 -- Dedup Queue: counts of one shard. Reply after the head (see queue_common.lua): waiting, due now,
 -- claimed, enqueued again while claimed. O(log n) after one reap slice: claims that expired and are
 -- not returned yet count as waiting and due (their enqueue-again entries stay counted as such

@@ -1,3 +1,4 @@
+-- The Rust rule this script mirrors: rules::state::live (crates/core/src/rules/state.rs).
 -- Job State: read values. KEYS: the values. Reply: now, then per key the JSON (or false) and
 -- the ms from now to its expiry (-1 no expiry, -2 absent), from the absolute expiry stored
 -- (PEXPIRETIME; see state_set.lua), so now + it is the time written to the millisecond.

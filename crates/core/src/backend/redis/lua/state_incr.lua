@@ -1,3 +1,4 @@
+-- The Rust rule this script mirrors: rules::state::increment (crates/core/src/rules/state.rs).
 -- Job State: add ARGV[1] to an integer counter (absent counts as 0); ARGV[2]: TTL ms applied
 -- when the key has no expiry ('' none). Reply: {1, new value} | {-1} the value is not an
 -- integer | {-2} the result would leave the safe integer range. Nothing is written on -1 or -2.

@@ -1,3 +1,4 @@
+-- The Rust rule this script mirrors: rules::state::set (crates/core/src/rules/state.rs).
 -- Job State: write a value. KEYS[1]: the value. ARGV: JSON, expiry mode ('' none, 'in' ms from
 -- now, 'at' ms since the epoch), its number, '1' to write only when absent.
 -- Reply: {-1} expiresAt not in the future (nothing written) | {0, current JSON, ms from now to

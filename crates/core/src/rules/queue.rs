@@ -1,0 +1,133 @@
+//! The Dedup Queue's rules, over the facts of one id of one shard: what an enqueue decides (new,
+//! duplicate, debounce, delay, kept for after a claim), which waiting ids a read claims and until
+//! when (the visibility lease), what an ack or a release decides (only by the claim's owner,
+//! only while the claim holds), and when an expired claim goes back to waiting (the reap).
+//!
+//! The Redis scripts `queue_enqueue.lua`, `queue_enqueue_one.lua`, `queue_claim.lua`,
+//! `queue_settle.lua` and the reap of `queue_common.lua` write the same rules in Lua.
+
+use crate::queue::{EnqueueOutcome, SettleAction, SettleOutcome};
+
+/// A claim of one id, as a backend loaded it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Claim<'a> {
+    /// The visibility deadline: the claim holds while it is after now ([`live`]).
+    pub deadline: i64,
+    /// The owner token of the read that claimed it.
+    pub owner: &'a str,
+    /// The due time of an enqueue made while it was claimed: it is delivered again after the
+    /// claim ends.
+    pub again: Option<i64>,
+}
+
+/// Where one id of a shard is, as a backend loaded it (waiting and claimed ids are apart).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place<'a> {
+    /// Not in the shard.
+    Absent,
+    /// Waiting, due at this time.
+    Waiting(i64),
+    /// Claimed (its claim may have expired and not been returned yet).
+    Claimed(Claim<'a>),
+}
+
+/// Whether a claim whose visibility deadline is `deadline` still holds at `now`. One that does
+/// not cannot be acked or released: it goes back to waiting, due at [`back_at`]`(deadline,
+/// again)`, and counts as waiting and due until it does (the reap).
+pub fn live(deadline: i64, now: i64) -> bool {
+    deadline > now
+}
+
+/// The due time of a claimed id that goes back to waiting at `at` (an expired claim: its
+/// deadline; a release: now and its delay), or of an enqueue made while it was claimed
+/// (`again`) when that is later.
+pub fn back_at(at: i64, again: Option<i64>) -> i64 {
+    again.map_or(at, |a| a.max(at))
+}
+
+/// The due time of ids an enqueue at `now` with `delay_ms` makes waiting.
+pub fn due(now: i64, delay_ms: u64) -> i64 {
+    now + delay_ms as i64
+}
+
+/// Whether a waiting id due at `due` may be claimed at `now`.
+pub fn deliverable(due: i64, now: i64) -> bool {
+    due <= now
+}
+
+/// The visibility deadline of the ids a read at `now` claims for `visibility_ms`: until then
+/// only its owner token acks or releases them, and after it they are delivered again.
+pub fn lease(now: i64, visibility_ms: u64) -> i64 {
+    now + visibility_ms as i64
+}
+
+/// What an enqueue writes for one id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EnqueueWrite {
+    /// Nothing.
+    Keep,
+    /// The id waits, due at this time (moved when it was waiting; when its claim had expired,
+    /// that claim and its enqueue-again time are removed).
+    Wait(i64),
+    /// The id's live claim keeps this due time, to be delivered again after the claim ends.
+    Again(i64),
+}
+
+/// What an enqueue decides for one id: the caller's answer (the outcome and the id's due time)
+/// and what to write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Enqueue {
+    pub outcome: EnqueueOutcome,
+    pub due: i64,
+    pub write: EnqueueWrite,
+}
+
+/// An enqueue at `now` of an id at `place`, with `debounce`, where ids it makes waiting are due at
+/// `due` ([`due`]). An expired claim is judged as the waiting id it goes back to; an id repeated
+/// within a call is judged again after the write of the one before.
+pub fn enqueue(place: Place<'_>, debounce: bool, due: i64, now: i64) -> Enqueue {
+    let (outcome, due, write) = match place {
+        Place::Claimed(c) if live(c.deadline, now) => match c.again {
+            Some(a) if !debounce => (EnqueueOutcome::Claimed, a, EnqueueWrite::Keep),
+            _ => (EnqueueOutcome::Claimed, due, EnqueueWrite::Again(due)),
+        },
+        Place::Claimed(_) | Place::Waiting(_) if debounce => {
+            (EnqueueOutcome::Debounced, due, EnqueueWrite::Wait(due))
+        }
+        Place::Claimed(c) => {
+            let back = back_at(c.deadline, c.again);
+            (EnqueueOutcome::Duplicate, back, EnqueueWrite::Wait(back))
+        }
+        Place::Waiting(old) => (EnqueueOutcome::Duplicate, old, EnqueueWrite::Keep),
+        Place::Absent => (EnqueueOutcome::Added, due, EnqueueWrite::Wait(due)),
+    };
+    Enqueue { outcome, due, write }
+}
+
+/// An ack or a release at `now` by `owner` of an id whose claim is `claim` (`None`: not claimed).
+/// Returns the caller's answer, the outcome and the due time when the id waits again. On
+/// [`SettleOutcome::Done`] the claim (with its enqueue-again time) is removed and, with a due
+/// time, the id waits; on a refusal nothing is written.
+pub fn settle(
+    claim: Option<Claim<'_>>,
+    owner: &str,
+    action: SettleAction,
+    now: i64,
+) -> (SettleOutcome, Option<i64>) {
+    let c = match claim {
+        None => return (SettleOutcome::NotClaimed, None),
+        Some(c) if c.owner != owner => return (SettleOutcome::NotOwner, None),
+        Some(c) if !live(c.deadline, now) => return (SettleOutcome::Expired, None),
+        Some(c) => c,
+    };
+    let requeued = c.again.is_some();
+    let due = match action {
+        SettleAction::Ack => c.again,
+        SettleAction::Release { delay_ms } => Some(back_at(due(now, delay_ms), c.again)),
+    };
+    (SettleOutcome::Done { requeued }, due)
+}
+
+#[cfg(test)]
+#[path = "queue_tests.rs"]
+mod tests;

@@ -1,0 +1,125 @@
+//! The queue's rules over their whole small state space, against tables written out by hand.
+
+use super::*;
+
+const NOW: i64 = 1_000;
+/// The due time of ids an enqueue at NOW makes waiting (a delay of 50 ms).
+const DUE: i64 = 1_050;
+/// A live claim's deadline; an expired claim's deadline is NOW (a claim ends at its deadline).
+const LIVE: i64 = 1_300;
+/// Enqueue-again times: before NOW + 50 (and before an expired claim's deadline), and after.
+const EARLY: i64 = 900;
+const LATE: i64 = 1_100;
+
+fn claim(deadline: i64, again: Option<i64>) -> Place<'static> {
+    Place::Claimed(Claim { deadline, owner: "a", again })
+}
+
+#[test]
+fn live_back_at_due_deliverable_lease() {
+    assert!(live(NOW + 1, NOW));
+    assert!(!live(NOW, NOW));
+    assert!(!live(NOW - 1, NOW));
+    assert_eq!(back_at(NOW, None), NOW);
+    assert_eq!(back_at(NOW, Some(EARLY)), NOW);
+    assert_eq!(back_at(NOW, Some(LATE)), LATE);
+    assert_eq!(due(NOW, 50), DUE);
+    assert_eq!(due(NOW, 0), NOW);
+    assert!(deliverable(NOW - 1, NOW));
+    assert!(deliverable(NOW, NOW));
+    assert!(!deliverable(NOW + 1, NOW));
+    assert_eq!(lease(NOW, 30_000), NOW + 30_000);
+}
+
+/// Every place (absent; waiting, due or not; claimed, live or expired, with no enqueue-again
+/// time, an early one or a late one) × debounce → the answer and the write.
+#[test]
+fn enqueue_table() {
+    use EnqueueOutcome::*;
+    use EnqueueWrite::*;
+    // place, debounce, outcome, due answered, write
+    let table = [
+        (Place::Absent, false, Added, DUE, Wait(DUE)),
+        (Place::Absent, true, Added, DUE, Wait(DUE)),
+        (Place::Waiting(EARLY), false, Duplicate, EARLY, Keep),
+        (Place::Waiting(EARLY), true, Debounced, DUE, Wait(DUE)),
+        (Place::Waiting(LATE), false, Duplicate, LATE, Keep),
+        (Place::Waiting(LATE), true, Debounced, DUE, Wait(DUE)),
+        (claim(LIVE, None), false, Claimed, DUE, Again(DUE)),
+        (claim(LIVE, None), true, Claimed, DUE, Again(DUE)),
+        (claim(LIVE, Some(EARLY)), false, Claimed, EARLY, Keep),
+        (claim(LIVE, Some(EARLY)), true, Claimed, DUE, Again(DUE)),
+        (claim(LIVE, Some(LATE)), false, Claimed, LATE, Keep),
+        (claim(LIVE, Some(LATE)), true, Claimed, DUE, Again(DUE)),
+        // An expired claim is judged as the waiting id it goes back to (due at its deadline or
+        // its later enqueue-again time).
+        (claim(NOW, None), false, Duplicate, NOW, Wait(NOW)),
+        (claim(NOW, None), true, Debounced, DUE, Wait(DUE)),
+        (claim(NOW, Some(EARLY)), false, Duplicate, NOW, Wait(NOW)),
+        (claim(NOW, Some(EARLY)), true, Debounced, DUE, Wait(DUE)),
+        (claim(NOW, Some(LATE)), false, Duplicate, LATE, Wait(LATE)),
+        (claim(NOW, Some(LATE)), true, Debounced, DUE, Wait(DUE)),
+    ];
+    for (place, debounce, outcome, due, write) in table {
+        assert_eq!(
+            enqueue(place, debounce, DUE, NOW),
+            Enqueue { outcome, due, write },
+            "{place:?} {debounce}"
+        );
+    }
+}
+
+/// Every claim (none; `a`'s, live or expired, with no enqueue-again time, an early one or a late
+/// one) × caller (`a`, `b`) × ack, release after 50 ms → the answer (the outcome and the due time
+/// when the id waits again).
+#[test]
+fn settle_table() {
+    use SettleOutcome::*;
+    const ACK: SettleAction = SettleAction::Ack;
+    const RELEASE: SettleAction = SettleAction::Release { delay_ms: 50 };
+    let done = |requeued| Done { requeued };
+    let c = |deadline, again| Some(Claim { deadline, owner: "a", again });
+    type Row = (Option<Claim<'static>>, &'static str, SettleAction, SettleOutcome, Option<i64>);
+    let table: [Row; 28] = [
+        (None, "a", ACK, NotClaimed, None),
+        (None, "a", RELEASE, NotClaimed, None),
+        (None, "b", ACK, NotClaimed, None),
+        (None, "b", RELEASE, NotClaimed, None),
+        (c(LIVE, None), "a", ACK, done(false), None),
+        (c(LIVE, None), "a", RELEASE, done(false), Some(DUE)),
+        (c(LIVE, None), "b", ACK, NotOwner, None),
+        (c(LIVE, None), "b", RELEASE, NotOwner, None),
+        (c(LIVE, Some(EARLY)), "a", ACK, done(true), Some(EARLY)),
+        (c(LIVE, Some(EARLY)), "a", RELEASE, done(true), Some(DUE)),
+        (c(LIVE, Some(EARLY)), "b", ACK, NotOwner, None),
+        (c(LIVE, Some(EARLY)), "b", RELEASE, NotOwner, None),
+        (c(LIVE, Some(LATE)), "a", ACK, done(true), Some(LATE)),
+        (c(LIVE, Some(LATE)), "a", RELEASE, done(true), Some(LATE)),
+        (c(LIVE, Some(LATE)), "b", ACK, NotOwner, None),
+        (c(LIVE, Some(LATE)), "b", RELEASE, NotOwner, None),
+        // Expired: refused for its owner; another owner is told it does not own it.
+        (c(NOW, None), "a", ACK, Expired, None),
+        (c(NOW, None), "a", RELEASE, Expired, None),
+        (c(NOW, None), "b", ACK, NotOwner, None),
+        (c(NOW, None), "b", RELEASE, NotOwner, None),
+        (c(NOW, Some(EARLY)), "a", ACK, Expired, None),
+        (c(NOW, Some(EARLY)), "a", RELEASE, Expired, None),
+        (c(NOW, Some(EARLY)), "b", ACK, NotOwner, None),
+        (c(NOW, Some(EARLY)), "b", RELEASE, NotOwner, None),
+        (c(NOW, Some(LATE)), "a", ACK, Expired, None),
+        (c(NOW, Some(LATE)), "a", RELEASE, Expired, None),
+        (c(NOW, Some(LATE)), "b", ACK, NotOwner, None),
+        (c(NOW, Some(LATE)), "b", RELEASE, NotOwner, None),
+    ];
+    for (claim, owner, action, outcome, due) in table {
+        assert_eq!(settle(claim, owner, action, NOW), (outcome, due), "{claim:?} {owner} {action:?}");
+    }
+}
+
+/// A release with no delay waits due now; a claim that ends one ms after now still holds.
+#[test]
+fn settle_edges() {
+    let c = Claim { deadline: NOW + 1, owner: "a", again: None };
+    let release_now = SettleAction::Release { delay_ms: 0 };
+    assert_eq!(settle(Some(c), "a", release_now, NOW), (SettleOutcome::Done { requeued: false }, Some(NOW)));
+}
