@@ -273,9 +273,8 @@ fn run_woken(env: sys::napi_env) {
     drain(&l);
 }
 
-unsafe extern "C" fn teardown(arg: *mut c_void) {
-    // SAFETY: the hook owns the `Arc` leaked for it in `local`.
-    let shared = unsafe { Arc::from_raw(arg as *const Shared) };
+/// The env cleanup hook (see the module docs).
+fn teardown(shared: Arc<Shared>) {
     *shared.tsfn.write().unwrap_or_else(|p| p.into_inner()) = None;
     let gone = LOCALS.try_with(|cell| {
         let mut locals = cell.borrow_mut();
@@ -317,15 +316,7 @@ fn local(env: sys::napi_env) -> napi::Result<Rc<Local>> {
         check(sys::napi_unref_threadsafe_function(env, tsfn), "unref a threadsafe function")?;
     }
     let shared = Arc::new(Shared { tsfn: RwLock::new(Some(tsfn as usize)), woken: Mutex::new(Vec::new()) });
-    let hook = Arc::into_raw(shared.clone());
-    // SAFETY: as above; the hook owns the Arc leaked for it (on failure it never runs, so the
-    // Arc is taken back below).
-    let status = unsafe { sys::napi_add_env_cleanup_hook(env, Some(teardown), hook as *mut c_void) };
-    if let Err(e) = check(status, "add a cleanup hook") {
-        // SAFETY: the Arc leaked for the hook above, which was not added and never takes it.
-        drop(unsafe { Arc::from_raw(hook) });
-        return Err(e);
-    }
+    Env::from_raw(env).add_env_cleanup_hook(shared.clone(), teardown)?;
     // An async context, for the scope in which the event-loop connection settles calls: without
     // it, calls simply take the tokio path.
     let mut async_ctx = null_mut();
