@@ -1,5 +1,6 @@
 //! Symbols the running process exports, looked up by name in every object it has loaded (the
 //! executable, its libraries and the addons loaded with global scope).
+#![allow(unsafe_code)] // dlsym.
 
 use std::ffi::{c_char, c_void, CStr};
 

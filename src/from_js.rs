@@ -12,33 +12,34 @@ use std::borrow::Cow;
 use std::marker::PhantomData;
 use std::time::Duration;
 
-use napi::bindgen_prelude::{Either, FromNapiValue};
-use napi::sys;
+use napi::bindgen_prelude::{Either, FromNapiValue, Function, JsObjectValue, Object, ToNapiValue, Unknown};
+use napi::{sys, Env, JsString, JsValue, ValueType};
 
 use flowguard_core::error::{At, Error, FieldPath, Result};
+
+use crate::node_api;
 
 /// A JavaScript argument of type `T`, converted when the method asks for it (see the module docs).
 /// In binding.d.ts, `Arg<T>` is `T`.
 pub struct Arg<'e, T> {
-    env: sys::napi_env,
-    value: sys::napi_value,
-    _p: PhantomData<Marker<'e, T>>,
+    value: Unknown<'e>,
+    _p: PhantomData<fn() -> T>,
 }
 
-/// Ties an [`Arg`] to its call (`'e`) and to `T` without owning a `T`.
-type Marker<'e, T> = (&'e (), fn() -> T);
-
+#[allow(unsafe_code)]
 impl<T> FromNapiValue for Arg<'_, T> {
     unsafe fn from_napi_value(env: sys::napi_env, value: sys::napi_value) -> napi::Result<Self> {
-        Ok(Arg { env, value, _p: PhantomData })
+        // SAFETY: napi-rs hands over an argument of the current call with its env; an `Arg` lives
+        // only during that call, on the JavaScript thread.
+        let value = unsafe { Unknown::from_napi_value(env, value)? };
+        Ok(Arg { value, _p: PhantomData })
     }
 }
 
 impl<T: FromJs> Arg<'_, T> {
     /// The argument as a `T`; `at` names it in an error.
     pub fn get(&self, at: impl At + Copy) -> Result<T> {
-        // SAFETY: an `Arg` lives only during the call that received it, on the JavaScript thread.
-        unsafe { T::from_js(self.env, self.value, at) }
+        T::from_js(self.value, at)
     }
 }
 
@@ -47,28 +48,14 @@ pub fn opt<T: FromJs>(arg: &Option<Arg<'_, T>>, at: impl At + Copy) -> Result<Op
     arg.as_ref().map(|a| a.get(at)).transpose()
 }
 
-/// Conversion of a JavaScript value.
+/// Conversion of a JavaScript value (of the current call, on the JavaScript thread).
 pub trait FromJs: Sized {
-    /// # Safety
-    /// On the JavaScript thread, with the env and a value of the current call.
-    unsafe fn from_js(env: sys::napi_env, v: sys::napi_value, at: impl At + Copy) -> Result<Self>;
+    fn from_js(v: Unknown<'_>, at: impl At + Copy) -> Result<Self>;
 
     /// The elements of an array of `len` entries (see [`FromJs`] for `Vec`).
-    ///
-    /// # Safety
-    /// As [`FromJs::from_js`], with `v` an array.
-    unsafe fn from_js_array(
-        env: sys::napi_env,
-        v: sys::napi_value,
-        len: u32,
-        at: impl At + Copy,
-    ) -> Result<Vec<Self>> {
+    fn from_js_array(arr: &Object<'_>, len: u32, at: impl At + Copy) -> Result<Vec<Self>> {
         (0..len)
-            .map(|i| {
-                let mut e = std::ptr::null_mut();
-                read(env, unsafe { sys::napi_get_element(env, v, i, &mut e) }, Elem(at, i as usize))?;
-                unsafe { Self::from_js(env, e, Elem(at, i as usize)) }
-            })
+            .map(|i| Self::from_js(element(arr, i, Elem(at, i as usize))?, Elem(at, i as usize)))
             .collect()
     }
 }
@@ -127,113 +114,88 @@ pub fn js_name(rust: &str) -> Cow<'_, str> {
     })
 }
 
-fn check(status: sys::napi_status, what: &str) -> Result<()> {
-    if status == sys::Status::napi_ok {
-        Ok(())
-    } else {
-        Err(Error::internal(format!("cannot read {what} of an argument (napi status {status})")))
-    }
+fn check<T>(r: napi::Result<T>, what: &str) -> Result<T> {
+    r.map_err(|e| Error::internal(format!("cannot read {what} of an argument (napi status {})", e.status)))
 }
 
 /// The outcome of reading a property or element, which may run JavaScript (a getter, a Proxy
 /// trap): when that throws, the exception is cleared and the call refused naming the field.
-fn read(env: sys::napi_env, status: sys::napi_status, at: impl At) -> Result<()> {
-    if status == sys::Status::napi_ok {
-        return Ok(());
-    }
-    let mut pending = false;
-    // SAFETY: on the JavaScript thread of `env`.
-    unsafe {
-        if sys::napi_is_exception_pending(env, &mut pending) == sys::Status::napi_ok && pending {
-            let mut e = std::ptr::null_mut();
-            sys::napi_get_and_clear_last_exception(env, &mut e);
-        }
-    }
-    Err(Error::invalid_at(at, "could not be read (a getter or Proxy threw)"))
+fn read<T>(env: &Env, r: napi::Result<T>, at: impl At) -> Result<T> {
+    r.map_err(|_| {
+        node_api::clear_exception(env);
+        Error::invalid_at(at, "could not be read (a getter or Proxy threw)")
+    })
 }
 
-unsafe fn type_of(env: sys::napi_env, v: sys::napi_value) -> Result<i32> {
-    let mut t = 0;
-    check(unsafe { sys::napi_typeof(env, v, &mut t) }, "the type")?;
-    Ok(t)
+/// The env of a value (napi-rs's handle of it, for its calls).
+fn env_of<'e>(v: &impl JsValue<'e>) -> Env {
+    Env::from_raw(v.value().env)
 }
 
-fn type_name(t: i32) -> &'static str {
-    use sys::ValueType as T;
+/// Element `i` of the array `arr`.
+fn element<'e>(arr: &Object<'e>, i: u32, at: impl At) -> Result<Unknown<'e>> {
+    read(&env_of(arr), arr.get_element::<Unknown<'e>>(i), at)
+}
+
+fn type_of(v: &Unknown<'_>) -> Result<ValueType> {
+    check(v.get_type(), "the type")
+}
+
+fn type_name(t: ValueType) -> &'static str {
     match t {
-        T::napi_undefined => "undefined",
-        T::napi_null => "null",
-        T::napi_boolean => "a boolean",
-        T::napi_number => "a number",
-        T::napi_string => "a string",
-        T::napi_symbol => "a symbol",
-        T::napi_object => "an object",
-        T::napi_function => "a function",
-        T::napi_external => "an external",
-        T::napi_bigint => "a bigint",
+        ValueType::Undefined => "undefined",
+        ValueType::Null => "null",
+        ValueType::Boolean => "a boolean",
+        ValueType::Number => "a number",
+        ValueType::String => "a string",
+        ValueType::Symbol => "a symbol",
+        ValueType::Object => "an object",
+        ValueType::Function => "a function",
+        ValueType::External => "an external",
+        ValueType::BigInt => "a bigint",
         _ => "an unknown value",
     }
 }
 
 /// The error of a value of the wrong type.
-pub fn wrong(at: impl At, expected: &str, got: i32) -> Error {
+pub fn wrong(at: impl At, expected: &str, got: ValueType) -> Error {
     Error::invalid_at(at, format!("must be {expected}, got {}", type_name(got)))
 }
 
-fn absent(t: i32) -> bool {
-    t == sys::ValueType::napi_undefined || t == sys::ValueType::napi_null
+fn absent(t: ValueType) -> bool {
+    matches!(t, ValueType::Undefined | ValueType::Null)
 }
 
 impl FromJs for String {
-    unsafe fn from_js(env: sys::napi_env, v: sys::napi_value, at: impl At + Copy) -> Result<Self> {
-        let t = unsafe { type_of(env, v)? };
-        if t != sys::ValueType::napi_string {
+    fn from_js(v: Unknown<'_>, at: impl At + Copy) -> Result<Self> {
+        let t = type_of(&v)?;
+        if t != ValueType::String {
             return Err(wrong(at, "a string", t));
         }
-        unsafe { read_string(env, v, at) }
+        read_string(v, at)
     }
 
     /// Fast path: one `JSON.stringify` of the array and one parse in Rust, rather than several
     /// napi calls per element; anything that is not plainly an array of well-formed strings (a
     /// number, a hole, a lone surrogate, which JSON.stringify escapes and serde_json refuses) takes
     /// the element-wise path, which names the offending element.
-    unsafe fn from_js_array(
-        env: sys::napi_env,
-        v: sys::napi_value,
-        len: u32,
-        at: impl At + Copy,
-    ) -> Result<Vec<Self>> {
-        if let Some(all) = unsafe { strings_via_json(env, v) } {
+    fn from_js_array(arr: &Object<'_>, len: u32, at: impl At + Copy) -> Result<Vec<Self>> {
+        if let Some(all) = strings_via_json(arr) {
             if all.len() == len as usize {
                 return Ok(all);
             }
         }
         (0..len)
-            .map(|i| {
-                let mut e = std::ptr::null_mut();
-                read(env, unsafe { sys::napi_get_element(env, v, i, &mut e) }, Elem(at, i as usize))?;
-                unsafe { String::from_js(env, e, Elem(at, i as usize)) }
-            })
+            .map(|i| String::from_js(element(arr, i, Elem(at, i as usize))?, Elem(at, i as usize)))
             .collect()
     }
 }
 
 /// A JavaScript string as UTF-8. V8 writes an unpaired UTF-16 surrogate as U+FFFD, which would
 /// make distinct names one; such strings are refused (a real U+FFFD is kept).
-unsafe fn read_string(env: sys::napi_env, v: sys::napi_value, at: impl At) -> Result<String> {
-    let mut len = 0usize;
-    check(unsafe { sys::napi_get_value_string_utf8(env, v, std::ptr::null_mut(), 0, &mut len) }, "a string")?;
-    let mut buf = Vec::<u8>::with_capacity(len + 1);
-    let mut written = 0usize;
-    check(
-        unsafe { sys::napi_get_value_string_utf8(env, v, buf.as_mut_ptr().cast(), len + 1, &mut written) },
-        "a string",
-    )?;
-    // SAFETY: napi wrote `written` bytes (without the terminating NUL).
-    unsafe { buf.set_len(written) };
-    let s = String::from_utf8(buf)
-        .map_err(|e| Error::internal(format!("napi gave a string that is not UTF-8: {e}")))?;
-    if s.contains('\u{FFFD}') && unsafe { has_lone_surrogate(env, v)? } {
+fn read_string(v: Unknown<'_>, at: impl At) -> Result<String> {
+    let s = check(String::from_unknown(v), "a string")?;
+    if s.contains('\u{FFFD}') && has_lone_surrogate(v)? {
         return Err(lone_surrogate(at));
     }
     Ok(s)
@@ -248,115 +210,92 @@ pub fn lone_surrogate(at: impl At) -> Error {
     )
 }
 
-unsafe fn has_lone_surrogate(env: sys::napi_env, v: sys::napi_value) -> Result<bool> {
-    let mut len = 0usize;
-    check(
-        unsafe { sys::napi_get_value_string_utf16(env, v, std::ptr::null_mut(), 0, &mut len) },
-        "a string",
-    )?;
-    let mut buf = vec![0u16; len + 1];
-    let mut written = 0usize;
-    check(
-        unsafe { sys::napi_get_value_string_utf16(env, v, buf.as_mut_ptr(), len + 1, &mut written) },
-        "a string",
-    )?;
-    Ok(char::decode_utf16(buf[..written].iter().copied()).any(|c| c.is_err()))
+fn has_lone_surrogate(v: Unknown<'_>) -> Result<bool> {
+    let utf16 = check(JsString::from_unknown(v).and_then(JsString::into_utf16), "a string")?;
+    Ok(char::decode_utf16(utf16.as_slice().iter().copied()).any(|c| c.is_err()))
 }
 
-unsafe fn strings_via_json(env: sys::napi_env, v: sys::napi_value) -> Option<Vec<String>> {
-    let mut global = std::ptr::null_mut();
-    let mut json = std::ptr::null_mut();
-    let mut stringify = std::ptr::null_mut();
-    let mut out = std::ptr::null_mut();
-    let ok = |s: sys::napi_status| s == sys::Status::napi_ok;
-    // SAFETY: on the JavaScript thread, with the env and value of the current call.
-    unsafe {
-        if !ok(sys::napi_get_global(env, &mut global))
-            || !ok(sys::napi_get_named_property(env, global, c"JSON".as_ptr(), &mut json))
-            || !ok(sys::napi_get_named_property(env, json, c"stringify".as_ptr(), &mut stringify))
-            || !ok(sys::napi_call_function(env, json, stringify, 1, &v, &mut out))
-        {
+/// `JSON.stringify(arr)` parsed as strings; `None` when it throws or is not an array of strings.
+fn strings_via_json(arr: &Object<'_>) -> Option<Vec<String>> {
+    let env = env_of(arr);
+    let text = (|| -> napi::Result<String> {
+        let json: Object<'_> = env.get_global()?.get_c_named_property_unchecked(c"JSON")?;
+        let stringify: Function<'_, Object<'_>, String> =
+            json.get_c_named_property_unchecked(c"stringify")?;
+        stringify.apply(json, *arr)
+    })();
+    match text {
+        Ok(text) => serde_json::from_str::<Vec<String>>(&text).ok(),
+        Err(_) => {
             // A throwing toJSON or getter leaves an exception pending: clear it, use the slow path.
-            let mut pending = false;
-            if ok(sys::napi_is_exception_pending(env, &mut pending)) && pending {
-                let mut e = std::ptr::null_mut();
-                sys::napi_get_and_clear_last_exception(env, &mut e);
-            }
-            return None;
+            node_api::clear_exception(&env);
+            None
         }
-        let text = String::from_napi_value(env, out).ok()?;
-        serde_json::from_str::<Vec<String>>(&text).ok()
     }
 }
 
 impl FromJs for f64 {
-    unsafe fn from_js(env: sys::napi_env, v: sys::napi_value, at: impl At + Copy) -> Result<Self> {
-        let t = unsafe { type_of(env, v)? };
-        if t != sys::ValueType::napi_number {
+    fn from_js(v: Unknown<'_>, at: impl At + Copy) -> Result<Self> {
+        let t = type_of(&v)?;
+        if t != ValueType::Number {
             return Err(wrong(at, "a number", t));
         }
-        let mut n = 0.0;
-        check(unsafe { sys::napi_get_value_double(env, v, &mut n) }, "a number")?;
-        Ok(n)
+        check(f64::from_unknown(v), "a number")
     }
 }
 
 impl FromJs for bool {
-    unsafe fn from_js(env: sys::napi_env, v: sys::napi_value, at: impl At + Copy) -> Result<Self> {
-        let t = unsafe { type_of(env, v)? };
-        if t != sys::ValueType::napi_boolean {
+    fn from_js(v: Unknown<'_>, at: impl At + Copy) -> Result<Self> {
+        let t = type_of(&v)?;
+        if t != ValueType::Boolean {
             return Err(wrong(at, "a boolean", t));
         }
-        let mut b = false;
-        check(unsafe { sys::napi_get_value_bool(env, v, &mut b) }, "a boolean")?;
-        Ok(b)
+        check(bool::from_unknown(v), "a boolean")
     }
 }
 
 impl<T: FromJs> FromJs for Option<T> {
-    unsafe fn from_js(env: sys::napi_env, v: sys::napi_value, at: impl At + Copy) -> Result<Self> {
-        if absent(unsafe { type_of(env, v)? }) {
+    fn from_js(v: Unknown<'_>, at: impl At + Copy) -> Result<Self> {
+        if absent(type_of(&v)?) {
             return Ok(None);
         }
-        unsafe { T::from_js(env, v, at) }.map(Some)
+        T::from_js(v, at).map(Some)
     }
 }
 
 impl<T: FromJs> FromJs for Vec<T> {
-    unsafe fn from_js(env: sys::napi_env, v: sys::napi_value, at: impl At + Copy) -> Result<Self> {
-        let mut is_array = false;
-        check(unsafe { sys::napi_is_array(env, v, &mut is_array) }, "the type")?;
-        if !is_array {
-            return Err(wrong(at, "an array", unsafe { type_of(env, v)? }));
+    fn from_js(v: Unknown<'_>, at: impl At + Copy) -> Result<Self> {
+        if !check(v.is_array(), "the type")? {
+            return Err(wrong(at, "an array", type_of(&v)?));
         }
-        let mut len = 0u32;
-        check(unsafe { sys::napi_get_array_length(env, v, &mut len) }, "the length")?;
+        let arr = check(Object::from_unknown(v), "the type")?;
+        let len = check(arr.get_array_length_unchecked(), "the length")?;
         flowguard_core::validate::batch_len(at, len as usize)?;
-        unsafe { T::from_js_array(env, v, len, at) }
+        T::from_js_array(&arr, len, at)
     }
 }
 
 /// One string or an array of them (`enqueue`, `ack`, `release`).
 impl FromJs for Either<String, Vec<String>> {
-    unsafe fn from_js(env: sys::napi_env, v: sys::napi_value, at: impl At + Copy) -> Result<Self> {
-        if unsafe { type_of(env, v)? } == sys::ValueType::napi_string {
-            return Ok(Either::A(unsafe { read_string(env, v, at)? }));
+    fn from_js(v: Unknown<'_>, at: impl At + Copy) -> Result<Self> {
+        if type_of(&v)? == ValueType::String {
+            return Ok(Either::A(read_string(v, at)?));
         }
-        Ok(Either::B(unsafe { Vec::<String>::from_js(env, v, at)? }))
+        Ok(Either::B(Vec::<String>::from_js(v, at)?))
     }
 }
 
 /// A number or a string (`keepMs`: milliseconds or `'forever'`).
 impl FromJs for Either<f64, String> {
-    unsafe fn from_js(env: sys::napi_env, v: sys::napi_value, at: impl At + Copy) -> Result<Self> {
-        let t = unsafe { type_of(env, v)? };
-        if t == sys::ValueType::napi_string {
-            return Ok(Either::B(unsafe { read_string(env, v, at)? }));
+    fn from_js(v: Unknown<'_>, at: impl At + Copy) -> Result<Self> {
+        let t = type_of(&v)?;
+        if t == ValueType::String {
+            return Ok(Either::B(read_string(v, at)?));
         }
-        if t != sys::ValueType::napi_number {
+        if t != ValueType::Number {
             return Err(wrong(at, "a number or a string", t));
         }
-        Ok(Either::A(unsafe { f64::from_js(env, v, at)? }))
+        Ok(Either::A(f64::from_js(v, at)?))
     }
 }
 
@@ -370,67 +309,38 @@ pub fn one_or_many(v: Either<String, Vec<String>>) -> Vec<String> {
 
 /// The own properties of an input object, by position in `names`; a property not in `names`
 /// is refused, so a misspelt option never passes unnoticed.
-pub struct Props<const N: usize> {
-    env: sys::napi_env,
-    values: [sys::napi_value; N],
+pub struct Props<'e, const N: usize> {
+    env: Env,
+    values: [Option<Unknown<'e>>; N],
 }
 
-impl<const N: usize> Props<N> {
-    /// # Safety
-    /// As [`FromJs::from_js`].
-    pub unsafe fn read(
-        env: sys::napi_env,
-        v: sys::napi_value,
-        at: impl At + Copy,
-        names: &[&'static str; N],
-    ) -> Result<Self> {
-        let t = unsafe { type_of(env, v)? };
-        let mut is_array = false;
-        check(unsafe { sys::napi_is_array(env, v, &mut is_array) }, "the type")?;
-        if is_array {
+impl<'e, const N: usize> Props<'e, N> {
+    /// Reads the own properties of `v`, an object.
+    pub fn read(v: Unknown<'e>, at: impl At + Copy, names: &[&'static str; N]) -> Result<Self> {
+        let t = type_of(&v)?;
+        if check(v.is_array(), "the type")? {
             return Err(Error::invalid_at(at, "must be an object, got an array"));
         }
-        if t != sys::ValueType::napi_object {
+        if t != ValueType::Object {
             return Err(wrong(at, "an object", t));
         }
-        let mut values = [std::ptr::null_mut(); N];
-        let mut keys = std::ptr::null_mut();
-        read(
-            env,
-            unsafe {
-                sys::napi_get_all_property_names(
-                    env,
-                    v,
-                    sys::KeyCollectionMode::own_only,
-                    sys::KeyFilter::enumerable | sys::KeyFilter::skip_symbols,
-                    sys::KeyConversion::numbers_to_strings,
-                    &mut keys,
-                )
-            },
-            at,
-        )?;
-        let mut len = 0u32;
-        check(unsafe { sys::napi_get_array_length(env, keys, &mut len) }, "the property names")?;
+        let env = env_of(&v);
+        let obj = check(Object::from_unknown(v), "the type")?;
+        let mut values = [None; N];
+        let keys = read(&env, node_api::own_keys(&obj), at)?;
+        let len = check(keys.get_array_length_unchecked(), "the property names")?;
         for i in 0..len {
-            let mut key = std::ptr::null_mut();
-            check(unsafe { sys::napi_get_element(env, keys, i, &mut key) }, "a property name")?;
+            let key: JsString<'_> = check(keys.get_element(i), "a property name")?;
             // Option names are short: a fixed buffer, and a longer name is unknown anyway.
             let mut buf = [0u8; 32];
-            let mut n = 0usize;
-            check(
-                unsafe {
-                    sys::napi_get_value_string_utf8(env, key, buf.as_mut_ptr().cast(), buf.len(), &mut n)
-                },
-                "a property name",
-            )?;
+            let n = check(node_api::utf8_into(&key, &mut buf), "a property name")?;
             let name = &buf[..n];
             match names.iter().position(|k| k.as_bytes() == name) {
                 Some(k) if n < buf.len() - 1 => {
-                    let status = unsafe { sys::napi_get_property(env, v, key, &mut values[k]) };
-                    read(env, status, Field(at, names[k]))?;
+                    values[k] = Some(read(&env, obj.get_property_unchecked(key), Field(at, names[k]))?);
                 }
                 _ => {
-                    let full = unsafe { String::from_napi_value(env, key) }.unwrap_or_default();
+                    let full = String::from_unknown(key.to_unknown()).unwrap_or_default();
                     let shown: String = full.chars().take(60).collect();
                     return Err(Error::invalid_at(
                         at,
@@ -444,14 +354,10 @@ impl<const N: usize> Props<N> {
 
     /// Property `k` (see [`Props::read`]) as a `T`; `at` names the object.
     pub fn get<T: FromJs, A: At + Copy>(&self, k: usize, at: A, name: &'static str) -> Result<T> {
-        let v = self.values[k];
-        if v.is_null() {
-            let mut undef = std::ptr::null_mut();
-            check(unsafe { sys::napi_get_undefined(self.env, &mut undef) }, "undefined")?;
-            return unsafe { T::from_js(self.env, undef, Field(at, name)) };
+        match self.values[k] {
+            Some(v) => T::from_js(v, Field(at, name)),
+            None => T::from_js(check(().into_unknown(&self.env), "undefined")?, Field(at, name)),
         }
-        // SAFETY: read during the same call, on the JavaScript thread.
-        unsafe { T::from_js(self.env, v, Field(at, name)) }
     }
 }
 
@@ -461,13 +367,12 @@ impl<const N: usize> Props<N> {
 macro_rules! js_input {
     ($name:ident { $( $field:ident = $js:literal ),* $(,)? }) => {
         impl $crate::from_js::FromJs for $name {
-            unsafe fn from_js(
-                env: napi::sys::napi_env,
-                v: napi::sys::napi_value,
+            fn from_js(
+                v: napi::bindgen_prelude::Unknown<'_>,
                 at: impl flowguard_core::error::At + Copy,
             ) -> flowguard_core::Result<Self> {
                 const NAMES: &[&'static str; [$($js),*].len()] = &[$($js),*];
-                let p = unsafe { $crate::from_js::Props::read(env, v, at, NAMES)? };
+                let p = $crate::from_js::Props::read(v, at, NAMES)?;
                 let mut _k = 0usize;
                 Ok($name {
                     $( $field: { let f = p.get(_k, at, $js)?; _k += 1; f } ),*

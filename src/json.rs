@@ -27,31 +27,23 @@ pub fn json_sized<T: Serialize>(v: &T, bytes: usize) -> flowguard_core::Result<J
     let mut out = Vec::with_capacity(bytes);
     serde_json::to_writer(&mut out, v)
         .map_err(|e| CoreError::internal(format!("cannot serialize a result: {e}")))?;
-    // SAFETY: serde_json writes UTF-8 only.
-    Ok(Json(unsafe { String::from_utf8_unchecked(out) }))
+    // serde_json writes UTF-8 only: the check is a formality, linear and cheap next to JSON.parse.
+    String::from_utf8(out)
+        .map(Json)
+        .map_err(|e| CoreError::internal(format!("cannot serialize a result: {e}")))
 }
 
-fn check(status: sys::napi_status, what: &str) -> Result<()> {
-    if status == sys::Status::napi_ok {
-        Ok(())
-    } else {
-        Err(Error::new(Status::from(status), format!("JSON.parse of a result failed: {what}")))
-    }
-}
-
+#[allow(unsafe_code)]
 impl ToNapiValue for Json {
     unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> Result<sys::napi_value> {
-        let mut global = std::ptr::null_mut();
-        let mut json = std::ptr::null_mut();
-        let mut parse = std::ptr::null_mut();
-        let mut out = std::ptr::null_mut();
-        unsafe {
-            check(sys::napi_get_global(env, &mut global), "global")?;
-            check(sys::napi_get_named_property(env, global, c"JSON".as_ptr(), &mut json), "JSON")?;
-            check(sys::napi_get_named_property(env, json, c"parse".as_ptr(), &mut parse), "JSON.parse")?;
-            let text = String::to_napi_value(env, val.0)?;
-            check(sys::napi_call_function(env, json, parse, 1, &text, &mut out), "call")?;
-        }
-        Ok(out)
+        let env = Env::from_raw(env);
+        let parsed = (|| -> Result<Unknown<'_>> {
+            let json: Object<'_> = env.get_global()?.get_c_named_property_unchecked(c"JSON")?;
+            let parse: Function<'_, String, Unknown<'_>> = json.get_c_named_property_unchecked(c"parse")?;
+            parse.apply(json, val.0)
+        })();
+        parsed
+            .map(|v| v.raw())
+            .map_err(|e| Error::new(e.status, format!("JSON.parse of a result failed: {}", e.reason)))
     }
 }

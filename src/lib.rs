@@ -14,6 +14,7 @@ mod from_js;
 mod json;
 mod limiter;
 mod lock;
+mod node_api;
 mod queue;
 #[cfg(unix)]
 mod runtime;
@@ -117,13 +118,7 @@ where
     F: Future<Output = flowguard_core::Result<T>> + Send + 'static,
 {
     match settle::in_env(env, || first_poll(fut)) {
-        Ok(Ok(v)) => {
-            // SAFETY: on the JavaScript thread with the live env of this call.
-            unsafe {
-                let raw = T::to_napi_value(env.raw(), v)?;
-                Unknown::from_napi_value(env.raw(), raw)
-            }
-        }
+        Ok(Ok(v)) => v.into_unknown(env),
         Ok(Err(e)) => Err(js_error(env, &e)),
         Err(rest) => Ok(settle::spawn(env, rest)?.to_unknown()),
     }
@@ -161,53 +156,22 @@ fn settled<'e, T: ToNapiValue>(
     env: &'e Env,
     outcome: flowguard_core::Result<T>,
 ) -> napi::Result<PromiseRaw<'e, T>> {
-    let raw_env = env.raw();
-    let mut deferred = std::ptr::null_mut();
-    let mut promise = std::ptr::null_mut();
-    // SAFETY: called on the JavaScript thread with the live env of this call.
-    unsafe {
-        check(napi::sys::napi_create_promise(raw_env, &mut deferred, &mut promise))?;
-        settle_deferred(raw_env, deferred, outcome)?;
-    }
-    Ok(PromiseRaw::new(raw_env, promise))
+    let (deferred, promise) = node_api::promise(env)?;
+    settle_deferred(deferred, outcome)?;
+    Ok(promise)
 }
 
-/// Resolves or rejects `deferred` with `outcome`.
-///
-/// # Safety
-/// On the JavaScript thread of `raw_env`, with the deferred it made, once.
-pub(crate) unsafe fn settle_deferred<T: ToNapiValue>(
-    raw_env: napi::sys::napi_env,
-    deferred: napi::sys::napi_deferred,
+/// Resolves or rejects `deferred` with `outcome` (on the JavaScript thread that made it).
+pub(crate) fn settle_deferred<T: ToNapiValue>(
+    deferred: node_api::Deferred,
     outcome: flowguard_core::Result<T>,
 ) -> napi::Result<()> {
-    let env = Env::from_raw(raw_env);
-    match outcome {
-        Ok(v) => match unsafe { T::to_napi_value(raw_env, v) } {
-            Ok(value) => check(unsafe { napi::sys::napi_resolve_deferred(raw_env, deferred, value) }),
-            Err(e) => {
-                let err =
-                    js_error(&env, &CoreError::internal(format!("cannot convert a result: {}", e.reason)));
-                unsafe { reject(raw_env, deferred, err) }
-            }
-        },
-        Err(e) => unsafe { reject(raw_env, deferred, js_error(&env, &e)) },
-    }
-}
-
-unsafe fn reject(
-    env: napi::sys::napi_env,
-    deferred: napi::sys::napi_deferred,
-    err: napi::Error,
-) -> napi::Result<()> {
-    let value = unsafe { JsError::from(err).into_value(env) };
-    check(unsafe { napi::sys::napi_reject_deferred(env, deferred, value) })
-}
-
-fn check(status: napi::sys::napi_status) -> napi::Result<()> {
-    if status == napi::sys::Status::napi_ok {
-        Ok(())
-    } else {
-        Err(napi::Error::new(Status::from(status), "a napi call failed while settling a promise"))
-    }
+    let env = deferred.env();
+    let value = match outcome {
+        Ok(v) => v.into_unknown(&env).map_err(|e| {
+            js_error(&env, &CoreError::internal(format!("cannot convert a result: {}", e.reason)))
+        }),
+        Err(e) => Err(js_error(&env, &e)),
+    };
+    deferred.settle(value)
 }

@@ -29,6 +29,7 @@
 //! here; tokio threads call it only under the read lock of that mark, so none calls a finalized
 //! function. Settlements queued but not run by then are dropped (their env is gone), as napi-rs
 //! does.
+#![allow(unsafe_code)] // Node-API threadsafe functions, promises and scopes napi-rs wraps only with more work per call.
 
 use std::cell::{Cell, RefCell};
 use std::ffi::c_void;
@@ -272,9 +273,8 @@ fn run_woken(env: sys::napi_env) {
     drain(&l);
 }
 
-unsafe extern "C" fn teardown(arg: *mut c_void) {
-    // SAFETY: the hook owns the `Arc` leaked for it in `local`.
-    let shared = unsafe { Arc::from_raw(arg as *const Shared) };
+/// The env cleanup hook (see the module docs).
+fn teardown(shared: Arc<Shared>) {
     *shared.tsfn.write().unwrap_or_else(|p| p.into_inner()) = None;
     let gone = LOCALS.try_with(|cell| {
         let mut locals = cell.borrow_mut();
@@ -316,15 +316,7 @@ fn local(env: sys::napi_env) -> napi::Result<Rc<Local>> {
         check(sys::napi_unref_threadsafe_function(env, tsfn), "unref a threadsafe function")?;
     }
     let shared = Arc::new(Shared { tsfn: RwLock::new(Some(tsfn as usize)), woken: Mutex::new(Vec::new()) });
-    let hook = Arc::into_raw(shared.clone());
-    // SAFETY: as above; on failure the hook never runs, so take its Arc back.
-    if let Err(e) = check(
-        unsafe { sys::napi_add_env_cleanup_hook(env, Some(teardown), hook as *mut c_void) },
-        "add a cleanup hook",
-    ) {
-        drop(unsafe { Arc::from_raw(hook) });
-        return Err(e);
-    }
+    Env::from_raw(env).add_env_cleanup_hook(shared.clone(), teardown)?;
     // An async context, for the scope in which the event-loop connection settles calls: without
     // it, calls simply take the tokio path.
     let mut async_ctx = null_mut();
@@ -336,11 +328,7 @@ fn local(env: sys::napi_env) -> napi::Result<Rc<Local>> {
     let connections = if async_ctx.is_null() {
         None
     } else {
-        let mut uv_loop = null_mut();
-        // SAFETY: as above.
-        if unsafe { sys::napi_get_uv_event_loop(env, &mut uv_loop) } != sys::Status::napi_ok {
-            uv_loop = null_mut();
-        }
+        let uv_loop = Env::from_raw(env).get_uv_event_loop().unwrap_or(null_mut());
         // Registered after the cleanup hook above, so it runs before it (reverse order).
         Connections::new(env, uv_loop.cast())
     };
@@ -372,25 +360,18 @@ where
     let raw = env.raw();
     let keep_here = IO_STARTED.with(|f| f.replace(false));
     let l = local(raw)?;
-    let mut deferred = null_mut();
-    let mut promise = null_mut();
-    // SAFETY: on the JavaScript thread with the live env of this call.
-    unsafe { check(sys::napi_create_promise(raw, &mut deferred, &mut promise), "create a promise")? };
+    let (deferred, promise) = crate::node_api::promise(env)?;
     if l.pending.get() == 0 {
         // SAFETY: as above.
         unsafe { check(sys::napi_ref_threadsafe_function(raw, l.tsfn), "ref a threadsafe function")? };
     }
     l.pending.set(l.pending.get() + 1);
-    let deferred = deferred as usize;
     if keep_here && l.keeps_tasks() {
-        let env_addr = raw as usize;
         let task = Box::pin(async move {
             let outcome = fut.await;
-            // SAFETY: polled only on the JavaScript thread of the env that made `deferred`, in a
-            // scope where Promises may be settled; once.
-            let _ = unsafe {
-                super::settle_deferred(env_addr as sys::napi_env, deferred as sys::napi_deferred, outcome)
-            };
+            // Polled only on the JavaScript thread of the env that made `deferred`, in a scope
+            // where Promises may be settled.
+            let _ = super::settle_deferred(deferred, outcome);
         });
         let id = l.free.borrow_mut().pop().unwrap_or_else(|| {
             let mut t = l.tasks.borrow_mut();
@@ -407,15 +388,15 @@ where
         napi::bindgen_prelude::spawn(async move {
             let outcome = fut.await;
             shared.send(Box::new(move |env| {
-                // SAFETY: run by `call_js` on the JavaScript thread of the env that made `deferred`.
-                let _ = unsafe { super::settle_deferred(env, deferred as sys::napi_deferred, outcome) };
+                // Run by `call_js` on the JavaScript thread of the env that made `deferred`.
+                let _ = super::settle_deferred(deferred, outcome);
                 if let Some(l) = local_of(env) {
                     finished(&l);
                 }
             }));
         });
     }
-    Ok(PromiseRaw::new(raw, promise))
+    Ok(promise)
 }
 
 /// Runs `f` (replies landing: their calls' tasks become ready), then polls the ready tasks of

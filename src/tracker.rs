@@ -337,34 +337,6 @@ fn write_claim(out: &mut [f64], r: &core::ClaimResult) {
     }
 }
 
-/// The f64 contents of a Float64Array argument.
-///
-/// # Safety
-/// On the JavaScript thread of `env`; the slice lives no longer than the call.
-unsafe fn f64_slice<'a>(env: &Env, v: &Unknown) -> Option<&'a mut [f64]> {
-    use napi::sys;
-    let mut is = false;
-    let raw = v.value().value;
-    unsafe {
-        if sys::napi_is_typedarray(env.raw(), raw, &mut is) != sys::Status::napi_ok || !is {
-            return None;
-        }
-        let mut kind = 0;
-        let mut len = 0usize;
-        let mut data = std::ptr::null_mut();
-        let mut ab = std::ptr::null_mut();
-        let mut off = 0usize;
-        if sys::napi_get_typedarray_info(env.raw(), raw, &mut kind, &mut len, &mut data, &mut ab, &mut off)
-            != sys::Status::napi_ok
-            || kind != sys::TypedarrayType::float64_array
-            || data.is_null()
-        {
-            return None;
-        }
-        Some(std::slice::from_raw_parts_mut(data as *mut f64, len))
-    }
-}
-
 /// About the JSON text of one item's state in a result of many (its id, owner, times and a short
 /// timeline): reserved up front for the whole result.
 const ITEM_JSON_BYTES: usize = 320;
@@ -443,20 +415,24 @@ impl Flowguard {
             // Checked before anything runs: a Redis claim must not be started and dropped.
             return Err(fail(flowguard_core::Error::internal("_claimNow is for the embedded stores")));
         }
-        // The output is checked before the claim is applied: a claim must never be made and
-        // then lost because its result could not be written.
-        // SAFETY: on the JavaScript thread; `out` is this call's argument.
-        let buf = unsafe { f64_slice(env, &out) }
-            .ok_or_else(|| fail(flowguard_core::Error::invalid_at("out", "must be a Float64Array")))?;
+        // The arguments are read first: their getters may run JavaScript, which could detach the
+        // output's buffer, so the output is taken after them (its error still comes first). It is
+        // checked before the claim is applied: a claim must never be made and then lost because
+        // its result could not be written.
+        let args = (|| Ok((group.get("group")?, id.get("id")?, claim_opts(options.get("options")?)?)))();
+        let mut out = Float64ArraySlice::from_unknown(out)
+            .map_err(|_| fail(flowguard_core::Error::invalid_at("out", "must be a Float64Array")))?;
+        #[allow(unsafe_code)]
+        // SAFETY: `out` is this call's argument and no JavaScript runs from here to the end of
+        // this synchronous call, which writes the slice, so nothing else touches its memory.
+        let buf = unsafe { out.as_mut() };
         if buf.len() < CLAIM_NUMBERS {
             return Err(fail(flowguard_core::Error::invalid_at(
                 "out",
                 format!("holds {} numbers; a claim result needs {CLAIM_NUMBERS}", buf.len()),
             )));
         }
-        let (group, id, opts) =
-            (|| Ok((group.get("group")?, id.get("id")?, claim_opts(options.get("options")?)?)))()
-                .map_err(fail)?;
+        let (group, id, opts) = args.map_err(fail)?;
         let client = self.client.clone();
         let fut = async move {
             Ok(core::ClaimResult::from(client.set_item(&group, claim_request(id, opts)).await?))
@@ -478,11 +454,7 @@ impl Flowguard {
             write_claim(buf, &r);
             r.owner
         };
-        // SAFETY: on the JavaScript thread with the live env of this call.
-        unsafe {
-            let raw = Option::<String>::to_napi_value(env.raw(), value)?;
-            Unknown::from_napi_value(env.raw(), raw)
-        }
+        value.into_unknown(env)
     }
 
     /// Claims many items of one group in one atomic step (one round trip on Redis).

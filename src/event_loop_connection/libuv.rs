@@ -3,6 +3,7 @@
 //! Node exports libuv for addons, but Node-API does not wrap these calls, so they are found by
 //! name at run time. Only call [`uv`] in a process that is Node itself (see `crate::runtime`):
 //! Bun exports functions of the same names that abort the process.
+#![allow(unsafe_code)] // libuv functions found by name.
 
 use std::ffi::{c_int, c_void};
 use std::sync::OnceLock;
@@ -40,22 +41,25 @@ pub(crate) const UV_WRITABLE: c_int = 2;
 /// libuv, if the process exports it. Only under Node (see the module docs).
 pub(crate) fn uv() -> Option<&'static Uv> {
     static UV: OnceLock<Option<Uv>> = OnceLock::new();
-    UV.get_or_init(|| unsafe { load() }).as_ref()
+    UV.get_or_init(load).as_ref()
 }
 
-/// # Safety
-/// Looks up symbols by name; each is transmuted to the signature libuv declares for it.
-unsafe fn load() -> Option<Uv> {
+/// Looks up the functions by name; each is transmuted to the signature libuv declares for it.
+/// Called by [`uv`] only, under Node (see the module docs).
+fn load() -> Option<Uv> {
     macro_rules! sym {
         ($name:literal, $ty:ty) => {{
             let p = crate::exported::lookup($name);
             if p.is_null() {
                 return None;
             }
+            // SAFETY: under Node, the symbol of this name is libuv's function, whose C
+            // signature `$ty` repeats (uv.h); a function pointer has the size of a data pointer.
             unsafe { std::mem::transmute::<*mut c_void, $ty>(p) }
         }};
     }
     let handle_size = sym!(c"uv_handle_size", HandleSizeFn);
+    // SAFETY: libuv's `uv_handle_size` takes any handle type constant and only returns a size.
     let (poll_size, timer_size) = unsafe { (handle_size(UV_POLL), handle_size(UV_TIMER)) };
     if poll_size == 0 || timer_size == 0 || poll_size > 4096 || timer_size > 4096 {
         return None;
@@ -89,14 +93,13 @@ pub(crate) fn alloc_handle(size: usize) -> *mut c_void {
 /// `h` came from `alloc_handle(size)` and libuv is done with it (its close callback ran).
 pub(crate) unsafe fn free_handle(h: *mut c_void, size: usize) {
     if let Ok(layout) = std::alloc::Layout::from_size_align(size, HANDLE_ALIGN) {
+        // SAFETY: allocated by `alloc_handle` with this layout (the caller's contract).
         unsafe { std::alloc::dealloc(h.cast(), layout) }
     }
 }
 
-/// The `data` field of a libuv handle (its first field, public).
-///
-/// # Safety
-/// `h` is a libuv handle.
-pub(crate) unsafe fn handle_data<T>(h: *mut c_void) -> *mut *const T {
+/// Where the `data` field of the libuv handle `h` is (its first field, public): reading or
+/// writing it is the caller's unsafe step, on a handle of ours.
+pub(crate) fn handle_data<T>(h: *mut c_void) -> *mut *const T {
     h.cast()
 }

@@ -1,5 +1,6 @@
 //! One connected socket on an environment's loop: commands written during JavaScript calls,
 //! replies read by a poll callback, timeouts by a timer, all on the JavaScript thread.
+#![allow(unsafe_code)] // libuv handles and their callbacks.
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -499,6 +500,7 @@ fn take_replies(s: &mut State, out: &mut Vec<(Arc<Slot>, Result<Value, RedisErro
 /// # Safety
 /// The live handles of this thread's loop, not closed yet.
 unsafe fn close_handles(uv: &Uv, live: &Live) {
+    // SAFETY: the caller's contract (live handles of this thread's loop, not closed yet).
     unsafe {
         (uv.poll_stop)(live.poll);
         (uv.close)(live.poll, Some(on_close_poll));
@@ -511,6 +513,7 @@ unsafe fn close_handles(uv: &Uv, live: &Live) {
 /// # Safety
 /// Called by libuv once per handle, after `uv_close`.
 unsafe fn closed(h: *mut c_void, poll: bool) {
+    // SAFETY: `h` is one of our handles (the caller's contract), whose first field is `data`.
     let data = unsafe { *handle_data::<Live>(h) };
     let owner = if data.is_null() {
         None
@@ -543,6 +546,8 @@ unsafe extern "C" fn on_close_timer(h: *mut c_void) {
 /// # Safety
 /// `h` is one of our handles, not closed yet.
 unsafe fn live_of(h: *mut c_void) -> Option<Rc<Live>> {
+    // SAFETY: `h` is one of our live handles (the caller's contract): its `data` is null or a
+    // strong count of its `Live`, which stays held while this new count is made.
     unsafe {
         let data = *handle_data::<Live>(h);
         if data.is_null() {

@@ -16,6 +16,7 @@
 //! (in the background) or after it broke (it is set up again, with backoff). TCP and Unix
 //! sockets, RESP2; TLS and RESP3 URLs never use it, nor does any platform but Unix.
 //! `FLOWGUARD_REDIS_JS_LOOP=0` turns it off.
+#![allow(unsafe_code)] // async cleanup hooks of Node-API.
 
 mod libuv;
 mod live;
@@ -151,6 +152,7 @@ impl Connections {
             sys::napi_add_async_cleanup_hook(env, Some(on_teardown), arg as *mut c_void, null_mut())
         };
         if status != sys::Status::napi_ok {
+            // SAFETY: the count leaked above, which the hook that was not added never takes.
             drop(unsafe { Rc::from_raw(arg) });
             return None;
         }

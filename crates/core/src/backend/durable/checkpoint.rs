@@ -7,6 +7,7 @@
 //! blocking writers (`PASSIVE`). The log restarts from its beginning once a checkpoint has
 //! copied all of it, which a steady stream of writes can keep from happening; so a commit that
 //! finds the log at [`HARD_PAGES`] checkpoints inline, as SQLite would: the log stays bounded.
+#![allow(unsafe_code)] // SQLite's WAL hook on the raw handle.
 
 use std::ffi::{c_char, c_int, c_void};
 use std::path::{Path, PathBuf};

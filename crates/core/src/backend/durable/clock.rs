@@ -63,6 +63,7 @@ struct Boot {
 
 /// The kernel's clock `id` in ms, read by the system call (see the module's comment).
 #[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
 fn kernel_ms(id: libc::clockid_t) -> Option<i64> {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: clock_gettime(2) with a clock id and a pointer to a timespec it fills.

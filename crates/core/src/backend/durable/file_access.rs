@@ -44,6 +44,7 @@ fn not_a_directory(dir: &Path) -> Option<&Path> {
 /// Why this process cannot write `what` (the file, or its directory: where SQLite creates the
 /// file and its `-wal` and `-shm` files), as the OS answers `access(2)`.
 #[cfg(unix)]
+#[allow(unsafe_code)]
 fn denied(path: &Path, what: &str) -> Option<String> {
     use std::os::unix::ffi::OsStrExt;
     let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;

@@ -503,17 +503,10 @@ mod tests {
     /// The statements a connection runs, by their SQL (for counting).
     static STATEMENTS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
 
-    unsafe extern "C" fn traced(
-        _mask: std::ffi::c_uint,
-        _ctx: *mut std::ffi::c_void,
-        _stmt: *mut std::ffi::c_void,
-        sql: *mut std::ffi::c_void,
-    ) -> std::ffi::c_int {
-        // SAFETY: for SQLITE_TRACE_STMT, the last argument is the statement's NUL-terminated SQL.
-        let sql = unsafe { std::ffi::CStr::from_ptr(sql as *const std::ffi::c_char) };
-        super::guard(&STATEMENTS)
-            .push(sql.to_string_lossy().split_whitespace().collect::<Vec<_>>().join(" "));
-        0
+    fn traced(event: rusqlite::trace::TraceEvent<'_>) {
+        if let rusqlite::trace::TraceEvent::Stmt(_, sql) = event {
+            super::guard(&STATEMENTS).push(sql.split_whitespace().collect::<Vec<_>>().join(" "));
+        }
     }
 
     /// The statements `d`'s connection runs during `calls` (a count per SQL text), with each
@@ -522,15 +515,7 @@ mod tests {
         {
             let session = super::guard(&d.db.conn);
             let conn = session.conn.as_ref().unwrap();
-            // SAFETY: the connection's live handle and a callback of the documented signature.
-            unsafe {
-                rusqlite::ffi::sqlite3_trace_v2(
-                    conn.handle(),
-                    rusqlite::ffi::SQLITE_TRACE_STMT as std::ffi::c_uint,
-                    Some(traced),
-                    std::ptr::null_mut(),
-                );
-            }
+            conn.trace_v2(rusqlite::trace::TraceEventCodes::SQLITE_TRACE_STMT, Some(traced));
         }
         super::guard(&STATEMENTS).clear();
         for i in 0..calls {

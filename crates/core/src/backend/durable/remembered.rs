@@ -11,6 +11,7 @@ use std::ffi::c_void;
 use rusqlite::{ffi, Connection};
 
 /// The data version of the connection's main database (see the module's comment).
+#[allow(unsafe_code)]
 fn data_version(c: &Connection) -> Option<u32> {
     let mut v: u32 = 0;
     // SAFETY: the connection's live handle, a NUL-terminated name, and a pointer to a u32 as

@@ -126,6 +126,7 @@ pub(super) fn open(path: &Path) -> Result<Connection> {
 /// Process-wide settings of the bundled SQLite, made once before its first connection opens
 /// (they cannot change after): no statistics of its memory use, which SQLite would otherwise
 /// update under a global mutex on every allocation and free. Nothing here reads them.
+#[allow(unsafe_code)]
 fn configure_sqlite() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
