@@ -172,6 +172,7 @@ async function main() {
     const port2 = await freePort()
     const l = await startServer(join(user.dir, 'node_modules', '.bin', 'flowguard-server'), ['--listen', `127.0.0.1:${port2}`, '--path', db], { cwd: user.dir, env: user.env, port: port2 })
     servers.push(l.proc)
+    figures.push(`node_modules/.bin/flowguard-server start (spawn of the launcher to the first 200 from /healthz): ${l.ms} ms`)
     const got = l.ms >= 0 ? await (await fetch(`http://127.0.0.1:${port2}/v1/state/get`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"key":"npx"}' })).json() : {}
     check('the launcher (node_modules/.bin/flowguard-server) starts on the same file and reads the value written before', l.ms >= 0 && got.found === true && got.value === 1, l.output() + JSON.stringify(got))
     l.proc.kill('SIGINT')
