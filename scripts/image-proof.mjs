@@ -183,7 +183,7 @@ try {
 } catch (e) {
   check('image proof ran to the end', false, e.stack)
 } finally {
-  for (const c of containers) podman(['rm', '-f', '-t', '0', c])
+  for (const c of containers) podman(['rm', '-f', '-v', '-t', '0', c])
   podman(['volume', 'rm', '-f', volume])
   podman(['rmi', '-f', image])
   const left = podman(['ps', '-a', '--filter', `name=flowguard-proof-${id}`, '--format', '{{.Names}}']).out + podman(['volume', 'ls', '--filter', `name=${volume}`, '--format', '{{.Name}}']).out
