@@ -16,13 +16,14 @@
 // registry.npmjs.org only (TLS with a throwaway CA given to n8n and npm by NODE_EXTRA_CA_CERTS)
 // and forwards to Verdaccio, and refuses every other host; npm_config_registry names Verdaccio too.
 // Prints one line per check and closes with "install-proof: N passed, M failed".
-import { spawn, spawnSync } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, existsSync, cpSync, rmSync, realpathSync, openSync, closeSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import net from 'node:net'
 import { checkPackages } from './pack-check.mjs'
+import { startVerdaccio, installVerdaccio, freePort } from './install-proof/verdaccio.mjs'
+import { proofReport, sleep } from './proof-report.mjs'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const nodesDir = join(root, 'n8n-nodes')
@@ -30,30 +31,8 @@ const proofDir = join(root, 'scripts', 'install-proof')
 const keep = process.env.FLOWGUARD_PROOF_KEEP === '1'
 const tmp = realpathSync(mkdtempSync(join(tmpdir(), 'flowguard-install-proof-')))
 const logFile = join(tmp, 'proof.log')
-let passed = 0
-let failed = 0
-const figures = []
-
-const log = (s) => writeFileSync(logFile, s + '\n', { flag: 'a' })
-function check(name, ok, detail = '') {
-  if (ok) passed++
-  else failed++
-  console.log(`${ok ? 'ok' : 'FAIL'} - ${name}${!ok && detail ? `\n    ${String(detail).slice(0, 1500).replace(/\n/g, '\n    ')}` : ''}`)
-}
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
-function freePort() {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address()
-      s.close(() => resolve(port))
-    })
-  })
-}
-function sh(cmd, args, opts = {}) {
-  const r = spawnSync(cmd, args, { encoding: 'utf8', maxBuffer: 1 << 28, ...opts })
-  log(`$ ${cmd} ${args.join(' ')} (cwd ${opts.cwd ?? process.cwd()}) -> ${r.status}\n${r.stdout ?? ''}${r.stderr ?? ''}`)
-  return r
-}
+const report = proofReport('install-proof', logFile)
+const { check, sh, figures } = report
 
 // ------------------------------------------------------------------ runtimes (cached installs)
 const n8nEnvSh = join(nodesDir, 'scripts', 'n8n-env.sh')
@@ -61,13 +40,7 @@ function installPinned() {
   // The pinned Node 24 + n8n 2.41.1 of the e2e suite, and n8n-nodes' dev tools (its build).
   const r = sh('bash', ['-c', `. "${n8nEnvSh}" && fg_install_n8n && fg_build_nodes`], { cwd: nodesDir, env: { ...process.env, N8N_USER_FOLDER: join(tmp, 'unused') } })
   if (r.status !== 0) return `n8n / n8n-nodes install failed: ${(r.stderr || r.stdout).slice(-1500)}`
-  const v = join(proofDir, 'verdaccio')
-  if (!existsSync(join(v, 'node_modules', '.fg-installed'))) {
-    const i = sh('npm', ['install', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: v })
-    if (i.status !== 0) return `Verdaccio install failed: ${i.stderr.slice(-1500)}`
-    writeFileSync(join(v, 'node_modules', '.fg-installed'), '')
-  }
-  return null
+  return installVerdaccio(sh)
 }
 function installN8n1() {
   const base = join(proofDir, 'n8n-1x')
@@ -108,44 +81,8 @@ function packAll() {
 }
 
 // ------------------------------------------------------------------ registry and proxy
-async function startVerdaccio() {
-  const dir = join(tmp, 'verdaccio')
-  mkdirSync(join(dir, 'storage'), { recursive: true })
-  const port = await freePort()
-  writeFileSync(join(dir, 'config.yaml'), [
-    `storage: ${join(dir, 'storage')}`,
-    'auth:',
-    '  htpasswd:',
-    `    file: ${join(dir, 'htpasswd')}`,
-    '    max_users: 1',
-    'uplinks: {}',
-    'packages:',
-    "  '**':",
-    '    access: $all',
-    '    publish: $authenticated',
-    '    unpublish: $authenticated',
-    'max_body_size: 200mb',
-    'log: { type: file, path: ' + join(dir, 'verdaccio.log') + ', level: warn }',
-    '',
-  ].join('\n'))
-  const bin = join(proofDir, 'verdaccio', 'node_modules', 'verdaccio', 'bin', 'verdaccio')
-  const proc = spawn(process.execPath, [bin, '--config', join(dir, 'config.yaml'), '--listen', `127.0.0.1:${port}`], { cwd: dir, stdio: 'ignore' })
-  const url = `http://127.0.0.1:${port}/`
-  for (let i = 0; i < 300; i++) {
-    try {
-      if ((await fetch(`${url}-/ping`)).ok) break
-    } catch {}
-    await sleep(100)
-  }
-  // One registry user; its token publishes.
-  const res = await fetch(`${url}-/user/org.couchdb.user:proof`, {
-    method: 'PUT',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ name: 'proof', password: 'proof-password-1' }),
-  })
-  const { token } = await res.json()
-  return { url, port, token, stop: () => proc.kill('SIGTERM') }
-}
+// Verdaccio: scripts/install-proof/verdaccio.mjs.
+const startRegistry = () => startVerdaccio(join(tmp, 'verdaccio'))
 
 function makeCertificates() {
   const d = join(tmp, 'tls')
@@ -433,7 +370,7 @@ async function main() {
     check('npm pack of flowguard, flowguard-linux-x64-gnu and n8n-nodes-flowguard', false, e.message)
     return
   }
-  const registry = await startVerdaccio()
+  const registry = await startRegistry()
   const certs = makeCertificates()
   const proxy = await startProxy(registry, certs)
   try {
@@ -480,10 +417,8 @@ try {
 } catch (e) {
   check('install proof ran to the end', false, e.stack)
 }
-console.log('\n' + figures.join('\n'))
 if (!keep) {
-  if (failed === 0) rmSync(tmp, { recursive: true, force: true })
+  if (report.failed === 0) rmSync(tmp, { recursive: true, force: true })
   else console.log(`install-proof: logs kept in ${tmp}`)
 }
-console.log(`install-proof: ${passed} passed, ${failed} failed`)
-process.exit(failed === 0 && passed > 0 ? 0 : 1)
+process.exit(report.finish())

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // What `npm pack --dry-run` would publish, checked file by file, and the versions checked to be in
 // step: the `flowguard` package (JS layer and binding loader, no binary), each platform package
-// under npm/ (its one binary), and `n8n-nodes-flowguard` (a fresh build of its nodes). Each check
+// under npm/ (its one binary), `n8n-nodes-flowguard` (a fresh build of its nodes), and the packages
+// of `npx flowguard-server` (crates/server/npm/). Each check
 // prints "ok" or "FAIL"; `checkPackages()` is also run by scripts/install-proof.mjs.
 // Standalone: `node scripts/pack-check.mjs` (n8n-nodes needs its dev tools: npm install in n8n-nodes).
 import { spawnSync } from 'node:child_process'
@@ -143,6 +144,30 @@ export function checkPackages(report, { binary = join(root, 'flowguard.linux-x64
       }
     })
   }
+
+  // npx flowguard-server (crates/server/npm/): the launcher pins each platform package at the version; each platform
+  // package is static, so it names os and cpu and no libc. scripts/npx-proof.mjs packs them with a binary.
+  const serverNpm = join(root, 'crates', 'server', 'npm')
+  check('flowguard-server: the launcher and its platform packages at the version, each pinned, os/cpu and no libc', () => {
+    const launcher = readJson(join(serverNpm, 'flowguard-server', 'package.json'))
+    const problems = []
+    if (launcher.version !== version) problems.push(`flowguard-server at ${launcher.version}`)
+    if (launcher.scripts && Object.keys(launcher.scripts).some((k) => /install/.test(k))) problems.push('an install script')
+    const platforms = readdirSync(serverNpm).filter((d) => d !== 'flowguard-server')
+    const wrong = sameList(Object.keys(launcher.optionalDependencies || {}), platforms.map((d) => `@flowguard/server-${d}`))
+    if (wrong) problems.push(`optionalDependencies: ${wrong}`)
+    for (const d of platforms) {
+      const p = readJson(join(serverNpm, d, 'package.json'))
+      const [os, cpu] = d.split('-')
+      if (p.name !== `@flowguard/server-${d}`) problems.push(`name ${p.name}`)
+      if (p.version !== version || launcher.optionalDependencies?.[p.name] !== version) problems.push(`${p.name} at ${p.version}, pinned ${launcher.optionalDependencies?.[p.name]}`)
+      if (JSON.stringify(p.os) !== JSON.stringify([os]) || JSON.stringify(p.cpu) !== JSON.stringify([cpu]) || p.libc) problems.push(`${p.name}: os/cpu/libc ${p.os}/${p.cpu}/${p.libc}`)
+      if (JSON.stringify(p.files) !== JSON.stringify(['bin/flowguard-server'])) problems.push(`${p.name}: files ${JSON.stringify(p.files)}`)
+    }
+    return problems.join('; ')
+  })
+  check('flowguard-server: npm pack lists exactly the launcher, its lib, README and package.json', () =>
+    sameList(packList(join(serverNpm, 'flowguard-server')), ['README.md', 'package.json', 'bin/flowguard-server.js', 'lib/binary.js']))
 
   const nodesPkg = readJson(join(nodesDir, 'package.json'))
   check('n8n-nodes-flowguard: same version, depends on flowguard by a semver range that accepts it', () => {

@@ -2,8 +2,10 @@
 // Keeps every published version in step with the root package.json (run by `npm version` after
 // `napi version`, which already set npm/*/package.json): the root's optionalDependencies on the
 // platform packages, the version strings napi generated into binding.js, and n8n-nodes-flowguard's
-// own version and its semver range on flowguard. `node scripts/pack-check.mjs` verifies the result.
-import { readFileSync, writeFileSync } from 'node:fs'
+// own version and its semver range on flowguard, and the server's npm packages (crates/server/npm/: the
+// `flowguard-server` launcher, its optionalDependencies and the platform packages).
+// `node scripts/pack-check.mjs` verifies the result.
+import { readFileSync, writeFileSync, readdirSync } from 'node:fs'
 import { join, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -26,4 +28,13 @@ const nodes = readJson('n8n-nodes/package.json')
 nodes.version = version
 nodes.dependencies.flowguard = `^${version}`
 writeJson('n8n-nodes/package.json', nodes)
-console.log(`sync-versions: flowguard, its platform packages and n8n-nodes-flowguard at ${version}`)
+
+// npx flowguard-server: the launcher, its exact pins on the platform packages, and those packages.
+for (const dir of readdirSync(join(root, 'crates/server/npm'))) {
+  const file = `crates/server/npm/${dir}/package.json`
+  const p = readJson(file)
+  p.version = version
+  for (const name of Object.keys(p.optionalDependencies || {})) p.optionalDependencies[name] = version
+  writeJson(file, p)
+}
+console.log(`sync-versions: flowguard, its platform packages, n8n-nodes-flowguard and the flowguard-server packages at ${version}`)

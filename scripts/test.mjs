@@ -5,8 +5,9 @@
 // Cluster, the Redis suites (Rust and Node) again on Valkey 8.1 (scripts/valkey-server.mjs), the
 // lock and tracker suites under Bun and Deno (the devDependencies `bun` and `deno`: runtimes
 // without Node's libuv), when present
-// the n8n end-to-end suite, and the install proof (packed packages installed into a fresh n8n from
-// a local registry). Prints one closing line:
+// the n8n end-to-end suite, the install proof (packed packages installed into a fresh n8n from
+// a local registry), the npx proof (`npx flowguard-server` from a local registry) and the image proof
+// (the server's FROM scratch image under podman, with FLOWGUARD_STATIC_SERVER_BIN). Prints one closing line:
 // "flowguard tests: N passed, M failed".
 import { spawn, spawnSync } from 'node:child_process'
 import { mkdtempSync, existsSync, readdirSync, rmSync } from 'node:fs'
@@ -207,6 +208,20 @@ try {
     // through its community-packages endpoint (scripts/install-proof.mjs).
     if (skipN8n) summary.push('install proof: not run (FLOWGUARD_SKIP_N8N=1)')
     else run('install proof', process.execPath, ['scripts/install-proof.mjs'], env, lineCounts)
+    // The server as an npm package: `npx flowguard-server` installed from a local registry
+    // (scripts/npx-proof.mjs), on the static binary of FLOWGUARD_STATIC_SERVER_BIN or else the debug build.
+    run('npx proof', process.execPath, ['scripts/npx-proof.mjs'], env, lineCounts)
+    // The server's FROM scratch image built and run with podman (scripts/image-proof.mjs), on the static
+    // binary of FLOWGUARD_STATIC_SERVER_BIN (scripts/musl/). Without it or podman: a failure in CI, a
+    // note elsewhere.
+    const podmanOk = spawnSync(process.env.FLOWGUARD_PODMAN || 'podman', ['--version']).status === 0
+    if (process.env.FLOWGUARD_STATIC_SERVER_BIN && (podmanOk || process.env.CI === 'true')) {
+      run('image proof', process.execPath, ['scripts/image-proof.mjs'], env, lineCounts)
+    } else {
+      const why = process.env.FLOWGUARD_STATIC_SERVER_BIN ? 'podman is not installed' : 'FLOWGUARD_STATIC_SERVER_BIN is not set'
+      if (process.env.CI === 'true') failed++
+      summary.push(`image proof: not run (${why}${process.env.CI === 'true' ? ': a failure under CI=true' : ''})`)
+    }
   }
 } finally {
   redis?.stop()
