@@ -46,7 +46,7 @@ await io.ping()
 // labels, Redis's clock) from the cost of the binding.
 const lua = (f) => readFileSync(join(root, 'crates/core/src/backend/redis/lua', f), 'utf8')
 const semAcquire = lua('semaphore_common.lua') + lua('semaphore_acquire.lua')
-const semRelease = lua('semaphore_common.lua') + lua('semaphore_release.lua')
+const semRelease = lua('semaphore_release.lua')
 const [acqSha, relSha] = [await io.script('LOAD', semAcquire), await io.script('LOAD', semRelease)]
 
 const RATE = { limit: 1_000_000, periodMs: 1000, burst: 1_000_000 }

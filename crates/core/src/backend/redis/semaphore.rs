@@ -21,21 +21,31 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::lock::{ExtendResult, Refusal, ReleaseResult};
 use crate::semaphore::{Holder, PermitAttempt, SemaphoreBackend, SemaphoreInfo};
 
-/// A script: the shared head `semaphore_common.lua` followed by the step's own part, run by
-/// [`RedisStore::eval`] (over a shell's faster connection when it has one, as the lock's).
+/// A script: the shared head `semaphore_common.lua` followed by the step's own part, or (`alone`)
+/// the step's part only, run by [`RedisStore::eval`] (over a shell's faster connection when it has
+/// one, as the lock's). Release stands alone: defining the head's functions costs Redis about as
+/// much as one command per call, and release needs none of them.
 macro_rules! semaphore_script {
     ($name:ident, $file:literal) => {
+        semaphore_script!(
+            $name,
+            concat!(include_str!("lua/semaphore_common.lua"), include_str!(concat!("lua/", $file)))
+        );
+    };
+    ($name:ident, $file:literal, alone) => {
+        semaphore_script!($name, include_str!(concat!("lua/", $file)));
+    };
+    ($name:ident, $source:expr) => {
         fn $name() -> &'static super::Lua {
             static S: std::sync::OnceLock<super::Lua> = std::sync::OnceLock::new();
-            const SOURCE: &str =
-                concat!(include_str!("lua/semaphore_common.lua"), include_str!(concat!("lua/", $file)));
+            const SOURCE: &str = $source;
             S.get_or_init(|| super::Lua { script: redis::Script::new(SOURCE), source: SOURCE })
         }
     };
 }
 
 semaphore_script!(acquire_script, "semaphore_acquire.lua");
-semaphore_script!(release_script, "semaphore_release.lua");
+semaphore_script!(release_script, "semaphore_release.lua", alone);
 semaphore_script!(extend_script, "semaphore_extend.lua");
 semaphore_script!(inspect_script, "semaphore_inspect.lua");
 
