@@ -2,7 +2,7 @@ import type { IExecuteFunctions, INodeProperties } from 'n8n-workflow';
 
 import { clientFor } from './client';
 import { credentialTest as tests } from './credentialTest';
-import { keyPrefixOption, memoryOnlyOption } from './descriptions';
+import { backendSelector, keyPrefixOption, memoryOnlyOption } from './descriptions';
 import type { Calls } from './router';
 import { serverClientFor } from './server';
 
@@ -14,13 +14,9 @@ import { serverClientFor } from './server';
  * only, so that nothing it loads imports the addon.
  */
 
-/** Backend selector shared by the nodes. */
-export const backendProperty: INodeProperties = {
-	displayName: 'Backend',
-	name: 'backend',
-	type: 'options',
-	noDataExpression: true,
-	options: [
+/** The Backend parameter: Embedded and Redis (the native addon), and the flowguard server. */
+export const backendProperty = backendSelector(
+	[
 		{
 			name: 'Embedded',
 			value: 'embedded',
@@ -39,8 +35,8 @@ export const backendProperty: INodeProperties = {
 				'State kept by a flowguard server (a sidecar beside n8n), called over HTTP: no native code is loaded in n8n. Works with queue mode.',
 		},
 	],
-	default: 'embedded',
-};
+	'embedded',
+);
 
 /** The Key Prefix option (Embedded and Redis: a flowguard server has its own --prefix). */
 export const keyPrefixOptions: INodeProperties[] = [keyPrefixOption];

@@ -1,4 +1,9 @@
-import type { INodeCredentialDescription, INodeProperties } from 'n8n-workflow';
+import type { INodeCredentialDescription, INodeProperties, INodePropertyOptions } from 'n8n-workflow';
+
+/** The Backend parameter of the nodes, with the backends of the package (backend.ts). */
+export function backendSelector(options: INodePropertyOptions[], defaultBackend: string): INodeProperties {
+	return { displayName: 'Backend', name: 'backend', type: 'options', noDataExpression: true, options, default: defaultBackend };
+}
 
 export const keyPrefixOption: INodeProperties = {
 	displayName: 'Key Prefix',
