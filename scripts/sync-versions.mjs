@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // Keeps every published version in step with the root package.json (run by `npm version` after
 // `napi version`, which already set npm/*/package.json): the root's optionalDependencies on the
-// platform packages, the version strings napi generated into binding.js, and n8n-nodes-flowguard's
-// own version and its semver range on flowguard. `node scripts/pack-check.mjs` verifies the result.
+// platform packages, the version strings napi generated into binding.js, n8n-nodes-flowguard's
+// own version and its semver range on flowguard, and n8n-nodes-flowguard-server's version (its
+// devDependency on flowguard's types too). `node scripts/pack-check.mjs` verifies the result.
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -26,4 +27,9 @@ const nodes = readJson('n8n-nodes/package.json')
 nodes.version = version
 nodes.dependencies.flowguard = `^${version}`
 writeJson('n8n-nodes/package.json', nodes)
-console.log(`sync-versions: flowguard, its platform packages and n8n-nodes-flowguard at ${version}`)
+// n8n-nodes-flowguard-server (the n8n Cloud package): same version; flowguard's types only (a devDependency).
+const cloud = readJson('n8n-nodes/cloud/package.json')
+cloud.version = version
+cloud.devDependencies.flowguard = `^${version}`
+writeJson('n8n-nodes/cloud/package.json', cloud)
+console.log(`sync-versions: flowguard, its platform packages, n8n-nodes-flowguard and n8n-nodes-flowguard-server at ${version}`)
