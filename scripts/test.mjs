@@ -201,10 +201,11 @@ try {
       if (skipN8n) summary.push('n8n e2e: not run (FLOWGUARD_SKIP_N8N=1)')
       else run('n8n e2e', 'bash', ['.ci/n8n-e2e.sh'], env, lineCounts)
     }
-    // Packs both packages, publishes them to a local registry and installs them into a fresh n8n
-    // through its community-packages endpoint (scripts/install-proof.mjs).
+    // Packs the packages, publishes them to a local registry and installs them into a fresh n8n
+    // through its community-packages endpoint (scripts/install-proof.mjs); the n8n Cloud package's
+    // seed flows run on the flowguard-server cargo test built.
     if (skipN8n) summary.push('install proof: not run (FLOWGUARD_SKIP_N8N=1)')
-    else run('install proof', process.execPath, ['scripts/install-proof.mjs'], env, lineCounts)
+    else run('install proof', process.execPath, ['scripts/install-proof.mjs'], { ...env, FLOWGUARD_SERVER_BIN: serverBin }, lineCounts)
   }
 } finally {
   redis?.stop()
