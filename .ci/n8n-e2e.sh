@@ -72,6 +72,14 @@ else
 	export FG_LINT_RESULT=fail
 	cat "$RUN_DIR/lint.log" >&2
 fi
+# The n8n Cloud package n8n-nodes-flowguard-server, staged from the same sources: n8n's lint in
+# strict mode (the Cloud rules: no runtime dependency, allowed imports and globals only).
+if (cd "$NODES" && node scripts/cloud-package.mjs --lint >"$RUN_DIR/cloud-lint.log" 2>&1); then
+	export FG_CLOUD_LINT_RESULT=pass
+else
+	export FG_CLOUD_LINT_RESULT=fail
+	cat "$RUN_DIR/cloud-lint.log" >&2
+fi
 # Unit tests of the nodes' helpers (Redis URL from the credential, client cache, queue mode).
 if (cd "$NODES" && node --test test/*.test.js >"$RUN_DIR/unit.log" 2>&1); then
 	export FG_UNIT_RESULT=pass

@@ -5,7 +5,9 @@ import { configWithoutCloudSupport } from '@n8n/node-cli/eslint';
 export default [
 	...configWithoutCloudSupport,
 	{
-		ignores: ['e2e/**', 'examples/**', 'scripts/**', 'node_modules/**', 'dist/**', '.n8n-e2e/**', '.n8n-local/**'],
+		// cloud/ and .cloud-package/: the n8n Cloud package, linted in its staged folder with n8n's
+		// unmodified config (scripts/cloud-package.mjs --lint).
+		ignores: ['e2e/**', 'examples/**', 'scripts/**', 'node_modules/**', 'dist/**', '.n8n-e2e/**', '.n8n-local/**', 'cloud/**', '.cloud-package/**'],
 	},
 	{
 		files: ['package.json'],
@@ -29,9 +31,6 @@ export default [
 			// Same reason: n8n's own credential type is named `redis`, without the `Api` suffix that
 			// this rule expects of a package's own credential types.
 			'n8n-nodes-base/node-class-description-credentials-name-unsuffixed': 'off',
-			// The "Owner Token" of a claim or lock is not a secret (it is in every output item, so that
-			// later nodes can use it); masking it as a password would only hide it from the builder.
-			'n8n-nodes-base/node-param-type-options-password-missing': 'off',
 		},
 	},
 ];

@@ -7,6 +7,10 @@
 // the call of Settings > Community Nodes, with n8n's install code as shipped. Checks: the four
 // nodes load (/types/nodes.json), survive a restart, and the imported example workflow (the
 // weekly project loop, embedded backend) runs with the right output through `n8n execute`.
+// Then the n8n Cloud package n8n-nodes-flowguard-server (no dependencies, server backend only),
+// installed by name into the same n8n, its credential tested and the seed flows run on a
+// flowguard-server the proof starts (scripts/install-proof/cloud.mjs; FLOWGUARD_SERVER_BIN, else
+// target/x86_64-unknown-linux-gnu/debug/flowguard-server).
 // Then again with the platform package withheld from the registry: n8n starts, installs and
 // loads the package, a workflow without our nodes runs.
 //
@@ -24,6 +28,8 @@ import { fileURLToPath } from 'node:url'
 import { checkPackages } from './pack-check.mjs'
 import { startVerdaccio, installVerdaccio, freePort } from './install-proof/verdaccio.mjs'
 import { proofReport, sleep } from './proof-report.mjs'
+import { proveCloud, serverBinary } from './install-proof/cloud.mjs'
+import * as cloudPackage from '../n8n-nodes/scripts/cloud-package.mjs'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const nodesDir = join(root, 'n8n-nodes')
@@ -32,7 +38,7 @@ const keep = process.env.FLOWGUARD_PROOF_KEEP === '1'
 const tmp = realpathSync(mkdtempSync(join(tmpdir(), 'flowguard-install-proof-')))
 const logFile = join(tmp, 'proof.log')
 const report = proofReport('install-proof', logFile)
-const { check, sh, figures } = report
+const { check, sh, figures, log } = report
 
 // ------------------------------------------------------------------ runtimes (cached installs)
 const n8nEnvSh = join(nodesDir, 'scripts', 'n8n-env.sh')
@@ -77,7 +83,11 @@ function packAll() {
   if (sh('objcopy', ['--strip-debug', join(root, 'flowguard.linux-x64-gnu.node'), bin]).status !== 0) cpSync(join(root, 'flowguard.linux-x64-gnu.node'), bin)
   const platform = pack(stage, ['--ignore-scripts'])
   const nodes = pack(nodesDir) // prepack: a fresh build
-  return { flowguard, platform, nodes }
+  // The n8n Cloud package, staged from the same sources and built (n8n-nodes/scripts/cloud-package.mjs).
+  cloudPackage.stage()
+  cloudPackage.build()
+  const cloud = cloudPackage.pack(out)
+  return { flowguard, platform, nodes, cloud }
 }
 
 // ------------------------------------------------------------------ registry and proxy
@@ -312,6 +322,12 @@ async function proveOn(label, runtime, ctx) {
         ids(completed) === 'acme,hooli,initech' && completed.every((j) => j.itemTracker?.item?.status === 'completed'),
       run?.data?.resultData?.error?.message ?? (ex.stdout + ex.stderr).slice(-1200),
     )
+    // The n8n Cloud package, in the same n8n.
+    if (ctx.cloud) {
+      const serverBin = serverBinary(root)
+      check(`${label}: a flowguard-server binary for the Cloud package's proof (FLOWGUARD_SERVER_BIN or target/x86_64-unknown-linux-gnu/debug/flowguard-server: cargo build -p flowguard-server --target x86_64-unknown-linux-gnu)`, Boolean(serverBin))
+      if (serverBin) await proveCloud(label, a, { check, figures, log, freePort, parseRun, outOf, nodesDir, serverBin })
+    }
   } finally {
     await a.stop()
   }
@@ -367,7 +383,7 @@ async function main() {
   try {
     tarballs = packAll()
   } catch (e) {
-    check('npm pack of flowguard, flowguard-linux-x64-gnu and n8n-nodes-flowguard', false, e.message)
+    check('npm pack of flowguard, flowguard-linux-x64-gnu, n8n-nodes-flowguard and n8n-nodes-flowguard-server', false, e.message)
     return
   }
   const registry = await startRegistry()
@@ -390,7 +406,7 @@ async function main() {
     const ctx = { registry, proxy, ca: certs.ca }
     // FLOWGUARD_PROOF_N8N1=1 adds n8n 1.x after 2.41.1; =only runs n8n 1.x alone.
     const n8n1 = process.env.FLOWGUARD_PROOF_N8N1
-    if (n8n1 !== 'only') await proveOn('n8n 2.41.1', { nodeBin: nodeEnvDir, n8nBin: join(nodesDir, 'e2e', 'n8n-install', 'node_modules', 'n8n', 'bin', 'n8n') }, ctx)
+    if (n8n1 !== 'only') await proveOn('n8n 2.41.1', { nodeBin: nodeEnvDir, n8nBin: join(nodesDir, 'e2e', 'n8n-install', 'node_modules', 'n8n', 'bin', 'n8n') }, { ...ctx, cloud: true })
 
     if (n8n1 === '1' || n8n1 === 'only') {
       const rt = installN8n1()

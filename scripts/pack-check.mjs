@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // What `npm pack --dry-run` would publish, checked file by file, and the versions checked to be in
 // step: the `flowguard` package (JS layer and binding loader, no binary), each platform package
-// under npm/ (its one binary), `n8n-nodes-flowguard` (a fresh build of its nodes), and the packages
-// of `npx flowguard-server` (crates/server/npm/). Each check
+// under npm/ (its one binary), `n8n-nodes-flowguard` (a fresh build of its nodes), the manifest of
+// `n8n-nodes-flowguard-server`, and the packages of `npx flowguard-server` (crates/server/npm/). Each check
 // prints "ok" or "FAIL"; `checkPackages()` is also run by scripts/install-proof.mjs.
 // Standalone: `node scripts/pack-check.mjs` (n8n-nodes needs its dev tools: npm install in n8n-nodes).
 import { spawnSync } from 'node:child_process'
@@ -179,6 +179,16 @@ export function checkPackages(report, { binary = join(root, 'flowguard.linux-x64
         if (/^(file|link|workspace|portal):|^\.\.?\//.test(spec)) return `${field}.${name} points into the repository: ${spec}`
       }
     }
+  })
+
+  check('n8n-nodes-flowguard-server (the n8n Cloud package): same version, no runtime dependency, flowguard\'s types at the same range', () => {
+    const cloud = readJson(join(nodesDir, 'cloud', 'package.json'))
+    if (cloud.version !== version) return `version ${cloud.version} (flowguard is ${version})`
+    for (const field of ['dependencies', 'optionalDependencies', 'bundleDependencies', 'bundledDependencies']) {
+      if (cloud[field] !== undefined) return `${field} must be absent (n8n Cloud installs no dependencies): ${JSON.stringify(cloud[field])}`
+    }
+    if (cloud.devDependencies?.flowguard !== `^${version}`) return `devDependency on flowguard is ${JSON.stringify(cloud.devDependencies?.flowguard)}, expected "^${version}"`
+    if (cloud.n8n?.strict !== true) return 'n8n.strict must be true'
   })
 
   check('n8n-nodes-flowguard: npm pack (fresh build) lists exactly the built nodes, assets, README, LICENSE', () => {

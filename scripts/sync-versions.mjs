@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // Keeps every published version in step with the root package.json (run by `npm version` after
 // `napi version`, which already set npm/*/package.json): the root's optionalDependencies on the
-// platform packages, the version strings napi generated into binding.js, and n8n-nodes-flowguard's
-// own version and its semver range on flowguard, and the server's npm packages (crates/server/npm/: the
+// platform packages, the version strings napi generated into binding.js, n8n-nodes-flowguard's
+// own version and its semver range on flowguard, n8n-nodes-flowguard-server's version (its
+// devDependency on flowguard's types too), and the server's npm packages (crates/server/npm/: the
 // `flowguard-server` launcher, its optionalDependencies and the platform packages).
 // `node scripts/pack-check.mjs` verifies the result.
 import { readFileSync, writeFileSync, readdirSync } from 'node:fs'
@@ -37,4 +38,9 @@ for (const dir of readdirSync(join(root, 'crates/server/npm'))) {
   for (const name of Object.keys(p.optionalDependencies || {})) p.optionalDependencies[name] = version
   writeJson(file, p)
 }
-console.log(`sync-versions: flowguard, its platform packages, n8n-nodes-flowguard and the flowguard-server packages at ${version}`)
+// n8n-nodes-flowguard-server (the n8n Cloud package): same version; flowguard's types only (a devDependency).
+const cloud = readJson('n8n-nodes/cloud/package.json')
+cloud.version = version
+cloud.devDependencies.flowguard = `^${version}`
+writeJson('n8n-nodes/cloud/package.json', cloud)
+console.log(`sync-versions: flowguard, its platform packages, n8n-nodes-flowguard, n8n-nodes-flowguard-server and the flowguard-server packages at ${version}`)

@@ -204,10 +204,11 @@ try {
       if (skipN8n) summary.push('n8n e2e: not run (FLOWGUARD_SKIP_N8N=1)')
       else run('n8n e2e', 'bash', ['.ci/n8n-e2e.sh'], env, lineCounts)
     }
-    // Packs both packages, publishes them to a local registry and installs them into a fresh n8n
-    // through its community-packages endpoint (scripts/install-proof.mjs).
+    // Packs the packages, publishes them to a local registry and installs them into a fresh n8n
+    // through its community-packages endpoint (scripts/install-proof.mjs); the n8n Cloud package's
+    // seed flows run on the flowguard-server cargo test built.
     if (skipN8n) summary.push('install proof: not run (FLOWGUARD_SKIP_N8N=1)')
-    else run('install proof', process.execPath, ['scripts/install-proof.mjs'], env, lineCounts)
+    else run('install proof', process.execPath, ['scripts/install-proof.mjs'], { ...env, FLOWGUARD_SERVER_BIN: serverBin }, lineCounts)
     // The server as an npm package: `npx flowguard-server` installed from a local registry
     // (scripts/npx-proof.mjs), on the static binary of FLOWGUARD_STATIC_SERVER_BIN or else the debug build.
     run('npx proof', process.execPath, ['scripts/npx-proof.mjs'], env, lineCounts)

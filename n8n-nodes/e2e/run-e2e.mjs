@@ -288,6 +288,12 @@ if (process.env.FG_UNIT_RESULT) {
 if (process.env.FG_LINT_RESULT) {
 	check("n8n's community-node lint passes (eslint, @n8n/node-cli config)", process.env.FG_LINT_RESULT === 'pass');
 }
+if (process.env.FG_CLOUD_LINT_RESULT) {
+	check(
+		"the n8n Cloud package n8n-nodes-flowguard-server passes n8n's lint in strict mode (n8n-node lint, the Cloud rules)",
+		process.env.FG_CLOUD_LINT_RESULT === 'pass',
+	);
+}
 
 {
 	const c = n8n(['import:credentials', `--input=${path.join(workDir, 'credentials.json')}`]);

@@ -1,16 +1,8 @@
 import type { IExecuteFunctions, INodeExecutionData, INodeType, INodeTypeDescription } from 'n8n-workflow';
 import { NodeConnectionTypes } from 'n8n-workflow';
 
-import { credentialTest } from '../shared/credentialTest';
-import {
-	backendProperty,
-	keyPrefixOption,
-	memoryOnlyOption,
-	NODE_VERSION,
-	REDIS_BACKEND,
-	resultFieldOption,
-	SERVER_BACKEND,
-} from '../shared/descriptions';
+import { backendProperty, credentialTest, keyPrefixOptions, memoryOnlyOptions } from '../shared/backend';
+import { NODE_VERSION, resultFieldOption, SERVER_BACKEND } from '../shared/descriptions';
 import { route } from '../shared/router';
 import { DEFAULT_FIELD, permitsProperty } from './actions/calls';
 import * as extend from './actions/extend.operation';
@@ -36,7 +28,7 @@ export class ConcurrencyLock implements INodeType {
 		// With "When Locked: Route to Locked Output", Set has a second output for the items that found the lock held.
 		outputs: `={{ $parameter["operation"] === "set" && $parameter["whenLocked"] === "output" ? [{ type: "${NodeConnectionTypes.Main}", displayName: "Acquired" }, { type: "${NodeConnectionTypes.Main}", displayName: "Locked" }] : ["${NodeConnectionTypes.Main}"] }}`,
 		credentials: [
-			{ name: 'flowguardRedisApi', required: true, testedBy: 'flowguardRedisConnectionTest', displayOptions: REDIS_BACKEND },
+			{ name: 'flowguardRedisApi', required: true, testedBy: 'flowguardRedisConnectionTest', displayOptions: { show: { backend: ['redis'] } } },
 			{ name: 'flowguardServerApi', required: true, testedBy: 'flowguardServerConnectionTest', displayOptions: SERVER_BACKEND },
 		],
 		properties: [
@@ -70,7 +62,7 @@ export class ConcurrencyLock implements INodeType {
 				type: 'collection',
 				placeholder: 'Add Option',
 				default: {},
-				options: [keyPrefixOption, memoryOnlyOption, ...set.options, resultFieldOption(DEFAULT_FIELD)],
+				options: [...keyPrefixOptions, ...memoryOnlyOptions, ...set.options, resultFieldOption(DEFAULT_FIELD)],
 			},
 		],
 	};

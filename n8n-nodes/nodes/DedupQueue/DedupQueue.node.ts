@@ -1,16 +1,8 @@
 import type { IExecuteFunctions, INodeExecutionData, INodeType, INodeTypeDescription } from 'n8n-workflow';
 import { NodeConnectionTypes } from 'n8n-workflow';
 
-import { credentialTest } from '../shared/credentialTest';
-import {
-	backendProperty,
-	keyPrefixOption,
-	memoryOnlyOption,
-	NODE_VERSION,
-	REDIS_BACKEND,
-	resultFieldOption,
-	SERVER_BACKEND,
-} from '../shared/descriptions';
+import { backendProperty, credentialTest, keyPrefixOptions, memoryOnlyOptions } from '../shared/backend';
+import { NODE_VERSION, resultFieldOption, SERVER_BACKEND } from '../shared/descriptions';
 import { route } from '../shared/router';
 import * as ack from './actions/ack.operation';
 import * as enqueue from './actions/enqueue.operation';
@@ -38,7 +30,7 @@ export class DedupQueue implements INodeType {
 		inputs: [NodeConnectionTypes.Main],
 		outputs: [NodeConnectionTypes.Main],
 		credentials: [
-			{ name: 'flowguardRedisApi', required: true, testedBy: 'flowguardRedisConnectionTest', displayOptions: REDIS_BACKEND },
+			{ name: 'flowguardRedisApi', required: true, testedBy: 'flowguardRedisConnectionTest', displayOptions: { show: { backend: ['redis'] } } },
 			{ name: 'flowguardServerApi', required: true, testedBy: 'flowguardServerConnectionTest', displayOptions: SERVER_BACKEND },
 		],
 		properties: [
@@ -84,8 +76,8 @@ export class DedupQueue implements INodeType {
 				options: [
 					...enqueue.options,
 					release.delayOption,
-					keyPrefixOption,
-					memoryOnlyOption,
+					...keyPrefixOptions,
+					...memoryOnlyOptions,
 					{
 						displayName: 'Only Shard',
 						name: 'shard',

@@ -1,16 +1,8 @@
 import type { IExecuteFunctions, INodeExecutionData, INodeType, INodeTypeDescription } from 'n8n-workflow';
 import { NodeConnectionTypes } from 'n8n-workflow';
 
-import { credentialTest } from '../shared/credentialTest';
-import {
-	backendProperty,
-	keyPrefixOption,
-	memoryOnlyOption,
-	NODE_VERSION,
-	REDIS_BACKEND,
-	resultFieldOption,
-	SERVER_BACKEND,
-} from '../shared/descriptions';
+import { backendProperty, credentialTest, keyPrefixOptions, memoryOnlyOptions } from '../shared/backend';
+import { NODE_VERSION, resultFieldOption, SERVER_BACKEND } from '../shared/descriptions';
 import { route } from '../shared/router';
 import * as get from './actions/get.operation';
 import * as list from './actions/list.operation';
@@ -37,7 +29,7 @@ export class ItemTracker implements INodeType {
 		// Set In Progress has a second output for the items it did not claim (already in progress or completed).
 		outputs: `={{ $parameter["operation"] === "set" && $parameter["status"] === "inProgress" ? [{ type: "${NodeConnectionTypes.Main}", displayName: "Claimed" }, { type: "${NodeConnectionTypes.Main}", displayName: "Skipped" }] : ["${NodeConnectionTypes.Main}"] }}`,
 		credentials: [
-			{ name: 'flowguardRedisApi', required: true, testedBy: 'flowguardRedisConnectionTest', displayOptions: REDIS_BACKEND },
+			{ name: 'flowguardRedisApi', required: true, testedBy: 'flowguardRedisConnectionTest', displayOptions: { show: { backend: ['redis'] } } },
 			{ name: 'flowguardServerApi', required: true, testedBy: 'flowguardServerConnectionTest', displayOptions: SERVER_BACKEND },
 		],
 		properties: [
@@ -80,7 +72,7 @@ export class ItemTracker implements INodeType {
 				type: 'collection',
 				placeholder: 'Add Option',
 				default: {},
-				options: [keyPrefixOption, memoryOnlyOption, ...set.options, resultFieldOption(DEFAULT_FIELD, ['get', 'set', 'unset'])],
+				options: [...keyPrefixOptions, ...memoryOnlyOptions, ...set.options, resultFieldOption(DEFAULT_FIELD, ['get', 'set', 'unset'])],
 			},
 		],
 	};

@@ -1,8 +1,8 @@
 import type { IExecuteFunctions, INodeExecutionData, INodeType, INodeTypeDescription } from 'n8n-workflow';
 import { NodeConnectionTypes } from 'n8n-workflow';
 
-import { credentialTest } from '../shared/credentialTest';
-import { backendProperty, keyPrefixOption, NODE_VERSION, REDIS_BACKEND, resultFieldOption, SERVER_BACKEND } from '../shared/descriptions';
+import { backendProperty, credentialTest, keyPrefixOptions } from '../shared/backend';
+import { NODE_VERSION, resultFieldOption, SERVER_BACKEND } from '../shared/descriptions';
 import * as error from './actions/error.operation';
 import { burstOption, DEFAULT_FIELD, limiterProperties, limitItems } from './actions/limiter';
 import * as output from './actions/output.operation';
@@ -25,12 +25,7 @@ export class RateLimit implements INodeType {
 		// With "When Limited: Route to Limited Output", a second output for the items over the rate.
 		outputs: `={{ $parameter["whenLimited"] === "output" ? [{ type: "${NodeConnectionTypes.Main}", displayName: "Allowed" }, { type: "${NodeConnectionTypes.Main}", displayName: "Limited" }] : ["${NodeConnectionTypes.Main}"] }}`,
 		credentials: [
-			{
-				name: 'flowguardRedisApi',
-				required: true,
-				testedBy: 'flowguardRedisConnectionTest',
-				displayOptions: REDIS_BACKEND,
-			},
+			{ name: 'flowguardRedisApi', required: true, testedBy: 'flowguardRedisConnectionTest', displayOptions: { show: { backend: ['redis'] } } },
 			{ name: 'flowguardServerApi', required: true, testedBy: 'flowguardServerConnectionTest', displayOptions: SERVER_BACKEND },
 		],
 		properties: [
@@ -51,7 +46,7 @@ export class RateLimit implements INodeType {
 				type: 'collection',
 				placeholder: 'Add Option',
 				default: {},
-				options: [burstOption, keyPrefixOption, resultFieldOption(DEFAULT_FIELD)],
+				options: [burstOption, ...keyPrefixOptions, resultFieldOption(DEFAULT_FIELD)],
 			},
 		],
 	};

@@ -1,32 +1,9 @@
-import type { INodeCredentialDescription, INodeProperties } from 'n8n-workflow';
+import type { INodeCredentialDescription, INodeProperties, INodePropertyOptions } from 'n8n-workflow';
 
-/** Backend selector shared by the nodes. */
-export const backendProperty: INodeProperties = {
-	displayName: 'Backend',
-	name: 'backend',
-	type: 'options',
-	noDataExpression: true,
-	options: [
-		{
-			name: 'Embedded',
-			value: 'embedded',
-			description:
-				"State kept in the file .n8n/flowguard.db beside n8n's database (in N8N_USER_FOLDER, else the home folder): it survives restarts; no setup. Not for queue mode.",
-		},
-		{
-			name: 'Redis',
-			value: 'redis',
-			description: 'State kept in Redis, using a flowguard Redis credential. Works with queue mode.',
-		},
-		{
-			name: 'Flowguard Server',
-			value: 'server',
-			description:
-				'State kept by a flowguard server (a sidecar beside n8n), called over HTTP: no native code is loaded in n8n. Works with queue mode.',
-		},
-	],
-	default: 'embedded',
-};
+/** The Backend parameter of the nodes, with the backends of the package (backend.ts). */
+export function backendSelector(options: INodePropertyOptions[], defaultBackend: string): INodeProperties {
+	return { displayName: 'Backend', name: 'backend', type: 'options', noDataExpression: true, options, default: defaultBackend };
+}
 
 export const keyPrefixOption: INodeProperties = {
 	displayName: 'Key Prefix',
@@ -67,12 +44,6 @@ export function resultFieldOption(defaultField: string, operations?: string[]): 
  * flowguard Redis credential (its Test button runs flowguard's connection test).
  */
 export const NODE_VERSION = { version: 2, defaultVersion: 2 };
-
-/**
- * When the credential of the Redis backend applies. The nodes list their credentials inline,
- * `testedBy` included, as n8n's community-node lint reads them from the node class.
- */
-export const REDIS_BACKEND: INodeCredentialDescription['displayOptions'] = { show: { backend: ['redis'] } };
 
 /** When the credential of the flowguard server backend applies. */
 export const SERVER_BACKEND: INodeCredentialDescription['displayOptions'] = { show: { backend: ['server'] } };

@@ -1,8 +1,6 @@
 import type { IExecuteFunctions } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
-import { AddonUnavailableError } from './addon';
-
 export function errorMessage(error: unknown): string {
 	if (error instanceof Error) return error.message;
 	return String(error);
@@ -89,8 +87,14 @@ export function nodeError(
 		if (error.context) error.context.itemIndex = itemIndex;
 		return error;
 	}
-	if (error instanceof AddonUnavailableError) {
-		return new NodeOperationError(ctx.getNode(), error.message, { itemIndex, description: error.description });
+	// The addon's AddonUnavailableError (addon.ts), known by its code: this module is shared with
+	// the n8n Cloud package, which has no addon.
+	if (errorCode(error) === 'ERR_ADDON_UNAVAILABLE' && error instanceof Error) {
+		const description = (error as { description?: unknown }).description;
+		return new NodeOperationError(ctx.getNode(), error.message, {
+			itemIndex,
+			...(typeof description === 'string' ? { description } : {}),
+		});
 	}
 	const code = errorCode(error);
 	const field = coreField(error);

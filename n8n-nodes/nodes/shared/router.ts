@@ -2,9 +2,8 @@ import type { Flowguard } from 'flowguard';
 import type { IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
-import { clientFor } from './client';
+import { openCalls } from './backend';
 import { ItemParameters } from './params';
-import { serverClientFor } from './server';
 
 /** The calls the nodes make: the addon's client (Embedded, Redis) or the flowguard server's. */
 export type Calls = Pick<
@@ -25,6 +24,8 @@ export type Calls = Pick<
 	| 'ack'
 	| 'release'
 	| 'queueSize'
+	| 'rateLimit'
+	| 'waitRateLimit'
 >;
 
 /** What an operation's `execute` gets: the n8n context, the input items, their parameters and the client. */
@@ -45,9 +46,7 @@ export async function route(
 ): Promise<INodeExecutionData[][]> {
 	const items = ctx.getInputData();
 	const operation = ctx.getNodeParameter('operation', 0) as string;
-	// The flowguard server backend never loads the native addon (see addon.ts).
-	const fg: Calls =
-		ctx.getNodeParameter('backend', 0, 'embedded') === 'server' ? await serverClientFor(ctx) : await clientFor(ctx);
+	const fg = await openCalls(ctx);
 	const execute = Object.prototype.hasOwnProperty.call(operations, operation) ? operations[operation] : undefined;
 	if (!execute) {
 		throw new NodeOperationError(ctx.getNode(), `Unknown operation ${JSON.stringify(operation)}`);

@@ -2,11 +2,10 @@ import type { Flowguard } from 'flowguard';
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
-import { clientFor } from '../../shared/client';
+import { openCalls } from '../../shared/backend';
 import { secondsToMs, toNumber, toText } from '../../shared/convert';
 import { ItemOutputs } from '../../shared/items';
 import { ItemParameters } from '../../shared/params';
-import { serverClientFor } from '../../shared/server';
 
 export type WhenLimited = 'wait' | 'output' | 'error';
 
@@ -103,9 +102,7 @@ export async function limitItems(
 ): Promise<INodeExecutionData[][]> {
 	const items = ctx.getInputData();
 	const params = new ItemParameters(ctx, items);
-	// The flowguard server backend never loads the native addon (see addon.ts).
-	const fg: LimitRun['fg'] =
-		ctx.getNodeParameter('backend', 0, 'embedded') === 'server' ? await serverClientFor(ctx) : await clientFor(ctx);
+	const fg: LimitRun['fg'] = await openCalls(ctx);
 	const whenLimited = ctx.getNodeParameter('whenLimited', 0, 'wait') as WhenLimited;
 	const run: LimitRun = { ctx, items, fg, whenLimited, outputs: new ItemOutputs(ctx, items, FIELDS), limited: [] };
 
