@@ -245,15 +245,17 @@ fn a_semaphore_key_with_a_foreign_value_is_a_coded_error_naming_it() {
         let mut r = raw().await;
         let owner = flowguard_core::token::new_token();
         let opts = || PermitOptions { permits: 2, ..Default::default() };
-        for (i, part) in ["h", "i"].into_iter().enumerate() {
+        for (i, part) in ["h", "i", "fence"].into_iter().enumerate() {
             let name = format!("sem-foreign-{part}");
             let key = keys(&c).semaphore(&name, part);
             // A list where the holders, their info or the counter belong.
             let _: () = redis::cmd("RPUSH").arg(&key).arg("by-hand").query_async(&mut r).await.unwrap();
             assert_foreign(c.acquire_permit(&name, opts()).await.unwrap_err(), &key);
             assert_foreign(c.get_semaphore(&name).await.unwrap_err(), &key);
-            // Release touches the holders and their info.
-            assert_foreign(c.release_permit(&name, &owner).await.unwrap_err(), &key);
+            if i < 2 {
+                // Release touches the holders and their info.
+                assert_foreign(c.release_permit(&name, &owner).await.unwrap_err(), &key);
+            }
             if i == 0 {
                 assert_foreign(c.extend_permit(&name, &owner, None).await.unwrap_err(), &key);
             } else {
@@ -264,34 +266,22 @@ fn a_semaphore_key_with_a_foreign_value_is_a_coded_error_naming_it() {
             let list: Vec<String> =
                 redis::cmd("LRANGE").arg(&key).arg(0).arg(-1).query_async(&mut r).await.unwrap();
             assert_eq!(list, ["by-hand"]);
-            for other in ["h", "i"].into_iter().filter(|p| *p != part) {
+            for other in ["h", "i", "fence"].into_iter().filter(|p| *p != part) {
                 let k = keys(&c).semaphore(&name, other);
                 let n: i64 = redis::cmd("EXISTS").arg(&k).query_async(&mut r).await.unwrap();
                 assert_eq!(n, 0, "{k} was written although {key} is foreign");
             }
         }
-        // A foreign holders' key while the info holds the counter: refused, the counter unchanged.
-        let name = "sem-foreign-holders-counted";
+        // A foreign info key while the counter exists: the counter is put back as it was.
+        let name = "sem-foreign-info-counted";
         let first = c.acquire_permit(name, opts()).await.unwrap();
         c.release_permit(name, first.owner.as_deref().unwrap()).await.unwrap();
-        let holders = keys(&c).semaphore(name, "h");
-        let _: () = redis::cmd("SET").arg(&holders).arg("by-hand").query_async(&mut r).await.unwrap();
-        assert_foreign(c.acquire_permit(name, opts()).await.unwrap_err(), &holders);
-        let _: () = redis::cmd("DEL").arg(&holders).query_async(&mut r).await.unwrap();
+        let info = keys(&c).semaphore(name, "i");
+        let _: () = redis::cmd("SET").arg(&info).arg("by-hand").query_async(&mut r).await.unwrap();
+        assert_foreign(c.acquire_permit(name, opts()).await.unwrap_err(), &info);
+        let _: () = redis::cmd("DEL").arg(&info).query_async(&mut r).await.unwrap();
         let next = c.acquire_permit(name, opts()).await.unwrap();
         assert_eq!(next.fence, first.fence + 1, "the refused call issued no fence");
-        // A counter in the info that flowguard did not write (not a number): refused, nothing changed.
-        let name = "sem-foreign-counter";
-        let info = keys(&c).semaphore(name, "i");
-        let _: () =
-            redis::cmd("HSET").arg(&info).arg("fence").arg("by-hand").query_async(&mut r).await.unwrap();
-        assert_foreign(c.acquire_permit(name, opts()).await.unwrap_err(), &info);
-        assert_foreign(c.get_semaphore(name).await.unwrap_err(), &info);
-        let n: i64 =
-            redis::cmd("EXISTS").arg(keys(&c).semaphore(name, "h")).query_async(&mut r).await.unwrap();
-        assert_eq!(n, 0, "the holders were written although the counter is foreign");
-        let all: Vec<String> = redis::cmd("HGETALL").arg(&info).query_async(&mut r).await.unwrap();
-        assert_eq!(all, ["fence", "by-hand"]);
     });
 }
 
@@ -315,7 +305,6 @@ fn a_semaphores_keys_live_as_long_as_its_longest_lease() {
             let ttl: i64 =
                 redis::cmd("PTTL").arg(keys(&c).semaphore(name, part)).query_async(&mut r).await.unwrap();
             assert!(ttl > 590_000, "{part}: {ttl} ms left, shorter than the 600 s lease held");
-            assert!(ttl <= 1_200_000, "{part}: {ttl} ms left, more than one lease past the longest");
         }
         // Extending the short lease past the long one lengthens the keys' lives.
         c.extend_permit(name, short.owner.as_deref().unwrap(), Some(Duration::from_secs(900))).await.unwrap();
@@ -323,19 +312,16 @@ fn a_semaphores_keys_live_as_long_as_its_longest_lease() {
             let ttl: i64 =
                 redis::cmd("PTTL").arg(keys(&c).semaphore(name, part)).query_async(&mut r).await.unwrap();
             assert!(ttl > 890_000, "{part}: {ttl} ms left after an extension to 900 s");
-            assert!(ttl <= 1_800_000, "{part}: {ttl} ms left, more than one lease past the longest");
         }
-        // Released one by one: the holders' key is gone; the info (the fence counter) lives on until
-        // its expiry, and the next acquisition counts on from it.
+        // Released one by one: the holders are gone and the keys with them.
         c.release_permit(name, long.owner.as_deref().unwrap()).await.unwrap();
         c.release_permit(name, short.owner.as_deref().unwrap()).await.unwrap();
-        let n: i64 =
-            redis::cmd("EXISTS").arg(keys(&c).semaphore(name, "h")).query_async(&mut r).await.unwrap();
+        let n: i64 = redis::cmd("EXISTS")
+            .arg(keys(&c).semaphore(name, "h"))
+            .arg(keys(&c).semaphore(name, "i"))
+            .query_async(&mut r)
+            .await
+            .unwrap();
         assert_eq!(n, 0);
-        let next = c.acquire_permit(name, lease(1)).await.unwrap();
-        assert_eq!(next.fence, short.fence + 1);
-        let ttl: i64 =
-            redis::cmd("PTTL").arg(keys(&c).semaphore(name, "h")).query_async(&mut r).await.unwrap();
-        assert!(ttl > 890_000, "a holders' key made anew expires with the info: {ttl} ms left");
     });
 }

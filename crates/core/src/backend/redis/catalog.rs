@@ -161,6 +161,6 @@ mod tests {
         assert_eq!(name_of(&k.limiter("api:1"), k.prefix(), head, tail).as_deref(), Some("api:1"));
         let (_, head, tail) = pattern(k.prefix(), Kind::Semaphores);
         assert_eq!(name_of(&k.semaphore("s}1", "h"), k.prefix(), head, tail).as_deref(), Some("s}1"));
-        assert_eq!(name_of(&k.semaphore("s", "i"), k.prefix(), head, tail), None);
+        assert_eq!(name_of(&k.semaphore("s", "fence"), k.prefix(), head, tail), None);
     }
 }

@@ -1,7 +1,7 @@
 //! Concurrency Lock on Redis: each step one script.
 //!
-//! The lock's fence counter (a semaphore keeps its own in its info hash: redis/semaphore.rs): an
-//! acquisition that finds no counter makes one whose first value is the Redis clock in microseconds (`TIME`) and gives it its lifetime,
+//! The fence counter (a lock's and a semaphore's): an acquisition that finds no counter makes one
+//! whose first value is the Redis clock in microseconds (`TIME`) and gives it its lifetime,
 //! [`FENCE_KEEP_MS`], once; later acquisitions only `INCR` it, so an acquisition costs what it
 //! did before counters expired. A counter made anew after its lifetime starts from the clock
 //! again, which is past every fence the old one issued: that one started from the clock and grew
@@ -30,7 +30,7 @@ fn mine(owner: &str) -> Vec<u8> {
 }
 
 /// [`FENCE_KEEP_MS`] as the scripts take it: the lifetime a new fence counter is given.
-fn fence_keep() -> &'static str {
+pub(super) fn fence_keep() -> &'static str {
     static KEEP: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     KEEP.get_or_init(|| FENCE_KEEP_MS.to_string())
 }

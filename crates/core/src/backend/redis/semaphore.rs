@@ -1,17 +1,6 @@
-//! Semaphore on Redis: each step one script over the name's two keys (holders, info), in its hash
-//! slot. A pair (acquire + release) runs 10 commands inside its two scripts (one more when the
-//! holders' key is made anew, two when the keys' expiry moves) and no type probe: a key that holds
+//! Semaphore on Redis: each step one script over the name's three keys, in its hash slot. A pair
+//! (acquire + release) runs 12 commands inside its two scripts and no type probe: a key that holds
 //! something flowguard did not write is found by the first command that touches it.
-//!
-//! The fence counter is a field of the info hash and lives as long as it: when the keys expired
-//! (no lease live for at least one lease's time), the next acquisition makes a counter from the
-//! Redis clock in microseconds again. That is past every fence the old counter issued, as for a
-//! lock's counter (redis/lock.rs): the old one started from the clock when it was made and grew by
-//! one per acquisition, each a script of several commands, so by fewer than the microseconds that
-//! passed. A counter kept in the `…:fence` key by an earlier version is left to expire: the first
-//! acquisition of this version starts from the clock, past it too. So fencing tokens strictly
-//! increase per name across releases, lease ends and the keys' expiry, for as long as the Redis
-//! clock does not go back.
 
 use redis::Value;
 
@@ -21,35 +10,25 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::lock::{ExtendResult, Refusal, ReleaseResult};
 use crate::semaphore::{Holder, PermitAttempt, SemaphoreBackend, SemaphoreInfo};
 
-/// A script: the shared head `semaphore_common.lua` followed by the step's own part, or (`alone`)
-/// the step's part only, run by [`RedisStore::eval`] (over a shell's faster connection when it has
-/// one, as the lock's). Release stands alone: defining the head's functions costs Redis about as
-/// much as one command per call, and release needs none of them.
+/// A script: the shared head `semaphore_common.lua` followed by the step's own part, run by
+/// [`RedisStore::eval`] (over a shell's faster connection when it has one, as the lock's).
 macro_rules! semaphore_script {
     ($name:ident, $file:literal) => {
-        semaphore_script!(
-            $name,
-            concat!(include_str!("lua/semaphore_common.lua"), include_str!(concat!("lua/", $file)))
-        );
-    };
-    ($name:ident, $file:literal, alone) => {
-        semaphore_script!($name, include_str!(concat!("lua/", $file)));
-    };
-    ($name:ident, $source:expr) => {
         fn $name() -> &'static super::Lua {
             static S: std::sync::OnceLock<super::Lua> = std::sync::OnceLock::new();
-            const SOURCE: &str = $source;
+            const SOURCE: &str =
+                concat!(include_str!("lua/semaphore_common.lua"), include_str!(concat!("lua/", $file)));
             S.get_or_init(|| super::Lua { script: redis::Script::new(SOURCE), source: SOURCE })
         }
     };
 }
 
 semaphore_script!(acquire_script, "semaphore_acquire.lua");
-semaphore_script!(release_script, "semaphore_release.lua", alone);
+semaphore_script!(release_script, "semaphore_release.lua");
 semaphore_script!(extend_script, "semaphore_extend.lua");
 semaphore_script!(inspect_script, "semaphore_inspect.lua");
 
-const PARTS: [&str; 2] = ["h", "i"];
+const PARTS: [&str; 3] = ["h", "i", "fence"];
 
 /// The error of a semaphore key that holds something flowguard did not write.
 fn foreign(key: &str) -> Error {
@@ -57,14 +36,14 @@ fn foreign(key: &str) -> Error {
         ErrorCode::Backend,
         format!(
             "the Redis key {key:?} holds a value flowguard did not write (a semaphore's holders are a \
-             sorted set, their info and fence counter a hash); nothing was changed: delete the \
+             sorted set, their info a hash, its fence counter an integer); nothing was changed: delete the \
              key or use another semaphore name"
         ),
     )
 }
 
 impl RedisStore {
-    /// Runs a semaphore script on the two keys of `name`.
+    /// Runs a semaphore script on the three keys of `name`.
     async fn semaphore_call<T: redis::FromRedisValue>(
         &self,
         script: &'static super::Lua,
@@ -78,7 +57,7 @@ impl RedisStore {
 
     /// The foreign key named by a `{-1, i}` reply.
     fn semaphore_foreign(&self, name: &str, i: &Value) -> Error {
-        let i = int(i).unwrap_or(1).clamp(1, 2) as usize;
+        let i = int(i).unwrap_or(1).clamp(1, 3) as usize;
         foreign(&self.keys().semaphore(name, PARTS[i - 1]))
     }
 }
@@ -98,8 +77,13 @@ impl SemaphoreBackend for RedisStore {
     ) -> BoxFuture<'a, PermitAttempt> {
         Box::pin(async move {
             let (permits, lease) = (permits.to_string(), lease_ms.to_string());
-            let args: [&[u8]; 4] =
-                [owner.as_bytes(), permits.as_bytes(), lease.as_bytes(), label.unwrap_or("").as_bytes()];
+            let args: [&[u8]; 5] = [
+                owner.as_bytes(),
+                permits.as_bytes(),
+                lease.as_bytes(),
+                label.unwrap_or("").as_bytes(),
+                super::lock::fence_keep().as_bytes(),
+            ];
             let reply: Vec<Value> = self.semaphore_call(acquire_script(), name, &args).await?;
             match reply.as_slice() {
                 [code, holders, fence] if int(code)? == 1 => Ok(PermitAttempt {

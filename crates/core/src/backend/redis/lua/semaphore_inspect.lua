@@ -5,10 +5,9 @@ for i = 1, 2 do
   local t = redis.call('TYPE', KEYS[i]).ok
   if t ~= 'none' and t ~= (i == 1 and 'zset' or 'hash') then return {-1, i} end
 end
-local v = info()
-if not v then return {-1, 2} end
-clock()
-local out = {v[1] or 0}
+local f = last_fence()
+if not f then return {-1, 3} end
+local out = {f}
 local live = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf', 'WITHSCORES')
 for i = 1, #live, 2 do
   out[#out + 1] = redis.call('HGET', KEYS[2], live[i]) or '0:'
