@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Lays out $MUSL_ENV (default ${XDG_CACHE_HOME:-~/.cache}/flowguard-musl), everything the musl leg of
+# Lays out $MUSL_ENV (default target/musl-env, see vars.sh), everything the musl leg of
 # scripts/test.mjs needs besides Debian bookworm packages (musl-tools, rustc-web, cargo-web, rust-web-src,
 # patchelf: .ci/run installs them). Only package registries are used, through their own clients:
 #
@@ -63,7 +63,8 @@ dpkg-deb -x "$W"/dl/libunwind-14-dev_*.deb "$W/llvm"
 # 3. The lib dir env.sh binds over /usr/lib/x86_64-linux-musl.
 cp -a /usr/lib/x86_64-linux-musl/. "$W/lib/"
 cp "$W/musl125/usr/lib/x86_64-linux-musl/libc.so" "$W/lib/libc.so"
-ln -sf "$(ls "$L"/libgcc_s-*.so.1)" "$W/lib/libgcc_s.so.1"   # the same file as Node's: loaded once
+# The same files as Node's (loaded once). Absolute links: the dir is seen at /usr/lib/x86_64-linux-musl.
+ln -sf "$(ls "$L"/libgcc_s-*.so.1)" "$W/lib/libgcc_s.so.1"
 ln -sf "$(ls "$L"/libstdc++-*.so.*)" "$W/lib/libstdc++.so.6"
 echo 3.22.0 >"$W/etc-upper/alpine-release"
 
