@@ -89,15 +89,20 @@ for (const b of backends()) {
         const c = await fg.claimBatch('weekly', all, { timeoutMs: 5 * 60_000 })
         owner = () => c.owner
       }
+      // keepMs long enough that the listing right after the write comes before it on a loaded
+      // machine too; then a wait until past it, counted from before the write.
+      const keepMs = 2000
       const results = all.map((id, i) =>
         i % 10 === 0
-          ? { id, status: 'failed', owner: owner(id), error: 'x', keepMs: 300 }
-          : { id, status: 'completed', owner: owner(id), keepMs: 300 },
+          ? { id, status: 'failed', owner: owner(id), error: 'x', keepMs }
+          : { id, status: 'completed', owner: owner(id), keepMs },
       )
+      const written = Date.now()
       await fg.setItems('weekly', results)
       const before = await fg.listItems('weekly')
+      assert.ok(Date.now() - written < keepMs, `the write and the listing took ${Date.now() - written} ms, not under keepMs ${keepMs}`)
       assert.deepEqual(before.counts, { inProgress: 0, abandoned: 0, completed: 270, failed: 30, total: 300 })
-      await sleep(450)
+      await sleep(written + keepMs + 150 - Date.now())
       if (b.name === 'redis') {
         const r = await connect(b.url)
         try {

@@ -261,12 +261,17 @@ export function describe(seq, failure) {
   const lines = seq.map((s, pos) =>
     s.op === 'wait' ? `  /* ${pos} */ await sleep(${s.args[0]})` : `  /* ${pos}, step ${s.id} */ await ${s.client ? 'fgShortRetention' : 'fg'}.${s.op}(${s.args.map(js).join(', ')})`,
   )
+  // The failing step and each side's result first, then the sequence that led there: a log cut
+  // short keeps what disagreed.
+  const at = failure.pos
   return [
-    `${failure.why} at position ${failure.pos} (${failure.step.op}):`,
+    `${failure.why} at position ${at} (${failure.step.op}):`,
+    lines[at] ?? '',
+    ...failure.names.map((name, i) => `  ${`${name}:`.padEnd(17)}${canon(failure.results[i])}`),
+    'the sequence:',
     `  // on each backend: fg = await Flowguard.open({ url, prefix, retentionMs: ${RETENTION} }),`,
     `  // fgShortRetention = await Flowguard.open({ url, prefix, retentionMs: ${SHORT_RETENTION} }) (same prefix);`,
     `  // server:<backend>: the same calls on a flowguard-server of that backend, over HTTP (model/http.mjs)`,
     ...lines,
-    ...failure.names.map((name, i) => `  ${`${name}:`.padEnd(17)}${canon(failure.results[i])}`),
   ].join('\n')
 }
