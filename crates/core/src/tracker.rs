@@ -88,6 +88,17 @@ impl ItemStatus {
     }
 }
 
+/// The statuses a stored record can have, each at its code: the one numbering of every
+/// in-process store (the in-memory record's status byte, the durable file's status column).
+/// Code 0 is the empty status of a record that was unset or never claimed.
+pub const STORED_STATUS: [&str; 4] = ["", "in_progress", "completed", "failed"];
+
+/// The code of a stored status word (its position in [`STORED_STATUS`]), or `None` for a word
+/// that is not one.
+pub fn stored_status_code(word: &str) -> Option<u8> {
+    STORED_STATUS.iter().position(|w| *w == word).map(|i| i as u8)
+}
+
 /// One entry of an item's timeline.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Transition {

@@ -13,27 +13,19 @@ use rusqlite::{Row, ToSql};
 use super::{Fail, Sql};
 use crate::rules::tracker::implied_timeline as implied;
 use crate::token;
-use crate::tracker::{Record, Word};
+use crate::tracker::{stored_status_code, Record, Word, STORED_STATUS};
 
-/// The stored status as a small number (0 and 1 take no byte of a row).
+/// The stored status as its code in [`STORED_STATUS`] (0 and 1 take no byte of a row).
 fn status_code(s: &str) -> Sql<i64> {
-    match s {
-        "" => Ok(0),
-        "in_progress" => Ok(1),
-        "completed" => Ok(2),
-        "failed" => Ok(3),
-        other => Err(Fail::Corrupt(format!("status {other:?}"))),
-    }
+    stored_status_code(s).map(i64::from).ok_or_else(|| Fail::Corrupt(format!("status {s:?}")))
 }
 
 fn status_word(id: &str, code: i64) -> Sql<Word> {
-    Ok(Cow::Borrowed(match code {
-        0 => "",
-        1 => "in_progress",
-        2 => "completed",
-        3 => "failed",
-        other => return Err(Fail::Corrupt(format!("item {id:?}: status code {other}"))),
-    }))
+    usize::try_from(code)
+        .ok()
+        .and_then(|c| STORED_STATUS.get(c))
+        .map(|w| Cow::Borrowed(*w))
+        .ok_or_else(|| Fail::Corrupt(format!("item {id:?}: status code {code}")))
 }
 
 /// The owner column: the token's 16 bytes, or the text of an owner not of a token's shape.

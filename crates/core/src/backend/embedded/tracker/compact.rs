@@ -13,8 +13,8 @@ use crate::rules::tracker::implied_timeline;
 use crate::token;
 use crate::tracker::{Record, Transition};
 
-/// The stored statuses, by their code.
-const STATUS: [&str; 4] = ["", "in_progress", "completed", "failed"];
+// The stored statuses, by their code: the one numbering of the in-process stores.
+use crate::tracker::STORED_STATUS as STATUS;
 
 /// What a record has beyond the usual item.
 #[derive(Default)]
@@ -57,7 +57,7 @@ pub(super) struct Compact {
 
 impl Compact {
     pub(super) fn new(r: &Record) -> Compact {
-        let s = STATUS.iter().position(|w| *w == r.s);
+        let s = crate::tracker::stored_status_code(&r.s);
         debug_assert!(s.is_some(), "a stored status: {:?}", r.s);
         let mut extra = Extra { error: r.e.as_deref().map(Box::from), ..Extra::default() };
         let (owner, token) = match r.o.as_deref() {
@@ -87,7 +87,7 @@ impl Compact {
             lease_or_finish: if in_progress { r.l } else { r.d },
             c: r.c,
             a: r.a,
-            s: s.unwrap_or(0) as u8,
+            s: s.unwrap_or(0),
             owner,
             token,
             extra: (!empty).then(|| Box::new(extra)),
