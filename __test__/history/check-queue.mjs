@@ -79,7 +79,10 @@ export function checkQueue(history) {
       if (prev && iv.from < prev.to) anomalies.push({ kind: 'two deliveries under overlapping live visibility leases', id, ops: [prev.r, iv.r] })
       if (!prev || iv.to > prev.to) prev = iv
     }
-    // Stale readers refused.
+  }
+  // Stale readers refused.
+  for (const [id, idAcks] of acks) {
+    const reads = deliveries.get(id) || []
     for (const a of idAcks) {
       if (a.ok !== true) continue
       const r = readsByOwner.get(a.op.value.owner)
