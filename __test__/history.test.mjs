@@ -10,7 +10,8 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Flowguard, freshPrefix, sharedTargets } from './backends.mjs'
-import { haveRedis, freePort, startRedis, stopRedis } from './redis-server.mjs'
+import { spawn } from 'node:child_process'
+import { haveRedis, freePort, startRedis, stopRedis, waitForPort } from './redis-server.mjs'
 import { runHistory } from './history/harness.mjs'
 import { checkAll, describe } from './history/check-all.mjs'
 
@@ -22,7 +23,11 @@ const TIMEOUT = LONG ? 600_000 : 60_000
 function checked(label, { history, stats }) {
   const results = checkAll(history)
   console.log(`# ${label}: ${stats.clients} clients, ${stats.pauses} pauses, ${stats.kills} kills, ${stats.restarts} restarts`)
-  for (const [p, r] of Object.entries(results)) console.log(`#   ${p}: ${r.ops} ops (${r.ok} ok, ${r.fail} fail, ${r.info} info), ${r.anomalies.length} anomalies`)
+  for (const [p, r] of Object.entries(results)) {
+    const kinds = new Map()
+    for (const a of r.anomalies) kinds.set(a.kind, (kinds.get(a.kind) || 0) + 1)
+    console.log(`#   ${p}: ${r.ops} ops (${r.ok} ok, ${r.fail} fail, ${r.info} info), ${r.anomalies.length} anomalies${kinds.size ? `: ${[...kinds].map(([k, n]) => `${n}× ${k}`).join('; ')}` : ''}`)
+  }
   return results
 }
 
@@ -117,5 +122,49 @@ test('history on redis restarted without persistence: the checkers see the lost 
     assert.ok(results.counter.anomalies.some((a) => a.kind.startsWith('final value')), results.counter.anomalies.map(describe).join('\n'))
   } finally {
     await redis.stop()
+  }
+})
+
+/** A flowguard-server (FLOWGUARD_SERVER_BIN) on the durable store in a file of this test, restartable
+ * (kill -9, then started again on the same port and file). */
+async function ownServer() {
+  const dir = mkdtempSync(join(tmpdir(), 'fg-history-server-'))
+  const port = await freePort()
+  const start = async () => {
+    const p = spawn(process.env.FLOWGUARD_SERVER_BIN, ['--listen', `127.0.0.1:${port}`, '--path', join(dir, 'state.db')], { env: { ...process.env, FLOWGUARD_LOG: 'warn' }, stdio: 'ignore' })
+    if (await waitForPort(port)) return p
+    p.kill('SIGKILL')
+    throw new Error('flowguard-server did not start')
+  }
+  let p = await start()
+  const kill = async () => {
+    if (p.exitCode !== null || p.signalCode !== null) return
+    const exited = new Promise((r) => p.once('exit', r))
+    p.kill('SIGKILL')
+    await exited
+  }
+  return {
+    url: `http://127.0.0.1:${port}`,
+    restart: async () => {
+      await kill()
+      p = await start()
+    },
+    stop: async () => {
+      await kill()
+      rmSync(dir, { recursive: true, force: true })
+    },
+  }
+}
+
+test('history on flowguard-server (durable file) killed (-9) and restarted, clients paused and killed', { skip: !process.env.FLOWGUARD_SERVER_BIN && 'FLOWGUARD_SERVER_BIN not set', timeout: TIMEOUT }, async () => {
+  const server = await ownServer()
+  try {
+    const { HttpFlowguard } = await import('./model/http.mjs')
+    const run = await runHistory({ ...RUN, env: { FG_SERVER_URL: server.url }, open: async () => new HttpFlowguard(server.url), faults: { pause: true, kill: true, restart: server.restart } })
+    const results = checked('flowguard-server kill -9 + restart, pauses and kills', run)
+    assert.ok(run.stats.restarts >= 1)
+    assertNoAnomaly(results)
+  } finally {
+    await server.stop()
   }
 })

@@ -108,7 +108,7 @@ export async function runHistory({ env, open, clients = 4, durationMs = 3000, le
   const op = recorder(finalFile, 'final')
   const fg = await open()
   await finalReads(fg, op, leaseMs)
-  await fg.close()
+  await fg.close?.()
 
   const history = []
   for (let i = 0; i < next; i++) history.push(...readOps(join(dir, `c${i}.jsonl`)))
