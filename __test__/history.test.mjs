@@ -3,7 +3,9 @@
 // (__test__/history/) while the harness pauses them past their leases (SIGSTOP/SIGCONT), kills
 // them mid-call (SIGKILL) and kill -9s and restarts redis-server; the checkers must find no
 // anomaly. The same harness run through a client wrapper with planted bugs must find each bug.
-// CI size: 4 clients × 3 s per run; FLOWGUARD_HISTORY_LONG=1: 6 clients × 30 s.
+// Backends: the durable file shared by the clients, Redis (REDIS_URL, and redis-servers of this
+// file for the restarts), flowguard-server when FLOWGUARD_SERVER_BIN is set.
+// CI size: 4 clients × 3 s per run (the server 6 s); FLOWGUARD_HISTORY_LONG=1: 6 clients × 30 s.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -160,7 +162,8 @@ test('history on flowguard-server (durable file) killed (-9) and restarted, clie
   const server = await ownServer()
   try {
     const { HttpFlowguard } = await import('./model/http.mjs')
-    const run = await runHistory({ ...RUN, env: { FG_SERVER_URL: server.url }, open: async () => new HttpFlowguard(server.url), faults: { pause: true, kill: true, restart: server.restart } })
+    // The debug server answers a few dozen calls a second here: twice the time, for a history worth checking.
+    const run = await runHistory({ ...RUN, durationMs: RUN.durationMs * 2, env: { FG_SERVER_URL: server.url }, open: async () => new HttpFlowguard(server.url), faults: { pause: true, kill: true, restart: server.restart } })
     const results = checked('flowguard-server kill -9 + restart, pauses and kills', run)
     assert.ok(run.stats.restarts >= 1)
     assertNoAnomaly(results)

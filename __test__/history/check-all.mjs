@@ -33,6 +33,6 @@ export function checkAll(history) {
 /** An anomaly in a few lines: its kind and its operations (process, f, value, result, times). */
 export function describe(a) {
   const t = (x) => (x === Infinity ? '∞' : x.toFixed(1))
-  return [`${a.kind}${a.name !== undefined ? ` (${a.name})` : ''}${a.id !== undefined && a.id !== null ? ` (${a.id})` : ''}`,
+  return [`${a.kind}${a.detail ? `: ${a.detail}` : ''}${a.name !== undefined ? ` (${a.name})` : ''}${a.id !== undefined && a.id !== null ? ` (${a.id})` : ''}`,
     ...a.ops.map((o) => `  ${o.process} ${o.f} ${o.type} [${t(o.start)}, ${t(o.end)}] ${JSON.stringify(o.value)} -> ${JSON.stringify(o.result ?? o.error ?? null)}`)].join('\n')
 }

@@ -28,7 +28,7 @@ export function checkCounter(history) {
   const read = history.filter((o) => o.p === 'counter' && o.f === 'read' && o.type === 'ok').at(-1)
   if (read) {
     const v = read.result.value
-    if (v < incs.length || v > incs.length + unknown) anomalies.push({ kind: `final value ${v} outside [${incs.length}, ${incs.length + unknown}] (ok increments, + unknown ones)`, ops: [read] })
+    if (v < incs.length || v > incs.length + unknown) anomalies.push({ kind: 'final value outside [ok increments, ok + unknown increments]', detail: `${v} outside [${incs.length}, ${incs.length + unknown}]`, ops: [read] })
     const out = incs.find((o) => o.result.value > v || o.result.value < 1)
     if (out) anomalies.push({ kind: 'an increment returned a value outside [1, final]', ops: [out, read] })
   }

@@ -62,7 +62,7 @@ export function checkTracker(history) {
     if (get) {
       const unknown = ops.filter((o) => o.f === 'claim' && o.type === 'info').length
       if (get.result.attempts < claims.length || get.result.attempts > claims.length + unknown) {
-        anomalies.push({ kind: `final attempts ${get.result.attempts} outside [${claims.length}, ${claims.length + unknown}] (ok claims, + unknown ones)`, id, ops: [get] })
+        anomalies.push({ kind: 'final attempts outside [ok claims, ok + unknown claims]', detail: `${get.result.attempts} outside [${claims.length}, ${claims.length + unknown}]`, id, ops: [get] })
       }
     }
 
