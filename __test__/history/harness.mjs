@@ -45,6 +45,7 @@ export async function runHistory({ env, open, clients = 4, durationMs = 3000, le
     const ready = new Promise((r) => child.once('message', r))
     exits.push(new Promise((r) => child.on('exit', (code, sig) => {
       live.delete(child)
+      // 13: its top-level await never settled (a call that neither resolved nor rejected).
       if (code !== 0 && sig !== 'SIGKILL') failures.push(`client ${client} exited ${code ?? sig}: ${err}`)
       r()
     })))
@@ -100,7 +101,7 @@ export async function runHistory({ env, open, clients = 4, durationMs = 3000, le
   } finally {
     for (const c of live.keys()) { c.kill('SIGCONT'); c.kill('SIGKILL') }
   }
-  if (failures.length) throw new Error(failures.join('\n'))
+  if (failures.length) throw new Error(`${failures.join('\n')}\n(the clients' histories are kept in ${dir})`)
 
   // The end state, recorded as operations of process `final`.
   const finalFile = join(dir, 'final.jsonl')

@@ -14,6 +14,12 @@ export const now = () => Number(process.hrtime.bigint()) / 1e6
  * else (ERR_BACKEND_UNAVAILABLE, ERR_TIMEOUT, …) may have been applied before the reply was lost. */
 const DEFINITE = new Set(['ERR_INVALID_ARGUMENT', 'ERR_NOT_OWNER', 'ERR_CLOCK_SKEW'])
 
+/** How long a call may go unanswered before it is recorded as `info` (Jepsen's client timeout):
+ * the backends' own timeouts come first (Redis commands 2 s here); this one catches a call that
+ * would never settle at all (seen once with the HTTP client, fetch, while flowguard-server was
+ * killed and restarted: the client process exited with 13, "unsettled top-level await"). */
+const CALL_TIMEOUT_MS = Number(process.env.HISTORY_CALL_TIMEOUT_MS || 10_000)
+
 /** A recorder for client `client` appending to file `path`. `op(p, f, value, fn)` runs `fn()`,
  * which resolves to `['ok' | 'fail', result]`, and records it; it resolves to `[type, result]`
  * (`['info', undefined]` or `['fail', undefined]` on an error, which it records with its code). */
@@ -27,12 +33,17 @@ export function recorder(path, client) {
     let type
     let result
     let error
+    let timer
     try {
-      ;[type, result] = await fn()
+      const late = new Promise((_, reject) => {
+        timer = setTimeout(() => reject(Object.assign(new Error(`no answer within ${CALL_TIMEOUT_MS} ms`), { code: 'ERR_HISTORY_TIMEOUT' })), CALL_TIMEOUT_MS)
+      })
+      ;[type, result] = await Promise.race([fn(), late])
     } catch (e) {
       error = e?.code ?? String(e?.message ?? e)
       type = DEFINITE.has(e?.code) ? 'fail' : 'info'
     }
+    clearTimeout(timer)
     line({ type, process: client, id, p, f, result, error, time: now() })
     return [type, result]
   }
