@@ -14,7 +14,6 @@
 
 use std::cell::{Cell, RefCell};
 use std::ffi::{c_int, c_void};
-use std::mem::ManuallyDrop;
 use std::rc::Rc;
 use std::sync::OnceLock;
 
@@ -153,10 +152,22 @@ struct Entry {
     owner: Owner,
 }
 
+/// The open handles of one thread's loops (a few per environment).
+struct Registry(Vec<Entry>);
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        // The thread ends with handles open (a process that exits without its environments'
+        // teardown): libuv may still hold them, so their memory and owners are left.
+        if !self.0.is_empty() {
+            std::mem::forget(std::mem::take(&mut self.0));
+        }
+    }
+}
+
 thread_local! {
-    /// The open handles of this thread's loops (a few per environment), by address. Not dropped
-    /// when the thread ends: libuv may still hold a handle then, so its memory is left.
-    static HANDLES: RefCell<ManuallyDrop<Vec<Entry>>> = const { RefCell::new(ManuallyDrop::new(Vec::new())) };
+    /// This thread's handles, by address.
+    static HANDLES: RefCell<Registry> = const { RefCell::new(Registry(Vec::new())) };
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -200,7 +211,7 @@ impl Handle {
         let registered = HANDLES
             .try_with(|h| {
                 h.try_borrow_mut()
-                    .map(|mut h| h.push(Entry { key: ptr as usize, _memory: memory, owner }))
+                    .map(|mut h| h.0.push(Entry { key: ptr as usize, _memory: memory, owner }))
                     .is_ok()
             })
             .unwrap_or(false);
@@ -222,7 +233,7 @@ impl Handle {
         };
         if !ok {
             // Never initialised: libuv does not know it, so it goes at once.
-            let _ = HANDLES.try_with(|h| h.try_borrow_mut().map(|mut h| remove(&mut h, ptr as usize)));
+            let _ = HANDLES.try_with(|h| h.try_borrow_mut().map(|mut h| remove(&mut h.0, ptr as usize)));
             return None;
         }
         Some(Handle { ptr, uv, kind, closed: Cell::new(false) })
@@ -300,9 +311,9 @@ fn fire(h: *mut c_void, event: Event) {
         let found = HANDLES.try_with(|h| {
             let mut h = h.try_borrow_mut().ok()?;
             if closed {
-                remove(&mut h, key).map(|e| (e.owner.clone(), Some(e)))
+                remove(&mut h.0, key).map(|e| (e.owner.clone(), Some(e)))
             } else {
-                h.iter().find(|e| e.key == key).map(|e| (e.owner.clone(), None))
+                h.0.iter().find(|e| e.key == key).map(|e| (e.owner.clone(), None))
             }
         });
         // The registry is not borrowed while the owner runs (it may open or close handles).
