@@ -96,14 +96,17 @@ impl Deferred {
                 "a Promise settled off its JavaScript thread",
             ));
         }
-        let status = match value {
-            // SAFETY: on the thread that made the deferred (checked above), with its env; the
-            // deferred is consumed, so settled once.
-            Ok(v) => unsafe { sys::napi_resolve_deferred(self.env, self.deferred, v.raw()) },
-            Err(e) => {
-                let err = napi::JsError::from(e).into_unknown(self.env());
-                // SAFETY: as above.
-                unsafe { sys::napi_reject_deferred(self.env, self.deferred, err.raw()) }
+        let (resolve, value) = match value {
+            Ok(v) => (true, v.raw()),
+            Err(e) => (false, napi::JsError::from(e).into_unknown(self.env()).raw()),
+        };
+        // SAFETY: on the thread that made the deferred (checked above), with its env and a value
+        // of it; the deferred is consumed, so settled once.
+        let status = unsafe {
+            if resolve {
+                sys::napi_resolve_deferred(self.env, self.deferred, value)
+            } else {
+                sys::napi_reject_deferred(self.env, self.deferred, value)
             }
         };
         settled(status)
@@ -116,4 +119,51 @@ fn settled(status: sys::napi_status) -> napi::Result<()> {
     } else {
         Err(napi::Error::new(Status::from(status), "a napi call failed while settling a promise"))
     }
+}
+
+/// An environment's teardown in progress, which Node waits for until this is dropped (on the
+/// environment's JavaScript thread: the type is neither `Send` nor `Sync`).
+pub struct Teardown(sys::napi_async_cleanup_hook_handle);
+
+impl Drop for Teardown {
+    fn drop(&mut self) {
+        // SAFETY: the handle Node gave the hook of `on_teardown`, removed once (here).
+        unsafe { sys::napi_remove_async_cleanup_hook(self.0) };
+    }
+}
+
+type TeardownHook = Box<dyn FnOnce(Teardown)>;
+
+/// Runs `f` when the environment of `env` is torn down, which then waits until `f` drops the
+/// [`Teardown`] it is given (Node's async cleanup hook). napi-rs's `add_async_cleanup_hook`
+/// tells Node the teardown is over as soon as its hook returns, before libuv has closed what the
+/// hook closed.
+pub fn on_teardown(env: &Env, f: impl FnOnce(Teardown) + 'static) -> napi::Result<()> {
+    let data = Box::into_raw(Box::new(Box::new(f) as TeardownHook));
+    // SAFETY: the live env of the current call, on its JavaScript thread. The hook owns `data`
+    // (taken back by `teardown_hook`); a hook that was not added never runs, so it is taken
+    // back here.
+    let status = unsafe {
+        let status = sys::napi_add_async_cleanup_hook(
+            env.raw(),
+            Some(teardown_hook),
+            data.cast(),
+            std::ptr::null_mut(),
+        );
+        if status != sys::Status::napi_ok {
+            drop(Box::from_raw(data));
+        }
+        status
+    };
+    if status != sys::Status::napi_ok {
+        return Err(napi::Error::new(Status::from(status), "cannot register a teardown hook"));
+    }
+    Ok(())
+}
+
+unsafe extern "C" fn teardown_hook(handle: sys::napi_async_cleanup_hook_handle, data: *mut std::ffi::c_void) {
+    // SAFETY: `data` is the hook leaked by `on_teardown` for this hook, which Node runs once.
+    let f = unsafe { Box::from_raw(data.cast::<TeardownHook>()) };
+    // A panic must not unwind into Node; the `Teardown` then goes with the unwinding.
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || f(Teardown(handle))));
 }

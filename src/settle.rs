@@ -64,17 +64,17 @@ impl Shared {
         let Some(tsfn) = *guard else { return };
         let data = Box::into_raw(Box::new(job));
         // SAFETY: the function is alive while `tsfn` is Some (the teardown hook takes the write
-        // lock before Node finalizes it); nonblocking with an unbounded queue never waits.
-        let status = unsafe {
-            sys::napi_call_threadsafe_function(
+        // lock before Node finalizes it); nonblocking with an unbounded queue never waits. The
+        // queued `data` is `call_js`'s to free; one not queued is still ours.
+        unsafe {
+            let status = sys::napi_call_threadsafe_function(
                 tsfn as sys::napi_threadsafe_function,
                 data.cast(),
                 sys::ThreadsafeFunctionCallMode::nonblocking,
-            )
-        };
-        if status != sys::Status::napi_ok {
-            // SAFETY: not queued, so still ours.
-            drop(unsafe { Box::from_raw(data) });
+            );
+            if status != sys::Status::napi_ok {
+                drop(Box::from_raw(data));
+            }
         }
     }
 }
@@ -220,9 +220,22 @@ fn finished(l: &Local) {
     let n = l.pending.get().saturating_sub(1);
     l.pending.set(n);
     if n == 0 {
-        // SAFETY: on the JavaScript thread of `l.env`, the function is alive.
-        unsafe { sys::napi_unref_threadsafe_function(l.env, l.tsfn) };
+        let _ = keep_alive(l, false);
     }
+}
+
+/// Whether the threadsafe function of `l` keeps the event loop alive (while calls are pending).
+fn keep_alive(l: &Local, on: bool) -> napi::Result<()> {
+    // SAFETY: on the JavaScript thread of `l.env` (a `Local` never leaves it), whose function is
+    // alive while its `Local` is.
+    let status = unsafe {
+        if on {
+            sys::napi_ref_threadsafe_function(l.env, l.tsfn)
+        } else {
+            sys::napi_unref_threadsafe_function(l.env, l.tsfn)
+        }
+    };
+    check(status, "ref or unref a threadsafe function")
 }
 
 /// Polls the ready tasks of `l` until none is left. On its JavaScript thread, in a scope where
@@ -292,45 +305,46 @@ fn local(env: sys::napi_env) -> napi::Result<Rc<Local>> {
     if let Some(l) = local_of(env) {
         return Ok(l);
     }
-    let mut name = null_mut();
+    let name = Env::from_raw(env).create_string("flowguard")?.raw();
     let mut tsfn = null_mut();
-    // SAFETY: on the JavaScript thread with the live env of this call.
-    unsafe {
-        check(sys::napi_create_string_utf8(env, c"flowguard".as_ptr(), 9, &mut name), "create a string")?;
-        check(
-            sys::napi_create_threadsafe_function(
-                env,
-                null_mut(),
-                null_mut(),
-                name,
-                0,
-                1,
-                null_mut(),
-                None,
-                null_mut(),
-                Some(call_js),
-                &mut tsfn,
-            ),
-            "create a threadsafe function",
-        )?;
-        check(sys::napi_unref_threadsafe_function(env, tsfn), "unref a threadsafe function")?;
-    }
-    let shared = Arc::new(Shared { tsfn: RwLock::new(Some(tsfn as usize)), woken: Mutex::new(Vec::new()) });
-    Env::from_raw(env).add_env_cleanup_hook(shared.clone(), teardown)?;
     // An async context, for the scope in which the event-loop connection settles calls: without
     // it, calls simply take the tokio path.
     let mut async_ctx = null_mut();
-    // SAFETY: as above.
-    if unsafe { sys::napi_async_init(env, null_mut(), name, &mut async_ctx) } != sys::Status::napi_ok {
-        async_ctx = null_mut();
-    }
+    // SAFETY: on the JavaScript thread with the live env of this call; each call writes only
+    // through the pointer it is given.
+    let status = unsafe {
+        let mut status = sys::napi_create_threadsafe_function(
+            env,
+            null_mut(),
+            null_mut(),
+            name,
+            0,
+            1,
+            null_mut(),
+            None,
+            null_mut(),
+            Some(call_js),
+            &mut tsfn,
+        );
+        if status == sys::Status::napi_ok {
+            status = sys::napi_unref_threadsafe_function(env, tsfn);
+        }
+        if status == sys::Status::napi_ok
+            && sys::napi_async_init(env, null_mut(), name, &mut async_ctx) != sys::Status::napi_ok
+        {
+            async_ctx = null_mut();
+        }
+        status
+    };
+    check(status, "create a threadsafe function")?;
+    let shared = Arc::new(Shared { tsfn: RwLock::new(Some(tsfn as usize)), woken: Mutex::new(Vec::new()) });
+    Env::from_raw(env).add_env_cleanup_hook(shared.clone(), teardown)?;
     #[cfg(unix)]
     let connections = if async_ctx.is_null() {
         None
     } else {
-        let uv_loop = Env::from_raw(env).get_uv_event_loop().unwrap_or(null_mut());
         // Registered after the cleanup hook above, so it runs before it (reverse order).
-        Connections::new(env, uv_loop.cast())
+        Connections::new(&Env::from_raw(env))
     };
     let l = Rc::new(Local {
         env,
@@ -362,8 +376,7 @@ where
     let l = local(raw)?;
     let (deferred, promise) = crate::node_api::promise(env)?;
     if l.pending.get() == 0 {
-        // SAFETY: as above.
-        unsafe { check(sys::napi_ref_threadsafe_function(raw, l.tsfn), "ref a threadsafe function")? };
+        keep_alive(&l, true)?;
     }
     l.pending.set(l.pending.get() + 1);
     if keep_here && l.keeps_tasks() {

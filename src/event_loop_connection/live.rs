@@ -1,21 +1,19 @@
 //! One connected socket on an environment's loop: commands written during JavaScript calls,
 //! replies read by a poll callback, timeouts by a timer, all on the JavaScript thread.
-#![allow(unsafe_code)] // libuv handles and their callbacks.
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
-use std::ffi::{c_int, c_void};
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use redis::{RedisError, Value};
 
-use super::libuv::{alloc_handle, free_handle, handle_data, Uv, UV_READABLE, UV_WRITABLE};
+use super::libuv::{Event, Handle};
 use super::reply::{self, Parsed};
 use super::socket::{Settings, Sock};
 use super::Connections;
@@ -107,9 +105,10 @@ struct State {
 pub(crate) struct Live {
     owner: Rc<Connections>,
     settings: Arc<Settings>,
+    /// Declared (so dropped, which closes them) before the socket they watch.
+    poll: Option<Handle>,
+    timer: Option<Handle>,
     sock: Sock,
-    poll: *mut c_void,
-    timer: *mut c_void,
     s: RefCell<State>,
 }
 
@@ -131,71 +130,88 @@ const RETIRE_AFTER_TIMEOUTS: u32 = flowguard_core::backend::redis::RETIRE_AFTER_
 impl Live {
     /// Registers a connected socket with the loop of `owner`.
     pub(super) fn start(owner: &Rc<Connections>, settings: Arc<Settings>, sock: Sock) -> Option<Rc<Live>> {
-        let uv = owner.uv;
-        let poll = alloc_handle(uv.poll_size);
-        let timer = alloc_handle(uv.timer_size);
-        if poll.is_null() || timer.is_null() {
-            // SAFETY: unused handles of these sizes (null is skipped).
-            unsafe {
-                if !poll.is_null() {
-                    free_handle(poll, uv.poll_size);
+        let live = Rc::new_cyclic(|me: &Weak<Live>| {
+            // Each handle tells this connection of its events while it is alive, and its owner
+            // when it has closed. Neither handle keeps the loop alive: the threadsafe function
+            // of `settle` does while calls are pending.
+            let handle_of = |me: Weak<Live>| {
+                let conns = owner.clone();
+                move |event| match event {
+                    Event::Closed => conns.closed(),
+                    event => {
+                        if let Some(live) = me.upgrade() {
+                            live.event(event);
+                        }
+                    }
                 }
-                if !timer.is_null() {
-                    free_handle(timer, uv.timer_size);
-                }
+            };
+            let poll = Handle::poll(&owner.lp, sock.fd(), handle_of(me.clone()));
+            if poll.is_some() {
+                owner.opened();
             }
+            let timer = poll.as_ref().and_then(|_| Handle::timer(&owner.lp, handle_of(me.clone())));
+            if timer.is_some() {
+                owner.opened();
+            }
+            Live {
+                owner: owner.clone(),
+                settings,
+                poll,
+                timer,
+                sock,
+                s: RefCell::new(State {
+                    wbuf: Vec::with_capacity(4096),
+                    wpos: 0,
+                    writable: false,
+                    rbuf: vec![0; READ_CHUNK],
+                    rlen: 0,
+                    need: 1,
+                    fifo: VecDeque::new(),
+                    timer_armed: false,
+                    corked: false,
+                    queued: 0,
+                    timeouts_in_row: 0,
+                    dead: false,
+                }),
+            }
+        });
+        if live.timer.is_none() || !live.poll.as_ref().is_some_and(|p| p.watch(false)) {
+            live.s.borrow_mut().dead = true;
+            live.close_handles();
             return None;
         }
-        let live = Rc::new(Live {
-            owner: owner.clone(),
-            settings,
-            sock,
-            poll,
-            timer,
-            s: RefCell::new(State {
-                wbuf: Vec::with_capacity(4096),
-                wpos: 0,
-                writable: false,
-                rbuf: vec![0; READ_CHUNK],
-                rlen: 0,
-                need: 1,
-                fifo: VecDeque::new(),
-                timer_armed: false,
-                corked: false,
-                queued: 0,
-                timeouts_in_row: 0,
-                dead: false,
-            }),
-        });
-        // SAFETY: fresh handles of the sizes libuv reported, on the loop's thread. Each handle
-        // initialized owns one strong count of `live`, given back in its close callback.
-        unsafe {
-            if (uv.poll_init_socket)(owner.uv_loop, poll, live.sock.fd()) != 0 {
-                free_handle(poll, uv.poll_size);
-                free_handle(timer, uv.timer_size);
-                return None;
-            }
-            owner.opened();
-            *handle_data(poll) = Rc::into_raw(live.clone());
-            if (uv.timer_init)(owner.uv_loop, timer) != 0 {
-                live.s.borrow_mut().dead = true;
-                (uv.close)(poll, Some(on_close_poll));
-                free_handle(timer, uv.timer_size);
-                return None;
-            }
-            owner.opened();
-            *handle_data(timer) = Rc::into_raw(live.clone());
-            // Neither handle keeps the loop alive: the threadsafe function of `settle` does while
-            // calls are pending.
-            (uv.unref)(poll);
-            (uv.unref)(timer);
-            if (uv.poll_start)(poll, UV_READABLE, on_poll) != 0 {
-                live.s.borrow_mut().dead = true;
-                close_handles(uv, &live);
-                return None;
-            }
-        }
         Some(live)
+    }
+
+    /// An event of one of the handles.
+    fn event(self: &Rc<Self>, event: Event) {
+        match event {
+            Event::Poll { status, .. } if status < 0 => {
+                self.settle(|| self.fail(io::Error::other(format!("socket error {status}"))));
+            }
+            Event::Poll { readable, writable, .. } => {
+                if writable {
+                    self.flush();
+                }
+                if readable {
+                    self.readable();
+                }
+            }
+            Event::Timer => self.timer_fired(),
+            Event::Closed => {}
+        }
+    }
+
+    fn close_handles(&self) {
+        for h in [&self.poll, &self.timer].into_iter().flatten() {
+            h.close();
+        }
+    }
+
+    fn arm_timer(&self, ms: u64) {
+        if let Some(t) = &self.timer {
+            t.arm(ms);
+        }
     }
 
     pub(super) fn is_dead(&self) -> bool {
@@ -216,9 +232,7 @@ impl Live {
             s.fifo.push_back((slot.clone(), Instant::now() + self.settings.command_timeout));
             if !s.timer_armed {
                 s.timer_armed = true;
-                let ms = self.settings.command_timeout.as_millis().max(1) as u64;
-                // SAFETY: a live timer handle of this thread's loop.
-                unsafe { (self.owner.uv.timer_start)(self.timer, on_timer, ms, 0) };
+                self.arm_timer(self.settings.command_timeout.as_millis().max(1) as u64);
             }
             s.queued += 1;
             if s.queued >= CORK_COMMANDS {
@@ -275,9 +289,7 @@ impl Live {
         };
         match outcome {
             Ok(Some(writable)) => {
-                let events = if writable { UV_READABLE | UV_WRITABLE } else { UV_READABLE };
-                // SAFETY: the live poll handle of this thread's loop.
-                if unsafe { (self.owner.uv.poll_start)(self.poll, events, on_poll) } != 0 {
+                if !self.poll.as_ref().is_some_and(|p| p.watch(writable)) {
                     self.fail(io::Error::other("cannot watch the socket"));
                 }
             }
@@ -301,8 +313,7 @@ impl Live {
             std::mem::take(&mut s.fifo)
         };
         self.owner.broke(self);
-        // SAFETY: the live handles of this thread's loop, closed once (`dead` guards).
-        unsafe { close_handles(self.owner.uv, self) };
+        self.close_handles();
         let kind = e.kind();
         let msg = e.to_string();
         for (slot, _) in pending {
@@ -321,8 +332,7 @@ impl Live {
             s.dead = true;
             s.fifo.clear();
         }
-        // SAFETY: live handles of this thread's loop, closed once.
-        unsafe { close_handles(self.owner.uv, self) };
+        self.close_handles();
     }
 
     /// Reads what the socket has and completes the calls whose replies are in.
@@ -411,9 +421,7 @@ impl Live {
             }
             if let Some(d) = next {
                 s.timer_armed = true;
-                let ms = (d.as_millis() as u64).max(1);
-                // SAFETY: the live timer handle, in its own callback.
-                unsafe { (self.owner.uv.timer_start)(self.timer, on_timer, ms, 0) };
+                self.arm_timer((d.as_millis() as u64).max(1));
             }
         }
         if expired.is_empty() {
@@ -495,98 +503,6 @@ fn take_replies(s: &mut State, out: &mut Vec<(Arc<Slot>, Result<Value, RedisErro
         s.need = 1;
     }
     res
-}
-
-/// # Safety
-/// The live handles of this thread's loop, not closed yet.
-unsafe fn close_handles(uv: &Uv, live: &Live) {
-    // SAFETY: the caller's contract (live handles of this thread's loop, not closed yet).
-    unsafe {
-        (uv.poll_stop)(live.poll);
-        (uv.close)(live.poll, Some(on_close_poll));
-        (uv.close)(live.timer, Some(on_close_timer));
-    }
-}
-
-/// Gives back the strong count a handle owns and frees it.
-///
-/// # Safety
-/// Called by libuv once per handle, after `uv_close`.
-unsafe fn closed(h: *mut c_void, poll: bool) {
-    // SAFETY: `h` is one of our handles (the caller's contract), whose first field is `data`.
-    let data = unsafe { *handle_data::<Live>(h) };
-    let owner = if data.is_null() {
-        None
-    } else {
-        // SAFETY: the strong count this handle owned.
-        let live = unsafe { Rc::from_raw(data) };
-        Some(live.owner.clone())
-    };
-    if let Some(uv) = super::libuv::uv() {
-        // SAFETY: libuv is done with the handle, allocated with this size.
-        unsafe { free_handle(h, if poll { uv.poll_size } else { uv.timer_size }) };
-    }
-    if let Some(owner) = owner {
-        owner.closed();
-    }
-}
-
-unsafe extern "C" fn on_close_poll(h: *mut c_void) {
-    // SAFETY: libuv closed our poll handle.
-    guarded(|| unsafe { closed(h, true) })
-}
-
-unsafe extern "C" fn on_close_timer(h: *mut c_void) {
-    // SAFETY: libuv closed our timer handle.
-    guarded(|| unsafe { closed(h, false) })
-}
-
-/// A strong reference to the connection a handle belongs to.
-///
-/// # Safety
-/// `h` is one of our handles, not closed yet.
-unsafe fn live_of(h: *mut c_void) -> Option<Rc<Live>> {
-    // SAFETY: `h` is one of our live handles (the caller's contract): its `data` is null or a
-    // strong count of its `Live`, which stays held while this new count is made.
-    unsafe {
-        let data = *handle_data::<Live>(h);
-        if data.is_null() {
-            return None;
-        }
-        Rc::increment_strong_count(data);
-        Some(Rc::from_raw(data))
-    }
-}
-
-/// Runs a libuv callback's body; a panic must not unwind into libuv (it would abort Node).
-fn guarded(f: impl FnOnce()) {
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-}
-
-unsafe extern "C" fn on_poll(h: *mut c_void, status: c_int, events: c_int) {
-    guarded(|| {
-        // SAFETY: libuv calls this with our live poll handle.
-        let Some(live) = (unsafe { live_of(h) }) else { return };
-        if status < 0 {
-            live.settle(|| live.fail(io::Error::other(format!("socket error {status}"))));
-            return;
-        }
-        if events & UV_WRITABLE != 0 {
-            live.flush();
-        }
-        if events & UV_READABLE != 0 {
-            live.readable();
-        }
-    })
-}
-
-unsafe extern "C" fn on_timer(h: *mut c_void) {
-    guarded(|| {
-        // SAFETY: libuv calls this with our live timer handle.
-        if let Some(live) = unsafe { live_of(h) } {
-            live.timer_fired();
-        }
-    })
 }
 
 /// How long to wait before connecting again after a failure.

@@ -16,7 +16,6 @@
 //! (in the background) or after it broke (it is set up again, with backoff). TCP and Unix
 //! sockets, RESP2; TLS and RESP3 URLs never use it, nor does any platform but Unix.
 //! `FLOWGUARD_REDIS_JS_LOOP=0` turns it off.
-#![allow(unsafe_code)] // async cleanup hooks of Node-API.
 
 mod libuv;
 mod live;
@@ -25,16 +24,14 @@ mod socket;
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
-use std::ffi::c_void;
 use std::io;
-use std::ptr::null_mut;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use flowguard_core::backend::redis::transport::{self, Endpoint, Reply, Transport};
-use napi::sys;
+use napi::{sys, Env};
 use redis::{ConnectionAddr, ConnectionInfo};
 
 use live::{Live, FIRST_BACKOFF, MAX_BACKOFF};
@@ -115,47 +112,33 @@ enum Entry {
 /// The connections of one environment, on its loop.
 pub(crate) struct Connections {
     env: sys::napi_env,
-    uv: &'static libuv::Uv,
-    uv_loop: *mut c_void,
+    lp: libuv::Loop,
     conns: RefCell<HashMap<usize, Entry>>,
     /// The server of each entry of `conns`, held weakly.
     servers: RefCell<HashMap<usize, std::sync::Weak<()>>>,
     /// libuv handles not closed yet (a teardown finishes when none is left).
     open: Cell<usize>,
-    /// Node's handle of the teardown in progress, released once every handle is closed.
-    teardown: Cell<Option<sys::napi_async_cleanup_hook_handle>>,
+    /// The teardown in progress, finished once every handle is closed.
+    teardown: Cell<Option<crate::node_api::Teardown>>,
     torn_down: Cell<bool>,
 }
 
 impl Connections {
-    /// Connections for `env`, whose loop is `uv_loop`; None where this transport must not run
-    /// (not Node itself, no libuv, or Node would not register the teardown).
-    pub(crate) fn new(env: sys::napi_env, uv_loop: *mut c_void) -> Option<Rc<Connections>> {
-        if uv_loop.is_null() || !crate::runtime::is_node() {
-            return None;
-        }
-        let uv = libuv::uv()?;
+    /// Connections for `env`; None where this transport must not run (not Node itself, no
+    /// libuv, or Node would not register the teardown).
+    pub(crate) fn new(env: &Env) -> Option<Rc<Connections>> {
+        let lp = libuv::Loop::of(env)?;
         let conns = Rc::new(Connections {
-            env,
-            uv,
-            uv_loop,
+            env: env.raw(),
+            lp,
             conns: RefCell::new(HashMap::new()),
             servers: RefCell::new(HashMap::new()),
             open: Cell::new(0),
             teardown: Cell::new(None),
             torn_down: Cell::new(false),
         });
-        let arg = Rc::into_raw(conns.clone());
-        // SAFETY: on the JavaScript thread of `env`; the hook owns the count leaked for it, and
-        // on failure it never runs, so the count is taken back.
-        let status = unsafe {
-            sys::napi_add_async_cleanup_hook(env, Some(on_teardown), arg as *mut c_void, null_mut())
-        };
-        if status != sys::Status::napi_ok {
-            // SAFETY: the count leaked above, which the hook that was not added never takes.
-            drop(unsafe { Rc::from_raw(arg) });
-            return None;
-        }
+        let hooked = conns.clone();
+        crate::node_api::on_teardown(env, move |done| on_teardown(&hooked, done)).ok()?;
         Some(conns)
     }
 
@@ -243,10 +226,7 @@ impl Connections {
     }
 
     fn finish_teardown(&self) {
-        if let Some(handle) = self.teardown.take() {
-            // SAFETY: the handle Node gave the teardown hook, removed once.
-            unsafe { sys::napi_remove_async_cleanup_hook(handle) };
-        }
+        drop(self.teardown.take());
     }
 }
 
@@ -265,28 +245,25 @@ fn sweep(conns: &mut HashMap<usize, Entry>, servers: &mut HashMap<usize, std::sy
 }
 
 /// The environment goes away: close every handle; tell Node once libuv has closed them.
-unsafe extern "C" fn on_teardown(handle: sys::napi_async_cleanup_hook_handle, arg: *mut c_void) {
-    // SAFETY: the count leaked for this hook in `Connections::new`.
-    let conns = unsafe { Rc::from_raw(arg as *const Connections) };
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        conns.torn_down.set(true);
-        conns.teardown.set(Some(handle));
-        let lives: Vec<Rc<Live>> = match conns.conns.try_borrow_mut() {
-            Ok(mut c) => c
-                .drain()
-                .filter_map(|(_, e)| match e {
-                    Entry::Live(l) => Some(l),
-                    _ => None,
-                })
-                .collect(),
-            Err(_) => Vec::new(),
-        };
-        for live in &lives {
-            live.shut();
-        }
-    }));
-    // Handles closed here, or earlier by a failure, may still be closing: finish after the last.
-    if conns.open.get() == 0 {
-        conns.finish_teardown();
+fn on_teardown(conns: &Connections, done: crate::node_api::Teardown) {
+    conns.torn_down.set(true);
+    let lives: Vec<Rc<Live>> = match conns.conns.try_borrow_mut() {
+        Ok(mut c) => c
+            .drain()
+            .filter_map(|(_, e)| match e {
+                Entry::Live(l) => Some(l),
+                _ => None,
+            })
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    for live in &lives {
+        live.shut();
+    }
+    // Handles closed here, or earlier by a failure, may still be closing (their close callbacks
+    // come in a later turn of the loop): finish after the last. Should the above panic, `done`
+    // goes with the unwinding, and Node is told at once.
+    if conns.open.get() > 0 {
+        conns.teardown.set(Some(done));
     }
 }
