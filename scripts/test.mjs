@@ -7,7 +7,8 @@
 // without Node's libuv), when present, the musl leg (scripts/musl/: the addon and the static server
 // built for musl, the core suites on a musl Node 24 in an Alpine-like namespace),
 // the n8n end-to-end suite, the install proof (packed packages installed into a fresh n8n from
-// a local registry), the npx proof (`npx flowguard-server` from a local registry) and the image proof
+// a local registry), the same install into n8n on the musl Node (scripts/musl/n8n-proof.mjs), the
+// npx proof (`npx flowguard-server` from a local registry) and the image proof
 // (the server's FROM scratch image under podman, on the static server of the musl leg). Prints one closing line:
 // "flowguard tests: N passed, M failed".
 import { spawn, spawnSync } from 'node:child_process'
@@ -237,6 +238,29 @@ async function muslLeg(env) {
   const inNs = (args) => ['scripts/musl/env.sh', join(nodeBin, 'node'), ...args]
   if (!run('musl addon loaded', 'bash', inNs(['scripts/musl/check-addon.cjs']), muslEnv, lineCounts)) return
   run('node --test (musl Node 24)', 'bash', inNs([...nodeTest, ...muslSuites]), muslEnv, nodeCounts)
+  return true
+}
+
+/** n8n on the musl Node (run after the install proof, when the musl leg loaded its addon): n8n 2.41.1
+ * installed for the musl Node with sqlite3 built by zig (scripts/musl/n8n.sh, timed apart as its setup; cached
+ * in target/musl-env/n8n), then scripts/musl/n8n-proof.mjs: n8n-nodes-flowguard installed by name from a local
+ * registry through n8n's REST endpoint, only the musl platform package installed, the example run on the musl
+ * addon. A setup that fails (no network for the first install): a failure in CI, a note elsewhere. */
+function n8nOnMusl(env) {
+  const name = 'n8n on musl Node 24'
+  console.log(`\n=== ${name} (setup): scripts/musl/n8n.sh`)
+  const t0 = Date.now()
+  const setup = spawnSync('bash', ['scripts/musl/n8n.sh'], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] })
+  const secs = ((Date.now() - t0) / 1000).toFixed(1)
+  if (setup.status !== 0) {
+    const inCi = process.env.CI === 'true'
+    if (inCi) failed++
+    summary.push(`${name}: not run (${inCi ? 'a failure under CI=true' : 'skipped'}): scripts/musl/n8n.sh failed after ${secs} s`)
+    return
+  }
+  summary.push(`${name} (setup: scripts/musl/n8n.sh): ${secs} s`)
+  const dir = setup.stdout.trim().split('\n').pop()
+  run(name, process.execPath, ['scripts/musl/n8n-proof.mjs'], { ...env, FLOWGUARD_MUSL_N8N_DIR: dir }, lineCounts)
 }
 
 const redis = process.env.REDIS_URL ? null : await startRedis()
@@ -305,7 +329,7 @@ try {
       }
       await onCluster('Valkey 8.1 Cluster', valkey.bin)
     }
-    await muslLeg(env)
+    const muslRan = await muslLeg(env)
     const bin = (name) => join(root, 'node_modules', '.bin', name)
     // Without the devDependency (npm install not run): a failure in CI, a note elsewhere.
     const missing = (name) => {
@@ -327,6 +351,10 @@ try {
     // seed flows run on the flowguard-server cargo test built.
     if (skipN8n) summary.push('install proof: not run (FLOWGUARD_SKIP_N8N=1)')
     else run('install proof', process.execPath, ['scripts/install-proof.mjs'], { ...env, FLOWGUARD_SERVER_BIN: serverBin }, lineCounts)
+    // The same install on n8n on the musl Node (the official image's libc), when the musl leg ran; the
+    // static server may still be building in the background meanwhile.
+    if (skipN8n) summary.push('n8n on musl Node 24: not run (FLOWGUARD_SKIP_N8N=1)')
+    else if (muslRan) n8nOnMusl(env)
     if ((await staticServer()) && !process.env.FLOWGUARD_STATIC_SERVER_BIN) {
       process.env.FLOWGUARD_STATIC_SERVER_BIN = join(root, 'target', 'musl-static', 'x86_64-unknown-linux-musl', 'debug', 'flowguard-server')
     }
