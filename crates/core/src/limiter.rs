@@ -65,6 +65,25 @@ pub enum PauseFor {
     RetryAfter(String),
 }
 
+impl PauseFor {
+    /// The pause of a call's two optional fields, of which exactly one must be given.
+    pub fn one_of(until_ms: Option<i64>, retry_after: Option<String>) -> Result<PauseFor> {
+        match (until_ms, retry_after) {
+            (Some(ms), None) => Ok(PauseFor::UntilMs(ms)),
+            (None, Some(v)) => Ok(PauseFor::RetryAfter(v)),
+            (Some(_), Some(_)) => Err(Error::invalid_at(
+                "retry_after",
+                "and a time to pause until were both given; give one of them",
+            )),
+            (None, None) => Err(Error::invalid_at(
+                "retry_after",
+                "is required (or a time to pause until, ms since the epoch): the Retry-After value, seconds or an \
+                 HTTP-date",
+            )),
+        }
+    }
+}
+
 /// What a backend must do for the Rate Limiter: one atomic step.
 pub trait LimiterBackend {
     /// Takes `cost` tokens of limiter `name` when the last of them is due within `max_wait_us`
@@ -305,6 +324,16 @@ mod tests {
         // A pause end reached is no pause.
         let i = info_of("x", Stored { now_us: 1_000, tat_us: None, pause_us: Some(1_000) });
         assert_eq!((i.active, i.paused_until, i.pause_ms), (false, None, 0.0));
+    }
+
+    #[test]
+    fn a_pause_is_one_of_until_and_retry_after() {
+        assert_eq!(PauseFor::one_of(Some(5), None), Ok(PauseFor::UntilMs(5)));
+        assert_eq!(PauseFor::one_of(None, Some("7".into())), Ok(PauseFor::RetryAfter("7".into())));
+        for (until, retry) in [(Some(5), Some("7".to_string())), (None, None)] {
+            let e = PauseFor::one_of(until, retry).unwrap_err();
+            assert_eq!(e.field.map(|f| f.to_string()).as_deref(), Some("retry_after"));
+        }
     }
 
     #[test]
