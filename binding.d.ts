@@ -52,6 +52,19 @@ export declare class Flowguard {
    */
   waitRateLimit(name: Arg<string>, options: Arg<RateLimitOptions>): Promise<RateLimitResult>
   /**
+   * Pauses rate limiter `name` for every process sharing it, as BullMQ's
+   * `worker.rateLimit(ms)` does: obey an upstream's 429 with its `Retry-After`. Until the
+   * pause ends, `rateLimit` is refused with `retryAfterMs` up to its end, and `waitRateLimit`
+   * waits for its end when that is within `maxWaitMs` (else it is refused at once). A pause
+   * never shortens a longer one; at most 365 days. Resolves with the limiter as read after.
+   */
+  pauseRateLimit(name: Arg<string>, options: Arg<PauseRateLimitOptions>): Promise<RateLimiterInfo>
+  /**
+   * Reads rate limiter `name` without taking tokens: whether it is in use, when it is full
+   * again, and when its pause ends.
+   */
+  getRateLimit(name: Arg<string>): Promise<RateLimiterInfo>
+  /**
    * Acquires a lock. A held lock is a result (`acquired: false`, with the holder's label and
    * time left), not an error.
    */
@@ -393,6 +406,18 @@ export interface OpenOptions {
   retentionMs?: number
 }
 
+/** Options of `pauseRateLimit`: when the pause ends, exactly one of `untilMs` and `retryAfter`. */
+export interface PauseRateLimitOptions {
+  /** Pause until this time, ms since the epoch (a time in the past pauses nothing). */
+  untilMs?: number
+  /**
+   * An HTTP `Retry-After` value as received: delta-seconds (a whole number of seconds, as a
+   * string or a number) or an HTTP-date (IMF-fixdate, or the obsolete RFC 850 and asctime
+   * forms). A date in the past pauses nothing.
+   */
+  retryAfter?: number | string
+}
+
 export interface PermitHolder {
   fence: number
   remainingMs: number
@@ -588,6 +613,27 @@ export interface QueueSizeOptions {
   shards?: number
   /** Only this shard (0 to shards - 1). Default: all shards. */
   shard?: number
+}
+
+/** A rate limiter as read (`pauseRateLimit` answers with it after the pause). */
+export interface RateLimiterInfo {
+  name: string
+  /** Whether the limiter is not full again yet (tokens taken recently) or is paused. */
+  active: boolean
+  /**
+   * Ms until the limiter is full again (its whole burst available), if nothing else is taken;
+   * during a pause at least until its end.
+   */
+  resetAfterMs: number
+  /**
+   * While paused: when the pause ends, ms since the epoch on the backend's clock (Redis: its
+   * TIME); absent when not paused.
+   */
+  pausedUntil?: number
+  /** Ms until the pause ends (0 when not paused). */
+  pauseMs: number
+  /** The time of the read, ms since the epoch on the backend's clock. */
+  readAt: number
 }
 
 /**

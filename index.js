@@ -154,6 +154,14 @@ class Flowguard {
     return this.#native.waitRateLimit(name, options)
   }
 
+  pauseRateLimit(name, options) {
+    return this.#native.pauseRateLimit(name, options)
+  }
+
+  getRateLimit(name) {
+    return this.#native.getRateLimit(name)
+  }
+
   // Semaphore.
   acquirePermit(name, options) {
     return this.#native.acquirePermit(name, options)

@@ -94,6 +94,70 @@ for (const b of backends()) {
       assert.equal((await rejection(fg.rateLimit('', { limit: 1 }))).code, 'ERR_INVALID_ARGUMENT')
     })
 
+    test('pauseRateLimit: another client of the store is refused until the pause ends, never shortened', async () => {
+      const fg = await b.open()
+      const other = await b.open({ prefix: fg.prefix })
+      const o = { limit: 100, periodMs: 1000, burst: 5 }
+      assert.equal((await other.rateLimit('up', o)).allowed, true)
+      const p = await fg.pauseRateLimit('up', { retryAfter: 30 })
+      assert.equal(p.active, true)
+      assert.ok(p.pauseMs > 29000 && p.pauseMs <= 30000, `pauseMs ${p.pauseMs}`)
+      const end = p.pausedUntil
+      const r = await other.rateLimit('up', o)
+      assert.equal(r.allowed, false)
+      assert.equal(r.remaining, 0)
+      assert.ok(Math.abs(r.decidedAt + r.retryAfterMs - end) < 0.01, `${r.decidedAt} + ${r.retryAfterMs} vs ${end}`)
+      assert.equal((await other.getRateLimit('up')).pausedUntil, end)
+      // A shorter pause (seconds as a string, or untilMs) leaves the longer one.
+      assert.equal((await other.pauseRateLimit('up', { retryAfter: '2' })).pausedUntil, end)
+      assert.equal((await other.pauseRateLimit('up', { untilMs: Date.now() + 1000 })).pausedUntil, end)
+      // waitRateLimit: refused at once when the pause outlasts maxWaitMs.
+      const t0 = performance.now()
+      const w = await other.waitRateLimit('up', { ...o, maxWaitMs: 1000 })
+      assert.equal(w.allowed, false)
+      assert.ok(performance.now() - t0 < 1000, 'it did not wait')
+      assert.ok(Math.abs(w.decidedAt + w.retryAfterMs - end) < 0.01)
+      await other.close()
+    })
+
+    test('pauseRateLimit: retryAfter as an HTTP-date; a date in the past pauses nothing; waitRateLimit waits for the end', async () => {
+      const fg = await b.open()
+      const other = await b.open({ prefix: fg.prefix })
+      const date = new Date(Date.now() + 90_000).toUTCString()
+      const p = await fg.pauseRateLimit('d', { retryAfter: date })
+      assert.equal(p.pausedUntil, Math.floor(Date.parse(date)))
+      assert.equal((await other.rateLimit('d', { limit: 10 })).allowed, false)
+      const past = await fg.pauseRateLimit('fresh', { retryAfter: 'Sun, 06 Nov 1994 08:49:37 GMT' })
+      assert.equal(past.pausedUntil, undefined)
+      assert.equal((await other.rateLimit('fresh', { limit: 10 })).allowed, true)
+      // A short pause: waitRateLimit resolves allowed once it has ended.
+      const s = await fg.pauseRateLimit('short', { untilMs: Date.now() + 300 })
+      const w = await other.waitRateLimit('short', { limit: 10, maxWaitMs: 5000 })
+      assert.equal(w.allowed, true)
+      assert.ok(Date.now() >= Math.floor(s.pausedUntil), `resolved at ${Date.now()}, pause end ${s.pausedUntil}`)
+      await other.close()
+    })
+
+    test('pauseRateLimit: bad input is refused naming the field and the value', async () => {
+      const fg = await b.open()
+      for (const [opts, field, value] of [
+        [{ retryAfter: 'soon' }, 'retryAfter', 'soon'],
+        [{ retryAfter: -1 }, 'retryAfter', '-1'],
+        [{ retryAfter: 1.5 }, 'retryAfter', '1.5'],
+        [{ retryAfter: '31536001' }, 'retryAfter', '31536001'],
+        [{ untilMs: Date.now() + 366 * 86_400_000 }, 'untilMs', '365 days'],
+        [{ untilMs: 1.5 }, 'untilMs', '1.5'],
+        [{ untilMs: 1, retryAfter: 1 }, 'retryAfter', 'both'],
+        [{}, 'retryAfter', 'required'],
+      ]) {
+        const e = await rejection(fg.pauseRateLimit('x', opts))
+        assert.equal(e.code, 'ERR_INVALID_ARGUMENT', JSON.stringify(opts))
+        assert.equal(e.field?.replace(/^options\./, ''), field, `${JSON.stringify(opts)}: ${e.message}`)
+        assert.ok(e.message.includes(value), `${JSON.stringify(opts)}: ${e.message}`)
+      }
+      assert.equal((await fg.getRateLimit('x')).pausedUntil, undefined, 'nothing was paused')
+    })
+
     if (b.name === 'redis') {
       test('one key per limiter, in the name\'s hash slot, expiring when the limiter is full again', async () => {
         const fg = await b.open()

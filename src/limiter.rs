@@ -5,9 +5,9 @@ use napi::Env;
 use napi_derive::napi;
 
 use super::client::Flowguard;
-use super::from_js::{js_input, opt_ms, whole, Arg, Field};
+use super::from_js::{js_input, opt_ms, signed, whole, Arg, Field};
 use super::promise;
-use flowguard_core::limiter::{self as core, LimitOptions};
+use flowguard_core::limiter::{self as core, LimitOptions, PauseFor};
 
 /// Options of `rateLimit` and `waitRateLimit`: the limiter's rule (callers of one name should
 /// give the same) and what this call takes.
@@ -82,6 +82,58 @@ fn to_js(r: core::LimitResult) -> RateLimitResult {
     }
 }
 
+/// Options of `pauseRateLimit`: when the pause ends, exactly one of `untilMs` and `retryAfter`.
+#[napi(object, object_from_js = false, object_to_js = false)]
+pub struct PauseRateLimitOptions {
+    /// Pause until this time, ms since the epoch (a time in the past pauses nothing).
+    pub until_ms: Option<f64>,
+    /// An HTTP `Retry-After` value as received: delta-seconds (a whole number of seconds, as a
+    /// string or a number) or an HTTP-date (IMF-fixdate, or the obsolete RFC 850 and asctime
+    /// forms). A date in the past pauses nothing.
+    pub retry_after: Option<Either<f64, String>>,
+}
+
+js_input!(PauseRateLimitOptions { until_ms = "untilMs", retry_after = "retryAfter" });
+
+/// A rate limiter as read (`pauseRateLimit` answers with it after the pause).
+#[napi(object)]
+pub struct RateLimiterInfo {
+    pub name: String,
+    /// Whether the limiter is not full again yet (tokens taken recently) or is paused.
+    pub active: bool,
+    /// Ms until the limiter is full again (its whole burst available), if nothing else is taken;
+    /// during a pause at least until its end.
+    pub reset_after_ms: f64,
+    /// While paused: when the pause ends, ms since the epoch on the backend's clock (Redis: its
+    /// TIME); absent when not paused.
+    pub paused_until: Option<f64>,
+    /// Ms until the pause ends (0 when not paused).
+    pub pause_ms: f64,
+    /// The time of the read, ms since the epoch on the backend's clock.
+    pub read_at: f64,
+}
+
+fn pause_of(o: PauseRateLimitOptions) -> flowguard_core::Result<PauseFor> {
+    let until_ms = signed(Field("options", "untilMs"), o.until_ms)?;
+    // A number of seconds is read as the header's text would be: "1.5" or "-1" is refused.
+    let retry_after = o.retry_after.map(|v| match v {
+        Either::A(secs) => secs.to_string(),
+        Either::B(text) => text,
+    });
+    PauseFor::one_of(until_ms, retry_after)
+}
+
+fn info_to_js(i: core::LimiterInfo) -> RateLimiterInfo {
+    RateLimiterInfo {
+        name: i.name,
+        active: i.active,
+        reset_after_ms: i.reset_after_ms,
+        paused_until: i.paused_until,
+        pause_ms: i.pause_ms,
+        read_at: i.read_at,
+    }
+}
+
 /// `rateLimit` (`wait` false) or `waitRateLimit`.
 fn take<'e>(
     env: &'e Env,
@@ -129,5 +181,38 @@ impl Flowguard {
         options: Arg<'e, RateLimitOptions>,
     ) -> Result<PromiseRaw<'e, RateLimitResult>> {
         take(env, &self.client, name, options, true)
+    }
+
+    /// Pauses rate limiter `name` for every process sharing it, as BullMQ's
+    /// `worker.rateLimit(ms)` does: obey an upstream's 429 with its `Retry-After`. Until the
+    /// pause ends, `rateLimit` is refused with `retryAfterMs` up to its end, and `waitRateLimit`
+    /// waits for its end when that is within `maxWaitMs` (else it is refused at once). A pause
+    /// never shortens a longer one; at most 365 days. Resolves with the limiter as read after.
+    #[napi]
+    pub fn pause_rate_limit<'e>(
+        &self,
+        env: &'e Env,
+        name: Arg<'e, String>,
+        options: Arg<'e, PauseRateLimitOptions>,
+    ) -> Result<PromiseRaw<'e, RateLimiterInfo>> {
+        let parsed = (|| Ok((name.get("name")?, pause_of(options.get("options")?)?)))();
+        let client = self.client.clone();
+        promise(env, async move {
+            let (name, pause) = parsed?;
+            Ok(info_to_js(client.pause_rate_limit(&name, pause).await?))
+        })
+    }
+
+    /// Reads rate limiter `name` without taking tokens: whether it is in use, when it is full
+    /// again, and when its pause ends.
+    #[napi]
+    pub fn get_rate_limit<'e>(
+        &self,
+        env: &'e Env,
+        name: Arg<'e, String>,
+    ) -> Result<PromiseRaw<'e, RateLimiterInfo>> {
+        let parsed = name.get("name");
+        let client = self.client.clone();
+        promise(env, async move { Ok(info_to_js(client.get_limiter(&parsed?).await?)) })
     }
 }

@@ -64,6 +64,10 @@ export const SPANS = [SHORT, ...LEASES, ...TTLS, ...DEFAULTS]
 const PERIODS = [1e7, 2e7]
 const LIMITS = [1, 2, 4, 5]
 const MAX_WAITS = [7.25e6, 1.625e7]
+/** Pauses of a limiter (pauseRateLimit's retryAfter, ms): multiples of every interval (so a
+ * slot after a pause is one of LIMITER_SPANS), in OFFSETS (so its end is named), and far longer
+ * than a run (so none ends during one). */
+const PAUSES = [2e7, 4e7]
 /** Durations a rate limiter's relative times count down from (0 stays 0). */
 export const LIMITER_SPANS = [SHORT, ...new Set(PERIODS.flatMap((p) => LIMITS.flatMap((l) => Array.from({ length: 60 }, (_, k) => ((k + 1) * p) / l))))].sort((x, y) => x - y)
 
@@ -306,6 +310,17 @@ export function generate(seed, steps, { http = false } = {}) {
       const wait = !('maxWaitMs' in o && o.maxWaitMs !== 0) && r.chance(0.2)
       return [wait ? 'waitRateLimit' : 'rateLimit', [r.chance(0.03) ? name([]) : l.name, o]]
     },
+    // An upstream's 429: delta-seconds from PAUSES (a number or a string), a date in the past or
+    // untilMs in the past (nothing paused), and bad values. Short limiters are never paused.
+    pauseRateLimit: () => {
+      const long = limiters.filter((x) => !x.short)
+      const l = long.length ? r.pick(long) : { name: 'paused' }
+      const secs = r.pick(PAUSES) / 1000
+      const o = r.chance(0.9)
+        ? r.pick([{ retryAfter: secs }, { retryAfter: String(secs) }, { retryAfter: secs }, { retryAfter: 'Sun, 06 Nov 1994 08:49:37 GMT' }, { untilMs: r.pick([0, 1]) }])
+        : r.pick([{ retryAfter: 'soon' }, { retryAfter: -1 }, { retryAfter: 1.5 }, { retryAfter: '31536001' }, {}, { untilMs: 1, retryAfter: 1 }])
+      return ['pauseRateLimit', [r.chance(0.03) ? name([]) : l.name, o]]
+    },
     // The catalog (over HTTP only): a whole listing, page by page (see model/http.mjs).
     listGroups: () => ['listGroups', [pageOpts()]],
     listLocks: () => ['listLocks', [pageOpts()]],
@@ -321,7 +336,7 @@ export function generate(seed, steps, { http = false } = {}) {
     enqueue: 6, readBatch: 5, ack: 4, release: 3, peek: 2, queueSize: 2,
     setState: 4, getStateJson: 2, getState: 1, deleteState: 1, increment: 3,
     claimKey: 3, completeKey: 2, releaseKey: 2, once: 3,
-    acquirePermit: 5, releasePermit: 3, extendPermit: 2, getSemaphore: 2, rateLimit: 4,
+    acquirePermit: 5, releasePermit: 3, extendPermit: 2, getSemaphore: 2, rateLimit: 4, pauseRateLimit: 1,
   }
   if (http) {
     delete weights.once

@@ -109,6 +109,7 @@ export class HttpFlowguard {
   // Rate Limiter and Semaphore
   rateLimit(name, o) { return this.call('/v1/limiter/take', { name, ...o }) }
   waitRateLimit(name, o) { return this.call('/v1/limiter/wait', { name, ...o }) }
+  pauseRateLimit(name, o) { return this.call('/v1/limiter/pause', { name, ...o }) }
   acquirePermit(name, o) { return this.call('/v1/semaphore/acquire', { name, ...o }) }
   releasePermit(name, owner) { return this.call('/v1/semaphore/release', { name, owner }) }
   extendPermit(name, owner, o) { return this.call('/v1/semaphore/extend', { name, owner, ...o }) }

@@ -20,7 +20,7 @@
 //    with the clock; they become `<=<duration>` for the duration they started from (the
 //    smallest span not below them that they are within the run's age of). `waitedMs` (measured
 //    time spent in acquireLock) becomes `*`. A rate limiter's (`retryAfterMs`, `resetAfterMs`,
-//    `waitMs`, `slotsMs`) count down from a multiple of its interval (LIMITER_SPANS) and become
+//    `waitMs`, `slotsMs`, `pauseMs`) count down from a multiple of its interval (LIMITER_SPANS) and become
 //    `~<span>` the same way.
 // 4. A lock's or a semaphore's fencing tokens count from 1 in memory and in the file, from the
 //    clock (in microseconds) on Redis. Each becomes its distance from the first one the name
@@ -33,8 +33,8 @@
 // keeping each shard's own order) by the runner.
 import { OFFSETS, SPANS, LIMITER_SPANS, BOGUS_TOKEN } from './generate.mjs'
 
-const TIME_KEYS = new Set(['createdAt', 'updatedAt', 'leaseExpiresAt', 'finishedAt', 'expiresAt', 'at', 'dueAt', 'visibleUntil', 'decidedAt', 'readAt'])
-const LIMITER_KEYS = new Set(['retryAfterMs', 'resetAfterMs', 'waitMs', 'slotsMs'])
+const TIME_KEYS = new Set(['createdAt', 'updatedAt', 'leaseExpiresAt', 'finishedAt', 'expiresAt', 'at', 'dueAt', 'visibleUntil', 'decidedAt', 'readAt', 'pausedUntil'])
+const LIMITER_KEYS = new Set(['retryAfterMs', 'resetAfterMs', 'waitMs', 'slotsMs', 'pauseMs'])
 const TOKEN = /^[0-9a-f]{32}$/
 const TOLERANCE = 25
 

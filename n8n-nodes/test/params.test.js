@@ -4,7 +4,7 @@
 // value the helper gives must equal what that gives, with fewer calls to it.
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { Workflow, createEmptyRunExecutionData } = require('n8n-workflow');
+const { nodeContext } = require('./node-context');
 const { ItemParameters, simpleFieldPath, isConstantValue } = require('../dist/nodes/shared/params');
 const { ItemTracker } = require('../dist/nodes/ItemTracker/ItemTracker.node');
 const { ConcurrencyLock } = require('../dist/nodes/ConcurrencyLock/ConcurrencyLock.node');
@@ -12,28 +12,7 @@ const { DedupQueue } = require('../dist/nodes/DedupQueue/DedupQueue.node');
 
 /** An n8n workflow holding one Item Tracker node with these parameters (defaults added by n8n). */
 function context(parameters, items) {
-	const nodeType = new ItemTracker();
-	const nodeTypes = { getByNameAndVersion: () => nodeType, getByName: () => nodeType, getKnownTypes: () => ({}) };
-	const node = { id: '1', name: 'Item Tracker', type: 'n8n-nodes-flowguard.itemTracker', typeVersion: 2, position: [0, 0], parameters };
-	const workflow = new Workflow({ id: 'w', name: 'w', nodes: [node], connections: {}, active: false, nodeTypes });
-	const calls = [];
-	const ctx = {
-		getNode: () => structuredClone(workflow.getNode(node.name)),
-		// As n8n-core's _getNodeParameter: lodash get with the fallback, then the expression engine.
-		getNodeParameter(name, itemIndex, fallback) {
-			calls.push([name, itemIndex]);
-			let value = workflow.getNode(node.name).parameters;
-			for (const key of name.split('.')) value = value === null || typeof value !== 'object' ? undefined : value[key];
-			if (value === undefined) value = fallback;
-			if (value === undefined) throw new Error(`Could not get parameter "${name}"`);
-			const n = workflow.getNode(node.name);
-			return workflow.expression.getParameterValue(value, createEmptyRunExecutionData(), 0, itemIndex, n.name, items, 'manual', {}, {
-				node: n,
-				data: { main: [items] },
-				source: null,
-			});
-		},
-	};
+	const { ctx, calls } = nodeContext(new ItemTracker(), 'Item Tracker', 'n8n-nodes-flowguard.itemTracker', parameters, items);
 	return { ctx, calls, params: new ItemParameters(ctx, items) };
 }
 

@@ -146,6 +146,12 @@ impl Keys {
         self.tagged("rl", name)
     }
 
+    /// Rate Limiter: the limiter's pause end (µs since the epoch, Redis time), expiring when
+    /// reached; `<limiter key>:p`, in the limiter's hash slot.
+    pub fn limiter_pause(&self, name: &str) -> String {
+        format!("{}:p", self.tagged("rl", name))
+    }
+
     /// Semaphore: `h` holders (owner -> lease end, ms), `i` their fence and label, `fence` the
     /// counter of fencing tokens (kept `FENCE_KEEP_MS` past the longest lease of its acquisitions).
     pub fn semaphore(&self, name: &str, part: &str) -> String {

@@ -12,6 +12,7 @@ pub mod keys;
 pub mod limiter;
 pub mod lock;
 pub mod queue;
+pub mod retry_after;
 pub mod rules;
 pub mod semaphore;
 pub mod state;

@@ -12,12 +12,17 @@
 //! on at once and the result says when each token is due (`slots`), so callers queue in order
 //! without polling and without ever exceeding the rate. Times are in microseconds on the
 //! backend's clock (Redis `TIME` on Redis).
+//!
+//! A limiter can be paused ([`Client::pause_rate_limit`], as BullMQ's `worker.rateLimit(ms)`):
+//! when an upstream answers 429 with `Retry-After`, every process sharing the limiter is refused
+//! until then, with `retry_after_ms` up to the pause end (see [`crate::rules::limiter`]).
 
 use std::time::Duration;
 
 use crate::backend::BoxFuture;
 use crate::client::Client;
 use crate::error::{Error, Result};
+use crate::rules::limiter::{due, Pause, MAX_PAUSE_US};
 use crate::validate;
 
 /// The most tokens per period, burst, or tokens in one take.
@@ -32,13 +37,51 @@ pub struct Rule {
     pub burst: u64,
 }
 
-/// What a backend reports for one take: whether it was allowed (or reserved), the backend's time
-/// and the TAT before the take.
+/// What a backend reports for one take: whether it was allowed (or reserved), the backend's time,
+/// the TAT before the take (never before a pause end) and the pause end when one is ahead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Take {
     pub allowed: bool,
     pub now_us: i64,
     pub tat_us: i64,
+    pub pause_us: Option<i64>,
+}
+
+/// When a pause ends, as the caller gave it; the backend's clock makes it a time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PauseEnd {
+    /// At this time, µs since the epoch (an HTTP-date, or `until_ms`).
+    At(i64),
+    /// This many µs after the backend's now (delta-seconds).
+    After(u64),
+}
+
+/// A pause as the caller asks it, before validation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PauseFor {
+    /// Until this time, ms since the epoch (a time in the past pauses nothing).
+    UntilMs(i64),
+    /// An HTTP `Retry-After` value as received: delta-seconds or an HTTP-date.
+    RetryAfter(String),
+}
+
+impl PauseFor {
+    /// The pause of a call's two optional fields, of which exactly one must be given.
+    pub fn one_of(until_ms: Option<i64>, retry_after: Option<String>) -> Result<PauseFor> {
+        match (until_ms, retry_after) {
+            (Some(ms), None) => Ok(PauseFor::UntilMs(ms)),
+            (None, Some(v)) => Ok(PauseFor::RetryAfter(v)),
+            (Some(_), Some(_)) => Err(Error::invalid_at(
+                "retry_after",
+                "and a time to pause until were both given; give one of them",
+            )),
+            (None, None) => Err(Error::invalid_at(
+                "retry_after",
+                "is required (or a time to pause until, ms since the epoch): the Retry-After value, seconds or an \
+                 HTTP-date",
+            )),
+        }
+    }
 }
 
 /// What a backend must do for the Rate Limiter: one atomic step.
@@ -49,13 +92,18 @@ pub trait LimiterBackend {
     /// Reads limiter `name` without changing it: the backend's time and the stored TAT (None when
     /// absent or reached).
     fn inspect_limiter<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Stored>;
+    /// Pauses limiter `name` until `end` (by [`crate::rules::limiter::pause`]): the decision and
+    /// the limiter as read after it.
+    fn pause_limiter<'a>(&'a self, name: &'a str, end: PauseEnd) -> BoxFuture<'a, (Pause, Stored)>;
 }
 
-/// A limiter record as read by inspect.
+/// A limiter record as read by inspect: the backend's time, the TAT and the pause end (each None
+/// when absent or reached).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stored {
     pub now_us: i64,
     pub tat_us: Option<i64>,
+    pub pause_us: Option<i64>,
 }
 
 /// A limiter as inspect shows it. The rule is given by each take and not stored, so what a
@@ -65,39 +113,29 @@ pub struct LimiterInfo {
     pub name: String,
     /// Whether tokens were taken recently enough that the limiter is not full again yet.
     pub active: bool,
-    /// Ms until the limiter is full again (its burst available) if nothing else is taken.
+    /// Ms until the limiter is full again (its burst available) if nothing else is taken; during
+    /// a pause at least until its end.
     pub reset_after_ms: f64,
     /// The read's time, ms since the epoch on the backend's clock (with a fraction).
     pub read_at: f64,
+    /// While paused: when the pause ends, ms since the epoch on the backend's clock.
+    pub paused_until: Option<f64>,
+    /// Ms until the pause ends (0 when not paused).
+    pub pause_ms: f64,
 }
 
 /// The caller's view of an inspect.
 pub fn info_of(name: &str, s: Stored) -> LimiterInfo {
-    let ahead = s.tat_us.map_or(0, |t| t - s.now_us);
+    let pause = s.pause_us.filter(|p| *p > s.now_us);
+    let ahead = s.tat_us.map_or(0, |t| t - s.now_us).max(pause.map_or(0, |p| p - s.now_us));
     LimiterInfo {
         name: name.to_string(),
         active: ahead > 0,
         reset_after_ms: ms(ahead),
         read_at: s.now_us as f64 / 1000.0,
+        paused_until: pause.map(|p| p as f64 / 1000.0),
+        pause_ms: pause.map_or(0.0, |p| ms(p - s.now_us)),
     }
-}
-
-/// The decision of one take on a limiter record (`stored`: its TAT, None when absent or expired):
-/// the take and the TAT to store (None: store nothing). The embedded stores use it as is; the
-/// Redis script does the same arithmetic.
-pub fn decide(
-    stored: Option<i64>,
-    now_us: i64,
-    rule: Rule,
-    cost: u64,
-    max_wait_us: u64,
-) -> (Take, Option<i64>) {
-    let tat = stored.map_or(now_us, |t| t.max(now_us));
-    let next = tat + (cost * rule.interval_us) as i64;
-    let due = next - (rule.burst * rule.interval_us) as i64;
-    let allowed = due - now_us <= max_wait_us as i64;
-    let take = Take { allowed, now_us, tat_us: tat };
-    (take, (allowed && cost > 0).then_some(next))
 }
 
 /// Options of a take, before validation.
@@ -180,10 +218,10 @@ pub fn rule_of(opts: &LimitOptions) -> Result<(Rule, u64, u64)> {
 pub fn result_of(name: &str, rule: Rule, cost: u64, t: Take) -> LimitResult {
     let (iv, burst) = (rule.interval_us as i64, rule.burst as i64);
     let tat = if t.allowed { t.tat_us + cost as i64 * iv } else { t.tat_us };
-    let remaining = ((t.now_us + burst * iv - tat) / iv).max(0) as u64;
-    let due_last = t.tat_us + cost as i64 * iv - burst * iv;
+    let remaining = if t.pause_us.is_some() { 0 } else { ((t.now_us + burst * iv - tat) / iv).max(0) as u64 };
+    let due_last = due(t.tat_us + cost as i64 * iv - burst * iv, t.pause_us);
     let slots_ms = if t.allowed {
-        (1..=cost as i64).map(|j| ms(t.tat_us + j * iv - burst * iv - t.now_us)).collect()
+        (1..=cost as i64).map(|j| ms(due(t.tat_us + j * iv - burst * iv, t.pause_us) - t.now_us)).collect()
     } else {
         Vec::new()
     };
@@ -222,10 +260,45 @@ impl Client {
         Ok(r)
     }
 
-    /// Reads limiter `name` without taking tokens: whether it is in use and when it is full again.
+    /// Reads limiter `name` without taking tokens: whether it is in use, when it is full again
+    /// and when its pause ends.
     pub async fn get_limiter(&self, name: &str) -> Result<LimiterInfo> {
         validate::name("name", name)?;
         Ok(info_of(name, self.backend().inspect_limiter(name).await?))
+    }
+
+    /// Pauses limiter `name` for every process sharing it (as BullMQ's `worker.rateLimit(ms)`):
+    /// until the pause ends every take is refused with `retry_after_ms` up to its end, and a take
+    /// with a max wait reserves from its end on. A pause never shortens a longer one, and a time
+    /// in the past pauses nothing. Returns the limiter as read after the pause.
+    pub async fn pause_rate_limit(&self, name: &str, pause: PauseFor) -> Result<LimiterInfo> {
+        validate::name("name", name)?;
+        let (field, given, end) = match &pause {
+            PauseFor::UntilMs(ms) => {
+                if *ms < 0 {
+                    return Err(Error::invalid_at(
+                        "until_ms",
+                        format!("is {ms}: must be a time in ms since the epoch, 0 or more"),
+                    ));
+                }
+                ("until_ms", ms.to_string(), PauseEnd::At(ms.saturating_mul(1000)))
+            }
+            PauseFor::RetryAfter(v) => {
+                ("retry_after", format!("{:?}", crate::retry_after::shown(v)), crate::retry_after::parse(v)?)
+            }
+        };
+        let (decision, stored) = self.backend().pause_limiter(name, end).await?;
+        if let Pause::TooFar(ahead) = decision {
+            return Err(Error::invalid_at(
+                field,
+                format!(
+                    "is {given}: a pause of {} ms; the limit is {} ms (365 days)",
+                    ahead / 1000,
+                    MAX_PAUSE_US / 1000
+                ),
+            ));
+        }
+        Ok(info_of(name, stored))
     }
 }
 
@@ -233,57 +306,34 @@ impl Client {
 mod tests {
     use super::*;
 
-    const RULE: Rule = Rule { interval_us: 500_000, burst: 1 };
-
-    #[test]
-    fn gcra_spaces_tokens_by_the_interval() {
-        let (t, tat) = decide(None, 0, RULE, 1, 0);
-        assert!(t.allowed);
-        assert_eq!(tat, Some(500_000));
-        let (t, tat2) = decide(tat, 100_000, RULE, 1, 0);
-        assert!(!t.allowed);
-        assert_eq!(tat2, None);
-        let r = result_of("x", RULE, 1, t);
-        assert_eq!(r.retry_after_ms, 400.0);
-        let (t, _) = decide(tat, 500_000, RULE, 1, 0);
-        assert!(t.allowed);
-    }
-
-    #[test]
-    fn reservations_give_each_token_its_slot() {
-        let (t, tat) = decide(None, 0, RULE, 4, 2_000_000);
-        assert!(t.allowed);
-        assert_eq!(tat, Some(2_000_000));
-        let r = result_of("x", RULE, 4, t);
-        assert_eq!(r.slots_ms, vec![0.0, 500.0, 1000.0, 1500.0]);
-        assert_eq!(r.wait_ms, 1500.0);
-        // The next reservation queues behind it; one that does not fit changes nothing.
-        let (t, _) = decide(tat, 0, RULE, 1, 2_000_000);
-        assert_eq!(result_of("x", RULE, 1, t).slots_ms, vec![2000.0]);
-        let (t, none) = decide(tat, 0, RULE, 1, 1_000_000);
-        assert!(!t.allowed && none.is_none());
-    }
-
-    #[test]
-    fn burst_lets_tokens_go_at_once() {
-        let rule = Rule { interval_us: 100, burst: 3 };
-        let mut tat = None;
-        for _ in 0..3 {
-            let (t, next) = decide(tat, 1000, rule, 1, 0);
-            assert!(t.allowed);
-            tat = next;
-        }
-        let (t, _) = decide(tat, 1000, rule, 1, 0);
-        assert!(!t.allowed);
-        assert_eq!(result_of("x", rule, 1, t).remaining, 0);
-    }
-
     #[test]
     fn inspect_shows_the_time_until_full() {
-        let i = info_of("x", Stored { now_us: 1_000, tat_us: Some(501_000) });
-        assert_eq!((i.active, i.reset_after_ms, i.read_at), (true, 500.0, 1.0));
-        let i = info_of("x", Stored { now_us: 1_000, tat_us: None });
+        let i = info_of("x", Stored { now_us: 1_000, tat_us: Some(501_000), pause_us: None });
+        assert_eq!((i.active, i.reset_after_ms, i.read_at, i.paused_until), (true, 500.0, 1.0, None));
+        let i = info_of("x", Stored { now_us: 1_000, tat_us: None, pause_us: None });
         assert_eq!((i.active, i.reset_after_ms), (false, 0.0));
+    }
+
+    #[test]
+    fn inspect_shows_the_pause_end() {
+        let i = info_of("x", Stored { now_us: 1_000, tat_us: Some(501_000), pause_us: Some(2_001_000) });
+        assert_eq!(
+            (i.active, i.reset_after_ms, i.paused_until, i.pause_ms),
+            (true, 2000.0, Some(2001.0), 2000.0)
+        );
+        // A pause end reached is no pause.
+        let i = info_of("x", Stored { now_us: 1_000, tat_us: None, pause_us: Some(1_000) });
+        assert_eq!((i.active, i.paused_until, i.pause_ms), (false, None, 0.0));
+    }
+
+    #[test]
+    fn a_pause_is_one_of_until_and_retry_after() {
+        assert_eq!(PauseFor::one_of(Some(5), None), Ok(PauseFor::UntilMs(5)));
+        assert_eq!(PauseFor::one_of(None, Some("7".into())), Ok(PauseFor::RetryAfter("7".into())));
+        for (until, retry) in [(Some(5), Some("7".to_string())), (None, None)] {
+            let e = PauseFor::one_of(until, retry).unwrap_err();
+            assert_eq!(e.field.map(|f| f.to_string()).as_deref(), Some("retry_after"));
+        }
     }
 
     #[test]

@@ -122,6 +122,8 @@ pub fn body_name(rust: &str) -> Cow<'_, str> {
         "reclaim_completed" => "reclaimCompleted",
         "period" => "periodMs",
         "max_wait" => "maxWaitMs",
+        "until_ms" => "untilMs",
+        "retry_after" => "retryAfter",
         other => other,
     })
 }

@@ -26,6 +26,7 @@ export type Calls = Pick<
 	| 'queueSize'
 	| 'rateLimit'
 	| 'waitRateLimit'
+	| 'pauseRateLimit'
 >;
 
 /** What an operation's `execute` gets: the n8n context, the input items, their parameters and the client. */

@@ -19,6 +19,8 @@ import type {
 	QueueSettleResult,
 	QueueSize,
 	QueueSizeOptions,
+	PauseRateLimitOptions,
+	RateLimiterInfo,
 	RateLimitOptions,
 	RateLimitResult,
 	ReleaseResult,
@@ -213,6 +215,10 @@ export class ServerClient {
 	 */
 	async waitRateLimit(name: string, options: RateLimitOptions): Promise<RateLimitResult> {
 		return await this.call('/v1/limiter/wait', { name, ...options }, [429], CALL_TIMEOUT_MS + (options.maxWaitMs ?? 0));
+	}
+
+	async pauseRateLimit(name: string, options: PauseRateLimitOptions): Promise<RateLimiterInfo> {
+		return await this.call('/v1/limiter/pause', { name, ...options });
 	}
 
 	async enqueue(queue: string, ids: string | string[], options?: QueueEnqueueOptions | null): Promise<QueueEnqueueResult> {

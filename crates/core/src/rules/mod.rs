@@ -15,10 +15,10 @@
 //!   claim; the claim of due ids for a visibility lease; ack and release by the claim's owner;
 //!   the return of expired claims);
 //! - [`state`]: Job State's values (expiry, set with `ifAbsent`, increment);
-//! - [`once`]: Job State's idempotency keys (claim, complete and release with the owner check).
-//!
-//! The rate limiter's rule is [`crate::limiter::decide`].
+//! - [`once`]: Job State's idempotency keys (claim, complete and release with the owner check);
+//! - [`limiter`]: the Rate Limiter (a take by GCRA, a pause).
 
+pub mod limiter;
 pub mod lock;
 pub mod once;
 pub mod queue;

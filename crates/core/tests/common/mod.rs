@@ -622,9 +622,12 @@ pub async fn catalog_lists_the_names_in_use(c: Client) {
     }
     let nothing = LimitOptions { cost: Some(0), ..slow.clone() };
     c.rate_limit("rl:untaken", nothing).await.unwrap();
+    // A paused limiter is in use until its pause ends, tokens taken or not.
+    let back_off = flowguard_core::limiter::PauseFor::RetryAfter("600".into());
+    c.pause_rate_limit("rl:paused", back_off).await.unwrap();
     assert_eq!(
         all_names(&c, Kind::Limiters).await,
-        vec![("rl:a".to_string(), None), ("rl{b}".to_string(), None)]
+        vec![("rl:a".to_string(), None), ("rl:paused".to_string(), None), ("rl{b}".to_string(), None)]
     );
     let i = c.get_limiter("rl:a").await.unwrap();
     assert!(i.active && i.reset_after_ms > 590_000.0 && i.reset_after_ms <= 600_000.0, "{i:?}");
@@ -642,6 +645,63 @@ pub async fn catalog_lists_the_names_in_use(c: Client) {
     assert!(e.to_string().contains("limit"), "{e}");
     let e = c.list_names(Kind::Groups, Some(""), None).await.unwrap_err();
     assert!(e.to_string().contains("cursor"), "{e}");
+}
+
+/// A pause (an upstream's 429) refuses every take until its end, never shortens a longer one,
+/// takes `Retry-After` as seconds or an HTTP-date, and is bounded.
+pub async fn limiter_pause_refuses_takes_until_its_end(c: Client) {
+    use flowguard_core::limiter::{LimitOptions, PauseFor};
+    use std::time::SystemTime;
+    let fast = LimitOptions { limit: 1000, burst: Some(10), ..Default::default() };
+    let same = |a: f64, b: f64| (a - b).abs() < 0.01;
+    let now_ms = || SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().as_millis() as i64;
+    assert!(c.rate_limit("api", fast.clone()).await.unwrap().allowed);
+    let i = c.pause_rate_limit("api", PauseFor::RetryAfter("60".into())).await.unwrap();
+    let end = i.paused_until.expect("paused");
+    assert!(i.active && i.pause_ms > 59_000.0 && i.pause_ms <= 60_000.0, "{i:?}");
+    assert!(same(end, i.read_at + i.pause_ms), "{i:?}");
+    let r = c.rate_limit("api", fast.clone()).await.unwrap();
+    assert!(!r.allowed && r.remaining == 0, "{r:?}");
+    assert!(same(r.decided_at + r.retry_after_ms, end), "{r:?}");
+    assert_eq!(c.get_limiter("api").await.unwrap().paused_until, Some(end));
+    // A shorter pause, or a date in the past, changes nothing.
+    let i = c.pause_rate_limit("api", PauseFor::UntilMs(now_ms() + 1_000)).await.unwrap();
+    assert_eq!(i.paused_until, Some(end));
+    let past = PauseFor::RetryAfter("Sun, 06 Nov 1994 08:49:37 GMT".into());
+    assert_eq!(c.pause_rate_limit("api", past.clone()).await.unwrap().paused_until, Some(end));
+    let i = c.pause_rate_limit("fresh", past).await.unwrap();
+    assert!(!i.active && i.paused_until.is_none(), "{i:?}");
+    assert!(c.rate_limit("fresh", fast.clone()).await.unwrap().allowed);
+    // An HTTP-date lengthens it (whole seconds).
+    let date = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(120));
+    let i = c.pause_rate_limit("api", PauseFor::RetryAfter(date)).await.unwrap();
+    let end = i.paused_until.unwrap();
+    assert!(i.pause_ms > 118_000.0 && i.pause_ms <= 120_000.0 && end % 1000.0 == 0.0, "{i:?}");
+    // A wait that reaches the end reserves a slot at it; one that does not is refused at once.
+    let wait = |ms| LimitOptions { max_wait: Some(Duration::from_millis(ms)), ..fast.clone() };
+    let r = c.rate_limit_wait("api", wait(1_000)).await.unwrap();
+    assert!(!r.allowed && same(r.decided_at + r.retry_after_ms, end), "{r:?}");
+    let r = c.rate_limit("api", wait(200_000)).await.unwrap();
+    assert!(r.allowed && same(r.decided_at + r.wait_ms, end), "{r:?}");
+    // A short pause: waitRateLimit sleeps until its end.
+    let i = c.pause_rate_limit("short", PauseFor::UntilMs(now_ms() + 300)).await.unwrap();
+    let r = c.rate_limit_wait("short", wait(5_000)).await.unwrap();
+    assert!(r.allowed && same(r.decided_at + r.wait_ms, i.paused_until.unwrap()), "{r:?} {i:?}");
+    assert!(now_ms() as f64 >= i.paused_until.unwrap().floor(), "it waited");
+    // Bounds and bad input: coded errors naming the field and the value.
+    let too_far = [
+        (PauseFor::RetryAfter("31536001".into()), "retry_after", "31536001"),
+        (PauseFor::UntilMs(now_ms() + 366 * 86_400_000), "until_ms", "ms"),
+        (PauseFor::UntilMs(-1), "until_ms", "-1"),
+        (PauseFor::RetryAfter("soon".into()), "retry_after", "soon"),
+    ];
+    for (p, field, named) in too_far {
+        let e = c.pause_rate_limit("api", p).await.unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidArgument, "{e}");
+        assert_eq!(e.field.as_ref().map(|f| f.to_string()).as_deref(), Some(field), "{e}");
+        assert!(e.message.contains(named), "{e}");
+    }
+    assert_eq!(c.get_limiter("api").await.unwrap().paused_until, Some(end), "nothing changed");
 }
 
 /// Generates one `#[tokio::test]` per suite function for a backend.
@@ -667,7 +727,8 @@ macro_rules! suite {
             lock_bad_input,
             empty_label_reads_back_as_no_label,
             queue_shard_count_is_kept_per_queue,
-            catalog_lists_the_names_in_use
+            catalog_lists_the_names_in_use,
+            limiter_pause_refuses_takes_until_its_end
         );
     };
     (@each $url:expr, $attrs:tt, $($name:ident),*) => {

@@ -175,6 +175,11 @@ pub struct LimiterSummary {
     name: String,
     /// Ms until the limiter is full again (its burst available) if nothing else is taken.
     reset_after_ms: f64,
+    /// While paused (`/v1/limiter/pause`): when the pause ends, ms since the epoch on the
+    /// backend's clock.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    paused_until: Option<f64>,
     /// The read's time, ms since the epoch on the backend's clock.
     read_at: f64,
 }
@@ -189,7 +194,8 @@ pub struct LimiterList {
 
 /// List the rate limiters in use.
 ///
-/// Rate limiters in use (not full again yet), with the time until each is full. The rule (limit,
+/// Rate limiters in use (not full again yet, or paused), with the time until each is full and
+/// the end of its pause. The rule (limit,
 /// period, burst) is given by each take and not stored, so it is not listed.
 #[utoipa::path(
     post,
@@ -212,6 +218,7 @@ pub async fn limiters(State(app): State<App>, Body(b): Body<ListIn>) -> ApiResul
             limiters.push(LimiterSummary {
                 name: i.name,
                 reset_after_ms: i.reset_after_ms,
+                paused_until: i.paused_until,
                 read_at: i.read_at,
             });
         }

@@ -50,6 +50,7 @@ pub fn api() -> OpenApiRouter<App> {
         .routes(routes!(state::release_key))
         .routes(routes!(limiter::take))
         .routes(routes!(limiter::wait))
+        .routes(routes!(limiter::pause))
         .routes(routes!(catalog::limiters))
         .routes(routes!(semaphore::acquire))
         .routes(routes!(semaphore::release))

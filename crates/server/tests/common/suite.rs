@@ -446,6 +446,36 @@ pub async fn pacing(url: Option<String>) {
         "{e}"
     );
 
+    // An upstream's 429: a pause refuses takes until its end, a shorter one changes nothing,
+    // the listing shows its end.
+    let p = s.ok("/v1/limiter/pause", json!({"name": "up", "retryAfter": 60})).await;
+    let end = p["pausedUntil"].as_f64().unwrap();
+    assert!(p["pauseMs"].as_f64().unwrap() > 59_000.0, "{p}");
+    let (st, over) = s.call("/v1/limiter/take", json!({"name": "up", "limit": 100})).await;
+    assert_eq!((st, over["code"].as_str()), (429, Some("ERR_RATE_LIMITED")), "{over}");
+    let retry_at = over["decidedAt"].as_f64().unwrap() + over["retryAfterMs"].as_f64().unwrap();
+    assert!((retry_at - end).abs() < 0.01, "{over} {p}");
+    let date = "Sun, 06 Nov 1994 08:49:37 GMT";
+    for shorter in [json!({"name": "up", "retryAfter": "5"}), json!({"name": "up", "retryAfter": date})] {
+        assert_eq!(s.ok("/v1/limiter/pause", shorter).await["pausedUntil"].as_f64(), Some(end));
+    }
+    let listed = all_pages(&s, "/v1/limiter/list", "limiters").await;
+    let up = listed.iter().find(|l| l["name"] == "up").expect("the paused limiter is listed");
+    assert_eq!(up["pausedUntil"].as_f64(), Some(end), "{listed:?}");
+    for (body, field) in [
+        (json!({"name": "up", "retryAfter": "soon"}), "retryAfter"),
+        (json!({"name": "up", "retryAfter": 1.5}), "retryAfter"),
+        (json!({"name": "up", "untilMs": 4_102_444_800_000u64}), "untilMs"),
+        (json!({"name": "up"}), "retryAfter"),
+    ] {
+        let (st, e) = s.call("/v1/limiter/pause", body.clone()).await;
+        assert_eq!(
+            (st, e["code"].as_str(), e["field"].as_str()),
+            (400, Some("ERR_INVALID_ARGUMENT"), Some(field)),
+            "{body} {e}"
+        );
+    }
+
     let a = s.ok("/v1/semaphore/acquire", json!({"name": "pool", "permits": 1, "label": "run-1"})).await;
     let owner = a["owner"].as_str().unwrap().to_string();
     let fence = a["fence"].as_u64().unwrap_or(0);

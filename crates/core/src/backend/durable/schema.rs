@@ -80,6 +80,17 @@ CREATE TABLE sem_holders(ns TEXT NOT NULL, name TEXT NOT NULL, owner TEXT NOT NU
 CREATE INDEX sem_holders_exp ON sem_holders(exp);
 ";
 
+/// Tables added to layout 1 after its first files were written, made when absent on every open
+/// (a file without them is read as one whose rows there are all absent; a flowguard before them
+/// ignores them).
+const ADDED: &str = "
+-- Rate Limiter pauses: the pause end (µs since the epoch) per paused name; a row whose exp (ms)
+-- has passed equals no row. The name's limiters row is kept at least as long (for the catalog).
+CREATE TABLE IF NOT EXISTS limiter_pauses(ns TEXT NOT NULL, name TEXT NOT NULL,
+  until INTEGER NOT NULL, exp INTEGER NOT NULL, UNIQUE(ns, name));
+CREATE INDEX IF NOT EXISTS limiter_pauses_exp ON limiter_pauses(exp);
+";
+
 /// Opens `path` (creating the file when absent), checks it is a flowguard store of a layout
 /// this build knows, and creates the tables of a new file.
 pub(super) fn open(path: &Path) -> Result<Connection> {
@@ -241,6 +252,7 @@ fn check_or_create(conn: &Connection, path: &Path) -> Result<()> {
         conn.pragma_update(None, "application_id", APPLICATION_ID).map_err(fail)?;
         conn.pragma_update(None, "user_version", VERSION).map_err(fail)?;
     }
+    conn.execute_batch(ADDED).map_err(fail)?;
     Ok(())
 }
 
