@@ -122,6 +122,7 @@ pub fn body_name(rust: &str) -> Cow<'_, str> {
         "reclaim_completed" => "reclaimCompleted",
         "period" => "periodMs",
         "max_wait" => "maxWaitMs",
+        "max_delay" => "maxDelayMs",
         other => other,
     })
 }

@@ -5,7 +5,9 @@
 -- KEYS[3]: owners of claims (hash id -> owner token); KEYS[4]: ids enqueued again while claimed
 -- (zset, score: due ms); KEYS[5]: the shard's mark, the queue's shard count, present exactly while
 -- the shard holds ids (then the queue's record, queue_meta.lua, counts the shard and holds the
--- same count, so the count cannot change).
+-- same count, so the count cannot change). KEYS[6], given to a claim and a capped debounce only:
+-- first-enqueue times (hash id -> ms) of pending enqueues (waiting, or enqueued again while
+-- claimed), only for ids a capped debounce touched (rules::queue::capped); a claim drops them.
 -- ARGV[1]: the caller's shard count. ARGV[2]: how the caller stands with the record: '' nothing
 -- asked (a step that adds no id), 'e' nothing asked (an enqueue), 'r' a place reserved for this
 -- enqueue, 'c' the count checked.
@@ -14,7 +16,7 @@
 -- caller checks the count on the record before answering); 2 nothing done, the record is needed
 -- first (an enqueue onto a shard without mark, or a shard holding ids without mark, written before
 -- marks existed); 0 refused: {0, the queue's shard count}.
-local W, C, O, A, M = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local W, C, O, A, M, F = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local mark = redis.call('GET', M)
 if mark and mark ~= ARGV[1] then return {0, tonumber(mark)} end
 -- The server's time (ms), read by `clock()` at the first need: every step but the enqueue reads it
