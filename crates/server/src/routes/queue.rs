@@ -76,6 +76,8 @@ pub struct EnqueueResult {
 /// Enqueue ids (deduplicated).
 ///
 /// Enqueues ids. Safe to resend: an id already waiting is a `duplicate` (its due time kept).
+/// With `debounce`, its due time moves to now + `delayMs` instead (`debounced`), and `maxDelayMs`
+/// caps that at the id's first enqueue + `maxDelayMs` (Trigger.dev's maxDelay).
 #[utoipa::path(
     post,
     path = "/v1/queue/enqueue",
