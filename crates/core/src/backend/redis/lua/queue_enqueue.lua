@@ -1,10 +1,11 @@
 -- The Rust rules this script mirrors: rules::queue::{enqueue, capped} (crates/core/src/rules/queue.rs).
 -- Dedup Queue: enqueue ids of one shard. ARGV[3]: delay ms; ARGV[4]: '' no debounce, '1' debounce,
 -- 'm' followed by the cap in ms for a debounce capped after the first enqueue (then KEYS[6] is
--- given: the first-enqueue times, one HMGET and at most one HSET per chunk); ARGV[5..]: ids. Reply after the head (see queue_common.lua): per id a code (1 added, 0 duplicate, 2
--- debounced, 3 claimed: kept to be delivered again after the claim ends) and its due time. No
--- slice of expired claims is returned to waiting here (the other steps do that): an id of this
--- call whose claim expired is returned alone, as the slice would, before it is judged. Per chunk
+-- given: the first-enqueue times, one HMGET and at most one HSET per chunk); ARGV[5..]: ids.
+-- Reply after the head (see queue_common.lua): per id a code (1 added, 0 duplicate, 2 debounced,
+-- 3 claimed: kept to be delivered again after the claim ends) and its due time. No slice of
+-- expired claims is returned to waiting here (the other steps do that): an id of this call whose
+-- claim expired is returned alone, as the slice would, before it is judged. Per chunk
 -- of at most 1000 ids: one ZMSCORE of waiting, one of claimed for the ids not waiting, one
 -- variadic ZADD; an id may repeat within a call and is judged as by calls one after another.
 -- The due time of ids this call makes waiting, and its text: the time is read only when one is.
