@@ -18,6 +18,14 @@ async function hammer(fg, queue, ids, opts, until) {
   return out
 }
 
+/** Ids parked in every shard of queue 'q' (due in an hour), so its shards hold ids. */
+async function parked(fg, shards) {
+  const ids = Array.from({ length: 40 }, (_, i) => `parked-${i}`)
+  await fg.enqueue('q', ids, { shards, delayMs: 3_600_000 })
+  const size = await fg.queueSize('q', { shards })
+  assert.ok(size.shards.every((s) => s.waiting > 0), 'every shard holds ids')
+}
+
 /** Waits until `peek` shows `id` due (by the backend's clock), at most 5 s. */
 async function dueByPeek(fg, queue, id, opts = {}) {
   for (let i = 0; i < 250; i++) {
@@ -30,15 +38,16 @@ async function dueByPeek(fg, queue, id, opts = {}) {
 
 for (const b of backends()) {
   describe(`queue maxDelayMs on ${b.name}`, () => {
-    for (const [what, ids, shards] of [
-      ['one id (the webhook step)', ['x'], 1],
-      ['a batch over shards', ['a', 'b', 'c', 'd', 'e'], 4],
+    for (const [what, ids, shards, warm] of [
+      ['one id (the webhook step) onto a shard holding ids', ['x'], 1, true],
+      ['one id onto an empty shard', ['x'], 1, false],
+      ['a batch over shards holding ids', ['a', 'b', 'c', 'd', 'e'], 4, true],
     ]) {
       test(`${what} re-enqueued with debounce is due at its first enqueue + maxDelayMs, and read then`, async () => {
         const fg = await b.open()
         const opts = { ...capped, shards }
-        // Shard marks first (the first enqueue onto a fresh shard takes another path).
-        await fg.enqueue('warm', ids, { shards })
+        // Shards holding ids (not due) or not: an enqueue onto an empty shard takes another path.
+        if (warm) await parked(fg, shards)
         const before = Date.now()
         const first = await fg.enqueue('q', ids, opts)
         const after = Date.now()
@@ -54,7 +63,7 @@ for (const b of backends()) {
         for (const r of again) {
           assert.deepEqual(r.items.map((i) => [i.id, i.outcome, i.dueAt]), ids.map((id) => [id, 'debounced', byId.get(id)]))
         }
-        const peek = await fg.peek('q', { shards, limit: 100 })
+        const peek = (await fg.peek('q', { shards, limit: 100 })).filter((p) => !p.id.startsWith('parked-'))
         assert.deepEqual(peek.map((p) => [p.id, p.dueAt, p.due]).sort(), ids.map((id) => [id, byId.get(id), true]).sort())
         const batch = await fg.readBatch('q', { shards, limit: 100 })
         assert.deepEqual([...batch.ids].sort(), [...ids].sort())
@@ -72,7 +81,7 @@ for (const b of backends()) {
 
     test('a read starts a new count; an enqueue while claimed keeps its first time through the ack', async () => {
       const fg = await b.open()
-      await fg.enqueue('warm', 'w')
+      await parked(fg, 1)
       const first = await fg.enqueue('q', 'x', capped)
       const t0 = first.items[0].dueAt - CAP
       await dueByPeek(fg, 'q', 'x')
@@ -95,7 +104,7 @@ for (const b of backends()) {
 
     test('a release puts the id back without a first time: the next capped enqueue starts the count', async () => {
       const fg = await b.open()
-      await fg.enqueue('warm', 'w')
+      await parked(fg, 1)
       const first = await fg.enqueue('q', 'x', capped)
       await dueByPeek(fg, 'q', 'x')
       const batch = await fg.readBatch('q')

@@ -49,8 +49,8 @@ lua!(meta_script, "queue_meta.lua");
 lua!(time_script, "queue_time.lua");
 
 /// The shard's keys: waiting, claimed, owners, enqueued again while claimed, its mark, and the
-/// first-enqueue times of capped debounces (given only to the steps that use it: a claim, and an
-/// enqueue with a capped debounce, so a plain enqueue sends and stores nothing more).
+/// first-enqueue times of capped debounces (given to every step but an enqueue without a capped
+/// debounce, so a plain enqueue sends and stores nothing more).
 const PARTS: [char; 6] = ['w', 'c', 'o', 'a', 'n', 'f'];
 
 /// What a shard step is, for its standing with the queue's record.
@@ -278,7 +278,7 @@ impl QueueBackend for RedisStore {
             let mut tail = Vec::with_capacity(3 + ids.len());
             tail.extend([owner.as_bytes(), kind.as_bytes(), delay.as_bytes()]);
             tail.extend(ids.iter().map(|id| id.as_bytes()));
-            let (_, reply) = self.shard_run(at, Step::Other, settle_script(), None, false, &tail).await?;
+            let (_, reply) = self.shard_run(at, Step::Other, settle_script(), None, true, &tail).await?;
             if reply.len() != ids.len() * 2 {
                 return Err(Error::internal(format!(
                     "ack/release script replied with {} values",
@@ -306,7 +306,7 @@ impl QueueBackend for RedisStore {
         Box::pin(async move {
             let limit = limit.to_string();
             let (now, reply) =
-                self.shard_run(at, Step::Other, peek_script(), None, false, &[limit.as_bytes()]).await?;
+                self.shard_run(at, Step::Other, peek_script(), None, true, &[limit.as_bytes()]).await?;
             if reply.len() % 2 != 0 {
                 return Err(Error::internal(format!("peek script replied with {} values", reply.len())));
             }
@@ -320,7 +320,7 @@ impl QueueBackend for RedisStore {
 
     fn size<'a>(&'a self, at: ShardRef<'a>) -> BoxFuture<'a, ShardSize> {
         Box::pin(async move {
-            let (_, reply) = self.shard_run(at, Step::Other, size_script(), None, false, &[]).await?;
+            let (_, reply) = self.shard_run(at, Step::Other, size_script(), None, true, &[]).await?;
             if reply.len() != 4 {
                 return Err(Error::internal(format!("size script replied with {} values", reply.len())));
             }

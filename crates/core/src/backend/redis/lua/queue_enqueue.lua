@@ -107,6 +107,9 @@ for c = 5, #ARGV, 1000 do
     n = n + 2
   end
   if z > 0 then redis.call('ZADD', W, unpack(zs, 1, z)) end
-  if #hs > 0 then redis.call('HSET', F, unpack(hs)) end
+  if #hs > 0 then
+    redis.call('HSET', F, unpack(hs))
+    flag_first()
+  end
 end
 return finish(out, true)

@@ -11,8 +11,9 @@
 -- replies 0 for the time it did not read. The model test holds it equal to queue_enqueue.lua.
 local W, C, O, A = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local mark = redis.call('GET', KEYS[5])
-if mark ~= ARGV[1] then
-  if mark then return {0, tonumber(mark)} end
+-- A mark ending in 'f': the shard may hold first-enqueue times (see queue_common.lua).
+if mark ~= ARGV[1] and mark ~= ARGV[1] .. 'f' then
+  if mark then return {0, tonumber((string.gsub(mark, 'f$', '')))} end
   return {2, 0, 0}
 end
 local id, debounce = ARGV[5], ARGV[4] ~= ''
@@ -24,7 +25,13 @@ local due = now + tonumber(ARGV[3])
 if debounce and ARGV[4] ~= '1' then
   -- A capped debounce: never past the first enqueue (recorded now if none) + the cap.
   local f = redis.call('HGET', KEYS[6], id)
-  if f then f = tonumber(f) else f = now; redis.call('HSET', KEYS[6], id, string.format('%d', now)) end
+  if f then
+    f = tonumber(f)
+  else
+    f = now
+    redis.call('HSET', KEYS[6], id, string.format('%d', now))
+    if mark == ARGV[1] then redis.call('SET', KEYS[5], ARGV[1] .. 'f') end
+  end
   local cap = f + tonumber(string.sub(ARGV[4], 2))
   if cap < due then due = cap end
 end
