@@ -505,6 +505,13 @@ export interface QueueEnqueueOptions {
    * first one), so it is read only once updates to it stop. Default false.
    */
   debounce?: boolean
+  /**
+   * With `debounce` only: never move an id's due time past its first enqueue + this many ms
+   * (more than 0, at most 365 days; Trigger.dev's `maxDelay`), so an id enqueued again and
+   * again is still read. Counted from the first enqueue with `maxDelayMs` since the id
+   * entered the waiting set. Default: no cap.
+   */
+  maxDelayMs?: number
 }
 
 export interface QueueEnqueueResult {

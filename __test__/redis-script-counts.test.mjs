@@ -221,3 +221,44 @@ test('a claimBatch of many small records keeps the group\'s records hash out of 
     await fg.close()
   }
 })
+
+test('a capped debounce (maxDelayMs) costs a plain enqueue and a claim nothing; only its shard records first-enqueue times, and an emptied shard keeps no key', { skip }, async () => {
+  const fg = await Flowguard.open({ url, prefix: 'counts:queue-cap:' })
+  const head = 'counts:queue-cap:{q:q:0}'
+  try {
+    await fg.enqueue('q', 'parked', { delayMs: 3_600_000 })
+    await fg.readBatch('q') // scripts loaded, the clock sampled
+    assert.equal(await r.call('GET', `${head}:n`), '1')
+    await r.call('CONFIG', 'RESETSTAT')
+    // A plain one-id enqueue: GET of the mark, ZSCORE, TIME, ZSCORE of claimed, ZADD; no HSET.
+    assert.equal((await fg.enqueue('q', 'plain')).added, 1)
+    assert.deepEqual(await calls(), { evalsha: 1, get: 1, zscore: 2, time: 1, zadd: 1, 'config|resetstat': 1 })
+    // A claim on a shard that never had a capped debounce: no HDEL.
+    await r.call('CONFIG', 'RESETSTAT')
+    const b1 = await fg.readBatch('q')
+    assert.deepEqual(b1.ids, ['plain'])
+    assert.equal((await calls()).hdel, undefined)
+    await fg.ack('q', b1.owner, b1.ids)
+    // A capped debounce records the id's first enqueue and flags the mark.
+    const c = await fg.enqueue('q', 'capped', { debounce: true, delayMs: 60_000, maxDelayMs: 1 })
+    assert.equal(await r.call('GET', `${head}:n`), '1f')
+    assert.equal(Number(await r.call('HGET', `${head}:f`, 'capped')), c.items[0].dueAt - 1)
+    await new Promise((res) => setTimeout(res, 5))
+    // The claim drops it; the ack that empties the shard leaves no key.
+    const b2 = await fg.readBatch('q', { limit: 10 })
+    assert.deepEqual(b2.ids, ['capped'])
+    assert.equal(await r.call('EXISTS', `${head}:f`), 0)
+    await fg.ack('q', b2.owner, b2.ids)
+    // Onto an empty shard (the batch script), read and acked: no key of the shard is left.
+    await fg.enqueue('e', ['x', 'y'], { debounce: true, delayMs: 60_000, maxDelayMs: 1 })
+    assert.equal(await r.call('GET', 'counts:queue-cap:{q:e:0}:n'), '1f')
+    assert.equal(await r.call('HLEN', 'counts:queue-cap:{q:e:0}:f'), 2)
+    await new Promise((res) => setTimeout(res, 5))
+    const b3 = await fg.readBatch('e', { limit: 10 })
+    assert.deepEqual(b3.ids.sort(), ['x', 'y'])
+    await fg.ack('e', b3.owner, b3.ids)
+    assert.deepEqual(await r.call('KEYS', 'counts:queue-cap:{q:e*'), [])
+  } finally {
+    await fg.close()
+  }
+})

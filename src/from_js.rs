@@ -95,6 +95,7 @@ pub fn js_name(rust: &str) -> Cow<'_, str> {
         "retention" => "retentionMs",
         "period" => "periodMs",
         "max_wait" => "maxWaitMs",
+        "max_delay" => "maxDelayMs",
         other if other.contains('_') => {
             let mut out = String::with_capacity(other.len());
             let mut up = false;

@@ -20,9 +20,19 @@ pub struct QueueEnqueueOptions {
     /// Move a waiting id's due time to now + `delayMs` on every enqueue (instead of keeping its
     /// first one), so it is read only once updates to it stop. Default false.
     pub debounce: Option<bool>,
+    /// With `debounce` only: never move an id's due time past its first enqueue + this many ms
+    /// (more than 0, at most 365 days; Trigger.dev's `maxDelay`), so an id enqueued again and
+    /// again is still read. Counted from the first enqueue with `maxDelayMs` since the id
+    /// entered the waiting set. Default: no cap.
+    pub max_delay_ms: Option<f64>,
 }
 
-js_input!(QueueEnqueueOptions { shards = "shards", delay_ms = "delayMs", debounce = "debounce" });
+js_input!(QueueEnqueueOptions {
+    shards = "shards",
+    delay_ms = "delayMs",
+    debounce = "debounce",
+    max_delay_ms = "maxDelayMs"
+});
 
 #[napi(object)]
 pub struct QueueEnqueued {
@@ -230,6 +240,7 @@ impl Flowguard {
                     shards: count("shards", o.shards)?,
                     delay: duration("delayMs", o.delay_ms)?,
                     debounce: o.debounce.unwrap_or(false),
+                    max_delay: duration("maxDelayMs", o.max_delay_ms)?,
                 },
             };
             Ok((queue, ids, opts))

@@ -44,11 +44,13 @@ const LEASES = [1e7, 2e7]
 const KEEPS = [3e7, 4e7]
 const TTLS = [5e7, 6e7]
 const DELAYS = [7e7]
+/** Caps of a debounce (maxDelayMs): one before the delay (it bites), one after. */
+const MAX_DELAYS = [6.5e7, 7.5e7]
 const VISIBILITY = [8e7, 9e7]
 const ABSOLUTE = 1.1e8
 /** The library's defaults that the generator lets apply by omitting the option. */
 const DEFAULTS = [600000, 86400000]
-const BASE = [0, SHORT, ...LEASES, ...KEEPS, ...TTLS, ...DELAYS, ...VISIBILITY, ABSOLUTE, ...DEFAULTS]
+const BASE = [0, SHORT, ...LEASES, ...KEEPS, ...TTLS, ...DELAYS, ...MAX_DELAYS, ...VISIBILITY, ABSOLUTE, ...DEFAULTS]
 /** Offsets from a step's clock that a time in a result can have (record expiries add the retention). */
 export const OFFSETS = [...new Set([...BASE, ...BASE.map((d) => d + RETENTION), ...BASE.map((d) => d + SHORT_RETENTION)])].sort((x, y) => x - y)
 /** Durations a relative time (remainingMs) can count down from. */
@@ -233,7 +235,10 @@ export function generate(seed, steps, { http = false } = {}) {
     enqueue: () => {
       const q = queue()
       const ids = r.chance(0.3) ? name(ids_) : idList(4)
-      return ['enqueue', [q.name, ids, opts({ shards: q.shards, delayMs: r.chance(0.6) ? 0 : dur(DELAYS, { zero: true }), debounce: r.chance(0.3) || undefined })]]
+      const debounce = r.chance(0.3) || undefined
+      // A cap mostly with debounce (now and then without: refused).
+      const maxDelayMs = r.chance(debounce ? 0.5 : 0.03) ? dur(MAX_DELAYS) : undefined
+      return ['enqueue', [q.name, ids, opts({ shards: q.shards, delayMs: r.chance(0.6) ? 0 : dur(DELAYS, { zero: true }), debounce, maxDelayMs })]]
     },
     readBatch: () => {
       const q = queue()

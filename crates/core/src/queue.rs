@@ -86,6 +86,16 @@ impl EnqueueOutcome {
     }
 }
 
+/// How an enqueue treats an id already waiting (or enqueued again while claimed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Debounce {
+    /// Its due time is kept.
+    Off,
+    /// Its due time moves to now + the delay on every enqueue; with `max_delay_ms`, never past
+    /// its first enqueue + `max_delay_ms` (see [`crate::rules::queue`]).
+    On { max_delay_ms: Option<u64> },
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Enqueued {
     pub id: String,
@@ -209,7 +219,7 @@ pub trait QueueBackend {
         at: ShardRef<'a>,
         ids: &'a [String],
         delay_ms: u64,
-        debounce: bool,
+        debounce: Debounce,
     ) -> BoxFuture<'a, Vec<(EnqueueOutcome, i64)>>;
     /// Claims up to `limit` due ids, oldest first, for `visibility_ms`.
     fn claim<'a>(
@@ -252,6 +262,21 @@ pub struct EnqueueOptions {
     pub delay: Option<Duration>,
     /// Move an id's due time to now + delay on every enqueue, instead of keeping the first one.
     pub debounce: bool,
+    /// With `debounce` only: never move an id's due time past its first enqueue + this (more than
+    /// 0, at most 365 days; Trigger.dev's `maxDelay`). Default: no cap.
+    pub max_delay: Option<Duration>,
+}
+
+/// The debounce of an enqueue's options, checked.
+fn debounce_of(debounce: bool, max_delay: Option<Duration>) -> Result<Debounce> {
+    match (debounce, max_delay) {
+        (false, None) => Ok(Debounce::Off),
+        (false, Some(_)) => {
+            Err(Error::invalid_at("max_delay", "caps a debounce: it is valid only with debounce: true"))
+        }
+        (true, None) => Ok(Debounce::On { max_delay_ms: None }),
+        (true, Some(v)) => Ok(Debounce::On { max_delay_ms: Some(validate::duration("max_delay", v)?) }),
+    }
 }
 
 /// Options of a read, before validation.
@@ -399,12 +424,13 @@ impl Client {
             Some(v) => validate::duration_or_zero("delay", v)?,
             None => 0,
         };
+        let debounce = debounce_of(opts.debounce, opts.max_delay)?;
         ids_check(&ids)?;
         let groups = by_shard(&ids, shards);
         let calls = groups.iter().map(|(shard, pos)| {
             let part: Vec<String> = pos.iter().map(|&i| ids[i].clone()).collect();
             let at = ShardRef { queue, shard: *shard, shards };
-            async move { self.backend().enqueue(at, &part, delay_ms, opts.debounce).await }
+            async move { self.backend().enqueue(at, &part, delay_ms, debounce).await }
         });
         let replies = join_all(calls).await;
         if replies.iter().any(|r| r.is_err()) {
@@ -688,5 +714,20 @@ mod tests {
         assert_eq!(shard_count(None).unwrap(), 1);
         assert!(targets(Some(4), 4).unwrap_err().to_string().contains("shard"));
         assert_eq!(targets(None, 3).unwrap(), vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn max_delay_only_caps_a_debounce() {
+        let ms = Duration::from_millis;
+        assert_eq!(debounce_of(false, None).unwrap(), Debounce::Off);
+        assert_eq!(debounce_of(true, None).unwrap(), Debounce::On { max_delay_ms: None });
+        assert_eq!(debounce_of(true, Some(ms(500))).unwrap(), Debounce::On { max_delay_ms: Some(500) });
+        for (debounce, v) in [(false, ms(500)), (true, ms(0)), (true, Duration::from_secs(366 * 86_400))] {
+            let e = debounce_of(debounce, Some(v)).unwrap_err();
+            assert_eq!(
+                (e.code, e.field.map(|f| f.to_string())),
+                (ErrorCode::InvalidArgument, Some("max_delay".into()))
+            );
+        }
     }
 }

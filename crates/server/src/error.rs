@@ -124,6 +124,7 @@ pub fn body_name(rust: &str) -> Cow<'_, str> {
         "max_wait" => "maxWaitMs",
         "until_ms" => "untilMs",
         "retry_after" => "retryAfter",
+        "max_delay" => "maxDelayMs",
         other => other,
     })
 }

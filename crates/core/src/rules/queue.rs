@@ -3,10 +3,17 @@
 //! when (the visibility lease), what an ack or a release decides (only by the claim's owner,
 //! only while the claim holds), and when an expired claim goes back to waiting (the reap).
 //!
+//! A debounce may be capped (`maxDelayMs`, Trigger.dev's `maxDelay`): an id's pending enqueue (the
+//! id waiting, or enqueued again while claimed) then records its first-enqueue time, and a capped
+//! debounce never moves its due time past that time plus the cap ([`capped`]). The record is kept
+//! only for ids a capped debounce touched; it goes with the pending enqueue: a read that claims the
+//! id drops it, and an enqueue again while claimed that goes back to waiting (ack, release or
+//! expiry) keeps it.
+//!
 //! The Redis scripts `queue_enqueue.lua`, `queue_enqueue_one.lua`, `queue_claim.lua`,
 //! `queue_settle.lua` and the reap of `queue_common.lua` write the same rules in Lua.
 
-use crate::queue::{EnqueueOutcome, SettleAction, SettleOutcome};
+use crate::queue::{Debounce, EnqueueOutcome, SettleAction, SettleOutcome};
 
 /// A claim of one id, as a backend loaded it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,6 +57,12 @@ pub fn due(now: i64, delay_ms: u64) -> i64 {
     now + delay_ms as i64
 }
 
+/// The due time `due` of a debounced enqueue capped at `max_ms` after the id's first enqueue at
+/// `first`: the earlier of the two.
+pub fn capped(due: i64, first: i64, max_ms: u64) -> i64 {
+    due.min(first.saturating_add(max_ms as i64))
+}
+
 /// Whether a waiting id due at `due` may be claimed at `now`.
 pub fn deliverable(due: i64, now: i64) -> bool {
     due <= now
@@ -73,19 +86,31 @@ pub enum EnqueueWrite {
     Again(i64),
 }
 
-/// What an enqueue decides for one id: the caller's answer (the outcome and the id's due time)
-/// and what to write.
+/// What an enqueue decides for one id: the caller's answer (the outcome and the id's due time),
+/// what to write, and the first-enqueue time recorded for the id's pending enqueue after it (the
+/// one given, or this enqueue's time when a capped debounce found none).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Enqueue {
     pub outcome: EnqueueOutcome,
     pub due: i64,
     pub write: EnqueueWrite,
+    pub first: Option<i64>,
 }
 
-/// An enqueue at `now` of an id at `place`, with `debounce`, where ids it makes waiting are due at
-/// `due` ([`due`]). An expired claim is judged as the waiting id it goes back to; an id repeated
-/// within a call is judged again after the write of the one before.
-pub fn enqueue(place: Place<'_>, debounce: bool, due: i64, now: i64) -> Enqueue {
+/// An enqueue at `now` of an id at `place` whose pending enqueue recorded `first` (see the
+/// module's notes), with `debounce`, where ids it makes waiting are due at `due` ([`due`]). A
+/// capped debounce counts from `first`, or from now when none is recorded, and records it. An
+/// expired claim is judged as the waiting id it goes back to; an id repeated within a call is
+/// judged again after the write of the one before.
+pub fn enqueue(place: Place<'_>, debounce: Debounce, first: Option<i64>, due: i64, now: i64) -> Enqueue {
+    let (debounce, first, due) = match debounce {
+        Debounce::Off => (false, first, due),
+        Debounce::On { max_delay_ms: None } => (true, first, due),
+        Debounce::On { max_delay_ms: Some(max) } => {
+            let f = first.unwrap_or(now);
+            (true, Some(f), capped(due, f, max))
+        }
+    };
     let (outcome, due, write) = match place {
         Place::Claimed(c) if live(c.deadline, now) => match c.again {
             Some(a) if !debounce => (EnqueueOutcome::Claimed, a, EnqueueWrite::Keep),
@@ -101,7 +126,7 @@ pub fn enqueue(place: Place<'_>, debounce: bool, due: i64, now: i64) -> Enqueue 
         Place::Waiting(old) => (EnqueueOutcome::Duplicate, old, EnqueueWrite::Keep),
         Place::Absent => (EnqueueOutcome::Added, due, EnqueueWrite::Wait(due)),
     };
-    Enqueue { outcome, due, write }
+    Enqueue { outcome, due, write, first }
 }
 
 /// An ack or a release at `now` by `owner` of an id whose claim is `claim` (`None`: not claimed).

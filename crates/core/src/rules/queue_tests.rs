@@ -60,12 +60,63 @@ fn enqueue_table() {
         (claim(NOW, Some(LATE)), false, Duplicate, LATE, Wait(LATE)),
         (claim(NOW, Some(LATE)), true, Debounced, DUE, Wait(DUE)),
     ];
+    // Without a cap a recorded first-enqueue time is kept, unused.
     for (place, debounce, outcome, due, write) in table {
-        assert_eq!(
-            enqueue(place, debounce, DUE, NOW),
-            Enqueue { outcome, due, write },
-            "{place:?} {debounce}"
-        );
+        let debounce = if debounce { Debounce::On { max_delay_ms: None } } else { Debounce::Off };
+        for first in [None, Some(990)] {
+            check(place, debounce, first, Enqueue { outcome, due, write, first });
+        }
+    }
+}
+
+fn check(place: Place<'_>, debounce: Debounce, first: Option<i64>, want: Enqueue) {
+    assert_eq!(enqueue(place, debounce, first, DUE, NOW), want, "{place:?} {debounce:?} {first:?}");
+}
+
+#[test]
+fn capped_is_the_earlier_time() {
+    assert_eq!(capped(DUE, NOW, 30), NOW + 30);
+    assert_eq!(capped(DUE, NOW, 50), DUE);
+    assert_eq!(capped(DUE, NOW, 100), DUE);
+    assert_eq!(capped(DUE, 500, 30), 530);
+    assert_eq!(capped(DUE, i64::MAX - 1, 30), DUE);
+}
+
+/// A capped debounce: every place × the first-enqueue time recorded (none: this enqueue starts
+/// the count; one whose cap is before the debounced due time; one whose cap is after; one whose
+/// cap has passed) → the answer, the write and the first-enqueue time recorded after it. The
+/// outcomes and writes are those of an uncapped debounce; only the due time is bounded.
+#[test]
+fn capped_enqueue_table() {
+    use EnqueueOutcome::*;
+    use EnqueueWrite::*;
+    const CAP: Debounce = Debounce::On { max_delay_ms: Some(30) };
+    /// First-enqueue times: the cap (first + 30) is before DUE, after it, or already past.
+    const SOON: i64 = 990; // cap 1_020
+    const FAR: i64 = 1_040; // cap 1_070
+    const OLD: i64 = 500; // cap 530
+    let places = [
+        (Place::Absent, Added, false),
+        (Place::Waiting(EARLY), Debounced, false),
+        (Place::Waiting(LATE), Debounced, false),
+        (claim(LIVE, None), Claimed, true),
+        (claim(LIVE, Some(EARLY)), Claimed, true),
+        (claim(LIVE, Some(LATE)), Claimed, true),
+        (claim(NOW, None), Debounced, false),
+        (claim(NOW, Some(LATE)), Debounced, false),
+    ];
+    // first recorded, due answered, first recorded after
+    let firsts = [
+        (None, NOW + 30, Some(NOW)),
+        (Some(SOON), 1_020, Some(SOON)),
+        (Some(FAR), DUE, Some(FAR)),
+        (Some(OLD), 530, Some(OLD)),
+    ];
+    for (place, outcome, again) in places {
+        for (first, due, after) in firsts {
+            let write = if again { Again(due) } else { Wait(due) };
+            check(place, CAP, first, Enqueue { outcome, due, write, first: after });
+        }
     }
 }
 

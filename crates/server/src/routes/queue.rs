@@ -47,6 +47,11 @@ pub struct EnqueueIn {
     #[serde(default, deserialize_with = "opt_bool")]
     #[schema(schema_with = crate::openapi::flag)]
     debounce: Option<bool>,
+    /// With debounce only: an id's due time is never moved past its first enqueue + this
+    /// (Trigger.dev's maxDelay).
+    #[serde(default, deserialize_with = "opt_ms")]
+    #[schema(schema_with = crate::openapi::millis)]
+    max_delay_ms: Option<Duration>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -71,6 +76,8 @@ pub struct EnqueueResult {
 /// Enqueue ids (deduplicated).
 ///
 /// Enqueues ids. Safe to resend: an id already waiting is a `duplicate` (its due time kept).
+/// With `debounce`, its due time moves to now + `delayMs` instead (`debounced`), and `maxDelayMs`
+/// caps that at the id's first enqueue + `maxDelayMs` (Trigger.dev's maxDelay).
 #[utoipa::path(
     post,
     path = "/v1/queue/enqueue",
@@ -85,7 +92,12 @@ pub struct EnqueueResult {
 pub async fn enqueue(State(app): State<App>, Body(b): Body<EnqueueIn>) -> ApiResult<Json<EnqueueResult>> {
     let ids = b.ids.into_vec();
     app.limits.batch("ids", ids.len())?;
-    let opts = EnqueueOptions { shards: b.shards, delay: b.delay_ms, debounce: b.debounce.unwrap_or(false) };
+    let opts = EnqueueOptions {
+        shards: b.shards,
+        delay: b.delay_ms,
+        debounce: b.debounce.unwrap_or(false),
+        max_delay: b.max_delay_ms,
+    };
     let r = app.client.enqueue(&b.queue, ids, opts).await?;
     let count = |o: EnqueueOutcome| r.iter().filter(|e| e.outcome == o).count();
     Ok(Json(EnqueueResult {

@@ -220,6 +220,32 @@ pub async fn queue(url: Option<String>) {
     // A shard count that disagrees with the queue's: 400, coded.
     let (st, e) = s.call("/v1/queue/size", json!({"queue": "q", "shards": 3})).await;
     assert_eq!((st, e["code"].as_str()), (400, Some("ERR_INVALID_ARGUMENT")), "{e}");
+
+    // maxDelayMs caps a debounce: re-enqueued, the id stays due at its first enqueue + 1 s,
+    // not at the last enqueue + delayMs.
+    let capped =
+        json!({"queue": "capped", "ids": "x", "debounce": true, "delayMs": 60000, "maxDelayMs": 1000});
+    let first = s.ok("/v1/queue/enqueue", capped.clone()).await;
+    let due = first["items"][0]["dueAt"].as_i64().unwrap();
+    let again = s.ok("/v1/queue/enqueue", capped.clone()).await;
+    assert_eq!((again["debounced"].as_u64(), again["items"][0]["dueAt"].as_i64()), (Some(1), Some(due)));
+    let p = s.ok("/v1/queue/peek", json!({"queue": "capped"})).await;
+    assert_eq!(p[0]["dueAt"].as_i64(), Some(due));
+    // Refused, coded, naming the field: without debounce, 0, negative, past 365 days, not a number.
+    for bad in [
+        json!({"queue": "capped", "ids": "x", "maxDelayMs": 1000}),
+        json!({"queue": "capped", "ids": "x", "debounce": true, "maxDelayMs": 0}),
+        json!({"queue": "capped", "ids": "x", "debounce": true, "maxDelayMs": -1}),
+        json!({"queue": "capped", "ids": "x", "debounce": true, "maxDelayMs": 31_622_400_000u64}),
+        json!({"queue": "capped", "ids": "x", "debounce": true, "maxDelayMs": "soon"}),
+    ] {
+        let (st, e) = s.call("/v1/queue/enqueue", bad.clone()).await;
+        assert_eq!(
+            (st, e["code"].as_str(), e["field"].as_str()),
+            (400, Some("ERR_INVALID_ARGUMENT"), Some("maxDelayMs")),
+            "{bad} {e}"
+        );
+    }
 }
 
 pub async fn state(url: Option<String>) {

@@ -39,6 +39,16 @@ export const options: INodeProperties[] = [
 			'Whether enqueueing an ID that is already waiting moves its due time to now + Delay (instead of keeping its first one), so that it is read only once updates to it stop',
 		displayOptions: { show: { '/operation': ['enqueue'] } },
 	},
+	{
+		displayName: 'Max Delay (Seconds)',
+		name: 'maxDelay',
+		type: 'number',
+		typeOptions: { minValue: 0 },
+		default: 60,
+		description:
+			"With Debounce only: an ID's due time is never moved past its first enqueue + this many seconds, so an ID that keeps being enqueued is still read (Trigger.dev's maxDelay). Counted from the first enqueue with Max Delay since the ID last entered the queue; a read starts a new count.",
+		displayOptions: { show: { '/operation': ['enqueue'] } },
+	},
 ];
 
 interface Plan {
@@ -52,7 +62,10 @@ interface Plan {
 export async function execute({ ctx, items, params, fg }: OperationContext): Promise<INodeExecutionData[][]> {
 	const outputs = new ItemOutputs(ctx, items, FIELDS);
 	const fieldOf: string[] = [];
-	const calls = new Map<string, { ref: QueueRef; delayMs: number; debounce: boolean; plans: Plan[] }>();
+	const calls = new Map<
+		string,
+		{ ref: QueueRef; delayMs: number; debounce: boolean; maxDelayMs: number | undefined; plans: Plan[] }
+	>();
 	await outputs.each((i) => {
 		const options = params.get('options', i, {}) as IDataObject;
 		fieldOf[i] = (options.resultField as string) || DEFAULT_FIELD;
@@ -62,20 +75,27 @@ export async function execute({ ctx, items, params, fg }: OperationContext): Pro
 		const ids = (single ? [raw] : (raw as unknown[])).map(toText) as string[];
 		const delayMs = secondsToMs(ctx, options.delay ?? 0, 'Delay', i, { allowZero: true });
 		const debounce = options.debounce === true;
-		const key = JSON.stringify([ref.queue, ref.shards, delayMs, debounce]);
-		const call = calls.get(key) ?? { ref, delayMs, debounce, plans: [] };
+		// Given to the core as set (without Debounce it refuses it, naming Max Delay).
+		const maxDelayMs = options.maxDelay === undefined ? undefined : secondsToMs(ctx, options.maxDelay, 'Max Delay', i);
+		const key = JSON.stringify([ref.queue, ref.shards, delayMs, debounce, maxDelayMs]);
+		const call = calls.get(key) ?? { ref, delayMs, debounce, maxDelayMs, plans: [] };
 		call.plans.push({ itemIndex: i, ids, single });
 		calls.set(key, call);
 	});
 
-	for (const { ref, delayMs, debounce, plans } of calls.values()) {
+	for (const { ref, delayMs, debounce, maxDelayMs, plans } of calls.values()) {
 		const done = await callBatch(
 			plans,
 			async (left) =>
 				await fg.enqueue(
 					ref.queue,
 					left.flatMap((p) => p.ids),
-					{ shards: ref.shards, ...(delayMs > 0 ? { delayMs } : {}), ...(debounce ? { debounce } : {}) },
+					{
+						shards: ref.shards,
+						...(delayMs > 0 ? { delayMs } : {}),
+						...(debounce ? { debounce } : {}),
+						...(maxDelayMs !== undefined ? { maxDelayMs } : {}),
+					},
 				),
 			{
 				refused: (p, error) => outputs.fail(p.itemIndex, error),

@@ -19,6 +19,7 @@ export const FIELDS: FieldNames = {
 	limit: 'Batch Size',
 	visibilityTimeoutMs: 'Visibility Timeout',
 	delayMs: 'Delay',
+	maxDelayMs: 'Max Delay',
 	owner: 'Receipt',
 };
 

@@ -7,13 +7,13 @@ use rusqlite::{params, Connection, OptionalExtension, Row};
 use super::{checked_scan, Durable, Fail, Sql};
 use crate::backend::BoxFuture;
 use crate::queue::{
-    shard_mismatch, EnqueueOutcome, QueueBackend, SettleAction, SettleOutcome, ShardClaim, ShardRef,
-    ShardSize,
+    shard_mismatch, Debounce, EnqueueOutcome, QueueBackend, SettleAction, SettleOutcome, ShardClaim,
+    ShardRef, ShardSize,
 };
 use crate::rules::queue::{self, EnqueueWrite};
 
-/// A claim: (deadline, owner, due time of an enqueue made while claimed).
-type ClaimRow = (i64, String, Option<i64>);
+/// A claim: (deadline, owner, due time of an enqueue made while claimed, its first-enqueue time).
+type ClaimRow = (i64, String, Option<i64>, Option<i64>);
 
 /// A claim row as the rules read it.
 fn rule_claim(row: &ClaimRow) -> queue::Claim<'_> {
@@ -28,7 +28,7 @@ type Key = (String, String, u32, i64, String);
 /// the claimed ones by id (for counting, with no index lookup per row).
 const WAITING_BY_DUE: &str = "SELECT ns, queue, shard, due, id FROM q_waiting INDEXED BY q_waiting_due
      WHERE (ns, queue, shard) >= (?1, ?2, ?3) ORDER BY ns, queue, shard, due, id";
-const CLAIMED_BY_DEADLINE: &str = "SELECT ns, queue, shard, deadline, id, again FROM q_claimed
+const CLAIMED_BY_DEADLINE: &str = "SELECT ns, queue, shard, deadline, id, again, again_first FROM q_claimed
      INDEXED BY q_claimed_deadline WHERE (ns, queue, shard) >= (?1, ?2, ?3) ORDER BY ns, queue, shard, deadline, id";
 const CLAIMED_BY_ID: &str = "SELECT ns, queue, shard, 0, id, again FROM q_claimed
      WHERE (ns, queue, shard) >= (?1, ?2, ?3) ORDER BY ns, queue, shard, id";
@@ -42,24 +42,26 @@ struct Shard<'a> {
 }
 
 impl Shard<'_> {
-    /// Puts `id` in waiting, due at `due` (moving it when it is there already).
-    fn wait(&self, id: &str, due: i64) -> Sql<()> {
+    /// Puts `id` in waiting, due at `due`, with the first-enqueue time `first` (moving it when it
+    /// is there already).
+    fn wait(&self, id: &str, due: i64, first: Option<i64>) -> Sql<()> {
         self.c
             .prepare_cached(
-                "INSERT INTO q_waiting (ns, queue, shard, id, due) VALUES (?1, ?2, ?3, ?4, ?5)
-                 ON CONFLICT (ns, queue, shard, id) DO UPDATE SET due = excluded.due",
+                "INSERT INTO q_waiting (ns, queue, shard, id, due, first) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                 ON CONFLICT (ns, queue, shard, id) DO UPDATE SET due = excluded.due, first = excluded.first",
             )?
-            .execute(params![self.ns, self.queue, self.shard, id, due])?;
+            .execute(params![self.ns, self.queue, self.shard, id, due, first])?;
         Ok(())
     }
 
-    fn waiting_due(&self, id: &str) -> Sql<Option<i64>> {
+    /// The due time and first-enqueue time of a waiting id.
+    fn waiting_due(&self, id: &str) -> Sql<Option<(i64, Option<i64>)>> {
         Ok(self
             .c
             .prepare_cached(
-                "SELECT due FROM q_waiting WHERE ns = ?1 AND queue = ?2 AND shard = ?3 AND id = ?4",
+                "SELECT due, first FROM q_waiting WHERE ns = ?1 AND queue = ?2 AND shard = ?3 AND id = ?4",
             )?
-            .query_row(params![self.ns, self.queue, self.shard, id], |r| r.get(0))
+            .query_row(params![self.ns, self.queue, self.shard, id], |r| Ok((r.get(0)?, r.get(1)?)))
             .optional()?)
     }
 
@@ -68,9 +70,12 @@ impl Shard<'_> {
         Ok(self
             .c
             .prepare_cached(
-                "SELECT deadline, owner, again FROM q_claimed WHERE ns = ?1 AND queue = ?2 AND shard = ?3 AND id = ?4",
+                "SELECT deadline, owner, again, again_first FROM q_claimed
+                 WHERE ns = ?1 AND queue = ?2 AND shard = ?3 AND id = ?4",
             )?
-            .query_row(params![self.ns, self.queue, self.shard, id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .query_row(params![self.ns, self.queue, self.shard, id], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })
             .optional()?)
     }
 
@@ -110,15 +115,15 @@ impl Shard<'_> {
     /// Returns expired claims to waiting (see [`queue::back_at`]). The scan reads the claims
     /// whose deadline is now or before: those no longer [`queue::live`].
     fn reap(&self, now: i64) -> Sql<()> {
-        let mut expired: Vec<(String, i64, Option<i64>)> = Vec::new();
+        let mut expired: Vec<(String, i64, Option<i64>, Option<i64>)> = Vec::new();
         self.scan(CLAIMED_BY_DEADLINE, now, |k, r| {
-            expired.push((k.4.clone(), k.3, r.get(5)?));
+            expired.push((k.4.clone(), k.3, r.get(5)?, r.get(6)?));
             Ok(true)
         })?;
-        for (id, deadline, again) in expired {
+        for (id, deadline, again, first) in expired {
             debug_assert!(!queue::live(deadline, now));
             self.unclaim(&id)?;
-            self.wait(&id, queue::back_at(deadline, again))?;
+            self.wait(&id, queue::back_at(deadline, again), first)?;
         }
         Ok(())
     }
@@ -165,18 +170,21 @@ fn enqueue(
     s: &Shard<'_>,
     ids: &[String],
     delay_ms: u64,
-    debounce: bool,
+    debounce: Debounce,
     now: i64,
 ) -> Sql<Vec<(EnqueueOutcome, i64)>> {
     let due = queue::due(now, delay_ms);
     ids.iter()
         .map(|id| {
             let claim = s.claim_of(id)?;
-            let place = match &claim {
-                Some(row) => queue::Place::Claimed(rule_claim(row)),
-                None => s.waiting_due(id)?.map_or(queue::Place::Absent, queue::Place::Waiting),
+            let (place, first) = match &claim {
+                Some(row) => (queue::Place::Claimed(rule_claim(row)), row.3),
+                None => match s.waiting_due(id)? {
+                    Some((due, first)) => (queue::Place::Waiting(due), first),
+                    None => (queue::Place::Absent, None),
+                },
             };
-            let d = queue::enqueue(place, debounce, due, now);
+            let d = queue::enqueue(place, debounce, first, due, now);
             match d.write {
                 EnqueueWrite::Keep => {}
                 EnqueueWrite::Wait(t) => {
@@ -184,13 +192,14 @@ fn enqueue(
                     if claim.is_some() {
                         s.unclaim(id)?;
                     }
-                    s.wait(id, t)?;
+                    s.wait(id, t, d.first)?;
                 }
                 EnqueueWrite::Again(t) => {
                     s.c.prepare_cached(
-                        "UPDATE q_claimed SET again = ?5 WHERE ns = ?1 AND queue = ?2 AND shard = ?3 AND id = ?4",
+                        "UPDATE q_claimed SET again = ?5, again_first = ?6
+                         WHERE ns = ?1 AND queue = ?2 AND shard = ?3 AND id = ?4",
                     )?
-                    .execute(params![s.ns, s.queue, s.shard, id, t])?;
+                    .execute(params![s.ns, s.queue, s.shard, id, t, d.first])?;
                 }
             }
             Ok((d.outcome, d.due))
@@ -230,7 +239,8 @@ fn settle(
             if let SettleOutcome::Done { .. } = outcome {
                 s.unclaim(id)?;
                 if let Some(t) = due {
-                    s.wait(id, t)?;
+                    // The first-enqueue time of an enqueue made while claimed goes with it.
+                    s.wait(id, t, row.as_ref().and_then(|r| r.3))?;
                 }
             }
             Ok((outcome, due))
@@ -284,7 +294,7 @@ impl QueueBackend for Durable {
         at: ShardRef<'a>,
         ids: &'a [String],
         delay_ms: u64,
-        debounce: bool,
+        debounce: Debounce,
     ) -> BoxFuture<'a, Vec<(EnqueueOutcome, i64)>> {
         self.write_tx(move |c, ns, now| with(c, ns, at, |s| enqueue(s, ids, delay_ms, debounce, now)))
     }
@@ -318,7 +328,7 @@ impl QueueBackend for Durable {
 mod tests {
     use crate::backend::durable::damage;
     use crate::backend::durable::{Durability, Durable};
-    use crate::queue::{QueueBackend, ShardRef};
+    use crate::queue::{Debounce, QueueBackend, ShardRef};
 
     const IDS: usize = 3_000;
     const AT: ShardRef<'static> = ShardRef { queue: "q", shard: 0, shards: 1 };
@@ -334,11 +344,11 @@ mod tests {
         let d = Durable::open(&path, "fg:", Durability::Process).unwrap();
         let delay = if claimed { 3_600_000 } else { 0 };
         for chunk in ids("w").chunks(500) {
-            d.enqueue(AT, chunk, delay, false).await.unwrap();
+            d.enqueue(AT, chunk, delay, Debounce::Off).await.unwrap();
         }
         if claimed {
             for chunk in ids("c").chunks(500) {
-                d.enqueue(AT, chunk, 0, false).await.unwrap();
+                d.enqueue(AT, chunk, 0, Debounce::Off).await.unwrap();
             }
             let got = d.claim(AT, "o", 10_000, 1).await.unwrap();
             assert_eq!(got.items.len(), IDS);

@@ -48,14 +48,15 @@ CREATE TABLE locks(ns TEXT NOT NULL, name TEXT NOT NULL, owner TEXT, fence INTEG
   label TEXT, exp INTEGER NOT NULL, PRIMARY KEY(ns, name)) WITHOUT ROWID;
 -- Dedup Queue: a row per shard that holds ids, with the queue's shard count (the same in every
 -- row of a queue); waiting ids; claimed ids (with the due time of an enqueue made while claimed,
--- in again).
+-- in again). first / again_first: the first-enqueue time of the waiting id / of the enqueue made
+-- while claimed, only for ids a capped debounce touched (NULL otherwise).
 CREATE TABLE q_shards(ns TEXT NOT NULL, queue TEXT NOT NULL, shard INTEGER NOT NULL,
   shards INTEGER NOT NULL, PRIMARY KEY(ns, queue, shard)) WITHOUT ROWID;
 CREATE TABLE q_waiting(ns TEXT NOT NULL, queue TEXT NOT NULL, shard INTEGER NOT NULL,
-  id TEXT NOT NULL, due INTEGER NOT NULL, PRIMARY KEY(ns, queue, shard, id)) WITHOUT ROWID;
+  id TEXT NOT NULL, due INTEGER NOT NULL, first INTEGER, PRIMARY KEY(ns, queue, shard, id)) WITHOUT ROWID;
 CREATE INDEX q_waiting_due ON q_waiting(ns, queue, shard, due, id);
 CREATE TABLE q_claimed(ns TEXT NOT NULL, queue TEXT NOT NULL, shard INTEGER NOT NULL,
-  id TEXT NOT NULL, deadline INTEGER NOT NULL, owner TEXT NOT NULL, again INTEGER,
+  id TEXT NOT NULL, deadline INTEGER NOT NULL, owner TEXT NOT NULL, again INTEGER, again_first INTEGER,
   PRIMARY KEY(ns, queue, shard, id)) WITHOUT ROWID;
 CREATE INDEX q_claimed_deadline ON q_claimed(ns, queue, shard, deadline, id);
 -- Job State: values (exp NULL: no expiry) and idempotency keys (owner while pending, result

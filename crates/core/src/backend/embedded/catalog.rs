@@ -115,7 +115,7 @@ mod tests {
             assert!(guard(&ns.semaphores).try_acquire(&name, "o", 2, 60_000, None).acquired);
             guard(&ns.limiters).take(&name, Rule { interval_us: 60_000_000, burst: 10 }, 1, 0);
             let at = ShardRef { queue: &name, shards: 1, shard: 0 };
-            guard(&ns.queues).enqueue(at, &["x".to_string()], 0, false).unwrap();
+            guard(&ns.queues).enqueue(at, &["x".to_string()], 0, crate::queue::Debounce::Off).unwrap();
             let claim = ItemOp::Claim {
                 id: "x".into(),
                 owner: "o".into(),

@@ -11,8 +11,8 @@ use super::{guard, now_ms, Embedded};
 use crate::backend::{ready, BoxFuture};
 use crate::error::Result;
 use crate::queue::{
-    shard_mismatch, EnqueueOutcome, QueueBackend, SettleAction, SettleOutcome, ShardClaim, ShardRef,
-    ShardSize,
+    shard_mismatch, Debounce, EnqueueOutcome, QueueBackend, SettleAction, SettleOutcome, ShardClaim,
+    ShardRef, ShardSize,
 };
 use crate::rules::queue::{self, EnqueueWrite};
 
@@ -26,6 +26,9 @@ struct Shard {
     claims: HashMap<String, (i64, String)>,
     /// Claimed ids enqueued again: id -> due time.
     again: HashMap<String, i64>,
+    /// The first-enqueue time of a pending enqueue (waiting, or enqueued again while claimed),
+    /// only for ids a capped debounce touched (see [`queue::capped`]): dropped when it is claimed.
+    first: HashMap<String, i64>,
 }
 
 impl Shard {
@@ -133,7 +136,7 @@ impl QueueTable {
         at: ShardRef<'_>,
         ids: &[String],
         delay_ms: u64,
-        debounce: bool,
+        debounce: Debounce,
     ) -> Result<Vec<(EnqueueOutcome, i64)>> {
         self.with(at, |s, now| {
             let due = queue::due(now, delay_ms);
@@ -141,7 +144,11 @@ impl QueueTable {
                 .map(|id| {
                     let place = s.place(id);
                     let claimed = matches!(place, queue::Place::Claimed(_));
-                    let d = queue::enqueue(place, debounce, due, now);
+                    let first = s.first.get(id).copied();
+                    let d = queue::enqueue(place, debounce, first, due, now);
+                    if let (Some(t), true) = (d.first, d.first != first) {
+                        s.first.insert(id.clone(), t);
+                    }
                     match d.write {
                         EnqueueWrite::Keep => {}
                         EnqueueWrite::Wait(t) => {
@@ -182,6 +189,9 @@ impl QueueTable {
                 }
                 let (due, id) = s.waiting.pop_first().expect("first exists");
                 s.due.remove(&id);
+                if !s.first.is_empty() {
+                    s.first.remove(&id);
+                }
                 s.claimed.insert((deadline, id.clone()));
                 s.claims.insert(id.clone(), (deadline, owner.to_string()));
                 items.push((id, due));
@@ -252,7 +262,7 @@ impl QueueBackend for Embedded {
         at: ShardRef<'a>,
         ids: &'a [String],
         delay_ms: u64,
-        debounce: bool,
+        debounce: Debounce,
     ) -> BoxFuture<'a, Vec<(EnqueueOutcome, i64)>> {
         ready(guard(&self.namespace().queues).enqueue(at, ids, delay_ms, debounce))
     }
@@ -292,7 +302,7 @@ impl QueueTable {
 #[cfg(test)]
 mod tests {
     use super::{QueueTable, SLICE};
-    use crate::queue::ShardRef;
+    use crate::queue::{Debounce, ShardRef};
 
     /// 2.5 slices of claims expire together: each call returns one slice at most to waiting,
     /// and the counts already show them as waiting and due.
@@ -301,7 +311,7 @@ mod tests {
         let mut q = QueueTable::default();
         let at = ShardRef { queue: "q", shard: 0, shards: 1 };
         let ids: Vec<String> = (0..2500).map(|i| format!("i{i}")).collect();
-        q.enqueue(at, &ids, 0, false).expect("enqueue");
+        q.enqueue(at, &ids, 0, Debounce::Off).expect("enqueue");
         assert_eq!(q.claim(at, "o", 2500, 1).expect("claim").items.len(), 2500);
         std::thread::sleep(std::time::Duration::from_millis(5));
         let mut left = Vec::new();

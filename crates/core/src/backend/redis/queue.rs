@@ -23,8 +23,8 @@ use super::{int, lua, opt_str, RedisStore};
 use crate::backend::BoxFuture;
 use crate::error::{Error, ErrorCode, Result};
 use crate::queue::{
-    shard_mismatch, EnqueueOutcome, QueueBackend, SettleAction, SettleOutcome, ShardClaim, ShardRef,
-    ShardSize,
+    shard_mismatch, Debounce, EnqueueOutcome, QueueBackend, SettleAction, SettleOutcome, ShardClaim,
+    ShardRef, ShardSize,
 };
 
 /// Like `lua!`, with the shared head prepended.
@@ -48,8 +48,10 @@ lua!(enqueue_one_script, "queue_enqueue_one.lua");
 lua!(meta_script, "queue_meta.lua");
 lua!(time_script, "queue_time.lua");
 
-/// The shard's keys: waiting, claimed, owners, enqueued again while claimed, and its mark.
-const PARTS: [char; 5] = ['w', 'c', 'o', 'a', 'n'];
+/// The shard's keys: waiting, claimed, owners, enqueued again while claimed, its mark, and the
+/// first-enqueue times of capped debounces (given to every step but an enqueue without a capped
+/// debounce, so a plain enqueue sends and stores nothing more).
+const PARTS: [char; 6] = ['w', 'c', 'o', 'a', 'n', 'f'];
 
 /// What a shard step is, for its standing with the queue's record.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -80,8 +82,8 @@ fn claim_deadline(start: i64, command_timeout_ms: u64) -> i64 {
 }
 
 impl RedisStore {
-    /// The five keys of one shard.
-    fn shard_keys(&self, at: ShardRef<'_>) -> [String; 5] {
+    /// The six keys of one shard.
+    fn shard_keys(&self, at: ShardRef<'_>) -> [String; 6] {
         let head = self.keys().queue_shard(at.queue, at.shard);
         PARTS.map(|p| self.keys().queue_key(&head, p))
     }
@@ -110,8 +112,8 @@ impl RedisStore {
         Ok(self.clock.server_at(local_ms()).unwrap_or(t))
     }
 
-    /// Sends one shard script (`lua` with the shard's keys, the caller's shard count, its standing
-    /// with the record and then `tail`), and answers for
+    /// Sends one shard script (`lua` with the shard's keys, the sixth only with `first`, the
+    /// caller's shard count, its standing with the record and then `tail`), and answers for
     /// the record around it (see the module's notes): a second script before it only onto a shard
     /// without mark, one after it only when the shard's change is to report or its count to check.
     /// A failed report of the change after the script does not fail the step (the record then
@@ -124,10 +126,12 @@ impl RedisStore {
         step: Step,
         lua: &'static super::Lua,
         lead: Option<&'static super::Lua>,
+        first: bool,
         tail: &[&[u8]],
     ) -> Result<(i64, Vec<Value>)> {
         let keys = self.shard_keys(at);
         let keys = keys.each_ref().map(|k| k.as_bytes());
+        let keys = &keys[..if first { 6 } else { 5 }];
         let shards = at.shards.to_string();
         let mut mode = if step == Step::Enqueue { "e" } else { "" };
         loop {
@@ -145,7 +149,7 @@ impl RedisStore {
                 Some(lead) if mode == "e" => lead,
                 _ => lua,
             };
-            let mut reply = self.eval::<Vec<Value>>(script, &keys, &args).await?;
+            let mut reply = self.eval::<Vec<Value>>(script, keys, &args).await?;
             let arrived = local_ms();
             let status =
                 int(reply.first().ok_or_else(|| Error::internal("queue script replied with nothing"))?)?;
@@ -190,16 +194,22 @@ impl QueueBackend for RedisStore {
         at: ShardRef<'a>,
         ids: &'a [String],
         delay_ms: u64,
-        debounce: bool,
+        debounce: Debounce,
     ) -> BoxFuture<'a, Vec<(EnqueueOutcome, i64)>> {
         Box::pin(async move {
             let delay = delay_ms.to_string();
+            let mode = match debounce {
+                Debounce::Off => String::new(),
+                Debounce::On { max_delay_ms: None } => "1".to_string(),
+                Debounce::On { max_delay_ms: Some(max) } => format!("m{max}"),
+            };
+            let capped = matches!(debounce, Debounce::On { max_delay_ms: Some(_) });
             let mut tail = Vec::with_capacity(2 + ids.len());
-            tail.extend([delay.as_bytes(), if debounce { b"1" } else { b"" }]);
+            tail.extend([delay.as_bytes(), mode.as_bytes()]);
             tail.extend(ids.iter().map(|id| id.as_bytes()));
             // One id (the webhook's step): its own script first.
             let lead = (ids.len() == 1).then(enqueue_one_script);
-            let (_, reply) = self.shard_run(at, Step::Enqueue, enqueue_script(), lead, &tail).await?;
+            let (_, reply) = self.shard_run(at, Step::Enqueue, enqueue_script(), lead, capped, &tail).await?;
             if reply.len() != ids.len() * 2 {
                 return Err(Error::internal(format!("enqueue script replied with {} values", reply.len())));
             }
@@ -228,7 +238,7 @@ impl QueueBackend for RedisStore {
         Box::pin(async move {
             let (limit, visibility) = (limit.to_string(), visibility_ms.to_string());
             let tail = [owner.as_bytes(), limit.as_bytes(), visibility.as_bytes()];
-            let (_, reply) = self.shard_run(at, Step::Claim, claim_script(), None, &tail).await?;
+            let (_, reply) = self.shard_run(at, Step::Claim, claim_script(), None, true, &tail).await?;
             if reply.is_empty() || (reply.len() - 1) % 2 != 0 {
                 return Err(Error::internal(format!("claim script replied with {} values", reply.len())));
             }
@@ -268,7 +278,7 @@ impl QueueBackend for RedisStore {
             let mut tail = Vec::with_capacity(3 + ids.len());
             tail.extend([owner.as_bytes(), kind.as_bytes(), delay.as_bytes()]);
             tail.extend(ids.iter().map(|id| id.as_bytes()));
-            let (_, reply) = self.shard_run(at, Step::Other, settle_script(), None, &tail).await?;
+            let (_, reply) = self.shard_run(at, Step::Other, settle_script(), None, true, &tail).await?;
             if reply.len() != ids.len() * 2 {
                 return Err(Error::internal(format!(
                     "ack/release script replied with {} values",
@@ -296,7 +306,7 @@ impl QueueBackend for RedisStore {
         Box::pin(async move {
             let limit = limit.to_string();
             let (now, reply) =
-                self.shard_run(at, Step::Other, peek_script(), None, &[limit.as_bytes()]).await?;
+                self.shard_run(at, Step::Other, peek_script(), None, true, &[limit.as_bytes()]).await?;
             if reply.len() % 2 != 0 {
                 return Err(Error::internal(format!("peek script replied with {} values", reply.len())));
             }
@@ -310,7 +320,7 @@ impl QueueBackend for RedisStore {
 
     fn size<'a>(&'a self, at: ShardRef<'a>) -> BoxFuture<'a, ShardSize> {
         Box::pin(async move {
-            let (_, reply) = self.shard_run(at, Step::Other, size_script(), None, &[]).await?;
+            let (_, reply) = self.shard_run(at, Step::Other, size_script(), None, true, &[]).await?;
             if reply.len() != 4 {
                 return Err(Error::internal(format!("size script replied with {} values", reply.len())));
             }

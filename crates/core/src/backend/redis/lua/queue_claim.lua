@@ -3,7 +3,9 @@
 -- owner token ARGV[3], unless the server's time is past ARGV[6] (ms, Redis's clock): the latest
 -- start at which the caller still waits for the reply (see queue.rs). Reply after the head (see
 -- queue_common.lua): the visibility deadline, then id and due time per claimed id; -1 alone when
--- too late (nothing claimed). Per chunk of at most 1000 ids: one variadic ZREM, ZADD and HSET.
+-- too late (nothing claimed). Per chunk of at most 1000 ids: one variadic ZREM, ZADD and HSET, and
+-- on a shard whose mark says it may hold first-enqueue times (KEYS[6]) one HDEL of theirs: a read
+-- starts a new count of a capped debounce.
 clock()
 if now > tonumber(ARGV[6]) then return finish({0, 0, 0, -1}, had) end
 reap(tonumber(ARGV[4]))
@@ -38,6 +40,7 @@ if had then
       n = n + 2
     end
     redis.call('ZREM', W, unpack(take, 1, t))
+    if flagged then redis.call('HDEL', F, unpack(take, 1, t)) end
     redis.call('ZADD', C, unpack(zs, 1, z))
     redis.call('HSET', O, unpack(hs, 1, z))
   end

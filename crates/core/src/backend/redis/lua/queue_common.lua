@@ -5,7 +5,11 @@
 -- KEYS[3]: owners of claims (hash id -> owner token); KEYS[4]: ids enqueued again while claimed
 -- (zset, score: due ms); KEYS[5]: the shard's mark, the queue's shard count, present exactly while
 -- the shard holds ids (then the queue's record, queue_meta.lua, counts the shard and holds the
--- same count, so the count cannot change).
+-- same count, so the count cannot change). KEYS[6], given to every step but an enqueue without a
+-- capped debounce: first-enqueue times (hash id -> ms) of pending enqueues (waiting, or enqueued
+-- again while claimed), only for ids a capped debounce touched (rules::queue::capped); a claim
+-- drops them. The mark ends in 'f' once a capped debounce recorded one (until the shard holds no
+-- id), so a claim on a shard that never had one sends no command for them.
 -- ARGV[1]: the caller's shard count. ARGV[2]: how the caller stands with the record: '' nothing
 -- asked (a step that adds no id), 'e' nothing asked (an enqueue), 'r' a place reserved for this
 -- enqueue, 'c' the count checked.
@@ -14,8 +18,14 @@
 -- caller checks the count on the record before answering); 2 nothing done, the record is needed
 -- first (an enqueue onto a shard without mark, or a shard holding ids without mark, written before
 -- marks existed); 0 refused: {0, the queue's shard count}.
-local W, C, O, A, M = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local W, C, O, A, M, F = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local mark = redis.call('GET', M)
+-- Whether the shard may hold first-enqueue times (its mark ends in 'f').
+local flagged = false
+if mark and string.byte(mark, -1) == 102 then
+  flagged = true
+  mark = string.sub(mark, 1, -2)
+end
 if mark and mark ~= ARGV[1] then return {0, tonumber(mark)} end
 -- The server's time (ms), read by `clock()` at the first need: every step but the enqueue reads it
 -- first; an enqueue that only finds its ids waiting never reads it (and replies 0 for it).
@@ -37,12 +47,21 @@ if not had then
   if mode == '' then status = 3 end
   if held then
     -- Written before marks existed: the record counts the shard already (mode 'c' or 'r').
-    redis.call('SET', M, ARGV[1])
+    flagged = F ~= nil and redis.call('EXISTS', F) > 0
+    redis.call('SET', M, flagged and ARGV[1] .. 'f' or ARGV[1])
     had = true
   end
 end
 
 local function fmt(n) return string.format('%d', n) end
+
+-- A capped debounce recorded a first-enqueue time: the mark says so (a shard without mark yet
+-- gets it from `finish`).
+local function flag_first()
+  if flagged then return end
+  flagged = true
+  if had then redis.call('SET', M, ARGV[1] .. 'f') end
+end
 
 -- Expired claims go back to waiting, due at their deadline, or at the due time of an enqueue
 -- made while they were claimed when that is later. At most `max` per call (at least SLICE):
@@ -83,7 +102,7 @@ end
 -- between holding no id and holding some, less the place reserved for this enqueue) and now (0
 -- when the step did not read the time).
 local function finish(out, holds)
-  if holds and not had then redis.call('SET', M, ARGV[1]) end
+  if holds and not had then redis.call('SET', M, flagged and ARGV[1] .. 'f' or ARGV[1]) end
   if had and not holds then redis.call('DEL', M) end
   local change = 0
   if holds then change = change + 1 end

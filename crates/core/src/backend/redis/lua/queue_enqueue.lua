@@ -1,15 +1,20 @@
--- The Rust rule this script mirrors: rules::queue::enqueue (crates/core/src/rules/queue.rs).
--- Dedup Queue: enqueue ids of one shard. ARGV[3]: delay ms; ARGV[4]: '1' for debounce; ARGV[5..]:
--- ids. Reply after the head (see queue_common.lua): per id a code (1 added, 0 duplicate, 2
--- debounced, 3 claimed: kept to be delivered again after the claim ends) and its due time. No
--- slice of expired claims is returned to waiting here (the other steps do that): an id of this
--- call whose claim expired is returned alone, as the slice would, before it is judged. Per chunk
+-- The Rust rules this script mirrors: rules::queue::{enqueue, capped} (crates/core/src/rules/queue.rs).
+-- Dedup Queue: enqueue ids of one shard. ARGV[3]: delay ms; ARGV[4]: '' no debounce, '1' debounce,
+-- 'm' followed by the cap in ms for a debounce capped after the first enqueue (then KEYS[6] is
+-- given: the first-enqueue times, one HMGET and at most one HSET per chunk); ARGV[5..]: ids.
+-- Reply after the head (see queue_common.lua): per id a code (1 added, 0 duplicate, 2 debounced,
+-- 3 claimed: kept to be delivered again after the claim ends) and its due time. No slice of
+-- expired claims is returned to waiting here (the other steps do that): an id of this call whose
+-- claim expired is returned alone, as the slice would, before it is judged. Per chunk
 -- of at most 1000 ids: one ZMSCORE of waiting, one of claimed for the ids not waiting, one
 -- variadic ZADD; an id may repeat within a call and is judged as by calls one after another.
 -- The due time of ids this call makes waiting, and its text: the time is read only when one is.
 local delay = tonumber(ARGV[3])
 local due, due_s
-local debounce = ARGV[4] == '1'
+local debounce = ARGV[4] ~= ''
+local cap = debounce and ARGV[4] ~= '1' and tonumber(string.sub(ARGV[4], 2))
+-- With a cap: the first-enqueue time of ids of this call.
+local firsts = {}
 local out = {0, 0, 0}
 local n = 3
 -- Ids made waiting by this call: their due time.
@@ -17,6 +22,7 @@ local mine = {}
 for c = 5, #ARGV, 1000 do
   local last = math.min(c + 999, #ARGV)
   local ws = redis.call('ZMSCORE', W, unpack(ARGV, c, last))
+  local fs, hs = cap and redis.call('HMGET', F, unpack(ARGV, c, last)), {}
   -- Waiting and claimed ids are apart: a waiting id needs no other look. `cs`: the claimed ones.
   local cs
   if had then
@@ -65,28 +71,45 @@ for c = 5, #ARGV, 1000 do
       due = clock() + delay
       due_s = fmt(due)
     end
+    -- This id's due time: a capped debounce counts from the first enqueue (recorded now if none).
+    local d, d_s = due, due_s
+    if cap then
+      local f = firsts[id] or fs[i - c + 1]
+      if f then
+        f = tonumber(f)
+      else
+        f = clock()
+        hs[#hs + 1] = id; hs[#hs + 1] = fmt(f)
+      end
+      firsts[id] = f
+      if f + cap < due then d = f + cap; d_s = fmt(d) end
+    end
     if cl then
       local a = redis.call('ZSCORE', A, id)
       if a and not debounce then
         at = tonumber(a)
       else
-        redis.call('ZADD', A, due_s, id)
-        at = due
+        redis.call('ZADD', A, d_s, id)
+        at = d
       end
       code = 3
     elseif w and not debounce then
       code, at = 0, tonumber(w)
     else
-      mine[id] = due
-      zs[z + 1] = due_s; zs[z + 2] = id
+      mine[id] = d
+      zs[z + 1] = d_s; zs[z + 2] = id
       z = z + 2
       if w then code = 2 else code = 1 end
-      at = due
+      at = d
     end
     out[n + 1] = code
     out[n + 2] = at
     n = n + 2
   end
   if z > 0 then redis.call('ZADD', W, unpack(zs, 1, z)) end
+  if #hs > 0 then
+    redis.call('HSET', F, unpack(hs))
+    flag_first()
+  end
 end
 return finish(out, true)

@@ -1,25 +1,40 @@
--- The Rust rule this script mirrors: rules::queue::enqueue (crates/core/src/rules/queue.rs).
+-- The Rust rules this script mirrors: rules::queue::{enqueue, capped} (crates/core/src/rules/queue.rs).
 -- Dedup Queue: enqueue of one id onto a shard that holds ids (its mark set), the webhook's step,
 -- in the fewest commands: the decisions of queue_enqueue.lua for one id, written out for it (no
 -- shared head, no chunks, no tables). Same keys and arguments as queue_enqueue.lua in mode 'e'
--- (KEYS: waiting, claimed, owners, enqueued again while claimed, the shard's mark; ARGV: the
--- caller's shard count, 'e', delay ms, '1' for debounce, the id) and the same reply: {status,
+-- (KEYS: waiting, claimed, owners, enqueued again while claimed, the shard's mark, and for a capped
+-- debounce the first-enqueue times; ARGV: the caller's shard count, 'e', delay ms, '' / '1' /
+-- 'm' and the cap in ms for the debounce, the id) and the same reply: {status,
 -- change, now, code, due}; {2, 0, 0} when the shard has no mark (nothing done: the caller
 -- reserves a place on the queue's record and sends queue_enqueue.lua), {0, count} when the
 -- shard's count is another. A duplicate (waiting, no debounce) costs GET and ZSCORE, and
 -- replies 0 for the time it did not read. The model test holds it equal to queue_enqueue.lua.
 local W, C, O, A = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local mark = redis.call('GET', KEYS[5])
-if mark ~= ARGV[1] then
-  if mark then return {0, tonumber(mark)} end
+-- A mark ending in 'f': the shard may hold first-enqueue times (see queue_common.lua).
+if mark ~= ARGV[1] and mark ~= ARGV[1] .. 'f' then
+  if mark then return {0, tonumber((string.gsub(mark, 'f$', '')))} end
   return {2, 0, 0}
 end
-local id, debounce = ARGV[5], ARGV[4] == '1'
+local id, debounce = ARGV[5], ARGV[4] ~= ''
 local w = redis.call('ZSCORE', W, id)
 if w and not debounce then return {1, 0, 0, 0, tonumber(w)} end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local due = now + tonumber(ARGV[3])
+if debounce and ARGV[4] ~= '1' then
+  -- A capped debounce: never past the first enqueue (recorded now if none) + the cap.
+  local f = redis.call('HGET', KEYS[6], id)
+  if f then
+    f = tonumber(f)
+  else
+    f = now
+    redis.call('HSET', KEYS[6], id, string.format('%d', now))
+    if mark == ARGV[1] then redis.call('SET', KEYS[5], ARGV[1] .. 'f') end
+  end
+  local cap = f + tonumber(string.sub(ARGV[4], 2))
+  if cap < due then due = cap end
+end
 if not w then
   local cl = redis.call('ZSCORE', C, id)
   if cl then
