@@ -8,7 +8,6 @@
 //! Input objects are `#[napi(object)]` structs (their doc comments become the TypeScript docs of
 //! binding.d.ts) with a conversion from [`js_input!`], which refuses option names it does not know.
 
-use std::borrow::Cow;
 use std::marker::PhantomData;
 use std::time::Duration;
 
@@ -78,41 +77,6 @@ impl<A: At> At for Elem<A> {
     fn path(self) -> FieldPath {
         self.0.path().index(self.1)
     }
-}
-
-/// A field name of the core (Rust, snake_case, durations without unit) in JavaScript terms.
-pub fn js_name(rust: &str) -> Cow<'_, str> {
-    Cow::Borrowed(match rust {
-        "timeout" => "timeoutMs",
-        "keep" => "keepMs",
-        "wait" => "waitMs",
-        "lease" => "leaseMs",
-        "ttl" => "ttlMs",
-        "delay" => "delayMs",
-        "visibility_timeout" => "visibilityTimeoutMs",
-        "connect_timeout" => "connectTimeoutMs",
-        "command_timeout" => "commandTimeoutMs",
-        "retention" => "retentionMs",
-        "period" => "periodMs",
-        "max_wait" => "maxWaitMs",
-        "max_delay" => "maxDelayMs",
-        other if other.contains('_') => {
-            let mut out = String::with_capacity(other.len());
-            let mut up = false;
-            for c in other.chars() {
-                if c == '_' {
-                    up = true;
-                } else if up {
-                    out.extend(c.to_uppercase());
-                    up = false;
-                } else {
-                    out.push(c);
-                }
-            }
-            return Cow::Owned(out);
-        }
-        other => other,
-    })
 }
 
 fn check<T>(r: napi::Result<T>, what: &str) -> Result<T> {
@@ -432,14 +396,6 @@ mod tests {
         assert!(serde_json::from_str::<Vec<String>>(r#"["\ud800"]"#).is_err());
         assert!(serde_json::from_str::<Vec<String>>(r#"["a\udc00b"]"#).is_err());
         assert_eq!(serde_json::from_str::<Vec<String>>(r#"["\ud83d\ude00"]"#).unwrap(), vec!["😀"]);
-    }
-
-    #[test]
-    fn names_in_javascript_terms() {
-        assert_eq!(js_name("timeout"), "timeoutMs");
-        assert_eq!(js_name("reclaim_completed"), "reclaimCompleted");
-        assert_eq!(js_name("group"), "group");
-        assert_eq!(js_name("timeoutMs"), "timeoutMs");
     }
 
     #[test]

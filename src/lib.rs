@@ -70,11 +70,11 @@ fn make_runtime() {
 /// rejects with it.
 pub(crate) fn js_error(env: &Env, e: &CoreError) -> napi::Error {
     let build = || -> napi::Result<napi::Error> {
-        let text = e.text(from_js::js_name);
+        let text = e.text(flowguard_core::field_name::public);
         let mut obj = env.create_error(napi::Error::new(Status::GenericFailure, text))?;
         obj.set_named_property("code", e.code.as_str())?;
         if let Some(field) = e.field.as_ref().filter(|p| !p.segments().is_empty()) {
-            obj.set_named_property("field", field.render(from_js::js_name))?;
+            obj.set_named_property("field", field.render(flowguard_core::field_name::public))?;
         }
         Ok(napi::Error::from(obj.to_unknown()))
     };

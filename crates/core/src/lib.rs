@@ -8,6 +8,7 @@ pub mod backend;
 pub mod catalog;
 pub mod client;
 pub mod error;
+pub mod field_name;
 pub mod keys;
 pub mod limiter;
 pub mod lock;

@@ -1,8 +1,6 @@
 //! Errors as HTTP responses: a status a caller can route on and a coded JSON body
 //! `{code, message, field?}`, with the field named as the request body names it (camelCase, ms).
 
-use std::borrow::Cow;
-
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -108,34 +106,13 @@ pub fn status_of(code: ErrorCode) -> StatusCode {
     }
 }
 
-/// A field name of the core (snake_case, durations without unit) as the request body names it.
-pub fn body_name(rust: &str) -> Cow<'_, str> {
-    Cow::Borrowed(match rust {
-        "timeout" => "timeoutMs",
-        "keep" => "keepMs",
-        "wait" => "waitMs",
-        "lease" => "leaseMs",
-        "ttl" => "ttlMs",
-        "delay" => "delayMs",
-        "visibility_timeout" => "visibilityTimeoutMs",
-        "expires_at" => "expiresAt",
-        "reclaim_completed" => "reclaimCompleted",
-        "period" => "periodMs",
-        "max_wait" => "maxWaitMs",
-        "until_ms" => "untilMs",
-        "retry_after" => "retryAfter",
-        "max_delay" => "maxDelayMs",
-        other => other,
-    })
-}
-
 impl From<Error> for ApiError {
     fn from(e: Error) -> ApiError {
         ApiError {
             status: status_of(e.code),
             code: e.code.as_str(),
-            message: e.text(body_name),
-            field: e.field.as_ref().map(|p| p.render(body_name)),
+            message: e.text(flowguard_core::field_name::public),
+            field: e.field.as_ref().map(|p| p.render(flowguard_core::field_name::public)),
         }
     }
 }
