@@ -31,15 +31,20 @@ function run(name, cmd, args, env, parse) {
   const r = spawnSync(cmd, args, { cwd: root, env: { ...process.env, ...env }, encoding: 'utf8', maxBuffer: 1 << 30 })
   process.stdout.write(r.stdout || '')
   process.stderr.write(r.stderr || '')
-  const counts = parse ? parse((r.stdout || '') + (r.stderr || '')) : { p: 0, f: 0 }
-  if (r.status !== 0 && counts.f === 0) counts.f = 1 // a crash or a build failure counts as a failure
+  tally(name, r.status, (r.stdout || '') + (r.stderr || ''), parse, t0)
+  return r.status === 0
+}
+
+/** Counts a leg that ended with `status` and printed `out`: its summary line, and after it the
+ * failed tests by name with the first line of each error, where the summary is read (the end of
+ * the output): what failed is then known even when only the end of a log is kept. */
+function tally(name, status, out, parse, t0, how = '') {
+  const counts = parse ? parse(out) : { p: 0, f: 0 }
+  if (status !== 0 && counts.f === 0) counts.f = 1 // a crash or a build failure counts as a failure
   passed += counts.p
   failed += counts.f
-  summary.push(`${name}: ${counts.p} passed, ${counts.f} failed (${((Date.now() - t0) / 1000).toFixed(1)} s)`)
-  // The failed tests by name, with the first line of each error, where the summary is read (the
-  // end of the output): what failed is then known even when only the end of a log is kept.
-  for (const line of failures((r.stdout || '') + (r.stderr || '')).slice(0, 10)) summary.push(`  failed: ${line}`)
-  return r.status === 0
+  summary.push(`${name}: ${counts.p} passed, ${counts.f} failed (${((Date.now() - t0) / 1000).toFixed(1)} s${how})`)
+  for (const line of failures(out).slice(0, 10)) summary.push(`  failed: ${line}`)
 }
 
 /**
@@ -64,11 +69,7 @@ function runInBackground(name, cmd, args, env, parse) {
     rmSync(log, { force: true })
     console.log(`\n=== ${name} (in the background, niced): ${cmd} ${args.join(' ')}`)
     process.stdout.write(out)
-    const counts = parse ? parse(out) : { p: 0, f: 0 }
-    if (r.status !== 0 && counts.f === 0) counts.f = 1
-    passed += counts.p
-    failed += counts.f
-    summary.push(`${name}: ${counts.p} passed, ${counts.f} failed (${((Date.now() - t0) / 1000).toFixed(1)} s, in the background)`)
+    tally(name, r.status, out, parse, t0, ', in the background')
     return r.status === 0
   }
 }
