@@ -716,6 +716,13 @@ export interface SentinelOptions {
   password?: string
   /** Database of the data nodes. Default 0. */
   db?: number
+  /**
+   * How many replicas must confirm each call before it resolves (Redis `WAIT`), 0 to 64.
+   * Default 0: a call resolves once the primary ran it, and a failover can lose the last
+   * writes (replication is asynchronous). A call not confirmed within `commandTimeoutMs` fails
+   * with `ERR_BACKEND_UNAVAILABLE`: it ran on the primary and may be lost.
+   */
+  replicaAcks?: number
 }
 
 export interface StateEntry {

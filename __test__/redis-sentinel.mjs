@@ -26,7 +26,7 @@ const sentinelFields = (text) => infoFields(text.replace(/,/g, '\n').replace(/=/
  * Starts the set: resolves once the sentinels know the replica and each other (a failover needs
  * both). `password`: the data nodes' (requirepass, masterauth, and the sentinels' auth-pass);
  * `sentinelPassword`: the sentinels' own (requirepass, sentinel-pass). Returns
- * `{ name, nodes, data, sentinels, primaryPort(), role(port), dataCli, failover(), rejoin(port), stop(), killNow() }`:
+ * `{ name, nodes, data, sentinels, primaryPort(), role(port), dataCli, failover(), rejoin(port), restart(port), stop(), killNow() }`:
  * `nodes` are the sentinel URLs (without credentials), `data` and `sentinels` `[{ port, proc }]`.
  */
 export async function startSentinelSet({ name = 'fgmain', password, sentinelPassword } = {}) {
@@ -39,12 +39,13 @@ export async function startSentinelSet({ name = 'fgmain', password, sentinelPass
     for (const p of [...data, ...sentinels]) await stopRedis(p.proc)
     rmSync(dir, { recursive: true, force: true })
   }
-  const auth = password ? ['--requirepass', password, '--masterauth', password] : []
+  // A primary sends a full copy to a replica at once (not after the default 5 s of waiting for more).
+  const auth = ['--repl-diskless-sync-delay', '0', ...(password ? ['--requirepass', password, '--masterauth', password] : [])]
   try {
     const primary = await freePort()
-    data.push({ port: primary, proc: await startRedis(primary, ['--dir', dir, ...auth]) })
+    data.push({ port: primary, proc: await startRedis(primary, ['--dir', dir, '--dbfilename', `dump-${primary}.rdb`, ...auth]) })
     const replica = await freePort()
-    data.push({ port: replica, proc: await startRedis(replica, ['--dir', dir, ...auth, '--replicaof', '127.0.0.1', String(primary)]) })
+    data.push({ port: replica, proc: await startRedis(replica, ['--dir', dir, '--dbfilename', `dump-${replica}.rdb`, ...auth, '--replicaof', '127.0.0.1', String(primary)]) })
     await until(() => infoFields(dataCli(replica, 'INFO', 'replication')).master_link_status === 'up', 10000, 'the replica to sync')
     for (let i = 0; i < 3; i++) {
       const port = await freePort()
@@ -103,6 +104,15 @@ export async function startSentinelSet({ name = 'fgmain', password, sentinelPass
       dataCli(port, 'REPLICAOF', '127.0.0.1', String(primaryPort()))
       await until(() => infoFields(dataCli(port, 'INFO', 'replication')).master_link_status === 'up', 10000, 'the old primary to sync as a replica')
       await until(() => sentinels.every((s) => sentinelFields(sentinelCli(s.port, 'INFO', 'sentinel')).slaves === '1'), 15000, 'the sentinels to see the replica')
+    },
+    /**
+     * Starts the data node at `port` again (after it was killed) as a replica of the current
+     * primary, and waits until it is in sync.
+     */
+    async restart(port) {
+      const node = data.find((d) => d.port === port)
+      node.proc = await startRedis(port, ['--dir', dir, '--dbfilename', `dump-${port}.rdb`, ...auth, '--replicaof', '127.0.0.1', String(primaryPort())])
+      await until(() => infoFields(dataCli(port, 'INFO', 'replication')).master_link_status === 'up', 10000, 'the restarted node to sync as a replica')
     },
     stop,
     /** Kills every process at once, for a `process.on('exit')` hook (which cannot wait). */

@@ -1,8 +1,10 @@
 // Sentinel-managed Redis, on a throwaway set of its own on loopback: a primary, a replica and
 // three sentinels (quorum 2, down-after 1 s). The four patterns through the `sentinel` option;
-// clients calling through `SENTINEL FAILOVER` and through a SIGKILLed primary: calls go on on the
-// new primary within a few seconds, nothing acknowledged is lost (the longest run of failing
-// calls and the failures' codes are printed); bad options are coded errors.
+// clients calling with `replicaAcks: 1` through `SENTINEL FAILOVER` and through a SIGKILLed
+// primary (restarted as a replica once the other node is promoted): calls go on on the new
+// primary within a few seconds, nothing acknowledged is lost (the longest run of failing calls
+// and the failures' codes are printed); a call more replicas must confirm than there are fails
+// with a coded error after it ran; bad options are coded errors.
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { tmpdir } from 'node:os'
@@ -32,7 +34,8 @@ after(async () => {
 
 const primaryPort = () => set.primaryPort()
 
-const open = (extra = {}) => Flowguard.open({ sentinel: { masterName: NAME, nodes }, prefix: freshPrefix('sentinel'), ...extra })
+const open = (extra = {}, sentinel = {}) =>
+  Flowguard.open({ sentinel: { masterName: NAME, nodes, ...sentinel }, prefix: freshPrefix('sentinel'), ...extra })
 
 test('the four patterns work through the sentinel option', { skip }, async () => {
   const fg = await open()
@@ -53,14 +56,41 @@ test('the four patterns work through the sentinel option', { skip }, async () =>
   await fg.close()
 })
 
+test('replicaAcks: a call is answered once the replica holds it; more replicas than there are: ERR_BACKEND_UNAVAILABLE after it ran', { skip }, async () => {
+  const fg = await open({}, { replicaAcks: 1 })
+  const c = await fg.claim('g', 'confirmed')
+  assert.ok(c.claimed)
+  // Confirmed: the replica has it now, not at some later moment.
+  const replica = set.data.find((d) => d.port !== primaryPort()).port
+  const key = cli(replica, 'KEYS', `${fg.prefix}*`)
+  assert.ok(key.length > 0, 'the replica holds the claim when the call resolves')
+  await fg.close()
+
+  const commandTimeoutMs = 600
+  const strict = await open({ commandTimeoutMs }, { replicaAcks: 2 })
+  const t0 = Date.now()
+  const e = await rejection(strict.claim('g', 'unconfirmed'))
+  const took = Date.now() - t0
+  assert.equal(e.code, 'ERR_BACKEND_UNAVAILABLE', e.message)
+  assert.match(e.message, /1 of the 2 replicas asked for \(replicaAcks\) confirmed it/)
+  assert.ok(took < commandTimeoutMs + 500, `failed after ${took} ms, commandTimeoutMs ${commandTimeoutMs}`)
+  // It ran on the primary: a client that asks for no confirmation sees the claim.
+  const plain = await open({ prefix: strict.prefix })
+  assert.equal((await plain.getItem('g', 'unconfirmed')).status, 'in_progress')
+  await Promise.all([strict.close(), plain.close()])
+})
+
 /**
- * Clients calling lock and tracker calls in a loop while `fault()` runs; returns what was
- * acknowledged, the failures by code and the longest run of failing calls after `fault` began.
+ * Clients calling lock and tracker calls in a loop while `fault()` runs, each call confirmed by
+ * the replica (`replicaAcks: 1`); returns what was acknowledged, the failures by code and the
+ * longest run of failing calls after `fault` began.
  */
 async function underLoad(tag, fault) {
   const prefix = freshPrefix(`sentinel-${tag}`)
   const WORKERS = 4
-  const clients = await Promise.all(Array.from({ length: WORKERS }, () => open({ prefix, commandTimeoutMs: 2000 })))
+  const clients = await Promise.all(
+    Array.from({ length: WORKERS }, () => open({ prefix, commandTimeoutMs: 2000 }, { replicaAcks: 1 })),
+  )
   const acked = []
   const codes = {}
   let stop = false
@@ -115,21 +145,28 @@ async function underLoad(tag, fault) {
   assert.ok(longest < MAX_OUTAGE_MS, `calls failed for ${longest} ms`)
 }
 
-test('calls go on through SENTINEL FAILOVER and a killed primary: nothing acknowledged lost', { skip, timeout: 60_000 }, async () => {
+test('calls with replicaAcks: 1 go on through SENTINEL FAILOVER and a killed primary: nothing acknowledged lost', { skip, timeout: 60_000 }, async () => {
   const first = primaryPort()
   let second
+  // The new primary's only replica is the old primary once it is converted (the sentinels take
+  // seconds; rejoin does it at once): calls are unconfirmed, and fail, until then.
   await underLoad('failover', async () => {
     const t = Date.now()
     second = await set.failover()
-    return `SENTINEL FAILOVER: new primary named after ${Date.now() - t} ms`
+    const named = Date.now() - t
+    await set.rejoin(first)
+    return `SENTINEL FAILOVER: new primary named after ${named} ms, the old one its replica after ${Date.now() - t} ms`
   })
-  await set.rejoin(first)
 
+  // With its only replica promoted, the new primary has none to confirm calls until the killed
+  // node is back as its replica: calls fail meanwhile (they ran, unconfirmed), then go on.
   await underLoad('sigkill', async () => {
     const t = Date.now()
     await stopRedis(set.data.find((d) => d.port === second).proc)
     await until(() => primaryPort() === first && set.role(first) === 'master', 20000, 'the sentinels to promote the replica')
-    return `SIGKILL of the primary: replica promoted after ${Date.now() - t} ms`
+    const promoted = Date.now() - t
+    await set.restart(second)
+    return `SIGKILL of the primary: replica promoted after ${promoted} ms, the killed node back as a replica after ${Date.now() - t} ms`
   })
 })
 
@@ -142,6 +179,8 @@ test('sentinel options are checked, with coded errors naming the field', { skip 
     [{ sentinel: { masterName: NAME, nodes: [] } }, 'sentinel.nodes'],
     [{ sentinel: { masterName: NAME, nodes: ['redis://127.0.0.1:1', 'not a url'] } }, 'sentinel.nodes[1]'],
     [{ sentinel: { masterName: NAME, nodes, db: -1 } }, 'sentinel.db'],
+    [{ sentinel: { masterName: NAME, nodes, replicaAcks: 65 } }, 'sentinel.replicaAcks'],
+    [{ sentinel: { masterName: NAME, nodes, replicaAcks: 1.5 } }, 'sentinel.replicaAcks'],
     [{ sentinel: { masterName: NAME, nodes, hosts: [] } }, 'unknown option "hosts"'],
     [{ sentinel: { nodes } }, 'sentinel.masterName'],
   ]

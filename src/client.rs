@@ -81,19 +81,26 @@ pub struct SentinelOptions {
     pub password: Option<String>,
     /// Database of the data nodes. Default 0.
     pub db: Option<f64>,
+    /// How many replicas must confirm each call before it resolves (Redis `WAIT`), 0 to 64.
+    /// Default 0: a call resolves once the primary ran it, and a failover can lose the last
+    /// writes (replication is asynchronous). A call not confirmed within `commandTimeoutMs` fails
+    /// with `ERR_BACKEND_UNAVAILABLE`: it ran on the primary and may be lost.
+    pub replica_acks: Option<f64>,
 }
 
-js_input!(SentinelOptions { master_name = "masterName", nodes = "nodes", username = "username", password = "password", db = "db" });
+js_input!(SentinelOptions { master_name = "masterName", nodes = "nodes", username = "username", password = "password", db = "db", replica_acks = "replicaAcks" });
 
 impl SentinelOptions {
     fn into_core(self) -> flowguard_core::Result<CoreSentinelOptions> {
         let db = whole(Field(Field("options", "sentinel"), "db"), self.db)?;
+        let replica_acks = whole(Field(Field("options", "sentinel"), "replicaAcks"), self.replica_acks)?;
         Ok(CoreSentinelOptions {
             master_name: self.master_name,
             nodes: one_or_many(self.nodes),
             username: self.username,
             password: self.password,
             db: db.map(|d| i64::try_from(d).unwrap_or(i64::MAX)),
+            replica_acks: replica_acks.map(|n| u32::try_from(n).unwrap_or(u32::MAX)),
         })
     }
 }

@@ -94,5 +94,15 @@ export class FlowguardRedisApi implements ICredentialType {
 			default: '',
 			description: 'The sentinels\' own password (requirepass of the sentinels), when they have one',
 		},
+		{
+			displayName: 'Replica Confirmations',
+			name: 'sentinelReplicaAcks',
+			type: 'number',
+			typeOptions: { minValue: 0, maxValue: 64 },
+			displayOptions: { show: { sentinel: [true] } },
+			default: 0,
+			description:
+				'How many replicas must hold each call before it is answered (Redis WAIT). 0: answered once the primary ran it, and a failover can lose the last writes (replication is asynchronous). Set it to the number of replicas to keep every answered write through a failover; with fewer replicas up, calls fail until they are back.',
+		},
 	];
 }

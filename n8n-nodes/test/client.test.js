@@ -29,9 +29,9 @@ test('Redis Sentinel credential: master name, sentinel URLs with the sentinels\'
 	assert.deepEqual(
 		redisTargetFromCredential({
 			ssl: true, disableTlsVerification: true, sentinel: true, sentinelMasterName: 'm', sentinelNodes: 's1:1',
-			sentinelUser: 'sen', sentinelPassword: 'x:y', cluster: true,
+			sentinelUser: 'sen', sentinelPassword: 'x:y', cluster: true, sentinelReplicaAcks: 1,
 		}),
-		{ sentinel: { masterName: 'm', nodes: ['rediss://sen:x%3Ay@s1:1#insecure'], db: 0 } },
+		{ sentinel: { masterName: 'm', nodes: ['rediss://sen:x%3Ay@s1:1#insecure'], db: 0, replicaAcks: 1 } },
 		'Sentinel wins over a Cluster switch left on (n8n hides it), no user or password when none is given',
 	);
 	assert.deepEqual(redisTargetFromCredential({ host: 'h', port: 6379, sentinel: false, sentinelNodes: 's1:1' }), { url: 'redis://h:6379/0' });

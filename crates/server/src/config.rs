@@ -88,6 +88,11 @@ pub struct Args {
     /// With --redis-sentinel-master: database of the data nodes (with --redis-url: in the URL).
     #[arg(long, env = "FLOWGUARD_REDIS_DB", requires = "redis_sentinel_master")]
     pub redis_db: Option<i64>,
+    /// With --redis-sentinel-master: how many replicas must confirm each call (Redis WAIT)
+    /// before it is answered; 0 (default): answered once the primary ran it. A call not confirmed
+    /// within its timeout fails with ERR_BACKEND_UNAVAILABLE (it ran, and a failover could lose it).
+    #[arg(long, env = "FLOWGUARD_REDIS_SENTINEL_REPLICA_ACKS", requires = "redis_sentinel_master")]
+    pub redis_sentinel_replica_acks: Option<u32>,
     /// A durable store file (SQLite): state survives restarts and crashes of the server.
     #[arg(long, env = "FLOWGUARD_PATH")]
     pub path: Option<std::path::PathBuf>,
@@ -247,6 +252,7 @@ impl Args {
                 username: self.redis_username.as_deref(),
                 password: self.data_password(),
                 db: self.redis_db,
+                replica_acks: self.redis_sentinel_replica_acks,
             })?),
             _ => None,
         };

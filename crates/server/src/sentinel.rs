@@ -17,6 +17,7 @@ fn flag(field: &str) -> &'static str {
         "username" => "--redis-username",
         "password" => "--redis-password",
         "db" => "--redis-db",
+        "replica_acks" => "--redis-sentinel-replica-acks",
         _ => "--redis-sentinel-master",
     }
 }
@@ -33,6 +34,8 @@ pub struct SentinelFlags<'a> {
     pub username: Option<&'a str>,
     pub password: Secret<'a>,
     pub db: Option<i64>,
+    /// Replicas that must confirm each call before it is answered.
+    pub replica_acks: Option<u32>,
 }
 
 /// The checked sentinel options; an `ERR_INVALID_ARGUMENT` naming the flag otherwise (its value
@@ -71,6 +74,7 @@ pub fn options(f: &SentinelFlags<'_>) -> Result<SentinelOptions> {
         username: f.username.map(str::to_string),
         password: f.password.read()?,
         db: f.db,
+        replica_acks: f.replica_acks,
     };
     opts.check().map_err(in_flags)?;
     Ok(opts)
@@ -109,6 +113,7 @@ mod tests {
             username: None,
             password: none(),
             db: None,
+            replica_acks: None,
         }
     }
 
@@ -158,6 +163,8 @@ mod tests {
             .contains("--redis-sentinel-master must be"));
         assert!(refused(&SentinelFlags { db: Some(-1), ..flags("s1:1") })
             .contains("--redis-db must be 0 or more"));
+        assert!(refused(&SentinelFlags { replica_acks: Some(65), ..flags("s1:1") })
+            .contains("--redis-sentinel-replica-acks must be 0 to 64 replicas, got 65"));
         let missing = Path::new("/nonexistent/flowguard-password");
         let f = SentinelFlags { password: Secret { file: Some(missing), ..none() }, ..flags("s1:1") };
         assert!(

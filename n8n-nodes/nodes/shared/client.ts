@@ -136,6 +136,7 @@ export function redisTargetFromCredential(c: ICredentialDataDecryptedObject): {
 	if (c.sentinel === true) {
 		const { user, password, tls, insecure, db } = addressOf(c);
 		const sentinelAuth = { user: str(c.sentinelUser), password: str(c.sentinelPassword), tls, insecure };
+		const replicaAcks = Number(c.sentinelReplicaAcks ?? 0) || 0;
 		return {
 			sentinel: {
 				masterName: str(c.sentinelMasterName).trim(),
@@ -143,6 +144,7 @@ export function redisTargetFromCredential(c: ICredentialDataDecryptedObject): {
 				...(user ? { username: user } : {}),
 				...(password ? { password } : {}),
 				db,
+				...(replicaAcks > 0 ? { replicaAcks } : {}),
 			},
 		};
 	}

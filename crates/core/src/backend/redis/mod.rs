@@ -454,6 +454,18 @@ pub(crate) fn map_error(target: &Target, e: RedisError) -> Error {
             format!("no primary for Redis {}: the sentinels know none that is up ({detail})", target.display),
         );
     }
+    // A Sentinel store's call ran on the primary, but fewer replicas than `replicaAcks` confirmed
+    // it in time: it may be lost in a failover, so it is not acknowledged.
+    if e.kind() == redis::ErrorKind::NoValidReplicasFoundBySentinel {
+        return Error::new(
+            ErrorCode::BackendUnavailable,
+            format!(
+                "Redis {}: {}",
+                target.display,
+                e.detail().unwrap_or("replicas did not confirm the call")
+            ),
+        );
+    }
     if e.is_timeout() {
         return Error::new(
             ErrorCode::Timeout,

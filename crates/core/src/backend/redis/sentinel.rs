@@ -55,6 +55,12 @@ const HOLD: Duration = Duration::from_secs(5);
 /// subscription.
 const RESUBSCRIBE_WAIT: Duration = Duration::from_secs(1);
 
+/// The most replicas a call can wait for (`replica_acks`).
+pub const MAX_REPLICA_ACKS: u32 = 64;
+/// Of the time a call has left, the part its `WAIT` for replicas may take: the rest carries the
+/// answer back before the call's own deadline, so an unconfirmed call says so instead of timing out.
+const WAIT_SHARE: f64 = 0.8;
+
 /// The most sentinel addresses of one store.
 pub const MAX_SENTINELS: usize = 64;
 /// The longest master name (sentinel names are short identifiers; this only bounds the input).
@@ -76,6 +82,9 @@ pub struct SentinelOptions {
     pub password: Option<String>,
     /// Database of the data nodes. Default 0.
     pub db: Option<i64>,
+    /// How many replicas must confirm each call before it returns (Redis `WAIT`): 0 (the
+    /// default) returns when the primary has run it, as Redis replicates asynchronously.
+    pub replica_acks: Option<u32>,
 }
 
 /// Never prints the password.
@@ -87,6 +96,7 @@ impl fmt::Debug for SentinelOptions {
             .field("username", &self.username)
             .field("password", &self.password.as_ref().map(|_| "***"))
             .field("db", &self.db)
+            .field("replica_acks", &self.replica_acks)
             .finish()
     }
 }
@@ -143,6 +153,12 @@ impl SentinelOptions {
                 return Err(Error::invalid_at(at().field("db"), format!("must be 0 or more, got {db}")));
             }
         }
+        if let Some(n) = self.replica_acks.filter(|n| *n > MAX_REPLICA_ACKS) {
+            return Err(Error::invalid_at(
+                at().field("replica_acks"),
+                format!("must be 0 to {MAX_REPLICA_ACKS} replicas, got {n}"),
+            ));
+        }
         Ok(())
     }
 }
@@ -194,6 +210,8 @@ struct State {
     conn_config: AsyncConnectionConfig,
     connect_timeout: Duration,
     command_timeout: Duration,
+    /// Replicas that must confirm each call (`WAIT`); 0: none.
+    replica_acks: u32,
 }
 
 /// The sentinels, with a connection to each once used.
@@ -236,7 +254,7 @@ impl SentinelLink {
         let deadline = Instant::now() + state.command_timeout;
         let mut wait = Duration::from_millis(MIN_RETRY_WAIT_MS);
         loop {
-            let failed = match tokio::time::timeout_at(deadline, state.attempt(&send)).await {
+            let failed = match tokio::time::timeout_at(deadline, state.attempt(&send, deadline)).await {
                 Ok(Ok(v)) => return Ok(v),
                 Ok(Err(f)) => f,
                 Err(_) => return Err(timed_out()),
@@ -251,14 +269,17 @@ impl SentinelLink {
 }
 
 impl State {
-    async fn attempt<T, F, Fut>(&self, send: &F) -> std::result::Result<T, Failed>
+    async fn attempt<T, F, Fut>(&self, send: &F, deadline: Instant) -> std::result::Result<T, Failed>
     where
         F: Fn(MultiplexedConnection) -> Fut,
         Fut: Future<Output = RedisResult<T>>,
     {
         // A resolution that failed sent nothing to the primary.
         let (generation, conn) = self.checkout().await.map_err(|error| Failed { error, resend: true })?;
-        let outcome = send(conn).await;
+        let outcome = match send(conn.clone()).await {
+            Ok(v) if self.replica_acks > 0 => self.confirm(conn, deadline).await.map(|()| v),
+            other => other,
+        };
         let mut p = crate::backend::guard(&self.primary);
         if p.generation != generation {
             return outcome.map_err(|error| Failed { resend: resendable(&error), error });
@@ -274,7 +295,12 @@ impl State {
                     if p.timeouts >= RETIRE_AFTER_TIMEOUTS {
                         p.conn = None;
                     }
-                } else if resendable(&error) || error.is_io_error() || error.is_connection_dropped() {
+                } else if resendable(&error)
+                    || error.is_io_error()
+                    || error.is_connection_dropped()
+                    // The replicas stopped confirming: perhaps one was promoted; ask the sentinels.
+                    || error.kind() == redis::ErrorKind::NoValidReplicasFoundBySentinel
+                {
                     p.conn = None;
                 } else {
                     p.timeouts = 0;
@@ -282,6 +308,30 @@ impl State {
                 Err(Failed { resend: resendable(&error), error })
             }
         }
+    }
+
+    /// Waits until `replica_acks` replicas hold every write made on `conn` so far (the call just
+    /// run included), within the part of the call's time [`WAIT_SHARE`] allows. `WAIT` blocks
+    /// the connection it is sent on, so the calls sharing it take turns meanwhile: when the
+    /// replicas keep up that is a replica round trip; when they do not, each call waits its share.
+    async fn confirm(&self, mut conn: MultiplexedConnection, deadline: Instant) -> RedisResult<()> {
+        let left = deadline.saturating_duration_since(Instant::now()).mul_f64(WAIT_SHARE);
+        // `WAIT n 0` would wait for ever.
+        let wait_ms = u64::try_from(left.as_millis()).unwrap_or(u64::MAX).max(1);
+        let confirmed: u64 =
+            redis::cmd("WAIT").arg(self.replica_acks).arg(wait_ms).query_async(&mut conn).await?;
+        if confirmed >= u64::from(self.replica_acks) {
+            return Ok(());
+        }
+        Err(RedisError::from((
+            redis::ErrorKind::NoValidReplicasFoundBySentinel,
+            "replicas did not confirm the call",
+            format!(
+                "the primary ran it, {confirmed} of the {} replicas asked for (replicaAcks) confirmed it within \
+                 {wait_ms} ms, so a failover now could lose it",
+                self.replica_acks
+            ),
+        )))
     }
 
     /// The current connection, resolving the primary when there is none; waits while a
@@ -521,6 +571,7 @@ pub(super) async fn connect(opts: &SentinelOptions, config: &Config) -> Result<S
             .set_response_timeout(Some(command_timeout)),
         connect_timeout,
         command_timeout,
+        replica_acks: opts.replica_acks.unwrap_or(0),
     });
     match state.checkout().await {
         Ok(_) => {}
@@ -583,6 +634,9 @@ mod tests {
         assert_eq!(m, "sentinel.nodes[0]");
         let m = field_of(SentinelOptions { db: Some(-1), ..opts(&["redis://a:1"]) }.check());
         assert_eq!(m, "sentinel.db");
+        let m = field_of(SentinelOptions { replica_acks: Some(65), ..opts(&["redis://a:1"]) }.check());
+        assert_eq!(m, "sentinel.replica_acks");
+        SentinelOptions { replica_acks: Some(64), ..opts(&["redis://a:1"]) }.check().unwrap();
     }
 
     #[test]
