@@ -228,8 +228,10 @@ test('counter: linearizable, where the necessary conditions are not enough', () 
 })
 
 test('linearizable: gives up after its budget rather than running on', () => {
-  const h = ops('counter', [incr(1, 0, 10), incr(2, 20, 21)])
-  assert.equal(linearizable(h, { init: 0, step: (s) => ({ ok: true, state: s + 1 }) }, { budget: 1 }).linearizable, undefined)
+  const h = ops('counter', Array.from({ length: 10 }, (_, i) => incr(i + 1, i * 10, i * 10 + 5)))
+  const model = { init: 0, step: (s) => ({ ok: true, state: s + 1 }) }
+  assert.equal(linearizable(h, model, { budget: 3 }).linearizable, undefined)
+  assert.equal(linearizable(h, model, { budget: 100 }).linearizable, true)
 })
 
 const w = (key, value, start, end, type = 'ok') => ['w', 'write', { key, value }, type, {}, start, end]

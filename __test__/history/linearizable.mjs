@@ -8,12 +8,15 @@
 // { init, step(state, op) -> { ok, state } }; states compare by JSON text. `interchangeable(op)`
 // (optional): true for unknown operations whose effect is the same whatever the op (a counter's
 // unknown increments): only the earliest not yet linearized is tried, which keeps the search from
-// trying every subset of them. `budget`: how many steps the search may take before it gives up.
-// Returns { linearizable: true | false | undefined (gave up), stuck: the operations the longest
-// linearized prefix could not go past (for a report) }.
+// trying every subset of them. At each point the search tries the definite operations that may come
+// next before the unknown ones (which are needed only when no definite one fits), so a history with
+// many unknown operations is decided without trying where each of them could go. `budget`: how
+// many steps the search may take before it gives up.
+// Returns { linearizable: true | false | undefined (gave up), stuck: operations that could not come
+// next where the search got furthest (for a report) }.
 export function linearizable(ops, model, { interchangeable = () => false, budget = 2_000_000 } = {}) {
   // Call and return entries in one doubly linked list, by time; at equal times calls first (such
-  // operations are concurrent, not ordered).
+  // operations are concurrent, not ordered). A linearized operation's entries are lifted out.
   const entries = []
   ops.forEach((op, id) => {
     const call = { id, op, call: true, time: op.start }
@@ -30,78 +33,69 @@ export function linearizable(ops, model, { interchangeable = () => false, budget
     prev = e
   }
   const lift = (e) => {
-    e.prev.next = e.next
-    if (e.next) e.next.prev = e.prev
-    const r = e.match
-    r.prev.next = r.next
-    if (r.next) r.next.prev = r.prev
+    for (const x of [e, e.match]) {
+      x.prev.next = x.next
+      if (x.next) x.next.prev = x.prev
+    }
   }
   const unlift = (e) => {
-    const r = e.match
-    r.prev.next = r
-    if (r.next) r.next.prev = r
-    e.prev.next = e
-    if (e.next) e.next.prev = e
+    for (const x of [e.match, e]) {
+      x.prev.next = x
+      if (x.next) x.next.prev = x
+    }
+  }
+  // What may come next: the calls before the first return still in the list; definite ones first.
+  const candidates = () => {
+    const definite = []
+    const unknown = []
+    let twin = false
+    for (let e = head.next; e && e.call; e = e.next) {
+      if (e.op.type !== 'info') definite.push(e)
+      else if (!interchangeable(e.op)) unknown.push(e)
+      else if (!twin) {
+        twin = true
+        unknown.push(e)
+      }
+    }
+    return definite.concat(unknown)
   }
 
-  const words = new Uint32Array(Math.ceil(ops.length / 32) + 1)
-  const flip = (id) => { words[id >>> 5] ^= 1 << (id & 31) }
+  // The memo: which operations are linearized (a bitset, as text) and the model's state.
+  const bits = new Uint16Array(Math.ceil(ops.length / 16) + 1)
+  const flip = (id) => { bits[id >>> 4] ^= 1 << (id & 15) }
+  const memoKey = (state) => `${JSON.stringify(state)}|${String.fromCharCode.apply(null, bits)}`
   const seen = new Set()
-  const stack = []
+  let left = ops.filter((o) => o.type !== 'info').length
   let state = model.init
-  let done = 0
-  let best = 0
+  const stack = []
+  let frame = { next: candidates(), i: 0 }
+  let best = -1
   let stuck = []
-  let steps = 0
-  let e = head.next
-  let twin = false // an interchangeable unknown operation was passed on this walk (so was tried)
-  while (e) {
-    if (++steps > budget) return { linearizable: undefined, stuck }
-    if (!e.call) {
-      // A return: every operation still in the list before it was tried. An unknown operation's
-      // return (Infinity) means every definite one is linearized: the rest need not take effect.
-      if (e.time === Infinity) return { linearizable: true, stuck: [] }
+  for (let steps = 0; left > 0; steps++) {
+    if (steps > budget) return { linearizable: undefined, stuck }
+    if (frame.i >= frame.next.length) {
+      if (stack.length > best) { best = stack.length; stuck = frame.next.slice(0, 5).map((e) => e.op) }
       if (!stack.length) return { linearizable: false, stuck }
-      const [top, before] = stack.pop()
-      state = before
-      flip(top.id)
-      done--
-      unlift(top)
-      e = top.next
-      twin = isTwin(top) || twinBefore(top)
+      const back = stack.pop()
+      unlift(back.e)
+      flip(back.e.id)
+      if (back.e.op.type !== 'info') left++
+      state = back.state
+      frame = back.frame
       continue
     }
-    if (isTwin(e)) {
-      if (twin) { e = e.next; continue }
-      twin = true
-    }
+    const e = frame.next[frame.i++]
     const r = model.step(state, e.op)
-    if (r.ok) {
-      flip(e.id)
-      const key = `${words.join(',')}|${JSON.stringify(r.state)}`
-      if (!seen.has(key)) {
-        seen.add(key)
-        stack.push([e, state])
-        state = r.state
-        done++
-        lift(e)
-        if (done > best) { best = done; stuck = [] }
-        e = head.next
-        twin = false
-        continue
-      }
-      flip(e.id)
-    } else if (done === best && stuck.length < 5) stuck.push(e.op)
-    e = e.next
+    if (!r.ok) continue
+    flip(e.id)
+    const key = memoKey(r.state)
+    if (seen.has(key)) { flip(e.id); continue }
+    seen.add(key)
+    stack.push({ e, state, frame })
+    lift(e)
+    if (e.op.type !== 'info') left--
+    state = r.state
+    frame = { next: candidates(), i: 0 }
   }
   return { linearizable: true, stuck: [] }
-
-  function isTwin(e) {
-    return e.call && e.op.type === 'info' && interchangeable(e.op)
-  }
-  // True when an interchangeable unknown operation comes before `e` in the list.
-  function twinBefore(e) {
-    for (let x = head.next; x && x !== e; x = x.next) if (isTwin(x)) return true
-    return false
-  }
 }
