@@ -8,6 +8,14 @@ import { checkSemaphore } from './history/check-semaphore.mjs'
 import { checkQueue } from './history/check-queue.mjs'
 import { checkTracker } from './history/check-tracker.mjs'
 import { checkCounter } from './history/check-counter.mjs'
+import { checkLimiter } from './history/check-limiter.mjs'
+import { checkRegister } from './history/check-register.mjs'
+import { checkOnce } from './history/check-once.mjs'
+import { checkLockset } from './history/check-lockset.mjs'
+import { linearizable } from './history/linearizable.mjs'
+import { fencedRegister } from './history/fenced-register.mjs'
+import { faultProxy } from './history/fault-proxy.mjs'
+import net from 'node:net'
 
 /** An operation: [process, f, value, type, result, start, end] (end Infinity for info). */
 const ops = (p, rows) => rows.map(([process, f, value, type, result, start, end]) => ({ process, p, f, value, type, result, start, end: type === 'info' ? Infinity : end }))
@@ -183,12 +191,175 @@ test('tracker: two live claims, a completed item claimed again, attempts, a stal
 const incr = (value, start, end, type = 'ok') => ['c', 'incr', {}, type, type === 'ok' ? { value } : undefined, start, end]
 const final = (value) => ['final', 'read', {}, 'ok', { value }, 1000, 1001]
 
+// The necessary conditions of check-counter.mjs, without the linearizability search's verdict
+// (which every one of these bad histories also gets: tested below).
+const LIN = 'counter history not linearizable'
+const necessary = (anomalies) => {
+  assert.ok(anomalies.length === 0 || anomalies[0].kind === LIN, 'a bad counter history is not linearizable')
+  return kinds(anomalies).filter((k) => k !== LIN)
+}
+
 test('counter: unique values in real-time order, the final value bounded by the unknown ones', () => {
   assert.deepEqual(checkCounter(ops('counter', [incr(2, 0, 10), incr(1, 1, 5), incr(3, 20, 21), incr(0, 30, 0, 'info'), final(4)])), [])
   assert.deepEqual(checkCounter(ops('counter', [incr(1, 0, 10), incr(2, 20, 21), final(2)])), [])
-  assert.deepEqual(kinds(checkCounter(ops('counter', [incr(1, 0, 10), incr(1, 20, 21), final(2)]))), ['two increments returned the same value', 'increment not above one that completed before it'])
-  assert.deepEqual(kinds(checkCounter(ops('counter', [incr(2, 0, 10), incr(1, 20, 21), final(2)]))), ['increment not above one that completed before it'])
-  assert.deepEqual(kinds(checkCounter(ops('counter', [incr(1, 0, 10), incr(2, 20, 21), final(1)]))), ['final value outside [ok increments, ok + unknown increments]', 'an increment returned a value outside [1, final]'])
+  assert.deepEqual(necessary(checkCounter(ops('counter', [incr(1, 0, 10), incr(1, 20, 21), final(2)]))), ['two increments returned the same value', 'increment not above one that completed before it'])
+  assert.deepEqual(necessary(checkCounter(ops('counter', [incr(2, 0, 10), incr(1, 20, 21), final(2)]))), ['increment not above one that completed before it'])
+  assert.deepEqual(necessary(checkCounter(ops('counter', [incr(1, 0, 10), incr(2, 20, 21), final(1)]))), ['final value outside [ok increments, ok + unknown increments]', 'an increment returned a value outside [1, final]'])
   const high = checkCounter(ops('counter', [incr(1, 0, 10), incr(2, 20, 21), incr(0, 30, 0, 'info'), final(4)]))
-  assert.deepEqual(high.map((a) => [a.kind, a.detail]), [['final value outside [ok increments, ok + unknown increments]', '4 outside [2, 3]']])
+  assert.deepEqual(high.filter((a) => a.kind !== LIN).map((a) => [a.kind, a.detail]), [['final value outside [ok increments, ok + unknown increments]', '4 outside [2, 3]']])
+})
+
+test('counter: linearizable, where the necessary conditions are not enough', () => {
+  // Values 1 and 3, and the only unknown increment invoked after 3 was returned: 2 came from nowhere.
+  const gap = checkCounter(ops('counter', [incr(1, 0, 10), incr(3, 20, 21), incr(0, 30, 0, 'info'), final(3)]))
+  assert.deepEqual(kinds(gap), [LIN])
+  // The same with the unknown increment invoked before 3 was returned: it took effect in between.
+  assert.deepEqual(checkCounter(ops('counter', [incr(1, 0, 10), incr(0, 15, 0, 'info'), incr(3, 20, 21), final(3)])), [])
+  // A read that goes back.
+  const back = ops('counter', [incr(1, 0, 10), incr(2, 20, 21), ['r', 'read', {}, 'ok', { value: 1 }, 30, 31], final(2)])
+  assert.deepEqual(kinds(checkCounter(back)), [LIN])
+  // Many unknown increments (interchangeable): decided at once, not by trying their subsets.
+  const many = [incr(1, 0, 1)]
+  for (let i = 0; i < 300; i++) many.push(incr(0, 2 + i, 0, 'info'))
+  many.push(incr(150, 400, 401))
+  assert.deepEqual(checkCounter(ops('counter', [...many, final(300)])), [])
+  // A read of 140 after 150 was returned.
+  assert.deepEqual(kinds(checkCounter(ops('counter', [...many, ['r', 'read', {}, 'ok', { value: 140 }, 500, 501], final(300)]))), [LIN])
+})
+
+test('linearizable: gives up after its budget rather than running on', () => {
+  const h = ops('counter', Array.from({ length: 10 }, (_, i) => incr(i + 1, i * 10, i * 10 + 5)))
+  const model = { init: 0, step: (s) => ({ ok: true, state: s + 1 }) }
+  assert.equal(linearizable(h, model, { budget: 3 }).linearizable, undefined)
+  assert.equal(linearizable(h, model, { budget: 100 }).linearizable, true)
+})
+
+const w = (key, value, start, end, type = 'ok') => ['w', 'write', { key, value }, type, {}, start, end]
+const r = (key, value, start, end) => ['r', 'read', { key }, 'ok', { value }, start, end]
+
+test('register: concurrent writes read in either order, unknown writes may or may not land: valid', () => {
+  const h = ops('register', [
+    r('K', null, 0, 1),
+    w('K', 'a', 2, 10), w('K', 'b', 3, 12),
+    r('K', 'a', 11, 13), // b was linearized before a
+    r('K', 'a', 14, 15),
+    w('K', 'c', 20, 0, 'info'), // unknown: read later, so it landed
+    r('K', 'c', 30, 31),
+    w('K', 'd', 40, 0, 'info'), // unknown and never read: may never have landed
+    r('K', 'c', 50, 51),
+    ['r', 'read', { key: 'K' }, 'info', undefined, 52, 0],
+    w('J', 'x', 0, 1), r('J', 'x', 2, 3), // another key
+  ])
+  assert.deepEqual(checkRegister(h), [])
+})
+
+test('register: a stale read, a read of a value never written, a value read before its write', () => {
+  const stale = ops('register', [w('K', 'a', 0, 1), w('K', 'b', 2, 3), r('K', 'a', 4, 5)])
+  assert.deepEqual(kinds(checkRegister(stale)), ['register history not linearizable'])
+  assert.deepEqual(kinds(checkRegister(ops('register', [w('K', 'a', 0, 1), r('K', 'z', 4, 5)]))), ['register history not linearizable'])
+  assert.deepEqual(kinds(checkRegister(ops('register', [r('K', 'a', 0, 1), w('K', 'a', 2, 3)]))), ['register history not linearizable'])
+  // Going back: a, then b, then a again by another reader.
+  const flip = ops('register', [w('K', 'a', 0, 1), w('K', 'b', 2, 20), r('K', 'b', 5, 6), r('K', 'a', 7, 8)])
+  assert.deepEqual(kinds(checkRegister(flip)), ['register history not linearizable'])
+})
+
+const take = (start, end, allowed = true) => ['c', 'take', { name: 'RL', limit: 5, periodMs: 500, burst: 2 }, allowed ? 'ok' : 'fail', { allowed }, start, end]
+
+test('limiter: burst + limit - 1 in a window of the period is valid, one more is caught', () => {
+  // 2 at once, then one every 100 ms: 6 in [0, 500), the 7th at 500.
+  const paced = [take(0, 1), take(0, 1), take(100, 101), take(200, 201), take(300, 301), take(400, 401), take(500, 501), take(410, 411, false)]
+  assert.deepEqual(checkLimiter(ops('limiter', paced)), [])
+  // A 7th within the window (and surely so: 450 ms < 500 - margin 30 ms).
+  const over = ops('limiter', [...paced.slice(0, 6), take(440, 441)])
+  assert.deepEqual(kinds(checkLimiter(over)), ['more takes allowed in one window than burst + limit - 1'])
+  // A 7th that may have been decided by the backend past the window: not flagged (clock margin).
+  assert.deepEqual(checkLimiter(ops('limiter', [...paced.slice(0, 6), take(440, 480)])), [])
+  // Refused and unknown takes are not counted.
+  assert.deepEqual(checkLimiter(ops('limiter', [...paced.slice(0, 6), take(440, 441, false), ['c', 'take', take()[2], 'info', undefined, 442, 0]])), [])
+})
+
+const call = (key, value, ran, start, end, type = 'ok') => ['c', 'call', { key, leaseMs: T }, type, type === 'ok' ? { value, ran } : undefined, start, end]
+const run = (key, token, since, start, end, type = 'ok') => ['c', 'run', { key, since, leaseMs: T }, type, type === 'ok' ? { token } : undefined, start, end]
+
+test('once: one run, every caller gets its result; a run again after a lease ran out: valid', () => {
+  const h = ops('once', [
+    call('k', 't1', true, 0, 30), run('k', 't1', 0, 2, 28),
+    call('k', 't1', false, 5, 35), // waited for it
+    call('k', 't1', false, 40, 41),
+    // j: the first run's caller paused past its lease (its result not stored: info), a second run.
+    call('j', undefined, undefined, 0, 0, 'info'), run('j', 'u1', 0, 1, 300),
+    call('j', 'u2', true, 120, 140), run('j', 'u2', 120, 122, 138),
+    call('j', 'u2', false, 150, 151),
+  ])
+  assert.deepEqual(checkOnce(h), [])
+})
+
+test('once: fn run twice within a lease, run again after its result was stored, callers told different results', () => {
+  const twice = ops('once', [call('k', 't1', true, 0, 30), run('k', 't1', 0, 2, 28), call('k', 't2', true, 5, 40), run('k', 't2', 5, 10, 38)])
+  assert.deepEqual(kinds(checkOnce(twice)), ['fn ran twice within a lease', 'callers of one key got different results'])
+  const again = ops('once', [call('k', 't1', true, 0, 30), run('k', 't1', 0, 2, 28), call('k', 't1', true, 200, 230), run('k', 't1', 200, 202, 228)])
+  assert.deepEqual(kinds(checkOnce(again)), ['fn ran again after its result was stored'])
+  const forged = ops('once', [call('k', 't1', true, 0, 30), run('k', 't1', 0, 2, 28), call('k', 'zz', false, 40, 41)])
+  assert.deepEqual(kinds(checkOnce(forged)), ['a caller got a result no run of fn returned'])
+})
+
+/** The fenced register's log as the harness puts it into the history. */
+const applied = (reg) => reg.log.map((v) => ({ process: 'register', p: 'lockset', f: 'applied', value: v, type: 'ok', start: Infinity, end: Infinity }))
+
+test('lock-set: the fenced register refuses a stale holder, and the checker finds a lost update', () => {
+  // A (fence 1) reads 0 and pauses; its lease runs out; B (fence 2) reads 0 and writes 1; A comes back.
+  const reg = fencedRegister()
+  assert.deepEqual(reg.handle({ f: 'read', fence: 1 }), { ok: true, value: 0 })
+  assert.deepEqual(reg.handle({ f: 'read', fence: 2 }), { ok: true, value: 0 })
+  // A's write before B's: refused too (B's read raised the fence), so B's update is not lost either.
+  assert.equal(reg.handle({ f: 'write', fence: 1, value: 1 }).ok, false)
+  assert.equal(reg.handle({ f: 'write', fence: 2, value: 1 }).ok, true)
+  assert.equal(reg.handle({ f: 'write', fence: 1, value: 1 }).ok, false)
+  assert.equal(reg.handle({ f: 'read', fence: 1 }).ok, false)
+  assert.deepEqual(checkLockset(applied(reg)), [])
+  // Without the check (the planted bug) A's write lands: the update 0 -> 1 is made twice.
+  const bug = fencedRegister()
+  bug.handle({ f: 'read', fence: 1 })
+  bug.handle({ f: 'read', fence: 2 })
+  bug.handle({ f: 'write', fence: 2, value: 1 })
+  bug.handle({ f: 'write', fence: 1, value: 1, checked: false })
+  assert.deepEqual(kinds(checkLockset(applied(bug))), ['lost update: a write not one above the value it replaced', 'a write applied with a lower fence than an earlier one'])
+  // A write a client saw ok that the register does not have.
+  const h = [...applied(reg), ...ops('lockset', [['a', 'write', { fence: 7, value: 9 }, 'ok', { ok: true }, 0, 1]])]
+  assert.deepEqual(kinds(checkLockset(h)), ['a write seen ok is not in the register'])
+})
+
+test('fault proxy: latency keeps the order, a black hole holds until healed, a reset closes connections', async () => {
+  const echo = net.createServer((s) => { s.on('error', () => {}); s.pipe(s) })
+  await new Promise((resolve) => echo.listen(0, '127.0.0.1', resolve))
+  const proxy = await faultProxy(echo.address().port)
+  const c = net.connect(proxy.port, '127.0.0.1')
+  let got = ''
+  c.on('data', (d) => (got += d))
+  const closed = new Promise((resolve) => c.on('error', (e) => resolve(e.code)).on('close', () => resolve('close')))
+  await new Promise((resolve) => c.on('connect', resolve))
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+  try {
+    proxy.latency(100)
+    c.write('a')
+    await sleep(20)
+    proxy.heal()
+    c.write('b') // sent without delay, but after a
+    await sleep(40)
+    assert.equal(got, '')
+    await sleep(200)
+    assert.equal(got, 'ab')
+    proxy.blackHole()
+    c.write('c')
+    await sleep(150)
+    assert.equal(got, 'ab')
+    proxy.heal()
+    await sleep(50)
+    assert.equal(got, 'abc')
+    proxy.reset()
+    assert.ok(['ECONNRESET', 'close'].includes(await closed))
+  } finally {
+    await proxy.close()
+    await new Promise((resolve) => echo.close(resolve))
+  }
 })

@@ -4,6 +4,10 @@ import { checkSemaphore } from './check-semaphore.mjs'
 import { checkQueue } from './check-queue.mjs'
 import { checkTracker } from './check-tracker.mjs'
 import { checkCounter } from './check-counter.mjs'
+import { checkLimiter } from './check-limiter.mjs'
+import { checkRegister } from './check-register.mjs'
+import { checkOnce } from './check-once.mjs'
+import { checkLockset } from './check-lockset.mjs'
 import { SHAPE } from './workloads.mjs'
 
 export const checkers = {
@@ -12,19 +16,25 @@ export const checkers = {
   queue: checkQueue,
   tracker: checkTracker,
   counter: checkCounter,
+  limiter: checkLimiter,
+  register: checkRegister,
+  once: checkOnce,
+  lockset: checkLockset,
 }
 
-/** Per pattern: { ops, ok, fail, info, anomalies: [...] }. */
+/** Per pattern: { ops, ok, fail, info, anomalies: [...], undecided: linearizability searches that gave up }. */
 export function checkAll(history) {
   const out = {}
   for (const [p, check] of Object.entries(checkers)) {
-    const ops = history.filter((o) => o.p === p && o.process !== 'final')
+    const ops = history.filter((o) => o.p === p && o.process !== 'final' && o.process !== 'register')
+    const anomalies = check(history)
     out[p] = {
       ops: ops.length,
       ok: ops.filter((o) => o.type === 'ok').length,
       fail: ops.filter((o) => o.type === 'fail').length,
       info: ops.filter((o) => o.type === 'info').length,
-      anomalies: check(history),
+      anomalies,
+      undecided: anomalies.undecided ?? 0,
     }
   }
   return out

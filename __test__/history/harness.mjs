@@ -11,6 +11,7 @@ import { join, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { recorder, now } from './record.mjs'
 import { SHAPE } from './workloads.mjs'
+import { fencedRegister } from './fenced-register.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
@@ -19,13 +20,16 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
  * Runs one history. `env`: the backend's environment for the workers (FG_PATH or REDIS_URL) and
  * FG_PREFIX; `open()`: a client of the same backend for the final reads; `clients`: how many
  * processes; `durationMs`; `leaseMs`; `faults`: { pause: bool, kill: bool, restart: async fn or
- * undefined (kills and restarts the backend), gapMs: the mean time between two faults (default
- * leaseMs) }; `plantedBugs`: run the broken wrapper.
+ * undefined (kills and restarts the backend), network: a fault-proxy.mjs proxy the clients reach the
+ * backend through (latency, black hole or reset in turn), networkMs: [shortest, longest] latency or
+ * black hole (default half a lease to two leases), gapMs: the mean time between two faults
+ * (default leaseMs) }; `plantedBugs`: run the broken wrapper.
  * Resolves to { history, stats } (stats: what the nemesis did).
  */
 export async function runHistory({ env, open, clients = 4, durationMs = 3000, leaseMs = 300, faults = {}, plantedBugs = false }) {
   const dir = mkdtempSync(join(tmpdir(), 'fg-history-'))
-  const stats = { pauses: 0, kills: 0, restarts: 0, clients: 0 }
+  const stats = { pauses: 0, kills: 0, restarts: 0, network: 0, clients: 0 }
+  const register = fencedRegister()
   const live = new Map() // child -> client name
   const exits = []
   const failures = []
@@ -41,6 +45,11 @@ export async function runHistory({ env, open, clients = 4, durationMs = 3000, le
     })
     let err = ''
     child.stderr.on('data', (d) => (err += d))
+    // The lock-set's fenced register (fenced-register.mjs), kept here.
+    child.on('message', (m) => {
+      // (A callback: a reply to a client killed meanwhile fails there, not as an uncaught EPIPE.)
+      if (m?.register !== undefined && child.connected) child.send({ register: m.register, reply: register.handle(m) }, () => {})
+    })
     live.set(child, client)
     const ready = new Promise((r) => child.once('message', r))
     exits.push(new Promise((r) => child.on('exit', (code, sig) => {
@@ -62,7 +71,8 @@ export async function runHistory({ env, open, clients = 4, durationMs = 3000, le
 
     // The nemesis: until the deadline, a fault every gapMs or so on a random client not paused
     // (or the backend), the kinds in turn.
-    const kinds = [faults.pause && 'pause', faults.kill && 'kill', faults.restart && 'restart'].filter(Boolean)
+    const kinds = [faults.pause && 'pause', faults.kill && 'kill', faults.restart && 'restart', faults.network && 'network'].filter(Boolean)
+    const net = ['latency', 'blackHole', 'reset']
     let k = 0
     const paused = new Map() // child -> its resumption
     while (kinds.length && now() < deadline - leaseMs) {
@@ -87,6 +97,19 @@ export async function runHistory({ env, open, clients = 4, durationMs = 3000, le
         victim.kill('SIGKILL')
         const w = start()
         w.ready.then(() => w.child.connected && w.child.send({ deadline }))
+      } else if (kind === 'network') {
+        // Between the clients and the backend, for networkMs: every chunk 50 to 150 ms late,
+        // nothing through (calls answered late, or time out past the client's command timeout),
+        // or every connection reset.
+        const fault = net[stats.network++ % net.length]
+        if (fault === 'reset') faults.network.reset()
+        else {
+          if (fault === 'latency') faults.network.latency(50 + Math.random() * 100)
+          else faults.network.blackHole()
+          const [shortest, longest] = faults.networkMs ?? [leaseMs / 2, leaseMs * 2]
+          await sleep(shortest + Math.random() * (longest - shortest))
+          faults.network.heal()
+        }
       } else {
         stats.restarts++
         await faults.restart()
@@ -116,6 +139,8 @@ export async function runHistory({ env, open, clients = 4, durationMs = 3000, le
   history.push(...readOps(finalFile))
   rmSync(dir, { recursive: true, force: true })
   history.sort((a, b) => a.start - b.start)
+  // The fenced register's own order of the writes it applied (no client times: last).
+  for (const w of register.log) history.push({ process: 'register', p: 'lockset', f: 'applied', value: w, type: 'ok', start: Infinity, end: Infinity })
   return { history, stats }
 }
 

@@ -6,10 +6,38 @@
 //   (a fence that goes backwards);
 // - queue: a refused ack (stale or foreign owner) is reported as acked (acks without the owner);
 // - tracker: complete / fail are sent without the owner token (skips the owner check);
-// - counter: increment as a read then a write (not atomic: lost and repeated values).
+// - counter: increment as a read then a write (not atomic: lost and repeated values);
+// - limiter: every other refused take reported as allowed (a limiter that lets calls through);
+// - register: getState served from the client's own cache of what it last wrote or read (stale reads);
+// - once: a check then an act (getState, fn, setState) instead of a claimed key (fn runs twice);
+// - lock-set: the protected write sent without the fence check (plantRegisterBug).
 export function plantBugs(fg) {
   let grants = 0
+  let refused = 0
+  const cache = new Map()
   return {
+    rateLimit: async (name, o) => {
+      const r = await fg.rateLimit(name, o)
+      return !r.allowed && ++refused % 2 === 0 ? { ...r, allowed: true } : r
+    },
+    setState: async (key, value, o) => {
+      const r = await fg.setState(key, value, o)
+      cache.set(key, value)
+      return r
+    },
+    getState: async (key) => {
+      if (cache.has(key)) return cache.get(key)
+      const v = await fg.getState(key)
+      cache.set(key, v)
+      return v
+    },
+    once: async (key, fn) => {
+      const stored = await fg.getState(`once:${key}`)
+      if (stored !== undefined) return { value: stored, ran: false }
+      const value = await fn()
+      await fg.setState(`once:${key}`, value)
+      return { value, ran: true }
+    },
     acquireLock: async (name, o) => {
       const r = await fg.acquireLock(name, o)
       return r.acquired ? r : { ...r, acquired: true, owner: `forged-${Math.random()}` }
@@ -37,4 +65,9 @@ export function plantBugs(fg) {
       return v
     },
   }
+}
+
+/** The fenced register's client with the lock-set's bug: writes skip the fence check. */
+export function plantRegisterBug(register) {
+  return { read: register.read, write: (fence, value) => register.write(fence, value, false) }
 }

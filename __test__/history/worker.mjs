@@ -8,10 +8,12 @@
 import { createRequire } from 'node:module'
 import { recorder, now } from './record.mjs'
 import { workloads } from './workloads.mjs'
-import { plantBugs } from './planted-bugs.mjs'
+import { plantBugs, plantRegisterBug } from './planted-bugs.mjs'
+import { registerClient } from './fenced-register.mjs'
 
 const require = createRequire(import.meta.url)
 const { Flowguard } = require('../../index.js')
+const { once } = require('../../lib/once.js')
 const { FG_PATH, REDIS_URL, FG_SERVER_URL, FG_PREFIX, HIST_FILE, CLIENT, LEASE_MS, FG_PLANTED_BUGS } = process.env
 
 // FG_SERVER_URL: a flowguard-server, through the model test's HTTP client (the Node API's names).
@@ -27,13 +29,19 @@ for (let i = 0; !opened; i++) {
     return new Promise((r) => setTimeout(r, 100))
   })
 }
+// The HTTP client has the primitives of `once` (claimKey, completeKey, releaseKey): the addon's
+// own `once` runs on them.
+if (!opened.once) opened.once = (key, fn, o) => once(opened, key, fn, o)
 const fg = FG_PLANTED_BUGS === '1' ? plantBugs(opened) : opened
+const register = FG_PLANTED_BUGS === '1' ? plantRegisterBug(registerClient(CLIENT)) : registerClient(CLIENT)
 const op = recorder(HIST_FILE, CLIENT)
-const go = new Promise((r) => process.once('message', r))
+const go = new Promise((r) => process.on('message', (m) => m?.deadline !== undefined && r(m)))
 process.send({ ready: true })
 const { deadline } = await go
 const running = () => now() < deadline
-const ctx = { fg, op, lease: Number(LEASE_MS), running, client: CLIENT }
+// `unwrapped`: the lock-set takes its lock from the real client even with planted bugs, so that what
+// its checker finds comes from the register's planted bug alone.
+const ctx = { fg, unwrapped: opened, op, lease: Number(LEASE_MS), running, deadline, client: CLIENT, register }
 await Promise.all(Object.values(workloads).map((w) => w(ctx)))
 process.disconnect()
 process.exit(0)

@@ -1,6 +1,8 @@
 // The operations each history client runs, one loop per pattern, all at once until the deadline.
 // Leases are short (LEASE_MS, a few hundred ms) so that the harness's pauses outlast them: a
 // paused holder then comes back and releases, extends, acks or completes with a stale owner token.
+import { now } from './record.mjs'
+
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 const pick = (a) => a[Math.floor(Math.random() * a.length)]
 
@@ -13,10 +15,19 @@ export const SHAPE = {
   group: 'G',
   items: Array.from({ length: 6 }, (_, i) => `item-${i}`),
   counter: 'C',
+  // At most burst + limit - 1 = 6 takes in any 500 ms (README, Rate Limiter).
+  limiter: { name: 'RL', limit: 5, periodMs: 500, burst: 2 },
+  registers: ['R0', 'R1'],
+  locksetName: 'LS',
+  // once: the keys of a time slice (every client uses the same few keys at once), then new ones.
+  onceSliceMs: 250,
+  onceKeys: 2,
 }
 
 /** `op` is the recorder of record.mjs, `fg` the client (maybe a planted-bug wrapper), `lease` the
- * lease of locks, permits, claims and queue reads in ms, `running()` false once the deadline passed. */
+ * lease of locks, permits, claims, queue reads and once's keys in ms, `running()` false once the
+ * deadline passed, `deadline` that time, `register` the fenced register's client
+ * (fenced-register.mjs; maybe a planted-bug wrapper). */
 export const workloads = {
   async lock({ fg, op, lease, running }) {
     while (running()) {
@@ -94,6 +105,85 @@ export const workloads = {
     while (running()) {
       await op('counter', 'incr', {}, async () => ['ok', { value: await fg.increment(SHAPE.counter, 1) }])
       await sleep(Math.random() * 3)
+    }
+  },
+
+  async limiter({ fg, op, running }) {
+    const { name, limit, periodMs, burst } = SHAPE.limiter
+    while (running()) {
+      await op('limiter', 'take', { name, limit, periodMs, burst }, async () => {
+        const r = await fg.rateLimit(name, { limit, periodMs, burst })
+        return [r.allowed ? 'ok' : 'fail', { allowed: r.allowed }]
+      })
+      await sleep(Math.random() * 10)
+    }
+  },
+
+  // Job State registers: writes of values no other write uses, and reads.
+  async register({ fg, op, running, client }) {
+    let n = 0
+    while (running()) {
+      const key = pick(SHAPE.registers)
+      if (Math.random() < 0.5) {
+        const value = `${client}-${n++}`
+        await op('register', 'write', { key, value }, async () => {
+          await fg.setState(key, value)
+          return ['ok', {}]
+        })
+      } else {
+        await op('register', 'read', { key }, async () => ['ok', { value: (await fg.getState(key)) ?? null }])
+      }
+      await sleep(Math.random() * 5)
+    }
+  },
+
+  // once: fn records its own run (and returns a token naming it); it runs for up to half a lease.
+  async once({ fg, op, lease, running, deadline, client }) {
+    let n = 0
+    while (running()) {
+      const key = `once-${Math.floor((deadline - now()) / SHAPE.onceSliceMs)}-${Math.floor(Math.random() * SHAPE.onceKeys)}`
+      const since = now()
+      const fn = async () => {
+        const token = `${client}-${n++}`
+        await op('once', 'run', { key, since, leaseMs: lease }, async () => {
+          await sleep(Math.random() * lease * 0.5)
+          return ['ok', { token }]
+        })
+        return token
+      }
+      await op('once', 'call', { key, leaseMs: lease }, async () => {
+        const r = await fg.once(key, fn, { leaseMs: lease, waitMs: lease * 2 })
+        return ['ok', { value: r.value, ran: r.ran }]
+      })
+      await sleep(Math.random() * 20)
+    }
+  },
+
+  // Lock-set: the lock protects a read-modify-write of the fenced register, which checks the fence;
+  // the holder waits between the read and the write, where a pause makes it lose its lease.
+  async lockset({ unwrapped: fg, op, lease, running, register }) {
+    const name = SHAPE.locksetName
+    while (running()) {
+      const [t, l] = await op('lock', 'acquire', { name, timeoutMs: lease }, async () => {
+        const r = await fg.acquireLock(name, { timeoutMs: lease, waitMs: 30 })
+        return [r.acquired ? 'ok' : 'fail', { acquired: r.acquired, owner: r.owner, fence: r.fence }]
+      })
+      if (t !== 'ok') { await sleep(Math.random() * 5); continue }
+      const [rt, read] = await op('lockset', 'read', { fence: l.fence }, async () => {
+        const r = await register.read(l.fence)
+        return [r.ok ? 'ok' : 'fail', r]
+      })
+      if (rt === 'ok') {
+        await sleep(Math.random() * lease * 0.5)
+        await op('lockset', 'write', { fence: l.fence, value: read.value + 1 }, async () => {
+          const r = await register.write(l.fence, read.value + 1)
+          return [r.ok ? 'ok' : 'fail', r]
+        })
+      }
+      await op('lock', 'release', { name, owner: l.owner }, async () => {
+        const r = await fg.releaseLock(name, l.owner)
+        return [r.released ? 'ok' : 'fail', { released: r.released, reason: r.reason }]
+      })
     }
   },
 }
