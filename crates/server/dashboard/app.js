@@ -3,9 +3,12 @@
 //
 // A section is an entry of SECTIONS: { id, title, load(cursor) -> { rows, cursor }, render(rows) ->
 // Node, empty }. To show something new, add a listing route to the server and a section here.
+// Actions (forgetting an item) ask for a confirmation first and are sent with the name the person
+// gave at the token prompt (X-Flowguard-Actor), which the server writes to its action log.
 'use strict'
 
 const TOKEN_KEY = 'flowguard.token'
+const ACTOR_KEY = 'flowguard.actor'
 const PAGE = 50
 const FAILED_SHOWN = 10
 const AUTO_MS = 5000
@@ -13,10 +16,11 @@ const AUTO_MS = 5000
 class AuthError extends Error {}
 
 let token = sessionStorage.getItem(TOKEN_KEY) || ''
+let actor = sessionStorage.getItem(ACTOR_KEY) || ''
 
 /** One API call: POST with a JSON body; the server's coded error as an Error. */
-async function api(path, body) {
-  const headers = { 'content-type': 'application/json' }
+async function api(path, body, extraHeaders) {
+  const headers = { 'content-type': 'application/json', ...extraHeaders }
   if (token) headers.authorization = `Bearer ${token}`
   const res = await fetch(path, { method: 'POST', headers, body: JSON.stringify(body || {}) })
   const data = await res.json().catch(() => null)
@@ -27,6 +31,9 @@ async function api(path, body) {
   }
   return data
 }
+
+/** An action: an API call that names who makes it, for the server's action log. */
+const act = (path, body) => api(path, body, { 'x-flowguard-actor': actor || 'dashboard' })
 
 /** Builds an element: h('td', { class: 'n' }, 'text', child, …). */
 function h(tag, attrs, ...children) {
@@ -107,12 +114,78 @@ function renderGroups(rows) {
         h('table', {},
           h('thead', {}, h('tr', {}, h('th', {}, 'item'), h('th', {}, 'error'), h('th', { class: 'n' }, 'attempts'), h('th', {}, 'failed'), h('th', {}, 'timeline'))),
           h('tbody', {}, g.failed.map((it) => h('tr', { 'data-item': it.id },
-            h('td', { class: 'mono' }, it.id),
+            h('td', { class: 'mono' }, h('button', { type: 'button', class: 'link mono view', title: 'show this item', onclick: () => findItem(g.group, it.id) }, it.id)),
             h('td', { class: 'err' }, it.lastError || ''),
             h('td', { class: 'n' }, num(it.attempts)),
             h('td', {}, time(it.finishedAt || it.updatedAt)),
             h('td', {}, timeline(it)))))))
       : null)))
+}
+
+// ---- One item: find, show, forget ------------------------------------------------------------
+
+/** Shows `id` of `group` in the "Find an item" panel, with what can be done to it. */
+async function findItem(group, id) {
+  $('find-group').value = group
+  $('find-id').value = id
+  const out = $('found')
+  try {
+    const item = await api('/v1/tracker/getItem', { group, id })
+    out.replaceChildren(renderItem(group, item))
+  } catch (e) {
+    if (e instanceof AuthError) return showLogin(e.message)
+    out.replaceChildren(h('p', { class: 'error', role: 'alert' }, e.message))
+  }
+  $('find-item').scrollIntoView({ block: 'nearest' })
+}
+
+function renderItem(group, item) {
+  if (item.status === 'none') {
+    return h('article', { class: 'card item-view', 'data-found': item.id },
+      h('p', { class: 'empty' }, `No item "${item.id}" in group "${group}": never claimed, forgotten, or its record expired.`))
+  }
+  const fact = (label, value) => (value === null || value === undefined || value === '' ? null : [h('dt', {}, label), h('dd', {}, value)])
+  const view = h('article', { class: 'card item-view', 'data-found': item.id },
+    h('div', { class: 'card-head' },
+      h('h3', {}, h('span', { class: 'mono' }, item.id), ' ', h('span', { class: 'muted' }, `in ${group}`)),
+      badge(item.status)),
+    h('dl', { class: 'facts' },
+      fact('attempts', num(item.attempts)),
+      fact('last error', item.lastError ? h('span', { class: 'err' }, item.lastError) : null),
+      fact('first claimed', item.createdAt ? time(item.createdAt) : null),
+      fact('updated', item.updatedAt ? time(item.updatedAt) : null),
+      fact('lease ends', item.leaseExpiresAt ? time(item.leaseExpiresAt) : null),
+      fact('finished', item.finishedAt ? time(item.finishedAt) : null),
+      fact('record kept until', item.expiresAt ? time(item.expiresAt) : null)),
+    item.timeline.length ? timeline(item) : h('p', { class: 'muted' }, 'No timeline kept for this item.'))
+  const actions = h('div', { class: 'actions' })
+  const forget = h('button', { type: 'button', class: 'danger forget-item', onclick: () => confirmForget() }, 'Forget item…')
+  actions.append(forget)
+  view.append(actions)
+
+  function confirmForget() {
+    forget.disabled = true
+    const box = h('div', { class: 'confirm', role: 'alertdialog', 'aria-label': 'Confirm forgetting the item' },
+      h('p', {}, `Forget "${item.id}" of group "${group}"? Its record, attempts and timeline are removed; the next claim starts again at attempt 1. `,
+        item.status === 'in_progress' ? h('strong', {}, 'It is claimed now: its holder can no longer complete it.') : null),
+      h('div', { class: 'actions' },
+        h('button', { type: 'button', class: 'danger confirm-yes', onclick: async () => {
+          box.querySelectorAll('button').forEach((b) => { b.disabled = true })
+          try {
+            const r = await act('/v1/tracker/unsetItem', { group, id: item.id })
+            // The record shown is gone: only the outcome stays.
+            view.replaceChildren(h('p', { class: 'done', role: 'status' }, r.existed
+              ? `Forgotten: "${item.id}" of "${group}" (it was ${STATUS_LABEL[item.status] ?? item.status}).`
+              : `"${item.id}" of "${group}" was already gone.`))
+            refresh()
+          } catch (e) {
+            actions.replaceChildren(h('p', { class: 'error', role: 'alert' }, `Not forgotten: ${e.message}`))
+          }
+        } }, 'Forget'),
+        h('button', { type: 'button', class: 'quiet confirm-no', onclick: () => { box.remove(); forget.disabled = false } }, 'Cancel')))
+    actions.append(box)
+  }
+  return view
 }
 
 // ---- Locks -----------------------------------------------------------------------------------
@@ -222,6 +295,9 @@ let busy = false
 
 function showLogin(message) {
   $('login').hidden = false
+  $('find-item').hidden = true
+  $('found').replaceChildren()
+  $('actor').value = actor
   $('controls').hidden = true
   $('sections').replaceChildren()
   $('login-error').textContent = message || ''
@@ -265,6 +341,7 @@ async function refresh() {
     const loaded = await Promise.all(SECTIONS.map((s) => s.load(undefined)))
     const nodes = await Promise.all(SECTIONS.map((s, i) => renderSection(s, loaded[i])))
     $('login').hidden = true
+    $('find-item').hidden = false
     $('controls').hidden = false
     $('forget').hidden = !token
     $('sections').replaceChildren(...nodes)
@@ -298,7 +375,14 @@ $('login').addEventListener('submit', (ev) => {
   $('token').value = ''
   if (token) sessionStorage.setItem(TOKEN_KEY, token)
   else sessionStorage.removeItem(TOKEN_KEY)
+  actor = $('actor').value.trim()
+  if (actor) sessionStorage.setItem(ACTOR_KEY, actor)
+  else sessionStorage.removeItem(ACTOR_KEY)
   refresh().then(startAuto)
+})
+$('find').addEventListener('submit', (ev) => {
+  ev.preventDefault()
+  findItem($('find-group').value.trim(), $('find-id').value.trim())
 })
 $('refresh').addEventListener('click', refresh)
 $('auto').addEventListener('change', startAuto)

@@ -2,7 +2,9 @@
 // browser). Starts flowguard-server on the in-memory store with a token, makes some state over the
 // API, and checks what a person sees: the token prompt (missing, wrong, right token), group counts,
 // a failed item's error and timeline, the held lock's holder and fence, a queue's numbers per
-// shard, a partly used rate limiter, a semaphore's holders, and the page after a refresh. Screenshots go to target/dashboard-screenshots/ (ignored).
+// shard, a partly used rate limiter, a semaphore's holders, and the page after a refresh; an item
+// found by group and id, forgotten after a confirmation, the action in the server's JSON log with
+// who made it. Screenshots go to target/dashboard-screenshots/ (ignored).
 //
 // FLOWGUARD_SERVER_BIN: the server binary (default: the newest target/*/debug/flowguard-server);
 // FLOWGUARD_CHROMIUM: the browser (default /usr/bin/chromium).
@@ -34,7 +36,7 @@ async function call(path, body, token = TOKEN) {
 before(async () => {
   const chrome = process.env.FLOWGUARD_CHROMIUM || '/usr/bin/chromium'
   assert.ok(existsSync(chrome), `no browser at ${chrome}: apt-get install chromium (or set FLOWGUARD_CHROMIUM)`)
-  server = await startServer(['--log-format', 'text'], { FLOWGUARD_TOKEN: TOKEN, RUST_LOG: 'warn' })
+  server = await startServer(['--log-format', 'json'], { FLOWGUARD_TOKEN: TOKEN, FLOWGUARD_LOG: 'warn,flowguard::action=info' })
   base = server.base
   browser = await chromium.launch({ executablePath: chrome })
   mkdirSync(shots, { recursive: true })
@@ -171,6 +173,113 @@ test('the dashboard shows groups, failed items, locks and queues, asks for the t
   assert.equal(await page.locator('#sections section').count(), 0)
   assert.deepEqual(errors, [])
   await page.close()
+})
+
+/** The server's action log lines (JSON), parsed. */
+function actions() {
+  return server.output().split('\n').filter((l) => l.includes('"flowguard::action"')).map((l) => JSON.parse(l))
+}
+
+test('an item is found by group and id, and forgotten only after a confirmation; the action is logged with who made it', async () => {
+  for (const reason of ['HTTP 429 from the CRM', 'HTTP 500 from the CRM']) {
+    const c = await call('/v1/tracker/claim', { group: 'crm-sync', id: 'contact-42' })
+    await call('/v1/tracker/fail', { group: 'crm-sync', id: 'contact-42', owner: c.owner, reason })
+  }
+  await call('/v1/tracker/setItems', { group: 'crm-sync', requests: [{ id: 'contact-7', status: 'completed' }] })
+
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } })
+  const errors = []
+  page.on('pageerror', (e) => errors.push(e.message))
+  page.on('console', (m) => m.type() === 'error' && !m.text().includes('401') && errors.push(m.text()))
+  await page.goto(base + '/')
+  await page.locator('#login').waitFor({ state: 'visible' })
+  await page.fill('#token', TOKEN)
+  await page.fill('#actor', 'Ada (ops)')
+  await page.click('#login button[type=submit]')
+  await page.locator('#sec-groups').waitFor()
+  await page.uncheck('#auto')
+  assert.ok(await page.locator('#find-item').isVisible())
+
+  // Found by typing its group and id: status, attempts, last error and timeline.
+  await page.fill('#find-group', 'crm-sync')
+  await page.fill('#find-id', 'contact-42')
+  await page.click('#find button[type=submit]')
+  const view = page.locator('article[data-found="contact-42"]')
+  await view.waitFor()
+  assert.equal(await view.locator('.card-head .badge').textContent(), 'failed')
+  const facts = await view.locator('dl.facts').textContent()
+  assert.match(facts, /attempts2/)
+  assert.match(facts, /last errorHTTP 500 from the CRM/)
+  assert.equal(await view.locator('.timeline li').count(), 4)
+
+  // An unknown id says so.
+  await page.fill('#find-id', 'contact-404')
+  await page.click('#find button[type=submit]')
+  await page.locator('article[data-found="contact-404"] .empty').waitFor()
+
+  // The failed item's id in its group's card opens it in the panel.
+  await page.click('article[data-group="crm-sync"] tr[data-item="contact-42"] button.view')
+  await view.waitFor()
+  assert.equal(await page.inputValue('#find-id'), 'contact-42')
+
+  // Forget asks first; Cancel leaves the item as it was and logs nothing.
+  await page.click('button.forget-item')
+  const confirm = view.locator('.confirm')
+  await confirm.waitFor()
+  assert.match(await confirm.textContent(), /Forget "contact-42" of group "crm-sync"\?/)
+  await page.screenshot({ path: join(shots, '6-forget-confirm.png'), fullPage: true })
+  await page.click('button.confirm-no')
+  assert.equal(await confirm.count(), 0)
+  assert.equal((await call('/v1/tracker/getItem', { group: 'crm-sync', id: 'contact-42' })).status, 'failed')
+  assert.deepEqual(actions(), [])
+
+  // Confirmed: the item is gone, the group's counts follow, and the log says who did it.
+  await page.click('button.forget-item')
+  await page.click('button.confirm-yes')
+  await view.locator('.done', { hasText: 'Forgotten: "contact-42" of "crm-sync" (it was failed).' }).waitFor()
+  assert.equal((await call('/v1/tracker/getItem', { group: 'crm-sync', id: 'contact-42' })).status, 'none')
+  await page.locator('article[data-group="crm-sync"] .count[data-status="failed"] dd', { hasText: '0' }).waitFor()
+  await page.screenshot({ path: join(shots, '7-forgotten.png'), fullPage: true })
+  let logged = []
+  for (let i = 0; i < 40 && logged.length === 0; i++) {
+    logged = actions()
+    if (!logged.length) await new Promise((r) => setTimeout(r, 25))
+  }
+  assert.equal(logged.length, 1, JSON.stringify(logged))
+  const f = logged[0].fields
+  assert.equal(f.actor, 'Ada (ops)')
+  assert.equal(f.route, '/v1/tracker/unsetItem')
+  assert.equal(f.subject, 'group="crm-sync" id="contact-42"')
+  assert.equal(f.status, 200)
+  assert.match(f.peer, /^127\.0\.0\.1:\d+$/)
+  assert.ok(logged[0].timestamp, 'the line carries the time')
+  assert.ok(!server.output().includes(TOKEN), 'the token is never logged')
+  assert.deepEqual(errors, [])
+  await page.close()
+})
+
+test('the action header is checked: a bad name is refused with a coded error, before anything runs', async () => {
+  for (const bad of ['', 'x'.repeat(65), 'a\u0001b']) {
+    const res = await fetch(base + '/v1/tracker/unsetItem', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}`, 'x-flowguard-actor': bad },
+      body: JSON.stringify({ group: 'crm-sync', id: 'contact-7' }),
+    }).catch((e) => ({ status: 'refused by fetch', e }))
+    // fetch itself refuses a control character in a header value; the server refuses the rest.
+    if (res.status === 'refused by fetch') continue
+    assert.equal(res.status, 400, JSON.stringify(bad))
+    assert.equal((await res.json()).code, 'ERR_INVALID_HEADER')
+  }
+  assert.equal((await call('/v1/tracker/getItem', { group: 'crm-sync', id: 'contact-7' })).status, 'completed')
+  // Without the token, the header does not make a call an action: refused, and not logged.
+  const before = actions().length
+  const res = await fetch(base + '/v1/tracker/unsetItem', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-flowguard-actor': 'Mallory' },
+    body: JSON.stringify({ group: 'crm-sync', id: 'contact-7' }),
+  })
+  assert.equal(res.status, 401)
+  assert.equal(actions().length, before)
 })
 
 test('the page and its assets are served without a token, with a strict content security policy', async () => {

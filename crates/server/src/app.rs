@@ -12,7 +12,7 @@ use utoipa_axum::router::OpenApiRouter;
 
 use crate::error::ApiError;
 use crate::metrics::Metrics;
-use crate::{auth, dashboard, metrics, ops, routes};
+use crate::{action_log, auth, dashboard, metrics, ops, routes};
 
 /// Limits of one call, on top of the core's own.
 #[derive(Debug, Clone)]
@@ -103,8 +103,11 @@ pub fn routes() -> OpenApiRouter<App> {
 /// The whole HTTP surface: the API and `/metrics` behind the token; health, readiness, the
 /// OpenAPI document and the dashboard's page open.
 pub fn router(app: App) -> Router {
-    let (guarded, _) =
-        guarded().route_layer(from_fn_with_state(app.clone(), auth::require_token)).split_for_parts();
+    let (guarded, _) = guarded()
+        // Layers run outside in: the token is checked before a call is logged as an action.
+        .route_layer(from_fn_with_state(app.clone(), action_log::record))
+        .route_layer(from_fn_with_state(app.clone(), auth::require_token))
+        .split_for_parts();
     let (open, _) = open().split_for_parts();
     Router::new()
         .merge(guarded)

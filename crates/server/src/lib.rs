@@ -2,6 +2,7 @@
 //! any other program. A thin shell over flowguard-core: transport, JSON conversion and error
 //! mapping only; every pattern's logic stays in the core.
 
+pub mod action_log;
 pub mod app;
 pub mod auth;
 pub mod body;

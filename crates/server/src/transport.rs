@@ -13,11 +13,13 @@
 //! within it. A call cut there was applied whole or not at all (each backend step is atomic).
 
 use std::future::Future;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use axum::extract::ConnectInfo;
 use axum::Router;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
@@ -78,18 +80,23 @@ pub async fn serve(
                 Err(_) => break,
             },
         };
-        let stream = tokio::select! {
+        let (stream, peer) = tokio::select! {
             _ = &mut shutdown => break,
             r = listener.accept() => match r {
-                Ok((stream, _)) => stream,
+                Ok(accepted) => accepted,
                 Err(e) => {
                     accept_failed(e).await;
                     continue;
                 }
             },
         };
-        let conn =
-            Connection { router: router.clone(), tls: tls.clone(), t: t.clone(), stopping: stopping.clone() };
+        let conn = Connection {
+            router: router.clone(),
+            tls: tls.clone(),
+            t: t.clone(),
+            stopping: stopping.clone(),
+            peer,
+        };
         conns.spawn(async move {
             conn.run(stream).await;
             drop(permit);
@@ -128,6 +135,8 @@ struct Connection {
     tls: Option<TlsAcceptor>,
     t: Transport,
     stopping: watch::Receiver<bool>,
+    /// The client's address, given to each call as `ConnectInfo` (the action log names it).
+    peer: SocketAddr,
 }
 
 impl Connection {
@@ -152,7 +161,9 @@ impl Connection {
     {
         let router = TowerToHyperService::new(self.router.clone());
         let calls = clock.clone();
-        let service = service_fn(move |req: hyper::Request<Incoming>| {
+        let peer = ConnectInfo(self.peer);
+        let service = service_fn(move |mut req: hyper::Request<Incoming>| {
+            req.extensions_mut().insert(peer);
             let busy = calls.begin();
             let answer = hyper::service::Service::call(&router, req);
             async move {
