@@ -33,6 +33,15 @@ async function call(path, body, token = TOKEN) {
   return data
 }
 
+/** A browser page at the dashboard's size, and the script errors it reports (401s are expected). */
+async function newPage() {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } })
+  const errors = []
+  page.on('pageerror', (e) => errors.push(e.message))
+  page.on('console', (m) => m.type() === 'error' && !m.text().includes('401') && errors.push(m.text()))
+  return { page, errors }
+}
+
 before(async () => {
   const chrome = process.env.FLOWGUARD_CHROMIUM || '/usr/bin/chromium'
   assert.ok(existsSync(chrome), `no browser at ${chrome}: apt-get install chromium (or set FLOWGUARD_CHROMIUM)`)
@@ -74,10 +83,7 @@ test('the dashboard shows groups, failed items, locks and queues, asks for the t
   const permit = await call('/v1/semaphore/acquire', { name: 'exports', permits: 3, label: 'worker-7', timeoutMs: 600000 })
   await call('/v1/semaphore/acquire', { name: 'exports', permits: 3, timeoutMs: 120000 })
 
-  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } })
-  const errors = []
-  page.on('pageerror', (e) => errors.push(e.message))
-  page.on('console', (m) => m.type() === 'error' && !m.text().includes('401') && errors.push(m.text()))
+  const { page, errors } = await newPage()
 
   // No token yet: the page asks for one and shows no data.
   await page.goto(base + '/')
@@ -187,10 +193,7 @@ test('an item is found by group and id, and forgotten only after a confirmation;
   }
   await call('/v1/tracker/setItems', { group: 'crm-sync', requests: [{ id: 'contact-7', status: 'completed' }] })
 
-  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } })
-  const errors = []
-  page.on('pageerror', (e) => errors.push(e.message))
-  page.on('console', (m) => m.type() === 'error' && !m.text().includes('401') && errors.push(m.text()))
+  const { page, errors } = await newPage()
   await page.goto(base + '/')
   await page.locator('#login').waitFor({ state: 'visible' })
   await page.fill('#token', TOKEN)
