@@ -71,6 +71,13 @@ export declare class Flowguard {
   acquireLock(name: Arg<string>, options?: Arg<LockOptions> | undefined | null): Promise<LockResult>
   /** Releases a lock, only with its owner token; otherwise reports why and changes nothing. */
   releaseLock(name: Arg<string>, owner: Arg<string>): Promise<ReleaseResult>
+  /**
+   * Releases a lock without its owner token, if the grant holding it now has fencing token
+   * `fence` (as `getLock` shows it): for an operator freeing a lock a crashed run holds. A lock
+   * taken again since is left alone (`released: false`, `not_owner`); a free one is
+   * `not_held`. The old holder's next release or extension is refused (`not_held`).
+   */
+  forceReleaseLock(name: Arg<string>, fence: Arg<number>): Promise<ReleaseResult>
   /** Extends a lock's lease to `timeoutMs` from now, only with its owner token. */
   extendLock(name: Arg<string>, owner: Arg<string>, options?: Arg<ExtendOptions> | undefined | null): Promise<ExtendResult>
   /** Whether a lock is held, for how long, and its fencing token. */

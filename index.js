@@ -108,6 +108,10 @@ class Flowguard {
     return this.#native.releaseLock(name, owner)
   }
 
+  forceReleaseLock(name, fence) {
+    return this.#native.forceReleaseLock(name, fence)
+  }
+
   extendLock(name, owner, options) {
     return this.#native.extendLock(name, owner, options)
   }

@@ -32,6 +32,24 @@ for (const b of backends()) {
       assert.deepEqual(await fg.releaseLock('L', c.owner), { released: false, reason: 'not_held' })
     })
 
+    test('forceReleaseLock frees the grant with that fence only; the old holder is refused after it', async () => {
+      const fg = await b.open()
+      const a = await fg.acquireLock('stuck', { label: 'crashed run' })
+      assert.deepEqual(await fg.forceReleaseLock('stuck', a.fence + 1), { released: false, reason: 'not_owner' })
+      assert.equal((await fg.getLock('stuck')).locked, true)
+      assert.equal((await fg.getLock('stuck')).fence, a.fence, 'the fence an operator sees')
+      assert.deepEqual(await fg.forceReleaseLock('stuck', a.fence), { released: true })
+      assert.deepEqual(await fg.releaseLock('stuck', a.owner), { released: false, reason: 'not_held' })
+      assert.equal((await fg.extendLock('stuck', a.owner)).reason, 'not_held')
+      const b2 = await fg.acquireLock('stuck')
+      assert.ok(b2.acquired && b2.fence > a.fence)
+      assert.deepEqual(await fg.forceReleaseLock('stuck', a.fence), { released: false, reason: 'not_owner' }, 'a grant shown before')
+      assert.equal((await fg.getLock('stuck')).locked, true)
+      for (const [fence, msg] of [[0, /fence/], [1.5, /fence must be a whole number/], [-1, /fence/], ['7', /fence/]]) {
+        await assert.rejects(fg.forceReleaseLock('stuck', fence), (e) => e.code === 'ERR_INVALID_ARGUMENT' && msg.test(e.message), String(fence))
+      }
+    })
+
     test('fencing tokens strictly increase across acquisitions, releases and expiries', async () => {
       const fg = await b.open()
       let last = 0

@@ -5,7 +5,7 @@ use napi::Env;
 use napi_derive::napi;
 
 use super::client::Flowguard;
-use super::from_js::{js_input, opt, opt_ms, Arg, Field};
+use super::from_js::{js_input, opt, opt_ms, whole, Arg, Field};
 use super::promise;
 use flowguard_core::lock::{self as core, AcquireOptions};
 
@@ -154,6 +154,28 @@ impl Flowguard {
         promise(env, async move {
             let (name, owner) = parsed?;
             Ok(client.release_lock(&name, &owner).await?.into())
+        })
+    }
+
+    /// Releases a lock without its owner token, if the grant holding it now has fencing token
+    /// `fence` (as `getLock` shows it): for an operator freeing a lock a crashed run holds. A lock
+    /// taken again since is left alone (`released: false`, `not_owner`); a free one is
+    /// `not_held`. The old holder's next release or extension is refused (`not_held`).
+    #[napi]
+    pub fn force_release_lock<'e>(
+        &self,
+        env: &'e Env,
+        name: Arg<'e, String>,
+        fence: Arg<'e, f64>,
+    ) -> Result<PromiseRaw<'e, ReleaseResult>> {
+        let parsed = (|| {
+            let fence = whole("fence", Some(fence.get("fence")?))?.unwrap_or(0);
+            Ok((name.get("name")?, fence))
+        })();
+        let client = self.client.clone();
+        promise(env, async move {
+            let (name, fence) = parsed?;
+            Ok(client.force_release_lock(&name, fence).await?.into())
         })
     }
 

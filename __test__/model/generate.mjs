@@ -1,7 +1,8 @@
 // The model test's operation generator: a seeded, pure function from a seed to a sequence of
 // calls. Every argument is fixed when the sequence is generated, except three kinds of
 // references resolved when a step runs, per backend: owner tokens ({ $tok: step, i }: the i-th
-// token the step's result carried on that backend), absolute times ({ $abs: ms }: Date.now()
+// token the step's result carried on that backend), a lock's fencing token ({ $fence: name, d }:
+// the last one that backend showed for the lock, plus d), absolute times ({ $abs: ms }: Date.now()
 // + ms, fixed once for both backends) and functions for once() ({ $fn }).
 
 /** A small fast PRNG (sfc32) seeded from one 32-bit integer. */
@@ -230,6 +231,13 @@ export function generate(seed, steps, { http = false } = {}) {
     },
     acquireLock: () => ['acquireLock', [name(locks), opts({ timeoutMs: dur(LEASES), waitMs: r.chance(0.1) ? r.pick(http ? [0, -1] : [0, -1, NaN]) : undefined, label: r.chance(0.5) ? r.pick(['', 'run-1', 'wf:{7}', 'ü', 'x'.repeat(4096), 'x'.repeat(4097), 5]) : undefined })], 'lock'],
     releaseLock: () => ['releaseLock', [name(locks), tok('lock')]],
+    forceReleaseLock: () => {
+      const n = name(locks)
+      // The fence shown last (the holder's, or a newer grant's since), one past it, one before it;
+      // now and then 0, which no grant has.
+      const fence = typeof n === 'string' && !r.chance(0.05) ? { $fence: n, d: r.pick([0, 0, 0, 1, -1]) } : 0
+      return ['forceReleaseLock', [n, fence]]
+    },
     extendLock: () => ['extendLock', [name(locks), tok('lock'), opts({ timeoutMs: dur(LEASES) })]],
     getLock: () => ['getLock', [name(locks)]],
     enqueue: () => {
@@ -337,7 +345,7 @@ export function generate(seed, steps, { http = false } = {}) {
   // How often each operation comes up (writes more than reads, so state builds up).
   const weights = {
     claim: 6, claimMany: 3, claimBatch: 3, complete: 5, fail: 4, setItems: 4, unsetItem: 2, getItem: 2, getItems: 2, listItems: 3,
-    acquireLock: 5, releaseLock: 3, extendLock: 3, getLock: 2,
+    acquireLock: 5, releaseLock: 3, forceReleaseLock: 1, extendLock: 3, getLock: 2,
     enqueue: 6, readBatch: 5, ack: 4, release: 3, peek: 2, queueSize: 2,
     setState: 4, getStateJson: 2, getState: 1, deleteState: 1, increment: 3,
     claimKey: 3, completeKey: 2, releaseKey: 2, once: 3,

@@ -69,6 +69,7 @@ export class HttpFlowguard {
   // Concurrency Lock
   acquireLock(name, o) { return this.call('/v1/lock/acquire', { name, ...o }) }
   releaseLock(name, owner) { return this.call('/v1/lock/release', { name, owner }) }
+  forceReleaseLock(name, fence) { return this.call('/v1/lock/forceRelease', { name, fence }) }
   extendLock(name, owner, o) { return this.call('/v1/lock/extend', { name, owner, ...o }) }
   getLock(name) { return this.call('/v1/lock/get', { name }) }
 

@@ -48,6 +48,7 @@ export class Side {
     this.tokenNames = new Map()
     this.tokensByStep = new Map() // step id -> tokens its result carried, in order
     this.firstFence = new Map() // kind and name -> the first fencing token a result showed for it
+    this.lastFence = new Map() // kind and name -> the last fencing token a result showed for it (raw)
     this.space = 'lock' // the kind of fences the result being normalised shows (set per step)
     this.started = Date.now()
   }
@@ -107,6 +108,7 @@ export class Side {
     if (f === 0) return 0
     const k = `${this.space}:${name}`
     if (!this.firstFence.has(k)) this.firstFence.set(k, f)
+    this.lastFence.set(k, f)
     return f - this.firstFence.get(k) + 1
   }
 

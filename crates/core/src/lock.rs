@@ -99,6 +99,9 @@ pub trait LockBackend {
         label: Option<&'a str>,
     ) -> BoxFuture<'a, Attempt>;
     fn release<'a>(&'a self, name: &'a str, owner: &'a str) -> BoxFuture<'a, ReleaseResult>;
+    /// Releases the grant holding `name` with fencing token `fence`, whoever owns it
+    /// ([`crate::rules::lock::release_fence`]).
+    fn release_fence<'a>(&'a self, name: &'a str, fence: u64) -> BoxFuture<'a, ReleaseResult>;
     fn extend<'a>(&'a self, name: &'a str, owner: &'a str, lease_ms: u64) -> BoxFuture<'a, ExtendResult>;
     fn inspect<'a>(&'a self, name: &'a str) -> BoxFuture<'a, LockInfo>;
 }
@@ -204,6 +207,22 @@ impl Client {
     pub async fn release_lock(&self, name: &str, owner: &str) -> Result<ReleaseResult> {
         check_holder(name, owner)?;
         self.backend().release(name, owner).await
+    }
+
+    /// Releases lock `name` if the grant holding it now has fencing token `fence`, without its
+    /// owner token: for an operator freeing a lock whose holder is gone (a crashed run holding a
+    /// long lease). The fence names the grant the operator saw, so a lock taken again since is
+    /// left alone (`released: false`, reason `not_owner`). The grant's holder learns of it at its
+    /// next release or extension (`not_held`), and its fencing token is now stale.
+    pub async fn force_release_lock(&self, name: &str, fence: u64) -> Result<ReleaseResult> {
+        validate::name("name", name)?;
+        if fence == 0 {
+            return Err(crate::error::Error::invalid_at(
+                "fence",
+                "must be the fencing token of the grant to release (1 or more), got 0",
+            ));
+        }
+        self.backend().release_fence(name, fence).await
     }
 
     pub async fn extend_lock(

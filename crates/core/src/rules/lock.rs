@@ -1,8 +1,8 @@
 //! The Concurrency Lock's rules: whether a lease holds, what an acquisition decides (with its
 //! fencing token), and the owner check of a release or an extension.
 //!
-//! The Redis scripts `lock_acquire.lua`, `lock_release.lua` and `lock_extend.lua` write the same
-//! rules in Lua.
+//! The Redis scripts `lock_acquire.lua`, `lock_release.lua`, `lock_release_fence.lua` and
+//! `lock_extend.lua` write the same rules in Lua.
 
 use crate::lock::{Attempt, ExtendResult, Refusal, ReleaseResult, FENCE_KEEP_MS};
 
@@ -90,6 +90,22 @@ pub fn release(holder: Option<Holder<'_>>, owner: &str, now: i64) -> ReleaseResu
     match check(holder, owner, now) {
         Ok(()) => ReleaseResult { released: true, reason: None },
         Err(r) => ReleaseResult { released: false, reason: Some(r) },
+    }
+}
+
+/// An operator's release of the grant with fencing token `fence` (the dashboard's "Release…"),
+/// without its owner token: released when the live holder has that fence; refused with
+/// `NotOwner` when another grant holds the lock now (it changed hands since it was shown), with
+/// `NotHeld` when none does.
+pub fn release_fence(holder: Option<Holder<'_>>, fence: u64, now: i64) -> ReleaseResult {
+    match holder {
+        Some(h) if holds(h.expires_at, now) && h.fence == fence => {
+            ReleaseResult { released: true, reason: None }
+        }
+        Some(h) if holds(h.expires_at, now) => {
+            ReleaseResult { released: false, reason: Some(Refusal::NotOwner) }
+        }
+        _ => ReleaseResult { released: false, reason: Some(Refusal::NotHeld) },
     }
 }
 

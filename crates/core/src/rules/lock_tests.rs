@@ -63,6 +63,28 @@ fn decision_table() {
     }
 }
 
+/// A release by fence: the live grant with that fence only.
+#[test]
+fn release_by_fence() {
+    use Refusal::*;
+    let live = Holder { owner: "a", fence: 7, label: None, expires_at: NOW + 300 };
+    let ended = Holder { expires_at: NOW, ..live };
+    let table = [
+        (None, 7, false, Some(NotHeld)),
+        (Some(live), 7, true, None),
+        (Some(live), 6, false, Some(NotOwner)),
+        (Some(live), 8, false, Some(NotOwner)),
+        (Some(ended), 7, false, Some(NotHeld)),
+    ];
+    for (holder, fence, released, reason) in table {
+        assert_eq!(
+            release_fence(holder, fence, NOW),
+            ReleaseResult { released, reason },
+            "{holder:?} {fence}"
+        );
+    }
+}
+
 /// An empty label is kept as none.
 #[test]
 fn an_empty_label_is_none() {

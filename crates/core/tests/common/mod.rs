@@ -371,6 +371,46 @@ pub async fn lock_basics_and_owner_checks(c: Client) {
     assert_eq!(info.fence, a.fence, "a free lock reports the last fencing token");
 }
 
+/// An operator's release by fence frees the grant shown, and only that one: a lock taken again
+/// since is left alone, a free lock is not held, and the old holder is refused afterwards.
+pub async fn lock_force_release_by_fence(c: Client) {
+    let a = c
+        .acquire_lock("stuck", AcquireOptions { label: Some("crashed run".into()), ..Default::default() })
+        .await
+        .unwrap();
+    let owner = a.owner.clone().unwrap();
+    let r = c.force_release_lock("stuck", a.fence + 1).await.unwrap();
+    assert_eq!(
+        (r.released, r.reason),
+        (false, Some(flowguard_core::lock::Refusal::NotOwner)),
+        "another fence"
+    );
+    assert!(c.get_lock("stuck").await.unwrap().locked, "the holder keeps it");
+    let r = c.force_release_lock("stuck", a.fence).await.unwrap();
+    assert!(r.released);
+    let info = c.get_lock("stuck").await.unwrap();
+    assert!(!info.locked);
+    assert_eq!(info.fence, a.fence, "a free lock reports the last fencing token");
+    let r = c.release_lock("stuck", &owner).await.unwrap();
+    assert_eq!(
+        r.reason,
+        Some(flowguard_core::lock::Refusal::NotHeld),
+        "the old holder learns it at its release"
+    );
+    let r = c.force_release_lock("stuck", a.fence).await.unwrap();
+    assert_eq!((r.released, r.reason), (false, Some(flowguard_core::lock::Refusal::NotHeld)));
+    let b = c.acquire_lock("stuck", AcquireOptions::default()).await.unwrap();
+    assert!(b.acquired && b.fence > a.fence, "the next grant gets a higher fence");
+    let r = c.force_release_lock("stuck", a.fence).await.unwrap();
+    assert!(!r.released, "the fence shown before names an old grant");
+    assert!(c.get_lock("stuck").await.unwrap().locked);
+    let e = c.force_release_lock("stuck", 0).await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidArgument);
+    assert_eq!(e.field.map(|f| f.to_string()).as_deref(), Some("fence"));
+    let e = c.force_release_lock("", 1).await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidArgument);
+}
+
 pub async fn lock_expiry_and_fencing(c: Client) {
     let mut last = 0;
     for i in 0..5 {
@@ -721,6 +761,7 @@ macro_rules! suite {
             bad_input_is_refused_before_writing,
             concurrent_claims_have_one_winner,
             lock_basics_and_owner_checks,
+            lock_force_release_by_fence,
             lock_expiry_and_fencing,
             lock_wait_gets_it_when_freed_and_never_waits_longer,
             concurrent_lock_sets_have_one_winner,

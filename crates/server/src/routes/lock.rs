@@ -127,6 +127,37 @@ pub async fn release(State(app): State<App>, Body(b): Body<OwnedIn>) -> ApiResul
     Ok(Json(app.client.release_lock(&b.name, &b.owner).await?.into()))
 }
 
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FenceIn {
+    #[schema(schema_with = crate::openapi::name)]
+    name: String,
+    /// The fencing token of the grant to release, as `/v1/lock/get` or `/v1/lock/list` shows it.
+    #[schema(schema_with = crate::openapi::whole)]
+    fence: u64,
+}
+
+/// Release a lock by its fence, without the owner token.
+///
+/// For an operator freeing a lock a crashed run holds (the dashboard's **Release…**): releases the
+/// lock if the grant holding it now has fencing token `fence`. Always 200: a lock taken again
+/// since is left alone (`released: false`, `not_owner`), a free one is `not_held`. The old
+/// holder's next release or extension is refused (`not_held`).
+#[utoipa::path(
+    post,
+    path = "/v1/lock/forceRelease",
+    tag = "lock",
+    operation_id = "lock_forceRelease",
+    request_body(content = inline(FenceIn)),
+    responses(
+        (status = 200, description = "done", body = ReleaseResult),
+        Errors
+    )
+)]
+pub async fn force_release(State(app): State<App>, Body(b): Body<FenceIn>) -> ApiResult<Json<ReleaseResult>> {
+    Ok(Json(app.client.force_release_lock(&b.name, b.fence).await?.into()))
+}
+
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ExtendResult {

@@ -30,6 +30,7 @@ pub fn api() -> OpenApiRouter<App> {
         .routes(routes!(catalog::groups))
         .routes(routes!(lock::acquire))
         .routes(routes!(lock::release))
+        .routes(routes!(lock::force_release))
         .routes(routes!(lock::extend))
         .routes(routes!(lock::get))
         .routes(routes!(catalog::locks))

@@ -102,10 +102,23 @@ fn release(c: &Connection, ns: &str, name: &str, owner: &str, now: i64) -> Sql<R
     let row = load(c, ns, name)?;
     let r = lock::release(row.as_ref().and_then(Row::holder), owner, now);
     if r.released {
-        c.prepare_cached(
-            "UPDATE locks SET owner = NULL, label = NULL, exp = ?3 WHERE ns = ?1 AND name = ?2",
-        )?
+        free(c, ns, name, now)?;
+    }
+    Ok(r)
+}
+
+/// Frees the lock's row (its fence stays, for the next grant).
+fn free(c: &Connection, ns: &str, name: &str, now: i64) -> Sql<()> {
+    c.prepare_cached("UPDATE locks SET owner = NULL, label = NULL, exp = ?3 WHERE ns = ?1 AND name = ?2")?
         .execute(params![ns, name, now])?;
+    Ok(())
+}
+
+fn release_fence(c: &Connection, ns: &str, name: &str, fence: u64, now: i64) -> Sql<ReleaseResult> {
+    let row = load(c, ns, name)?;
+    let r = lock::release_fence(row.as_ref().and_then(Row::holder), fence, now);
+    if r.released {
+        free(c, ns, name, now)?;
     }
     Ok(r)
 }
@@ -159,6 +172,9 @@ impl LockBackend for Durable {
     }
     fn release<'a>(&'a self, name: &'a str, owner: &'a str) -> BoxFuture<'a, ReleaseResult> {
         self.write_tx(move |c, ns, now| release(c, ns, name, owner, now))
+    }
+    fn release_fence<'a>(&'a self, name: &'a str, fence: u64) -> BoxFuture<'a, ReleaseResult> {
+        self.write_tx(move |c, ns, now| release_fence(c, ns, name, fence, now))
     }
     fn extend<'a>(&'a self, name: &'a str, owner: &'a str, lease_ms: u64) -> BoxFuture<'a, ExtendResult> {
         self.write_tx(move |c, ns, now| extend(c, ns, name, owner, lease_ms, now))

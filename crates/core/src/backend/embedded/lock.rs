@@ -86,6 +86,16 @@ impl LockTable {
         r
     }
 
+    pub fn release_fence(&mut self, name: &str, fence: u64) -> ReleaseResult {
+        let now = now_ms();
+        let holder = self.live(name, now).map(|h| h.holder());
+        let r = lock::release_fence(holder, fence, now);
+        if r.released {
+            self.drop_held(name);
+        }
+        r
+    }
+
     pub fn extend(&mut self, name: &str, owner: &str, lease_ms: u64) -> ExtendResult {
         let now = now_ms();
         let holder = self.live(name, now).map(|h| h.holder());
@@ -132,6 +142,9 @@ impl LockBackend for Embedded {
     }
     fn release<'a>(&'a self, name: &'a str, owner: &'a str) -> BoxFuture<'a, ReleaseResult> {
         ready(Ok(guard(&self.namespace().locks).release(name, owner)))
+    }
+    fn release_fence<'a>(&'a self, name: &'a str, fence: u64) -> BoxFuture<'a, ReleaseResult> {
+        ready(Ok(guard(&self.namespace().locks).release_fence(name, fence)))
     }
     fn extend<'a>(&'a self, name: &'a str, owner: &'a str, lease_ms: u64) -> BoxFuture<'a, ExtendResult> {
         ready(Ok(guard(&self.namespace().locks).extend(name, owner, lease_ms)))

@@ -20,6 +20,7 @@ use crate::lock::{Attempt, ExtendResult, LockBackend, LockInfo, Refusal, Release
 
 lua!(acquire_script, "lock_acquire.lua");
 lua!(release_script, "lock_release.lua");
+lua!(release_fence_script, "lock_release_fence.lua");
 lua!(extend_script, "lock_extend.lua");
 lua!(inspect_script, "lock_inspect.lua");
 
@@ -97,6 +98,21 @@ impl LockBackend for RedisStore {
         Box::pin(async move {
             let lock = self.keys().lock(name);
             let code: i64 = self.eval(release_script(), &[lock.as_bytes()], &[&mine(owner)]).await?;
+            Ok(match code {
+                1 => ReleaseResult { released: true, reason: None },
+                0 => ReleaseResult { released: false, reason: Some(Refusal::NotHeld) },
+                -1 => ReleaseResult { released: false, reason: Some(Refusal::NotOwner) },
+                _ => return Err(foreign(&lock)),
+            })
+        })
+    }
+
+    fn release_fence<'a>(&'a self, name: &'a str, fence: u64) -> BoxFuture<'a, ReleaseResult> {
+        Box::pin(async move {
+            let lock = self.keys().lock(name);
+            let fence = fence.to_string();
+            let code: i64 =
+                self.eval(release_fence_script(), &[lock.as_bytes()], &[fence.as_bytes()]).await?;
             Ok(match code {
                 1 => ReleaseResult { released: true, reason: None },
                 0 => ReleaseResult { released: false, reason: Some(Refusal::NotHeld) },
