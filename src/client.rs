@@ -54,6 +54,8 @@ impl OpenOptions {
             url: self.url,
             cluster: self.cluster.map(one_or_many),
             sentinel: self.sentinel.map(SentinelOptions::into_core).transpose()?,
+            // Not offered by the addon yet (docs/postgres.md).
+            postgres: None,
             path: self.path.map(PathBuf::from),
             durability: self.durability.map(|d| Durability::parse(at("durability"), &d)).transpose()?,
             prefix: self.prefix,

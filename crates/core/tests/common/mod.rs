@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use flowguard_core::backend::postgres::PostgresOptions;
 use flowguard_core::lock::AcquireOptions;
 use flowguard_core::tracker::{ItemRequest, ItemStatus, Keep, Outcome};
 use flowguard_core::{Client, ErrorCode, OpenOptions};
@@ -18,10 +19,12 @@ pub fn runtime() -> &'static tokio::runtime::Runtime {
     })
 }
 
-/// Where a suite runs: a Redis URL (None: the in-memory embedded store), or a durable store file.
+/// Where a suite runs: a Redis URL (None: the in-memory embedded store), a durable store file, or
+/// a PostgreSQL URL.
 pub enum Target {
     Url(Option<String>),
     Path(std::path::PathBuf),
+    Postgres(String),
 }
 
 impl From<Option<String>> for Target {
@@ -34,11 +37,14 @@ pub async fn open(target: impl Into<Target>) -> Client {
     let n: u64 =
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
     let prefix = format!("rt:{n:x}:{}:", flowguard_core::token::new_token());
-    let (url, path) = match target.into() {
-        Target::Url(url) => (url, None),
-        Target::Path(path) => (None, Some(path)),
+    let (url, path, postgres) = match target.into() {
+        Target::Url(url) => (url, None, None),
+        Target::Path(path) => (None, Some(path), None),
+        Target::Postgres(url) => (None, None, Some(PostgresOptions { url, ..Default::default() })),
     };
-    Client::open(OpenOptions { url, path, prefix: Some(prefix), ..Default::default() }).await.expect("open")
+    Client::open(OpenOptions { url, path, postgres, prefix: Some(prefix), ..Default::default() })
+        .await
+        .expect("open")
 }
 
 fn req(id: &str, status: &str) -> ItemRequest {
@@ -704,6 +710,122 @@ pub async fn limiter_pause_refuses_takes_until_its_end(c: Client) {
     assert_eq!(c.get_limiter("api").await.unwrap().paused_until, Some(end), "nothing changed");
 }
 
+/// Job State's values: set and get, `ifAbsent`, an expiry in the past refused, TTLs running
+/// out, increments (a new counter's TTL, a value that is not a counter refused), deletes.
+pub async fn state_values_set_get_increment_delete(c: Client) {
+    use flowguard_core::state::SetOptions;
+    let set = c.set_state("k", r#"{"a":1}"#, SetOptions::default()).await.unwrap();
+    assert!(set.written);
+    let got = c.get_state(vec!["k".into(), "absent".into()]).await.unwrap();
+    assert_eq!(got[0].as_ref().unwrap().json, r#"{"a":1}"#);
+    assert_eq!(got[0].as_ref().unwrap().expires_at, None);
+    assert_eq!(got[1], None);
+    let kept = c.set_state("k", "2", SetOptions { if_absent: true, ..Default::default() }).await.unwrap();
+    assert!(!kept.written);
+    assert_eq!(kept.current.json, r#"{"a":1}"#);
+    let fresh = c.set_state("n", "3", SetOptions { if_absent: true, ..Default::default() }).await.unwrap();
+    assert!(fresh.written);
+    let e =
+        c.set_state("k", "1", SetOptions { expires_at: Some(1), ..Default::default() }).await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidArgument, "{e}");
+    assert_eq!(e.field.as_ref().map(|f| f.to_string()).as_deref(), Some("expires_at"));
+    let short = SetOptions { ttl: Some(Duration::from_millis(150)), ..Default::default() };
+    let s = c.set_state("t", "1", short).await.unwrap();
+    assert!(s.current.expires_at.is_some());
+    sleep(300).await;
+    assert_eq!(c.get_state(vec!["t".into()]).await.unwrap()[0], None, "the value ran out");
+    let again = c.set_state("t", "5", SetOptions { if_absent: true, ..Default::default() }).await.unwrap();
+    assert!(again.written, "an expired value counts as absent");
+
+    assert_eq!(c.increment("ctr", None, Some(Duration::from_millis(150))).await.unwrap(), 1);
+    assert_eq!(c.increment("ctr", Some(41), None).await.unwrap(), 42);
+    sleep(300).await;
+    assert_eq!(c.increment("ctr", Some(-2), None).await.unwrap(), -2, "the counter's TTL ran out");
+    let e = c.increment("k", None, None).await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidArgument, "{e}");
+    assert!(c.delete_state("k").await.unwrap());
+    assert!(!c.delete_state("k").await.unwrap());
+    assert_eq!(c.get_state(vec!["k".into()]).await.unwrap()[0], None);
+}
+
+/// Idempotency keys: one claim takes a free key, another sees it pending; only its owner
+/// completes (then every claim gets the result) or releases it; a lease that ran out frees it.
+pub async fn idempotency_keys_claim_complete_release(c: Client) {
+    use flowguard_core::state::KeyClaim;
+    let first = c.claim_key("job", Some(Duration::from_millis(60_000))).await.unwrap();
+    let KeyClaim::Claimed { owner, .. } = first else { panic!("claimed: {first:?}") };
+    let second = c.claim_key("job", None).await.unwrap();
+    assert!(matches!(second, KeyClaim::Pending { remaining_ms } if remaining_ms > 50_000), "{second:?}");
+    let other = flowguard_core::token::new_token();
+    assert_eq!(c.complete_key("job", &other, "1", None).await.unwrap_err().code, ErrorCode::NotOwner);
+    assert!(!c.release_key("job", &other).await.unwrap());
+    c.complete_key("job", &owner, r#"{"done":true}"#, None).await.unwrap();
+    let done = c.claim_key("job", None).await.unwrap();
+    assert!(matches!(&done, KeyClaim::Done { json, .. } if json == r#"{"done":true}"#), "{done:?}");
+
+    let KeyClaim::Claimed { owner, .. } = c.claim_key("rel", None).await.unwrap() else { panic!() };
+    assert!(c.release_key("rel", &owner).await.unwrap());
+    assert!(matches!(c.claim_key("rel", None).await.unwrap(), KeyClaim::Claimed { .. }));
+
+    let KeyClaim::Claimed { owner, .. } =
+        c.claim_key("short", Some(Duration::from_millis(150))).await.unwrap()
+    else {
+        panic!()
+    };
+    sleep(300).await;
+    assert!(matches!(c.claim_key("short", None).await.unwrap(), KeyClaim::Claimed { .. }));
+    assert_eq!(c.complete_key("short", &owner, "1", None).await.unwrap_err().code, ErrorCode::NotOwner);
+}
+
+/// Two clients race for one free lock, released together by a barrier: exactly one wins, and
+/// the loser is told the winner's fence.
+pub async fn two_clients_race_for_one_lock(a: Client, b: Client) {
+    let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(2));
+    let race = |c: Client| {
+        let barrier = barrier.clone();
+        tokio::spawn(async move {
+            barrier.wait().await;
+            c.acquire_lock("contended", AcquireOptions::default()).await.unwrap()
+        })
+    };
+    let (ta, tb) = (race(a), race(b));
+    let (ra, rb) = (ta.await.unwrap(), tb.await.unwrap());
+    assert_eq!([ra.acquired, rb.acquired].iter().filter(|w| **w).count(), 1, "{ra:?} {rb:?}");
+    assert_eq!(ra.fence, rb.fence, "the loser sees the winner's fence");
+}
+
+/// Fencing tokens strictly increase per name, across tasks taking turns on one lock at once
+/// (each waits for it, holds it, releases it): every acquisition's fence is new and larger than
+/// the one before it.
+pub async fn fences_strictly_increase_under_contention(c: Client) {
+    const TASKS: usize = 6;
+    const ROUNDS: usize = 8;
+    let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(TASKS));
+    // The fences in the order the holders took the lock: appended while holding it.
+    let order = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut tasks = Vec::new();
+    for _ in 0..TASKS {
+        let (c, barrier, order) = (c.clone(), barrier.clone(), order.clone());
+        tasks.push(tokio::spawn(async move {
+            barrier.wait().await;
+            for _ in 0..ROUNDS {
+                let wait = AcquireOptions { wait: Some(Duration::from_secs(30)), ..Default::default() };
+                let a = c.acquire_lock("fenced", wait).await.unwrap();
+                assert!(a.acquired);
+                order.lock().unwrap().push(a.fence);
+                assert!(c.release_lock("fenced", a.owner.as_deref().unwrap()).await.unwrap().released);
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let order = order.lock().unwrap().clone();
+    assert_eq!(order.len(), TASKS * ROUNDS);
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "fences in the order taken: {order:?}");
+    assert_eq!(c.get_lock("fenced").await.unwrap().fence, *order.last().unwrap());
+}
+
 /// Generates one `#[tokio::test]` per suite function for a backend.
 #[macro_export]
 macro_rules! suite {
@@ -728,7 +850,10 @@ macro_rules! suite {
             empty_label_reads_back_as_no_label,
             queue_shard_count_is_kept_per_queue,
             catalog_lists_the_names_in_use,
-            limiter_pause_refuses_takes_until_its_end
+            limiter_pause_refuses_takes_until_its_end,
+            state_values_set_get_increment_delete,
+            idempotency_keys_claim_complete_release,
+            fences_strictly_increase_under_contention
         );
     };
     (@each $url:expr, $attrs:tt, $($name:ident),*) => {

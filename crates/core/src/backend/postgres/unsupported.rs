@@ -1,0 +1,111 @@
+//! The patterns the PostgreSQL backend does not have yet: the Dedup Queue, the Rate Limiter, the
+//! Semaphore and the catalog. Each call answers `ERR_UNSUPPORTED` naming the pattern and the
+//! backends that have it, before touching the database: never a silent stub.
+
+use super::Postgres;
+use crate::backend::{ready, BoxFuture};
+use crate::catalog::{CatalogBackend, Kind, Page};
+use crate::error::{Error, ErrorCode};
+use crate::limiter::{LimiterBackend, PauseEnd, Rule, Stored, Take};
+use crate::lock::{ExtendResult, ReleaseResult};
+use crate::queue::{
+    Debounce, EnqueueOutcome, QueueBackend, SettleAction, SettleOutcome, ShardClaim, ShardRef, ShardSize,
+};
+use crate::rules::limiter::Pause;
+use crate::semaphore::{PermitAttempt, SemaphoreBackend, SemaphoreInfo};
+
+/// The refusal of a call of `pattern`.
+fn unsupported<'a, T: Send + 'a>(pattern: &str) -> BoxFuture<'a, T> {
+    ready(Err(Error::new(
+        ErrorCode::Unsupported,
+        format!(
+            "the {pattern} is not available on the PostgreSQL backend yet (built so far: Concurrency Lock, Job \
+             State, Item Tracker); use the in-memory, durable (path) or Redis backend for it"
+        ),
+    )))
+}
+
+const QUEUE: &str = "Dedup Queue";
+const LIMITER: &str = "Rate Limiter";
+const SEMAPHORE: &str = "Semaphore";
+
+impl QueueBackend for Postgres {
+    fn enqueue<'a>(
+        &'a self,
+        _at: ShardRef<'a>,
+        _ids: &'a [String],
+        _delay_ms: u64,
+        _debounce: Debounce,
+    ) -> BoxFuture<'a, Vec<(EnqueueOutcome, i64)>> {
+        unsupported(QUEUE)
+    }
+    fn claim<'a>(
+        &'a self,
+        _at: ShardRef<'a>,
+        _owner: &'a str,
+        _limit: u64,
+        _visibility_ms: u64,
+    ) -> BoxFuture<'a, ShardClaim> {
+        unsupported(QUEUE)
+    }
+    fn settle<'a>(
+        &'a self,
+        _at: ShardRef<'a>,
+        _owner: &'a str,
+        _ids: &'a [String],
+        _action: SettleAction,
+    ) -> BoxFuture<'a, Vec<(SettleOutcome, Option<i64>)>> {
+        unsupported(QUEUE)
+    }
+    fn peek<'a>(&'a self, _at: ShardRef<'a>, _limit: u64) -> BoxFuture<'a, (i64, Vec<(String, i64)>)> {
+        unsupported(QUEUE)
+    }
+    fn size<'a>(&'a self, _at: ShardRef<'a>) -> BoxFuture<'a, ShardSize> {
+        unsupported(QUEUE)
+    }
+}
+
+impl LimiterBackend for Postgres {
+    fn take<'a>(&'a self, _name: &'a str, _rule: Rule, _cost: u64, _max_wait_us: u64) -> BoxFuture<'a, Take> {
+        unsupported(LIMITER)
+    }
+    fn inspect_limiter<'a>(&'a self, _name: &'a str) -> BoxFuture<'a, Stored> {
+        unsupported(LIMITER)
+    }
+    fn pause_limiter<'a>(&'a self, _name: &'a str, _end: PauseEnd) -> BoxFuture<'a, (Pause, Stored)> {
+        unsupported(LIMITER)
+    }
+}
+
+impl SemaphoreBackend for Postgres {
+    fn try_acquire_permit<'a>(
+        &'a self,
+        _name: &'a str,
+        _owner: &'a str,
+        _permits: u64,
+        _lease_ms: u64,
+        _label: Option<&'a str>,
+    ) -> BoxFuture<'a, PermitAttempt> {
+        unsupported(SEMAPHORE)
+    }
+    fn release_permit<'a>(&'a self, _name: &'a str, _owner: &'a str) -> BoxFuture<'a, ReleaseResult> {
+        unsupported(SEMAPHORE)
+    }
+    fn extend_permit<'a>(
+        &'a self,
+        _name: &'a str,
+        _owner: &'a str,
+        _lease_ms: u64,
+    ) -> BoxFuture<'a, ExtendResult> {
+        unsupported(SEMAPHORE)
+    }
+    fn inspect_semaphore<'a>(&'a self, _name: &'a str) -> BoxFuture<'a, SemaphoreInfo> {
+        unsupported(SEMAPHORE)
+    }
+}
+
+impl CatalogBackend for Postgres {
+    fn list_names<'a>(&'a self, _kind: Kind, _cursor: Option<&'a str>, _limit: u64) -> BoxFuture<'a, Page> {
+        unsupported("catalog (listNames)")
+    }
+}

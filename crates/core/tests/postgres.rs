@@ -1,0 +1,211 @@
+//! The semantic suite on PostgreSQL, for the patterns the backend has (the Concurrency Lock, Job
+//! State, the Item Tracker), and what only this backend has: its schema's version, the patterns
+//! not built yet refused by code. Needs FLOWGUARD_POSTGRES_URL: `node scripts/postgres.mjs --
+//! cargo test …` starts a throwaway cluster, sets it, and runs these with `--include-ignored`.
+mod common;
+
+use flowguard_core::backend::postgres::PostgresOptions;
+use flowguard_core::{Client, ErrorCode, OpenOptions};
+
+fn url() -> String {
+    std::env::var("FLOWGUARD_POSTGRES_URL")
+        .expect("FLOWGUARD_POSTGRES_URL must point at a PostgreSQL database for the PostgreSQL suite")
+}
+
+fn target() -> common::Target {
+    common::Target::Postgres(url())
+}
+
+suite!(@each target(), [#[ignore = "needs a PostgreSQL: set FLOWGUARD_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]],
+    claim_is_exclusive_and_completion_sticks,
+    failed_items_keep_reason_and_can_be_claimed_again,
+    expired_lease_shows_abandoned_and_is_claimable,
+    batch_apply_is_ordered_and_reports_each_item,
+    claim_batch_matches_claim_rules,
+    keep_ms_expires_completed_marks,
+    keep_forever_has_no_expiry_until_unset,
+    unset_forgets,
+    names_with_any_characters_are_distinct,
+    bad_input_is_refused_before_writing,
+    concurrent_claims_have_one_winner,
+    lock_basics_and_owner_checks,
+    lock_expiry_and_fencing,
+    lock_wait_gets_it_when_freed_and_never_waits_longer,
+    concurrent_lock_sets_have_one_winner,
+    lock_bad_input,
+    empty_label_reads_back_as_no_label,
+    state_values_set_get_increment_delete,
+    idempotency_keys_claim_complete_release,
+    fences_strictly_increase_under_contention
+);
+
+/// Two clients (two pools, so two connections) with one prefix.
+async fn two_clients() -> (Client, Client) {
+    let a = common::open(target()).await;
+    let prefix = a.config().keys.prefix().to_string();
+    let b = Client::open(OpenOptions {
+        postgres: Some(PostgresOptions { url: url(), ..Default::default() }),
+        prefix: Some(prefix),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    (a, b)
+}
+
+#[test]
+#[ignore = "needs a PostgreSQL: set FLOWGUARD_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
+fn two_clients_race_for_one_lock() {
+    common::runtime().block_on(async {
+        for _ in 0..20 {
+            let (a, b) = two_clients().await;
+            common::two_clients_race_for_one_lock(a, b).await;
+        }
+    });
+}
+
+/// A raw connection to the test database (for what flowguard does not do: age a schema).
+async fn raw() -> tokio_postgres::Client {
+    let (client, conn) = tokio_postgres::connect(&url(), tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(conn);
+    client
+}
+
+fn in_schema(schema: &str) -> OpenOptions {
+    OpenOptions {
+        postgres: Some(PostgresOptions { url: url(), schema: Some(schema.into()), ..Default::default() }),
+        ..Default::default()
+    }
+}
+
+/// The schema is created on first use at version 1, reused by the next client, and a schema of
+/// a newer version is refused with ERR_UNSUPPORTED naming both versions (nothing changed).
+#[test]
+#[ignore = "needs a PostgreSQL: set FLOWGUARD_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
+fn schema_is_created_versioned_and_a_newer_one_refused() {
+    common::runtime().block_on(async {
+        let schema = format!("fg_test_{:x}", rand_suffix());
+        let c = Client::open(in_schema(&schema)).await.unwrap();
+        assert_eq!(c.kind(), "postgres");
+        let db = raw().await;
+        let v: String = db
+            .query_one(&format!("SELECT value FROM {schema}.meta WHERE key = 'version'"), &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(v, "1");
+        // Two clients opening at once both get the schema (the creation is serialized).
+        let (x, y) =
+            tokio::join!(Client::open(in_schema(&schema)), Client::open(in_schema(&format!("{schema}_b"))));
+        x.unwrap();
+        y.unwrap();
+        db.execute(&format!("UPDATE {schema}.meta SET value = '2' WHERE key = 'version'"), &[])
+            .await
+            .unwrap();
+        let e = Client::open(in_schema(&schema)).await.err().expect("a newer schema is refused");
+        assert_eq!(e.code, ErrorCode::Unsupported, "{e}");
+        assert!(e.message.contains("version 2") && e.message.contains("version 1"), "{e}");
+        let v: String = db
+            .query_one(&format!("SELECT value FROM {schema}.meta WHERE key = 'version'"), &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(v, "2", "nothing was changed");
+        for s in [schema.clone(), format!("{schema}_b")] {
+            db.execute(&format!("DROP SCHEMA {s} CASCADE"), &[]).await.unwrap();
+        }
+    });
+}
+
+fn rand_suffix() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64
+        ^ u64::from(std::process::id())
+}
+
+/// Bad options are refused before connecting, naming the field and never echoing the URL.
+#[test]
+fn bad_options_are_refused_by_code() {
+    common::runtime().block_on(async {
+        let open =
+            |pg: PostgresOptions| Client::open(OpenOptions { postgres: Some(pg), ..Default::default() });
+        let e = open(PostgresOptions {
+            url: "postgres://u:secret@h/db".into(),
+            schema: Some("Bad-Name".into()),
+            ..Default::default()
+        })
+        .await
+        .err()
+        .unwrap();
+        assert_eq!(e.code, ErrorCode::InvalidArgument);
+        assert_eq!(e.field.as_ref().map(|f| f.to_string()).as_deref(), Some("postgres.schema"), "{e}");
+        let e = open(PostgresOptions {
+            url: "postgres://u:secret@h/db".into(),
+            pool_size: Some(0),
+            ..Default::default()
+        })
+        .await
+        .err()
+        .unwrap();
+        assert_eq!(e.field.as_ref().map(|f| f.to_string()).as_deref(), Some("postgres.pool_size"), "{e}");
+        let e =
+            open(PostgresOptions { url: "postgres://u:secret@h:notaport/db".into(), ..Default::default() })
+                .await
+                .err()
+                .unwrap();
+        assert_eq!(e.field.as_ref().map(|f| f.to_string()).as_deref(), Some("postgres.url"), "{e}");
+        assert!(!e.message.contains("secret"), "{e}");
+        let e = open(PostgresOptions {
+            url: "postgres://u:secret@h/db?sslmode=require".into(),
+            ..Default::default()
+        })
+        .await
+        .err()
+        .unwrap();
+        assert_eq!(e.code, ErrorCode::Unsupported, "{e}");
+        assert!(!e.message.contains("secret"), "{e}");
+        let e = Client::open(OpenOptions {
+            postgres: Some(PostgresOptions { url: "postgres://h/db".into(), ..Default::default() }),
+            url: Some("redis://127.0.0.1".into()),
+            ..Default::default()
+        })
+        .await
+        .err()
+        .unwrap();
+        assert_eq!(e.field.as_ref().map(|f| f.to_string()).as_deref(), Some("postgres"), "{e}");
+        // Nothing listens on port 1: unavailable, within the connect timeout, without the password.
+        let e =
+            open(PostgresOptions { url: "postgres://u:secret@127.0.0.1:1/db".into(), ..Default::default() })
+                .await
+                .err()
+                .unwrap();
+        assert_eq!(e.code, ErrorCode::BackendUnavailable, "{e}");
+        assert!(!e.message.contains("secret"), "{e}");
+    });
+}
+
+/// The patterns not built yet answer ERR_UNSUPPORTED naming the pattern: no silent stub.
+#[test]
+#[ignore = "needs a PostgreSQL: set FLOWGUARD_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
+fn patterns_not_built_are_refused_by_code() {
+    use flowguard_core::catalog::Kind;
+    use flowguard_core::limiter::LimitOptions;
+    use flowguard_core::queue::EnqueueOptions;
+    use flowguard_core::semaphore::PermitOptions;
+    common::runtime().block_on(async {
+        let c = common::open(target()).await;
+        let checks = [
+            ("Dedup Queue", c.enqueue("q", vec!["a".into()], EnqueueOptions::default()).await.err()),
+            ("Rate Limiter", c.rate_limit("r", LimitOptions { limit: 1, ..Default::default() }).await.err()),
+            (
+                "Semaphore",
+                c.acquire_permit("s", PermitOptions { permits: 1, ..Default::default() }).await.err(),
+            ),
+            ("catalog", c.list_names(Kind::Locks, None, None).await.err()),
+        ];
+        for (pattern, e) in checks {
+            let e = e.unwrap_or_else(|| panic!("{pattern} answered"));
+            assert_eq!(e.code, ErrorCode::Unsupported, "{e}");
+            assert!(e.message.contains(pattern), "{e}");
+        }
+    });
+}
