@@ -28,6 +28,7 @@ suite!(@each target(), [#[ignore = "needs a PostgreSQL: set FLOWGUARD_POSTGRES_U
     names_with_any_characters_are_distinct,
     bad_input_is_refused_before_writing,
     concurrent_claims_have_one_winner,
+    concurrent_claims_of_a_known_item_have_one_winner,
     lock_basics_and_owner_checks,
     lock_expiry_and_fencing,
     lock_wait_gets_it_when_freed_and_never_waits_longer,

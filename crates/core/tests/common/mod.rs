@@ -334,6 +334,33 @@ pub async fn concurrent_claims_have_one_winner(c: Client) {
     assert_eq!(winners, 1);
 }
 
+/// Claims racing (released together by a barrier) for an item that has a record and may be
+/// claimed again (it failed): exactly one wins, and its attempt is the second.
+pub async fn concurrent_claims_of_a_known_item_have_one_winner(c: Client) {
+    let first = c.claim_many("race", vec!["known".into()], None, false).await.unwrap();
+    let failed =
+        ItemRequest { owner: first[0].owner.clone(), error: Some("retry".into()), ..req("known", "failed") };
+    c.set_item("race", failed).await.unwrap();
+    const TASKS: usize = 20;
+    let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(TASKS));
+    let mut tasks = Vec::new();
+    for _ in 0..TASKS {
+        let (c, barrier) = (c.clone(), barrier.clone());
+        tasks.push(tokio::spawn(async move {
+            barrier.wait().await;
+            c.claim_many("race", vec!["known".into()], None, false).await.unwrap()
+        }));
+    }
+    let mut winners = Vec::new();
+    for t in tasks {
+        let r = t.await.unwrap().remove(0);
+        if r.claimed {
+            winners.push(r.item.attempts);
+        }
+    }
+    assert_eq!(winners, [2], "one winner, on the second attempt");
+}
+
 pub async fn lock_basics_and_owner_checks(c: Client) {
     let a = c
         .acquire_lock("wf", AcquireOptions { label: Some("run-1".into()), ..Default::default() })
@@ -778,20 +805,33 @@ pub async fn idempotency_keys_claim_complete_release(c: Client) {
 }
 
 /// Two clients race for one free lock, released together by a barrier: exactly one wins, and
-/// the loser is told the winner's fence.
+/// the loser is told the winner's fence. Twice: for a name never taken (no stored lock yet), and
+/// again once the winner released it (a stored lock that is free).
 pub async fn two_clients_race_for_one_lock(a: Client, b: Client) {
-    let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(2));
-    let race = |c: Client| {
-        let barrier = barrier.clone();
-        tokio::spawn(async move {
-            barrier.wait().await;
-            c.acquire_lock("contended", AcquireOptions::default()).await.unwrap()
-        })
-    };
-    let (ta, tb) = (race(a), race(b));
-    let (ra, rb) = (ta.await.unwrap(), tb.await.unwrap());
-    assert_eq!([ra.acquired, rb.acquired].iter().filter(|w| **w).count(), 1, "{ra:?} {rb:?}");
-    assert_eq!(ra.fence, rb.fence, "the loser sees the winner's fence");
+    let name = format!("contended-{}", flowguard_core::token::new_token());
+    let mut last_fence = 0;
+    for round in 0..2 {
+        let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(2));
+        let race = |c: Client| {
+            let (barrier, name) = (barrier.clone(), name.clone());
+            tokio::spawn(async move {
+                barrier.wait().await;
+                c.acquire_lock(&name, AcquireOptions::default()).await.unwrap()
+            })
+        };
+        let (ta, tb) = (race(a.clone()), race(b.clone()));
+        let (ra, rb) = (ta.await.unwrap(), tb.await.unwrap());
+        assert_eq!(
+            [ra.acquired, rb.acquired].iter().filter(|w| **w).count(),
+            1,
+            "round {round}: {ra:?} {rb:?}"
+        );
+        assert_eq!(ra.fence, rb.fence, "the loser sees the winner's fence");
+        assert!(ra.fence > last_fence, "round {round}: the fence increased");
+        last_fence = ra.fence;
+        let winner = if ra.acquired { ra } else { rb };
+        assert!(a.release_lock(&name, winner.owner.as_deref().unwrap()).await.unwrap().released);
+    }
 }
 
 /// Fencing tokens strictly increase per name, across tasks taking turns on one lock at once
@@ -842,6 +882,7 @@ macro_rules! suite {
             names_with_any_characters_are_distinct,
             bad_input_is_refused_before_writing,
             concurrent_claims_have_one_winner,
+            concurrent_claims_of_a_known_item_have_one_winner,
             lock_basics_and_owner_checks,
             lock_expiry_and_fencing,
             lock_wait_gets_it_when_freed_and_never_waits_longer,
