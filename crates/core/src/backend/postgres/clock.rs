@@ -3,7 +3,7 @@
 //! Redis backend reads `TIME` in its scripts). Never the client's clock: every process that uses
 //! the database decides leases at the same time.
 
-use super::{Ctx, Sql};
+use super::{Ctx, Fail, Sql};
 
 /// The statement that reads the clock.
 const NOW: &str = "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8";
@@ -11,6 +11,8 @@ const NOW: &str = "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::i
 impl Ctx<'_, '_> {
     /// The database's time now (ms since the epoch).
     pub async fn now(&self) -> Sql<i64> {
-        Ok(self.query_opt(NOW, &[]).await?.map(|r| r.get::<_, i64>(0)).unwrap_or_default())
+        let row =
+            self.query_opt(NOW, &[]).await?.ok_or_else(|| Fail::Corrupt("the clock read no row".into()))?;
+        Ok(row.try_get(0)?)
     }
 }
