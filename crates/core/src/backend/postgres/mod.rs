@@ -37,7 +37,7 @@ use tokio_postgres::{NoTls, Row};
 
 use crate::backend::Backend;
 use crate::client::Config;
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, ErrorCode, FieldPath, Result};
 
 /// Default schema of flowguard's tables.
 pub const DEFAULT_SCHEMA: &str = "flowguard";
@@ -83,7 +83,7 @@ impl PostgresOptions {
             && !s.starts_with("pg_");
         if !ok {
             return Err(Error::invalid_at(
-                "postgres.schema",
+                FieldPath::new("postgres").field("schema"),
                 format!(
                     "must be 1 to 63 lowercase letters, digits or _, not starting with a digit or pg_, got {:?}",
                     crate::tracker::truncate(s, 70)
@@ -99,7 +99,7 @@ impl PostgresOptions {
             None => Ok(DEFAULT_POOL_SIZE),
             Some(n) if (1..=MAX_POOL_SIZE).contains(&n) => Ok(n),
             Some(n) => Err(Error::invalid_at(
-                "postgres.pool_size",
+                FieldPath::new("postgres").field("pool_size"),
                 format!("must be 1 to {MAX_POOL_SIZE} connections, got {n}"),
             )),
         }
@@ -110,7 +110,7 @@ impl PostgresOptions {
     fn driver_config(&self, config: &Config) -> Result<tokio_postgres::Config> {
         let mut pg = tokio_postgres::Config::from_str(&self.url).map_err(|e| {
             Error::invalid_at(
-                "postgres.url",
+                FieldPath::new("postgres").field("url"),
                 format!(
                     "is not a PostgreSQL connection URL (postgres://user:password@host:port/database): {}",
                     redact(&e.to_string(), &self.url)
@@ -118,7 +118,10 @@ impl PostgresOptions {
             )
         })?;
         if pg.get_hosts().is_empty() {
-            return Err(Error::invalid_at("postgres.url", "names no host (postgres://host:port/database)"));
+            return Err(Error::invalid_at(
+                FieldPath::new("postgres").field("url"),
+                "names no host (postgres://host:port/database)",
+            ));
         }
         if pg.get_ssl_mode() == SslMode::Require {
             return Err(Error::new(
