@@ -210,3 +210,45 @@ fn patterns_not_built_are_refused_by_code() {
         }
     });
 }
+
+/// A row lock held elsewhere (another session's open transaction) bounds a call by the command
+/// timeout, as PostgreSQL's statement_timeout: ERR_TIMEOUT, nothing written; the call succeeds
+/// once the row is free.
+#[test]
+#[ignore = "needs a PostgreSQL: set FLOWGUARD_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
+fn a_row_locked_elsewhere_times_out_by_code() {
+    use flowguard_core::lock::AcquireOptions;
+    common::runtime().block_on(async {
+        let c = common::open(target()).await;
+        let prefix = c.config().keys.prefix().to_string();
+        let first = c.acquire_lock("busy", AcquireOptions::default()).await.unwrap();
+        assert!(c.release_lock("busy", first.owner.as_deref().unwrap()).await.unwrap().released);
+        let short = Client::open(OpenOptions {
+            postgres: Some(PostgresOptions { url: url(), ..Default::default() }),
+            prefix: Some(prefix.clone()),
+            command_timeout: Some(std::time::Duration::from_millis(300)),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+        let mut db = raw().await;
+        let tx = db.transaction().await.unwrap();
+        let held = tx
+            .query(
+                "SELECT 1 FROM flowguard.locks WHERE ns = $1 AND name = $2 FOR UPDATE",
+                &[&prefix.as_bytes(), &"busy".as_bytes()],
+            )
+            .await
+            .unwrap();
+        assert_eq!(held.len(), 1, "the lock's row is held by the other session");
+        let t = std::time::Instant::now();
+        let e = short.acquire_lock("busy", AcquireOptions::default()).await.unwrap_err();
+        assert_eq!(e.code, ErrorCode::Timeout, "{e}");
+        assert!(t.elapsed() < std::time::Duration::from_secs(5), "bounded by the command timeout");
+        tx.rollback().await.unwrap();
+        let info = c.get_lock("busy").await.unwrap();
+        assert!(!info.locked, "nothing was written");
+        assert_eq!(info.fence, first.fence);
+        assert!(short.acquire_lock("busy", AcquireOptions::default()).await.unwrap().acquired);
+    });
+}
