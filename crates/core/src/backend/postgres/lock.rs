@@ -36,13 +36,14 @@ impl Stored {
     }
 }
 
+/// A lock's row, and the same locked until the transaction ends.
+pub(super) const LOAD: &str = "SELECT owner, fence, label, exp FROM {s}.locks WHERE ns = $1 AND name = $2";
+pub(super) const LOAD_LOCKED: &str =
+    "SELECT owner, fence, label, exp FROM {s}.locks WHERE ns = $1 AND name = $2 FOR UPDATE";
+
 /// The row of lock `name`, locked until the transaction ends when `for_update`.
 async fn load(c: &Ctx<'_, '_>, name: &str, for_update: bool) -> Sql<Option<Stored>> {
-    let sql = if for_update {
-        "SELECT owner, fence, label, exp FROM {s}.locks WHERE ns = $1 AND name = $2 FOR UPDATE"
-    } else {
-        "SELECT owner, fence, label, exp FROM {s}.locks WHERE ns = $1 AND name = $2"
-    };
+    let sql = if for_update { LOAD_LOCKED } else { LOAD };
     c.query_opt(sql, &[&c.ns(), &name.as_bytes()]).await?.as_ref().map(Stored::from_row).transpose()
 }
 

@@ -19,6 +19,8 @@
 //! - Times are milliseconds since the epoch by the database's clock, never the client's.
 
 mod clock;
+#[cfg(test)]
+mod explain_tests;
 mod lock;
 mod schema;
 mod state;
@@ -304,20 +306,7 @@ impl Ctx<'_, '_> {
     /// calls hold are skipped): expired rows are invisible to every read, so they go a bounded
     /// slice per write, by the table's index on `exp`, and no call pays for one big DELETE.
     pub async fn purge(&self, table: Purged, now: i64) -> Sql<()> {
-        let sql = match table {
-            Purged::Vals => {
-                "DELETE FROM {s}.vals WHERE ctid = ANY(ARRAY(SELECT ctid FROM {s}.vals WHERE exp <= $1
-                   LIMIT 64 FOR UPDATE SKIP LOCKED))"
-            }
-            Purged::Idem => {
-                "DELETE FROM {s}.idem WHERE ctid = ANY(ARRAY(SELECT ctid FROM {s}.idem WHERE exp <= $1
-                   LIMIT 64 FOR UPDATE SKIP LOCKED))"
-            }
-            Purged::Items => {
-                "DELETE FROM {s}.items WHERE ctid = ANY(ARRAY(SELECT ctid FROM {s}.items WHERE x <= $1
-                   LIMIT 64 FOR UPDATE SKIP LOCKED))"
-            }
-        };
+        let sql = table.statement();
         self.execute(sql, &[&now]).await?;
         Ok(())
     }
@@ -338,6 +327,26 @@ pub(crate) enum Purged {
     Vals,
     Idem,
     Items,
+}
+
+impl Purged {
+    /// Its purge statement (`$1`: the time now).
+    pub(crate) fn statement(self) -> &'static str {
+        match self {
+            Purged::Vals => {
+                "DELETE FROM {s}.vals WHERE ctid = ANY(ARRAY(SELECT ctid FROM {s}.vals WHERE exp <= $1
+                   LIMIT 64 FOR UPDATE SKIP LOCKED))"
+            }
+            Purged::Idem => {
+                "DELETE FROM {s}.idem WHERE ctid = ANY(ARRAY(SELECT ctid FROM {s}.idem WHERE exp <= $1
+                   LIMIT 64 FOR UPDATE SKIP LOCKED))"
+            }
+            Purged::Items => {
+                "DELETE FROM {s}.items WHERE ctid = ANY(ARRAY(SELECT ctid FROM {s}.items WHERE x <= $1
+                   LIMIT 64 FOR UPDATE SKIP LOCKED))"
+            }
+        }
+    }
 }
 
 /// Why a transaction failed.

@@ -13,6 +13,13 @@ use crate::state::{Expiry, KeyClaim, Refusal, SetResult, StateBackend, StateValu
 
 type Refused<T> = std::result::Result<T, Refusal>;
 
+/// A value's row locked until the transaction ends; the rows of several values; an idempotency
+/// key's row locked.
+pub(super) const VALUE_LOCKED: &str = "SELECT json, exp FROM {s}.vals WHERE ns = $1 AND key = $2 FOR UPDATE";
+pub(super) const VALUES: &str = "SELECT json, exp, key FROM {s}.vals WHERE ns = $1 AND key = ANY($2)";
+pub(super) const IDEM_LOCKED: &str =
+    "SELECT owner, result, exp FROM {s}.idem WHERE ns = $1 AND key = $2 FOR UPDATE";
+
 fn stored(r: &Row) -> Sql<StateValue> {
     Ok(StateValue { json: r.try_get(0)?, expires_at: r.try_get(1)? })
 }
@@ -23,14 +30,7 @@ fn rule_value(v: &StateValue) -> state::Value<'_> {
 
 /// The row of value `key` (live or not), locked until the transaction ends.
 async fn value_for_update(c: &Ctx<'_, '_>, key: &str) -> Sql<Option<StateValue>> {
-    c.query_opt(
-        "SELECT json, exp FROM {s}.vals WHERE ns = $1 AND key = $2 FOR UPDATE",
-        &[&c.ns(), &key.as_bytes()],
-    )
-    .await?
-    .as_ref()
-    .map(stored)
-    .transpose()
+    c.query_opt(VALUE_LOCKED, &[&c.ns(), &key.as_bytes()]).await?.as_ref().map(stored).transpose()
 }
 
 /// Writes value `key` (its row locked when `existed`, else absent).
@@ -46,9 +46,7 @@ async fn put(c: &Ctx<'_, '_>, existed: bool, key: &str, json: &str, exp: Option<
 
 async fn get(c: &Ctx<'_, '_>, keys: &[String]) -> Sql<Vec<Option<StateValue>>> {
     let wanted: Vec<&[u8]> = keys.iter().map(|k| k.as_bytes()).collect();
-    let rows = c
-        .query("SELECT json, exp, key FROM {s}.vals WHERE ns = $1 AND key = ANY($2)", &[&c.ns(), &wanted])
-        .await?;
+    let rows = c.query(VALUES, &[&c.ns(), &wanted]).await?;
     let now = c.now().await?;
     let mut found = std::collections::HashMap::with_capacity(rows.len());
     for r in &rows {
@@ -135,12 +133,7 @@ fn rule_key(row: &IdemRow) -> Option<once::Key<'_>> {
 
 /// The row of idempotency key `key` (live or not), locked until the transaction ends.
 async fn idem_for_update(c: &Ctx<'_, '_>, key: &str) -> Sql<Option<IdemRow>> {
-    let row = c
-        .query_opt(
-            "SELECT owner, result, exp FROM {s}.idem WHERE ns = $1 AND key = $2 FOR UPDATE",
-            &[&c.ns(), &key.as_bytes()],
-        )
-        .await?;
+    let row = c.query_opt(IDEM_LOCKED, &[&c.ns(), &key.as_bytes()]).await?;
     Ok(match row {
         Some(r) => Some((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?)),
         None => None,

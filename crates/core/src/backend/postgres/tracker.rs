@@ -28,10 +28,28 @@ use crate::tracker::{
     Outcome, Record, TrackerBackend, STORED_STATUS,
 };
 
-/// The columns of a record, after its id.
-const COLUMNS: &str = "id, s, a, o, l, c, u, d, e, x, t";
+/// The records of ids of a group, locked in id order until the transaction ends; the same
+/// unlocked; the records of a group kept after a time. Each reads the columns `id, s, a, o, l, c,
+/// u, d, e, x, t` (see [`from_row`]).
+pub(super) const LOAD_LOCKED: &str = "SELECT id, s, a, o, l, c, u, d, e, x, t FROM {s}.items
+    WHERE ns = $1 AND grp = $2 AND id = ANY($3) ORDER BY id FOR UPDATE";
+pub(super) const LOAD: &str =
+    "SELECT id, s, a, o, l, c, u, d, e, x, t FROM {s}.items WHERE ns = $1 AND grp = $2 AND id = ANY($3)";
+pub(super) const LIST: &str =
+    "SELECT id, s, a, o, l, c, u, d, e, x, t FROM {s}.items WHERE ns = $1 AND grp = $2 AND x > $3";
+/// The new records, the changed ones, the removed ones (arrays of the records' columns).
+pub(super) const INSERT: &str = "INSERT INTO {s}.items (ns, grp, id, s, a, o, l, c, u, d, e, x, t)
+    SELECT $1, $2, * FROM unnest($3::bytea[], $4::int2[], $5::int4[], $6::text[], $7::int8[],
+      $8::int8[], $9::int8[], $10::int8[], $11::bytea[], $12::int8[], $13::text[])
+    ON CONFLICT (ns, grp, id) DO NOTHING";
+pub(super) const UPDATE: &str = "UPDATE {s}.items SET s = v.s, a = v.a, o = v.o, l = v.l, c = v.c, u = v.u,
+      d = v.d, e = v.e, x = v.x, t = v.t
+    FROM unnest($3::bytea[], $4::int2[], $5::int4[], $6::text[], $7::int8[], $8::int8[], $9::int8[],
+      $10::int8[], $11::bytea[], $12::int8[], $13::text[]) AS v(id, s, a, o, l, c, u, d, e, x, t)
+    WHERE items.ns = $1 AND items.grp = $2 AND items.id = v.id";
+pub(super) const DELETE: &str = "DELETE FROM {s}.items WHERE ns = $1 AND grp = $2 AND id = ANY($3)";
 
-/// A record from a row of [`COLUMNS`].
+/// A record from a row of its columns (see [`LOAD`]).
 fn from_row(r: &Row) -> Sql<(String, Record)> {
     let id = text(r, 0)?.ok_or_else(|| Fail::Corrupt("an item without an id".into()))?;
     let code: i16 = r.try_get(1)?;
@@ -83,15 +101,7 @@ impl Locked {
         let mut wanted: Vec<&[u8]> = ids.map(|id| id.as_bytes()).collect();
         wanted.sort_unstable();
         wanted.dedup();
-        let rows = c
-            .query(
-                &format!(
-                    "SELECT {COLUMNS} FROM {{s}}.items WHERE ns = $1 AND grp = $2 AND id = ANY($3)
-                     ORDER BY id FOR UPDATE"
-                ),
-                &[&c.ns(), &group.as_bytes(), &wanted],
-            )
-            .await?;
+        let rows = c.query(LOAD_LOCKED, &[&c.ns(), &group.as_bytes(), &wanted]).await?;
         let now = c.now().await?;
         let mut slots = HashMap::with_capacity(wanted.len());
         for r in &rows {
@@ -126,37 +136,17 @@ impl Locked {
         }
         let g = group.as_bytes();
         if !inserts.ids.is_empty() {
-            let n = c
-                .execute(
-                    "INSERT INTO {s}.items (ns, grp, id, s, a, o, l, c, u, d, e, x, t)
-                     SELECT $1, $2, * FROM unnest($3::bytea[], $4::int2[], $5::int4[], $6::text[], $7::int8[],
-                       $8::int8[], $9::int8[], $10::int8[], $11::bytea[], $12::int8[], $13::text[])
-                     ON CONFLICT (ns, grp, id) DO NOTHING",
-                    &inserts.params(&c.ns(), &g),
-                )
-                .await?;
+            let n = c.execute(INSERT, &inserts.params(&c.ns(), &g)).await?;
             if n != inserts.ids.len() as u64 {
                 // Another call inserted some of these ids after this one found them absent.
                 return Err(Fail::Race);
             }
         }
         if !updates.ids.is_empty() {
-            c.execute(
-                "UPDATE {s}.items SET s = v.s, a = v.a, o = v.o, l = v.l, c = v.c, u = v.u, d = v.d, e = v.e,
-                   x = v.x, t = v.t
-                 FROM unnest($3::bytea[], $4::int2[], $5::int4[], $6::text[], $7::int8[], $8::int8[],
-                   $9::int8[], $10::int8[], $11::bytea[], $12::int8[], $13::text[]) AS v(id, s, a, o, l, c, u, d, e, x, t)
-                 WHERE items.ns = $1 AND items.grp = $2 AND items.id = v.id",
-                &updates.params(&c.ns(), &g),
-            )
-            .await?;
+            c.execute(UPDATE, &updates.params(&c.ns(), &g)).await?;
         }
         if !deletes.is_empty() {
-            c.execute(
-                "DELETE FROM {s}.items WHERE ns = $1 AND grp = $2 AND id = ANY($3)",
-                &[&c.ns(), &g, &deletes],
-            )
-            .await?;
+            c.execute(DELETE, &[&c.ns(), &g, &deletes]).await?;
         }
         Ok(())
     }
@@ -283,12 +273,7 @@ async fn claim_batch(c: &Ctx<'_, '_>, group: &str, b: BatchClaim<'_>) -> Sql<Cla
 
 async fn read(c: &Ctx<'_, '_>, group: &str, ids: &[String]) -> Sql<Vec<ItemState>> {
     let wanted: Vec<&[u8]> = ids.iter().map(|id| id.as_bytes()).collect();
-    let rows = c
-        .query(
-            &format!("SELECT {COLUMNS} FROM {{s}}.items WHERE ns = $1 AND grp = $2 AND id = ANY($3)"),
-            &[&c.ns(), &group.as_bytes(), &wanted],
-        )
-        .await?;
+    let rows = c.query(LOAD, &[&c.ns(), &group.as_bytes(), &wanted]).await?;
     let now = c.now().await?;
     let mut found = HashMap::with_capacity(rows.len());
     for r in &rows {
@@ -302,12 +287,7 @@ async fn read(c: &Ctx<'_, '_>, group: &str, ids: &[String]) -> Sql<Vec<ItemState
 
 async fn list(c: &Ctx<'_, '_>, group: &str, q: ListQuery) -> Sql<ItemList> {
     let now = c.now().await?;
-    let rows = c
-        .query(
-            &format!("SELECT {COLUMNS} FROM {{s}}.items WHERE ns = $1 AND grp = $2 AND x > $3"),
-            &[&c.ns(), &group.as_bytes(), &now],
-        )
-        .await?;
+    let rows = c.query(LIST, &[&c.ns(), &group.as_bytes(), &now]).await?;
     let records = rows.iter().map(from_row).collect::<Sql<Vec<_>>>()?;
     Ok(page(records.iter().map(|(id, r)| (id, r)), now, q))
 }
