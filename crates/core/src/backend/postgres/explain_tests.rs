@@ -57,6 +57,7 @@ async fn hot_statements_use_an_index() {
         ("purge values", Purged::Vals.statement(), vec![&now]),
         ("purge keys", Purged::Idem.statement(), vec![&now]),
         ("purge items", Purged::Items.statement(), vec![&now]),
+        ("forget lock names", Purged::Locks.statement(), vec![&now]),
     ];
     for (what, sql, params) in statements {
         let sql = format!("EXPLAIN {}", sql.replace("{s}", DEFAULT_SCHEMA));

@@ -3,10 +3,19 @@
 //! row locked (`SELECT … FOR UPDATE`), the database's time read, [`rules::lock`] asked, the
 //! decision written. A name without a row is inserted (`ON CONFLICT DO NOTHING`); when another
 //! call inserted it first, the transaction runs again and finds it (see the module `postgres`).
+//!
+//! A name unused for [`FENCE_KEEP_MS`] (its `exp`, the end of its last lease or its release, that
+//! long ago) is forgotten, as the other stores forget it: its next token is 1 again. Every
+//! [`SWEEP_EVERY`]th acquisition of a client also removes up to 64 such rows (`Ctx::purge`, by the
+//! index on `exp`), so the table does not keep a row per name ever used.
+//!
+//! [`FENCE_KEEP_MS`]: crate::lock::FENCE_KEEP_MS
 
 use tokio_postgres::Row;
 
-use super::{text, transaction, Ctx, Postgres, Sql};
+use std::sync::atomic::Ordering;
+
+use super::{text, transaction, Ctx, Postgres, Purged, Sql};
 use crate::backend::BoxFuture;
 use crate::lock::{Attempt, ExtendResult, LockBackend, LockInfo, ReleaseResult};
 use crate::rules::lock::{self, Holder};
@@ -36,6 +45,10 @@ impl Stored {
     }
 }
 
+/// One acquisition in this many sweeps forgotten names: each adds at most one row, each sweep
+/// removes up to 64, so the sweep keeps ahead of new names.
+pub(super) const SWEEP_EVERY: u32 = 32;
+
 /// A lock's row, and the same locked until the transaction ends.
 pub(super) const LOAD: &str = "SELECT owner, fence, label, exp FROM {s}.locks WHERE ns = $1 AND name = $2";
 pub(super) const LOAD_LOCKED: &str =
@@ -53,6 +66,7 @@ async fn try_acquire(
     owner: &str,
     lease_ms: u64,
     label: Option<&str>,
+    sweep: bool,
 ) -> Sql<Attempt> {
     let row = load(c, name, true).await?;
     let now = c.now().await?;
@@ -64,18 +78,37 @@ async fn try_acquire(
         label,
         now,
     );
-    let Some((fence, exp)) = d.take else { return Ok(d.attempt) };
+    if let Some((fence, exp)) = d.take {
+        take(c, row.is_some(), name, owner, fence, label, exp).await?;
+    }
+    // After the write: this name's row is then live (taken now, or held by another), so the
+    // sweep leaves it.
+    if sweep {
+        c.purge(Purged::Locks, now).await?;
+    }
+    Ok(d.attempt)
+}
+
+/// Writes the new holder of lock `name` (its row locked when `existed`, else absent).
+async fn take(
+    c: &Ctx<'_, '_>,
+    existed: bool,
+    name: &str,
+    owner: &str,
+    fence: u64,
+    label: Option<&str>,
+    exp: i64,
+) -> Sql<()> {
     let (ns, name, label) = (c.ns(), name.as_bytes(), label.map(str::as_bytes));
     let fence = fence as i64;
     c.write_row(
-        row.is_some(),
+        existed,
         "UPDATE {s}.locks SET owner = $3, fence = $4, label = $5, exp = $6 WHERE ns = $1 AND name = $2",
         "INSERT INTO {s}.locks (ns, name, owner, fence, label, exp) VALUES ($1, $2, $3, $4, $5, $6)
          ON CONFLICT (ns, name) DO NOTHING",
         &[&ns, &name, &owner, &fence, &label, &exp],
     )
-    .await?;
-    Ok(d.attempt)
+    .await
 }
 
 async fn release(c: &Ctx<'_, '_>, name: &str, owner: &str) -> Sql<ReleaseResult> {
@@ -136,7 +169,8 @@ impl LockBackend for Postgres {
         lease_ms: u64,
         label: Option<&'a str>,
     ) -> BoxFuture<'a, Attempt> {
-        Box::pin(async move { transaction!(self, |c| try_acquire(&c, name, owner, lease_ms, label)) })
+        let sweep = self.acquisitions.fetch_add(1, Ordering::Relaxed) % SWEEP_EVERY == SWEEP_EVERY - 1;
+        Box::pin(async move { transaction!(self, |c| try_acquire(&c, name, owner, lease_ms, label, sweep)) })
     }
     fn release<'a>(&'a self, name: &'a str, owner: &'a str) -> BoxFuture<'a, ReleaseResult> {
         Box::pin(async move { transaction!(self, |c| release(&c, name, owner)) })

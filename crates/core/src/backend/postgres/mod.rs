@@ -163,6 +163,8 @@ pub struct Postgres {
     schema: String,
     /// The key prefix: the namespace of every row this client reads and writes.
     ns: String,
+    /// Lock acquisitions by this client, for the sweep of forgotten lock names (see `lock`).
+    acquisitions: std::sync::atomic::AtomicU32,
 }
 
 impl Postgres {
@@ -182,7 +184,8 @@ impl Postgres {
             .wait_timeout(Some(Duration::from_millis(config.command_timeout_ms)))
             .build()
             .map_err(|e| Error::new(ErrorCode::Internal, format!("the PostgreSQL pool: {e}")))?;
-        let store = Postgres { pool, schema, ns: config.keys.prefix().to_string() };
+        let store =
+            Postgres { pool, schema, ns: config.keys.prefix().to_string(), acquisitions: Default::default() };
         schema::ensure(&store).await?;
         Ok(store)
     }
@@ -318,8 +321,9 @@ impl Ctx<'_, '_> {
 
 /// Expired rows removed per write, at most (see [`Ctx::purge`]).
 pub(crate) const PURGE_SLICE: i64 = 64;
-// The purge statements spell PURGE_SLICE out (SQL text is static): keep them in step.
-const _: () = assert!(PURGE_SLICE == 64);
+// The purge statements spell PURGE_SLICE and FENCE_KEEP_MS out (SQL text is static): keep them
+// in step.
+const _: () = assert!(PURGE_SLICE == 64 && crate::lock::FENCE_KEEP_MS == 2_592_000_000);
 
 /// The tables whose expired rows are purged.
 #[derive(Clone, Copy)]
@@ -327,6 +331,8 @@ pub(crate) enum Purged {
     Vals,
     Idem,
     Items,
+    /// Lock names unused for [`FENCE_KEEP_MS`](crate::lock::FENCE_KEEP_MS): their fence is forgotten.
+    Locks,
 }
 
 impl Purged {
@@ -344,6 +350,10 @@ impl Purged {
             Purged::Items => {
                 "DELETE FROM {s}.items WHERE ctid = ANY(ARRAY(SELECT ctid FROM {s}.items WHERE x <= $1
                    LIMIT 64 FOR UPDATE SKIP LOCKED))"
+            }
+            Purged::Locks => {
+                "DELETE FROM {s}.locks WHERE ctid = ANY(ARRAY(SELECT ctid FROM {s}.locks
+                   WHERE exp <= $1 - 2592000000 LIMIT 64 FOR UPDATE SKIP LOCKED))"
             }
         }
     }

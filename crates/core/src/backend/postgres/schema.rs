@@ -24,6 +24,8 @@ const TABLES: &[&str] = &[
     "CREATE TABLE IF NOT EXISTS {s}.locks (
        ns bytea NOT NULL, name bytea NOT NULL, owner text, fence int8 NOT NULL, label bytea,
        exp int8 NOT NULL, PRIMARY KEY (ns, name))",
+    // The sweep of names unused for FENCE_KEEP_MS reads them by `exp`.
+    "CREATE INDEX IF NOT EXISTS locks_exp ON {s}.locks (exp)",
     // Job State values; `exp` NULL: no expiry.
     "CREATE TABLE IF NOT EXISTS {s}.vals (
        ns bytea NOT NULL, key bytea NOT NULL, json text NOT NULL, exp int8, PRIMARY KEY (ns, key))",
