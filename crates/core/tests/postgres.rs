@@ -40,10 +40,16 @@ suite!(@each target(), [#[ignore = "needs a PostgreSQL: set FLOWGUARD_POSTGRES_U
     fences_strictly_increase_under_contention
 );
 
+/// A client with a prefix of its own, and that prefix (the `ns` of its rows).
+async fn opened() -> (Client, String) {
+    let c = common::open(target()).await;
+    let prefix = c.config().keys.prefix().to_string();
+    (c, prefix)
+}
+
 /// Two clients (two pools, so two connections) with one prefix.
 async fn two_clients() -> (Client, Client) {
-    let a = common::open(target()).await;
-    let prefix = a.config().keys.prefix().to_string();
+    let (a, prefix) = opened().await;
     let b = Client::open(OpenOptions {
         postgres: Some(PostgresOptions { url: url(), ..Default::default() }),
         prefix: Some(prefix),
@@ -219,8 +225,7 @@ fn patterns_not_built_are_refused_by_code() {
 fn a_row_locked_elsewhere_times_out_by_code() {
     use flowguard_core::lock::AcquireOptions;
     common::runtime().block_on(async {
-        let c = common::open(target()).await;
-        let prefix = c.config().keys.prefix().to_string();
+        let (c, prefix) = opened().await;
         let first = c.acquire_lock("busy", AcquireOptions::default()).await.unwrap();
         assert!(c.release_lock("busy", first.owner.as_deref().unwrap()).await.unwrap().released);
         let short = Client::open(OpenOptions {
@@ -261,8 +266,7 @@ fn a_row_locked_elsewhere_times_out_by_code() {
 fn lock_names_unused_for_the_keep_time_are_forgotten() {
     use flowguard_core::lock::{AcquireOptions, FENCE_KEEP_MS};
     common::runtime().block_on(async {
-        let c = common::open(target()).await;
-        let prefix = c.config().keys.prefix().to_string();
+        let (c, prefix) = opened().await;
         for name in ["old", "recent", "held"] {
             let a = c.acquire_lock(name, AcquireOptions::default()).await.unwrap();
             assert_eq!(a.fence, 1);
