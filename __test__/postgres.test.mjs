@@ -1,5 +1,5 @@
 // The PostgreSQL backend through `Flowguard.open({ postgres })`: the patterns it has (lock, Job
-// State, tracker), the ones it does not have yet refused by code, and its options. The tests that
+// State, tracker, rate limiter), the ones it does not have yet refused by code, and its options. The tests that
 // need a database run when FLOWGUARD_POSTGRES_URL is set (node scripts/postgres.mjs -- node --test
 // __test__/postgres.test.mjs starts a throwaway cluster and sets it); the option checks need none.
 import { test, describe } from 'node:test'
@@ -55,7 +55,7 @@ describe('PostgreSQL backend', needsDb, () => {
     assert.equal(e.code, 'ERR_CLOSED')
   })
 
-  test('lock, Job State and tracker answer as on the other backends', async () => {
+  test('lock, Job State, tracker and rate limiter answer as on the other backends', async () => {
     const fg = await open()
     const l = await fg.acquireLock('wf', { label: 'run-1' })
     assert.ok(l.acquired)
@@ -74,6 +74,10 @@ describe('PostgreSQL backend', needsDb, () => {
     assert.equal((await fg.claim('g', 'item-1')).claimed, false)
     await fg.complete('g', 'item-1', { owner: c.owner })
     assert.equal((await fg.getItem('g', 'item-1')).status, 'completed')
+
+    const r = await fg.rateLimit('api', { limit: 1, periodMs: 60000 })
+    assert.ok(r.allowed)
+    assert.equal((await fg.rateLimit('api', { limit: 1, periodMs: 60000 })).allowed, false)
     await fg.close()
   })
 
@@ -81,7 +85,6 @@ describe('PostgreSQL backend', needsDb, () => {
     const fg = await open()
     for (const [pattern, call] of [
       ['Dedup Queue', () => fg.enqueue('q', 'a')],
-      ['Rate Limiter', () => fg.rateLimit('r', { limit: 1 })],
       ['Semaphore', () => fg.acquirePermit('s', { permits: 1 })],
     ]) {
       const e = await rejection(call())

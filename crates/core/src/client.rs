@@ -32,7 +32,8 @@ pub struct OpenOptions {
     /// credentials. Not with `url`, `cluster` or `path`.
     pub sentinel: Option<SentinelOptions>,
     /// A PostgreSQL database: its URL, schema and pool. Not with `url`, `cluster`, `sentinel` or
-    /// `path`. So far the Concurrency Lock, Job State and the Item Tracker; the other patterns
+    /// `path`. So far the Concurrency Lock, Job State, the Item Tracker and the Rate Limiter; the
+    /// other patterns
     /// answer `ERR_UNSUPPORTED` (see docs/postgres.md).
     pub postgres: Option<PostgresOptions>,
     /// A file for the durable embedded store (created when absent): state survives restarts and

@@ -866,6 +866,39 @@ pub async fn fences_strictly_increase_under_contention(c: Client) {
     assert_eq!(c.get_lock("fenced").await.unwrap().fence, *order.last().unwrap());
 }
 
+/// Takes racing for one limiter (released together by a barrier): exactly its burst is allowed,
+/// the others refused with when to retry.
+pub async fn concurrent_takes_allow_exactly_the_burst(c: Client) {
+    use flowguard_core::limiter::LimitOptions;
+    const TASKS: usize = 20;
+    let slow = LimitOptions {
+        limit: 1,
+        period: Some(Duration::from_secs(600)),
+        burst: Some(5),
+        ..Default::default()
+    };
+    let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(TASKS));
+    let mut tasks = Vec::new();
+    for _ in 0..TASKS {
+        let (c, barrier, slow) = (c.clone(), barrier.clone(), slow.clone());
+        tasks.push(tokio::spawn(async move {
+            barrier.wait().await;
+            c.rate_limit("burst", slow).await.unwrap()
+        }));
+    }
+    let mut allowed = 0;
+    for t in tasks {
+        let r = t.await.unwrap();
+        if r.allowed {
+            allowed += 1;
+        } else {
+            assert!(r.retry_after_ms > 0.0, "{r:?}");
+        }
+    }
+    assert_eq!(allowed, 5);
+    assert!(c.get_limiter("burst").await.unwrap().active);
+}
+
 /// Generates one `#[tokio::test]` per suite function for a backend.
 #[macro_export]
 macro_rules! suite {
@@ -892,6 +925,7 @@ macro_rules! suite {
             queue_shard_count_is_kept_per_queue,
             catalog_lists_the_names_in_use,
             limiter_pause_refuses_takes_until_its_end,
+            concurrent_takes_allow_exactly_the_burst,
             state_values_set_get_increment_delete,
             idempotency_keys_claim_complete_release,
             fences_strictly_increase_under_contention

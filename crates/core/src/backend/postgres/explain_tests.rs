@@ -5,7 +5,7 @@
 
 use tokio_postgres::types::ToSql;
 
-use super::{lock, state, tracker, PostgresOptions, Purged, DEFAULT_SCHEMA};
+use super::{limiter, lock, state, tracker, PostgresOptions, Purged, DEFAULT_SCHEMA};
 use crate::{Client, OpenOptions};
 
 #[tokio::test]
@@ -58,6 +58,9 @@ async fn hot_statements_use_an_index() {
         ("purge keys", Purged::Idem.statement(), vec![&now]),
         ("purge items", Purged::Items.statement(), vec![&now]),
         ("forget lock names", Purged::Locks.statement(), vec![&now]),
+        ("limiter load", limiter::LOAD, vec![&ns, &name]),
+        ("limiter load for update", limiter::LOAD_LOCKED, vec![&ns, &name]),
+        ("purge limiters", Purged::Limiters.statement(), vec![&now]),
     ];
     for (what, sql, params) in statements {
         let sql = format!("EXPLAIN {}", sql.replace("{s}", DEFAULT_SCHEMA));

@@ -1,7 +1,7 @@
 //! The PostgreSQL backend (`Flowguard.open({ postgres: { url } })`): the patterns kept in tables
 //! of their own schema (default `flowguard`), on the same rules as the other stores
-//! (`crate::rules`). Built so far: the Concurrency Lock, Job State (values and idempotency keys)
-//! and the Item Tracker; the Dedup Queue, the Rate Limiter, the Semaphore and the catalog answer
+//! (`crate::rules`). Built so far: the Concurrency Lock, Job State (values and idempotency keys),
+//! the Item Tracker and the Rate Limiter; the Dedup Queue, the Semaphore and the catalog answer
 //! `ERR_UNSUPPORTED` naming the pattern (see `unsupported`). See docs/postgres.md.
 //!
 //! - A pool of connections (deadpool-postgres over tokio-postgres; no protocol code of our own),
@@ -21,6 +21,7 @@
 mod clock;
 #[cfg(test)]
 mod explain_tests;
+mod limiter;
 mod lock;
 mod schema;
 mod state;
@@ -333,6 +334,8 @@ pub(crate) enum Purged {
     Items,
     /// Lock names unused for [`FENCE_KEEP_MS`](crate::lock::FENCE_KEEP_MS): their fence is forgotten.
     Locks,
+    /// Rate limiters whose TAT and pause are both reached.
+    Limiters,
 }
 
 impl Purged {
@@ -349,6 +352,10 @@ impl Purged {
             }
             Purged::Items => {
                 "DELETE FROM {s}.items WHERE ctid = ANY(ARRAY(SELECT ctid FROM {s}.items WHERE x <= $1
+                   LIMIT 64 FOR UPDATE SKIP LOCKED))"
+            }
+            Purged::Limiters => {
+                "DELETE FROM {s}.limiters WHERE ctid = ANY(ARRAY(SELECT ctid FROM {s}.limiters WHERE exp <= $1
                    LIMIT 64 FOR UPDATE SKIP LOCKED))"
             }
             Purged::Locks => {

@@ -35,6 +35,11 @@ const TABLES: &[&str] = &[
        ns bytea NOT NULL, key bytea NOT NULL, owner text, result text, exp int8 NOT NULL,
        PRIMARY KEY (ns, key))",
     "CREATE INDEX IF NOT EXISTS idem_exp ON {s}.idem (exp)",
+    // Rate limiters: the TAT and the pause end (µs), `exp` (ms) when both are reached.
+    "CREATE TABLE IF NOT EXISTS {s}.limiters (
+       ns bytea NOT NULL, name bytea NOT NULL, tat int8 NOT NULL, until int8, exp int8 NOT NULL,
+       PRIMARY KEY (ns, name))",
+    "CREATE INDEX IF NOT EXISTS limiters_exp ON {s}.limiters (exp)",
     // Item Tracker records: a `Record`'s fields as columns (`s`: the stored status's code in
     // `STORED_STATUS`; `t`: the timeline as JSON, NULL when the record's fields imply it).
     "CREATE TABLE IF NOT EXISTS {s}.items (

@@ -1,17 +1,15 @@
-//! The patterns the PostgreSQL backend does not have yet: the Dedup Queue, the Rate Limiter, the
-//! Semaphore and the catalog. Each call answers `ERR_UNSUPPORTED` naming the pattern and the
+//! The patterns the PostgreSQL backend does not have yet: the Dedup Queue, the Semaphore and the
+//! catalog. Each call answers `ERR_UNSUPPORTED` naming the pattern and the
 //! backends that have it, before touching the database: never a silent stub.
 
 use super::Postgres;
 use crate::backend::{ready, BoxFuture};
 use crate::catalog::{CatalogBackend, Kind, Page};
 use crate::error::{Error, ErrorCode};
-use crate::limiter::{LimiterBackend, PauseEnd, Rule, Stored, Take};
 use crate::lock::{ExtendResult, ReleaseResult};
 use crate::queue::{
     Debounce, EnqueueOutcome, QueueBackend, SettleAction, SettleOutcome, ShardClaim, ShardRef, ShardSize,
 };
-use crate::rules::limiter::Pause;
 use crate::semaphore::{PermitAttempt, SemaphoreBackend, SemaphoreInfo};
 
 /// The refusal of a call of `pattern`.
@@ -20,13 +18,12 @@ fn unsupported<'a, T: Send + 'a>(pattern: &str) -> BoxFuture<'a, T> {
         ErrorCode::Unsupported,
         format!(
             "the {pattern} is not available on the PostgreSQL backend yet (built so far: Concurrency Lock, Job \
-             State, Item Tracker); use the in-memory, durable (path) or Redis backend for it"
+             State, Item Tracker, Rate Limiter); use the in-memory, durable (path) or Redis backend for it"
         ),
     )))
 }
 
 const QUEUE: &str = "Dedup Queue";
-const LIMITER: &str = "Rate Limiter";
 const SEMAPHORE: &str = "Semaphore";
 
 impl QueueBackend for Postgres {
@@ -62,18 +59,6 @@ impl QueueBackend for Postgres {
     }
     fn size<'a>(&'a self, _at: ShardRef<'a>) -> BoxFuture<'a, ShardSize> {
         unsupported(QUEUE)
-    }
-}
-
-impl LimiterBackend for Postgres {
-    fn take<'a>(&'a self, _name: &'a str, _rule: Rule, _cost: u64, _max_wait_us: u64) -> BoxFuture<'a, Take> {
-        unsupported(LIMITER)
-    }
-    fn inspect_limiter<'a>(&'a self, _name: &'a str) -> BoxFuture<'a, Stored> {
-        unsupported(LIMITER)
-    }
-    fn pause_limiter<'a>(&'a self, _name: &'a str, _end: PauseEnd) -> BoxFuture<'a, (Pause, Stored)> {
-        unsupported(LIMITER)
     }
 }
 
