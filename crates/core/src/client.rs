@@ -33,8 +33,7 @@ pub struct OpenOptions {
     pub sentinel: Option<SentinelOptions>,
     /// A PostgreSQL database: its URL, schema and pool. Not with `url`, `cluster`, `sentinel` or
     /// `path`. So far the Concurrency Lock, Job State, the Item Tracker and the Rate Limiter; the
-    /// other patterns
-    /// answer `ERR_UNSUPPORTED` (see docs/postgres.md).
+    /// other patterns answer `ERR_UNSUPPORTED` (see docs/postgres.md).
     pub postgres: Option<PostgresOptions>,
     /// A file for the durable embedded store (created when absent): state survives restarts and
     /// crashes, and processes that open the same file share it. None (and no URL): in memory.
