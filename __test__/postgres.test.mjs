@@ -1,5 +1,5 @@
 // The PostgreSQL backend through `Flowguard.open({ postgres })`: the patterns it has (lock, Job
-// State, tracker, rate limiter), the ones it does not have yet refused by code, and its options. The tests that
+// State, tracker, rate limiter, semaphore), the ones it does not have yet refused by code, and its options. The tests that
 // need a database run when FLOWGUARD_POSTGRES_URL is set (node scripts/postgres.mjs -- node --test
 // __test__/postgres.test.mjs starts a throwaway cluster and sets it); the option checks need none.
 import { test, describe } from 'node:test'
@@ -55,7 +55,7 @@ describe('PostgreSQL backend', needsDb, () => {
     assert.equal(e.code, 'ERR_CLOSED')
   })
 
-  test('lock, Job State, tracker and rate limiter answer as on the other backends', async () => {
+  test('lock, Job State, tracker, rate limiter and semaphore answer as on the other backends', async () => {
     const fg = await open()
     const l = await fg.acquireLock('wf', { label: 'run-1' })
     assert.ok(l.acquired)
@@ -75,6 +75,11 @@ describe('PostgreSQL backend', needsDb, () => {
     await fg.complete('g', 'item-1', { owner: c.owner })
     assert.equal((await fg.getItem('g', 'item-1')).status, 'completed')
 
+    const p = await fg.acquirePermit('pool', { permits: 1 })
+    assert.ok(p.acquired)
+    assert.equal((await fg.acquirePermit('pool', { permits: 1 })).acquired, false)
+    assert.deepEqual(await fg.releasePermit('pool', p.owner), { released: true })
+
     const r = await fg.rateLimit('api', { limit: 1, periodMs: 60000 })
     assert.ok(r.allowed)
     assert.equal((await fg.rateLimit('api', { limit: 1, periodMs: 60000 })).allowed, false)
@@ -85,7 +90,6 @@ describe('PostgreSQL backend', needsDb, () => {
     const fg = await open()
     for (const [pattern, call] of [
       ['Dedup Queue', () => fg.enqueue('q', 'a')],
-      ['Semaphore', () => fg.acquirePermit('s', { permits: 1 })],
     ]) {
       const e = await rejection(call())
       assert.equal(e.code, 'ERR_UNSUPPORTED', pattern)

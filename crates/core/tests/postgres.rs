@@ -1,5 +1,5 @@
 //! The semantic suite on PostgreSQL, for the patterns the backend has (the Concurrency Lock, Job
-//! State, the Item Tracker, the Rate Limiter), and what only this backend has: its schema's version, the patterns
+//! State, the Item Tracker, the Rate Limiter, the Semaphore), and what only this backend has: its schema's version, the patterns
 //! not built yet refused by code. Needs FLOWGUARD_POSTGRES_URL: `node scripts/postgres.mjs --
 //! cargo test …` starts a throwaway cluster, sets it, and runs these with `--include-ignored`.
 mod common;
@@ -39,7 +39,8 @@ suite!(@each target(), [#[ignore = "needs a PostgreSQL: set FLOWGUARD_POSTGRES_U
     idempotency_keys_claim_complete_release,
     fences_strictly_increase_under_contention,
     limiter_pause_refuses_takes_until_its_end,
-    concurrent_takes_allow_exactly_the_burst
+    concurrent_takes_allow_exactly_the_burst,
+    concurrent_permits_never_exceed_the_permits
 );
 
 /// A client with a prefix of its own, and that prefix (the `ns` of its rows).
@@ -198,15 +199,10 @@ fn bad_options_are_refused_by_code() {
 fn patterns_not_built_are_refused_by_code() {
     use flowguard_core::catalog::Kind;
     use flowguard_core::queue::EnqueueOptions;
-    use flowguard_core::semaphore::PermitOptions;
     common::runtime().block_on(async {
         let c = common::open(target()).await;
         let checks = [
             ("Dedup Queue", c.enqueue("q", vec!["a".into()], EnqueueOptions::default()).await.err()),
-            (
-                "Semaphore",
-                c.acquire_permit("s", PermitOptions { permits: 1, ..Default::default() }).await.err(),
-            ),
             ("catalog", c.list_names(Kind::Locks, None, None).await.err()),
         ];
         for (pattern, e) in checks {

@@ -1,6 +1,5 @@
 //! The backends behind one interface: the in-process embedded store (in memory, or durable in a
-//! file), Redis, and PostgreSQL (so far the Concurrency Lock, Job State, the Item Tracker and the
-//! Rate Limiter).
+//! file), Redis, and PostgreSQL (so far every pattern but the Dedup Queue and the catalog).
 //!
 //! Each pattern has one trait ([`TrackerBackend`], [`LockBackend`], [`QueueBackend`],
 //! [`StateBackend`]), implemented directly by each backend. A [`Client`](crate::Client) holds

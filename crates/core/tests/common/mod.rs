@@ -899,6 +899,51 @@ pub async fn concurrent_takes_allow_exactly_the_burst(c: Client) {
     assert!(c.get_limiter("burst").await.unwrap().active);
 }
 
+/// Acquisitions racing for a semaphore of 3 permits (released together by a barrier): exactly 3
+/// get one, each with its own fence; only an owner releases or extends its permit; a freed permit
+/// is taken again with a larger fence.
+pub async fn concurrent_permits_never_exceed_the_permits(c: Client) {
+    use flowguard_core::semaphore::PermitOptions;
+    const TASKS: usize = 20;
+    let three = PermitOptions { permits: 3, label: Some("w".into()), ..Default::default() };
+    let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(TASKS));
+    let mut tasks = Vec::new();
+    for _ in 0..TASKS {
+        let (c, barrier, three) = (c.clone(), barrier.clone(), three.clone());
+        tasks.push(tokio::spawn(async move {
+            barrier.wait().await;
+            c.acquire_permit("pool", three).await.unwrap()
+        }));
+    }
+    let mut won = Vec::new();
+    for t in tasks {
+        let r = t.await.unwrap();
+        if r.acquired {
+            won.push(r);
+        } else {
+            assert_eq!(r.holders, 3, "{r:?}");
+        }
+    }
+    assert_eq!(won.len(), 3);
+    let mut fences: Vec<u64> = won.iter().map(|r| r.fence).collect();
+    fences.sort();
+    fences.dedup();
+    assert_eq!(fences.len(), 3, "each permit has its own fence");
+    let info = c.get_semaphore("pool").await.unwrap();
+    assert_eq!(info.holders.len(), 3);
+    assert_eq!(info.fence, *fences.last().unwrap());
+    assert!(info.holders.iter().all(|h| h.label.as_deref() == Some("w")));
+    let other = flowguard_core::token::new_token();
+    assert!(!c.release_permit("pool", &other).await.unwrap().released);
+    assert!(!c.extend_permit("pool", &other, None).await.unwrap().extended);
+    let first = won[0].owner.as_deref().unwrap();
+    assert!(c.extend_permit("pool", first, Some(Duration::from_secs(60))).await.unwrap().extended);
+    assert!(c.release_permit("pool", first).await.unwrap().released);
+    assert!(!c.release_permit("pool", first).await.unwrap().released, "released once");
+    let again = c.acquire_permit("pool", three).await.unwrap();
+    assert!(again.acquired && again.fence > info.fence, "{again:?}");
+}
+
 /// Generates one `#[tokio::test]` per suite function for a backend.
 #[macro_export]
 macro_rules! suite {
@@ -926,6 +971,7 @@ macro_rules! suite {
             catalog_lists_the_names_in_use,
             limiter_pause_refuses_takes_until_its_end,
             concurrent_takes_allow_exactly_the_burst,
+            concurrent_permits_never_exceed_the_permits,
             state_values_set_get_increment_delete,
             idempotency_keys_claim_complete_release,
             fences_strictly_increase_under_contention

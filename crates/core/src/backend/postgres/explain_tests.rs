@@ -5,7 +5,7 @@
 
 use tokio_postgres::types::ToSql;
 
-use super::{limiter, lock, state, tracker, PostgresOptions, Purged, DEFAULT_SCHEMA};
+use super::{limiter, lock, semaphore, state, tracker, PostgresOptions, Purged, DEFAULT_SCHEMA};
 use crate::{Client, OpenOptions};
 
 #[tokio::test]
@@ -61,6 +61,9 @@ async fn hot_statements_use_an_index() {
         ("limiter load", limiter::LOAD, vec![&ns, &name]),
         ("limiter load for update", limiter::LOAD_LOCKED, vec![&ns, &name]),
         ("purge limiters", Purged::Limiters.statement(), vec![&now]),
+        ("semaphore name for update", semaphore::NAME_LOCKED, vec![&ns, &name]),
+        ("semaphore holders", semaphore::HOLDERS, vec![&ns, &name, &now]),
+        ("purge semaphore holders", Purged::SemHolders.statement(), vec![&now]),
     ];
     for (what, sql, params) in statements {
         let sql = format!("EXPLAIN {}", sql.replace("{s}", DEFAULT_SCHEMA));

@@ -1,7 +1,7 @@
 //! The PostgreSQL backend (`Flowguard.open({ postgres: { url } })`): the patterns kept in tables
 //! of their own schema (default `flowguard`), on the same rules as the other stores
 //! (`crate::rules`). Built so far: the Concurrency Lock, Job State (values and idempotency keys),
-//! the Item Tracker and the Rate Limiter; the Dedup Queue, the Semaphore and the catalog answer
+//! the Item Tracker, the Rate Limiter and the Semaphore; the Dedup Queue and the catalog answer
 //! `ERR_UNSUPPORTED` naming the pattern (see `unsupported`). See docs/postgres.md.
 //!
 //! - A pool of connections (deadpool-postgres over tokio-postgres; no protocol code of our own),
@@ -24,6 +24,7 @@ mod explain_tests;
 mod limiter;
 mod lock;
 mod schema;
+mod semaphore;
 mod state;
 mod tracker;
 mod unsupported;
@@ -336,6 +337,8 @@ pub(crate) enum Purged {
     Locks,
     /// Rate limiters whose TAT and pause are both reached.
     Limiters,
+    /// Semaphore holders whose lease ended.
+    SemHolders,
 }
 
 impl Purged {
@@ -356,6 +359,10 @@ impl Purged {
             }
             Purged::Limiters => {
                 "DELETE FROM {s}.limiters WHERE ctid = ANY(ARRAY(SELECT ctid FROM {s}.limiters WHERE exp <= $1
+                   LIMIT 64 FOR UPDATE SKIP LOCKED))"
+            }
+            Purged::SemHolders => {
+                "DELETE FROM {s}.sem_holders WHERE ctid = ANY(ARRAY(SELECT ctid FROM {s}.sem_holders WHERE exp <= $1
                    LIMIT 64 FOR UPDATE SKIP LOCKED))"
             }
             Purged::Locks => {

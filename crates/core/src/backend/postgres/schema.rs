@@ -40,6 +40,13 @@ const TABLES: &[&str] = &[
        ns bytea NOT NULL, name bytea NOT NULL, tat int8 NOT NULL, until int8, exp int8 NOT NULL,
        PRIMARY KEY (ns, name))",
     "CREATE INDEX IF NOT EXISTS limiters_exp ON {s}.limiters (exp)",
+    // Semaphores: a row per name (its last fence, kept until `keep`), a row per holder.
+    "CREATE TABLE IF NOT EXISTS {s}.sems (
+       ns bytea NOT NULL, name bytea NOT NULL, fence int8 NOT NULL, keep int8 NOT NULL, PRIMARY KEY (ns, name))",
+    "CREATE TABLE IF NOT EXISTS {s}.sem_holders (
+       ns bytea NOT NULL, name bytea NOT NULL, owner text NOT NULL, fence int8 NOT NULL, label bytea,
+       exp int8 NOT NULL, PRIMARY KEY (ns, name, owner))",
+    "CREATE INDEX IF NOT EXISTS sem_holders_exp ON {s}.sem_holders (exp)",
     // Item Tracker records: a `Record`'s fields as columns (`s`: the stored status's code in
     // `STORED_STATUS`; `t`: the timeline as JSON, NULL when the record's fields imply it).
     "CREATE TABLE IF NOT EXISTS {s}.items (

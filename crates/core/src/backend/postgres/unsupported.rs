@@ -1,16 +1,13 @@
-//! The patterns the PostgreSQL backend does not have yet: the Dedup Queue, the Semaphore and the
-//! catalog. Each call answers `ERR_UNSUPPORTED` naming the pattern and the
+//! The patterns the PostgreSQL backend does not have yet: the Dedup Queue and the catalog. Each call answers `ERR_UNSUPPORTED` naming the pattern and the
 //! backends that have it, before touching the database: never a silent stub.
 
 use super::Postgres;
 use crate::backend::{ready, BoxFuture};
 use crate::catalog::{CatalogBackend, Kind, Page};
 use crate::error::{Error, ErrorCode};
-use crate::lock::{ExtendResult, ReleaseResult};
 use crate::queue::{
     Debounce, EnqueueOutcome, QueueBackend, SettleAction, SettleOutcome, ShardClaim, ShardRef, ShardSize,
 };
-use crate::semaphore::{PermitAttempt, SemaphoreBackend, SemaphoreInfo};
 
 /// The refusal of a call of `pattern`.
 fn unsupported<'a, T: Send + 'a>(pattern: &str) -> BoxFuture<'a, T> {
@@ -18,13 +15,12 @@ fn unsupported<'a, T: Send + 'a>(pattern: &str) -> BoxFuture<'a, T> {
         ErrorCode::Unsupported,
         format!(
             "the {pattern} is not available on the PostgreSQL backend yet (built so far: Concurrency Lock, Job \
-             State, Item Tracker, Rate Limiter); use the in-memory, durable (path) or Redis backend for it"
+             State, Item Tracker, Rate Limiter, Semaphore); use the in-memory, durable (path) or Redis backend for it"
         ),
     )))
 }
 
 const QUEUE: &str = "Dedup Queue";
-const SEMAPHORE: &str = "Semaphore";
 
 impl QueueBackend for Postgres {
     fn enqueue<'a>(
@@ -59,33 +55,6 @@ impl QueueBackend for Postgres {
     }
     fn size<'a>(&'a self, _at: ShardRef<'a>) -> BoxFuture<'a, ShardSize> {
         unsupported(QUEUE)
-    }
-}
-
-impl SemaphoreBackend for Postgres {
-    fn try_acquire_permit<'a>(
-        &'a self,
-        _name: &'a str,
-        _owner: &'a str,
-        _permits: u64,
-        _lease_ms: u64,
-        _label: Option<&'a str>,
-    ) -> BoxFuture<'a, PermitAttempt> {
-        unsupported(SEMAPHORE)
-    }
-    fn release_permit<'a>(&'a self, _name: &'a str, _owner: &'a str) -> BoxFuture<'a, ReleaseResult> {
-        unsupported(SEMAPHORE)
-    }
-    fn extend_permit<'a>(
-        &'a self,
-        _name: &'a str,
-        _owner: &'a str,
-        _lease_ms: u64,
-    ) -> BoxFuture<'a, ExtendResult> {
-        unsupported(SEMAPHORE)
-    }
-    fn inspect_semaphore<'a>(&'a self, _name: &'a str) -> BoxFuture<'a, SemaphoreInfo> {
-        unsupported(SEMAPHORE)
     }
 }
 
