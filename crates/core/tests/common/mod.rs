@@ -601,7 +601,7 @@ pub async fn queue_shard_count_is_kept_per_queue(c: Client) {
 }
 
 /// Every page of a catalog listing, with a small limit so it takes several pages.
-async fn all_names(c: &Client, kind: flowguard_core::catalog::Kind) -> Vec<(String, Option<u32>)> {
+pub async fn all_names(c: &Client, kind: flowguard_core::catalog::Kind) -> Vec<(String, Option<u32>)> {
     let (mut out, mut cursor) = (Vec::new(), None::<String>);
     for _ in 0..100_000 {
         let p = c.list_names(kind, cursor.as_deref(), Some(2)).await.unwrap();

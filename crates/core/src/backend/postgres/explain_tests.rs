@@ -5,7 +5,7 @@
 
 use tokio_postgres::types::ToSql;
 
-use super::{limiter, lock, semaphore, state, tracker, PostgresOptions, Purged, DEFAULT_SCHEMA};
+use super::{catalog, limiter, lock, semaphore, state, tracker, PostgresOptions, Purged, DEFAULT_SCHEMA};
 use crate::{Client, OpenOptions};
 
 #[tokio::test]
@@ -64,6 +64,10 @@ async fn hot_statements_use_an_index() {
         ("semaphore name for update", semaphore::NAME_LOCKED, vec![&ns, &name]),
         ("semaphore holders", semaphore::HOLDERS, vec![&ns, &name, &now]),
         ("purge semaphore holders", Purged::SemHolders.statement(), vec![&now]),
+        ("catalog groups", catalog::GROUPS, vec![&ns, &name, &now]),
+        ("catalog locks", catalog::LOCKS, vec![&ns, &name, &now, &now]),
+        ("catalog limiters", catalog::LIMITERS, vec![&ns, &name, &now, &now]),
+        ("catalog semaphores", catalog::SEMAPHORES, vec![&ns, &name, &now, &now]),
     ];
     for (what, sql, params) in statements {
         let sql = format!("EXPLAIN {}", sql.replace("{s}", DEFAULT_SCHEMA));

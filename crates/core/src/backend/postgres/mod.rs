@@ -1,8 +1,8 @@
 //! The PostgreSQL backend (`Flowguard.open({ postgres: { url } })`): the patterns kept in tables
 //! of their own schema (default `flowguard`), on the same rules as the other stores
 //! (`crate::rules`). Built so far: the Concurrency Lock, Job State (values and idempotency keys),
-//! the Item Tracker, the Rate Limiter and the Semaphore; the Dedup Queue and the catalog answer
-//! `ERR_UNSUPPORTED` naming the pattern (see `unsupported`). See docs/postgres.md.
+//! the Item Tracker, the Rate Limiter, the Semaphore and the catalog (but its queues); the Dedup
+//! Queue answers `ERR_UNSUPPORTED` naming the pattern (see `unsupported`). See docs/postgres.md.
 //!
 //! - A pool of connections (deadpool-postgres over tokio-postgres; no protocol code of our own),
 //!   made lazily, of [`PostgresOptions::pool_size`]; the connect timeout is the client's
@@ -18,6 +18,7 @@
 //!   finding the row and locking it.
 //! - Times are milliseconds since the epoch by the database's clock, never the client's.
 
+mod catalog;
 mod clock;
 #[cfg(test)]
 mod explain_tests;

@@ -1,26 +1,27 @@
-//! The patterns the PostgreSQL backend does not have yet: the Dedup Queue and the catalog. Each call answers `ERR_UNSUPPORTED` naming the pattern and the
-//! backends that have it, before touching the database: never a silent stub.
+//! The pattern the PostgreSQL backend does not have yet: the Dedup Queue (and so the catalog's
+//! listing of queues). Each call answers `ERR_UNSUPPORTED` naming the pattern and the backends
+//! that have it, before touching the database: never a silent stub.
 
 use super::Postgres;
 use crate::backend::{ready, BoxFuture};
-use crate::catalog::{CatalogBackend, Kind, Page};
 use crate::error::{Error, ErrorCode};
 use crate::queue::{
     Debounce, EnqueueOutcome, QueueBackend, SettleAction, SettleOutcome, ShardClaim, ShardRef, ShardSize,
 };
 
 /// The refusal of a call of `pattern`.
-fn unsupported<'a, T: Send + 'a>(pattern: &str) -> BoxFuture<'a, T> {
+pub(super) fn unsupported<'a, T: Send + 'a>(pattern: &str) -> BoxFuture<'a, T> {
     ready(Err(Error::new(
         ErrorCode::Unsupported,
         format!(
             "the {pattern} is not available on the PostgreSQL backend yet (built so far: Concurrency Lock, Job \
-             State, Item Tracker, Rate Limiter, Semaphore); use the in-memory, durable (path) or Redis backend for it"
+             State, Item Tracker, Rate Limiter, Semaphore, the catalog but its queues); use the in-memory, \
+             durable (path) or Redis backend for it"
         ),
     )))
 }
 
-const QUEUE: &str = "Dedup Queue";
+pub(super) const QUEUE: &str = "Dedup Queue";
 
 impl QueueBackend for Postgres {
     fn enqueue<'a>(
@@ -55,11 +56,5 @@ impl QueueBackend for Postgres {
     }
     fn size<'a>(&'a self, _at: ShardRef<'a>) -> BoxFuture<'a, ShardSize> {
         unsupported(QUEUE)
-    }
-}
-
-impl CatalogBackend for Postgres {
-    fn list_names<'a>(&'a self, _kind: Kind, _cursor: Option<&'a str>, _limit: u64) -> BoxFuture<'a, Page> {
-        unsupported("catalog (listNames)")
     }
 }
