@@ -32,8 +32,7 @@ pub struct OpenOptions {
     /// with the schema of flowguard's tables (default `flowguard`, created on first use) and the
     /// pool's size (default 10). Not with `url`, `cluster`, `sentinel` or `path`. So far
     /// every pattern but the Dedup Queue, which rejects with `ERR_UNSUPPORTED` (docs/postgres.md).
-    /// No TLS yet
-    /// (`sslmode=require` is refused).
+    /// No TLS yet (`sslmode=require` is refused).
     #[napi(ts_type = "string | PostgresOptions")]
     pub postgres: Option<Either<String, PostgresOptions>>,
     /// A file for the durable embedded store (created when absent; not with `url`): items, locks,
