@@ -6,7 +6,9 @@
 // makes a cluster with `initdb` in a temp dir, starts it with `pg_ctl` on a free loopback port
 // (127.0.0.1 only, its socket in the temp dir), runs the command with FLOWGUARD_POSTGRES_URL set
 // to it, then stops the cluster and removes the dir, whatever the command did; the exit code is
-// the command's. For example:
+// the command's. FLOWGUARD_POSTGRES_DATA and FLOWGUARD_POSTGRES_BIN are set too (the cluster's
+// data dir and PostgreSQL's bin dir), for fault tests that stop and restart it with pg_ctl (as the
+// `postgres` user when run as root: `runuser -u postgres`). For example:
 //
 //   node scripts/postgres.mjs -- cargo test -p flowguard-core --target x86_64-unknown-linux-gnu \
 //     --test postgres -- --include-ignored
@@ -14,7 +16,7 @@
 // PostgreSQL refuses to run as root: run as root, the cluster's processes run as the `postgres`
 // user (made by the Debian package); run as anyone else, as that user. The cluster is for tests:
 // trust authentication on loopback, superuser `flowguard`, and fsync off (nothing on it is kept).
-// `startPostgres()` is exported for other scripts (it returns { url, port, stop }).
+// `startPostgres()` is exported for other scripts (it returns { url, port, dir, data, bin, stop }).
 import { spawn, spawnSync } from 'node:child_process'
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import net from 'node:net'
@@ -75,7 +77,7 @@ export async function startPostgres() {
     const port = await freePort()
     const opts = `-p ${port} -c listen_addresses=127.0.0.1 -k ${dir} -c fsync=off -c max_connections=300`
     pg(bin, 'pg_ctl', ['-D', data, '-l', join(dir, 'log'), '-w', '-t', '60', '-o', opts, 'start'], as)
-    return { url: `postgres://flowguard@127.0.0.1:${port}/postgres`, port, dir, stop: stopAt }
+    return { url: `postgres://flowguard@127.0.0.1:${port}/postgres`, port, dir, data, bin, stop: stopAt }
   } catch (e) {
     stopAt()
     throw e
@@ -100,7 +102,12 @@ if (resolve(process.argv[1] ?? '') === fileURLToPath(import.meta.url)) {
   }
   const child = spawn(command[0], command.slice(1), {
     stdio: 'inherit',
-    env: { ...process.env, FLOWGUARD_POSTGRES_URL: cluster.url },
+    env: {
+      ...process.env,
+      FLOWGUARD_POSTGRES_URL: cluster.url,
+      FLOWGUARD_POSTGRES_DATA: cluster.data,
+      FLOWGUARD_POSTGRES_BIN: cluster.bin,
+    },
   })
   for (const sig of ['SIGINT', 'SIGTERM']) {
     process.on(sig, () => {
