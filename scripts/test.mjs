@@ -18,6 +18,7 @@ import { join, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import net from 'node:net'
 import { testFiles } from './node-suites.mjs'
+import { startPostgres } from './postgres.mjs'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const skipN8n = process.env.FLOWGUARD_SKIP_N8N === '1' && process.env.CI !== 'true'
@@ -267,6 +268,15 @@ function n8nOnMusl(env) {
 const redis = process.env.REDIS_URL ? null : await startRedis()
 const env = { REDIS_URL: process.env.REDIS_URL || redis.url }
 if (redis) env.REDIS_PORT = String(redis.port)
+// Always a throwaway PostgreSQL cluster of its own (scripts/postgres.mjs), never one given: the
+// PostgreSQL fault suite stops and restarts it.
+const postgres = await startPostgres().catch((e) => {
+  redis?.stop()
+  console.error(e.message)
+  process.exit(1)
+})
+console.log(`throwaway PostgreSQL on 127.0.0.1:${postgres.port}`)
+Object.assign(env, { FLOWGUARD_POSTGRES_URL: postgres.url, FLOWGUARD_POSTGRES_DATA: postgres.data, FLOWGUARD_POSTGRES_BIN: postgres.bin })
 // The model test's sequences: random seeds when run by hand (each run explores new ones; a failure
 // prints its seed), fixed ones under CI=true, so that whether CI passes depends on the code alone.
 if (process.env.CI === 'true' && process.env.FLOWGUARD_MODEL_SEED === undefined) env.FLOWGUARD_MODEL_SEED = String(MODEL_SEED_CI)
@@ -379,6 +389,7 @@ try {
   }
 } finally {
   redis?.stop()
+  postgres.stop()
 }
 console.log('\n' + summary.join('\n'))
 console.log(`flowguard tests: ${passed} passed, ${failed} failed`)
