@@ -254,44 +254,62 @@ fn a_row_locked_elsewhere_times_out_by_code() {
     });
 }
 
-/// A lock name unused for FENCE_KEEP_MS is forgotten, as the other stores forget it (its next
-/// token is 1 again): a client's acquisitions sweep such rows a bounded slice at a time. Names
-/// used within that time, and held ones, keep their fence.
+/// Lock and semaphore names unused for FENCE_KEEP_MS are forgotten, as the other stores forget
+/// them (the next token is 1 again): a client's acquisitions sweep such rows a bounded slice at a
+/// time. Names used within that time, and held ones (a held semaphore name even past its keep
+/// time), keep their fence.
 #[test]
 #[ignore = "needs a PostgreSQL: set FLOWGUARD_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
-fn lock_names_unused_for_the_keep_time_are_forgotten() {
+fn lock_and_semaphore_names_unused_for_the_keep_time_are_forgotten() {
     use flowguard_core::lock::{AcquireOptions, FENCE_KEEP_MS};
+    use flowguard_core::semaphore::PermitOptions;
     common::runtime().block_on(async {
         let (c, prefix) = opened().await;
+        let one = PermitOptions { permits: 1, ..Default::default() };
         for name in ["old", "recent", "held"] {
             let a = c.acquire_lock(name, AcquireOptions::default()).await.unwrap();
-            assert_eq!(a.fence, 1);
+            let p = c.acquire_permit(name, one.clone()).await.unwrap();
+            assert_eq!((a.fence, p.fence), (1, 1));
             if name != "held" {
                 assert!(c.release_lock(name, a.owner.as_deref().unwrap()).await.unwrap().released);
+                assert!(c.release_permit(name, p.owner.as_deref().unwrap()).await.unwrap().released);
             }
         }
-        // Age "old" past the keep time, as 30 days unused would.
-        let db = raw().await;
+        // Age them past the keep time, as 30 days unused would: the lock "old", the semaphores
+        // "old" and "held".
+        let (db, ns) = (raw().await, prefix.as_bytes());
         let aged = db
             .execute(
                 "UPDATE flowguard.locks SET exp = exp - $3 - 1000 WHERE ns = $1 AND name = $2",
-                &[&prefix.as_bytes(), &"old".as_bytes(), &(FENCE_KEEP_MS as i64)],
+                &[&ns, &"old".as_bytes(), &(FENCE_KEEP_MS as i64)],
             )
             .await
             .unwrap();
-        assert_eq!(aged, 1);
+        let names = vec!["old".as_bytes(), "held".as_bytes()];
+        let aged_sems = db
+            .execute("UPDATE flowguard.sems SET keep = 0 WHERE ns = $1 AND name = ANY($2)", &[&ns, &names])
+            .await
+            .unwrap();
+        assert_eq!((aged, aged_sems), (1, 2));
         assert_eq!(c.get_lock("old").await.unwrap().fence, 1, "not forgotten before a sweep");
-        // Enough acquisitions of other names for one sweep (one in 32).
+        // Enough acquisitions of other names for one sweep of each (one in 32).
         for i in 0..32 {
             let n = format!("n{i}");
             let a = c.acquire_lock(&n, AcquireOptions::default()).await.unwrap();
             assert!(c.release_lock(&n, a.owner.as_deref().unwrap()).await.unwrap().released);
+            let p = c.acquire_permit(&n, one.clone()).await.unwrap();
+            assert!(c.release_permit(&n, p.owner.as_deref().unwrap()).await.unwrap().released);
         }
-        assert_eq!(c.get_lock("old").await.unwrap().fence, 0, "the old name is forgotten");
+        assert_eq!(c.get_lock("old").await.unwrap().fence, 0, "the old lock name is forgotten");
+        assert_eq!(c.get_semaphore("old").await.unwrap().fence, 0, "the old semaphore name is forgotten");
         assert_eq!(c.get_lock("recent").await.unwrap().fence, 1, "a recent name keeps its fence");
+        assert_eq!(c.get_semaphore("recent").await.unwrap().fence, 1, "a recent name keeps its fence");
         let held = c.get_lock("held").await.unwrap();
         assert!(held.locked && held.fence == 1, "a held name keeps its fence: {held:?}");
+        let held = c.get_semaphore("held").await.unwrap();
+        assert!(held.holders.len() == 1 && held.fence == 1, "a held name keeps its fence: {held:?}");
         assert_eq!(c.acquire_lock("old", AcquireOptions::default()).await.unwrap().fence, 1);
+        assert_eq!(c.acquire_permit("old", one).await.unwrap().fence, 1);
     });
 }
 

@@ -64,6 +64,7 @@ async fn hot_statements_use_an_index() {
         ("semaphore name for update", semaphore::NAME_LOCKED, vec![&ns, &name]),
         ("semaphore holders", semaphore::HOLDERS, vec![&ns, &name, &now]),
         ("purge semaphore holders", Purged::SemHolders.statement(), vec![&now]),
+        ("forget semaphore names", Purged::Sems.statement(), vec![&now]),
         ("catalog groups", catalog::GROUPS, vec![&ns, &name, &now]),
         ("catalog locks", catalog::LOCKS, vec![&ns, &name, &now, &now]),
         ("catalog limiters", catalog::LIMITERS, vec![&ns, &name, &now, &now]),

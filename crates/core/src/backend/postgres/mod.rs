@@ -168,6 +168,8 @@ pub struct Postgres {
     ns: String,
     /// Lock acquisitions by this client, for the sweep of forgotten lock names (see `lock`).
     acquisitions: std::sync::atomic::AtomicU32,
+    /// Semaphore acquisitions by this client, for the sweep of forgotten names (see `semaphore`).
+    permits: std::sync::atomic::AtomicU32,
 }
 
 impl Postgres {
@@ -187,8 +189,13 @@ impl Postgres {
             .wait_timeout(Some(Duration::from_millis(config.command_timeout_ms)))
             .build()
             .map_err(|e| Error::new(ErrorCode::Internal, format!("the PostgreSQL pool: {e}")))?;
-        let store =
-            Postgres { pool, schema, ns: config.keys.prefix().to_string(), acquisitions: Default::default() };
+        let store = Postgres {
+            pool,
+            schema,
+            ns: config.keys.prefix().to_string(),
+            acquisitions: Default::default(),
+            permits: Default::default(),
+        };
         schema::ensure(&store).await?;
         Ok(store)
     }
@@ -340,6 +347,9 @@ pub(crate) enum Purged {
     Limiters,
     /// Semaphore holders whose lease ended.
     SemHolders,
+    /// Semaphore names past their fence's keep time and without live holders: their fence is
+    /// forgotten.
+    Sems,
 }
 
 impl Purged {
@@ -364,6 +374,11 @@ impl Purged {
             }
             Purged::SemHolders => {
                 "DELETE FROM {s}.sem_holders WHERE ctid = ANY(ARRAY(SELECT ctid FROM {s}.sem_holders WHERE exp <= $1
+                   LIMIT 64 FOR UPDATE SKIP LOCKED))"
+            }
+            Purged::Sems => {
+                "DELETE FROM {s}.sems WHERE ctid = ANY(ARRAY(SELECT ctid FROM {s}.sems f WHERE keep <= $1
+                   AND NOT EXISTS (SELECT 1 FROM {s}.sem_holders h WHERE h.ns = f.ns AND h.name = f.name AND h.exp > $1)
                    LIMIT 64 FOR UPDATE SKIP LOCKED))"
             }
             Purged::Locks => {

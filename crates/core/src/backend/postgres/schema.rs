@@ -43,6 +43,7 @@ const TABLES: &[&str] = &[
     // Semaphores: a row per name (its last fence, kept until `keep`), a row per holder.
     "CREATE TABLE IF NOT EXISTS {s}.sems (
        ns bytea NOT NULL, name bytea NOT NULL, fence int8 NOT NULL, keep int8 NOT NULL, PRIMARY KEY (ns, name))",
+    "CREATE INDEX IF NOT EXISTS sems_keep ON {s}.sems (keep)",
     "CREATE TABLE IF NOT EXISTS {s}.sem_holders (
        ns bytea NOT NULL, name bytea NOT NULL, owner text NOT NULL, fence int8 NOT NULL, label bytea,
        exp int8 NOT NULL, PRIMARY KEY (ns, name, owner))",

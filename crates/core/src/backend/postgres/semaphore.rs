@@ -6,8 +6,15 @@
 //! inserts the row (`ON CONFLICT DO NOTHING`; another call's insert first makes the transaction run
 //! again, see the module `postgres`).
 //!
+//! A name's fence is kept until `keep` (`FENCE_KEEP_MS` past the end of its longest lease, as the
+//! other stores keep it) and while it has live holders; every [`SWEEP_EVERY`]th acquisition of a
+//! client removes up to 64 names past that (`Ctx::purge`), so their next token is 1 again.
+//!
 //! [`rules::semaphore`]: crate::rules::semaphore
 
+use std::sync::atomic::Ordering;
+
+use super::lock::SWEEP_EVERY;
 use super::{text, transaction, Ctx, Postgres, Purged, Sql};
 use crate::backend::BoxFuture;
 use crate::lock::{ExtendResult, ReleaseResult};
@@ -44,7 +51,7 @@ struct Ask<'a> {
     label: Option<&'a str>,
 }
 
-async fn try_acquire(c: &Ctx<'_, '_>, name: &str, ask: Ask<'_>) -> Sql<PermitAttempt> {
+async fn try_acquire(c: &Ctx<'_, '_>, name: &str, ask: Ask<'_>, sweep: bool) -> Sql<PermitAttempt> {
     let last = last_fence(c, name, true).await?;
     let now = c.now().await?;
     let held = holders(c, name, now).await?;
@@ -75,6 +82,11 @@ async fn try_acquire(c: &Ctx<'_, '_>, name: &str, ask: Ask<'_>) -> Sql<PermitAtt
     )
     .await?;
     c.purge(Purged::SemHolders, now).await?;
+    // After the write: this name's row is then kept (taken now: `keep` is ahead), or it has live
+    // holders (refused), so the sweep leaves it.
+    if sweep {
+        c.purge(Purged::Sems, now).await?;
+    }
     Ok(d.attempt)
 }
 
@@ -126,8 +138,9 @@ impl SemaphoreBackend for Postgres {
         lease_ms: u64,
         label: Option<&'a str>,
     ) -> BoxFuture<'a, PermitAttempt> {
+        let sweep = self.permits.fetch_add(1, Ordering::Relaxed) % SWEEP_EVERY == SWEEP_EVERY - 1;
         Box::pin(async move {
-            transaction!(self, |c| try_acquire(&c, name, Ask { owner, permits, lease_ms, label }))
+            transaction!(self, |c| try_acquire(&c, name, Ask { owner, permits, lease_ms, label }, sweep))
         })
     }
     fn release_permit<'a>(&'a self, name: &'a str, owner: &'a str) -> BoxFuture<'a, ReleaseResult> {
