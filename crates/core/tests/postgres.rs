@@ -5,6 +5,8 @@
 mod common;
 
 use flowguard_core::backend::postgres::PostgresOptions;
+use std::str::FromStr;
+
 use flowguard_core::{Client, ErrorCode, OpenOptions};
 
 fn url() -> String {
@@ -361,5 +363,41 @@ fn catalog_lists_the_names_in_use_but_queues() {
         let p = c.acquire_permit("sem:freed", two).await.unwrap();
         c.release_permit("sem:freed", p.owner.as_deref().unwrap()).await.unwrap();
         assert_eq!(common::all_names(&c, Kind::Semaphores).await, vec![("sem:held".to_string(), None)]);
+    });
+}
+
+/// A role that may not log in, and one that may not create flowguard's schema: ERR_BACKEND_AUTH,
+/// the second saying what to grant.
+#[test]
+#[ignore = "needs a PostgreSQL: set FLOWGUARD_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
+fn refused_roles_are_backend_auth_by_code() {
+    common::runtime().block_on(async {
+        let db = raw().await;
+        let suffix = format!("{:x}", rand_suffix());
+        let (nologin, plain) = (format!("fg_nologin_{suffix}"), format!("fg_plain_{suffix}"));
+        db.batch_execute(&format!("CREATE ROLE {nologin} NOLOGIN; CREATE ROLE {plain} LOGIN")).await.unwrap();
+        let as_role = |role: &str| {
+            let u = url();
+            let user = tokio_postgres::Config::from_str(&u).unwrap().get_user().unwrap().to_string();
+            let changed = u.replacen(&format!("://{user}@"), &format!("://{role}@"), 1);
+            assert_ne!(changed, u, "the URL names its user");
+            changed
+        };
+        let open = |url: String| {
+            Client::open(OpenOptions {
+                postgres: Some(PostgresOptions {
+                    url,
+                    schema: Some(format!("fg_denied_{suffix}")),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            })
+        };
+        let e = open(as_role(&nologin)).await.err().expect("refused");
+        assert_eq!(e.code, ErrorCode::BackendAuth, "{e}");
+        let e = open(as_role(&plain)).await.err().expect("refused");
+        assert_eq!(e.code, ErrorCode::BackendAuth, "{e}");
+        assert!(e.message.contains("grant CREATE"), "{e}");
+        db.batch_execute(&format!("DROP ROLE {nologin}; DROP ROLE {plain}")).await.unwrap();
     });
 }
