@@ -389,9 +389,8 @@ export interface OpenOptions {
   /**
    * A PostgreSQL database: its URL (`postgres://user:password@host:port/database`), or the URL
    * with the schema of flowguard's tables (default `flowguard`, created on first use) and the
-   * pool's size (default 10). Not with `url`, `cluster`, `sentinel` or `path`. So far
-   * every pattern but the Dedup Queue, which rejects with `ERR_UNSUPPORTED` (docs/postgres.md).
-   * No TLS yet (`sslmode=require` is refused).
+   * pool's size (default 10). Not with `url`, `cluster`, `sentinel` or `path`. Every
+   * pattern (docs/postgres.md). No TLS yet (`sslmode=require` is refused).
    */
   postgres?: string | PostgresOptions
   /**

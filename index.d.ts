@@ -89,7 +89,7 @@ export declare class Flowguard {
    * timeout when it cannot be reached), a Redis Cluster with `options.cluster`, a Sentinel-managed
    * Redis with `options.sentinel` (the primary of `masterName` resolved through the sentinels now,
    * and again after a failover), a PostgreSQL database with `options.postgres` (its schema created
-   * or checked now; so far every pattern but the Dedup Queue, see docs/postgres.md), the durable
+   * or checked now; every pattern, see docs/postgres.md), the durable
    * embedded store in file `options.path`, else the in-memory embedded store.
    */
   static open(options?: OpenOptions): Promise<Flowguard>

@@ -1,5 +1,6 @@
-// The PostgreSQL backend through `Flowguard.open({ postgres })`: the patterns it has (lock, Job
-// State, tracker, rate limiter, semaphore), the ones it does not have yet refused by code, and its options. The tests that
+// The PostgreSQL backend through `Flowguard.open({ postgres })`: each pattern once (lock, Job
+// State, tracker, rate limiter, semaphore, Dedup Queue; the suites of each run on it with
+// FLOWGUARD_BACKENDS=postgres), and its options. The tests that
 // need a database run when FLOWGUARD_POSTGRES_URL is set (node scripts/postgres.mjs -- node --test
 // __test__/postgres.test.mjs starts a throwaway cluster and sets it); the option checks need none.
 import { test, describe } from 'node:test'
@@ -86,15 +87,15 @@ describe('PostgreSQL backend', needsDb, () => {
     await fg.close()
   })
 
-  test('the patterns not built yet reject with ERR_UNSUPPORTED naming the pattern', async () => {
+  test('the Dedup Queue: enqueue, read, ack, size', async () => {
     const fg = await open()
-    for (const [pattern, call] of [
-      ['Dedup Queue', () => fg.enqueue('q', 'a')],
-    ]) {
-      const e = await rejection(call())
-      assert.equal(e.code, 'ERR_UNSUPPORTED', pattern)
-      assert.match(e.message, new RegExp(pattern))
-    }
+    const e = await fg.enqueue('q', ['a', 'b', 'a'])
+    assert.deepEqual(e.items.map((i) => i.outcome), ['added', 'added', 'duplicate'])
+    const batch = await fg.readBatch('q', { limit: 10 })
+    assert.deepEqual(batch.ids.sort(), ['a', 'b'])
+    assert.deepEqual((await fg.readBatch('q')).ids, [], 'held while the lease lasts')
+    await fg.ack('q', batch.owner, batch.ids)
+    assert.equal((await fg.queueSize('q')).waiting, 0)
     await fg.close()
   })
 })

@@ -159,7 +159,10 @@ const valkeySuites = [
 /** The suites run once more on the throwaway PostgreSQL (FLOWGUARD_BACKENDS=postgres: __test__/backends.mjs
  * adds that backend only when asked for by name): those of the patterns the PostgreSQL backend has
  * (docs/postgres.md). */
-const postgresSuites = ['lock', 'state', 'tracker', 'limiter', 'semaphore', 'lock-lease', 'api', 'errors'].map((s) => `__test__/${s}.test.mjs`)
+const postgresSuites = [
+  'lock', 'state', 'tracker', 'limiter', 'semaphore', 'queue', 'queue-max-delay', 'lock-lease', 'api', 'errors', 'surrogates',
+  'backend-rules', 'bounded-work',
+].map((s) => `__test__/${s}.test.mjs`)
 /** The Rust suites run once more against Valkey: every `redis*.rs` test of the core and the server
  * (their binaries are the ones `cargo test --workspace` built). */
 const valkeyRustTests = ['crates/core/tests', 'crates/server/tests'].flatMap((d) => readdirSync(join(root, d)))

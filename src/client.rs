@@ -30,9 +30,8 @@ pub struct OpenOptions {
     pub sentinel: Option<SentinelOptions>,
     /// A PostgreSQL database: its URL (`postgres://user:password@host:port/database`), or the URL
     /// with the schema of flowguard's tables (default `flowguard`, created on first use) and the
-    /// pool's size (default 10). Not with `url`, `cluster`, `sentinel` or `path`. So far
-    /// every pattern but the Dedup Queue, which rejects with `ERR_UNSUPPORTED` (docs/postgres.md).
-    /// No TLS yet (`sslmode=require` is refused).
+    /// pool's size (default 10). Not with `url`, `cluster`, `sentinel` or `path`. Every
+    /// pattern (docs/postgres.md). No TLS yet (`sslmode=require` is refused).
     #[napi(ts_type = "string | PostgresOptions")]
     pub postgres: Option<Either<String, PostgresOptions>>,
     /// A file for the durable embedded store (created when absent; not with `url`): items, locks,

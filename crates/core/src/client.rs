@@ -32,8 +32,7 @@ pub struct OpenOptions {
     /// credentials. Not with `url`, `cluster` or `path`.
     pub sentinel: Option<SentinelOptions>,
     /// A PostgreSQL database: its URL, schema and pool. Not with `url`, `cluster`, `sentinel` or
-    /// `path`. So far every pattern but the Dedup Queue, which (and the catalog's queues)
-    /// answers `ERR_UNSUPPORTED` (see docs/postgres.md).
+    /// `path`. See docs/postgres.md.
     pub postgres: Option<PostgresOptions>,
     /// A file for the durable embedded store (created when absent): state survives restarts and
     /// crashes, and processes that open the same file share it. None (and no URL): in memory.

@@ -1,6 +1,5 @@
-//! The semantic suite on PostgreSQL, for the patterns the backend has (the Concurrency Lock, Job
-//! State, the Item Tracker, the Rate Limiter, the Semaphore), and what only this backend has: its schema's version, the patterns
-//! not built yet refused by code. Needs FLOWGUARD_POSTGRES_URL: `node scripts/postgres.mjs --
+//! The semantic suite on PostgreSQL (every pattern), and what only this backend has: its schema's
+//! version, its options, refused roles, row locks held elsewhere, the sweeps of forgotten names. Needs FLOWGUARD_POSTGRES_URL: `node scripts/postgres.mjs --
 //! cargo test …` starts a throwaway cluster, sets it, and runs these with `--include-ignored`.
 mod common;
 
@@ -42,7 +41,10 @@ suite!(@each target(), [#[ignore = "needs a PostgreSQL: set FLOWGUARD_POSTGRES_U
     fences_strictly_increase_under_contention,
     limiter_pause_refuses_takes_until_its_end,
     concurrent_takes_allow_exactly_the_burst,
-    concurrent_permits_never_exceed_the_permits
+    concurrent_permits_never_exceed_the_permits,
+    queue_shard_count_is_kept_per_queue,
+    catalog_lists_the_names_in_use,
+    concurrent_reads_never_share_an_id
 );
 
 /// A client with a prefix of its own, and that prefix (the `ns` of its rows).
@@ -74,6 +76,19 @@ fn two_clients_race_for_one_lock() {
             common::two_clients_race_for_one_lock(a, b).await;
         }
     });
+}
+
+/// A client of `prefix` whose command timeout is 300 ms (a statement waiting for a row lock
+/// longer than that fails).
+async fn impatient(prefix: &str) -> Client {
+    Client::open(OpenOptions {
+        postgres: Some(PostgresOptions { url: url(), ..Default::default() }),
+        prefix: Some(prefix.to_string()),
+        command_timeout: Some(std::time::Duration::from_millis(300)),
+        ..Default::default()
+    })
+    .await
+    .unwrap()
 }
 
 /// A raw connection to the test database (for what flowguard does not do: age a schema).
@@ -195,26 +210,6 @@ fn bad_options_are_refused_by_code() {
     });
 }
 
-/// The patterns not built yet answer ERR_UNSUPPORTED naming the pattern: no silent stub.
-#[test]
-#[ignore = "needs a PostgreSQL: set FLOWGUARD_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
-fn patterns_not_built_are_refused_by_code() {
-    use flowguard_core::catalog::Kind;
-    use flowguard_core::queue::EnqueueOptions;
-    common::runtime().block_on(async {
-        let c = common::open(target()).await;
-        let checks = [
-            ("Dedup Queue", c.enqueue("q", vec!["a".into()], EnqueueOptions::default()).await.err()),
-            ("Dedup Queue", c.list_names(Kind::Queues, None, None).await.err()),
-        ];
-        for (pattern, e) in checks {
-            let e = e.unwrap_or_else(|| panic!("{pattern} answered"));
-            assert_eq!(e.code, ErrorCode::Unsupported, "{e}");
-            assert!(e.message.contains(pattern), "{e}");
-        }
-    });
-}
-
 /// A row lock held elsewhere (another session's open transaction) bounds a call by the command
 /// timeout, as PostgreSQL's statement_timeout: ERR_TIMEOUT, nothing written; the call succeeds
 /// once the row is free.
@@ -226,14 +221,7 @@ fn a_row_locked_elsewhere_times_out_by_code() {
         let (c, prefix) = opened().await;
         let first = c.acquire_lock("busy", AcquireOptions::default()).await.unwrap();
         assert!(c.release_lock("busy", first.owner.as_deref().unwrap()).await.unwrap().released);
-        let short = Client::open(OpenOptions {
-            postgres: Some(PostgresOptions { url: url(), ..Default::default() }),
-            prefix: Some(prefix.clone()),
-            command_timeout: Some(std::time::Duration::from_millis(300)),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+        let short = impatient(&prefix).await;
         let mut db = raw().await;
         let tx = db.transaction().await.unwrap();
         let held = tx
@@ -315,57 +303,6 @@ fn lock_and_semaphore_names_unused_for_the_keep_time_are_forgotten() {
     });
 }
 
-/// The catalog lists the groups, held locks, limiters in use and held semaphores a page at a time
-/// (pages of 2, so several), as the shared suite's catalog test does on the other backends (less
-/// its queues, not built here).
-#[test]
-#[ignore = "needs a PostgreSQL: set FLOWGUARD_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
-fn catalog_lists_the_names_in_use_but_queues() {
-    use flowguard_core::catalog::Kind;
-    use flowguard_core::limiter::LimitOptions;
-    use flowguard_core::lock::AcquireOptions;
-    use flowguard_core::semaphore::PermitOptions;
-    use flowguard_core::tracker::ItemRequest;
-    common::runtime().block_on(async {
-        let c = common::open(target()).await;
-        let groups = ["g:1", "g{2}", "g%3", "g4", "g5"];
-        for g in groups {
-            let done = ItemRequest { id: "a".into(), status: "completed".into(), ..Default::default() };
-            c.set_items(g, vec![done]).await.unwrap();
-        }
-        let mut want: Vec<(String, Option<u32>)> = groups.iter().map(|g| (g.to_string(), None)).collect();
-        want.sort();
-        assert_eq!(common::all_names(&c, Kind::Groups).await, want);
-
-        assert!(c.acquire_lock("held:1", AcquireOptions::default()).await.unwrap().acquired);
-        let freed = c.acquire_lock("freed", AcquireOptions::default()).await.unwrap();
-        c.release_lock("freed", freed.owner.as_deref().unwrap()).await.unwrap();
-        assert_eq!(common::all_names(&c, Kind::Locks).await, vec![("held:1".to_string(), None)]);
-
-        let slow = LimitOptions {
-            limit: 1,
-            period: Some(std::time::Duration::from_secs(600)),
-            ..Default::default()
-        };
-        for n in ["rl:a", "rl{b}"] {
-            assert!(c.rate_limit(n, slow.clone()).await.unwrap().allowed);
-        }
-        c.rate_limit("rl:untaken", LimitOptions { cost: Some(0), ..slow.clone() }).await.unwrap();
-        let back_off = flowguard_core::limiter::PauseFor::RetryAfter("600".into());
-        c.pause_rate_limit("rl:paused", back_off).await.unwrap();
-        assert_eq!(
-            common::all_names(&c, Kind::Limiters).await,
-            vec![("rl:a".to_string(), None), ("rl:paused".to_string(), None), ("rl{b}".to_string(), None)]
-        );
-
-        let two = PermitOptions { permits: 2, ..Default::default() };
-        assert!(c.acquire_permit("sem:held", two.clone()).await.unwrap().acquired);
-        let p = c.acquire_permit("sem:freed", two).await.unwrap();
-        c.release_permit("sem:freed", p.owner.as_deref().unwrap()).await.unwrap();
-        assert_eq!(common::all_names(&c, Kind::Semaphores).await, vec![("sem:held".to_string(), None)]);
-    });
-}
-
 /// A role that may not log in, and one that may not create flowguard's schema: ERR_BACKEND_AUTH,
 /// the second saying what to grant.
 #[test]
@@ -399,5 +336,51 @@ fn refused_roles_are_backend_auth_by_code() {
         assert_eq!(e.code, ErrorCode::BackendAuth, "{e}");
         assert!(e.message.contains("grant CREATE"), "{e}");
         db.batch_execute(&format!("DROP ROLE {nologin}; DROP ROLE {plain}")).await.unwrap();
+    });
+}
+
+/// Readers of one queue on two clients (two pools, so two connections), released together by a
+/// barrier: no id is delivered to two of them while the leases hold (see
+/// `common::concurrent_readers`).
+#[test]
+#[ignore = "needs a PostgreSQL: set FLOWGUARD_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
+fn readers_on_two_clients_never_share_an_id() {
+    common::runtime().block_on(async {
+        let (a, b) = two_clients().await;
+        common::concurrent_readers(a, b).await;
+    });
+}
+
+/// A read never waits for rows another reader holds: with two of a queue's ids locked by another
+/// session (as a read under way holds them), a read by a client whose command timeout is 300 ms
+/// gets the other ids at once, not those two (nor ERR_TIMEOUT); once the other session ends, the
+/// next read gets them.
+#[test]
+#[ignore = "needs a PostgreSQL: set FLOWGUARD_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
+fn a_read_skips_ids_another_reader_holds() {
+    use flowguard_core::queue::{EnqueueOptions, ReadOptions};
+    common::runtime().block_on(async {
+        let (c, prefix) = opened().await;
+        let short = impatient(&prefix).await;
+        let ids: Vec<String> = ["a", "b", "c", "d", "e"].iter().map(|s| s.to_string()).collect();
+        c.enqueue("q", ids, EnqueueOptions::default()).await.unwrap();
+        let mut db = raw().await;
+        let tx = db.transaction().await.unwrap();
+        let held: Vec<&[u8]> = vec![b"a", b"b"];
+        let rows = tx
+            .query(
+                "SELECT id FROM flowguard.q_ids WHERE ns = $1 AND queue = $2 AND id = ANY($3) FOR UPDATE",
+                &[&prefix.as_bytes(), &"q".as_bytes(), &held],
+            )
+            .await
+            .unwrap();
+        assert_eq!(rows.len(), 2, "the other session holds a and b");
+        let got = short.read_batch("q", ReadOptions::default()).await.unwrap();
+        let got: Vec<&str> = got.items.iter().map(|d| d.id.as_str()).collect();
+        assert_eq!(got, ["c", "d", "e"]);
+        tx.rollback().await.unwrap();
+        let got = short.read_batch("q", ReadOptions::default()).await.unwrap();
+        let got: Vec<&str> = got.items.iter().map(|d| d.id.as_str()).collect();
+        assert_eq!(got, ["a", "b"]);
     });
 }

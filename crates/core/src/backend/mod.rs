@@ -1,5 +1,5 @@
 //! The backends behind one interface: the in-process embedded store (in memory, or durable in a
-//! file), Redis, and PostgreSQL (so far every pattern but the Dedup Queue).
+//! file), Redis, and PostgreSQL.
 //!
 //! Each pattern has one trait ([`TrackerBackend`], [`LockBackend`], [`QueueBackend`],
 //! [`StateBackend`]), implemented directly by each backend. A [`Client`](crate::Client) holds

@@ -834,6 +834,65 @@ pub async fn two_clients_race_for_one_lock(a: Client, b: Client) {
     }
 }
 
+/// Readers of one queue racing for its ids (four, on clients `a` and `b` in turn, released
+/// together by a barrier, each asking for more than its share of one shard): while the visibility
+/// leases hold, no id is delivered to two readers, a read after them gets nothing, and each id is
+/// acked by the reader it was delivered to. Ten rounds, a queue each.
+pub async fn concurrent_readers(a: Client, b: Client) {
+    use flowguard_core::queue::SettleOutcome;
+    use flowguard_core::queue::{EnqueueOptions, ReadOptions};
+    const IDS: usize = 40;
+    const READERS: usize = 4;
+    for round in 0..10 {
+        let queue = format!("race-{round}");
+        let ids: Vec<String> = (0..IDS).map(|i| format!("id-{i:02}")).collect();
+        a.enqueue(&queue, ids.clone(), EnqueueOptions::default()).await.unwrap();
+        let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(READERS));
+        let read = ReadOptions {
+            limit: Some(15),
+            visibility_timeout: Some(Duration::from_secs(60)),
+            ..Default::default()
+        };
+        let tasks: Vec<_> = (0..READERS)
+            .map(|i| {
+                let c = if i % 2 == 0 { a.clone() } else { b.clone() };
+                let (barrier, queue, read) = (barrier.clone(), queue.clone(), read.clone());
+                tokio::spawn(async move {
+                    barrier.wait().await;
+                    c.read_batch(&queue, read).await.unwrap()
+                })
+            })
+            .collect();
+        let mut batches = Vec::new();
+        for t in tasks {
+            batches.push(t.await.unwrap());
+        }
+        // The ids the race left (a reader may skip rows another one holds) go to one more read.
+        batches.push(b.read_batch(&queue, ReadOptions { limit: Some(100), ..read.clone() }).await.unwrap());
+        let mut seen: Vec<String> =
+            batches.iter().flat_map(|x| x.items.iter().map(|d| d.id.clone())).collect();
+        seen.sort();
+        let delivered = seen.len();
+        seen.dedup();
+        assert_eq!(seen.len(), delivered, "round {round}: an id was delivered to two readers");
+        assert_eq!(seen, ids, "round {round}: every id was delivered");
+        let after = a.read_batch(&queue, read.clone()).await.unwrap();
+        assert!(after.items.is_empty(), "round {round}: delivered again while leased: {:?}", after.items);
+        for (i, batch) in batches.iter().enumerate() {
+            let mine: Vec<String> = batch.items.iter().map(|d| d.id.clone()).collect();
+            let c = if i % 2 == 0 { &a } else { &b };
+            for s in c.ack(&queue, &batch.owner, mine, None).await.unwrap() {
+                assert_eq!(s.outcome, SettleOutcome::Done { requeued: false }, "round {round}: {s:?}");
+            }
+        }
+    }
+}
+
+/// [`concurrent_readers`] on one client.
+pub async fn concurrent_reads_never_share_an_id(c: Client) {
+    concurrent_readers(c.clone(), c).await;
+}
+
 /// Fencing tokens strictly increase per name, across tasks taking turns on one lock at once
 /// (each waits for it, holds it, releases it): every acquisition's fence is new and larger than
 /// the one before it.
@@ -972,6 +1031,7 @@ macro_rules! suite {
             limiter_pause_refuses_takes_until_its_end,
             concurrent_takes_allow_exactly_the_burst,
             concurrent_permits_never_exceed_the_permits,
+            concurrent_reads_never_share_an_id,
             state_values_set_get_increment_delete,
             idempotency_keys_claim_complete_release,
             fences_strictly_increase_under_contention

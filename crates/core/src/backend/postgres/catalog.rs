@@ -1,16 +1,14 @@
 //! Catalog on PostgreSQL: names in name order (bytes), each page one statement over the tables'
 //! primary keys (which begin with the namespace and the name), so a page's cost is bounded by its
-//! size, however many items or holders the names have. Queues are not listed yet (the Dedup
-//! Queue is not built on PostgreSQL): that kind answers `ERR_UNSUPPORTED`.
+//! size, however many items or holders the names have.
 
-use super::unsupported::{unsupported, QUEUE};
 use super::{text, transaction, Ctx, Fail, Postgres, Sql};
 use crate::backend::BoxFuture;
 use crate::catalog::{CatalogBackend, Entry, Kind, Page};
 
 /// How many rows a page looks at per name asked for: a lock name keeps its row after release,
-/// and limiter and semaphore rows stay until purged, so rows of names not in use are skipped, a
-/// bounded number per page.
+/// limiter and semaphore rows stay until purged, and a queue's count row may outlive its ids, so
+/// rows of names not in use are skipped, a bounded number per page.
 const ROWS_PER_NAME: i64 = 8;
 
 /// The next groups after `$2`, at most `$3`: one index seek per group (a loose index scan: each
@@ -26,6 +24,12 @@ pub(super) const LOCKS: &str = "SELECT name, owner IS NOT NULL AND exp > $3 FROM
     WHERE ns = $1 AND name > $2 ORDER BY name LIMIT $4";
 pub(super) const LIMITERS: &str =
     "SELECT name, exp > $3 FROM {s}.limiters WHERE ns = $1 AND name > $2 ORDER BY name LIMIT $4";
+/// The queues after `$2` (at most `$3` rows) with whether each holds ids (a queue's count row
+/// may outlive its ids, see the module `queue`) and their shard count.
+pub(super) const QUEUES: &str =
+    "SELECT queue, EXISTS (SELECT 1 FROM {s}.q_ids i WHERE i.ns = q.ns AND i.queue = q.queue),
+      shards
+    FROM {s}.q_queues q WHERE ns = $1 AND queue > $2 ORDER BY queue LIMIT $3";
 pub(super) const SEMAPHORES: &str = "SELECT name, max(exp) > $3 FROM {s}.sem_holders
     WHERE ns = $1 AND name > $2 GROUP BY name ORDER BY name LIMIT $4";
 
@@ -47,17 +51,24 @@ async fn groups(c: &Ctx<'_, '_>, cursor: Option<&str>, limit: u64) -> Sql<Page> 
 }
 
 /// The names in use after `cursor` by one range read of `sql`, skipping the rest; a page that
-/// looked at its whole row budget says where the rest starts.
-async fn in_use(c: &Ctx<'_, '_>, sql: &str, cursor: Option<&str>, limit: u64) -> Sql<Page> {
+/// looked at its whole row budget says where the rest starts. `sql` takes the namespace, the
+/// cursor, (with `at_now`) the time now, and the budget.
+async fn in_use(c: &Ctx<'_, '_>, sql: &str, at_now: bool, cursor: Option<&str>, limit: u64) -> Sql<Page> {
     let budget = (limit as i64).saturating_mul(ROWS_PER_NAME);
-    let now = c.now().await?;
     let after = cursor.unwrap_or("").as_bytes();
-    let rows = c.query(sql, &[&c.ns(), &after, &now, &budget]).await?;
+    let rows = if at_now {
+        let now = c.now().await?;
+        c.query(sql, &[&c.ns(), &after, &now, &budget]).await?
+    } else {
+        c.query(sql, &[&c.ns(), &after, &budget]).await?
+    };
     let (mut entries, mut last) = (Vec::new(), None);
     for r in &rows {
         let n = name(r)?;
         if r.try_get::<_, Option<bool>>(1)?.unwrap_or(false) {
-            entries.push(Entry { name: n.clone(), shards: None });
+            // A queue's listing has its shard count as a third column.
+            let shards = if r.len() > 2 { Some(r.try_get::<_, i32>(2)? as u32) } else { None };
+            entries.push(Entry { name: n.clone(), shards });
         }
         last = Some(n);
         if entries.len() as u64 >= limit {
@@ -70,18 +81,19 @@ async fn in_use(c: &Ctx<'_, '_>, sql: &str, cursor: Option<&str>, limit: u64) ->
 
 impl CatalogBackend for Postgres {
     fn list_names<'a>(&'a self, kind: Kind, cursor: Option<&'a str>, limit: u64) -> BoxFuture<'a, Page> {
+        // The listing's statement, and whether it takes the time now.
         let sql = match kind {
             Kind::Groups => None,
-            Kind::Locks => Some(LOCKS),
-            Kind::Limiters => Some(LIMITERS),
-            Kind::Semaphores => Some(SEMAPHORES),
-            Kind::Queues => return unsupported(QUEUE),
+            Kind::Locks => Some((LOCKS, true)),
+            Kind::Limiters => Some((LIMITERS, true)),
+            Kind::Semaphores => Some((SEMAPHORES, true)),
+            Kind::Queues => Some((QUEUES, false)),
         };
         Box::pin(async move {
             transaction!(self, |c| async {
                 match sql {
                     None => groups(&c, cursor, limit).await,
-                    Some(sql) => in_use(&c, sql, cursor, limit).await,
+                    Some((sql, at_now)) => in_use(&c, sql, at_now, cursor, limit).await,
                 }
             })
         })

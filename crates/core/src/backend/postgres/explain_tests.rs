@@ -5,7 +5,9 @@
 
 use tokio_postgres::types::ToSql;
 
-use super::{catalog, limiter, lock, semaphore, state, tracker, PostgresOptions, Purged, DEFAULT_SCHEMA};
+use super::{
+    catalog, limiter, lock, queue, semaphore, state, tracker, PostgresOptions, Purged, DEFAULT_SCHEMA,
+};
 use crate::{Client, OpenOptions};
 
 #[tokio::test]
@@ -43,6 +45,10 @@ async fn hot_statements_use_an_index() {
         &none_i64,
         &none_text,
     ];
+    let (shard, limit, owner) = (0i32, 10i64, "o");
+    let none_opt_i64: Vec<Option<i64>> = Vec::new();
+    let queue_columns: [&(dyn ToSql + Sync); 8] =
+        [&ns, &name, &shard, &none_ids, &none_opt_i64, &none_opt_i64, &none_text, &none_opt_i64];
     let statements: Vec<(&str, &str, Vec<&(dyn ToSql + Sync)>)> = vec![
         ("lock load", lock::LOAD, vec![&ns, &name]),
         ("lock load for update", lock::LOAD_LOCKED, vec![&ns, &name]),
@@ -69,6 +75,18 @@ async fn hot_statements_use_an_index() {
         ("catalog locks", catalog::LOCKS, vec![&ns, &name, &now, &now]),
         ("catalog limiters", catalog::LIMITERS, vec![&ns, &name, &now, &now]),
         ("catalog semaphores", catalog::SEMAPHORES, vec![&ns, &name, &now, &now]),
+        ("catalog queues", catalog::QUEUES, vec![&ns, &name, &limit]),
+        ("queue shard count", queue::COUNT, vec![&ns, &name]),
+        ("queue holds ids", queue::HOLDS_IDS, vec![&ns, &name]),
+        ("queue shard count dropped", queue::DROP, vec![&ns, &name]),
+        ("queued ids for update", queue::LOAD_LOCKED, vec![&ns, &name, &shard, &ids]),
+        ("queued ids update", queue::UPDATE, queue_columns.to_vec()),
+        ("queued ids delete", queue::DELETE, vec![&ns, &name, &shard, &ids]),
+        ("queue expired claims", queue::EXPIRED, vec![&ns, &name, &shard, &now]),
+        ("queue claims back", queue::BACK, vec![&ns, &name, &shard, &none_ids, &none_i64]),
+        ("queue claim", queue::CLAIM, vec![&ns, &name, &shard, &now, &limit, &owner, &now]),
+        ("queue peek", queue::PEEK, vec![&ns, &name, &shard, &limit]),
+        ("queue size", queue::SIZE, vec![&ns, &name, &shard, &now]),
     ];
     for (what, sql, params) in statements {
         let sql = format!("EXPLAIN {}", sql.replace("{s}", DEFAULT_SCHEMA));

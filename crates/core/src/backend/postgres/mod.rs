@@ -1,8 +1,8 @@
 //! The PostgreSQL backend (`Flowguard.open({ postgres: { url } })`): the patterns kept in tables
 //! of their own schema (default `flowguard`), on the same rules as the other stores
-//! (`crate::rules`). Built so far: the Concurrency Lock, Job State (values and idempotency keys),
-//! the Item Tracker, the Rate Limiter, the Semaphore and the catalog (but its queues); the Dedup
-//! Queue answers `ERR_UNSUPPORTED` naming the pattern (see `unsupported`). See docs/postgres.md.
+//! (`crate::rules`): the Concurrency Lock, Job State (values and idempotency keys), the Item
+//! Tracker, the Rate Limiter, the Semaphore, the Dedup Queue and the catalog. See
+//! docs/postgres.md.
 //!
 //! - A pool of connections (deadpool-postgres over tokio-postgres; no protocol code of our own),
 //!   made lazily, of [`PostgresOptions::pool_size`]; the connect timeout is the client's
@@ -24,11 +24,11 @@ mod clock;
 mod explain_tests;
 mod limiter;
 mod lock;
+mod queue;
 mod schema;
 mod semaphore;
 mod state;
 mod tracker;
-mod unsupported;
 
 use std::fmt;
 use std::str::FromStr;
@@ -240,6 +240,7 @@ impl Postgres {
                 ErrorCode::Storage,
                 format!("a row of PostgreSQL schema {} holds what flowguard did not write ({what})", self.schema),
             ),
+            Fail::Coded(e) => e,
         }
     }
 }
@@ -397,6 +398,8 @@ pub(crate) enum Fail {
     Race,
     /// A row that does not read as flowguard writes it.
     Corrupt(String),
+    /// The call is refused by a rule (nothing written: the transaction is rolled back).
+    Coded(Error),
 }
 
 impl Fail {

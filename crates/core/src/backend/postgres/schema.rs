@@ -56,6 +56,19 @@ const TABLES: &[&str] = &[
        x int8 NOT NULL, t text, PRIMARY KEY (ns, grp, id))",
     // The sweep of expired records reads them by expiry (records kept forever are left out).
     "CREATE INDEX IF NOT EXISTS items_exp ON {s}.items (x) WHERE x < 99999999999999",
+    // Dedup Queue: the shard count of a queue holding ids.
+    "CREATE TABLE IF NOT EXISTS {s}.q_queues (
+       ns bytea NOT NULL, queue bytea NOT NULL, shards int4 NOT NULL, PRIMARY KEY (ns, queue))",
+    // An id of a shard: waiting (`owner` NULL; `due`, `first`) or claimed (`owner`, `deadline`;
+    // `due` and `first` of an enqueue made while claimed, NULL without one).
+    "CREATE TABLE IF NOT EXISTS {s}.q_ids (
+       ns bytea NOT NULL, queue bytea NOT NULL, shard int4 NOT NULL, id bytea NOT NULL, due int8,
+       first int8, owner text, deadline int8, PRIMARY KEY (ns, queue, shard, id),
+       CHECK ((owner IS NULL) = (deadline IS NULL) AND (owner IS NOT NULL OR due IS NOT NULL)))",
+    // A read takes a shard's waiting ids by due time and its expired claims by deadline.
+    "CREATE INDEX IF NOT EXISTS q_ids_due ON {s}.q_ids (ns, queue, shard, due, id) WHERE owner IS NULL",
+    "CREATE INDEX IF NOT EXISTS q_ids_deadline ON {s}.q_ids (ns, queue, shard, deadline, id)
+       WHERE owner IS NOT NULL",
 ];
 
 // The partial index above spells `NEVER` out (SQL text is static): keep them in step.
