@@ -384,3 +384,75 @@ fn a_read_skips_ids_another_reader_holds() {
         assert_eq!(got, ["a", "b"]);
     });
 }
+
+/// Two enqueues with different shard counts on an empty queue, on two clients released together
+/// by a barrier, 20 times: exactly one is taken, the other is refused naming both counts, and
+/// the queue holds the winner's id under the winner's count.
+#[test]
+#[ignore = "needs a PostgreSQL: set FLOWGUARD_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
+fn enqueues_racing_with_two_shard_counts_have_one_winner() {
+    use flowguard_core::queue::{EnqueueOptions, ShardSelect};
+    common::runtime().block_on(async {
+        let (a, b) = two_clients().await;
+        for round in 0..20 {
+            let queue = format!("counts-{round}");
+            let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(2));
+            let race = |c: Client, shards: u64, id: &str| {
+                let (barrier, queue, id) = (barrier.clone(), queue.clone(), id.to_string());
+                tokio::spawn(async move {
+                    barrier.wait().await;
+                    let opts = EnqueueOptions { shards: Some(shards), ..Default::default() };
+                    c.enqueue(&queue, vec![id], opts).await
+                })
+            };
+            let (ta, tb) = (race(a.clone(), 2, "x"), race(b.clone(), 3, "y"));
+            let (ra, rb) = (ta.await.unwrap(), tb.await.unwrap());
+            let (winner, loser, lost) = match (&ra, &rb) {
+                (Ok(_), Err(e)) => (2, 3, e),
+                (Err(e), Ok(_)) => (3, 2, e),
+                _ => panic!("round {round}: one enqueue is taken: {ra:?} {rb:?}"),
+            };
+            assert_eq!(lost.code, ErrorCode::InvalidArgument, "{lost}");
+            let names_both = format!("shards is {loser}");
+            assert!(lost.message.contains(&names_both), "{lost}");
+            assert!(lost.message.contains(&format!("shards = {winner}")), "{lost}");
+            let size = a.queue_size(&queue, ShardSelect { shards: Some(winner), shard: None }).await.unwrap();
+            assert_eq!(size.waiting, 1, "round {round}");
+        }
+    });
+}
+
+/// A queue's count row that outlives its ids (as two acks emptying the queue at once can leave
+/// it) changes nothing: the queue is not listed, and calls with another count are answered (an
+/// enqueue records its own count) while no id is held.
+#[test]
+#[ignore = "needs a PostgreSQL: set FLOWGUARD_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
+fn a_count_row_left_without_ids_is_ignored() {
+    use flowguard_core::catalog::Kind;
+    use flowguard_core::queue::{EnqueueOptions, ReadOptions, ShardSelect};
+    common::runtime().block_on(async {
+        let (c, prefix) = opened().await;
+        let db = raw().await;
+        db.execute(
+            "INSERT INTO flowguard.q_queues (ns, queue, shards) VALUES ($1, $2, 8)",
+            &[&prefix.as_bytes(), &"q".as_bytes()],
+        )
+        .await
+        .unwrap();
+        assert_eq!(common::all_names(&c, Kind::Queues).await, vec![]);
+        let four = |shards: u64| ShardSelect { shards: Some(shards), shard: None };
+        assert_eq!(c.queue_size("q", four(4)).await.unwrap().waiting, 0);
+        assert!(c
+            .read_batch("q", ReadOptions { shards: Some(4), ..Default::default() })
+            .await
+            .unwrap()
+            .items
+            .is_empty());
+        let opts = EnqueueOptions { shards: Some(4), ..Default::default() };
+        c.enqueue("q", vec!["a".into(), "b".into()], opts).await.unwrap();
+        assert_eq!(common::all_names(&c, Kind::Queues).await, vec![("q".to_string(), Some(4))]);
+        let e = c.queue_size("q", four(8)).await.unwrap_err();
+        assert!(e.message.contains("shards is 8") && e.message.contains("shards = 4"), "{e}");
+        assert_eq!(c.queue_size("q", four(4)).await.unwrap().waiting, 2);
+    });
+}
