@@ -314,6 +314,12 @@ async fn enter(c: &Ctx<'_, '_>, at: ShardRef<'_>, enqueue: bool) -> Sql<Entry> {
     }
 }
 
+/// [`enter`] for a call that does not enqueue, and the database's time, sent together (the
+/// driver pipelines them: one round trip; nothing is locked before the clock is read).
+async fn entered_at(c: &Ctx<'_, '_>, at: ShardRef<'_>) -> Sql<(Entry, i64)> {
+    futures_util::future::try_join(enter(c, at, false), c.now()).await
+}
+
 /// After an ack removed ids: when the queue looks empty, its count's row is dropped, unless an
 /// enqueue holds it (then that enqueue's ids keep the queue in use).
 async fn leave(c: &Ctx<'_, '_>, at: ShardRef<'_>) -> Sql<()> {
@@ -379,8 +385,7 @@ async fn claim(
     limit: u64,
     visibility_ms: u64,
 ) -> Sql<ShardClaim> {
-    let entry = enter(c, at, false).await?;
-    let now = c.now().await?;
+    let (entry, now) = entered_at(c, at).await?;
     let deadline = queue::lease(now, visibility_ms);
     if entry == Entry::Empty || limit == 0 {
         return Ok(ShardClaim { visible_until: deadline, items: Vec::new() });
@@ -438,8 +443,7 @@ async fn settle(
 }
 
 async fn peek(c: &Ctx<'_, '_>, at: ShardRef<'_>, limit: u64) -> Sql<(i64, Vec<(String, i64)>)> {
-    let entry = enter(c, at, false).await?;
-    let now = c.now().await?;
+    let (entry, now) = entered_at(c, at).await?;
     if entry == Entry::Empty || limit == 0 {
         return Ok((now, Vec::new()));
     }
@@ -458,8 +462,7 @@ async fn peek(c: &Ctx<'_, '_>, at: ShardRef<'_>, limit: u64) -> Sql<(i64, Vec<(S
 
 async fn size(c: &Ctx<'_, '_>, at: ShardRef<'_>) -> Sql<ShardSize> {
     let mut size = ShardSize { shard: at.shard, ..Default::default() };
-    let entry = enter(c, at, false).await?;
-    let now = c.now().await?;
+    let (entry, now) = entered_at(c, at).await?;
     if entry == Entry::Empty {
         return Ok(size);
     }
