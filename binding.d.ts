@@ -24,12 +24,13 @@ export declare class Flowguard {
    * Opens a client: Redis with `options.url` (connecting now, and failing within the connect
    * timeout when it cannot be reached), a Redis Cluster with `options.cluster`, a
    * Sentinel-managed Redis with `options.sentinel` (the primary of `masterName` resolved through
-   * the sentinels now, and again after a failover), the durable embedded store in file
+   * the sentinels now, and again after a failover), a PostgreSQL database with
+   * `options.postgres` (its schema created or checked now), the durable embedded store in file
    * `options.path`, else the in-memory embedded store.
    */
   static open(options?: Arg<OpenOptions> | undefined | null): Promise<Flowguard>
-  /** `embedded` (in memory), `durable` (the embedded store in a file) or `redis`. */
-  get backend(): 'embedded' | 'durable' | 'redis'
+  /** `embedded` (in memory), `durable` (the embedded store in a file), `redis` or `postgres`. */
+  get backend(): 'embedded' | 'durable' | 'redis' | 'postgres'
   /** The key prefix. */
   get prefix(): string
   /**
@@ -393,6 +394,13 @@ export interface OpenOptions {
    */
   sentinel?: SentinelOptions
   /**
+   * A PostgreSQL database: its URL (`postgres://user:password@host:port/database`), or the URL
+   * with the schema of flowguard's tables (default `flowguard`, created on first use) and the
+   * pool's size (default 10). Not with `url`, `cluster`, `sentinel` or `path`. Every
+   * pattern (docs/postgres.md). No TLS yet (`sslmode=require` is refused).
+   */
+  postgres?: string | PostgresOptions
+  /**
    * A file for the durable embedded store (created when absent; not with `url`): items, locks,
    * queued ids and values survive a restart or crash of the process, and processes that open
    * the same file share them. Omitted (and no `url`): the in-memory store.
@@ -462,6 +470,19 @@ export interface PermitResult {
   remainingMs: number
   waitedMs: number
   attempts: number
+}
+
+/** A PostgreSQL database with its settings (`postgres` of `Flowguard.open`). */
+export interface PostgresOptions {
+  /** `postgres://[user[:password]@]host[:port]/database`. Never shown in errors. */
+  url: string
+  /**
+   * The schema of flowguard's tables, created on first use: lowercase letters, digits and `_`.
+   * Default `flowguard`.
+   */
+  schema?: string
+  /** Pooled connections of this client, 1 to 1000. Default 10. */
+  poolSize?: number
 }
 
 /** Options of `ack`. */

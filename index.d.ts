@@ -88,8 +88,9 @@ export declare class Flowguard {
    * Opens a client: Redis with `options.url` (connecting now, and failing within the connect
    * timeout when it cannot be reached), a Redis Cluster with `options.cluster`, a Sentinel-managed
    * Redis with `options.sentinel` (the primary of `masterName` resolved through the sentinels now,
-   * and again after a failover), the durable embedded store in file `options.path`, else the
-   * in-memory embedded store.
+   * and again after a failover), a PostgreSQL database with `options.postgres` (its schema created
+   * or checked now; every pattern, see docs/postgres.md), the durable
+   * embedded store in file `options.path`, else the in-memory embedded store.
    */
   static open(options?: OpenOptions): Promise<Flowguard>
   /**

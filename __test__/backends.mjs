@@ -47,6 +47,11 @@ export function backends() {
   ]
   if (process.env.REDIS_URL) list.push({ name: 'redis', url: process.env.REDIS_URL })
   if (clusterUrls) list.push({ name: 'cluster', cluster: clusterUrls })
+  // PostgreSQL only when asked for by name (FLOWGUARD_BACKENDS=postgres; scripts/test.mjs runs
+  // the suites of docs/postgres.md on it), on the URL of FLOWGUARD_POSTGRES_URL.
+  if (process.env.FLOWGUARD_POSTGRES_URL && process.env.FLOWGUARD_BACKENDS?.split(',').includes('postgres')) {
+    list.push({ name: 'postgres', postgres: process.env.FLOWGUARD_POSTGRES_URL })
+  }
   if (process.env.FLOWGUARD_BACKENDS) {
     const only = process.env.FLOWGUARD_BACKENDS.split(',')
     list = list.filter((b) => only.includes(b.name))
@@ -57,6 +62,7 @@ export function backends() {
     open: (extra = {}) => {
       const opts = { url: b.url, prefix: freshPrefix(b.name), ...extra }
       if (b.cluster) opts.cluster ??= b.cluster
+      if (b.postgres) opts.postgres ??= b.postgres
       if (b.name === 'durable') opts.path ??= durablePath(opts.prefix)
       return Flowguard.open(opts)
     },

@@ -4,7 +4,8 @@
 // them mid-call (SIGKILL) and kill -9s and restarts redis-server; the checkers must find no
 // anomaly. The same harness run through a client wrapper with planted bugs must find each bug.
 // Backends: the durable file shared by the clients, Redis (REDIS_URL, and redis-servers of this
-// file for the restarts), flowguard-server when FLOWGUARD_SERVER_BIN is set.
+// file for the restarts), PostgreSQL (FLOWGUARD_POSTGRES_URL), flowguard-server when
+// FLOWGUARD_SERVER_BIN is set.
 // CI size: 4 clients × 3 s per run (the server 6 s); FLOWGUARD_HISTORY_LONG=1: 6 clients × 30 s.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
@@ -92,6 +93,17 @@ for (const target of sharedTargets('history')) {
     assert.deepEqual(missing(), [], Object.entries(found).map(([p, k]) => `${p}: ${[...k].join('; ')}`).join('\n'))
   })
 }
+
+// PostgreSQL (FLOWGUARD_POSTGRES_URL: scripts/test.mjs starts a throwaway cluster and sets it).
+const postgresUrl = process.env.FLOWGUARD_POSTGRES_URL
+test('history on postgres: clients paused past their leases and killed mid-call', { skip: !postgresUrl && 'FLOWGUARD_POSTGRES_URL not set', timeout: TIMEOUT }, async () => {
+  const prefix = freshPrefix('history')
+  const open = () => Flowguard.open({ postgres: postgresUrl, prefix })
+  const run = await runHistory({ ...RUN, env: { FG_POSTGRES_URL: postgresUrl, FG_PREFIX: prefix }, open, faults: { pause: true, kill: true } })
+  const results = checked('postgres, pauses and kills', run)
+  assert.ok(run.stats.pauses >= 1 && run.stats.kills >= 1)
+  assertNoAnomaly(results)
+})
 
 /** A redis-server of this test with AOF (`fsync`: appendfsync always) or no persistence at all,
  * restartable on the same port and folder. */

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Every test: builds the addon (incremental), starts a throwaway redis-server on a free loopback
-// port unless REDIS_URL is set, then runs the Rust suites (embedded, durable, Redis), the Node
-// suites (the same three), the server's dashboard in chromium, the core suites on a Redis
+// port unless REDIS_URL is set and a throwaway PostgreSQL cluster (scripts/postgres.mjs), then runs
+// the Rust suites (embedded, durable, Redis, PostgreSQL), the Node suites (the same three), the Node
+// suites of the patterns the PostgreSQL backend has on it, the server's dashboard in chromium, the core suites on a Redis
 // Cluster, the Redis suites (Rust and Node) again on Valkey 8.1 (scripts/valkey-server.mjs), the
 // lock and tracker suites under Bun and Deno (the devDependencies `bun` and `deno`: runtimes
 // without Node's libuv), when present, the musl leg (scripts/musl/: the addon and the static server
@@ -18,6 +19,7 @@ import { join, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import net from 'node:net'
 import { testFiles } from './node-suites.mjs'
+import { startPostgres } from './postgres.mjs'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const skipN8n = process.env.FLOWGUARD_SKIP_N8N === '1' && process.env.CI !== 'true'
@@ -154,6 +156,13 @@ const valkeySuites = [
   'api', 'backend-rules', 'connections', 'environments', 'lock-lease', 'lock-loop', 'once-store', 'options', 'restart',
   'surrogates', 'faults-crash', 'faults-restart', 'faults-secrets', 'faults-workers', 'cluster-slow-shard', 'cluster-failover', 'redis-sentinel',
 ].map((s) => `__test__/${s}.test.mjs`)
+/** The suites run once more on the throwaway PostgreSQL (FLOWGUARD_BACKENDS=postgres: __test__/backends.mjs
+ * adds that backend only when asked for by name): those of the patterns the PostgreSQL backend has
+ * (docs/postgres.md). */
+const postgresSuites = [
+  'lock', 'state', 'tracker', 'limiter', 'semaphore', 'queue', 'queue-max-delay', 'lock-lease', 'api', 'errors', 'surrogates',
+  'backend-rules', 'bounded-work',
+].map((s) => `__test__/${s}.test.mjs`)
 /** The Rust suites run once more against Valkey: every `redis*.rs` test of the core and the server
  * (their binaries are the ones `cargo test --workspace` built). */
 const valkeyRustTests = ['crates/core/tests', 'crates/server/tests'].flatMap((d) => readdirSync(join(root, d)))
@@ -267,6 +276,15 @@ function n8nOnMusl(env) {
 const redis = process.env.REDIS_URL ? null : await startRedis()
 const env = { REDIS_URL: process.env.REDIS_URL || redis.url }
 if (redis) env.REDIS_PORT = String(redis.port)
+// Always a throwaway PostgreSQL cluster of its own (scripts/postgres.mjs), never one given: the
+// PostgreSQL fault suite stops and restarts it.
+const postgres = await startPostgres().catch((e) => {
+  redis?.stop()
+  console.error(e.message)
+  process.exit(1)
+})
+console.log(`throwaway PostgreSQL on 127.0.0.1:${postgres.port}`)
+Object.assign(env, { FLOWGUARD_POSTGRES_URL: postgres.url, FLOWGUARD_POSTGRES_DATA: postgres.data, FLOWGUARD_POSTGRES_BIN: postgres.bin })
 // The model test's sequences: random seeds when run by hand (each run explores new ones; a failure
 // prints its seed), fixed ones under CI=true, so that whether CI passes depends on the code alone.
 if (process.env.CI === 'true' && process.env.FLOWGUARD_MODEL_SEED === undefined) env.FLOWGUARD_MODEL_SEED = String(MODEL_SEED_CI)
@@ -282,6 +300,7 @@ try {
     // servers of its own, on the embedded store and Redis) against the Node API.
     const serverBin = join(root, 'target', host, 'debug', 'flowguard-server')
     run('node --test', process.execPath, [...nodeTest, ...testFiles('__test__', root)], { ...env, FLOWGUARD_SERVER_BIN: serverBin }, nodeCounts)
+    run('node --test (PostgreSQL)', process.execPath, [...nodeTest, ...postgresSuites], { ...env, FLOWGUARD_BACKENDS: 'postgres' }, nodeCounts)
     // The server's dashboard in Debian's chromium (playwright-core), and the server on a
     // Sentinel-managed Redis and on a Redis Cluster (each suite starts its own).
     run('server e2e (dashboard in chromium, Sentinel, Cluster)', process.execPath, [...nodeTest, ...testFiles('crates/server/e2e', root)], { ...env, FLOWGUARD_SERVER_BIN: serverBin }, nodeCounts)
@@ -379,6 +398,7 @@ try {
   }
 } finally {
   redis?.stop()
+  postgres.stop()
 }
 console.log('\n' + summary.join('\n'))
 console.log(`flowguard tests: ${passed} passed, ${failed} failed`)

@@ -9,6 +9,7 @@ use napi_derive::napi;
 use super::from_js::{js_input, one_or_many, opt, opt_ms, whole, Arg, Field};
 use super::promise;
 use flowguard_core::backend::durable::Durability;
+use flowguard_core::backend::postgres::PostgresOptions as CorePostgresOptions;
 use flowguard_core::backend::redis::SentinelOptions as CoreSentinelOptions;
 use flowguard_core::client::{Client, OpenOptions as CoreOpenOptions};
 
@@ -27,6 +28,12 @@ pub struct OpenOptions {
     /// A Sentinel-managed Redis: the sentinels are asked for the primary of `masterName`, and
     /// asked again when it fails or is demoted. Not with `url`, `cluster` or `path`.
     pub sentinel: Option<SentinelOptions>,
+    /// A PostgreSQL database: its URL (`postgres://user:password@host:port/database`), or the URL
+    /// with the schema of flowguard's tables (default `flowguard`, created on first use) and the
+    /// pool's size (default 10). Not with `url`, `cluster`, `sentinel` or `path`. Every
+    /// pattern (docs/postgres.md). No TLS yet (`sslmode=require` is refused).
+    #[napi(ts_type = "string | PostgresOptions")]
+    pub postgres: Option<Either<String, PostgresOptions>>,
     /// A file for the durable embedded store (created when absent; not with `url`): items, locks,
     /// queued ids and values survive a restart or crash of the process, and processes that open
     /// the same file share them. Omitted (and no `url`): the in-memory store.
@@ -45,7 +52,7 @@ pub struct OpenOptions {
     pub retention_ms: Option<f64>,
 }
 
-js_input!(OpenOptions { url = "url", cluster = "cluster", sentinel = "sentinel", path = "path", durability = "durability", prefix = "prefix", connect_timeout_ms = "connectTimeoutMs", command_timeout_ms = "commandTimeoutMs", retention_ms = "retentionMs" });
+js_input!(OpenOptions { url = "url", cluster = "cluster", sentinel = "sentinel", postgres = "postgres", path = "path", durability = "durability", prefix = "prefix", connect_timeout_ms = "connectTimeoutMs", command_timeout_ms = "commandTimeoutMs", retention_ms = "retentionMs" });
 
 impl OpenOptions {
     fn into_core(self) -> flowguard_core::Result<CoreOpenOptions> {
@@ -54,6 +61,7 @@ impl OpenOptions {
             url: self.url,
             cluster: self.cluster.map(one_or_many),
             sentinel: self.sentinel.map(SentinelOptions::into_core).transpose()?,
+            postgres: self.postgres.map(PostgresOptions::into_core).transpose()?,
             path: self.path.map(PathBuf::from),
             durability: self.durability.map(|d| Durability::parse(at("durability"), &d)).transpose()?,
             prefix: self.prefix,
@@ -105,6 +113,36 @@ impl SentinelOptions {
     }
 }
 
+/// A PostgreSQL database with its settings (`postgres` of `Flowguard.open`).
+#[napi(object, object_from_js = false, object_to_js = false)]
+pub struct PostgresOptions {
+    /// `postgres://[user[:password]@]host[:port]/database`. Never shown in errors.
+    pub url: String,
+    /// The schema of flowguard's tables, created on first use: lowercase letters, digits and `_`.
+    /// Default `flowguard`.
+    pub schema: Option<String>,
+    /// Pooled connections of this client, 1 to 1000. Default 10.
+    pub pool_size: Option<f64>,
+}
+
+js_input!(PostgresOptions { url = "url", schema = "schema", pool_size = "poolSize" });
+
+impl PostgresOptions {
+    fn into_core(v: Either<String, PostgresOptions>) -> flowguard_core::Result<CorePostgresOptions> {
+        Ok(match v {
+            Either::A(url) => CorePostgresOptions { url, ..Default::default() },
+            Either::B(o) => {
+                let size = whole(Field(Field("options", "postgres"), "poolSize"), o.pool_size)?;
+                CorePostgresOptions {
+                    url: o.url,
+                    schema: o.schema,
+                    pool_size: size.map(|n| u32::try_from(n).unwrap_or(u32::MAX)),
+                }
+            }
+        })
+    }
+}
+
 /// A client of one backend. Open it once and share it; connections are pooled per URL and
 /// timeouts, so opening again with the same settings reuses the connection.
 #[napi]
@@ -117,7 +155,8 @@ impl Flowguard {
     /// Opens a client: Redis with `options.url` (connecting now, and failing within the connect
     /// timeout when it cannot be reached), a Redis Cluster with `options.cluster`, a
     /// Sentinel-managed Redis with `options.sentinel` (the primary of `masterName` resolved through
-    /// the sentinels now, and again after a failover), the durable embedded store in file
+    /// the sentinels now, and again after a failover), a PostgreSQL database with
+    /// `options.postgres` (its schema created or checked now), the durable embedded store in file
     /// `options.path`, else the in-memory embedded store.
     #[napi]
     pub fn open<'e>(
@@ -128,8 +167,8 @@ impl Flowguard {
         promise(env, async move { Ok(Flowguard { client: Client::open(opts?.unwrap_or_default()).await? }) })
     }
 
-    /// `embedded` (in memory), `durable` (the embedded store in a file) or `redis`.
-    #[napi(getter, ts_return_type = "'embedded' | 'durable' | 'redis'")]
+    /// `embedded` (in memory), `durable` (the embedded store in a file), `redis` or `postgres`.
+    #[napi(getter, ts_return_type = "'embedded' | 'durable' | 'redis' | 'postgres'")]
     pub fn backend(&self) -> &'static str {
         self.client.kind()
     }

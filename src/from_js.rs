@@ -250,6 +250,16 @@ impl FromJs for Either<String, Vec<String>> {
     }
 }
 
+/// A URL or an object of options (`postgres` of `Flowguard.open`).
+impl FromJs for Either<String, crate::client::PostgresOptions> {
+    fn from_js(v: Unknown<'_>, at: impl At + Copy) -> Result<Self> {
+        if type_of(&v)? == ValueType::String {
+            return Ok(Either::A(read_string(v, at)?));
+        }
+        Ok(Either::B(crate::client::PostgresOptions::from_js(v, at)?))
+    }
+}
+
 /// A number or a string (`keepMs`: milliseconds or `'forever'`).
 impl FromJs for Either<f64, String> {
     fn from_js(v: Unknown<'_>, at: impl At + Copy) -> Result<Self> {

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::backend::durable::Durability;
+use crate::backend::postgres::PostgresOptions;
 use crate::backend::redis::SentinelOptions;
 use crate::backend::{self, Backend};
 use crate::error::{Error, Result};
@@ -30,6 +31,9 @@ pub struct OpenOptions {
     /// A Sentinel-managed Redis: the master name, the sentinels, and the data nodes'
     /// credentials. Not with `url`, `cluster` or `path`.
     pub sentinel: Option<SentinelOptions>,
+    /// A PostgreSQL database: its URL, schema and pool. Not with `url`, `cluster`, `sentinel` or
+    /// `path`. See docs/postgres.md.
+    pub postgres: Option<PostgresOptions>,
     /// A file for the durable embedded store (created when absent): state survives restarts and
     /// crashes, and processes that open the same file share it. None (and no URL): in memory.
     pub path: Option<PathBuf>,
@@ -94,9 +98,15 @@ impl Client {
         };
         cluster_check(&opts)?;
         sentinel_check(&opts)?;
-        let backend =
-            backend::open(opts.url.as_deref(), opts.cluster.as_deref(), opts.sentinel.as_ref(), &config)
-                .await?;
+        postgres_check(&opts)?;
+        let backend = backend::open(
+            opts.url.as_deref(),
+            opts.cluster.as_deref(),
+            opts.sentinel.as_ref(),
+            opts.postgres.as_ref(),
+            &config,
+        )
+        .await?;
         Ok(Client { inner: Arc::new(Inner { backend, config }) })
     }
 
@@ -108,7 +118,7 @@ impl Client {
         &self.inner.config
     }
 
-    /// `embedded`, `durable` or `redis`.
+    /// `embedded`, `durable`, `redis` or `postgres`.
     pub fn kind(&self) -> &'static str {
         self.inner.backend.kind()
     }
@@ -158,6 +168,21 @@ fn sentinel_check(opts: &OpenOptions) -> Result<()> {
         ));
     }
     sentinel.check()
+}
+
+/// The PostgreSQL options, checked: not together with `url`, `cluster`, `sentinel` or `path`.
+fn postgres_check(opts: &OpenOptions) -> Result<()> {
+    let Some(pg) = &opts.postgres else { return Ok(()) };
+    if opts.url.is_some() || opts.cluster.is_some() || opts.sentinel.is_some() || opts.path.is_some() {
+        return Err(Error::invalid_at(
+            "postgres",
+            "cannot be given with url, cluster, sentinel or path: give one backend (postgres: a PostgreSQL \
+             database; url, cluster or sentinel: Redis; path: the durable embedded store)",
+        ));
+    }
+    pg.schema()?;
+    pg.pool_size()?;
+    Ok(())
 }
 
 /// The durable store's path, checked: not empty, and not together with a Redis URL.

@@ -267,6 +267,8 @@ impl Args {
                 None => None,
             },
             sentinel,
+            // No --postgres-url yet (docs/postgres.md).
+            postgres: None,
             prefix: self.prefix.clone(),
             connect_timeout: self.connect_timeout_ms.map(Duration::from_millis),
             command_timeout: self.command_timeout_ms.map(Duration::from_millis),

@@ -1,5 +1,5 @@
 //! The backends behind one interface: the in-process embedded store (in memory, or durable in a
-//! file) and Redis.
+//! file), Redis, and PostgreSQL.
 //!
 //! Each pattern has one trait ([`TrackerBackend`], [`LockBackend`], [`QueueBackend`],
 //! [`StateBackend`]), implemented directly by each backend. A [`Client`](crate::Client) holds
@@ -10,6 +10,7 @@
 
 pub mod durable;
 pub mod embedded;
+pub mod postgres;
 pub mod redis;
 
 use std::future::Future;
@@ -41,7 +42,7 @@ pub trait Backend:
     + Send
     + Sync
 {
-    /// `embedded`, `durable` or `redis`.
+    /// `embedded`, `durable`, `redis` or `postgres`.
     fn kind(&self) -> &'static str;
 
     /// Lets go of what this client holds (a pooled Redis connection, a durable store's file);
@@ -61,13 +62,17 @@ pub(crate) fn guard<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// Opens the in-memory embedded store (no URL, no path), the durable store in file `path`, or a
-/// Redis connection (one server's URL, or a cluster's seed URLs).
+/// Redis connection (one server's URL, or a cluster's seed URLs), or a PostgreSQL database.
 pub async fn open(
     url: Option<&str>,
     cluster: Option<&[String]>,
     sentinel: Option<&redis::SentinelOptions>,
+    postgres: Option<&postgres::PostgresOptions>,
     config: &Config,
 ) -> Result<Box<dyn Backend>> {
+    if let Some(opts) = postgres {
+        return Ok(Box::new(postgres::Postgres::open(opts, config).await?));
+    }
     if let (None, None, Some(opts)) = (url, cluster, sentinel) {
         return Ok(Box::new(redis::RedisStore::open(redis::Endpoints::Sentinel(opts), config).await?));
     }

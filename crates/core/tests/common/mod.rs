@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use flowguard_core::backend::postgres::PostgresOptions;
 use flowguard_core::lock::AcquireOptions;
 use flowguard_core::tracker::{ItemRequest, ItemStatus, Keep, Outcome};
 use flowguard_core::{Client, ErrorCode, OpenOptions};
@@ -18,10 +19,12 @@ pub fn runtime() -> &'static tokio::runtime::Runtime {
     })
 }
 
-/// Where a suite runs: a Redis URL (None: the in-memory embedded store), or a durable store file.
+/// Where a suite runs: a Redis URL (None: the in-memory embedded store), a durable store file, or
+/// a PostgreSQL URL.
 pub enum Target {
     Url(Option<String>),
     Path(std::path::PathBuf),
+    Postgres(String),
 }
 
 impl From<Option<String>> for Target {
@@ -34,11 +37,14 @@ pub async fn open(target: impl Into<Target>) -> Client {
     let n: u64 =
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
     let prefix = format!("rt:{n:x}:{}:", flowguard_core::token::new_token());
-    let (url, path) = match target.into() {
-        Target::Url(url) => (url, None),
-        Target::Path(path) => (None, Some(path)),
+    let (url, path, postgres) = match target.into() {
+        Target::Url(url) => (url, None, None),
+        Target::Path(path) => (None, Some(path), None),
+        Target::Postgres(url) => (None, None, Some(PostgresOptions { url, ..Default::default() })),
     };
-    Client::open(OpenOptions { url, path, prefix: Some(prefix), ..Default::default() }).await.expect("open")
+    Client::open(OpenOptions { url, path, postgres, prefix: Some(prefix), ..Default::default() })
+        .await
+        .expect("open")
 }
 
 fn req(id: &str, status: &str) -> ItemRequest {
@@ -328,6 +334,33 @@ pub async fn concurrent_claims_have_one_winner(c: Client) {
     assert_eq!(winners, 1);
 }
 
+/// Claims racing (released together by a barrier) for an item that has a record and may be
+/// claimed again (it failed): exactly one wins, and its attempt is the second.
+pub async fn concurrent_claims_of_a_known_item_have_one_winner(c: Client) {
+    let first = c.claim_many("race", vec!["known".into()], None, false).await.unwrap();
+    let failed =
+        ItemRequest { owner: first[0].owner.clone(), error: Some("retry".into()), ..req("known", "failed") };
+    c.set_item("race", failed).await.unwrap();
+    const TASKS: usize = 20;
+    let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(TASKS));
+    let mut tasks = Vec::new();
+    for _ in 0..TASKS {
+        let (c, barrier) = (c.clone(), barrier.clone());
+        tasks.push(tokio::spawn(async move {
+            barrier.wait().await;
+            c.claim_many("race", vec!["known".into()], None, false).await.unwrap()
+        }));
+    }
+    let mut winners = Vec::new();
+    for t in tasks {
+        let r = t.await.unwrap().remove(0);
+        if r.claimed {
+            winners.push(r.item.attempts);
+        }
+    }
+    assert_eq!(winners, [2], "one winner, on the second attempt");
+}
+
 pub async fn lock_basics_and_owner_checks(c: Client) {
     let a = c
         .acquire_lock("wf", AcquireOptions { label: Some("run-1".into()), ..Default::default() })
@@ -608,7 +641,7 @@ pub async fn queue_shard_count_is_kept_per_queue(c: Client) {
 }
 
 /// Every page of a catalog listing, with a small limit so it takes several pages.
-async fn all_names(c: &Client, kind: flowguard_core::catalog::Kind) -> Vec<(String, Option<u32>)> {
+pub async fn all_names(c: &Client, kind: flowguard_core::catalog::Kind) -> Vec<(String, Option<u32>)> {
     let (mut out, mut cursor) = (Vec::new(), None::<String>);
     for _ in 0..100_000 {
         let p = c.list_names(kind, cursor.as_deref(), Some(2)).await.unwrap();
@@ -744,6 +777,272 @@ pub async fn limiter_pause_refuses_takes_until_its_end(c: Client) {
     assert_eq!(c.get_limiter("api").await.unwrap().paused_until, Some(end), "nothing changed");
 }
 
+/// Job State's values: set and get, `ifAbsent`, an expiry in the past refused, TTLs running
+/// out, increments (a new counter's TTL, a value that is not a counter refused), deletes.
+pub async fn state_values_set_get_increment_delete(c: Client) {
+    use flowguard_core::state::SetOptions;
+    let set = c.set_state("k", r#"{"a":1}"#, SetOptions::default()).await.unwrap();
+    assert!(set.written);
+    let got = c.get_state(vec!["k".into(), "absent".into()]).await.unwrap();
+    assert_eq!(got[0].as_ref().unwrap().json, r#"{"a":1}"#);
+    assert_eq!(got[0].as_ref().unwrap().expires_at, None);
+    assert_eq!(got[1], None);
+    let kept = c.set_state("k", "2", SetOptions { if_absent: true, ..Default::default() }).await.unwrap();
+    assert!(!kept.written);
+    assert_eq!(kept.current.json, r#"{"a":1}"#);
+    let fresh = c.set_state("n", "3", SetOptions { if_absent: true, ..Default::default() }).await.unwrap();
+    assert!(fresh.written);
+    let e =
+        c.set_state("k", "1", SetOptions { expires_at: Some(1), ..Default::default() }).await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidArgument, "{e}");
+    assert_eq!(e.field.as_ref().map(|f| f.to_string()).as_deref(), Some("expires_at"));
+    let short = SetOptions { ttl: Some(Duration::from_millis(150)), ..Default::default() };
+    let s = c.set_state("t", "1", short).await.unwrap();
+    assert!(s.current.expires_at.is_some());
+    sleep(300).await;
+    assert_eq!(c.get_state(vec!["t".into()]).await.unwrap()[0], None, "the value ran out");
+    let again = c.set_state("t", "5", SetOptions { if_absent: true, ..Default::default() }).await.unwrap();
+    assert!(again.written, "an expired value counts as absent");
+
+    assert_eq!(c.increment("ctr", None, Some(Duration::from_millis(150))).await.unwrap(), 1);
+    assert_eq!(c.increment("ctr", Some(41), None).await.unwrap(), 42);
+    sleep(300).await;
+    assert_eq!(c.increment("ctr", Some(-2), None).await.unwrap(), -2, "the counter's TTL ran out");
+    let e = c.increment("k", None, None).await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidArgument, "{e}");
+    assert!(c.delete_state("k").await.unwrap());
+    assert!(!c.delete_state("k").await.unwrap());
+    assert_eq!(c.get_state(vec!["k".into()]).await.unwrap()[0], None);
+}
+
+/// Idempotency keys: one claim takes a free key, another sees it pending; only its owner
+/// completes (then every claim gets the result) or releases it; a lease that ran out frees it.
+pub async fn idempotency_keys_claim_complete_release(c: Client) {
+    use flowguard_core::state::KeyClaim;
+    let first = c.claim_key("job", Some(Duration::from_millis(60_000))).await.unwrap();
+    let KeyClaim::Claimed { owner, .. } = first else { panic!("claimed: {first:?}") };
+    let second = c.claim_key("job", None).await.unwrap();
+    assert!(matches!(second, KeyClaim::Pending { remaining_ms } if remaining_ms > 50_000), "{second:?}");
+    let other = flowguard_core::token::new_token();
+    assert_eq!(c.complete_key("job", &other, "1", None).await.unwrap_err().code, ErrorCode::NotOwner);
+    assert!(!c.release_key("job", &other).await.unwrap());
+    c.complete_key("job", &owner, r#"{"done":true}"#, None).await.unwrap();
+    let done = c.claim_key("job", None).await.unwrap();
+    assert!(matches!(&done, KeyClaim::Done { json, .. } if json == r#"{"done":true}"#), "{done:?}");
+
+    let KeyClaim::Claimed { owner, .. } = c.claim_key("rel", None).await.unwrap() else { panic!() };
+    assert!(c.release_key("rel", &owner).await.unwrap());
+    assert!(matches!(c.claim_key("rel", None).await.unwrap(), KeyClaim::Claimed { .. }));
+
+    let KeyClaim::Claimed { owner, .. } =
+        c.claim_key("short", Some(Duration::from_millis(150))).await.unwrap()
+    else {
+        panic!()
+    };
+    sleep(300).await;
+    assert!(matches!(c.claim_key("short", None).await.unwrap(), KeyClaim::Claimed { .. }));
+    assert_eq!(c.complete_key("short", &owner, "1", None).await.unwrap_err().code, ErrorCode::NotOwner);
+}
+
+/// Two clients race for one free lock, released together by a barrier: exactly one wins, and
+/// the loser is told the winner's fence. Twice: for a name never taken (no stored lock yet), and
+/// again once the winner released it (a stored lock that is free).
+pub async fn two_clients_race_for_one_lock(a: Client, b: Client) {
+    let name = format!("contended-{}", flowguard_core::token::new_token());
+    let mut last_fence = 0;
+    for round in 0..2 {
+        let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(2));
+        let race = |c: Client| {
+            let (barrier, name) = (barrier.clone(), name.clone());
+            tokio::spawn(async move {
+                barrier.wait().await;
+                c.acquire_lock(&name, AcquireOptions::default()).await.unwrap()
+            })
+        };
+        let (ta, tb) = (race(a.clone()), race(b.clone()));
+        let (ra, rb) = (ta.await.unwrap(), tb.await.unwrap());
+        assert_eq!(
+            [ra.acquired, rb.acquired].iter().filter(|w| **w).count(),
+            1,
+            "round {round}: {ra:?} {rb:?}"
+        );
+        assert_eq!(ra.fence, rb.fence, "the loser sees the winner's fence");
+        assert!(ra.fence > last_fence, "round {round}: the fence increased");
+        last_fence = ra.fence;
+        let winner = if ra.acquired { ra } else { rb };
+        assert!(a.release_lock(&name, winner.owner.as_deref().unwrap()).await.unwrap().released);
+    }
+}
+
+/// Readers of one queue racing for its ids (four, on clients `a` and `b` in turn, released
+/// together by a barrier, each asking for more than its share of one shard): while the visibility
+/// leases hold, no id is delivered to two readers, a read after them gets nothing, and each id is
+/// acked by the reader it was delivered to. Ten rounds, a queue each.
+pub async fn concurrent_readers(a: Client, b: Client) {
+    use flowguard_core::queue::SettleOutcome;
+    use flowguard_core::queue::{EnqueueOptions, ReadOptions};
+    const IDS: usize = 40;
+    const READERS: usize = 4;
+    for round in 0..10 {
+        let queue = format!("race-{round}");
+        let ids: Vec<String> = (0..IDS).map(|i| format!("id-{i:02}")).collect();
+        a.enqueue(&queue, ids.clone(), EnqueueOptions::default()).await.unwrap();
+        let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(READERS));
+        let read = ReadOptions {
+            limit: Some(15),
+            visibility_timeout: Some(Duration::from_secs(60)),
+            ..Default::default()
+        };
+        let tasks: Vec<_> = (0..READERS)
+            .map(|i| {
+                let c = if i % 2 == 0 { a.clone() } else { b.clone() };
+                let (barrier, queue, read) = (barrier.clone(), queue.clone(), read.clone());
+                tokio::spawn(async move {
+                    barrier.wait().await;
+                    c.read_batch(&queue, read).await.unwrap()
+                })
+            })
+            .collect();
+        let mut batches = Vec::new();
+        for t in tasks {
+            batches.push(t.await.unwrap());
+        }
+        // The ids the race left (a reader may skip rows another one holds) go to one more read.
+        batches.push(b.read_batch(&queue, ReadOptions { limit: Some(100), ..read.clone() }).await.unwrap());
+        let mut seen: Vec<String> =
+            batches.iter().flat_map(|x| x.items.iter().map(|d| d.id.clone())).collect();
+        seen.sort();
+        let delivered = seen.len();
+        seen.dedup();
+        assert_eq!(seen.len(), delivered, "round {round}: an id was delivered to two readers");
+        assert_eq!(seen, ids, "round {round}: every id was delivered");
+        let after = a.read_batch(&queue, read.clone()).await.unwrap();
+        assert!(after.items.is_empty(), "round {round}: delivered again while leased: {:?}", after.items);
+        for (i, batch) in batches.iter().enumerate() {
+            let mine: Vec<String> = batch.items.iter().map(|d| d.id.clone()).collect();
+            let c = if i % 2 == 0 { &a } else { &b };
+            for s in c.ack(&queue, &batch.owner, mine, None).await.unwrap() {
+                assert_eq!(s.outcome, SettleOutcome::Done { requeued: false }, "round {round}: {s:?}");
+            }
+        }
+    }
+}
+
+/// [`concurrent_readers`] on one client.
+pub async fn concurrent_reads_never_share_an_id(c: Client) {
+    concurrent_readers(c.clone(), c).await;
+}
+
+/// Fencing tokens strictly increase per name, across tasks taking turns on one lock at once
+/// (each waits for it, holds it, releases it): every acquisition's fence is new and larger than
+/// the one before it.
+pub async fn fences_strictly_increase_under_contention(c: Client) {
+    const TASKS: usize = 6;
+    const ROUNDS: usize = 8;
+    let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(TASKS));
+    // The fences in the order the holders took the lock: appended while holding it.
+    let order = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut tasks = Vec::new();
+    for _ in 0..TASKS {
+        let (c, barrier, order) = (c.clone(), barrier.clone(), order.clone());
+        tasks.push(tokio::spawn(async move {
+            barrier.wait().await;
+            for _ in 0..ROUNDS {
+                let wait = AcquireOptions { wait: Some(Duration::from_secs(30)), ..Default::default() };
+                let a = c.acquire_lock("fenced", wait).await.unwrap();
+                assert!(a.acquired);
+                order.lock().unwrap().push(a.fence);
+                assert!(c.release_lock("fenced", a.owner.as_deref().unwrap()).await.unwrap().released);
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let order = order.lock().unwrap().clone();
+    assert_eq!(order.len(), TASKS * ROUNDS);
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "fences in the order taken: {order:?}");
+    assert_eq!(c.get_lock("fenced").await.unwrap().fence, *order.last().unwrap());
+}
+
+/// Takes racing for one limiter (released together by a barrier): exactly its burst is allowed,
+/// the others refused with when to retry.
+pub async fn concurrent_takes_allow_exactly_the_burst(c: Client) {
+    use flowguard_core::limiter::LimitOptions;
+    const TASKS: usize = 20;
+    let slow = LimitOptions {
+        limit: 1,
+        period: Some(Duration::from_secs(600)),
+        burst: Some(5),
+        ..Default::default()
+    };
+    let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(TASKS));
+    let mut tasks = Vec::new();
+    for _ in 0..TASKS {
+        let (c, barrier, slow) = (c.clone(), barrier.clone(), slow.clone());
+        tasks.push(tokio::spawn(async move {
+            barrier.wait().await;
+            c.rate_limit("burst", slow).await.unwrap()
+        }));
+    }
+    let mut allowed = 0;
+    for t in tasks {
+        let r = t.await.unwrap();
+        if r.allowed {
+            allowed += 1;
+        } else {
+            assert!(r.retry_after_ms > 0.0, "{r:?}");
+        }
+    }
+    assert_eq!(allowed, 5);
+    assert!(c.get_limiter("burst").await.unwrap().active);
+}
+
+/// Acquisitions racing for a semaphore of 3 permits (released together by a barrier): exactly 3
+/// get one, each with its own fence; only an owner releases or extends its permit; a freed permit
+/// is taken again with a larger fence.
+pub async fn concurrent_permits_never_exceed_the_permits(c: Client) {
+    use flowguard_core::semaphore::PermitOptions;
+    const TASKS: usize = 20;
+    let three = PermitOptions { permits: 3, label: Some("w".into()), ..Default::default() };
+    let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(TASKS));
+    let mut tasks = Vec::new();
+    for _ in 0..TASKS {
+        let (c, barrier, three) = (c.clone(), barrier.clone(), three.clone());
+        tasks.push(tokio::spawn(async move {
+            barrier.wait().await;
+            c.acquire_permit("pool", three).await.unwrap()
+        }));
+    }
+    let mut won = Vec::new();
+    for t in tasks {
+        let r = t.await.unwrap();
+        if r.acquired {
+            won.push(r);
+        } else {
+            assert_eq!(r.holders, 3, "{r:?}");
+        }
+    }
+    assert_eq!(won.len(), 3);
+    let mut fences: Vec<u64> = won.iter().map(|r| r.fence).collect();
+    fences.sort();
+    fences.dedup();
+    assert_eq!(fences.len(), 3, "each permit has its own fence");
+    let info = c.get_semaphore("pool").await.unwrap();
+    assert_eq!(info.holders.len(), 3);
+    assert_eq!(info.fence, *fences.last().unwrap());
+    assert!(info.holders.iter().all(|h| h.label.as_deref() == Some("w")));
+    let other = flowguard_core::token::new_token();
+    assert!(!c.release_permit("pool", &other).await.unwrap().released);
+    assert!(!c.extend_permit("pool", &other, None).await.unwrap().extended);
+    let first = won[0].owner.as_deref().unwrap();
+    assert!(c.extend_permit("pool", first, Some(Duration::from_secs(60))).await.unwrap().extended);
+    assert!(c.release_permit("pool", first).await.unwrap().released);
+    assert!(!c.release_permit("pool", first).await.unwrap().released, "released once");
+    let again = c.acquire_permit("pool", three).await.unwrap();
+    assert!(again.acquired && again.fence > info.fence, "{again:?}");
+}
+
 /// Generates one `#[tokio::test]` per suite function for a backend.
 #[macro_export]
 macro_rules! suite {
@@ -760,6 +1059,7 @@ macro_rules! suite {
             names_with_any_characters_are_distinct,
             bad_input_is_refused_before_writing,
             concurrent_claims_have_one_winner,
+            concurrent_claims_of_a_known_item_have_one_winner,
             lock_basics_and_owner_checks,
             lock_force_release_by_fence,
             lock_expiry_and_fencing,
@@ -769,7 +1069,13 @@ macro_rules! suite {
             empty_label_reads_back_as_no_label,
             queue_shard_count_is_kept_per_queue,
             catalog_lists_the_names_in_use,
-            limiter_pause_refuses_takes_until_its_end
+            limiter_pause_refuses_takes_until_its_end,
+            concurrent_takes_allow_exactly_the_burst,
+            concurrent_permits_never_exceed_the_permits,
+            concurrent_reads_never_share_an_id,
+            state_values_set_get_increment_delete,
+            idempotency_keys_claim_complete_release,
+            fences_strictly_increase_under_contention
         );
     };
     (@each $url:expr, $attrs:tt, $($name:ident),*) => {

@@ -1,0 +1,98 @@
+//! The plans of the hot statements: none reads a whole table. Each statement is explained (not
+//! run) with sequential scans disabled, so that a statement with an index to use uses it, and
+//! one without still shows a `Seq Scan`. Needs FLOWGUARD_POSTGRES_URL (see
+//! `scripts/postgres.mjs`).
+
+use tokio_postgres::types::ToSql;
+
+use super::{
+    catalog, limiter, lock, queue, semaphore, state, tracker, PostgresOptions, Purged, DEFAULT_SCHEMA,
+};
+use crate::{Client, OpenOptions};
+
+#[tokio::test]
+#[ignore = "needs a PostgreSQL: set FLOWGUARD_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
+async fn hot_statements_use_an_index() {
+    let url = std::env::var("FLOWGUARD_POSTGRES_URL").expect("FLOWGUARD_POSTGRES_URL");
+    // Opening a client makes the schema.
+    let pg = PostgresOptions { url: url.clone(), ..Default::default() };
+    Client::open(OpenOptions { postgres: Some(pg), ..Default::default() }).await.unwrap();
+    let (db, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(conn);
+    db.batch_execute("SET enable_seqscan = off").await.unwrap();
+
+    let (ns, name): (&[u8], &[u8]) = (b"fg:", b"n");
+    let ids: Vec<&[u8]> = vec![b"a", b"b"];
+    let now = 1_000i64;
+    let none_i16: Vec<i16> = Vec::new();
+    let none_i32: Vec<i32> = Vec::new();
+    let none_i64: Vec<i64> = Vec::new();
+    let none_text: Vec<Option<&str>> = Vec::new();
+    let none_bytes: Vec<Option<&[u8]>> = Vec::new();
+    let none_ids: Vec<&[u8]> = Vec::new();
+    let columns: [&(dyn ToSql + Sync); 13] = [
+        &ns,
+        &name,
+        &none_ids,
+        &none_i16,
+        &none_i32,
+        &none_text,
+        &none_i64,
+        &none_i64,
+        &none_i64,
+        &none_i64,
+        &none_bytes,
+        &none_i64,
+        &none_text,
+    ];
+    let (shard, limit, owner) = (0i32, 10i64, "o");
+    let none_opt_i64: Vec<Option<i64>> = Vec::new();
+    let queue_columns: [&(dyn ToSql + Sync); 8] =
+        [&ns, &name, &shard, &none_ids, &none_opt_i64, &none_opt_i64, &none_text, &none_opt_i64];
+    let statements: Vec<(&str, &str, Vec<&(dyn ToSql + Sync)>)> = vec![
+        ("lock load", lock::LOAD, vec![&ns, &name]),
+        ("lock load for update", lock::LOAD_LOCKED, vec![&ns, &name]),
+        ("value for update", state::VALUE_LOCKED, vec![&ns, &name]),
+        ("values", state::VALUES, vec![&ns, &ids]),
+        ("idempotency key for update", state::IDEM_LOCKED, vec![&ns, &name]),
+        ("items for update", tracker::LOAD_LOCKED, vec![&ns, &name, &ids]),
+        ("items", tracker::LOAD, vec![&ns, &name, &ids]),
+        ("items of a group", tracker::LIST, vec![&ns, &name, &now]),
+        ("items update", tracker::UPDATE, columns.to_vec()),
+        ("items delete", tracker::DELETE, vec![&ns, &name, &ids]),
+        ("purge values", Purged::Vals.statement(), vec![&now]),
+        ("purge keys", Purged::Idem.statement(), vec![&now]),
+        ("purge items", Purged::Items.statement(), vec![&now]),
+        ("forget lock names", Purged::Locks.statement(), vec![&now]),
+        ("limiter load", limiter::LOAD, vec![&ns, &name]),
+        ("limiter load for update", limiter::LOAD_LOCKED, vec![&ns, &name]),
+        ("purge limiters", Purged::Limiters.statement(), vec![&now]),
+        ("semaphore name for update", semaphore::NAME_LOCKED, vec![&ns, &name]),
+        ("semaphore holders", semaphore::HOLDERS, vec![&ns, &name, &now]),
+        ("purge semaphore holders", Purged::SemHolders.statement(), vec![&now]),
+        ("forget semaphore names", Purged::Sems.statement(), vec![&now]),
+        ("catalog groups", catalog::GROUPS, vec![&ns, &name, &now]),
+        ("catalog locks", catalog::LOCKS, vec![&ns, &name, &now, &now]),
+        ("catalog limiters", catalog::LIMITERS, vec![&ns, &name, &now, &now]),
+        ("catalog semaphores", catalog::SEMAPHORES, vec![&ns, &name, &now, &now]),
+        ("catalog queues", catalog::QUEUES, vec![&ns, &name, &limit]),
+        ("queue shard count", queue::COUNT, vec![&ns, &name]),
+        ("queue holds ids", queue::HOLDS_IDS, vec![&ns, &name]),
+        ("queue shard count dropped", queue::DROP, vec![&ns, &name]),
+        ("queued ids for update", queue::LOAD_LOCKED, vec![&ns, &name, &shard, &ids]),
+        ("queued ids update", queue::UPDATE, queue_columns.to_vec()),
+        ("queued ids delete", queue::DELETE, vec![&ns, &name, &shard, &ids]),
+        ("queue expired claims", queue::EXPIRED, vec![&ns, &name, &shard, &now]),
+        ("queue claims back", queue::BACK, vec![&ns, &name, &shard, &none_ids, &none_i64]),
+        ("queue claim", queue::CLAIM, vec![&ns, &name, &shard, &now, &limit, &owner, &now]),
+        ("queue peek", queue::PEEK, vec![&ns, &name, &shard, &limit]),
+        ("queue size", queue::SIZE, vec![&ns, &name, &shard, &now]),
+    ];
+    for (what, sql, params) in statements {
+        let sql = format!("EXPLAIN {}", sql.replace("{s}", DEFAULT_SCHEMA));
+        let plan: Vec<String> = db.query(&sql, &params).await.unwrap().iter().map(|r| r.get(0)).collect();
+        let plan = plan.join("\n");
+        assert!(!plan.contains("Seq Scan"), "{what} reads a whole table:\n{plan}");
+        assert!(plan.contains("Index"), "{what} uses an index:\n{plan}");
+    }
+}

@@ -1,0 +1,184 @@
+//! Concurrency Lock on PostgreSQL: one row per lock name in `locks`, kept after a release (its
+//! `owner` NULL) so the name's fencing token keeps increasing. Each call is one transaction: the
+//! row locked (`SELECT … FOR UPDATE`), the database's time read, [`rules::lock`] asked, the
+//! decision written. A name without a row is inserted (`ON CONFLICT DO NOTHING`); when another
+//! call inserted it first, the transaction runs again and finds it (see the module `postgres`).
+//!
+//! A name unused for [`FENCE_KEEP_MS`] (its `exp`, the end of its last lease or its release, that
+//! long ago) is forgotten, as the other stores forget it: its next token is 1 again. Every
+//! [`SWEEP_EVERY`]th acquisition of a client also removes up to 64 such rows (`Ctx::purge`, by the
+//! index on `exp`), so the table does not keep a row per name ever used.
+//!
+//! [`FENCE_KEEP_MS`]: crate::lock::FENCE_KEEP_MS
+
+use tokio_postgres::Row;
+
+use std::sync::atomic::Ordering;
+
+use super::{text, transaction, Ctx, Postgres, Purged, Sql};
+use crate::backend::BoxFuture;
+use crate::lock::{Attempt, ExtendResult, LockBackend, LockInfo, ReleaseResult};
+use crate::rules::lock::{self, Holder};
+
+/// A lock's row.
+struct Stored {
+    owner: Option<String>,
+    fence: u64,
+    label: Option<String>,
+    exp: i64,
+}
+
+impl Stored {
+    fn from_row(r: &Row) -> Sql<Stored> {
+        Ok(Stored {
+            owner: r.try_get(0)?,
+            fence: r.try_get::<_, i64>(1)? as u64,
+            label: text(r, 2)?,
+            exp: r.try_get(3)?,
+        })
+    }
+    /// Its holder, when a lease was taken and not released (whether it still holds is
+    /// [`lock::holds`]).
+    fn holder(&self) -> Option<Holder<'_>> {
+        let owner = self.owner.as_deref()?;
+        Some(Holder { owner, fence: self.fence, label: self.label.as_deref(), expires_at: self.exp })
+    }
+}
+
+/// One acquisition in this many sweeps forgotten names: each adds at most one row, each sweep
+/// removes up to 64, so the sweep keeps ahead of new names.
+pub(super) const SWEEP_EVERY: u32 = 32;
+
+/// A lock's row, and the same locked until the transaction ends.
+pub(super) const LOAD: &str = "SELECT owner, fence, label, exp FROM {s}.locks WHERE ns = $1 AND name = $2";
+pub(super) const LOAD_LOCKED: &str =
+    "SELECT owner, fence, label, exp FROM {s}.locks WHERE ns = $1 AND name = $2 FOR UPDATE";
+
+/// The row of lock `name`, locked until the transaction ends when `for_update`.
+async fn load(c: &Ctx<'_, '_>, name: &str, for_update: bool) -> Sql<Option<Stored>> {
+    let sql = if for_update { LOAD_LOCKED } else { LOAD };
+    c.query_opt(sql, &[&c.ns(), &name.as_bytes()]).await?.as_ref().map(Stored::from_row).transpose()
+}
+
+async fn try_acquire(
+    c: &Ctx<'_, '_>,
+    name: &str,
+    owner: &str,
+    lease_ms: u64,
+    label: Option<&str>,
+    sweep: bool,
+) -> Sql<Attempt> {
+    let row = load(c, name, true).await?;
+    let now = c.now().await?;
+    let label = lock::label(label);
+    let d = lock::acquire(
+        row.as_ref().and_then(Stored::holder),
+        row.as_ref().map_or(0, |r| r.fence),
+        lease_ms,
+        label,
+        now,
+    );
+    if let Some((fence, exp)) = d.take {
+        take(c, row.is_some(), name, owner, fence, label, exp).await?;
+    }
+    // After the write: this name's row is then live (taken now, or held by another), so the
+    // sweep leaves it.
+    if sweep {
+        c.purge(Purged::Locks, now).await?;
+    }
+    Ok(d.attempt)
+}
+
+/// Writes the new holder of lock `name` (its row locked when `existed`, else absent).
+async fn take(
+    c: &Ctx<'_, '_>,
+    existed: bool,
+    name: &str,
+    owner: &str,
+    fence: u64,
+    label: Option<&str>,
+    exp: i64,
+) -> Sql<()> {
+    let (ns, name, label) = (c.ns(), name.as_bytes(), label.map(str::as_bytes));
+    let fence = fence as i64;
+    c.write_row(
+        existed,
+        "UPDATE {s}.locks SET owner = $3, fence = $4, label = $5, exp = $6 WHERE ns = $1 AND name = $2",
+        "INSERT INTO {s}.locks (ns, name, owner, fence, label, exp) VALUES ($1, $2, $3, $4, $5, $6)
+         ON CONFLICT (ns, name) DO NOTHING",
+        &[&ns, &name, &owner, &fence, &label, &exp],
+    )
+    .await
+}
+
+async fn release(c: &Ctx<'_, '_>, name: &str, owner: &str) -> Sql<ReleaseResult> {
+    let row = load(c, name, true).await?;
+    let now = c.now().await?;
+    let r = lock::release(row.as_ref().and_then(Stored::holder), owner, now);
+    if r.released {
+        c.execute(
+            "UPDATE {s}.locks SET owner = NULL, label = NULL, exp = $3 WHERE ns = $1 AND name = $2",
+            &[&c.ns(), &name.as_bytes(), &now],
+        )
+        .await?;
+    }
+    Ok(r)
+}
+
+async fn extend(c: &Ctx<'_, '_>, name: &str, owner: &str, lease_ms: u64) -> Sql<ExtendResult> {
+    let row = load(c, name, true).await?;
+    let now = c.now().await?;
+    let r = lock::extend(row.as_ref().and_then(Stored::holder), owner, lease_ms, now);
+    if r.extended {
+        c.execute(
+            "UPDATE {s}.locks SET exp = $3 WHERE ns = $1 AND name = $2",
+            &[&c.ns(), &name.as_bytes(), &(now + lease_ms as i64)],
+        )
+        .await?;
+    }
+    Ok(r)
+}
+
+async fn inspect(c: &Ctx<'_, '_>, name: &str) -> Sql<LockInfo> {
+    let row = load(c, name, false).await?;
+    let now = c.now().await?;
+    let live = row.as_ref().and_then(Stored::holder).filter(|h| lock::holds(h.expires_at, now));
+    Ok(match live {
+        Some(h) => LockInfo {
+            name: name.to_string(),
+            locked: true,
+            remaining_ms: (h.expires_at - now).max(0) as u64,
+            fence: h.fence,
+            holder: h.label.map(str::to_string),
+        },
+        None => LockInfo {
+            name: name.to_string(),
+            locked: false,
+            remaining_ms: 0,
+            fence: row.map_or(0, |r| r.fence),
+            holder: None,
+        },
+    })
+}
+
+impl LockBackend for Postgres {
+    fn try_acquire<'a>(
+        &'a self,
+        name: &'a str,
+        owner: &'a str,
+        lease_ms: u64,
+        label: Option<&'a str>,
+    ) -> BoxFuture<'a, Attempt> {
+        let sweep = self.acquisitions.fetch_add(1, Ordering::Relaxed) % SWEEP_EVERY == SWEEP_EVERY - 1;
+        Box::pin(async move { transaction!(self, |c| try_acquire(&c, name, owner, lease_ms, label, sweep)) })
+    }
+    fn release<'a>(&'a self, name: &'a str, owner: &'a str) -> BoxFuture<'a, ReleaseResult> {
+        Box::pin(async move { transaction!(self, |c| release(&c, name, owner)) })
+    }
+    fn extend<'a>(&'a self, name: &'a str, owner: &'a str, lease_ms: u64) -> BoxFuture<'a, ExtendResult> {
+        Box::pin(async move { transaction!(self, |c| extend(&c, name, owner, lease_ms)) })
+    }
+    fn inspect<'a>(&'a self, name: &'a str) -> BoxFuture<'a, LockInfo> {
+        Box::pin(async move { transaction!(self, |c| inspect(&c, name)) })
+    }
+}

@@ -1,0 +1,477 @@
+//! The PostgreSQL backend (`Flowguard.open({ postgres: { url } })`): the patterns kept in tables
+//! of their own schema (default `flowguard`), on the same rules as the other stores
+//! (`crate::rules`): the Concurrency Lock, Job State (values and idempotency keys), the Item
+//! Tracker, the Rate Limiter, the Semaphore, the Dedup Queue and the catalog. See
+//! docs/postgres.md.
+//!
+//! - A pool of connections (deadpool-postgres over tokio-postgres; no protocol code of our own),
+//!   made lazily, of [`PostgresOptions::pool_size`]; the connect timeout is the client's
+//!   `connect_timeout`, and every statement runs under the client's `command_timeout` as
+//!   PostgreSQL's `statement_timeout` (so a wait for a row lock is bounded too). Plain TCP only
+//!   for now: a URL asking for TLS (`sslmode=require`) is refused with `ERR_UNSUPPORTED`.
+//! - Every call that writes is one transaction (`READ COMMITTED`): it locks the rows it needs
+//!   (`SELECT … FOR UPDATE`, several rows in key order so that two calls never deadlock), then
+//!   reads the database's clock (`clock_timestamp()`, after the locks, so a call that waited
+//!   decides at the time it got them), asks the rule, and writes. A row that did not exist cannot
+//!   be locked: it is written with `INSERT … ON CONFLICT DO NOTHING`, and when another call
+//!   inserted it first, the transaction is rolled back and run again ([`Fail::Race`]), now
+//!   finding the row and locking it.
+//! - Times are milliseconds since the epoch by the database's clock, never the client's.
+
+mod catalog;
+mod clock;
+#[cfg(test)]
+mod explain_tests;
+mod limiter;
+mod lock;
+mod queue;
+mod schema;
+mod semaphore;
+mod state;
+mod tracker;
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, PoolError, RecyclingMethod, Runtime};
+use tokio_postgres::config::SslMode;
+use tokio_postgres::error::SqlState;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{NoTls, Row};
+
+use crate::backend::Backend;
+use crate::client::Config;
+use crate::error::{Error, ErrorCode, FieldPath, Result};
+
+/// Default schema of flowguard's tables.
+pub const DEFAULT_SCHEMA: &str = "flowguard";
+/// Default number of pooled connections per client.
+pub const DEFAULT_POOL_SIZE: u32 = 10;
+/// The most pooled connections per client.
+pub const MAX_POOL_SIZE: u32 = 1_000;
+/// How many times a transaction that lost a race (see [`Fail::Race`]) or was chosen as a
+/// deadlock's or serialization failure's victim is run again before the call fails.
+pub(crate) const MAX_RETRIES: u32 = 8;
+
+/// Where a PostgreSQL backend is, and how to use it.
+#[derive(Clone, Default, PartialEq, Eq, Hash)]
+pub struct PostgresOptions {
+    /// `postgres://[user[:password]@]host[:port]/database[?options]` (or the key=value form).
+    pub url: String,
+    /// The schema of flowguard's tables, created on first use. Default [`DEFAULT_SCHEMA`].
+    /// Lowercase letters, digits and `_`, starting with a letter or `_`, at most 63 bytes.
+    pub schema: Option<String>,
+    /// Pooled connections, 1 to [`MAX_POOL_SIZE`]. Default [`DEFAULT_POOL_SIZE`].
+    pub pool_size: Option<u32>,
+}
+
+/// Never prints the URL (it may hold a password).
+impl fmt::Debug for PostgresOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PostgresOptions")
+            .field("url", &"***")
+            .field("schema", &self.schema)
+            .field("pool_size", &self.pool_size)
+            .finish()
+    }
+}
+
+impl PostgresOptions {
+    /// The schema name, checked (errors name `postgres.schema`).
+    pub fn schema(&self) -> Result<&str> {
+        let s = self.schema.as_deref().unwrap_or(DEFAULT_SCHEMA);
+        let ok = !s.is_empty()
+            && s.len() <= 63
+            && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+            && !s.as_bytes()[0].is_ascii_digit()
+            && !s.starts_with("pg_");
+        if !ok {
+            return Err(Error::invalid_at(
+                FieldPath::new("postgres").field("schema"),
+                format!(
+                    "must be 1 to 63 lowercase letters, digits or _, not starting with a digit or pg_, got {:?}",
+                    crate::tracker::truncate(s, 70)
+                ),
+            ));
+        }
+        Ok(s)
+    }
+
+    /// The pool size, checked (errors name `postgres.pool_size`).
+    pub fn pool_size(&self) -> Result<u32> {
+        match self.pool_size {
+            None => Ok(DEFAULT_POOL_SIZE),
+            Some(n) if (1..=MAX_POOL_SIZE).contains(&n) => Ok(n),
+            Some(n) => Err(Error::invalid_at(
+                FieldPath::new("postgres").field("pool_size"),
+                format!("must be 1 to {MAX_POOL_SIZE} connections, got {n}"),
+            )),
+        }
+    }
+
+    /// The driver's settings from the URL, checked without connecting (errors name
+    /// `postgres.url`, never echo it).
+    fn driver_config(&self, config: &Config) -> Result<tokio_postgres::Config> {
+        let mut pg = tokio_postgres::Config::from_str(&self.url).map_err(|e| {
+            Error::invalid_at(
+                FieldPath::new("postgres").field("url"),
+                format!(
+                    "is not a PostgreSQL connection URL (postgres://user:password@host:port/database): {}",
+                    redact(&e.to_string(), &self.url)
+                ),
+            )
+        })?;
+        if pg.get_hosts().is_empty() {
+            return Err(Error::invalid_at(
+                FieldPath::new("postgres").field("url"),
+                "names no host (postgres://host:port/database)",
+            ));
+        }
+        if pg.get_ssl_mode() == SslMode::Require {
+            return Err(Error::new(
+                ErrorCode::Unsupported,
+                "postgres.url asks for TLS (sslmode=require), which the PostgreSQL backend does not do yet: \
+                 connect over a trusted network or a local socket tunnel, or use sslmode=disable",
+            ));
+        }
+        pg.connect_timeout(Duration::from_millis(config.connect_timeout_ms));
+        // Every statement is bounded, a wait for a row lock included.
+        let timeout = format!("-c statement_timeout={}", config.command_timeout_ms);
+        let options = match pg.get_options() {
+            Some(o) if !o.is_empty() => format!("{o} {timeout}"),
+            _ => timeout,
+        };
+        pg.options(&options);
+        if pg.get_application_name().is_none() {
+            pg.application_name("flowguard");
+        }
+        Ok(pg)
+    }
+}
+
+/// `text` with every occurrence of `secret` replaced (a driver message never shows the URL).
+fn redact(text: &str, secret: &str) -> String {
+    if secret.is_empty() {
+        text.to_string()
+    } else {
+        text.replace(secret, "***")
+    }
+}
+
+/// A client of a PostgreSQL database: its pool, its schema and its key prefix.
+pub struct Postgres {
+    pool: Pool,
+    /// The schema, a checked identifier (written into statements as it is).
+    schema: String,
+    /// The key prefix: the namespace of every row this client reads and writes.
+    ns: String,
+    /// Lock acquisitions by this client, for the sweep of forgotten lock names (see `lock`).
+    acquisitions: std::sync::atomic::AtomicU32,
+    /// Semaphore acquisitions by this client, for the sweep of forgotten names (see `semaphore`).
+    permits: std::sync::atomic::AtomicU32,
+}
+
+impl Postgres {
+    /// Opens a pool on the database of `opts` and makes sure flowguard's schema is there, at the
+    /// version this flowguard uses (created when absent; a newer one is refused with
+    /// `ERR_UNSUPPORTED`). Fails within the connect timeout when the database cannot be reached.
+    pub async fn open(opts: &PostgresOptions, config: &Config) -> Result<Postgres> {
+        let schema = opts.schema()?.to_string();
+        let size = opts.pool_size()? as usize;
+        let pg = opts.driver_config(config)?;
+        let manager =
+            Manager::from_config(pg, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+        let pool = Pool::builder(manager)
+            .max_size(size)
+            .runtime(Runtime::Tokio1)
+            .create_timeout(Some(Duration::from_millis(config.connect_timeout_ms)))
+            .wait_timeout(Some(Duration::from_millis(config.command_timeout_ms)))
+            .build()
+            .map_err(|e| Error::new(ErrorCode::Internal, format!("the PostgreSQL pool: {e}")))?;
+        let store = Postgres {
+            pool,
+            schema,
+            ns: config.keys.prefix().to_string(),
+            acquisitions: Default::default(),
+            permits: Default::default(),
+        };
+        schema::ensure(&store).await?;
+        Ok(store)
+    }
+
+    /// A pooled connection.
+    async fn conn(&self) -> Result<deadpool_postgres::Object> {
+        self.pool.get().await.map_err(|e| self.pool_error(e))
+    }
+
+    fn pool_error(&self, e: PoolError) -> Error {
+        match e {
+            PoolError::Backend(e) => pg_error(e),
+            PoolError::Timeout(deadpool_postgres::TimeoutType::Wait) => Error::new(
+                ErrorCode::Timeout,
+                format!(
+                    "all {} pooled PostgreSQL connections stayed busy for the command timeout; nothing was done: \
+                     raise postgres.poolSize or commandTimeoutMs",
+                    self.pool.status().max_size
+                ),
+            ),
+            PoolError::Timeout(_) => Error::new(
+                ErrorCode::BackendUnavailable,
+                "PostgreSQL did not accept a connection within the connect timeout",
+            ),
+            PoolError::Closed => closed(),
+            other => Error::new(ErrorCode::BackendUnavailable, format!("PostgreSQL connection pool: {other}")),
+        }
+    }
+
+    /// Why a transaction failed, as a coded error.
+    fn failure(&self, f: Fail) -> Error {
+        match f {
+            Fail::Pg(e) => pg_error(e),
+            Fail::Race => Error::new(
+                ErrorCode::Backend,
+                format!(
+                    "PostgreSQL: the call lost {MAX_RETRIES} races in a row for rows other calls were creating; \
+                     nothing was written, try again"
+                ),
+            ),
+            Fail::Corrupt(what) => Error::new(
+                ErrorCode::Storage,
+                format!("a row of PostgreSQL schema {} holds what flowguard did not write ({what})", self.schema),
+            ),
+            Fail::Coded(e) => e,
+        }
+    }
+}
+
+/// Runs `$body` (an async block that uses `$c`, a [`Ctx`], and returns a [`Sql`]) as one
+/// transaction of `$store` (a `&Postgres`), committed when it succeeds, rolled back and run
+/// again when it lost a race ([`Fail::Race`]) or was chosen as a deadlock's victim.
+macro_rules! transaction {
+    ($store:expr, |$c:ident| $body:expr) => {{
+        let store: &$crate::backend::postgres::Postgres = $store;
+        let mut tries = 0u32;
+        loop {
+            let mut conn = store.conn().await?;
+            let tx = match conn.transaction().await {
+                Ok(tx) => tx,
+                Err(e) => break Err($crate::backend::postgres::pg_error(e)),
+            };
+            let $c = $crate::backend::postgres::Ctx { tx: &tx, schema: &store.schema, ns: &store.ns };
+            let out: $crate::backend::postgres::Sql<_> = $body.await;
+            let out = match out {
+                Ok(v) => tx.commit().await.map(|()| v).map_err($crate::backend::postgres::Fail::Pg),
+                Err(e) => Err(e),
+            };
+            match out {
+                Ok(v) => break Ok(v),
+                Err(f) if f.retry() && tries < $crate::backend::postgres::MAX_RETRIES => {
+                    // Dropping the transaction rolls it back.
+                    tries += 1;
+                }
+                Err(f) => break Err(store.failure(f)),
+            }
+        }
+    }};
+}
+pub(crate) use transaction;
+
+/// One transaction under way: its connection, the schema and the key prefix.
+pub(crate) struct Ctx<'t, 'c> {
+    pub tx: &'t deadpool_postgres::Transaction<'c>,
+    pub schema: &'t str,
+    pub ns: &'t str,
+}
+
+/// The parameters of a statement.
+pub(crate) type Params<'p> = &'p [&'p (dyn ToSql + Sync)];
+
+impl Ctx<'_, '_> {
+    /// The statement `sql` with `{s}` as the schema, prepared once per connection.
+    async fn prepare(&self, sql: &str) -> Sql<tokio_postgres::Statement> {
+        Ok(self.tx.prepare_cached(&sql.replace("{s}", self.schema)).await?)
+    }
+    pub async fn query(&self, sql: &str, params: Params<'_>) -> Sql<Vec<Row>> {
+        let st = self.prepare(sql).await?;
+        Ok(self.tx.query(&st, params).await?)
+    }
+    pub async fn query_opt(&self, sql: &str, params: Params<'_>) -> Sql<Option<Row>> {
+        let st = self.prepare(sql).await?;
+        Ok(self.tx.query_opt(&st, params).await?)
+    }
+    pub async fn execute(&self, sql: &str, params: Params<'_>) -> Sql<u64> {
+        let st = self.prepare(sql).await?;
+        Ok(self.tx.execute(&st, params).await?)
+    }
+    /// Writes a row this transaction either locked (`existed`: `update`) or found absent
+    /// (`insert`, an `INSERT … ON CONFLICT DO NOTHING`). When another call inserted the row in
+    /// the meantime, nothing is written and the transaction must run again ([`Fail::Race`]).
+    /// Both statements take `params`.
+    pub async fn write_row(&self, existed: bool, update: &str, insert: &str, params: Params<'_>) -> Sql<()> {
+        if existed {
+            self.execute(update, params).await?;
+        } else if self.execute(insert, params).await? == 0 {
+            return Err(Fail::Race);
+        }
+        Ok(())
+    }
+    /// Removes up to [`PURGE_SLICE`] rows of `table` whose `exp` is not after `now` (rows other
+    /// calls hold are skipped): expired rows are invisible to every read, so they go a bounded
+    /// slice per write, by the table's index on `exp`, and no call pays for one big DELETE.
+    pub async fn purge(&self, table: Purged, now: i64) -> Sql<()> {
+        let sql = table.statement();
+        self.execute(sql, &[&now]).await?;
+        Ok(())
+    }
+    /// The key prefix, as the `ns` column holds it.
+    pub fn ns(&self) -> &[u8] {
+        self.ns.as_bytes()
+    }
+}
+
+/// Expired rows removed per write, at most (see [`Ctx::purge`]).
+pub(crate) const PURGE_SLICE: i64 = 64;
+// The purge statements spell PURGE_SLICE and FENCE_KEEP_MS out (SQL text is static): keep them
+// in step.
+const _: () = assert!(PURGE_SLICE == 64 && crate::lock::FENCE_KEEP_MS == 2_592_000_000);
+
+/// The tables whose expired rows are purged.
+#[derive(Clone, Copy)]
+pub(crate) enum Purged {
+    Vals,
+    Idem,
+    Items,
+    /// Lock names unused for [`FENCE_KEEP_MS`](crate::lock::FENCE_KEEP_MS): their fence is forgotten.
+    Locks,
+    /// Rate limiters whose TAT and pause are both reached.
+    Limiters,
+    /// Semaphore holders whose lease ended.
+    SemHolders,
+    /// Semaphore names past their fence's keep time and without live holders: their fence is
+    /// forgotten.
+    Sems,
+}
+
+impl Purged {
+    /// Its purge statement (`$1`: the time now).
+    pub(crate) fn statement(self) -> &'static str {
+        match self {
+            Purged::Vals => {
+                "DELETE FROM {s}.vals WHERE ctid = ANY(ARRAY(SELECT ctid FROM {s}.vals WHERE exp <= $1
+                   LIMIT 64 FOR UPDATE SKIP LOCKED))"
+            }
+            Purged::Idem => {
+                "DELETE FROM {s}.idem WHERE ctid = ANY(ARRAY(SELECT ctid FROM {s}.idem WHERE exp <= $1
+                   LIMIT 64 FOR UPDATE SKIP LOCKED))"
+            }
+            Purged::Items => {
+                "DELETE FROM {s}.items WHERE ctid = ANY(ARRAY(SELECT ctid FROM {s}.items WHERE x <= $1
+                   LIMIT 64 FOR UPDATE SKIP LOCKED))"
+            }
+            Purged::Limiters => {
+                "DELETE FROM {s}.limiters WHERE ctid = ANY(ARRAY(SELECT ctid FROM {s}.limiters WHERE exp <= $1
+                   LIMIT 64 FOR UPDATE SKIP LOCKED))"
+            }
+            Purged::SemHolders => {
+                "DELETE FROM {s}.sem_holders WHERE ctid = ANY(ARRAY(SELECT ctid FROM {s}.sem_holders WHERE exp <= $1
+                   LIMIT 64 FOR UPDATE SKIP LOCKED))"
+            }
+            Purged::Sems => {
+                "DELETE FROM {s}.sems WHERE ctid = ANY(ARRAY(SELECT ctid FROM {s}.sems f WHERE keep <= $1
+                   AND NOT EXISTS (SELECT 1 FROM {s}.sem_holders h WHERE h.ns = f.ns AND h.name = f.name AND h.exp > $1)
+                   LIMIT 64 FOR UPDATE SKIP LOCKED))"
+            }
+            Purged::Locks => {
+                "DELETE FROM {s}.locks WHERE ctid = ANY(ARRAY(SELECT ctid FROM {s}.locks
+                   WHERE exp <= $1 - 2592000000 LIMIT 64 FOR UPDATE SKIP LOCKED))"
+            }
+        }
+    }
+}
+
+/// Why a transaction failed.
+pub(crate) enum Fail {
+    Pg(tokio_postgres::Error),
+    /// A row this transaction found absent (so could not lock) was inserted by another call
+    /// before this one wrote it: run the transaction again.
+    Race,
+    /// A row that does not read as flowguard writes it.
+    Corrupt(String),
+    /// The call is refused by a rule (nothing written: the transaction is rolled back).
+    Coded(Error),
+}
+
+impl Fail {
+    /// Whether running the transaction again may succeed.
+    fn retry(&self) -> bool {
+        match self {
+            Fail::Race => true,
+            Fail::Pg(e) => matches!(
+                e.code(),
+                Some(c) if *c == SqlState::T_R_DEADLOCK_DETECTED || *c == SqlState::T_R_SERIALIZATION_FAILURE
+            ),
+            _ => false,
+        }
+    }
+}
+
+impl From<tokio_postgres::Error> for Fail {
+    fn from(e: tokio_postgres::Error) -> Self {
+        Fail::Pg(e)
+    }
+}
+
+pub(crate) type Sql<T> = std::result::Result<T, Fail>;
+
+/// A call on a client after its `close()`.
+fn closed() -> Error {
+    Error::new(ErrorCode::Closed, "this client was closed: open a new one with Flowguard.open")
+}
+
+/// A driver error as a coded error: the server unreachable or going away
+/// (`ERR_BACKEND_UNAVAILABLE`), the credentials refused (`ERR_BACKEND_AUTH`), a statement past
+/// its timeout (`ERR_TIMEOUT`), anything else the server answered (`ERR_BACKEND`).
+pub(crate) fn pg_error(e: tokio_postgres::Error) -> Error {
+    let Some(code) = e.code().cloned() else {
+        // No SQLSTATE: the connection (refused, dropped, timed out, closed).
+        let what = if e.is_closed() { "the connection was closed" } else { "the connection failed" };
+        return Error::new(ErrorCode::BackendUnavailable, format!("PostgreSQL: {what} ({e})")).with_source(e);
+    };
+    let class = &code.code()[..2];
+    let (kind, what) = if code == SqlState::QUERY_CANCELED {
+        (
+            ErrorCode::Timeout,
+            "a statement ran past the command timeout (statement_timeout); nothing was written",
+        )
+    } else if class == "28" {
+        (ErrorCode::BackendAuth, "the server refused the credentials")
+    } else if class == "08" || class == "57" || class == "53" {
+        (ErrorCode::BackendUnavailable, "the server is unavailable")
+    } else if class == "42" && code == SqlState::INSUFFICIENT_PRIVILEGE {
+        (ErrorCode::BackendAuth, "the user may not use flowguard's schema")
+    } else {
+        (ErrorCode::Backend, "the server refused a statement")
+    };
+    let detail = e.as_db_error().map(|d| d.message().to_string()).unwrap_or_default();
+    Error::new(kind, format!("PostgreSQL: {what} ({} {detail})", code.code())).with_source(e)
+}
+
+impl Backend for Postgres {
+    fn kind(&self) -> &'static str {
+        "postgres"
+    }
+
+    /// Closes the pool: pooled connections are closed, later calls fail with `ERR_CLOSED`.
+    fn close(&self) {
+        self.pool.close();
+    }
+}
+
+/// The value of column `i`, or [`Fail::Corrupt`] naming it when it is not UTF-8 text.
+pub(crate) fn text(row: &Row, i: usize) -> Sql<Option<String>> {
+    let bytes: Option<Vec<u8>> = row.try_get(i)?;
+    bytes
+        .map(|b| String::from_utf8(b).map_err(|_| Fail::Corrupt(format!("column {i} is not UTF-8"))))
+        .transpose()
+}

@@ -1,0 +1,512 @@
+//! Dedup Queue on PostgreSQL: a storage adapter around [`rules::queue`]. One row of `q_ids` per
+//! id of a shard, waiting (`owner` NULL: `due`, and `first`, the first-enqueue time a capped
+//! debounce recorded) or claimed (`owner`, `deadline`: the visibility lease; `due` and `first`:
+//! those of an enqueue made while it was claimed, the rules' `again`). Each call is one
+//! transaction on one shard, whatever the number of ids (arrays bound as parameters, `unnest`):
+//!
+//! - enqueue: the queue's shard count checked (see [`enter`]); the rows of its ids locked in id
+//!   order (`FOR UPDATE`, so two enqueues over the same ids never deadlock); the database's time;
+//!   each id decided in the caller's order ([`rules::queue::enqueue`], a repeated id judged after
+//!   the write before); at most one `INSERT` and one `UPDATE` of them.
+//! - claim (a read of one shard): the count checked; the time; the shard's expired claims
+//!   returned to waiting ([`reap`], `FOR UPDATE SKIP LOCKED`); then one statement claims the
+//!   shard's due ids, oldest first, `FOR UPDATE SKIP LOCKED`: two readers of a shard never wait
+//!   for each other and never take the same id, and an id an enqueue or an ack holds is left for
+//!   the next read.
+//! - ack / release: the rows locked in id order, [`rules::queue::settle`] per id, one `DELETE`
+//!   and one `UPDATE`.
+//! - peek, size: the count checked, expired claims reaped, one read.
+//!
+//! The shard count: a row of `q_queues` per queue holding ids, written by the enqueue that
+//! finds none (or, when its ids are all gone, by the next enqueue with another count). Every
+//! enqueue holds it `FOR SHARE` (enqueues of all shards run in parallel) and another count is
+//! recorded only under `FOR UPDATE` (so after every enqueue under way ended) and only when no id
+//! is left. An ack that leaves the queue without ids drops the row when no enqueue holds it; a
+//! row left behind (two acks emptying the queue at once each saw the other's id) is harmless: a
+//! count differs ([`shard_mismatch`]) only while the queue holds ids, and the catalog lists only
+//! queues that do.
+//!
+//! [`rules::queue`]: crate::rules::queue
+//! [`rules::queue::enqueue`]: crate::rules::queue::enqueue
+//! [`rules::queue::settle`]: crate::rules::queue::settle
+
+use std::collections::HashMap;
+
+use super::{text, transaction, Ctx, Fail, Postgres, Sql};
+use crate::backend::BoxFuture;
+use crate::queue::{
+    shard_mismatch, Debounce, EnqueueOutcome, QueueBackend, SettleAction, SettleOutcome, ShardClaim,
+    ShardRef, ShardSize,
+};
+use crate::rules::queue::{self, EnqueueWrite, Place};
+
+/// The queue's recorded shard count, and the same held `FOR SHARE` / `FOR UPDATE`.
+pub(super) const COUNT: &str = "SELECT shards FROM {s}.q_queues WHERE ns = $1 AND queue = $2";
+const COUNT_SHARED: &str = "SELECT shards FROM {s}.q_queues WHERE ns = $1 AND queue = $2 FOR SHARE";
+const COUNT_LOCKED: &str = "SELECT shards FROM {s}.q_queues WHERE ns = $1 AND queue = $2 FOR UPDATE";
+const COUNT_LOCKED_SKIP: &str =
+    "SELECT shards FROM {s}.q_queues WHERE ns = $1 AND queue = $2 FOR UPDATE SKIP LOCKED";
+const RECORD: &str = "INSERT INTO {s}.q_queues (ns, queue, shards) VALUES ($1, $2, $3)
+    ON CONFLICT (ns, queue) DO NOTHING";
+const RERECORD: &str = "UPDATE {s}.q_queues SET shards = $3 WHERE ns = $1 AND queue = $2";
+/// Whether the queue holds any id (by the primary key's `(ns, queue)` prefix).
+pub(super) const HOLDS_IDS: &str = "SELECT EXISTS (SELECT 1 FROM {s}.q_ids WHERE ns = $1 AND queue = $2)";
+/// The count's row dropped when the queue holds no id (run while holding it `FOR UPDATE`).
+pub(super) const DROP: &str = "DELETE FROM {s}.q_queues WHERE ns = $1 AND queue = $2
+    AND NOT EXISTS (SELECT 1 FROM {s}.q_ids WHERE ns = $1 AND queue = $2)";
+
+/// The rows of ids of a shard, locked in id order (columns: id, due, first, owner, deadline).
+pub(super) const LOAD_LOCKED: &str = "SELECT id, due, first, owner, deadline FROM {s}.q_ids
+    WHERE ns = $1 AND queue = $2 AND shard = $3 AND id = ANY($4) ORDER BY id FOR UPDATE";
+const INSERT: &str = "INSERT INTO {s}.q_ids (ns, queue, shard, id, due, first, owner, deadline)
+    SELECT $1, $2, $3, * FROM unnest($4::bytea[], $5::int8[], $6::int8[], $7::text[], $8::int8[])
+    ON CONFLICT (ns, queue, shard, id) DO NOTHING";
+pub(super) const UPDATE: &str = "UPDATE {s}.q_ids SET due = v.due, first = v.first, owner = v.owner, deadline = v.deadline
+    FROM unnest($4::bytea[], $5::int8[], $6::int8[], $7::text[], $8::int8[]) AS v(id, due, first, owner, deadline)
+    WHERE q_ids.ns = $1 AND q_ids.queue = $2 AND q_ids.shard = $3 AND q_ids.id = v.id";
+pub(super) const DELETE: &str =
+    "DELETE FROM {s}.q_ids WHERE ns = $1 AND queue = $2 AND shard = $3 AND id = ANY($4)";
+
+/// The shard's claims whose deadline is `$4` or before (no longer live), rows other calls hold
+/// skipped (columns: id, deadline, due, first).
+pub(super) const EXPIRED: &str = "SELECT id, deadline, due, first FROM {s}.q_ids
+    WHERE ns = $1 AND queue = $2 AND shard = $3 AND owner IS NOT NULL AND deadline <= $4
+    ORDER BY deadline, id FOR UPDATE SKIP LOCKED";
+pub(super) const BACK: &str = "UPDATE {s}.q_ids SET due = v.due, owner = NULL, deadline = NULL
+    FROM unnest($4::bytea[], $5::int8[]) AS v(id, due)
+    WHERE q_ids.ns = $1 AND q_ids.queue = $2 AND q_ids.shard = $3 AND q_ids.id = v.id";
+/// Claims up to `$5` waiting ids due by `$4`, oldest first, for owner `$6` until `$7`, skipping
+/// rows other calls hold; returns each with the due time it had. The ids are chosen once, in a
+/// materialized CTE (a subquery joined to the UPDATE may be run again by the plan, and with SKIP
+/// LOCKED each run can lock other rows), and updated by the primary key (`id = ANY`: one index
+/// probe each, whatever the plan guesses of the CTE's size).
+pub(super) const CLAIM: &str = "WITH c AS MATERIALIZED (
+      SELECT id, due FROM {s}.q_ids
+      WHERE ns = $1 AND queue = $2 AND shard = $3 AND owner IS NULL AND due <= $4
+      ORDER BY due, id LIMIT $5 FOR UPDATE SKIP LOCKED),
+    u AS (UPDATE {s}.q_ids SET owner = $6, deadline = $7, due = NULL, first = NULL
+      WHERE ns = $1 AND queue = $2 AND shard = $3 AND id = ANY(ARRAY(SELECT id FROM c)))
+    SELECT id, due FROM c";
+/// The shard's first `$4` waiting ids by due time.
+pub(super) const PEEK: &str = "SELECT id, due FROM {s}.q_ids
+    WHERE ns = $1 AND queue = $2 AND shard = $3 AND owner IS NULL ORDER BY due, id LIMIT $4";
+/// The shard's counts: waiting, of those due by `$4`, claimed, of those enqueued again.
+pub(super) const SIZE: &str = "SELECT count(*) FILTER (WHERE owner IS NULL),
+      count(*) FILTER (WHERE owner IS NULL AND due <= $4), count(*) FILTER (WHERE owner IS NOT NULL),
+      count(*) FILTER (WHERE owner IS NOT NULL AND due IS NOT NULL)
+    FROM {s}.q_ids WHERE ns = $1 AND queue = $2 AND shard = $3";
+
+/// One id of a shard as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Stored {
+    Absent,
+    /// Due at `due`; `first`: the pending enqueue's first-enqueue time (capped debounces only).
+    Waiting {
+        due: i64,
+        first: Option<i64>,
+    },
+    /// Claimed by `owner` until `deadline`; `again`/`first`: an enqueue made meanwhile.
+    Claimed {
+        deadline: i64,
+        owner: String,
+        again: Option<i64>,
+        first: Option<i64>,
+    },
+}
+
+impl Stored {
+    /// Where the id is, as the rules read it, and its pending enqueue's first-enqueue time.
+    fn place(&self) -> (Place<'_>, Option<i64>) {
+        match self {
+            Stored::Absent => (Place::Absent, None),
+            Stored::Waiting { due, first } => (Place::Waiting(*due), *first),
+            Stored::Claimed { deadline, owner, again, first } => {
+                (Place::Claimed(queue::Claim { deadline: *deadline, owner, again: *again }), *first)
+            }
+        }
+    }
+
+    /// The claim, when claimed.
+    fn claim(&self) -> Option<queue::Claim<'_>> {
+        match self.place().0 {
+            Place::Claimed(c) => Some(c),
+            _ => None,
+        }
+    }
+}
+
+/// The ids of a call, locked, at the database's time: each one's row as loaded (whether it has
+/// one) and as the call left it.
+struct Locked {
+    slots: HashMap<String, (bool, Stored)>,
+    now: i64,
+}
+
+/// The shard a transaction works on.
+struct Shard<'c, 't, 'x> {
+    c: &'c Ctx<'t, 'x>,
+    at: ShardRef<'c>,
+    shard: i32,
+}
+
+impl Shard<'_, '_, '_> {
+    fn queue(&self) -> &[u8] {
+        self.at.queue.as_bytes()
+    }
+
+    /// Locks the rows of `ids` (in id order) and reads the time.
+    async fn load(&self, ids: &[String]) -> Sql<Locked> {
+        let mut wanted: Vec<&[u8]> = ids.iter().map(|id| id.as_bytes()).collect();
+        wanted.sort_unstable();
+        wanted.dedup();
+        let rows = self.c.query(LOAD_LOCKED, &[&self.c.ns(), &self.queue(), &self.shard, &wanted]).await?;
+        let now = self.c.now().await?;
+        let mut slots = HashMap::with_capacity(wanted.len());
+        for r in &rows {
+            let id = text(r, 0)?.ok_or_else(|| Fail::Corrupt("a queued id that is NULL".into()))?;
+            let (due, first): (Option<i64>, Option<i64>) = (r.try_get(1)?, r.try_get(2)?);
+            let (owner, deadline): (Option<String>, Option<i64>) = (r.try_get(3)?, r.try_get(4)?);
+            let stored = match (owner, deadline, due) {
+                (Some(owner), Some(deadline), again) => Stored::Claimed { deadline, owner, again, first },
+                (None, None, Some(due)) => Stored::Waiting { due, first },
+                _ => return Err(Fail::Corrupt(format!("queued id {id:?}: neither waiting nor claimed"))),
+            };
+            slots.insert(id, (true, stored));
+        }
+        for id in ids {
+            slots.entry(id.clone()).or_insert((false, Stored::Absent));
+        }
+        Ok(Locked { slots, now })
+    }
+
+    /// Writes the slots that differ from what was loaded: one `INSERT` of the new rows (a row
+    /// another call inserted first makes the transaction run again), one `UPDATE` of the
+    /// changed ones, one `DELETE` of the removed ones. Returns whether any row was deleted.
+    async fn save(&self, changed: Vec<(String, bool, Stored)>) -> Sql<bool> {
+        let (mut inserts, mut updates, mut deletes) = (Columns::default(), Columns::default(), Vec::new());
+        for (id, had_row, stored) in &changed {
+            match (stored, had_row) {
+                (Stored::Absent, true) => deletes.push(id.as_bytes()),
+                (Stored::Absent, false) => {}
+                (s, false) => inserts.push(id, s),
+                (s, true) => updates.push(id, s),
+            }
+        }
+        let (ns, q) = (self.c.ns(), self.queue());
+        if !inserts.ids.is_empty() {
+            let n = self.c.execute(INSERT, &inserts.params(&ns, &q, &self.shard)).await?;
+            if n != inserts.ids.len() as u64 {
+                return Err(Fail::Race);
+            }
+        }
+        if !updates.ids.is_empty() {
+            self.c.execute(UPDATE, &updates.params(&ns, &q, &self.shard)).await?;
+        }
+        if !deletes.is_empty() {
+            self.c.execute(DELETE, &[&ns, &q, &self.shard, &deletes]).await?;
+        }
+        Ok(!deletes.is_empty())
+    }
+
+    /// Returns the shard's expired claims to waiting, due at [`queue::back_at`] (rows other calls
+    /// hold are left to them: an enqueue or an ack of an expired claim decides it by the rules).
+    async fn reap(&self, now: i64) -> Sql<()> {
+        let (ns, q) = (self.c.ns(), self.queue());
+        let rows = self.c.query(EXPIRED, &[&ns, &q, &self.shard, &now]).await?;
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let (mut ids, mut dues) = (Vec::with_capacity(rows.len()), Vec::with_capacity(rows.len()));
+        for r in &rows {
+            let deadline: i64 = r.try_get(1)?;
+            debug_assert!(!queue::live(deadline, now));
+            ids.push(r.try_get::<_, Vec<u8>>(0)?);
+            dues.push(queue::back_at(deadline, r.try_get(2)?));
+        }
+        self.c.execute(BACK, &[&ns, &q, &self.shard, &ids, &dues]).await?;
+        Ok(())
+    }
+}
+
+/// Rows as arrays, one per column, to bind to an `unnest`.
+#[derive(Default)]
+struct Columns<'r> {
+    ids: Vec<&'r [u8]>,
+    due: Vec<Option<i64>>,
+    first: Vec<Option<i64>>,
+    owner: Vec<Option<&'r str>>,
+    deadline: Vec<Option<i64>>,
+}
+
+impl<'r> Columns<'r> {
+    fn push(&mut self, id: &'r str, s: &'r Stored) {
+        let (due, first, owner, deadline) = match s {
+            Stored::Absent => unreachable!("an absent id is deleted, not written"),
+            Stored::Waiting { due, first } => (Some(*due), *first, None, None),
+            Stored::Claimed { deadline, owner, again, first } => {
+                (*again, *first, Some(owner.as_str()), Some(*deadline))
+            }
+        };
+        self.ids.push(id.as_bytes());
+        self.due.push(due);
+        self.first.push(first);
+        self.owner.push(owner);
+        self.deadline.push(deadline);
+    }
+
+    fn params<'p>(
+        &'p self,
+        ns: &'p &'p [u8],
+        q: &'p &'p [u8],
+        shard: &'p i32,
+    ) -> [&'p (dyn tokio_postgres::types::ToSql + Sync); 8] {
+        [ns, q, shard, &self.ids, &self.due, &self.first, &self.owner, &self.deadline]
+    }
+}
+
+/// What the shard-count check lets a call do.
+#[derive(PartialEq, Eq)]
+enum Entry {
+    /// Work on the shard.
+    Go,
+    /// The queue holds no id (no count recorded, or one recorded by ids since gone): a call that
+    /// only reads or settles answers as for an empty shard, without reading it (an enqueue of
+    /// another count may be under way, and its ids are not this caller's to see).
+    Empty,
+}
+
+/// Checks the caller's shard count against the queue's (see the module's notes). An enqueue
+/// (`enqueue`) holds the count `FOR SHARE`, records it when there is none, and records its own
+/// when the queue's ids are all gone; other calls read it.
+async fn enter(c: &Ctx<'_, '_>, at: ShardRef<'_>, enqueue: bool) -> Sql<Entry> {
+    let (ns, q, mine) = (c.ns(), at.queue.as_bytes(), at.shards as i32);
+    let count = |r: Option<tokio_postgres::Row>| r.map(|r| r.try_get::<_, i32>(0)).transpose();
+    let mismatch = |stored: i32| Fail::Coded(shard_mismatch(at, stored as u64));
+    let holds_ids = async || -> Sql<bool> {
+        Ok(c.query_opt(HOLDS_IDS, &[&ns, &q]).await?.map_or(Ok(false), |r| r.try_get(0))?)
+    };
+    if !enqueue {
+        return match count(c.query_opt(COUNT, &[&ns, &q]).await?)? {
+            Some(n) if n == mine => Ok(Entry::Go),
+            Some(n) if holds_ids().await? => Err(mismatch(n)),
+            _ => Ok(Entry::Empty),
+        };
+    }
+    match count(c.query_opt(COUNT_SHARED, &[&ns, &q]).await?)? {
+        Some(n) if n == mine => Ok(Entry::Go),
+        Some(n) if holds_ids().await? => Err(mismatch(n)),
+        Some(_) => {
+            // Every enqueue under way holds the row FOR SHARE: once locked, their ids are
+            // committed (and seen) or they wait for this one.
+            match count(c.query_opt(COUNT_LOCKED, &[&ns, &q]).await?)? {
+                Some(n) if n == mine => Ok(Entry::Go),
+                Some(n) if holds_ids().await? => Err(mismatch(n)),
+                Some(_) => {
+                    c.execute(RERECORD, &[&ns, &q, &mine]).await?;
+                    Ok(Entry::Go)
+                }
+                // Dropped meanwhile: run again.
+                None => Err(Fail::Race),
+            }
+        }
+        None if c.execute(RECORD, &[&ns, &q, &mine]).await? == 1 => Ok(Entry::Go),
+        None => Err(Fail::Race),
+    }
+}
+
+/// [`enter`] for a call that does not enqueue, and the database's time, sent together (the
+/// driver pipelines them: one round trip; nothing is locked before the clock is read).
+async fn entered_at(c: &Ctx<'_, '_>, at: ShardRef<'_>) -> Sql<(Entry, i64)> {
+    futures_util::future::try_join(enter(c, at, false), c.now()).await
+}
+
+/// After an ack removed ids: when the queue looks empty, its count's row is dropped, unless an
+/// enqueue holds it (then that enqueue's ids keep the queue in use).
+async fn leave(c: &Ctx<'_, '_>, at: ShardRef<'_>) -> Sql<()> {
+    let (ns, q) = (c.ns(), at.queue.as_bytes());
+    let holds: bool = c.query_opt(HOLDS_IDS, &[&ns, &q]).await?.map_or(Ok(true), |r| r.try_get(0))?;
+    if !holds && c.query_opt(COUNT_LOCKED_SKIP, &[&ns, &q]).await?.is_some() {
+        c.execute(DROP, &[&ns, &q]).await?;
+    }
+    Ok(())
+}
+
+async fn enqueue(
+    c: &Ctx<'_, '_>,
+    at: ShardRef<'_>,
+    ids: &[String],
+    delay_ms: u64,
+    debounce: Debounce,
+) -> Sql<Vec<(EnqueueOutcome, i64)>> {
+    enter(c, at, true).await?;
+    let s = Shard { c, at, shard: at.shard as i32 };
+    let Locked { mut slots, now } = s.load(ids).await?;
+    let due = queue::due(now, delay_ms);
+    let mut out = Vec::with_capacity(ids.len());
+    let mut changed: Vec<&str> = Vec::new();
+    for id in ids {
+        let (_, stored) = slots.get_mut(id.as_str()).expect("every id was loaded");
+        let (place, first) = stored.place();
+        let d = queue::enqueue(place, debounce, first, due, now);
+        match d.write {
+            EnqueueWrite::Keep => {}
+            // An expired claim goes, with its enqueue-again time.
+            EnqueueWrite::Wait(t) => *stored = Stored::Waiting { due: t, first: d.first },
+            EnqueueWrite::Again(t) => {
+                if let Stored::Claimed { again, first, .. } = stored {
+                    (*again, *first) = (Some(t), d.first);
+                }
+            }
+        }
+        if d.write != EnqueueWrite::Keep {
+            changed.push(id);
+        }
+        out.push((d.outcome, d.due));
+    }
+    s.save(take_changed(&mut slots, changed)).await?;
+    Ok(out)
+}
+
+/// The slots of `ids` (each once), with whether each had a row.
+fn take_changed(slots: &mut HashMap<String, (bool, Stored)>, ids: Vec<&str>) -> Vec<(String, bool, Stored)> {
+    let mut out = Vec::with_capacity(ids.len());
+    for id in ids {
+        if let Some((had_row, stored)) = slots.remove(id) {
+            out.push((id.to_string(), had_row, stored));
+        }
+    }
+    out
+}
+
+async fn claim(
+    c: &Ctx<'_, '_>,
+    at: ShardRef<'_>,
+    owner: &str,
+    limit: u64,
+    visibility_ms: u64,
+) -> Sql<ShardClaim> {
+    let (entry, now) = entered_at(c, at).await?;
+    let deadline = queue::lease(now, visibility_ms);
+    if entry == Entry::Empty || limit == 0 {
+        return Ok(ShardClaim { visible_until: deadline, items: Vec::new() });
+    }
+    let s = Shard { c, at, shard: at.shard as i32 };
+    s.reap(now).await?;
+    let (ns, q) = (c.ns(), s.queue());
+    let rows = c.query(CLAIM, &[&ns, &q, &s.shard, &now, &(limit as i64), &owner, &deadline]).await?;
+    let mut items = Vec::with_capacity(rows.len());
+    for r in &rows {
+        let id = text(r, 0)?.ok_or_else(|| Fail::Corrupt("a queued id that is NULL".into()))?;
+        let due: i64 = r.try_get(1)?;
+        debug_assert!(queue::deliverable(due, now));
+        items.push((id, due));
+    }
+    items.sort_unstable_by(|a, b| (a.1, &a.0).cmp(&(b.1, &b.0)));
+    Ok(ShardClaim { visible_until: deadline, items })
+}
+
+async fn settle(
+    c: &Ctx<'_, '_>,
+    at: ShardRef<'_>,
+    owner: &str,
+    ids: &[String],
+    action: SettleAction,
+) -> Sql<Vec<(SettleOutcome, Option<i64>)>> {
+    if enter(c, at, false).await? == Entry::Empty {
+        return Ok(ids.iter().map(|_| (SettleOutcome::NotClaimed, None)).collect());
+    }
+    let s = Shard { c, at, shard: at.shard as i32 };
+    let Locked { mut slots, now } = s.load(ids).await?;
+    let mut out = Vec::with_capacity(ids.len());
+    let mut changed: Vec<&str> = Vec::new();
+    for id in ids {
+        let (_, stored) = slots.get_mut(id.as_str()).expect("every id was loaded");
+        let (outcome, due) = queue::settle(stored.claim(), owner, action, now);
+        if let SettleOutcome::Done { .. } = outcome {
+            // The first-enqueue time of an enqueue made while claimed goes with it.
+            let first = match stored {
+                Stored::Claimed { first, .. } => *first,
+                _ => None,
+            };
+            *stored = match due {
+                Some(due) => Stored::Waiting { due, first },
+                None => Stored::Absent,
+            };
+            changed.push(id);
+        }
+        out.push((outcome, due));
+    }
+    if s.save(take_changed(&mut slots, changed)).await? {
+        leave(c, at).await?;
+    }
+    Ok(out)
+}
+
+async fn peek(c: &Ctx<'_, '_>, at: ShardRef<'_>, limit: u64) -> Sql<(i64, Vec<(String, i64)>)> {
+    let (entry, now) = entered_at(c, at).await?;
+    if entry == Entry::Empty || limit == 0 {
+        return Ok((now, Vec::new()));
+    }
+    let s = Shard { c, at, shard: at.shard as i32 };
+    s.reap(now).await?;
+    let rows = c.query(PEEK, &[&c.ns(), &s.queue(), &s.shard, &(limit as i64)]).await?;
+    let items = rows
+        .iter()
+        .map(|r| {
+            let id = text(r, 0)?.ok_or_else(|| Fail::Corrupt("a queued id that is NULL".into()))?;
+            Ok((id, r.try_get(1)?))
+        })
+        .collect::<Sql<Vec<_>>>()?;
+    Ok((now, items))
+}
+
+async fn size(c: &Ctx<'_, '_>, at: ShardRef<'_>) -> Sql<ShardSize> {
+    let mut size = ShardSize { shard: at.shard, ..Default::default() };
+    let (entry, now) = entered_at(c, at).await?;
+    if entry == Entry::Empty {
+        return Ok(size);
+    }
+    let s = Shard { c, at, shard: at.shard as i32 };
+    s.reap(now).await?;
+    let r = c.query_opt(SIZE, &[&c.ns(), &s.queue(), &s.shard, &now]).await?;
+    let r = r.ok_or_else(|| Fail::Corrupt("a count read no row".into()))?;
+    let n = |i: usize| r.try_get::<_, i64>(i).map(|v| v as u64);
+    (size.waiting, size.due, size.claimed, size.again) = (n(0)?, n(1)?, n(2)?, n(3)?);
+    Ok(size)
+}
+
+impl QueueBackend for Postgres {
+    fn enqueue<'a>(
+        &'a self,
+        at: ShardRef<'a>,
+        ids: &'a [String],
+        delay_ms: u64,
+        debounce: Debounce,
+    ) -> BoxFuture<'a, Vec<(EnqueueOutcome, i64)>> {
+        Box::pin(async move { transaction!(self, |c| enqueue(&c, at, ids, delay_ms, debounce)) })
+    }
+    fn claim<'a>(
+        &'a self,
+        at: ShardRef<'a>,
+        owner: &'a str,
+        limit: u64,
+        visibility_ms: u64,
+    ) -> BoxFuture<'a, ShardClaim> {
+        Box::pin(async move { transaction!(self, |c| claim(&c, at, owner, limit, visibility_ms)) })
+    }
+    fn settle<'a>(
+        &'a self,
+        at: ShardRef<'a>,
+        owner: &'a str,
+        ids: &'a [String],
+        action: SettleAction,
+    ) -> BoxFuture<'a, Vec<(SettleOutcome, Option<i64>)>> {
+        Box::pin(async move { transaction!(self, |c| settle(&c, at, owner, ids, action)) })
+    }
+    fn peek<'a>(&'a self, at: ShardRef<'a>, limit: u64) -> BoxFuture<'a, (i64, Vec<(String, i64)>)> {
+        Box::pin(async move { transaction!(self, |c| peek(&c, at, limit)) })
+    }
+    fn size<'a>(&'a self, at: ShardRef<'a>) -> BoxFuture<'a, ShardSize> {
+        Box::pin(async move { transaction!(self, |c| size(&c, at)) })
+    }
+}

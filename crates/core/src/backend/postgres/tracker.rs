@@ -1,0 +1,313 @@
+//! Item Tracker on PostgreSQL: an item's record is a row of `items` (a `Record`'s fields as
+//! columns; the timeline as JSON only where the record's fields do not imply it, as the durable
+//! store keeps it). Every write call is one transaction:
+//!
+//! 1. the rows of every id of the call are locked in one statement, in id order (`SELECT … WHERE
+//!    id = ANY($ids) ORDER BY id FOR UPDATE`), so two calls over the same ids never deadlock;
+//! 2. the database's time is read (after the locks);
+//! 3. each operation, in the caller's order, is decided by [`rules::tracker`] over the records in
+//!    memory (a repeated id sees the earlier operation's result);
+//! 4. the changed records are written in at most three statements, whatever the batch's size
+//!    (arrays, `unnest`): the new rows inserted (`ON CONFLICT DO NOTHING`, in id order; a row
+//!    another call inserted first makes the transaction run again, see the module `postgres`),
+//!    the locked rows updated, the unset ones deleted;
+//! 5. a bounded slice of expired records is removed (see `Ctx::purge`).
+//!
+//! [`rules::tracker`]: crate::rules::tracker
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+use tokio_postgres::Row;
+
+use super::{text, transaction, Ctx, Fail, Postgres, Purged, Sql};
+use crate::backend::BoxFuture;
+use crate::rules::tracker::{claim, decide, fresh, implied_timeline, kept, page, take, write, Decision};
+use crate::tracker::{
+    not_owner, stored_status_code, BatchClaim, ClaimBatch, ItemList, ItemOp, ItemState, ListQuery, OpResult,
+    Outcome, Record, TrackerBackend, STORED_STATUS,
+};
+
+/// The records of ids of a group, locked in id order until the transaction ends; the same
+/// unlocked; the records of a group kept after a time. Each reads the columns `id, s, a, o, l, c,
+/// u, d, e, x, t` (see [`from_row`]).
+pub(super) const LOAD_LOCKED: &str = "SELECT id, s, a, o, l, c, u, d, e, x, t FROM {s}.items
+    WHERE ns = $1 AND grp = $2 AND id = ANY($3) ORDER BY id FOR UPDATE";
+pub(super) const LOAD: &str =
+    "SELECT id, s, a, o, l, c, u, d, e, x, t FROM {s}.items WHERE ns = $1 AND grp = $2 AND id = ANY($3)";
+pub(super) const LIST: &str =
+    "SELECT id, s, a, o, l, c, u, d, e, x, t FROM {s}.items WHERE ns = $1 AND grp = $2 AND x > $3";
+/// The new records, the changed ones, the removed ones (arrays of the records' columns).
+pub(super) const INSERT: &str = "INSERT INTO {s}.items (ns, grp, id, s, a, o, l, c, u, d, e, x, t)
+    SELECT $1, $2, * FROM unnest($3::bytea[], $4::int2[], $5::int4[], $6::text[], $7::int8[],
+      $8::int8[], $9::int8[], $10::int8[], $11::bytea[], $12::int8[], $13::text[])
+    ON CONFLICT (ns, grp, id) DO NOTHING";
+pub(super) const UPDATE: &str = "UPDATE {s}.items SET s = v.s, a = v.a, o = v.o, l = v.l, c = v.c, u = v.u,
+      d = v.d, e = v.e, x = v.x, t = v.t
+    FROM unnest($3::bytea[], $4::int2[], $5::int4[], $6::text[], $7::int8[], $8::int8[], $9::int8[],
+      $10::int8[], $11::bytea[], $12::int8[], $13::text[]) AS v(id, s, a, o, l, c, u, d, e, x, t)
+    WHERE items.ns = $1 AND items.grp = $2 AND items.id = v.id";
+pub(super) const DELETE: &str = "DELETE FROM {s}.items WHERE ns = $1 AND grp = $2 AND id = ANY($3)";
+
+/// A record from a row of its columns (see [`LOAD`]).
+fn from_row(r: &Row) -> Sql<(String, Record)> {
+    let id = text(r, 0)?.ok_or_else(|| Fail::Corrupt("an item without an id".into()))?;
+    let code: i16 = r.try_get(1)?;
+    let s = usize::try_from(code)
+        .ok()
+        .and_then(|c| STORED_STATUS.get(c))
+        .map(|w| Cow::Borrowed(*w))
+        .ok_or_else(|| Fail::Corrupt(format!("item {id:?}: status code {code}")))?;
+    let mut rec = Record {
+        s,
+        a: r.try_get::<_, i32>(2)? as u32,
+        o: r.try_get(3)?,
+        l: r.try_get(4)?,
+        c: r.try_get(5)?,
+        u: r.try_get(6)?,
+        d: r.try_get(7)?,
+        e: text(r, 8)?,
+        x: r.try_get(9)?,
+        t: Vec::new(),
+    };
+    let t: Option<String> = r.try_get(10)?;
+    rec.t = match t {
+        Some(t) => {
+            serde_json::from_str(&t).map_err(|e| Fail::Corrupt(format!("item {id:?}: timeline: {e}")))?
+        }
+        None => implied_timeline(&rec)
+            .ok_or_else(|| Fail::Corrupt(format!("item {id:?}: no timeline after {} attempts", rec.a)))?,
+    };
+    Ok((id, rec))
+}
+
+/// One id of a call: its kept record, whether it has a row (kept or expired: locked), and
+/// whether the call changed it.
+struct Slot {
+    rec: Option<Record>,
+    has_row: bool,
+    dirty: bool,
+}
+
+/// The records of a call's ids, locked, at the database's time.
+struct Locked {
+    slots: HashMap<String, Slot>,
+    now: i64,
+}
+
+impl Locked {
+    /// Locks the rows of `ids` (in id order) and reads the time.
+    async fn load<'i>(c: &Ctx<'_, '_>, group: &str, ids: impl Iterator<Item = &'i str>) -> Sql<Locked> {
+        let mut wanted: Vec<&[u8]> = ids.map(|id| id.as_bytes()).collect();
+        wanted.sort_unstable();
+        wanted.dedup();
+        let rows = c.query(LOAD_LOCKED, &[&c.ns(), &group.as_bytes(), &wanted]).await?;
+        let now = c.now().await?;
+        let mut slots = HashMap::with_capacity(wanted.len());
+        for r in &rows {
+            let (id, rec) = from_row(r)?;
+            let rec = Some(rec).filter(|r| kept(r.x, now));
+            slots.insert(id, Slot { rec, has_row: true, dirty: false });
+        }
+        for id in wanted {
+            // Ids are UTF-8 (they came from `String`s).
+            let id = String::from_utf8_lossy(id).into_owned();
+            slots.entry(id).or_insert(Slot { rec: None, has_row: false, dirty: false });
+        }
+        Ok(Locked { slots, now })
+    }
+
+    fn slot(&mut self, id: &str) -> &mut Slot {
+        self.slots.get_mut(id).expect("every id of the call was loaded")
+    }
+
+    /// Writes the changed records: new rows inserted, locked rows updated, unset ones deleted.
+    async fn save(self, c: &Ctx<'_, '_>, group: &str) -> Sql<()> {
+        let mut changed: Vec<(String, Slot)> = self.slots.into_iter().filter(|(_, s)| s.dirty).collect();
+        changed.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let (mut inserts, mut updates, mut deletes) = (Columns::default(), Columns::default(), Vec::new());
+        for (id, slot) in &changed {
+            match (&slot.rec, slot.has_row) {
+                (Some(rec), false) => inserts.push(id, rec)?,
+                (Some(rec), true) => updates.push(id, rec)?,
+                (None, true) => deletes.push(id.as_bytes()),
+                (None, false) => {}
+            }
+        }
+        let g = group.as_bytes();
+        if !inserts.ids.is_empty() {
+            let n = c.execute(INSERT, &inserts.params(&c.ns(), &g)).await?;
+            if n != inserts.ids.len() as u64 {
+                // Another call inserted some of these ids after this one found them absent.
+                return Err(Fail::Race);
+            }
+        }
+        if !updates.ids.is_empty() {
+            c.execute(UPDATE, &updates.params(&c.ns(), &g)).await?;
+        }
+        if !deletes.is_empty() {
+            c.execute(DELETE, &[&c.ns(), &g, &deletes]).await?;
+        }
+        Ok(())
+    }
+}
+
+/// Records as arrays, one per column, to bind to an `unnest`.
+#[derive(Default)]
+struct Columns<'r> {
+    ids: Vec<&'r [u8]>,
+    s: Vec<i16>,
+    a: Vec<i32>,
+    o: Vec<Option<&'r str>>,
+    l: Vec<i64>,
+    c: Vec<i64>,
+    u: Vec<i64>,
+    d: Vec<i64>,
+    e: Vec<Option<&'r [u8]>>,
+    x: Vec<i64>,
+    t: Vec<Option<String>>,
+}
+
+impl<'r> Columns<'r> {
+    fn push(&mut self, id: &'r str, r: &'r Record) -> Sql<()> {
+        let code = stored_status_code(&r.s).ok_or_else(|| Fail::Corrupt(format!("status {:?}", r.s)))?;
+        let t = match implied_timeline(r) {
+            Some(t) if t == r.t => None,
+            _ => Some(serde_json::to_string(&r.t).map_err(|e| Fail::Corrupt(e.to_string()))?),
+        };
+        self.ids.push(id.as_bytes());
+        self.s.push(code as i16);
+        self.a.push(r.a as i32);
+        self.o.push(r.o.as_deref());
+        self.l.push(r.l);
+        self.c.push(r.c);
+        self.u.push(r.u);
+        self.d.push(r.d);
+        self.e.push(r.e.as_deref().map(str::as_bytes));
+        self.x.push(r.x);
+        self.t.push(t);
+        Ok(())
+    }
+
+    fn params<'p>(
+        &'p self,
+        ns: &'p &'p [u8],
+        g: &'p &'p [u8],
+    ) -> [&'p (dyn tokio_postgres::types::ToSql + Sync); 13] {
+        [
+            ns, g, &self.ids, &self.s, &self.a, &self.o, &self.l, &self.c, &self.u, &self.d, &self.e,
+            &self.x, &self.t,
+        ]
+    }
+}
+
+fn state(rec: Option<&Record>, id: &str, now: i64) -> ItemState {
+    rec.map(|r| r.to_state(id, now)).unwrap_or_else(|| ItemState::unknown(id))
+}
+
+async fn apply(c: &Ctx<'_, '_>, group: &str, ops: &[ItemOp], retention_ms: u64) -> Sql<Vec<OpResult>> {
+    let mut locked = Locked::load(c, group, ops.iter().map(ItemOp::id)).await?;
+    let now = locked.now;
+    let mut out = Vec::with_capacity(ops.len());
+    for op in ops {
+        let id = op.id();
+        let slot = locked.slot(id);
+        let result =
+            |outcome, owner, item| OpResult { id: id.to_string(), action: op.action(), outcome, owner, item };
+        let current = slot.rec.as_ref();
+        out.push(match decide(op, current, now) {
+            Decision::Busy(s) => result(Outcome::Busy(s), None, state(current, id, now)),
+            Decision::NotOwner => {
+                result(Outcome::Refused(not_owner(group, id, current)), None, state(current, id, now))
+            }
+            Decision::Remove => {
+                let before = state(current, id, now);
+                slot.rec = None;
+                slot.dirty = true;
+                result(Outcome::Done, None, before)
+            }
+            d @ (Decision::Take | Decision::Finish) => {
+                let rec = slot.rec.get_or_insert_with(|| fresh(now));
+                write(op, rec, now, retention_ms);
+                slot.dirty = true;
+                let owner = match (d, op) {
+                    (Decision::Take, ItemOp::Claim { owner, .. }) => Some(owner.clone()),
+                    _ => None,
+                };
+                result(Outcome::Done, owner, rec.to_state(id, now))
+            }
+        });
+    }
+    locked.save(c, group).await?;
+    c.purge(Purged::Items, now).await?;
+    Ok(out)
+}
+
+async fn claim_batch(c: &Ctx<'_, '_>, group: &str, b: BatchClaim<'_>) -> Sql<ClaimBatch> {
+    let mut locked = Locked::load(c, group, b.ids.iter().map(String::as_str)).await?;
+    let now = locked.now;
+    let lease_end = now + b.lease_ms as i64;
+    let (mut outcomes, mut attempts) = (Vec::with_capacity(b.ids.len()), Vec::with_capacity(b.ids.len()));
+    for id in b.ids {
+        let slot = locked.slot(id);
+        let decision = claim(
+            slot.rec.as_ref().map_or(crate::tracker::ItemStatus::None, |r| r.status_at(now)),
+            b.reclaim_completed,
+        );
+        let a = match decision {
+            crate::rules::tracker::Claim::Take => {
+                let rec = slot.rec.get_or_insert_with(|| fresh(now));
+                take(rec, b.owner, now, lease_end, b.retention_ms);
+                slot.dirty = true;
+                rec.a
+            }
+            _ => slot.rec.as_ref().map_or(0, |r| r.a),
+        };
+        outcomes.push(decision.batch());
+        attempts.push(a);
+    }
+    locked.save(c, group).await?;
+    c.purge(Purged::Items, now).await?;
+    Ok(ClaimBatch { owner: b.owner.to_string(), lease_expires_at: lease_end, outcomes, attempts })
+}
+
+async fn read(c: &Ctx<'_, '_>, group: &str, ids: &[String]) -> Sql<Vec<ItemState>> {
+    let wanted: Vec<&[u8]> = ids.iter().map(|id| id.as_bytes()).collect();
+    let rows = c.query(LOAD, &[&c.ns(), &group.as_bytes(), &wanted]).await?;
+    let now = c.now().await?;
+    let mut found = HashMap::with_capacity(rows.len());
+    for r in &rows {
+        let (id, rec) = from_row(r)?;
+        if kept(rec.x, now) {
+            found.insert(id, rec);
+        }
+    }
+    Ok(ids.iter().map(|id| state(found.get(id), id, now)).collect())
+}
+
+async fn list(c: &Ctx<'_, '_>, group: &str, q: ListQuery) -> Sql<ItemList> {
+    let now = c.now().await?;
+    let rows = c.query(LIST, &[&c.ns(), &group.as_bytes(), &now]).await?;
+    let records = rows.iter().map(from_row).collect::<Sql<Vec<_>>>()?;
+    Ok(page(records.iter().map(|(id, r)| (id, r)), now, q))
+}
+
+impl TrackerBackend for Postgres {
+    fn claim_batch<'a>(&'a self, group: &'a str, claim: BatchClaim<'a>) -> BoxFuture<'a, ClaimBatch> {
+        Box::pin(async move { transaction!(self, |c| claim_batch(&c, group, claim)) })
+    }
+    fn apply<'a>(
+        &'a self,
+        group: &'a str,
+        ops: &'a [ItemOp],
+        retention_ms: u64,
+    ) -> BoxFuture<'a, Vec<OpResult>> {
+        Box::pin(async move { transaction!(self, |c| apply(&c, group, ops, retention_ms)) })
+    }
+    fn read<'a>(&'a self, group: &'a str, ids: &'a [String]) -> BoxFuture<'a, Vec<ItemState>> {
+        Box::pin(async move { transaction!(self, |c| read(&c, group, ids)) })
+    }
+    fn list<'a>(&'a self, group: &'a str, query: ListQuery, _retention_ms: u64) -> BoxFuture<'a, ItemList> {
+        Box::pin(async move { transaction!(self, |c| list(&c, group, query)) })
+    }
+}

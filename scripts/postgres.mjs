@@ -1,0 +1,126 @@
+#!/usr/bin/env node
+// A throwaway PostgreSQL cluster for the PostgreSQL suites (Debian's `postgresql` package).
+//
+//   node scripts/postgres.mjs -- <command> [args…]
+//
+// makes a cluster with `initdb` in a temp dir, starts it with `pg_ctl` on a free loopback port
+// (127.0.0.1 only, its socket in the temp dir), runs the command with FLOWGUARD_POSTGRES_URL set
+// to it, then stops the cluster and removes the dir, whatever the command did; the exit code is
+// the command's. FLOWGUARD_POSTGRES_DATA and FLOWGUARD_POSTGRES_BIN are set too (the cluster's
+// data dir and PostgreSQL's bin dir), for fault tests that stop and restart it with pg_ctl (as the
+// `postgres` user when run as root: `runuser -u postgres`). For example:
+//
+//   node scripts/postgres.mjs -- cargo test -p flowguard-core --target x86_64-unknown-linux-gnu \
+//     --test postgres -- --include-ignored
+//
+// PostgreSQL refuses to run as root: run as root, the cluster's processes run as the `postgres`
+// user (made by the Debian package); run as anyone else, as that user. The cluster is for tests:
+// trust authentication on loopback, superuser `flowguard`, and fsync off (nothing on it is kept).
+// `startPostgres()` is exported for other scripts (it returns { url, port, dir, data, bin, stop }).
+import { spawn, spawnSync } from 'node:child_process'
+import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import net from 'node:net'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+/** The bin dir of the newest installed PostgreSQL (/usr/lib/postgresql/<major>/bin), or null. */
+export function postgresBin() {
+  const root = '/usr/lib/postgresql'
+  if (!existsSync(root)) return null
+  const majors = readdirSync(root).filter((v) => /^\d+$/.test(v)).sort((a, b) => b - a)
+  const bin = majors.map((m) => join(root, m, 'bin')).find((d) => existsSync(join(d, 'pg_ctl')))
+  return bin ?? null
+}
+
+function freePort() {
+  return new Promise((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address()
+      s.close(() => resolve(port))
+    })
+  })
+}
+
+/** The uid and gid the cluster runs as: the `postgres` user when this process is root. */
+function runAs() {
+  if (process.getuid?.() !== 0) return {}
+  const id = (flag) => spawnSync('id', [flag, 'postgres'], { encoding: 'utf8' })
+  const [uid, gid] = [id('-u'), id('-g')]
+  if (uid.status !== 0 || gid.status !== 0) {
+    throw new Error('running as root, and there is no `postgres` user to run PostgreSQL as (apt-get install postgresql)')
+  }
+  return { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) }
+}
+
+/** Runs a PostgreSQL program as the cluster's user; throws with its output when it fails. */
+function pg(bin, program, args, as) {
+  const r = spawnSync(join(bin, program), args, { encoding: 'utf8', ...as })
+  if (r.status !== 0) throw new Error(`${program} ${args.join(' ')} failed (${r.status ?? r.signal}):\n${r.stdout}${r.stderr}${r.error ?? ''}`)
+  return r
+}
+
+/** Starts a throwaway cluster on a free loopback port. */
+export async function startPostgres() {
+  const bin = postgresBin()
+  if (!bin) throw new Error('PostgreSQL is not installed: apt-get install -y postgresql (or set FLOWGUARD_POSTGRES_URL)')
+  const as = runAs()
+  const dir = mkdtempSync(join(tmpdir(), 'flowguard-postgres-'))
+  if (as.uid !== undefined) chownSync(dir, as.uid, as.gid)
+  const data = join(dir, 'data')
+  const stopAt = () => {
+    spawnSync(join(bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', '-w', 'stop'], { stdio: 'ignore', ...as })
+    rmSync(dir, { recursive: true, force: true })
+  }
+  try {
+    pg(bin, 'initdb', ['-D', data, '-U', 'flowguard', '-A', 'trust', '-E', 'UTF8', '--no-sync', '--no-instructions'], as)
+    const port = await freePort()
+    const opts = `-p ${port} -c listen_addresses=127.0.0.1 -k ${dir} -c fsync=off -c max_connections=300`
+    pg(bin, 'pg_ctl', ['-D', data, '-l', join(dir, 'log'), '-w', '-t', '60', '-o', opts, 'start'], as)
+    return { url: `postgres://flowguard@127.0.0.1:${port}/postgres`, port, dir, data, bin, stop: stopAt }
+  } catch (e) {
+    stopAt()
+    throw e
+  }
+}
+
+if (resolve(process.argv[1] ?? '') === fileURLToPath(import.meta.url)) {
+  const dash = process.argv.indexOf('--')
+  const command = dash < 0 ? [] : process.argv.slice(dash + 1)
+  if (command.length === 0) {
+    console.error('usage: node scripts/postgres.mjs -- <command> [args…]')
+    process.exit(2)
+  }
+  const cluster = await startPostgres()
+  console.log(`throwaway PostgreSQL on 127.0.0.1:${cluster.port}`)
+  let stopped = false
+  const stop = () => {
+    if (!stopped) {
+      stopped = true
+      cluster.stop()
+    }
+  }
+  const child = spawn(command[0], command.slice(1), {
+    stdio: 'inherit',
+    env: {
+      ...process.env,
+      FLOWGUARD_POSTGRES_URL: cluster.url,
+      FLOWGUARD_POSTGRES_DATA: cluster.data,
+      FLOWGUARD_POSTGRES_BIN: cluster.bin,
+    },
+  })
+  for (const sig of ['SIGINT', 'SIGTERM']) {
+    process.on(sig, () => {
+      child.kill(sig)
+    })
+  }
+  child.on('exit', (code, signal) => {
+    stop()
+    process.exit(code ?? (signal ? 1 : 0))
+  })
+  child.on('error', (e) => {
+    console.error(`${command[0]}: ${e.message}`)
+    stop()
+    process.exit(1)
+  })
+}
