@@ -344,6 +344,12 @@ fn quotas(limit: u64, k: usize, start: usize) -> Vec<u64> {
     (0..k).map(|i| base + u64::from((i + k - start) % k < extra)).collect()
 }
 
+/// A backend that claimed more ids of a shard than it was asked for: a defect of flowguard's, reported
+/// (after the batch's ids are released) rather than passed on or panicked over.
+fn over_delivery(shard: u32, asked: u64) -> Error {
+    Error::internal(format!("the backend claimed more than the {asked} ids asked for on shard {shard}"))
+}
+
 /// An error of one shard's step that leaves the other shards' results usable: the shard's
 /// server could not be reached, did not answer in time, or answered with an error of its own.
 fn shard_fault(e: &Error) -> bool {
@@ -497,13 +503,19 @@ impl Client {
                 }
             };
             answered = true;
-            if c.items.len() as u64 >= q {
+            let (full, over) = (c.items.len() as u64 >= q, c.items.len() as u64 > q);
+            if full {
                 more.push((shard, true));
             }
             if !c.items.is_empty() {
                 visible_until = visible_until.min(c.visible_until);
             }
             items.extend(c.items.into_iter().map(|(id, due_at)| Delivery { id, shard, due_at }));
+            if over {
+                return Err(self
+                    .release_unreturned(queue, shards, &owner, &items, over_delivery(shard, q))
+                    .await);
+            }
         }
         if let Some(i) = failed.iter().position(|(_, e)| !shard_fault(e)) {
             let e = failed.swap_remove(i).1;
@@ -518,7 +530,7 @@ impl Client {
         // the first pass and fails here is not a failed shard: its ids of the first pass are in
         // the batch (and the claim that failed took none, see above).
         for (shard, answered_first) in more {
-            let want = limit - items.len() as u64;
+            let want = limit.saturating_sub(items.len() as u64);
             if want == 0 {
                 break;
             }
@@ -539,7 +551,13 @@ impl Client {
             if !c.items.is_empty() {
                 visible_until = visible_until.min(c.visible_until);
             }
+            let over = c.items.len() as u64 > want;
             items.extend(c.items.into_iter().map(|(id, due_at)| Delivery { id, shard, due_at }));
+            if over {
+                return Err(self
+                    .release_unreturned(queue, shards, &owner, &items, over_delivery(shard, want))
+                    .await);
+            }
         }
         items.sort_by(|a, b| a.due_at.cmp(&b.due_at).then_with(|| a.shard.cmp(&b.shard)));
         let mut failed_shards: Vec<u32> = failed.into_iter().map(|(s, _)| s).collect();

@@ -17,35 +17,7 @@ fn target() -> common::Target {
     common::Target::Postgres(url())
 }
 
-suite!(@each target(), [#[ignore = "needs a PostgreSQL: set FLOWGUARD_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]],
-    claim_is_exclusive_and_completion_sticks,
-    failed_items_keep_reason_and_can_be_claimed_again,
-    expired_lease_shows_abandoned_and_is_claimable,
-    batch_apply_is_ordered_and_reports_each_item,
-    claim_batch_matches_claim_rules,
-    keep_ms_expires_completed_marks,
-    keep_forever_has_no_expiry_until_unset,
-    unset_forgets,
-    names_with_any_characters_are_distinct,
-    bad_input_is_refused_before_writing,
-    concurrent_claims_have_one_winner,
-    concurrent_claims_of_a_known_item_have_one_winner,
-    lock_basics_and_owner_checks,
-    lock_expiry_and_fencing,
-    lock_wait_gets_it_when_freed_and_never_waits_longer,
-    concurrent_lock_sets_have_one_winner,
-    lock_bad_input,
-    empty_label_reads_back_as_no_label,
-    state_values_set_get_increment_delete,
-    idempotency_keys_claim_complete_release,
-    fences_strictly_increase_under_contention,
-    limiter_pause_refuses_takes_until_its_end,
-    concurrent_takes_allow_exactly_the_burst,
-    concurrent_permits_never_exceed_the_permits,
-    queue_shard_count_is_kept_per_queue,
-    catalog_lists_the_names_in_use,
-    concurrent_reads_never_share_an_id
-);
+suite!(target(), [#[ignore = "needs a PostgreSQL: set FLOWGUARD_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]]);
 
 /// A client with a prefix of its own, and that prefix (the `ns` of its rows).
 async fn opened() -> (Client, String) {

@@ -116,13 +116,29 @@ async fn release(c: &Ctx<'_, '_>, name: &str, owner: &str) -> Sql<ReleaseResult>
     let now = c.now().await?;
     let r = lock::release(row.as_ref().and_then(Stored::holder), owner, now);
     if r.released {
-        c.execute(
-            "UPDATE {s}.locks SET owner = NULL, label = NULL, exp = $3 WHERE ns = $1 AND name = $2",
-            &[&c.ns(), &name.as_bytes(), &now],
-        )
-        .await?;
+        free(c, name, now).await?;
     }
     Ok(r)
+}
+
+async fn release_fence(c: &Ctx<'_, '_>, name: &str, fence: u64) -> Sql<ReleaseResult> {
+    let row = load(c, name, true).await?;
+    let now = c.now().await?;
+    let r = lock::release_fence(row.as_ref().and_then(Stored::holder), fence, now);
+    if r.released {
+        free(c, name, now).await?;
+    }
+    Ok(r)
+}
+
+/// Frees the lock's row (its fence stays, for the next grant).
+async fn free(c: &Ctx<'_, '_>, name: &str, now: i64) -> Sql<()> {
+    c.execute(
+        "UPDATE {s}.locks SET owner = NULL, label = NULL, exp = $3 WHERE ns = $1 AND name = $2",
+        &[&c.ns(), &name.as_bytes(), &now],
+    )
+    .await?;
+    Ok(())
 }
 
 async fn extend(c: &Ctx<'_, '_>, name: &str, owner: &str, lease_ms: u64) -> Sql<ExtendResult> {
@@ -174,6 +190,9 @@ impl LockBackend for Postgres {
     }
     fn release<'a>(&'a self, name: &'a str, owner: &'a str) -> BoxFuture<'a, ReleaseResult> {
         Box::pin(async move { transaction!(self, |c| release(&c, name, owner)) })
+    }
+    fn release_fence<'a>(&'a self, name: &'a str, fence: u64) -> BoxFuture<'a, ReleaseResult> {
+        Box::pin(async move { transaction!(self, |c| release_fence(&c, name, fence)) })
     }
     fn extend<'a>(&'a self, name: &'a str, owner: &'a str, lease_ms: u64) -> BoxFuture<'a, ExtendResult> {
         Box::pin(async move { transaction!(self, |c| extend(&c, name, owner, lease_ms)) })
