@@ -122,6 +122,20 @@ for (const b of backends()) {
       assert.equal(r.released, false)
     })
 
+    test('a label holding the separator of the stored form reads back whole; the last fence outlives every lease', async () => {
+      const fg = await b.open()
+      const label = 'run:7:{a}:'
+      const a = await fg.acquirePermit('sep', { permits: 2, timeoutMs: 150, label })
+      const c = await fg.acquirePermit('sep', { permits: 2, timeoutMs: 150, label: ':' })
+      assert.deepEqual((await fg.getSemaphore('sep')).holders.map((h) => [h.fence, h.label]).sort(), [[a.fence, label], [c.fence, ':']])
+      await sleep(250)
+      // Every lease has ended: no holder, and the last fencing token issued is still known.
+      const info = await fg.getSemaphore('sep')
+      assert.deepEqual([info.holders, info.fence], [[], c.fence])
+      assert.equal((await fg.releasePermit('sep', a.owner)).released, false)
+      assert.equal((await fg.acquirePermit('sep', { permits: 2 })).fence, c.fence + 1)
+    })
+
     if (b.name === 'redis') {
       test('keys share the name\'s hash slot and expire with the longest lease', async () => {
         const fg = await b.open()
@@ -129,7 +143,7 @@ for (const b of backends()) {
         try {
           const first = await fg.acquirePermit('k', { permits: 2, timeoutMs: 200 })
           const keys = (await r.scanAll(`${fg.prefix}*`)).sort()
-          assert.deepEqual(keys, ['fence', 'h', 'i'].map((p) => `${fg.prefix}{sem:k}:${p}`))
+          assert.deepEqual(keys, ['fence', 'h', `p:${first.owner}`].map((p) => `${fg.prefix}{sem:k}:${p}`))
           await sleep(300)
           assert.deepEqual(await r.scanAll(`${fg.prefix}*`), [`${fg.prefix}{sem:k}:fence`])
           assert.equal((await fg.acquirePermit('k', { permits: 2 })).fence, first.fence + 1)

@@ -46,7 +46,7 @@ await io.ping()
 // labels, Redis's clock) from the cost of the binding.
 const lua = (f) => readFileSync(join(root, 'crates/core/src/backend/redis/lua', f), 'utf8')
 const semAcquire = lua('semaphore_common.lua') + lua('semaphore_acquire.lua')
-const semRelease = lua('semaphore_common.lua') + lua('semaphore_release.lua')
+const semRelease = lua('semaphore_release.lua')
 const [acqSha, relSha] = [await io.script('LOAD', semAcquire), await io.script('LOAD', semRelease)]
 const FENCE_KEEP_MS = 30 * 24 * 3600 * 1000
 
@@ -71,9 +71,9 @@ for (const [label, par, n] of sizes) {
   cases.push([`semaphore acquire + release, ${label}: ioredis running flowguard's scripts`, {
     'ioredis + flowguard scripts': async () => {
       const k = uniq('{semio}')
-      const keys = [`${k}:h`, `${k}:i`, `${k}:f`]
-      return loop(n, par, async (i) => {
-        const owner = `${i}-${randomBytes(8).toString('hex')}`
+      return loop(n, par, async () => {
+        const owner = randomBytes(16).toString('hex')
+        const keys = [`${k}:h`, `${k}:fence`, `${k}:p:${owner}`]
         const got = await io.evalsha(acqSha, 3, ...keys, owner, 1000, 10000, '', FENCE_KEEP_MS)
         if (got[0] !== 1) throw new Error(`not acquired: ${got}`)
         await io.evalsha(relSha, 3, ...keys, owner)

@@ -152,8 +152,9 @@ impl Keys {
         format!("{}:p", self.tagged("rl", name))
     }
 
-    /// Semaphore: `h` holders (owner -> lease end, ms), `i` their fence and label, `fence` the
-    /// counter of fencing tokens (kept `FENCE_KEEP_MS` past the longest lease of its acquisitions).
+    /// Semaphore: `h` holders (owner -> lease end, ms), `p:<owner>` a holder's permit (its fence
+    /// and label, expiring at the lease's end), `fence` the counter of fencing tokens (made from
+    /// the clock and kept `FENCE_KEEP_MS`, as a lock's).
     pub fn semaphore(&self, name: &str, part: &str) -> String {
         format!("{}:{part}", self.tagged("sem", name))
     }

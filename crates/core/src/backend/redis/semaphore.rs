@@ -1,10 +1,13 @@
-//! Semaphore on Redis: each step one script over the name's three keys, in its hash slot. A pair
-//! (acquire + release) runs 12 commands inside its two scripts and no type probe: a key that holds
-//! something flowguard did not write is found by the first command that touches it.
+//! Semaphore on Redis: each step one script over the name's keys, in its hash slot (layout 2,
+//! `lua/semaphore_common.lua`): the holders (a sorted set of owner -> lease end), the fence
+//! counter, and one key per holder, its permit (`"<fence>:<label>"`), which Redis expires at the
+//! lease's end. A pair (acquire + release) runs 8 commands inside its two scripts (the release
+//! reads no clock: the permit key tells whether the lease holds) and no type probe: a key that
+//! holds something flowguard did not write is found by the first command that touches it.
 
 use redis::Value;
 
-use super::{int, opt_str, RedisStore};
+use super::{int, lua, opt_str, RedisStore};
 use crate::backend::BoxFuture;
 use crate::error::{Error, ErrorCode, Result};
 use crate::lock::{ExtendResult, Refusal, ReleaseResult};
@@ -24,11 +27,15 @@ macro_rules! semaphore_script {
 }
 
 semaphore_script!(acquire_script, "semaphore_acquire.lua");
-semaphore_script!(release_script, "semaphore_release.lua");
 semaphore_script!(extend_script, "semaphore_extend.lua");
 semaphore_script!(inspect_script, "semaphore_inspect.lua");
+// Standalone: the release reads no clock and needs none of the head's functions.
+lua!(release_script, "semaphore_release.lua");
 
-const PARTS: [&str; 3] = ["h", "i", "fence"];
+/// The parts of a name's keys the scripts take as KEYS[1] and KEYS[2]; KEYS[3] is the caller's
+/// permit, `PERMIT` followed by its owner token.
+const PARTS: [&str; 2] = ["h", "fence"];
+const PERMIT: &str = "p:";
 
 /// The error of a semaphore key that holds something flowguard did not write.
 fn foreign(key: &str) -> Error {
@@ -36,29 +43,39 @@ fn foreign(key: &str) -> Error {
         ErrorCode::Backend,
         format!(
             "the Redis key {key:?} holds a value flowguard did not write (a semaphore's holders are a \
-             sorted set, their info a hash, its fence counter an integer); nothing was changed: delete the \
-             key or use another semaphore name"
+             sorted set, its fence counter an integer, each holder's permit a string); nothing was \
+             changed: delete the key or use another semaphore name"
         ),
     )
 }
 
 impl RedisStore {
-    /// Runs a semaphore script on the three keys of `name`.
+    /// Runs a semaphore script on the keys of `name`, with the permit key of `owner` when given.
     async fn semaphore_call<T: redis::FromRedisValue>(
         &self,
         script: &'static super::Lua,
         name: &str,
+        owner: Option<&str>,
         args: &[&[u8]],
     ) -> Result<T> {
-        let keys = PARTS.map(|p| self.keys().semaphore(name, p));
-        let keys = keys.each_ref().map(|k| k.as_bytes());
-        self.eval(script, &keys, args).await
+        let [h, fence] = PARTS.map(|p| self.keys().semaphore(name, p));
+        match owner {
+            Some(owner) => {
+                let permit = self.keys().semaphore(name, &[PERMIT, owner].concat());
+                self.eval(script, &[h.as_bytes(), fence.as_bytes(), permit.as_bytes()], args).await
+            }
+            None => self.eval(script, &[h.as_bytes(), fence.as_bytes()], args).await,
+        }
     }
 
-    /// The foreign key named by a `{-1, i}` reply.
+    /// The foreign key named by a `{-1, i}` reply: KEYS[i], or (3) a holder's permit key, named
+    /// without its owner token (which never leaves the store).
     fn semaphore_foreign(&self, name: &str, i: &Value) -> Error {
-        let i = int(i).unwrap_or(1).clamp(1, 3) as usize;
-        foreign(&self.keys().semaphore(name, PARTS[i - 1]))
+        match int(i).unwrap_or(1) {
+            2 => foreign(&self.keys().semaphore(name, PARTS[1])),
+            3 => foreign(&self.keys().semaphore(name, &[PERMIT, "<owner>"].concat())),
+            _ => foreign(&self.keys().semaphore(name, PARTS[0])),
+        }
     }
 }
 
@@ -84,7 +101,7 @@ impl SemaphoreBackend for RedisStore {
                 label.unwrap_or("").as_bytes(),
                 super::lock::fence_keep().as_bytes(),
             ];
-            let reply: Vec<Value> = self.semaphore_call(acquire_script(), name, &args).await?;
+            let reply: Vec<Value> = self.semaphore_call(acquire_script(), name, Some(owner), &args).await?;
             match reply.as_slice() {
                 [code, holders, fence] if int(code)? == 1 => Ok(PermitAttempt {
                     acquired: true,
@@ -106,11 +123,16 @@ impl SemaphoreBackend for RedisStore {
 
     fn release_permit<'a>(&'a self, name: &'a str, owner: &'a str) -> BoxFuture<'a, ReleaseResult> {
         Box::pin(async move {
-            Ok(match self.semaphore_call::<i64>(release_script(), name, &[owner.as_bytes()]).await? {
-                1 => ReleaseResult { released: true, reason: None },
-                0 => ReleaseResult { released: false, reason: Some(Refusal::NotHeld) },
-                bad => return Err(self.semaphore_foreign(name, &Value::Int(-bad))),
-            })
+            Ok(
+                match self
+                    .semaphore_call::<i64>(release_script(), name, Some(owner), &[owner.as_bytes()])
+                    .await?
+                {
+                    1 => ReleaseResult { released: true, reason: None },
+                    0 => ReleaseResult { released: false, reason: Some(Refusal::NotHeld) },
+                    bad => return Err(self.semaphore_foreign(name, &Value::Int(-bad))),
+                },
+            )
         })
     }
 
@@ -123,7 +145,7 @@ impl SemaphoreBackend for RedisStore {
         Box::pin(async move {
             let lease = lease_ms.to_string();
             let args: [&[u8]; 2] = [owner.as_bytes(), lease.as_bytes()];
-            Ok(match self.semaphore_call::<i64>(extend_script(), name, &args).await? {
+            Ok(match self.semaphore_call::<i64>(extend_script(), name, Some(owner), &args).await? {
                 1 => ExtendResult { extended: true, remaining_ms: lease_ms, reason: None },
                 0 => ExtendResult { extended: false, remaining_ms: 0, reason: Some(Refusal::NotHeld) },
                 bad => return Err(self.semaphore_foreign(name, &Value::Int(-bad))),
@@ -133,7 +155,9 @@ impl SemaphoreBackend for RedisStore {
 
     fn inspect_semaphore<'a>(&'a self, name: &'a str) -> BoxFuture<'a, SemaphoreInfo> {
         Box::pin(async move {
-            let reply: Vec<Value> = self.semaphore_call(inspect_script(), name, &[]).await?;
+            let permits = self.keys().semaphore(name, PERMIT);
+            let reply: Vec<Value> =
+                self.semaphore_call(inspect_script(), name, None, &[permits.as_bytes()]).await?;
             let Some((fence, rest)) = reply.split_first() else {
                 return Err(Error::internal("semaphore inspect replied with nothing"));
             };
