@@ -197,12 +197,50 @@ async function loadLocks(cursor) {
 
 function renderLocks(rows) {
   return h('table', { class: 'grid' },
-    h('thead', {}, h('tr', {}, h('th', {}, 'lock'), h('th', {}, 'holder'), h('th', { class: 'n' }, 'time left'), h('th', { class: 'n' }, 'fence'))),
-    h('tbody', {}, rows.map((l) => h('tr', { 'data-lock': l.name },
-      h('td', { class: 'mono' }, l.name),
-      h('td', { class: 'holder' }, l.holder ? l.holder : h('span', { class: 'muted' }, 'no label')),
-      h('td', { class: 'n left', title: `until ${iso(Date.now() + l.remainingMs)}` }, duration(l.remainingMs)),
-      h('td', { class: 'n fence' }, num(l.fence))))))
+    h('thead', {}, h('tr', {}, h('th', {}, 'lock'), h('th', {}, 'holder'), h('th', { class: 'n' }, 'time left'), h('th', { class: 'n' }, 'fence'), h('th', {}, ''))),
+    h('tbody', {}, rows.map((l) => {
+      const cell = h('td', { class: 'act' })
+      const release = h('button', { type: 'button', class: 'quiet release-lock', onclick: () => confirmRelease(l, cell, release) }, 'Release…')
+      cell.append(release)
+      return h('tr', { 'data-lock': l.name },
+        h('td', { class: 'mono' }, l.name),
+        h('td', { class: 'holder' }, l.holder ? l.holder : h('span', { class: 'muted' }, 'no label')),
+        h('td', { class: 'n left', title: `until ${iso(Date.now() + l.remainingMs)}` }, duration(l.remainingMs)),
+        h('td', { class: 'n fence' }, num(l.fence)),
+        cell)
+    })))
+}
+
+/**
+ * Asks before releasing lock `l` without its owner: only the grant shown (its fence) is
+ * released, so a lock taken again meanwhile is left alone. Auto-refresh waits meanwhile.
+ */
+function confirmRelease(l, cell, button) {
+  button.disabled = true
+  pauseAuto = true
+  const who = l.holder ? `held by "${l.holder}"` : 'held by a holder with no label'
+  const box = h('div', { class: 'confirm', role: 'alertdialog', 'aria-label': 'Confirm releasing the lock' },
+    h('p', {}, `Release "${l.name}", ${who} (fence ${num(l.fence)}), without its owner? Do this only when the holder is gone: `,
+      'work it still runs is no longer protected, and its next release or extension is refused.'),
+    h('div', { class: 'actions' },
+      h('button', { type: 'button', class: 'danger confirm-yes', onclick: async () => {
+        box.querySelectorAll('button').forEach((b) => { b.disabled = true })
+        let said
+        try {
+          const r = await act('/v1/lock/forceRelease', { name: l.name, fence: l.fence })
+          said = r.released
+            ? h('p', { class: 'done', role: 'status' }, `Released "${l.name}" (fence ${num(l.fence)}).`)
+            : h('p', { class: 'error', role: 'alert' }, r.reason === 'not_owner'
+              ? `Not released: "${l.name}" changed hands since it was shown (another fence holds it now).`
+              : `Not released: "${l.name}" is free already.`)
+        } catch (e) {
+          said = h('p', { class: 'error', role: 'alert' }, `Not released: ${e.message}`)
+        }
+        cell.replaceChildren(said)
+        pauseAuto = false
+      } }, 'Release'),
+      h('button', { type: 'button', class: 'quiet confirm-no', onclick: () => { box.remove(); button.disabled = false; pauseAuto = false } }, 'Cancel')))
+  cell.append(box)
 }
 
 // ---- Dedup queues ----------------------------------------------------------------------------
@@ -292,6 +330,8 @@ const SECTIONS = [
 const $ = (id) => document.getElementById(id)
 let timer = null
 let busy = false
+// While a confirmation is open, the periodic refresh waits (it would redraw it away).
+let pauseAuto = false
 
 function showLogin(message) {
   $('login').hidden = false
@@ -366,7 +406,7 @@ function stopAuto() {
 
 function startAuto() {
   stopAuto()
-  if ($('auto').checked) timer = setInterval(refresh, AUTO_MS)
+  if ($('auto').checked) timer = setInterval(() => { if (!pauseAuto) refresh() }, AUTO_MS)
 }
 
 $('login').addEventListener('submit', (ev) => {

@@ -261,6 +261,58 @@ test('an item is found by group and id, and forgotten only after a confirmation;
   await page.close()
 })
 
+test('a lock is released by an operator only after a confirmation, only the grant shown; the action is logged', async () => {
+  const stuck = await call('/v1/lock/acquire', { name: 'crm-import', label: 'run 77 (crashed)', timeoutMs: 600000 })
+  const other = await call('/v1/lock/acquire', { name: 'invoice-export', label: 'run 78', timeoutMs: 600000 })
+  const { page, errors } = await newPage()
+  await page.goto(base + '/')
+  await page.locator('#login').waitFor({ state: 'visible' })
+  await page.fill('#token', TOKEN)
+  await page.fill('#actor', 'Grace')
+  await page.click('#login button[type=submit]')
+  const row = page.locator('tr[data-lock="crm-import"]')
+  await row.waitFor()
+  await page.uncheck('#auto')
+  const before = actions().length
+
+  // Cancel changes nothing.
+  await row.locator('button.release-lock').click()
+  await row.locator('.confirm').waitFor()
+  assert.match(await row.locator('.confirm').textContent(), /Release "crm-import", held by "run 77 \(crashed\)" \(fence /)
+  await page.screenshot({ path: join(shots, '8-release-confirm.png'), fullPage: true })
+  await row.locator('button.confirm-no').click()
+  assert.equal((await call('/v1/lock/get', { name: 'crm-import' })).locked, true)
+  assert.equal(actions().length, before)
+
+  // Confirmed: the lock is free, the other lock untouched, the holder's own release refused.
+  await row.locator('button.release-lock').click()
+  await row.locator('button.confirm-yes').click()
+  await row.locator('.done', { hasText: 'Released "crm-import"' }).waitFor()
+  assert.equal((await call('/v1/lock/get', { name: 'crm-import' })).locked, false)
+  assert.equal((await call('/v1/lock/get', { name: 'invoice-export' })).locked, true)
+  assert.deepEqual(await call('/v1/lock/release', { name: 'crm-import', owner: stuck.owner }), { released: false, reason: 'not_held' })
+  let logged = []
+  for (let i = 0; i < 40 && logged.length === before; i++) {
+    logged = actions()
+    if (logged.length === before) await new Promise((r) => setTimeout(r, 25))
+  }
+  const f = logged.at(-1).fields
+  assert.deepEqual([f.actor, f.route, f.subject, f.status], ['Grace', '/v1/lock/forceRelease', 'name="crm-import"', 200])
+
+  // A lock that changed hands between showing and confirming is left alone, and the page says so.
+  await page.click('#refresh')
+  const row2 = page.locator('tr[data-lock="invoice-export"]')
+  await row2.locator('button.release-lock').click()
+  await call('/v1/lock/release', { name: 'invoice-export', owner: other.owner })
+  const again = await call('/v1/lock/acquire', { name: 'invoice-export', label: 'run 79', timeoutMs: 600000 })
+  await row2.locator('button.confirm-yes').click()
+  await row2.locator('.error', { hasText: 'changed hands' }).waitFor()
+  assert.equal((await call('/v1/lock/get', { name: 'invoice-export' })).fence, again.fence, 'the new grant keeps it')
+  await call('/v1/lock/release', { name: 'invoice-export', owner: again.owner })
+  assert.deepEqual(errors, [])
+  await page.close()
+})
+
 test('the action header is checked: a bad name is refused with a coded error, before anything runs', async () => {
   for (const bad of ['', 'x'.repeat(65), 'a\u0001b']) {
     const res = await fetch(base + '/v1/tracker/unsetItem', {
