@@ -13,6 +13,8 @@ mod batch_run;
 mod catalog;
 mod expiries;
 mod expiry_buckets;
+mod id_slots;
+mod inline_id;
 mod limiter;
 mod lock;
 mod named;
