@@ -9,6 +9,7 @@ use std::hash::BuildHasher;
 
 use hashbrown::HashTable;
 
+use super::chunked::Chunked;
 use super::inline_id::InlineId;
 
 struct Slot<V> {
@@ -17,7 +18,8 @@ struct Slot<V> {
 }
 
 pub struct IdSlots<V> {
-    slots: Vec<Option<Slot<V>>>,
+    /// In chunks: a group of millions of records grows without copying them.
+    slots: Chunked<Option<Slot<V>>>,
     /// The free slots' numbers.
     free: Vec<u32>,
     /// The used slots' numbers, found by their id.
@@ -28,7 +30,7 @@ pub struct IdSlots<V> {
 impl<V> Default for IdSlots<V> {
     fn default() -> Self {
         IdSlots {
-            slots: Vec::new(),
+            slots: Chunked::default(),
             free: Vec::new(),
             table: HashTable::new(),
             hasher: foldhash::fast::RandomState::default(),
@@ -37,7 +39,7 @@ impl<V> Default for IdSlots<V> {
 }
 
 /// The slot of a used slot number (every number the table or a caller holds is one).
-fn used<V>(slots: &[Option<Slot<V>>], n: u32) -> &Slot<V> {
+fn used<V>(slots: &Chunked<Option<Slot<V>>>, n: u32) -> &Slot<V> {
     slots[n as usize].as_ref().expect("a used slot")
 }
 
@@ -46,11 +48,10 @@ impl<V> IdSlots<V> {
         self.table.is_empty()
     }
 
-    /// Room for `n` more values without growing.
+    /// Room in the lookup table for `n` more ids (the slots grow a chunk at a time).
     pub fn reserve(&mut self, n: usize) {
         let (slots, hasher) = (&self.slots, &self.hasher);
         self.table.reserve(n, |&s| hasher.hash_one(used(slots, s).id.as_bytes()));
-        self.slots.reserve(n.saturating_sub(self.free.len()));
     }
 
     /// The slot of `id`.
@@ -70,10 +71,7 @@ impl<V> IdSlots<V> {
                 self.slots[n as usize] = slot;
                 n
             }
-            None => {
-                self.slots.push(slot);
-                (self.slots.len() - 1) as u32
-            }
+            None => self.slots.push(slot) as u32,
         };
         let (slots, hasher) = (&self.slots, &self.hasher);
         self.table.insert_unique(hasher.hash_one(id.as_bytes()), n, |&s| {

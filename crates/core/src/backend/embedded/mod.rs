@@ -11,6 +11,7 @@
 
 mod batch_run;
 mod catalog;
+mod chunked;
 mod expiries;
 mod expiry_buckets;
 mod id_slots;

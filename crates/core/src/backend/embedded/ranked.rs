@@ -2,7 +2,8 @@
 //! position" in O(log n): a treap (a binary search tree kept balanced by random priorities)
 //! whose nodes count their subtree. The embedded store pages `listItems` and counts `queueSize`
 //! with it in O(log n + page), where a `BTreeSet` would have to walk every key below the page.
-//! Nodes live in one vector (freed slots reused), so the set holds no pointers.
+//! Nodes live in one chunked vector (freed slots reused), so the set holds no pointers, and
+//! growing never copies the nodes.
 //!
 //! The order is given by a comparison that each ordering call takes (`*_by`), so keys may be
 //! small handles ordered by what they point at (the tracker's places: a score and a record's
@@ -10,6 +11,8 @@
 //! plain methods pass [`Ord::cmp`].
 
 use std::cmp::Ordering;
+
+use super::chunked::Chunked;
 
 const NIL: u32 = u32::MAX;
 
@@ -24,7 +27,7 @@ struct Node<K> {
 }
 
 pub struct RankedSet<K> {
-    nodes: Vec<Node<K>>,
+    nodes: Chunked<Node<K>>,
     free: Vec<u32>,
     root: u32,
     seed: u64,
@@ -32,7 +35,7 @@ pub struct RankedSet<K> {
 
 impl<K> Default for RankedSet<K> {
     fn default() -> Self {
-        RankedSet { nodes: Vec::new(), free: Vec::new(), root: NIL, seed: 0x9E37_79B9_7F4A_7C15 }
+        RankedSet { nodes: Chunked::default(), free: Vec::new(), root: NIL, seed: 0x9E37_79B9_7F4A_7C15 }
     }
 }
 
@@ -72,10 +75,7 @@ impl<K: Default> RankedSet<K> {
                 self.nodes[i as usize] = node;
                 i
             }
-            None => {
-                self.nodes.push(node);
-                (self.nodes.len() - 1) as u32
-            }
+            None => self.nodes.push(node) as u32,
         }
     }
 
@@ -87,7 +87,7 @@ impl<K: Default> RankedSet<K> {
         let k = std::mem::take(&mut node.key);
         if self.root == NIL {
             // Give the memory back once empty.
-            self.nodes = Vec::new();
+            self.nodes = Chunked::default();
             self.free = Vec::new();
         } else {
             self.free.push(t);
@@ -227,7 +227,6 @@ impl<K: Default> RankedSet<K> {
             return;
         }
         let (l, r) = self.split(self.root, &|s: &Self, x| cmp(s.key(x), first).is_lt());
-        self.nodes.reserve(keys.len().saturating_sub(self.free.len()));
         // A Cartesian tree over the sorted keys: the stack holds the right spine; a node pops
         // the lower-priority nodes above it (its left subtree, complete, so sized on the way).
         let mut spine: Vec<u32> = Vec::new();
