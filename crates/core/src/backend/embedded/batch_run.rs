@@ -6,11 +6,10 @@
 //! removing one is O(1): the bucket's last id is swapped into its place, at the position its
 //! record keeps (like [`super::expiry_buckets::ExpiryBuckets`]).
 //!
-//! A record keeps its position after the run was merged; [`BatchRun::holds`] tells a current
-//! position from such a stale one by the id's allocation, which every index shares with the
-//! record (an `ArcStr`: a reference-counted string behind one thin pointer), so merging needs no visit of the records.
-
-use arcstr::ArcStr;
+//! A place is its record's slot (the group's records are addressed by slot). A record keeps its
+//! position after the run was merged; [`BatchRun::holds`] tells a current position from such a
+//! stale one by the slot found there (a slot is in the run at most once, and the record in it
+//! keeps its current position), so merging needs no visit of the records.
 
 /// The position of a record whose place is not in a run.
 pub const NO_RUN: u32 = u32::MAX;
@@ -18,7 +17,7 @@ pub const NO_RUN: u32 = u32::MAX;
 #[derive(Default)]
 pub struct BatchRun {
     score: i64,
-    ids: Vec<ArcStr>,
+    slots: Vec<u32>,
 }
 
 impl BatchRun {
@@ -28,45 +27,45 @@ impl BatchRun {
 
     #[cfg(test)]
     pub fn len(&self) -> usize {
-        self.ids.len()
+        self.slots.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.ids.is_empty()
+        self.slots.is_empty()
     }
 
     /// Starts the next run, for places at `score` (the current one must have been taken).
     pub fn open(&mut self, score: i64) {
-        debug_assert!(self.ids.is_empty(), "a run is taken before the next one opens");
+        debug_assert!(self.slots.is_empty(), "a run is taken before the next one opens");
         self.score = score;
     }
 
-    /// Adds the place (score, `id`) and returns its position, which its record keeps.
-    pub fn push(&mut self, id: ArcStr) -> u32 {
-        self.ids.push(id);
-        (self.ids.len() - 1) as u32
+    /// Adds the place (score, `slot`) and returns its position, which its record keeps.
+    pub fn push(&mut self, slot: u32) -> u32 {
+        self.slots.push(slot);
+        (self.slots.len() - 1) as u32
     }
 
-    /// Whether the place of `id` is in the run at position `at` (false for a position kept from
-    /// an earlier run).
-    pub fn holds(&self, at: u32, id: &ArcStr) -> bool {
-        self.ids.get(at as usize).is_some_and(|x| ArcStr::ptr_eq(x, id))
+    /// Whether the place of `slot` is in the run at position `at` (false for a position kept
+    /// from an earlier run).
+    pub fn holds(&self, at: u32, slot: u32) -> bool {
+        self.slots.get(at as usize) == Some(&slot)
     }
 
-    /// Removes the place at position `at`. Returns the id that moved into `at` (its record must
-    /// keep `at` from now on), if any.
-    pub fn remove(&mut self, at: u32) -> Option<&ArcStr> {
-        self.ids.swap_remove(at as usize);
-        if self.ids.len() <= self.ids.capacity() / 4 {
+    /// Removes the place at position `at`. Returns the slot that moved into `at` (its record
+    /// must keep `at` from now on), if any.
+    pub fn remove(&mut self, at: u32) -> Option<u32> {
+        self.slots.swap_remove(at as usize);
+        if self.slots.len() <= self.slots.capacity() / 4 {
             // Give the memory back, amortized like the growth.
-            self.ids.shrink_to(self.ids.len() * 2);
+            self.slots.shrink_to(self.slots.len() * 2);
         }
-        self.ids.get(at as usize)
+        self.slots.get(at as usize).copied()
     }
 
     /// Takes every place of the run, in no order.
-    pub fn take(&mut self) -> impl Iterator<Item = (i64, ArcStr)> {
+    pub fn take(&mut self) -> impl Iterator<Item = (i64, u32)> {
         let score = self.score;
-        std::mem::take(&mut self.ids).into_iter().map(move |id| (score, id))
+        std::mem::take(&mut self.slots).into_iter().map(move |slot| (score, slot))
     }
 }

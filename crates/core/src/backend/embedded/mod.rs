@@ -11,8 +11,11 @@
 
 mod batch_run;
 mod catalog;
+mod chunked;
 mod expiries;
 mod expiry_buckets;
+mod id_slots;
+mod inline_id;
 mod limiter;
 mod lock;
 mod named;

@@ -1,13 +1,12 @@
 //! Sorting a call's new status-index places (a score and an id) into the index's order, before
-//! they are joined to the index in one pass (see [`super::ranked::RankedSet::extend_sorted`]).
+//! they are joined to the index in one pass (see [`super::ranked::RankedSet::extend_sorted_by`]).
 //!
-//! A claim batch brings thousands of places that share their score, with ids that often share a
-//! prefix (`item-00123`, `item-00124`, …): a comparison sort would compare strings through a
-//! pointer each time. Each place gets an integer key instead (its score, and the 8 bytes of its
+//! A place names its record by its slot; the id is read through `id`. A claim batch brings
+//! thousands of places that share their score, with ids that often share a prefix
+//! (`item-00123`, `item-00124`, …): a comparison sort would compare strings through a pointer
+//! each time. Each place gets an integer key instead (its score, and the 8 bytes of its
 //! id that follow the prefix all ids of the run share), the keys are radix sorted on the bytes
 //! in which they differ, and ids are compared in full only where two keys are equal.
-
-use arcstr::ArcStr;
 
 /// Runs shorter than this are sorted by comparison (the radix passes' fixed cost would dominate).
 const RADIX_FROM: usize = 64;
@@ -23,26 +22,26 @@ struct Key {
     at: u32,
 }
 
-/// Sorts `run` by score, then id: the order of `(i64, ArcStr)`.
-pub fn sort_places(run: &mut [(i64, ArcStr)]) {
+/// Sorts `run` by score, then by the id (its bytes) that `id` gives for the place's slot.
+pub fn sort_places<'a>(run: &mut [(i64, u32)], id: impl Fn(u32) -> &'a [u8]) {
     if run.len() < RADIX_FROM {
-        run.sort_unstable();
+        run.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| id(a.1).cmp(id(b.1))));
         return;
     }
-    let skip = shared_prefix(run);
+    let skip = shared_prefix(run, &id);
     let mut keys: Vec<Key> = run
         .iter()
         .enumerate()
-        .map(|(i, (s, id))| Key {
+        .map(|(i, (s, slot))| Key {
             score: (*s as u64) ^ (1 << 63),
-            head: head(&id.as_bytes()[skip..]),
+            head: head(&id(*slot)[skip..]),
             at: i as u32,
         })
         .collect();
     radix_sort(&mut keys);
     for ties in keys.chunk_by_mut(|a, b| a.score == b.score && a.head == b.head) {
         if ties.len() > 1 {
-            ties.sort_unstable_by(|a, b| run[a.at as usize].1.cmp(&run[b.at as usize].1));
+            ties.sort_unstable_by(|a, b| id(run[a.at as usize].1).cmp(id(run[b.at as usize].1)));
         }
     }
     // Puts the place of `keys[i].at` at `i`, following each cycle of the permutation (the
@@ -59,11 +58,11 @@ pub fn sort_places(run: &mut [(i64, ArcStr)]) {
 
 /// How many leading bytes every id of `run` shares (counted in bytes: a shared prefix may end
 /// inside a character, which the byte order does not mind).
-fn shared_prefix(run: &[(i64, ArcStr)]) -> usize {
-    let first = run[0].1.as_bytes();
+fn shared_prefix<'a>(run: &[(i64, u32)], id: &impl Fn(u32) -> &'a [u8]) -> usize {
+    let first = id(run[0].1);
     let mut len = first.len();
-    for (_, id) in &run[1..] {
-        let id = id.as_bytes();
+    for &(_, slot) in &run[1..] {
+        let id = id(slot);
         if !id.starts_with(&first[..len]) {
             len = first[..len].iter().zip(id).take_while(|(a, b)| a == b).count();
             if len == 0 {
@@ -123,13 +122,18 @@ fn radix_sort(keys: &mut Vec<Key>) {
 #[cfg(test)]
 mod tests {
     use super::{sort_places, RADIX_FROM};
-    use arcstr::ArcStr;
 
-    fn check(mut run: Vec<(i64, ArcStr)>) {
-        let mut want = run.clone();
+    /// Places of the ids given (each place's slot is its id's position in the list), sorted,
+    /// against a full comparison of (score, id).
+    fn check(places: Vec<(i64, String)>) {
+        let ids: Vec<&str> = places.iter().map(|(_, id)| id.as_str()).collect();
+        let mut run: Vec<(i64, u32)> = places.iter().enumerate().map(|(i, (s, _))| (*s, i as u32)).collect();
+        sort_places(&mut run, |slot| ids[slot as usize].as_bytes());
+        let mut want = places.clone();
         want.sort();
-        sort_places(&mut run);
-        assert_eq!(run, want);
+        let got: Vec<(i64, String)> =
+            run.iter().map(|&(s, slot)| (s, ids[slot as usize].to_string())).collect();
+        assert_eq!(got, want);
     }
 
     /// The radix sort orders places exactly like comparing them in full: long ids that share
@@ -151,10 +155,10 @@ mod tests {
             "item-00000000000001",
             "item-00000000000000",
         ];
-        let mut run: Vec<(i64, ArcStr)> = Vec::new();
+        let mut run: Vec<(i64, String)> = Vec::new();
         for (i, id) in ids.iter().enumerate() {
-            run.push(([-3, 0, 5, i64::MAX, i64::MIN][i % 5], ArcStr::from(*id)));
-            run.push((5, ArcStr::from(*id)));
+            run.push(([-3, 0, 5, i64::MAX, i64::MIN][i % 5], id.to_string()));
+            run.push((5, id.to_string()));
         }
         check(run.clone());
         // The same at radix sizes: copies of the places, some with more scores.
@@ -171,11 +175,11 @@ mod tests {
         for _ in 0..200 {
             let prefix = "p".repeat(rnd(12) as usize);
             let (n, scores) = (1 + rnd(400), 1 + rnd(3));
-            let run: Vec<(i64, ArcStr)> = (0..n)
+            let run: Vec<(i64, String)> = (0..n)
                 .map(|_| {
                     let len = rnd(14) as usize;
                     let tail: String = (0..len).map(|_| (b'0' + rnd(3) as u8) as char).collect();
-                    (1_000 + rnd(scores) as i64 * 256, ArcStr::from(format!("{prefix}{tail}")))
+                    (1_000 + rnd(scores) as i64 * 256, format!("{prefix}{tail}"))
                 })
                 .collect();
             check(run);

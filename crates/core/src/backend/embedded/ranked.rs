@@ -2,13 +2,23 @@
 //! position" in O(log n): a treap (a binary search tree kept balanced by random priorities)
 //! whose nodes count their subtree. The embedded store pages `listItems` and counts `queueSize`
 //! with it in O(log n + page), where a `BTreeSet` would have to walk every key below the page.
-//! Nodes live in one vector (freed slots reused), so the set holds no pointers.
+//! Nodes live in one chunked vector (freed slots reused), so the set holds no pointers, and
+//! growing never copies the nodes.
+//!
+//! The order is given by a comparison that each ordering call takes (`*_by`), so keys may be
+//! small handles ordered by what they point at (the tracker's places: a score and a record's
+//! slot, ordered by the score and then the record's id); for keys ordered by themselves the
+//! plain methods pass [`Ord::cmp`].
+
+use std::cmp::Ordering;
+
+use super::chunked::Chunked;
 
 const NIL: u32 = u32::MAX;
 
 struct Node<K> {
-    /// None only in a freed slot.
-    key: Option<K>,
+    /// The default value in a freed slot.
+    key: K,
     /// 32 bits: enough for the shape, and a node of a tracker index fits 32 bytes.
     prio: u32,
     left: u32,
@@ -17,19 +27,19 @@ struct Node<K> {
 }
 
 pub struct RankedSet<K> {
-    nodes: Vec<Node<K>>,
+    nodes: Chunked<Node<K>>,
     free: Vec<u32>,
     root: u32,
     seed: u64,
 }
 
-impl<K: Ord> Default for RankedSet<K> {
+impl<K> Default for RankedSet<K> {
     fn default() -> Self {
-        RankedSet { nodes: Vec::new(), free: Vec::new(), root: NIL, seed: 0x9E37_79B9_7F4A_7C15 }
+        RankedSet { nodes: Chunked::default(), free: Vec::new(), root: NIL, seed: 0x9E37_79B9_7F4A_7C15 }
     }
 }
 
-impl<K: Ord> RankedSet<K> {
+impl<K: Default> RankedSet<K> {
     pub fn len(&self) -> usize {
         self.size(self.root) as usize
     }
@@ -47,7 +57,7 @@ impl<K: Ord> RankedSet<K> {
     }
 
     fn key(&self, t: u32) -> &K {
-        self.nodes[t as usize].key.as_ref().expect("a node in the tree holds a key")
+        &self.nodes[t as usize].key
     }
 
     fn fix(&mut self, t: u32) {
@@ -59,28 +69,25 @@ impl<K: Ord> RankedSet<K> {
     /// A node for `key`, outside the tree.
     fn alloc(&mut self, key: K) -> u32 {
         let prio = self.next_prio();
-        let node = Node { key: Some(key), prio, left: NIL, right: NIL, size: 1 };
+        let node = Node { key, prio, left: NIL, right: NIL, size: 1 };
         match self.free.pop() {
             Some(i) => {
                 self.nodes[i as usize] = node;
                 i
             }
-            None => {
-                self.nodes.push(node);
-                (self.nodes.len() - 1) as u32
-            }
+            None => self.nodes.push(node) as u32,
         }
     }
 
     /// Frees the slot of `t` (already out of the tree) and returns its key.
-    fn release(&mut self, t: u32) -> Option<K> {
+    fn release(&mut self, t: u32) -> K {
         let node = &mut self.nodes[t as usize];
         node.left = NIL;
         node.right = NIL;
-        let k = node.key.take();
+        let k = std::mem::take(&mut node.key);
         if self.root == NIL {
             // Give the memory back once empty.
-            self.nodes = Vec::new();
+            self.nodes = Chunked::default();
             self.free = Vec::new();
         } else {
             self.free.push(t);
@@ -136,21 +143,21 @@ impl<K: Ord> RankedSet<K> {
     }
 
     /// Whether `key` is in the subtree `t`.
-    fn holds(&self, mut t: u32, key: &K) -> bool {
+    fn holds(&self, mut t: u32, key: &K, cmp: &impl Fn(&K, &K) -> Ordering) -> bool {
         while t != NIL {
-            match key.cmp(self.key(t)) {
-                std::cmp::Ordering::Less => t = self.nodes[t as usize].left,
-                std::cmp::Ordering::Greater => t = self.nodes[t as usize].right,
-                std::cmp::Ordering::Equal => return true,
+            match cmp(key, self.key(t)) {
+                Ordering::Less => t = self.nodes[t as usize].left,
+                Ordering::Greater => t = self.nodes[t as usize].right,
+                Ordering::Equal => return true,
             }
         }
         false
     }
 
-    /// Adds `key`; false (and nothing changed) when it is there already.
-    pub fn insert(&mut self, key: K) -> bool {
+    /// Adds `key` (ordered by `cmp`); false (and nothing changed) when it is there already.
+    pub fn insert_by(&mut self, key: K, cmp: &impl Fn(&K, &K) -> Ordering) -> bool {
         let at = self.alloc(key);
-        match self.insert_node(self.root, at) {
+        match self.insert_node(self.root, at, cmp) {
             Some(root) => {
                 self.root = root;
                 true
@@ -166,28 +173,28 @@ impl<K: Ord> RankedSet<K> {
     /// changed, when the key is there already). The node goes down only as far as its priority
     /// allows, where it takes the split subtree as children: no split or merge of the whole
     /// tree, and only the sizes on the way down change.
-    fn insert_node(&mut self, t: u32, at: u32) -> Option<u32> {
+    fn insert_node(&mut self, t: u32, at: u32, cmp: &impl Fn(&K, &K) -> Ordering) -> Option<u32> {
         if t == NIL {
             return Some(at);
         }
         if self.nodes[at as usize].prio > self.nodes[t as usize].prio {
-            if self.holds(t, self.key(at)) {
+            if self.holds(t, self.key(at), cmp) {
                 return None;
             }
-            let (l, r) = self.split(t, &|s: &Self, x| s.key(x) < s.key(at));
+            let (l, r) = self.split(t, &|s: &Self, x| cmp(s.key(x), s.key(at)).is_lt());
             let node = &mut self.nodes[at as usize];
             node.left = l;
             node.right = r;
             self.fix(at);
             return Some(at);
         }
-        let left = match self.key(at).cmp(self.key(t)) {
-            std::cmp::Ordering::Less => true,
-            std::cmp::Ordering::Greater => false,
-            std::cmp::Ordering::Equal => return None,
+        let left = match cmp(self.key(at), self.key(t)) {
+            Ordering::Less => true,
+            Ordering::Greater => false,
+            Ordering::Equal => return None,
         };
         let n = &self.nodes[t as usize];
-        let c = self.insert_node(if left { n.left } else { n.right }, at)?;
+        let c = self.insert_node(if left { n.left } else { n.right }, at, cmp)?;
         let n = &mut self.nodes[t as usize];
         if left {
             n.left = c;
@@ -202,20 +209,24 @@ impl<K: Ord> RankedSet<K> {
     /// no key of the set falls between the first and the last of them (a batch of fresh keys,
     /// the usual case), they are built into a treap in one linear pass and joined at their
     /// place: O(k + log n) instead of k inserts of O(log n) each.
-    pub fn extend_sorted(&mut self, keys: Vec<K>) {
+    pub fn extend_sorted_by(&mut self, keys: Vec<K>, cmp: &impl Fn(&K, &K) -> Ordering) {
         let (Some(first), Some(last)) = (keys.first(), keys.last()) else {
             return;
         };
-        debug_assert!(keys.windows(2).all(|w| w[0] < w[1]), "keys in strictly increasing order");
+        debug_assert!(
+            keys.windows(2).all(|w| cmp(&w[0], &w[1]).is_lt()),
+            "keys in strictly increasing order"
+        );
         // A few keys go in one by one: cheaper than the two walks, the split and the merges.
-        if keys.len() < 4 || self.count_while(|k| k < first) != self.count_while(|k| k <= last) {
+        if keys.len() < 4
+            || self.count_while(|k| cmp(k, first).is_lt()) != self.count_while(|k| cmp(k, last).is_le())
+        {
             for k in keys {
-                self.insert(k);
+                self.insert_by(k, cmp);
             }
             return;
         }
-        let (l, r) = self.split(self.root, &|s: &Self, x| s.key(x) < first);
-        self.nodes.reserve(keys.len().saturating_sub(self.free.len()));
+        let (l, r) = self.split(self.root, &|s: &Self, x| cmp(s.key(x), first).is_lt());
         // A Cartesian tree over the sorted keys: the stack holds the right spine; a node pops
         // the lower-priority nodes above it (its left subtree, complete, so sized on the way).
         let mut spine: Vec<u32> = Vec::new();
@@ -244,9 +255,9 @@ impl<K: Ord> RankedSet<K> {
         self.root = self.merge(l, r);
     }
 
-    /// Removes `key`; false when it was not there.
-    pub fn remove(&mut self, key: &K) -> bool {
-        match self.delete(self.root, key) {
+    /// Removes `key` (ordered by `cmp`); false when it was not there.
+    pub fn remove_by(&mut self, key: &K, cmp: &impl Fn(&K, &K) -> Ordering) -> bool {
+        match self.delete(self.root, key, cmp) {
             Some((root, gone)) => {
                 self.root = root;
                 self.release(gone);
@@ -258,17 +269,17 @@ impl<K: Ord> RankedSet<K> {
 
     /// Takes the node of `key` out of the subtree `t` (its children merged in its place):
     /// the subtree's new root and the node taken, or None when the key is not there.
-    fn delete(&mut self, t: u32, key: &K) -> Option<(u32, u32)> {
+    fn delete(&mut self, t: u32, key: &K, cmp: &impl Fn(&K, &K) -> Ordering) -> Option<(u32, u32)> {
         if t == NIL {
             return None;
         }
         let n = &self.nodes[t as usize];
-        let (left, child) = match key.cmp(self.key(t)) {
-            std::cmp::Ordering::Less => (true, n.left),
-            std::cmp::Ordering::Greater => (false, n.right),
-            std::cmp::Ordering::Equal => return Some((self.merge(n.left, n.right), t)),
+        let (left, child) = match cmp(key, self.key(t)) {
+            Ordering::Less => (true, n.left),
+            Ordering::Greater => (false, n.right),
+            Ordering::Equal => return Some((self.merge(n.left, n.right), t)),
         };
-        let (c, gone) = self.delete(child, key)?;
+        let (c, gone) = self.delete(child, key, cmp)?;
         let n = &mut self.nodes[t as usize];
         if left {
             n.left = c;
@@ -298,7 +309,7 @@ impl<K: Ord> RankedSet<K> {
         }
         let (root, gone) = self.delete_first(self.root);
         self.root = root;
-        self.release(gone)
+        Some(self.release(gone))
     }
 
     /// Takes the first node out of the non-empty subtree `t`: the new root and the node.
@@ -339,11 +350,6 @@ impl<K: Ord> RankedSet<K> {
         self.walk(|k, _| before(k), |_| {})
     }
 
-    /// How many keys are before `key` (strictly less).
-    pub fn count_below(&self, key: &K) -> usize {
-        self.count_while(|k| k < key)
-    }
-
     /// The keys in order from position `rank` on: O(log n) to start, O(1) amortized per key.
     pub fn iter_from(&self, rank: usize) -> Iter<'_, K> {
         let mut stack = Vec::new();
@@ -356,12 +362,30 @@ impl<K: Ord> RankedSet<K> {
     }
 }
 
+/// The same for keys ordered by themselves.
+impl<K: Ord + Default> RankedSet<K> {
+    /// Adds `key`; false (and nothing changed) when it is there already.
+    pub fn insert(&mut self, key: K) -> bool {
+        self.insert_by(key, &K::cmp)
+    }
+
+    /// Removes `key`; false when it was not there.
+    pub fn remove(&mut self, key: &K) -> bool {
+        self.remove_by(key, &K::cmp)
+    }
+
+    /// How many keys are before `key` (strictly less).
+    pub fn count_below(&self, key: &K) -> usize {
+        self.count_while(|k| k < key)
+    }
+}
+
 pub struct Iter<'a, K> {
     set: &'a RankedSet<K>,
     stack: Vec<u32>,
 }
 
-impl<'a, K: Ord> Iterator for Iter<'a, K> {
+impl<'a, K: Default> Iterator for Iter<'a, K> {
     type Item = &'a K;
 
     fn next(&mut self) -> Option<&'a K> {
@@ -398,7 +422,7 @@ mod tests {
                     let (from, n) = (rnd(20), rnd(12));
                     let mut run: Vec<_> = (from..from + n).map(|i| (score, format!("k{i}"))).collect();
                     run.sort();
-                    a.extend_sorted(run.clone());
+                    a.extend_sorted_by(run.clone(), &Ord::cmp);
                     b.extend(run);
                 }
                 _ => {

@@ -1,11 +1,11 @@
 //! A group's records and their indexes: the expiry buckets, the status indexes in `listItems`
 //! order, and the batch run of the latest claim batch, kept in step with every change.
 
-use arcstr::ArcStr;
-use std::collections::HashMap;
+use std::cmp::Ordering;
 
 use crate::backend::embedded::batch_run::{BatchRun, NO_RUN};
 use crate::backend::embedded::expiry_buckets::ExpiryBuckets;
+use crate::backend::embedded::id_slots::IdSlots;
 use crate::backend::embedded::place_order::sort_places;
 use crate::backend::embedded::ranked::RankedSet;
 use crate::rules::tracker::status;
@@ -14,12 +14,9 @@ use crate::tracker::{ItemStatus, Record};
 
 use super::compact::Compact;
 
-/// Hash maps keyed by caller-given names: foldhash, seeded at random per process (fast, and no
-/// predictable collisions for ids that come from outside).
-pub(super) type Map<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
-
-/// An item id, shared by a group's record map and its indexes: one allocation per id.
-pub(super) type Id = ArcStr;
+/// A place in a status index: its score and its record's slot in [`Group::items`], ordered by
+/// the score and then the record's id ([`order`]).
+pub(super) type Place = (i64, u32);
 
 pub(super) struct Entry {
     pub(super) rec: Compact,
@@ -29,18 +26,22 @@ pub(super) struct Entry {
     pub(super) run_at: u32,
 }
 
+/// The records of a group, by id, each in a slot whose number the indexes hold.
+pub(super) type Records = IdSlots<Entry>;
+
 #[derive(Default)]
 pub(super) struct Group {
-    pub(super) items: Map<Id, Entry>,
-    /// Every record's expiry, to forget expired records without scanning.
-    pub(super) expiry: ExpiryBuckets<Id>,
+    pub(super) items: Records,
+    /// Every record's slot by expiry, to forget expired records without scanning.
+    pub(super) expiry: ExpiryBuckets<u32>,
     /// Per status, in `listItems` order: in progress by lease end, completed and failed by
-    /// expiry, each ranked so a page or a count costs O(log n + page).
-    pub(super) by_status: [RankedSet<(i64, Id)>; 3],
+    /// expiry, each ranked so a page or a count costs O(log n + page). A record's place leaves
+    /// its index before its slot is freed (the order reads the slot's id).
+    pub(super) by_status: [RankedSet<Place>; 3],
     /// Places in `by_status` not inserted yet: a call collects its records' new places and
     /// inserts them at its end, sorted, a claim batch's ids in one pass ([`Group::flush`]).
     /// Empty between calls.
-    pub(super) pending: [Vec<(i64, Id)>; 3],
+    pub(super) pending: [Vec<Place>; 3],
     /// In-progress places of the latest claim batch, not in `by_status[0]` yet: joined to it when
     /// a page is listed or the next batch opens its run ([`Group::merge_run`]).
     pub(super) run: BatchRun,
@@ -50,8 +51,14 @@ pub(super) struct Group {
     pub(super) ring_at: usize,
 }
 
-/// A record's status index and its position there.
-pub(super) fn slot(r: &Compact) -> Option<(usize, i64)> {
+/// The order of the status indexes: by score, then by the records' ids (as Redis orders a
+/// sorted set's members of one score).
+pub(super) fn order(items: &Records) -> impl Fn(&Place, &Place) -> Ordering + '_ {
+    |a, b| a.0.cmp(&b.0).then_with(|| items.id_bytes(a.1).cmp(items.id_bytes(b.1)))
+}
+
+/// A record's status index and its score there.
+pub(super) fn place_of(r: &Compact) -> Option<(usize, i64)> {
     match r.status() {
         "in_progress" => Some((0, r.lease_end())),
         "completed" => Some((1, r.x)),
@@ -66,45 +73,45 @@ impl Group {
     /// at least twice what they write, so expired records cannot pile up in a group in use). A
     /// record left for a later call already counts as absent.
     pub(super) fn purge(&mut self, now: i64, max: usize) {
-        for id in self.expiry.due(now, max) {
-            if let Some(old) = self.items.remove(&id) {
-                self.unindex(&old, id);
-            }
+        for n in self.expiry.due(now, max) {
+            self.unindex(n);
+            self.items.remove(n);
         }
     }
 
-    fn unindex(&mut self, e: &Entry, id: Id) {
-        if let Some((k, at)) = slot(&e.rec) {
-            self.unplace(k, (at, id), e.run_at);
+    /// Takes the place of the record in slot `n` out of its status index.
+    fn unindex(&mut self, n: u32) {
+        let e = self.items.get(n);
+        if let Some((k, at)) = place_of(&e.rec) {
+            self.unplace(k, (at, n), e.run_at);
         }
     }
 
     /// Takes a record's place out of status index `k`: out of `run` when it is there (at
     /// `run_at`), else out of the ranked index (out of `pending` when not inserted yet: pending
     /// places go in first, so a call that changes one record many times stays linear).
-    fn unplace(&mut self, k: usize, place: (i64, Id), run_at: u32) {
-        if k == 0 && self.run.holds(run_at, &place.1) {
+    fn unplace(&mut self, k: usize, place: Place, run_at: u32) {
+        if k == 0 && self.run.holds(run_at, place.1) {
             if let Some(moved) = self.run.remove(run_at) {
-                if let Some(m) = self.items.get_mut(moved) {
-                    m.run_at = run_at;
-                }
+                self.items.get_mut(moved).run_at = run_at;
             }
             return;
         }
-        if !self.by_status[k].remove(&place) {
+        if !self.by_status[k].remove_by(&place, &order(&self.items)) {
             self.flush();
-            self.by_status[k].remove(&place);
+            self.by_status[k].remove_by(&place, &order(&self.items));
         }
     }
 
     /// Inserts the pending places, each index's sorted run at once (see
-    /// [`RankedSet::extend_sorted`]).
+    /// [`RankedSet::extend_sorted_by`]).
     pub(super) fn flush(&mut self) {
+        let items = &self.items;
         for (set, pending) in self.by_status.iter_mut().zip(&mut self.pending) {
             if !pending.is_empty() {
                 let mut run = std::mem::take(pending);
-                sort_places(&mut run);
-                set.extend_sorted(run);
+                sort_places(&mut run, |n| items.id_bytes(n));
+                set.extend_sorted_by(run, &order(items));
             }
         }
     }
@@ -127,59 +134,56 @@ impl Group {
 
     /// Puts a new place: into the run during a claim batch (returns its position there), else
     /// into `pending`.
-    fn place(&mut self, k: usize, s: i64, key: Id) -> u32 {
+    fn place(&mut self, k: usize, s: i64, n: u32) -> u32 {
         if self.batching && k == 0 && s == self.run.score() {
-            return self.run.push(key);
+            return self.run.push(n);
         }
-        self.pending[k].push((s, key));
+        self.pending[k].push((s, n));
         NO_RUN
     }
 
     /// Takes a record out of its expiry bucket (time `x`, position `at`).
     fn unexpire(&mut self, x: i64, at: u32) {
-        if let Some(moved) = self.expiry.remove(x, at) {
-            if let Some(e) = self.items.get_mut(moved) {
-                e.at = at;
-            }
+        if let Some(&moved) = self.expiry.remove(x, at) {
+            self.items.get_mut(moved).at = at;
         }
     }
 
     /// The record of `id`, read back (kept or not).
     pub(super) fn get(&self, id: &str) -> Option<Record> {
-        self.items.get(id).map(|e| e.rec.record())
+        self.items.find(id).map(|n| self.items.get(n).rec.record())
     }
 
     /// Changes the record of `id` in place (a fresh one when there is none) and keeps the
     /// indexes in step: the expiry index at once, the status index through `pending`.
     pub(super) fn change(&mut self, id: &str, now: i64, change: impl FnOnce(&mut Record)) {
-        let Some((key, e)) = self.items.get_key_value(id) else {
+        let Some(n) = self.items.find(id) else {
             return self.add(id, now, change);
         };
-        let key = key.clone();
-        let (old_x, old_at, old_slot) = (e.rec.x, e.at, slot(&e.rec));
-        let e = self.items.get_mut(id).expect("found above");
+        let e = self.items.get_mut(n);
+        let (old_x, old_at, old_place) = (e.rec.x, e.at, place_of(&e.rec));
         let mut rec = e.rec.record();
         change(&mut rec);
         e.rec = Compact::new(&rec);
-        let (new_x, new_slot) = (e.rec.x, slot(&e.rec));
+        let (new_x, new_place) = (e.rec.x, place_of(&e.rec));
         let old_run_at = e.run_at;
-        if old_slot != new_slot {
+        if old_place != new_place {
             e.run_at = NO_RUN;
         }
         if new_x != old_x {
-            e.at = self.expiry.add(new_x, key.clone());
+            e.at = self.expiry.add(new_x, n);
             self.unexpire(old_x, old_at);
         }
-        if old_slot == new_slot {
+        if old_place == new_place {
             return;
         }
-        if let Some((k, s)) = old_slot {
-            self.unplace(k, (s, key.clone()), old_run_at);
+        if let Some((k, s)) = old_place {
+            self.unplace(k, (s, n), old_run_at);
         }
-        if let Some((k, s)) = new_slot {
-            let run_at = self.place(k, s, key.clone());
+        if let Some((k, s)) = new_place {
+            let run_at = self.place(k, s, n);
             if run_at != NO_RUN {
-                self.items.get_mut(&key).expect("changed above").run_at = run_at;
+                self.items.get_mut(n).run_at = run_at;
             }
         }
     }
@@ -189,22 +193,25 @@ impl Group {
         let mut rec = fresh(now);
         change(&mut rec);
         let rec = Compact::new(&rec);
-        let key: Id = ArcStr::from(id);
-        let at = self.expiry.add(rec.x, key.clone());
-        let run_at = match slot(&rec) {
-            Some((k, s)) => self.place(k, s, key.clone()),
+        let (x, place) = (rec.x, place_of(&rec));
+        let n = self.items.insert(id, Entry { rec, at: 0, run_at: NO_RUN });
+        let at = self.expiry.add(x, n);
+        let run_at = match place {
+            Some((k, s)) => self.place(k, s, n),
             None => NO_RUN,
         };
-        self.items.insert(key, Entry { rec, at, run_at });
+        let e = self.items.get_mut(n);
+        (e.at, e.run_at) = (at, run_at);
     }
 
     /// The status and attempts of the kept record of `id`, after forgetting it when it expired
     /// and a purge slice has not reached it yet (one lookup when it is kept or absent).
     pub(super) fn live(&mut self, id: &str, now: i64) -> Option<(ItemStatus, u32)> {
-        let (x, status, a) =
-            self.items.get(id).map(|e| (e.rec.x, status(e.rec.status(), e.rec.lease_end(), now), e.rec.a))?;
+        let n = self.items.find(id)?;
+        let e = &self.items.get(n).rec;
+        let (x, status, a) = (e.x, status(e.status(), e.lease_end(), now), e.a);
         if !kept(x, now) {
-            self.remove(id);
+            self.remove_slot(n);
             return None;
         }
         Some((status, a))
@@ -217,9 +224,15 @@ impl Group {
     }
 
     pub(super) fn remove(&mut self, id: &str) -> Option<Record> {
-        let (key, old) = self.items.remove_entry(id)?;
-        self.unexpire(old.rec.x, old.at);
-        self.unindex(&old, key);
-        Some(old.rec.record())
+        let n = self.items.find(id)?;
+        Some(self.remove_slot(n))
+    }
+
+    /// Forgets the record in slot `n`: out of its indexes first, then out of its slot.
+    fn remove_slot(&mut self, n: u32) -> Record {
+        let e = self.items.get(n);
+        self.unexpire(e.rec.x, e.at);
+        self.unindex(n);
+        self.items.remove(n).rec.record()
     }
 }

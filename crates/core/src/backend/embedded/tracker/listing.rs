@@ -1,6 +1,6 @@
 //! Reading a group: items by id, and pages of `listItems` with their counts.
 
-use super::group::{Group, Id};
+use super::group::{Group, Place};
 use super::TrackerTable;
 use crate::backend::embedded::expiries::SLICE;
 use crate::backend::embedded::now_ms;
@@ -9,7 +9,7 @@ use crate::rules::tracker::kept;
 use crate::tracker::{Counts, ItemList, ItemState, ListFilter, ListQuery};
 
 /// How many keys of `set` have a score up to `t`.
-fn up_to(set: &RankedSet<(i64, Id)>, t: i64) -> usize {
+fn up_to(set: &RankedSet<Place>, t: i64) -> usize {
     set.count_while(|(at, _)| *at <= t)
 }
 
@@ -52,9 +52,10 @@ impl Group {
                 continue;
             }
             let n = want.min(count - skip);
-            for (_, id) in set.iter_from(first + skip as usize).take(n as usize) {
-                if let Some(r) = self.get(id).filter(|r| kept(r.x, now)) {
-                    items.push(r.to_state(id, now));
+            for &(_, slot) in set.iter_from(first + skip as usize).take(n as usize) {
+                let r = self.items.get(slot).rec.record();
+                if kept(r.x, now) {
+                    items.push(r.to_state(self.items.id(slot), now));
                 }
             }
             want -= n;

@@ -1,4 +1,4 @@
-use super::group::slot;
+use super::group::{order, place_of};
 use super::{TrackerTable, SWEEP_EVERY};
 use crate::backend::embedded::expiries::SLICE;
 use crate::backend::embedded::now_ms;
@@ -16,13 +16,15 @@ fn check_indexes(t: &TrackerTable) {
         assert!(!g.batching);
         assert_eq!(g.items.len(), g.expiry.len());
         assert_eq!(g.items.len(), g.run.len() + g.by_status.iter().map(|s| s.len()).sum::<usize>());
-        for (id, e) in &g.items {
-            assert_eq!(g.expiry.at(e.rec.x, e.at), Some(id), "expiry position of {id}");
-            let (k, s) = slot(&e.rec).expect("a stored record has a status");
-            let place = (s, id.clone());
+        for (n, id, e) in g.items.iter() {
+            assert_eq!(g.items.find(id), Some(n), "slot of {id}");
+            assert_eq!(g.expiry.at(e.rec.x, e.at), Some(&n), "expiry position of {id}");
+            let (k, s) = place_of(&e.rec).expect("a stored record has a status");
+            let place = (s, n);
             let set = &g.by_status[k];
-            let in_set = set.iter_from(set.count_below(&place)).next() == Some(&place);
-            let in_run = g.run.holds(e.run_at, id);
+            let below = set.count_while(|p| order(&g.items)(p, &place).is_lt());
+            let in_set = set.iter_from(below).next() == Some(&place);
+            let in_run = g.run.holds(e.run_at, n);
             assert!(in_set != in_run, "place of {id} in exactly one of the index and the run");
             assert!(!in_run || (k, s) == (0, g.run.score()), "run place of {id}");
         }
@@ -78,7 +80,7 @@ fn indexes_follow_random_operations() {
         }
         let g = t.groups.get_mut("g").expect("checked above");
         let records: Vec<(String, Record)> =
-            g.items.iter().map(|(id, e)| (id.to_string(), e.rec.record())).collect();
+            g.items.iter().map(|(_, id, e)| (id.to_string(), e.rec.record())).collect();
         let filter = [
             ListFilter::All,
             ListFilter::InProgress,
@@ -232,7 +234,7 @@ fn a_completed_item_keeps_no_timeline() {
         assert_eq!(r.outcome, crate::tracker::Outcome::Done, "{}", r.id);
     }
     let g = t.groups.get_mut("g").expect("a group with items");
-    assert!(g.items.values().all(|e| !e.rec.keeps_timeline()));
+    assert!(g.items.iter().all(|(_, _, e)| !e.rec.keeps_timeline()));
     let item = &t.read("g", &ids[..1])[0];
     assert_eq!((item.status, item.attempts), (crate::tracker::ItemStatus::Completed, 1));
     let steps: Vec<&str> = item.timeline.iter().map(|t| &*t.status).collect();
