@@ -4,8 +4,9 @@
 // them mid-call (SIGKILL) and kill -9s and restarts redis-server; the checkers must find no
 // anomaly. The same harness run through a client wrapper with planted bugs must find each bug.
 // Backends: the durable file shared by the clients, Redis (REDIS_URL, and redis-servers of this
-// file for the restarts), PostgreSQL (FLOWGUARD_POSTGRES_URL), flowguard-server when
-// FLOWGUARD_SERVER_BIN is set.
+// file for the restarts, appendfsync always and everysec), a Redis Cluster of this file (primaries
+// SIGKILLed, replicas promoted), PostgreSQL (FLOWGUARD_POSTGRES_URL), flowguard-server when
+// FLOWGUARD_SERVER_BIN is set; and clients whose wall clocks faketime moved (Redis, the durable file).
 // CI size: 4 clients × 3 s per run (the server 6 s); FLOWGUARD_HISTORY_LONG=1: 6 clients × 30 s.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
