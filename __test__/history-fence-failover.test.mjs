@@ -8,14 +8,19 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { Flowguard, freshPrefix, sleep } from './backends.mjs'
 import { haveRedis, freePort, startRedis, stopRedis } from './redis-server.mjs'
 import { cli, infoFields } from './redis-cluster.mjs'
 
 test('a failover to a replica behind by one acquisition: the next fencing token is above every one handed out', { skip: !haveRedis && 'redis-server not installed', todo: 'fence counter one INCR back after a failover: the token is handed out again (docs/histories.md)' }, async () => {
   const [p, r] = [await freePort(), await freePort()]
-  const primary = await startRedis(p, ['--repl-diskless-sync-delay', '0'])
-  const replica = await startRedis(r, ['--replicaof', '127.0.0.1', String(p), '--enable-debug-command', 'yes'])
+  // (A folder of its own: the replica writes the RDB of its first sync there.)
+  const dir = mkdtempSync(join(tmpdir(), 'fg-fence-failover-'))
+  const primary = await startRedis(p, ['--repl-diskless-sync-delay', '0', '--dir', dir])
+  const replica = await startRedis(r, ['--replicaof', '127.0.0.1', String(p), '--enable-debug-command', 'yes', '--dir', dir])
   try {
     for (let i = 0; infoFields(cli(r, 'INFO', 'replication')).master_link_status !== 'up'; i++) {
       assert.ok(i < 100, 'the replica synced')
@@ -51,5 +56,6 @@ test('a failover to a replica behind by one acquisition: the next fencing token 
   } finally {
     await stopRedis(primary)
     await stopRedis(replica)
+    rmSync(dir, { recursive: true, force: true })
   }
 })
