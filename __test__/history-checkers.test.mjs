@@ -16,6 +16,7 @@ import { linearizable } from './history/linearizable.mjs'
 import { fencedRegister } from './history/fenced-register.mjs'
 import { faultProxy } from './history/fault-proxy.mjs'
 import net from 'node:net'
+import { readFileSync } from 'node:fs'
 
 /** An operation: [process, f, value, type, result, start, end] (end Infinity for info). */
 const ops = (p, rows) => rows.map(([process, f, value, type, result, start, end]) => ({ process, p, f, value, type, result, start, end: type === 'info' ? Infinity : end }))
@@ -362,4 +363,14 @@ test('fault proxy: latency keeps the order, a black hole holds until healed, a r
     await proxy.close()
     await new Promise((resolve) => echo.close(resolve))
   }
+})
+
+// A history kept from a run (docs/histories.md, What holds where: appendfsync everysec): the lock
+// `L0`'s operations, times in ms from the run's start, across kill -9s and restarts of a
+// redis-server with `appendfsync everysec` that lost the fence counter's last INCRs: the restarted
+// server handed tokens …306, …311 and …312 out again. The checker must go on finding it.
+test('lock: a kept history where a restart lost the fence counter\'s last INCRs: tokens handed out again', () => {
+  const h = JSON.parse(readFileSync(new URL('./history/regressions/everysec-fence-repeat.json', import.meta.url), 'utf8'), (k, v) => (v === 'Infinity' ? Infinity : v))
+  const found = checkLock(h).filter((a) => a.kind === 'fencing token handed out twice')
+  assert.deepEqual(found.map((a) => a.ops[1].result.fence % 1000).sort(), [306, 311, 312])
 })

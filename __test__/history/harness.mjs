@@ -23,10 +23,11 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
  * undefined (kills and restarts the backend), network: a fault-proxy.mjs proxy the clients reach the
  * backend through (latency, black hole or reset in turn), networkMs: [shortest, longest] latency or
  * black hole (default half a lease to two leases), gapMs: the mean time between two faults
- * (default leaseMs) }; `plantedBugs`: run the broken wrapper.
+ * (default leaseMs) }; `plantedBugs`: run the broken wrapper; `clientEnv(n)`: more environment for
+ * the n-th client process started (0, 1, …, replacements included), e.g. a skewed clock.
  * Resolves to { history, stats } (stats: what the nemesis did).
  */
-export async function runHistory({ env, open, clients = 4, durationMs = 3000, leaseMs = 300, faults = {}, plantedBugs = false }) {
+export async function runHistory({ env, open, clients = 4, durationMs = 3000, leaseMs = 300, faults = {}, plantedBugs = false, clientEnv = () => ({}) }) {
   const dir = mkdtempSync(join(tmpdir(), 'fg-history-'))
   const stats = { pauses: 0, kills: 0, restarts: 0, network: 0, clients: 0 }
   const register = fencedRegister()
@@ -35,12 +36,13 @@ export async function runHistory({ env, open, clients = 4, durationMs = 3000, le
   const failures = []
   let next = 0
   const start = () => {
-    const client = `c${next++}`
+    const n = next++
+    const client = `c${n}`
     stats.clients++
     const file = join(dir, `${client}.jsonl`)
     writeFileSync(file, '')
     const child = fork(join(here, 'worker.mjs'), [], {
-      env: { ...process.env, ...env, HIST_FILE: file, CLIENT: client, LEASE_MS: String(leaseMs), FG_PLANTED_BUGS: plantedBugs ? '1' : '' },
+      env: { ...process.env, ...env, ...clientEnv(n), HIST_FILE: file, CLIENT: client, LEASE_MS: String(leaseMs), FG_PLANTED_BUGS: plantedBugs ? '1' : '' },
       stdio: ['ignore', 'inherit', 'pipe', 'ipc'],
     })
     let err = ''
