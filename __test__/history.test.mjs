@@ -230,13 +230,10 @@ const LOST_WRITE_KINDS = [
  * lock-set's register) loses no update. */
 const FENCE_KINDS = [/^fencing token handed out twice$/, /^fencing token not above an earlier grant's$/, /^lost update/, /^a write applied with a lower fence/, /^a write seen ok is not/]
 
-/** A bug these runs found (docs/histories.md, What holds where): a restart or failover that loses
- * only the last writes of a fence counter (appendfsync everysec, a replica behind its primary)
- * keeps the counter, one or two INCRs back, and hands those tokens out again; the README's promise
- * holds only when the whole counter is lost (it starts again from the clock). Until it is fixed in
- * the lock and semaphore scripts, the fence rules are checked in a `todo` subtest: reported in every
- * run (`# todo`), not failing the suite. */
-const FENCE_BUG = 'fence counter one or two INCRs back after a partial loss: tokens handed out again (docs/histories.md)'
+/** A bug these runs found (docs/histories.md, What holds where), now fixed: a restart or failover
+ * that lost only the last writes of a fence counter (appendfsync everysec, a replica behind its
+ * primary) kept the counter one or two increments back, and the scripts handed those tokens out
+ * again. Each token is now at least the Redis clock in µs, so the fence rules are asserted. */
 
 /** Asserts that every anomaly is of one of `kinds` (and no search gave up, and each pattern had an
  * ok operation); the others are outside the documented limit. Returns the anomalies. */
@@ -253,13 +250,13 @@ function assertOnlyKinds(results, kinds, why) {
 }
 
 /** Asserts that every anomaly is one a lost acknowledged write explains (LOST_WRITE_KINDS) or
- * breaks a fence rule (FENCE_KINDS, then asserted in a todo subtest of `t`): none is outside the
+ * breaks a fence rule (FENCE_KINDS, then asserted in a subtest of `t`): none is outside the
  * documented limit or that bug. */
 async function assertOnlyLostWrites(t, results) {
   const all = assertOnlyKinds(results, [...LOST_WRITE_KINDS, ...FENCE_KINDS], 'a lost acknowledged write')
   const fence = all.filter((a) => FENCE_KINDS.some((k) => k.test(a.kind)))
   console.log(`#   ${all.length - fence.length} anomalies allowed by the documented limit (acknowledged writes lost); ${fence.length} breaking the fence rules`)
-  await t.test('fencing tokens never repeat or go back; the fence-checked register loses no update', { todo: FENCE_BUG }, () => {
+  await t.test('fencing tokens never repeat or go back; the fence-checked register loses no update', () => {
     assert.deepEqual(fence.map(describe), [])
   })
 }

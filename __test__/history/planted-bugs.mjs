@@ -2,8 +2,8 @@
 // pattern, to prove that the checkers catch what they are meant to (the product is unchanged;
 // the bug sits between the workload and the client, where a careless integration would put it):
 // - lock: a refused acquire is reported as granted (a "lock" that never checks the holder);
-// - semaphore: every third grant hands out a fencing token one lower than the one issued
-//   (a fence that goes backwards);
+// - semaphore: every third grant hands out the fencing token of this client's grant before it
+//   (a fence that goes backwards, or repeats);
 // - queue: a refused ack (stale or foreign owner) is reported as acked (acks without the owner);
 // - tracker: complete / fail are sent without the owner token (skips the owner check);
 // - counter: increment as a read then a write (not atomic: lost and repeated values);
@@ -13,6 +13,7 @@
 // - lock-set: the protected write sent without the fence check (plantRegisterBug).
 export function plantBugs(fg) {
   let grants = 0
+  let lastFence
   let refused = 0
   const cache = new Map()
   return {
@@ -46,7 +47,10 @@ export function plantBugs(fg) {
     releaseLock: (...a) => fg.releaseLock(...a),
     acquirePermit: async (name, o) => {
       const r = await fg.acquirePermit(name, o)
-      return r.acquired && ++grants % 3 === 0 ? { ...r, fence: r.fence - 1 } : r
+      if (!r.acquired) return r
+      const before = lastFence
+      lastFence = r.fence
+      return ++grants % 3 === 0 && before !== undefined ? { ...r, fence: before } : r
     },
     extendPermit: (...a) => fg.extendPermit(...a),
     releasePermit: (...a) => fg.releasePermit(...a),

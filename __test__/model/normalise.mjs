@@ -22,9 +22,9 @@
 //    time spent in acquireLock) becomes `*`. A rate limiter's (`retryAfterMs`, `resetAfterMs`,
 //    `waitMs`, `slotsMs`, `pauseMs`) count down from a multiple of its interval (LIMITER_SPANS) and become
 //    `~<span>` the same way.
-// 4. A lock's or a semaphore's fencing tokens count from 1 in memory and in the file, from the
-//    clock (in microseconds) on Redis. Each becomes its distance from the first one the name
-//    returned (per kind: a lock and a semaphore of one name count apart), plus one (0, never
+// 4. A lock's or a semaphore's fencing tokens count from 1 in memory and in the file; on Redis
+//    each is at least the Redis clock in microseconds. Each becomes its rank among the tokens
+//    the name returned so far (per kind: a lock and a semaphore of one name count apart; 0, never
 //    taken, stays 0), so 1, 2, 3… still compare exactly; a semaphore's holders' too.
 //
 // Everything else (statuses, attempts, fence steps, counts, ids, order, values, error codes and
@@ -48,6 +48,7 @@ export class Side {
     this.tokenNames = new Map()
     this.tokensByStep = new Map() // step id -> tokens its result carried, in order
     this.firstFence = new Map() // kind and name -> the first fencing token a result showed for it
+    this.fencesSeen = new Map() // kind and name -> the distinct fencing tokens results showed, ascending
     this.lastFence = new Map() // kind and name -> the last fencing token a result showed for it (raw)
     this.space = 'lock' // the kind of fences the result being normalised shows (set per step)
     this.started = Date.now()
@@ -109,7 +110,14 @@ export class Side {
     const k = `${this.space}:${name}`
     if (!this.firstFence.has(k)) this.firstFence.set(k, f)
     this.lastFence.set(k, f)
-    return f - this.firstFence.get(k) + 1
+    // Its rank among the tokens seen for the name: grants follow one another by 1 in memory and
+    // in the file, by the clock on Redis; every grant's token is seen (its acquire's result).
+    const seen = this.fencesSeen.get(k) ?? []
+    this.fencesSeen.set(k, seen)
+    let at = seen.findIndex((x) => x >= f)
+    if (at === -1) at = seen.push(f) - 1
+    else if (seen[at] !== f) seen.splice(at, 0, f)
+    return at + 1
   }
 
   token(t, step) {

@@ -37,7 +37,9 @@ fn fences_are_exact_up_to_2_pow_53() {
     block_on(async {
         let c = common::open(Some(url())).await;
         let mut r = raw().await;
-        for (name, start) in [("e14", 100_000_000_000_000u64 - 1), ("max", (1u64 << 53) - 2)] {
+        // Counters above the clock in µs (a token is the larger of the two; the clock passes 4e15 µs
+        // in 2096): 4e15, a round number Lua would print as 4e+15, and the last exact one.
+        for (name, start) in [("4e15", 4_000_000_000_000_000u64 - 1), ("max", (1u64 << 53) - 2)] {
             let fence_key = keys(&c).lock_fence(name);
             let _: () = redis::cmd("SET").arg(&fence_key).arg(start).query_async(&mut r).await.unwrap();
             let a = c.acquire_lock(name, AcquireOptions { label: Some("x".into()), ..Default::default() });

@@ -1,15 +1,15 @@
 //! Concurrency Lock on Redis: each step one script.
 //!
-//! The fence counter (a lock's and a semaphore's): an acquisition that finds no counter makes one
-//! whose first value is the Redis clock in microseconds (`TIME`) and gives it its lifetime,
-//! [`FENCE_KEEP_MS`], once; later acquisitions only `INCR` it, so an acquisition costs what it
-//! did before counters expired. A counter made anew after its lifetime starts from the clock
-//! again, which is past every fence the old one issued: that one started from the clock and grew
-//! by one per acquisition, and Redis runs fewer than one acquisition per microsecond. So fencing
-//! tokens strictly increase across releases, lease expiries and the counter's own expiry, for as
-//! long as the Redis clock does not go back (a server whose clock is set back, or a failover to a
-//! replica whose clock is behind, while a counter is being made anew). Fences are then about
-//! 1.8e15 (2026): exact in a JavaScript number until 2^53 microseconds, June 2255.
+//! The fence counter (a lock's and a semaphore's) holds the last fence granted. A grant's fence is
+//! the larger of that + 1 and the Redis clock in microseconds (`TIME`), and is written back (the
+//! counter's lifetime, [`FENCE_KEEP_MS`], given once when a grant finds none). So fencing tokens
+//! strictly increase across releases, lease expiries, the counter's own expiry and a failover or
+//! restart that lost the counter's last writes: the clock has moved past every token handed out
+//! before (Redis runs fewer than one grant per microsecond), for as long as the Redis clock does
+//! not go back (a server whose clock is set back, or a failover to a replica whose clock is
+//! behind). While the counter only counted, a promoted replica one increment behind handed its
+//! primary's last token out again (the checked histories found it). Fences are about 1.8e15
+//! (2026): exact in a JavaScript number until 2^53 microseconds, June 2255.
 
 use redis::Value;
 

@@ -1,12 +1,13 @@
 -- Semaphore (layout 2): KEYS[1] holders (sorted set: owner -> lease end, ms on this server's clock),
--- KEYS[2] the fence counter, made and kept as a lock's (redis/lock.rs): fencing tokens strictly
--- increase across releases, expiries and the counter's own expiry. KEYS[3] (acquire, release,
+-- KEYS[2] the fence counter, the last fence granted, made and kept as a lock's (redis/lock.rs):
+-- fencing tokens strictly increase across releases, expiries, the counter's own expiry and a loss
+-- of its last writes (each is at least the Redis clock in µs). KEYS[3] (acquire, release,
 -- extend) the caller's permit: a string "<fence>:<label>" that Redis expires one ms before its
 -- lease ends (PXAT end - 1: gone from the lease's end on, as rules::lock::holds has it), so a
 -- release or an extension learns from the key alone whether the lease still holds, without the
--- clock. A holder's entry in KEYS[1] and its permit key are written and removed together; ended
--- entries are not counted (ZCOUNT from now on) and are dropped in one step every SWEEP_EVERY
--- acquisitions, so the holders' key keeps at most `permits` + SWEEP_EVERY entries.
+-- clock. A holder's entry in KEYS[1] and its permit key are written and removed together; an
+-- acquisition first drops the ended entries (one ZREMRANGEBYSCORE), so the holders' key keeps at
+-- most `permits` entries after it (readers do not count ended ones either).
 -- A key holding a value flowguard did not write is found by the first command that touches it
 -- (redis.pcall answers WRONGTYPE), before anything is written: no TYPE probe per call.
 local time = redis.call('TIME')
