@@ -172,7 +172,8 @@ async function ownServer() {
   const dir = mkdtempSync(join(tmpdir(), 'fg-history-server-'))
   const port = await freePort()
   const start = async () => {
-    const p = spawn(process.env.FLOWGUARD_SERVER_BIN, ['--listen', `127.0.0.1:${port}`, '--path', join(dir, 'state.db')], { env: { ...process.env, FLOWGUARD_LOG: 'warn' }, stdio: 'ignore' })
+    // FLOWGUARD_POSTGRES_URL is the suites' (the server would read it as --postgres-url).
+    const p = spawn(process.env.FLOWGUARD_SERVER_BIN, ['--listen', `127.0.0.1:${port}`, '--path', join(dir, 'state.db')], { env: { ...process.env, FLOWGUARD_POSTGRES_URL: undefined, FLOWGUARD_LOG: 'warn' }, stdio: 'ignore' })
     if (await waitForPort(port)) return p
     p.kill('SIGKILL')
     throw new Error('flowguard-server did not start')

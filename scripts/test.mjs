@@ -284,10 +284,13 @@ const postgres = await startPostgres().catch((e) => {
   process.exit(1)
 })
 console.log(`throwaway PostgreSQL on 127.0.0.1:${postgres.port}`)
-Object.assign(env, { FLOWGUARD_POSTGRES_URL: postgres.url, FLOWGUARD_POSTGRES_DATA: postgres.data, FLOWGUARD_POSTGRES_BIN: postgres.bin })
 // The model test's sequences: random seeds when run by hand (each run explores new ones; a failure
 // prints its seed), fixed ones under CI=true, so that whether CI passes depends on the code alone.
 if (process.env.CI === 'true' && process.env.FLOWGUARD_MODEL_SEED === undefined) env.FLOWGUARD_MODEL_SEED = String(MODEL_SEED_CI)
+// Given to the legs with PostgreSQL suites only (cargo test, the Node legs, the server e2e): the
+// server reads FLOWGUARD_POSTGRES_URL as --postgres-url, so the suites' servers are started
+// without it (crates/server/e2e/server-process.mjs serverEnv), and the later legs never see it.
+const pgEnv = { ...env, FLOWGUARD_POSTGRES_URL: postgres.url, FLOWGUARD_POSTGRES_DATA: postgres.data, FLOWGUARD_POSTGRES_BIN: postgres.bin }
 try {
   if (!run('build addon', 'npx', ['napi', 'build', '--platform', '--js', 'binding.js', '--dts', 'binding.d.ts'], env)) {
     console.error('the addon did not build')
@@ -295,15 +298,17 @@ try {
     // `napi build` compiles for an explicit --target (target/<host triple>/): testing for the same
     // target reuses its compiled dependencies instead of building them all a second time.
     const host = spawnSync('rustc', ['-vV'], { encoding: 'utf8' }).stdout.match(/^host: (\S+)/m)[1]
-    run('cargo test', 'cargo', ['test', '--workspace', '--target', host, '--', '--include-ignored'], env, cargoCounts)
+    run('cargo test', 'cargo', ['test', '--workspace', '--target', host, '--', '--include-ignored'], pgEnv, cargoCounts)
     // The server binary cargo test built: the model test drives it over HTTP (each sequence on
-    // servers of its own, on the embedded store and Redis) against the Node API.
+    // servers of its own, on the embedded store, Redis and PostgreSQL) against the Node API, with
+    // PostgreSQL as a side of the Node API's test too (here only: the legs below leave it out).
     const serverBin = join(root, 'target', host, 'debug', 'flowguard-server')
-    run('node --test', process.execPath, [...nodeTest, ...testFiles('__test__', root)], { ...env, FLOWGUARD_SERVER_BIN: serverBin }, nodeCounts)
-    run('node --test (PostgreSQL)', process.execPath, [...nodeTest, ...postgresSuites], { ...env, FLOWGUARD_BACKENDS: 'postgres' }, nodeCounts)
+    run('node --test', process.execPath, [...nodeTest, ...testFiles('__test__', root)], { ...pgEnv, FLOWGUARD_SERVER_BIN: serverBin }, nodeCounts)
+    run('node --test (PostgreSQL)', process.execPath, [...nodeTest, ...postgresSuites], { ...pgEnv, FLOWGUARD_BACKENDS: 'postgres' }, nodeCounts)
     // The server's dashboard in Debian's chromium (playwright-core), and the server on a
-    // Sentinel-managed Redis and on a Redis Cluster (each suite starts its own).
-    run('server e2e (dashboard in chromium, Sentinel, Cluster)', process.execPath, [...nodeTest, ...testFiles('crates/server/e2e', root)], { ...env, FLOWGUARD_SERVER_BIN: serverBin }, nodeCounts)
+    // Sentinel-managed Redis and on a Redis Cluster (each suite starts its own), and on the
+    // throwaway PostgreSQL (postgres.test.mjs).
+    run('server e2e (dashboard in chromium, Sentinel, Cluster, PostgreSQL)', process.execPath, [...nodeTest, ...testFiles('crates/server/e2e', root)], { ...pgEnv, FLOWGUARD_SERVER_BIN: serverBin }, nodeCounts)
     // The core suites again on a real cluster (3 primaries, 3 replicas on loopback) of `server`.
     const { startCluster } = await import('../__test__/redis-cluster.mjs')
     const onCluster = async (name, server) => {

@@ -12,7 +12,9 @@
 //    That keeps which step's clock a time came from and which duration was added, and drops
 //    only the sub-step timing. (A step slower than SHORT has a window in which a time can read
 //    two ways; it then carries both names, and two times agree when their names share one.)
-//    Times given by the test itself (setState's `expiresAt`) are registered as `abs<step>`. A
+//    Times given by the test itself (setState's `expiresAt`) are registered as `abs<step>`; such
+//    a time that a step's window holds too carries both names (a clock reading that happens to
+//    equal a given time, e.g. `Date.now() - 1000` of a later step, is still that step's). A
 //    time that matches no window exactly is matched to the nearest one within TOLERANCE ms (a
 //    clock read a hair outside the Date.now() window); beyond that it stays raw and the
 //    comparison fails.
@@ -74,14 +76,14 @@ export class Side {
   }
 
   /**
-   * The name of absolute time `t`: { $t: [names] }. Usually one name; more when a slow step's
+   * The name of absolute time `t`: { $t: [names] }. Usually one name; more when it is a time the
+   * test gave (`abs<step>`) that a window holds too, or when a slow step's
    * window is wide enough that `t` reads as more than one step-plus-duration (a window longer
    * than SHORT); two names agree when their lists share one.
    */
   time(t) {
     const lit = this.literals.get(t)
-    if (lit) return { $t: [lit] }
-    const names = []
+    const names = lit ? [lit] : []
     for (const d of OFFSETS) {
       const pos = this.windowOf(t - d)
       if (pos >= 0) names.push(`t${pos}+${d}`)

@@ -1,6 +1,6 @@
 // The model test's runner: runs a generated sequence step by step on several sides (a backend
 // through a shell: the Node API on the embedded store in memory and in a file, Redis, a Redis
-// Cluster; flowguard-server over HTTP on those), compares the normalised results, shrinks a
+// Cluster, PostgreSQL; flowguard-server over HTTP on those but the Cluster), compares the normalised results, shrinks a
 // failing sequence and prints it as code.
 import { setTimeout as sleep } from 'node:timers/promises'
 import { performance } from 'node:perf_hooks'
@@ -17,9 +17,10 @@ const CODES = new Set([
 
 /**
  * The sides of a run, in the order their results are compared and printed: `names` among
- * `embedded`, `durable`, `redis` (`where.url`), `cluster` (`where.cluster`: seed URLs), each
- * through the Node API, and `server:embedded`, `server:durable`, `server:redis`: a
- * flowguard-server of its own on that backend, over HTTP. The first is the reference.
+ * `embedded`, `durable`, `redis` (`where.url`), `cluster` (`where.cluster`: seed URLs),
+ * `postgres` (`where.postgres`: a PostgreSQL URL), each through the Node API, and
+ * `server:embedded`, `server:durable`, `server:redis`, `server:postgres`: a flowguard-server of
+ * its own on that backend, over HTTP. The first is the reference.
  */
 export function plan(names, where = {}) {
   return { names, where }
@@ -28,18 +29,19 @@ export function plan(names, where = {}) {
 /** Which shell a side goes through: its results' error messages are compared within a shell only. */
 const shellOf = (name) => (name.startsWith('server:') ? 'http' : 'node')
 
-async function openSide(name, { url, cluster }) {
+async function openSide(name, { url, cluster, postgres }) {
   const prefix = freshPrefix('model')
   if (shellOf(name) === 'http') {
     const backend = name.slice('server:'.length)
     const args = ['--prefix', prefix, '--retention-ms', String(RETENTION)]
     if (backend === 'durable') args.push('--path', durablePath(prefix))
     if (backend === 'redis') args.push('--redis-url', url)
+    if (backend === 'postgres') args.push('--postgres-url', postgres)
     const s = new Side(name, await openServer(args))
     s.clients = {}
     return s
   }
-  const where = name === 'redis' ? { url } : name === 'cluster' ? { cluster } : name === 'durable' ? { path: durablePath(prefix) } : {}
+  const where = { redis: { url }, cluster: { cluster }, postgres: { postgres }, durable: { path: durablePath(prefix) } }[name] ?? {}
   const s = new Side(name, await Flowguard.open({ ...where, prefix, retentionMs: RETENTION }))
   s.clients = { shortRetention: await Flowguard.open({ ...where, prefix, retentionMs: SHORT_RETENTION }) }
   return s

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict'
 import { spawn, spawnSync } from 'node:child_process'
 import { createRequire } from 'node:module'
 import { join } from 'node:path'
-import { root, serverBin, freePort } from './server-process.mjs'
+import { root, serverBin, serverEnv, freePort } from './server-process.mjs'
 
 const launcherDir = join(root, 'crates', 'server', 'npm', 'flowguard-server')
 const launcher = join(launcherDir, 'bin', 'flowguard-server.js')
@@ -62,7 +62,7 @@ test('the launcher prints the coded error and exits 1 when no binary is found', 
 })
 
 test('arguments and the exit status pass through', () => {
-  const env = { ...process.env, FLOWGUARD_SERVER_BINARY: serverBin() }
+  const env = serverEnv({ FLOWGUARD_SERVER_BINARY: serverBin() })
   const v = spawnSync(process.execPath, [launcher, '--version'], { env, encoding: 'utf8' })
   assert.equal(v.status, 0)
   assert.match(v.stdout, /^flowguard-server \d+\.\d+\.\d+/)
@@ -74,7 +74,7 @@ test('arguments and the exit status pass through', () => {
 /** Starts `argv` (the launcher, maybe under a shell) with the server on a free port; resolves once /healthz answers. */
 async function startVia(argv) {
   const port = await freePort()
-  const env = { ...process.env, FLOWGUARD_SERVER_BINARY: serverBin(), FLOWGUARD_LISTEN: `127.0.0.1:${port}` }
+  const env = serverEnv({ FLOWGUARD_SERVER_BINARY: serverBin(), FLOWGUARD_LISTEN: `127.0.0.1:${port}` })
   // Its own process group: what is left of it can be found, and killed at the end.
   const proc = spawn(argv[0], argv.slice(1), { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
   let out = ''

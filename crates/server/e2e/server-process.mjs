@@ -20,6 +20,21 @@ export function serverBin() {
   return found[0]
 }
 
+/**
+ * The environment of a server: this process's, less the server's own FLOWGUARD_POSTGRES_*
+ * variables (the test runs set FLOWGUARD_POSTGRES_URL for the suites: a server given it would
+ * run on PostgreSQL, or refuse it beside --path or --redis-url), plus `env` (which may set them).
+ */
+export function serverEnv(env = {}) {
+  return {
+    ...process.env,
+    FLOWGUARD_POSTGRES_URL: undefined,
+    FLOWGUARD_POSTGRES_SCHEMA: undefined,
+    FLOWGUARD_POSTGRES_POOL_SIZE: undefined,
+    ...env,
+  }
+}
+
 export function freePort() {
   return new Promise((resolve) => {
     const s = net.createServer().listen(0, '127.0.0.1', () => {
@@ -31,7 +46,7 @@ export function freePort() {
 
 /**
  * Starts the server on a free loopback port with `args` and `env` added to this process's
- * environment; resolves to `{ base, port, proc, output() }` once /healthz answers (`output()`: what
+ * environment (see serverEnv); resolves to `{ base, port, proc, output() }` once /healthz answers (`output()`: what
  * it printed so far, stdout and stderr). Rejects, with that output, when it exits first.
  * `fdLimit`: run it under `ulimit -n fdLimit` (the file descriptors it may hold open).
  */
@@ -41,7 +56,7 @@ export async function startServer(args = [], env = {}, { fdLimit } = {}) {
   const argv = [serverBin(), '--listen', `127.0.0.1:${port}`, ...args]
   const [cmd, ...cmdArgs] = fdLimit ? ['sh', '-c', 'ulimit -n "$0" && exec "$@"', String(fdLimit), ...argv] : argv
   const proc = spawn(cmd, cmdArgs, {
-    env: { ...process.env, ...env },
+    env: serverEnv(env),
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let out = ''
@@ -62,7 +77,7 @@ export async function startServer(args = [], env = {}, { fdLimit } = {}) {
 /** Runs the server with `args` expecting it to refuse to start; resolves to `{ code, output }`. */
 export function refusedStart(args, env = {}) {
   return new Promise((resolve) => {
-    const proc = spawn(serverBin(), ['--listen', '127.0.0.1:0', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+    const proc = spawn(serverBin(), ['--listen', '127.0.0.1:0', ...args], { env: serverEnv(env), stdio: ['ignore', 'pipe', 'pipe'] })
     let out = ''
     proc.stdout.on('data', (d) => { out += d })
     proc.stderr.on('data', (d) => { out += d })

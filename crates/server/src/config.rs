@@ -9,6 +9,7 @@ use flowguard_core::OpenOptions;
 
 use crate::app::Limits;
 use crate::cluster::{self, ClusterFlags};
+use crate::postgres::{self, PostgresFlags};
 use crate::sentinel::{self, Secret, SentinelFlags};
 use crate::transport::Transport;
 
@@ -16,7 +17,7 @@ use crate::transport::Transport;
 pub const MIN_TOKEN_LEN: usize = 16;
 
 /// flowguard-server: item tracker, concurrency lock, dedup queue and job state over HTTP/JSON.
-// No Debug: the token and the Redis URL (which may hold a password) must never be printed.
+// No Debug: the token and the Redis and PostgreSQL URLs (which may hold a password) must never be printed.
 #[derive(Parser, Clone)]
 #[command(name = "flowguard-server", version)]
 // A Sentinel-managed Redis or a Redis Cluster (not both): the data nodes' credentials go with either.
@@ -93,6 +94,21 @@ pub struct Args {
     /// within its timeout fails with ERR_BACKEND_UNAVAILABLE (it ran, and a failover could lose it).
     #[arg(long, env = "FLOWGUARD_REDIS_SENTINEL_REPLICA_ACKS", requires = "redis_sentinel_master")]
     pub redis_sentinel_replica_acks: Option<u32>,
+    /// PostgreSQL URL: postgres://[user[:password]@]host[:port]/database[?options] (or the
+    /// key=value form); instead of --redis-url, the Redis Cluster or Sentinel flags and --path.
+    #[arg(
+        long,
+        env = "FLOWGUARD_POSTGRES_URL",
+        hide_env_values = true,
+        conflicts_with_all = ["redis_url", "redis_sentinel_master", "redis_cluster_nodes", "path"]
+    )]
+    pub postgres_url: Option<String>,
+    /// With --postgres-url: the schema of flowguard's tables, created on first use. Default flowguard.
+    #[arg(long, env = "FLOWGUARD_POSTGRES_SCHEMA", requires = "postgres_url")]
+    pub postgres_schema: Option<String>,
+    /// With --postgres-url: pooled connections, 1 to 1000. Default 10.
+    #[arg(long, env = "FLOWGUARD_POSTGRES_POOL_SIZE", requires = "postgres_url")]
+    pub postgres_pool_size: Option<u32>,
     /// A durable store file (SQLite): state survives restarts and crashes of the server.
     #[arg(long, env = "FLOWGUARD_PATH")]
     pub path: Option<std::path::PathBuf>,
@@ -267,8 +283,14 @@ impl Args {
                 None => None,
             },
             sentinel,
-            // No --postgres-url yet (docs/postgres.md).
-            postgres: None,
+            postgres: match &self.postgres_url {
+                Some(url) => Some(postgres::options(&PostgresFlags {
+                    url,
+                    schema: self.postgres_schema.as_deref(),
+                    pool_size: self.postgres_pool_size,
+                })?),
+                None => None,
+            },
             prefix: self.prefix.clone(),
             connect_timeout: self.connect_timeout_ms.map(Duration::from_millis),
             command_timeout: self.command_timeout_ms.map(Duration::from_millis),
@@ -357,6 +379,47 @@ mod tests {
         ] {
             let e = parse(bad).err().expect("refused").to_string();
             assert!(e.contains("--redis-"), "{e}");
+            assert!(!e.contains("secret-value"), "{e}");
+        }
+    }
+
+    #[test]
+    fn postgres_flags_give_the_postgres_options_and_conflict_with_the_other_stores() {
+        let a = args(&[
+            "--postgres-url",
+            "postgres://u:secret-value@h/db",
+            "--postgres-schema",
+            "fg",
+            "--postgres-pool-size",
+            "3",
+        ]);
+        let o = a.open_options().unwrap();
+        let pg = o.postgres.unwrap();
+        assert_eq!(
+            (pg.url.as_str(), pg.schema.as_deref(), pg.pool_size),
+            ("postgres://u:secret-value@h/db", Some("fg"), Some(3))
+        );
+        assert_eq!((o.url, o.cluster, o.sentinel, o.path), (None, None, None, None));
+        assert_eq!(args(&[]).open_options().unwrap().postgres, None);
+        let e = args(&["--postgres-url", "postgres://u:secret-value@h/db", "--postgres-pool-size", "0"])
+            .open_options()
+            .unwrap_err();
+        assert_eq!(e.code, flowguard_core::ErrorCode::InvalidArgument);
+        assert!(e.to_string().contains("--postgres-pool-size must be"), "{e}");
+        assert!(!e.to_string().contains("secret-value"), "{e}");
+        let parse =
+            |v: &[&str]| Args::try_parse_from(std::iter::once("flowguard-server").chain(v.iter().copied()));
+        let url = "postgres://u:secret-value@h/db";
+        for bad in [
+            &["--postgres-url", url, "--redis-url", "redis://h"][..],
+            &["--postgres-url", url, "--path", "x.db"],
+            &["--postgres-url", url, "--redis-cluster-nodes", "n:1"],
+            &["--postgres-url", url, "--redis-sentinel-master", "m", "--redis-sentinel-nodes", "s:1"],
+            &["--postgres-schema", "fg"],
+            &["--postgres-pool-size", "2"],
+        ] {
+            let e = parse(bad).err().expect("refused").to_string();
+            assert!(e.contains("--postgres-"), "{e}");
             assert!(!e.contains("secret-value"), "{e}");
         }
     }

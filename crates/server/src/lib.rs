@@ -16,6 +16,7 @@ pub mod metrics;
 pub mod node_entry;
 pub mod openapi;
 pub mod ops;
+pub mod postgres;
 pub mod routes;
 pub mod sentinel;
 pub mod tls;

@@ -69,7 +69,9 @@ async fn main() {
         _ => None,
     };
     let options = args.open_options().unwrap_or_else(|e| fail(e));
-    let client = Client::open(options).await.unwrap_or_else(|e| fail(e));
+    // The core names the PostgreSQL options `postgres.*`: here they are the --postgres-* flags.
+    let client =
+        Client::open(options).await.unwrap_or_else(|e| fail(flowguard_server::postgres::flag_error(e)));
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .unwrap_or_else(|e| fail(format!("cannot listen on {}: {e}", args.listen)));

@@ -28,13 +28,13 @@ pub async fn healthz() -> Json<Health> {
 pub struct Ready {
     /// `ready`.
     status: &'static str,
-    /// The store: `embedded` (in memory), `durable` (a file) or `redis`.
+    /// The store: `embedded` (in memory), `durable` (a file), `redis` or `postgres`.
     backend: &'static str,
 }
 
 /// Readiness: the backend answers a read.
 ///
-/// Redis reachable within the command timeout, the durable store's file readable.
+/// Redis or PostgreSQL reachable within the command timeout, the durable store's file readable.
 #[utoipa::path(
     get,
     path = "/readyz",

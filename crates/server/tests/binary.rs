@@ -15,6 +15,8 @@ fn start(
     let mut child = Command::new(env!("CARGO_BIN_EXE_flowguard-server"))
         .args(["--listen", "127.0.0.1:0"])
         .args(args)
+        // The test runs set FLOWGUARD_POSTGRES_URL for the PostgreSQL suites: not for this server.
+        .env_remove("FLOWGUARD_POSTGRES_URL")
         .envs(envs.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -14,7 +14,7 @@
 //!   for each other and never take the same id, and an id an enqueue or an ack holds is left for
 //!   the next read.
 //! - ack / release: the rows locked in id order, [`rules::queue::settle`] per id, one `DELETE`
-//!   and one `UPDATE`.
+//!   and one `UPDATE`; then the shard's expired claims reaped (as on the other stores).
 //! - peek, size: the count checked, expired claims reaped, one read.
 //!
 //! The shard count: a row of `q_queues` per queue holding ids, written by the enqueue that
@@ -436,7 +436,11 @@ async fn settle(
         }
         out.push((outcome, due));
     }
-    if s.save(take_changed(&mut slots, changed)).await? {
+    let emptied = s.save(take_changed(&mut slots, changed)).await?;
+    // Then the shard's expired claims go back to waiting, as on the other stores (an expired
+    // claim the call was refused, e.g. acked by another owner, among them; found by the model test).
+    s.reap(now).await?;
+    if emptied {
         leave(c, at).await?;
     }
     Ok(out)
