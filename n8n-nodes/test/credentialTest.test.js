@@ -18,7 +18,7 @@ test('the nodes have one version and name the flowguard Redis credential, tested
 		new FlowguardRedisApi().properties.map((p) => p.name).sort(),
 		[
 			'cluster', 'clusterNodes', 'database', 'disableTlsVerification', 'host', 'password', 'port',
-			'sentinel', 'sentinelMasterName', 'sentinelNodes', 'sentinelPassword', 'sentinelUser', 'ssl', 'user',
+			'sentinel', 'sentinelMasterName', 'sentinelNodes', 'sentinelPassword', 'sentinelReplicaAcks', 'sentinelUser', 'ssl', 'user',
 		],
 	);
 	// The only credential of the Redis backend: n8n's own Redis credential type is not one of them.
