@@ -48,9 +48,9 @@ export function backends() {
   if (process.env.REDIS_URL) list.push({ name: 'redis', url: process.env.REDIS_URL })
   if (clusterUrls) list.push({ name: 'cluster', cluster: clusterUrls })
   // PostgreSQL only when asked for by name (FLOWGUARD_BACKENDS=postgres; scripts/test.mjs runs
-  // the suites of docs/postgres.md on it), on the URL of FLOWGUARD_POSTGRES_URL.
-  if (process.env.FLOWGUARD_POSTGRES_URL && process.env.FLOWGUARD_BACKENDS?.split(',').includes('postgres')) {
-    list.push({ name: 'postgres', postgres: process.env.FLOWGUARD_POSTGRES_URL })
+  // the suites of docs/postgres.md on it), on the URL of FLOWGUARD_TEST_POSTGRES_URL.
+  if (process.env.FLOWGUARD_TEST_POSTGRES_URL && process.env.FLOWGUARD_BACKENDS?.split(',').includes('postgres')) {
+    list.push({ name: 'postgres', postgres: process.env.FLOWGUARD_TEST_POSTGRES_URL })
   }
   if (process.env.FLOWGUARD_BACKENDS) {
     const only = process.env.FLOWGUARD_BACKENDS.split(',')

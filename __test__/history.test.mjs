@@ -5,7 +5,7 @@
 // anomaly. The same harness run through a client wrapper with planted bugs must find each bug.
 // Backends: the durable file shared by the clients, Redis (REDIS_URL, and redis-servers of this
 // file for the restarts, appendfsync always and everysec), a Redis Cluster of this file (primaries
-// SIGKILLed, replicas promoted), PostgreSQL (FLOWGUARD_POSTGRES_URL), flowguard-server when
+// SIGKILLed, replicas promoted), PostgreSQL (FLOWGUARD_TEST_POSTGRES_URL), flowguard-server when
 // FLOWGUARD_SERVER_BIN is set; and clients whose wall clocks faketime moved (Redis, the durable file).
 // CI size: 4 clients × 3 s per run (the server 6 s); FLOWGUARD_HISTORY_LONG=1: 6 clients × 30 s.
 import { test } from 'node:test'
@@ -96,9 +96,9 @@ for (const target of sharedTargets('history')) {
   })
 }
 
-// PostgreSQL (FLOWGUARD_POSTGRES_URL: scripts/test.mjs starts a throwaway cluster and sets it).
-const postgresUrl = process.env.FLOWGUARD_POSTGRES_URL
-test('history on postgres: clients paused past their leases and killed mid-call', { skip: !postgresUrl && 'FLOWGUARD_POSTGRES_URL not set', timeout: TIMEOUT }, async () => {
+// PostgreSQL (FLOWGUARD_TEST_POSTGRES_URL: scripts/test.mjs starts a throwaway cluster and sets it).
+const postgresUrl = process.env.FLOWGUARD_TEST_POSTGRES_URL
+test('history on postgres: clients paused past their leases and killed mid-call', { skip: !postgresUrl && 'FLOWGUARD_TEST_POSTGRES_URL not set', timeout: TIMEOUT }, async () => {
   const prefix = freshPrefix('history')
   const open = () => Flowguard.open({ postgres: postgresUrl, prefix })
   const run = await runHistory({ ...RUN, env: { FG_POSTGRES_URL: postgresUrl, FG_PREFIX: prefix }, open, faults: { pause: true, kill: true } })
@@ -172,7 +172,7 @@ async function ownServer() {
   const dir = mkdtempSync(join(tmpdir(), 'fg-history-server-'))
   const port = await freePort()
   const start = async () => {
-    // FLOWGUARD_POSTGRES_URL is the suites' (the server would read it as --postgres-url).
+    // Never FLOWGUARD_POSTGRES_URL from the caller's environment (the server would read it as --postgres-url).
     const p = spawn(process.env.FLOWGUARD_SERVER_BIN, ['--listen', `127.0.0.1:${port}`, '--path', join(dir, 'state.db')], { env: { ...process.env, FLOWGUARD_POSTGRES_URL: undefined, FLOWGUARD_LOG: 'warn' }, stdio: 'ignore' })
     if (await waitForPort(port)) return p
     p.kill('SIGKILL')

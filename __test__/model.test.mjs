@@ -10,7 +10,7 @@
 // fresh servers), with seeds FLOWGUARD_MODEL_SEED (default random; scripts/test.mjs fixes it under
 // CI=true), +1, +2, …, for each of the
 // two tests: the Node API's sides (Redis with REDIS_URL, the Cluster with REDIS_CLUSTER_URLS,
-// PostgreSQL with FLOWGUARD_POSTGRES_URL: scripts/test.mjs sets it in the main Node leg),
+// PostgreSQL with FLOWGUARD_TEST_POSTGRES_URL: scripts/test.mjs sets it in the main Node leg),
 // and the server's (its binary: FLOWGUARD_SERVER_BIN; scripts/test.mjs gives the one cargo
 // test built to the main Node leg), on the same seeds. The server's sequences keep to what JSON can carry and add the catalog
 // (the listing routes); see generate.mjs. FLOWGUARD_BACKENDS (comma-separated: durable, redis,
@@ -28,14 +28,14 @@ const first = process.env.FLOWGUARD_MODEL_SEED !== undefined ? Number(process.en
 const PER_SEQUENCE = 500
 const only = process.env.FLOWGUARD_BACKENDS?.split(',')
 const kept = (name) => !only || only.includes(name)
-const postgres = process.env.FLOWGUARD_POSTGRES_URL
+const postgres = process.env.FLOWGUARD_TEST_POSTGRES_URL
 /** A store besides the embedded one, for the Node API's test and the replays to compare with. */
 const shared = !!(url || clusterUrls || (postgres && kept('postgres')))
 
 const nodeSides = ['embedded', ...['durable', url && 'redis', clusterUrls && 'cluster', postgres && 'postgres'].filter((n) => n && kept(n))]
 const nodePlan = plan(nodeSides, { url, cluster: clusterUrls, postgres })
 // The server on what it can reach here: a server of its own per sequence on the embedded store
-// in memory and in a file, on Redis with REDIS_URL and on PostgreSQL with FLOWGUARD_POSTGRES_URL. (Not on the Cluster: the listing routes
+// in memory and in a file, on Redis with REDIS_URL and on PostgreSQL with FLOWGUARD_TEST_POSTGRES_URL. (Not on the Cluster: the listing routes
 // answer ERR_UNSUPPORTED there, by design.)
 const hasServer = !!process.env.FLOWGUARD_SERVER_BIN
 const serverSides = kept('server')
@@ -76,7 +76,7 @@ async function run(t, p, http) {
 }
 
 test(`model: ${nodeSides.join(', ')} agree on every result and error`, {
-  skip: nodeSides.length > 1 && shared ? false : 'needs REDIS_URL, REDIS_CLUSTER_URLS or FLOWGUARD_POSTGRES_URL',
+  skip: nodeSides.length > 1 && shared ? false : 'needs REDIS_URL, REDIS_CLUSTER_URLS or FLOWGUARD_TEST_POSTGRES_URL',
   timeout: 3600_000,
 }, (t) => run(t, nodePlan, false))
 
@@ -113,7 +113,7 @@ const REPLAYS = {
 }
 
 for (const [title, steps] of Object.entries(REPLAYS)) {
-  test(`model replay: ${title}`, { skip: shared ? false : 'needs REDIS_URL, REDIS_CLUSTER_URLS or FLOWGUARD_POSTGRES_URL' }, async () => {
+  test(`model replay: ${title}`, { skip: shared ? false : 'needs REDIS_URL, REDIS_CLUSTER_URLS or FLOWGUARD_TEST_POSTGRES_URL' }, async () => {
     const seq = steps.map((s, id) => ({ id, ...s }))
     const failure = await execute(seq, nodePlan)
     if (failure) assert.fail(describe(seq, failure))

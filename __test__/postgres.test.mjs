@@ -1,14 +1,14 @@
 // The PostgreSQL backend through `Flowguard.open({ postgres })`: each pattern once (lock, Job
 // State, tracker, rate limiter, semaphore, Dedup Queue; the suites of each run on it with
 // FLOWGUARD_BACKENDS=postgres), and its options. The tests that
-// need a database run when FLOWGUARD_POSTGRES_URL is set (node scripts/postgres.mjs -- node --test
+// need a database run when FLOWGUARD_TEST_POSTGRES_URL is set (node scripts/postgres.mjs -- node --test
 // __test__/postgres.test.mjs starts a throwaway cluster and sets it); the option checks need none.
 import { test, describe } from 'node:test'
 import assert from 'node:assert/strict'
 import { Flowguard, freshPrefix } from './backends.mjs'
 
-const url = process.env.FLOWGUARD_POSTGRES_URL
-const needsDb = url ? {} : { skip: 'FLOWGUARD_POSTGRES_URL is not set (node scripts/postgres.mjs -- node --test …)' }
+const url = process.env.FLOWGUARD_TEST_POSTGRES_URL
+const needsDb = url ? {} : { skip: 'FLOWGUARD_TEST_POSTGRES_URL is not set (node scripts/postgres.mjs -- node --test …)' }
 
 /** The error a promise rejects with. */
 async function rejection(p) {

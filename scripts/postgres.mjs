@@ -4,7 +4,7 @@
 //   node scripts/postgres.mjs -- <command> [args…]
 //
 // makes a cluster with `initdb` in a temp dir, starts it with `pg_ctl` on a free loopback port
-// (127.0.0.1 only, its socket in the temp dir), runs the command with FLOWGUARD_POSTGRES_URL set
+// (127.0.0.1 only, its socket in the temp dir), runs the command with FLOWGUARD_TEST_POSTGRES_URL set
 // to it, then stops the cluster and removes the dir, whatever the command did; the exit code is
 // the command's. FLOWGUARD_POSTGRES_DATA and FLOWGUARD_POSTGRES_BIN are set too (the cluster's
 // data dir and PostgreSQL's bin dir), for fault tests that stop and restart it with pg_ctl (as the
@@ -63,7 +63,7 @@ function pg(bin, program, args, as) {
 /** Starts a throwaway cluster on a free loopback port. */
 export async function startPostgres() {
   const bin = postgresBin()
-  if (!bin) throw new Error('PostgreSQL is not installed: apt-get install -y postgresql (or set FLOWGUARD_POSTGRES_URL)')
+  if (!bin) throw new Error('PostgreSQL is not installed: apt-get install -y postgresql (or set FLOWGUARD_TEST_POSTGRES_URL)')
   const as = runAs()
   const dir = mkdtempSync(join(tmpdir(), 'flowguard-postgres-'))
   if (as.uid !== undefined) chownSync(dir, as.uid, as.gid)
@@ -104,7 +104,7 @@ if (resolve(process.argv[1] ?? '') === fileURLToPath(import.meta.url)) {
     stdio: 'inherit',
     env: {
       ...process.env,
-      FLOWGUARD_POSTGRES_URL: cluster.url,
+      FLOWGUARD_TEST_POSTGRES_URL: cluster.url,
       FLOWGUARD_POSTGRES_DATA: cluster.data,
       FLOWGUARD_POSTGRES_BIN: cluster.bin,
     },

@@ -287,10 +287,11 @@ console.log(`throwaway PostgreSQL on 127.0.0.1:${postgres.port}`)
 // The model test's sequences: random seeds when run by hand (each run explores new ones; a failure
 // prints its seed), fixed ones under CI=true, so that whether CI passes depends on the code alone.
 if (process.env.CI === 'true' && process.env.FLOWGUARD_MODEL_SEED === undefined) env.FLOWGUARD_MODEL_SEED = String(MODEL_SEED_CI)
-// Given to the legs with PostgreSQL suites only (cargo test, the Node legs, the server e2e): the
-// server reads FLOWGUARD_POSTGRES_URL as --postgres-url, so the suites' servers are started
-// without it (crates/server/e2e/server-process.mjs serverEnv), and the later legs never see it.
-const pgEnv = { ...env, FLOWGUARD_POSTGRES_URL: postgres.url, FLOWGUARD_POSTGRES_DATA: postgres.data, FLOWGUARD_POSTGRES_BIN: postgres.bin }
+// Given to the legs with PostgreSQL suites only (cargo test, the Node legs, the server e2e), as
+// FLOWGUARD_TEST_POSTGRES_URL: not FLOWGUARD_POSTGRES_URL, which flowguard-server reads as
+// --postgres-url (the server's own unit tests parse flags with the environment, and the suites'
+// servers must not be turned to PostgreSQL by it).
+const pgEnv = { ...env, FLOWGUARD_TEST_POSTGRES_URL: postgres.url, FLOWGUARD_POSTGRES_DATA: postgres.data, FLOWGUARD_POSTGRES_BIN: postgres.bin }
 try {
   if (!run('build addon', 'npx', ['napi', 'build', '--platform', '--js', 'binding.js', '--dts', 'binding.d.ts'], env)) {
     console.error('the addon did not build')

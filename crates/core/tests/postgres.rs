@@ -1,5 +1,5 @@
 //! The semantic suite on PostgreSQL (every pattern), and what only this backend has: its schema's
-//! version, its options, refused roles, row locks held elsewhere, the sweeps of forgotten names. Needs FLOWGUARD_POSTGRES_URL: `node scripts/postgres.mjs --
+//! version, its options, refused roles, row locks held elsewhere, the sweeps of forgotten names. Needs FLOWGUARD_TEST_POSTGRES_URL: `node scripts/postgres.mjs --
 //! cargo test …` starts a throwaway cluster, sets it, and runs these with `--include-ignored`.
 mod common;
 
@@ -9,15 +9,15 @@ use std::str::FromStr;
 use flowguard_core::{Client, ErrorCode, OpenOptions};
 
 fn url() -> String {
-    std::env::var("FLOWGUARD_POSTGRES_URL")
-        .expect("FLOWGUARD_POSTGRES_URL must point at a PostgreSQL database for the PostgreSQL suite")
+    std::env::var("FLOWGUARD_TEST_POSTGRES_URL")
+        .expect("FLOWGUARD_TEST_POSTGRES_URL must point at a PostgreSQL database for the PostgreSQL suite")
 }
 
 fn target() -> common::Target {
     common::Target::Postgres(url())
 }
 
-suite!(target(), [#[ignore = "needs a PostgreSQL: set FLOWGUARD_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]]);
+suite!(target(), [#[ignore = "needs a PostgreSQL: set FLOWGUARD_TEST_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]]);
 
 /// A client with a prefix of its own, and that prefix (the `ns` of its rows).
 async fn opened() -> (Client, String) {
@@ -40,7 +40,7 @@ async fn two_clients() -> (Client, Client) {
 }
 
 #[test]
-#[ignore = "needs a PostgreSQL: set FLOWGUARD_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
+#[ignore = "needs a PostgreSQL: set FLOWGUARD_TEST_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
 fn two_clients_race_for_one_lock() {
     common::runtime().block_on(async {
         for _ in 0..20 {
@@ -80,7 +80,7 @@ fn in_schema(schema: &str) -> OpenOptions {
 /// The schema is created on first use at version 1, reused by the next client, and a schema of
 /// a newer version is refused with ERR_UNSUPPORTED naming both versions (nothing changed).
 #[test]
-#[ignore = "needs a PostgreSQL: set FLOWGUARD_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
+#[ignore = "needs a PostgreSQL: set FLOWGUARD_TEST_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
 fn schema_is_created_versioned_and_a_newer_one_refused() {
     common::runtime().block_on(async {
         let schema = format!("fg_test_{:x}", rand_suffix());
@@ -186,7 +186,7 @@ fn bad_options_are_refused_by_code() {
 /// timeout, as PostgreSQL's statement_timeout: ERR_TIMEOUT, nothing written; the call succeeds
 /// once the row is free.
 #[test]
-#[ignore = "needs a PostgreSQL: set FLOWGUARD_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
+#[ignore = "needs a PostgreSQL: set FLOWGUARD_TEST_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
 fn a_row_locked_elsewhere_times_out_by_code() {
     use flowguard_core::lock::AcquireOptions;
     common::runtime().block_on(async {
@@ -221,7 +221,7 @@ fn a_row_locked_elsewhere_times_out_by_code() {
 /// time. Names used within that time, and held ones (a held semaphore name even past its keep
 /// time), keep their fence.
 #[test]
-#[ignore = "needs a PostgreSQL: set FLOWGUARD_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
+#[ignore = "needs a PostgreSQL: set FLOWGUARD_TEST_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
 fn lock_and_semaphore_names_unused_for_the_keep_time_are_forgotten() {
     use flowguard_core::lock::{AcquireOptions, FENCE_KEEP_MS};
     use flowguard_core::semaphore::PermitOptions;
@@ -278,7 +278,7 @@ fn lock_and_semaphore_names_unused_for_the_keep_time_are_forgotten() {
 /// A role that may not log in, and one that may not create flowguard's schema: ERR_BACKEND_AUTH,
 /// the second saying what to grant.
 #[test]
-#[ignore = "needs a PostgreSQL: set FLOWGUARD_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
+#[ignore = "needs a PostgreSQL: set FLOWGUARD_TEST_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
 fn refused_roles_are_backend_auth_by_code() {
     common::runtime().block_on(async {
         let db = raw().await;
@@ -315,7 +315,7 @@ fn refused_roles_are_backend_auth_by_code() {
 /// barrier: no id is delivered to two of them while the leases hold (see
 /// `common::concurrent_readers`).
 #[test]
-#[ignore = "needs a PostgreSQL: set FLOWGUARD_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
+#[ignore = "needs a PostgreSQL: set FLOWGUARD_TEST_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
 fn readers_on_two_clients_never_share_an_id() {
     common::runtime().block_on(async {
         let (a, b) = two_clients().await;
@@ -328,7 +328,7 @@ fn readers_on_two_clients_never_share_an_id() {
 /// gets the other ids at once, not those two (nor ERR_TIMEOUT); once the other session ends, the
 /// next read gets them.
 #[test]
-#[ignore = "needs a PostgreSQL: set FLOWGUARD_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
+#[ignore = "needs a PostgreSQL: set FLOWGUARD_TEST_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
 fn a_read_skips_ids_another_reader_holds() {
     use flowguard_core::queue::{EnqueueOptions, ReadOptions};
     common::runtime().block_on(async {
@@ -361,7 +361,7 @@ fn a_read_skips_ids_another_reader_holds() {
 /// by a barrier, 20 times: exactly one is taken, the other is refused naming both counts, and
 /// the queue holds the winner's id under the winner's count.
 #[test]
-#[ignore = "needs a PostgreSQL: set FLOWGUARD_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
+#[ignore = "needs a PostgreSQL: set FLOWGUARD_TEST_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
 fn enqueues_racing_with_two_shard_counts_have_one_winner() {
     use flowguard_core::queue::{EnqueueOptions, ShardSelect};
     common::runtime().block_on(async {
@@ -398,7 +398,7 @@ fn enqueues_racing_with_two_shard_counts_have_one_winner() {
 /// it) changes nothing: the queue is not listed, and calls with another count are answered (an
 /// enqueue records its own count) while no id is held.
 #[test]
-#[ignore = "needs a PostgreSQL: set FLOWGUARD_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
+#[ignore = "needs a PostgreSQL: set FLOWGUARD_TEST_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
 fn a_count_row_left_without_ids_is_ignored() {
     use flowguard_core::catalog::Kind;
     use flowguard_core::queue::{EnqueueOptions, ReadOptions, ShardSelect};

@@ -34,11 +34,11 @@ fn pg_ctl(args: &[&str]) {
 }
 
 #[test]
-#[ignore = "stops a PostgreSQL: needs FLOWGUARD_POSTGRES_URL/_DATA/_BIN and --include-ignored (scripts/postgres.mjs)"]
+#[ignore = "stops a PostgreSQL: needs FLOWGUARD_TEST_POSTGRES_URL/_DATA/_BIN and --include-ignored (scripts/postgres.mjs)"]
 fn a_server_that_goes_away_is_unavailable_by_code_then_comes_back() {
     common::runtime().block_on(async {
         let c = Client::open(OpenOptions {
-            postgres: Some(PostgresOptions { url: env("FLOWGUARD_POSTGRES_URL"), ..Default::default() }),
+            postgres: Some(PostgresOptions { url: env("FLOWGUARD_TEST_POSTGRES_URL"), ..Default::default() }),
             prefix: Some(format!("faults:{}:", flowguard_core::token::new_token())),
             connect_timeout: Some(Duration::from_millis(500)),
             ..Default::default()

@@ -1,4 +1,4 @@
-// flowguard-server on PostgreSQL (--postgres-url; FLOWGUARD_POSTGRES_URL: a throwaway cluster of
+// flowguard-server on PostgreSQL (--postgres-url; FLOWGUARD_TEST_POSTGRES_URL: a throwaway cluster of
 // scripts/postgres.mjs, which scripts/test.mjs starts): a lock, a tracker item, a Job State value
 // and a queue over HTTP, shared by two servers on the same schema and not seen by one on another;
 // bad flags and an unreachable database refuse to start with a coded error naming the flag; the
@@ -8,15 +8,15 @@ import assert from 'node:assert/strict'
 import { freePort, refusedStart, startServer, stopServer } from './server-process.mjs'
 import { ok, poster } from './http-callers.mjs'
 
-const given = process.env.FLOWGUARD_POSTGRES_URL
-if (process.env.CI === 'true' && !given) throw new Error('CI=true but FLOWGUARD_POSTGRES_URL is not set (scripts/postgres.mjs)')
-const skip = !given && 'needs FLOWGUARD_POSTGRES_URL (node scripts/postgres.mjs -- node --test …)'
+const given = process.env.FLOWGUARD_TEST_POSTGRES_URL
+if (process.env.CI === 'true' && !given) throw new Error('CI=true but FLOWGUARD_TEST_POSTGRES_URL is not set (scripts/postgres.mjs)')
+const skip = !given && 'needs FLOWGUARD_TEST_POSTGRES_URL (node scripts/postgres.mjs -- node --test …)'
 const TOKEN = 'postgres-test-token-0123456789'
 const PASSWORD = 'pg-pw-5c0e91d7'
 const SCHEMA = `fgsrv${process.pid}`
 const PREFIX = `fgsrv${process.pid}:`
 
-/** FLOWGUARD_POSTGRES_URL with a password (the test cluster trusts loopback: it is not checked). */
+/** FLOWGUARD_TEST_POSTGRES_URL with a password (the test cluster trusts loopback: it is not checked). */
 function withPassword(url, password = PASSWORD) {
   const u = new URL(url)
   u.password = password
@@ -28,6 +28,7 @@ let servers = []
 async function start(extra = [], schema = SCHEMA) {
   const s = await startServer(['--prefix', PREFIX, '--postgres-schema', schema, ...extra], {
     FLOWGUARD_TOKEN: TOKEN,
+    // The server's own variable (its password never shown): --postgres-url by the environment.
     FLOWGUARD_POSTGRES_URL: withPassword(given),
     FLOWGUARD_LOG: 'debug',
   })
@@ -98,7 +99,7 @@ test('bad PostgreSQL flags and an unreachable database: the server refuses to st
     [['--postgres-url', dead.toString(), '--connect-timeout-ms', '300'], 'ERR_BACKEND_UNAVAILABLE'],
   ]
   for (const [args, expected] of cases) {
-    const { code, output } = await refusedStart(args, { FLOWGUARD_POSTGRES_URL: undefined })
+    const { code, output } = await refusedStart(args, { FLOWGUARD_TEST_POSTGRES_URL: undefined })
     assert.equal(code, 2, `${args.join(' ')}: exit ${code}: ${output}`)
     assert.ok(output.includes(expected), `${output} names ${expected}`)
     assert.ok(!output.includes(PASSWORD), output)

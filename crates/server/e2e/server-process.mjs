@@ -22,8 +22,9 @@ export function serverBin() {
 
 /**
  * The environment of a server: this process's, less the server's own FLOWGUARD_POSTGRES_*
- * variables (the test runs set FLOWGUARD_POSTGRES_URL for the suites: a server given it would
- * run on PostgreSQL, or refuse it beside --path or --redis-url), plus `env` (which may set them).
+ * variables (one left in the caller's shell would turn the server to PostgreSQL, or make it
+ * refuse --path or --redis-url; the suites' database is FLOWGUARD_TEST_POSTGRES_URL), plus `env`
+ * (which may set them).
  */
 export function serverEnv(env = {}) {
   return {

@@ -15,7 +15,7 @@ fn start(
     let mut child = Command::new(env!("CARGO_BIN_EXE_flowguard-server"))
         .args(["--listen", "127.0.0.1:0"])
         .args(args)
-        // The test runs set FLOWGUARD_POSTGRES_URL for the PostgreSQL suites: not for this server.
+        // A FLOWGUARD_POSTGRES_URL in the caller's environment would turn this server to PostgreSQL.
         .env_remove("FLOWGUARD_POSTGRES_URL")
         .envs(envs.iter().copied())
         .stdout(Stdio::piped())

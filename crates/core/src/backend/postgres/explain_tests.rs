@@ -1,6 +1,6 @@
 //! The plans of the hot statements: none reads a whole table. Each statement is explained (not
 //! run) with sequential scans disabled, so that a statement with an index to use uses it, and
-//! one without still shows a `Seq Scan`. Needs FLOWGUARD_POSTGRES_URL (see
+//! one without still shows a `Seq Scan`. Needs FLOWGUARD_TEST_POSTGRES_URL (see
 //! `scripts/postgres.mjs`).
 
 use tokio_postgres::types::ToSql;
@@ -11,9 +11,9 @@ use super::{
 use crate::{Client, OpenOptions};
 
 #[tokio::test]
-#[ignore = "needs a PostgreSQL: set FLOWGUARD_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
+#[ignore = "needs a PostgreSQL: set FLOWGUARD_TEST_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
 async fn hot_statements_use_an_index() {
-    let url = std::env::var("FLOWGUARD_POSTGRES_URL").expect("FLOWGUARD_POSTGRES_URL");
+    let url = std::env::var("FLOWGUARD_TEST_POSTGRES_URL").expect("FLOWGUARD_TEST_POSTGRES_URL");
     // Opening a client makes the schema.
     let pg = PostgresOptions { url: url.clone(), ..Default::default() };
     Client::open(OpenOptions { postgres: Some(pg), ..Default::default() }).await.unwrap();
