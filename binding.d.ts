@@ -83,23 +83,6 @@ export declare class Flowguard {
   extendLock(name: Arg<string>, owner: Arg<string>, options?: Arg<ExtendOptions> | undefined | null): Promise<ExtendResult>
   /** Whether a lock is held, for how long, and its fencing token. */
   getLock(name: Arg<string>): Promise<LockInfo>
-  /**
-   * Enqueues one id or many: each to shard `fnv1a(id) % shards`, one atomic step per shard.
-   * An id already waiting is not added again.
-   */
-  enqueue(queue: Arg<string>, ids: Arg<string | Array<string>>, options?: Arg<QueueEnqueueOptions> | undefined | null): Promise<QueueEnqueueResult>
-  /**
-   * Atomically claims up to `limit` due ids, oldest first, for the visibility timeout. Two
-   * reads never hold the same id; ids not acked or released in time become due again.
-   */
-  readBatch(queue: Arg<string>, options?: Arg<QueueReadOptions> | undefined | null): Promise<QueueBatch>
-  /**
-   * Acks ids read with owner token `owner`: they leave the queue (an id enqueued again while
-   * claimed waits again). Ids not held by `owner` are refused per item.
-   */
-  ack(queue: Arg<string>, owner: Arg<string>, ids: Arg<string | Array<string>>, options?: Arg<QueueAckOptions> | undefined | null): Promise<QueueSettleResult>
-  /** Releases ids read with owner token `owner`: they become due again (after `delayMs`). */
-  release(queue: Arg<string>, owner: Arg<string>, ids: Arg<string | Array<string>>, options?: Arg<QueueReleaseOptions> | undefined | null): Promise<QueueSettleResult>
   /** The next waiting ids by due time, without claiming them. */
   peek(queue: Arg<string>, options?: Arg<QueuePeekOptions> | undefined | null): Promise<Array<QueueEntry>>
   /** Counts of waiting (and due), claimed and enqueued-again ids, in total and per shard. */
@@ -491,34 +474,6 @@ export interface QueueAckOptions {
   shards?: number
 }
 
-export interface QueueBatch {
-  /** The owner token (receipt) of this read: pass it to `ack` and `release`. */
-  owner: string
-  /** Until when the ids are held, in ms since the epoch (0 when the batch is empty). */
-  visibleUntil: number
-  /** The claimed ids, oldest first. */
-  ids: Array<string>
-  items: Array<QueueItem>
-  /**
-   * Present when some shards could not be read (unreachable, or no reply within the command
-   * timeout; e.g. a Redis Cluster node failing over): their due ids stay due for a later read.
-   * The call fails when no shard could be read.
-   */
-  failedShards?: Array<number>
-}
-
-export interface QueueEnqueued {
-  id: string
-  shard: number
-  /**
-   * `added`: new; `duplicate`: already waiting, due time kept; `debounced`: already waiting,
-   * due time moved; `claimed`: held by a reader now, delivered once more after its claim ends.
-   */
-  outcome: 'added' | 'duplicate' | 'debounced' | 'claimed'
-  /** When the id is due, in ms since the epoch (the backend's clock). */
-  dueAt: number
-}
-
 /** Options of `enqueue`. */
 export interface QueueEnqueueOptions {
   /**
@@ -542,28 +497,12 @@ export interface QueueEnqueueOptions {
   maxDelayMs?: number
 }
 
-export interface QueueEnqueueResult {
-  added: number
-  duplicates: number
-  debounced: number
-  claimed: number
-  /** One entry per id given, in order. */
-  items: Array<QueueEnqueued>
-}
-
 export interface QueueEntry {
   id: string
   shard: number
   dueAt: number
   /** Due now. */
   due: boolean
-}
-
-export interface QueueItem {
-  id: string
-  shard: number
-  /** When it became due, in ms since the epoch. */
-  dueAt: number
 }
 
 /** Options of `peek`. */
@@ -597,29 +536,6 @@ export interface QueueReleaseOptions {
   shards?: number
   /** Make the ids due again this many ms from now. Default 0. */
   delayMs?: number
-}
-
-export interface QueueSettled {
-  id: string
-  shard: number
-  ok: boolean
-  /**
-   * Why it was not acked or released: not claimed (any more), claimed by another read, or
-   * past its visibility timeout (it will be delivered again).
-   */
-  reason?: 'not_claimed' | 'not_owner' | 'expired'
-  /** The id had been enqueued again while claimed, so it is waiting again. */
-  requeued: boolean
-  /** When the id is due again, if it is waiting again after this call. */
-  dueAt?: number
-}
-
-export interface QueueSettleResult {
-  /** How many ids were acked (or released). */
-  done: number
-  /** How many were refused (see each item's `reason`). */
-  refused: number
-  items: Array<QueueSettled>
 }
 
 export interface QueueShardSize {
