@@ -62,9 +62,15 @@ function record(kind, ms) {
   const k = `${phase} | ${kind}`;
   (timings[k] ??= []).push(ms)
 }
+const failures = []
 async function timed(kind, fn) {
   const t0 = process.hrtime.bigint()
-  await fn()
+  try {
+    await fn()
+  } catch (e) {
+    failures.push(`${phase} | ${kind} | ${e.code} after ${(Number(process.hrtime.bigint() - t0) / 1e6).toFixed(0)} ms: ${e.message}`)
+    return
+  }
   record(kind, Number(process.hrtime.bigint() - t0) / 1e6)
 }
 async function probes() {
@@ -93,8 +99,9 @@ const running = probes()
 const t0 = Date.now()
 for (let n = 0; n < ITEMS; n += CHUNK) {
   const ids = Array.from({ length: Math.min(CHUNK, ITEMS - n) }, (_, i) => `i-${n + i}`)
-  const r = await fg.claimBatch('big', ids, { timeoutMs: 1000 })
-  if (r.claimed !== ids.length) throw new Error(`claimed ${r.claimed} of ${ids.length}`)
+  let r
+  await timed('load claimBatch 10,000', async () => { r = await fg.claimBatch('big', ids, { timeoutMs: 1000 }) })
+  if (r && r.claimed !== ids.length) throw new Error(`claimed ${r.claimed} of ${ids.length}`)
 }
 const loadMs = Date.now() - t0
 loads.push(loadavg()[0])
@@ -114,8 +121,10 @@ async function writer(w) {
   let i = 0
   while (big > 0) {
     const id = `w-${w}-${i++}`
-    const c = await fg.claim('writers', id)
-    await fg.complete('writers', id, { owner: c.owner })
+    await timed('writer claim + complete', async () => {
+      const c = await fg.claim('writers', id)
+      await fg.complete('writers', id, { owner: c.owner })
+    })
     writes += 2
   }
 }
@@ -143,6 +152,7 @@ for (const [k, xs] of Object.entries(timings)) {
   xs.sort((a, b) => a - b)
   console.log(`| ${k} | ${xs.length} | ${q(xs, 0.5).toFixed(1)} | ${q(xs, 0.99).toFixed(1)} | ${xs[xs.length - 1].toFixed(1)} |`)
 }
+console.log(failures.length ? `\nFailed calls (${failures.length}):\n${failures.slice(0, 20).join('\n')}` : '\nNo call failed.')
 console.log('\n| items table | rows | live (stats) | dead (stats) | MiB |\n|---|---:|---:|---:|---:|')
 for (const t of stats) console.log(`| ${t.label} | ${t.rows} | ${t.live} | ${t.dead} | ${t.mb} |`)
 
