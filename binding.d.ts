@@ -397,7 +397,8 @@ export interface OpenOptions {
    * A PostgreSQL database: its URL (`postgres://user:password@host:port/database`), or the URL
    * with the schema of flowguard's tables (default `flowguard`, created on first use) and the
    * pool's size (default 10). Not with `url`, `cluster`, `sentinel` or `path`. Every
-   * pattern (docs/postgres.md). No TLS yet (`sslmode=require` is refused).
+   * pattern (docs/postgres.md). TLS per the URL's `sslmode` (libpq's meanings), the CA as
+   * `sslrootcert=<file>` or `tls: { ca }`.
    */
   postgres?: string | PostgresOptions
   /**
@@ -491,6 +492,18 @@ export interface QueueAckOptions {
   shards?: number
 }
 
+  /** TLS: given, the URL's `sslmode` defaults to `verify-full` (else `prefer`, as libpq). */
+  tls?: PostgresTls
+}
+
+/** The `tls` of the `postgres` option. */
+export interface PostgresTls {
+  /**
+   * The CA certificates (PEM text) the server's certificate is checked against, instead of
+   * the URL's `sslrootcert=<file>`. Omitted: `sslrootcert`, else (verify-ca, verify-full) the
+   * system's trust store.
+   */
+  ca?: string
 export interface QueueBatch {
   /** The owner token (receipt) of this read: pass it to `ack` and `release`. */
   owner: string

@@ -3,7 +3,7 @@
 //! cargo test …` starts a throwaway cluster, sets it, and runs these with `--include-ignored`.
 mod common;
 
-use flowguard_core::backend::postgres::PostgresOptions;
+use flowguard_core::backend::postgres::{PostgresOptions, PostgresTls};
 use std::str::FromStr;
 
 use flowguard_core::{Client, ErrorCode, OpenOptions};
@@ -154,14 +154,23 @@ fn bad_options_are_refused_by_code() {
         assert_eq!(e.field.as_ref().map(|f| f.to_string()).as_deref(), Some("postgres.url"), "{e}");
         assert!(!e.message.contains("secret"), "{e}");
         let e = open(PostgresOptions {
-            url: "postgres://u:secret@h/db?sslmode=require".into(),
+            url: "postgres://u:secret@h/db?sslmode=allow".into(),
             ..Default::default()
         })
         .await
         .err()
         .unwrap();
-        assert_eq!(e.code, ErrorCode::Unsupported, "{e}");
+        assert_eq!(e.field.as_ref().map(|f| f.to_string()).as_deref(), Some("postgres.url"), "{e}");
         assert!(!e.message.contains("secret"), "{e}");
+        let e = open(PostgresOptions {
+            url: "postgres://u:secret@h/db".into(),
+            tls: Some(PostgresTls { ca: Some("not pem".into()) }),
+            ..Default::default()
+        })
+        .await
+        .err()
+        .unwrap();
+        assert_eq!(e.field.as_ref().map(|f| f.to_string()).as_deref(), Some("postgres.tls.ca"), "{e}");
         let e = Client::open(OpenOptions {
             postgres: Some(PostgresOptions { url: "postgres://h/db".into(), ..Default::default() }),
             url: Some("redis://127.0.0.1".into()),

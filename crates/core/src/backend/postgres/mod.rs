@@ -7,8 +7,8 @@
 //! - A pool of connections (deadpool-postgres over tokio-postgres; no protocol code of our own),
 //!   made lazily, of [`PostgresOptions::pool_size`]; the connect timeout is the client's
 //!   `connect_timeout`, and every statement runs under the client's `command_timeout` as
-//!   PostgreSQL's `statement_timeout` (so a wait for a row lock is bounded too). Plain TCP only
-//!   for now: a URL asking for TLS (`sslmode=require`) is refused with `ERR_UNSUPPORTED`.
+//!   PostgreSQL's `statement_timeout` (so a wait for a row lock is bounded too). TLS per libpq's
+//!   `sslmode` (`tls`).
 //! - Every call that writes is one transaction (`READ COMMITTED`): it locks the rows it needs
 //!   (`SELECT … FOR UPDATE`, several rows in key order so that two calls never deadlock), then
 //!   reads the database's clock (`clock_timestamp()`, after the locks, so a call that waited
@@ -28,6 +28,7 @@ mod queue;
 mod schema;
 mod semaphore;
 mod state;
+mod tls;
 mod tracker;
 
 use std::fmt;
@@ -35,10 +36,12 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, PoolError, RecyclingMethod, Runtime};
-use tokio_postgres::config::SslMode;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{NoTls, Row};
+use tokio_postgres::Row;
+use tokio_postgres_rustls::MakeRustlsConnect;
+
+use tls::{RootCert, SslMode};
 
 use crate::backend::Backend;
 use crate::client::Config;
@@ -64,6 +67,18 @@ pub struct PostgresOptions {
     pub schema: Option<String>,
     /// Pooled connections, 1 to [`MAX_POOL_SIZE`]. Default [`DEFAULT_POOL_SIZE`].
     pub pool_size: Option<u32>,
+    /// TLS settings beside the URL's `sslmode`. Given, the default `sslmode` is `verify-full`
+    /// (without it, `prefer`, as libpq).
+    pub tls: Option<PostgresTls>,
+}
+
+/// The `tls` of [`PostgresOptions`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct PostgresTls {
+    /// The CA certificates to check the server's certificate with, as PEM text (instead of the
+    /// URL's `sslrootcert=<file>`). None: the URL's `sslrootcert`, else, for `verify-ca` and
+    /// `verify-full`, the system's trust store.
+    pub ca: Option<String>,
 }
 
 /// Never prints the URL (it may hold a password).
@@ -73,6 +88,7 @@ impl fmt::Debug for PostgresOptions {
             .field("url", &"***")
             .field("schema", &self.schema)
             .field("pool_size", &self.pool_size)
+            .field("tls", &self.tls)
             .finish()
     }
 }
@@ -110,10 +126,11 @@ impl PostgresOptions {
         }
     }
 
-    /// The driver's settings from the URL, checked without connecting (errors name
-    /// `postgres.url`, never echo it).
-    fn driver_config(&self, config: &Config) -> Result<tokio_postgres::Config> {
-        let mut pg = tokio_postgres::Config::from_str(&self.url).map_err(|e| {
+    /// The driver's settings from the URL and its TLS connector, checked without connecting
+    /// (errors name `postgres.url` or `postgres.tls.ca`, never echo the URL).
+    fn driver_config(&self, config: &Config) -> Result<(tokio_postgres::Config, MakeRustlsConnect)> {
+        let url = tls::split_url(&self.url)?;
+        let mut pg = tokio_postgres::Config::from_str(&url.rest).map_err(|e| {
             Error::invalid_at(
                 FieldPath::new("postgres").field("url"),
                 format!(
@@ -128,13 +145,24 @@ impl PostgresOptions {
                 "names no host (postgres://host:port/database)",
             ));
         }
-        if pg.get_ssl_mode() == SslMode::Require {
-            return Err(Error::new(
-                ErrorCode::Unsupported,
-                "postgres.url asks for TLS (sslmode=require), which the PostgreSQL backend does not do yet: \
-                 connect over a trusted network or a local socket tunnel, or use sslmode=disable",
-            ));
-        }
+        let mode = url.mode.unwrap_or(if self.tls.is_some() { SslMode::VerifyFull } else { SslMode::Prefer });
+        pg.ssl_mode(mode.driver());
+        let ca_field = FieldPath::new("postgres").field("tls").field("ca");
+        let (root, field) = match (self.tls.as_ref().and_then(|t| t.ca.clone()), url.root_cert) {
+            (Some(_), Some(_)) => {
+                return Err(Error::invalid_at(
+                    ca_field,
+                    "is given with sslrootcert in postgres.url: give one of them",
+                ))
+            }
+            (Some(pem), None) => (Some(RootCert::Pem(pem)), ca_field),
+            (None, Some(f)) if f == "system" => {
+                (Some(RootCert::System), FieldPath::new("postgres").field("url"))
+            }
+            (None, Some(f)) => (Some(RootCert::File(f)), FieldPath::new("postgres").field("url")),
+            (None, None) => (None, ca_field),
+        };
+        let connector = tls::connector(mode, root.as_ref(), field)?;
         pg.connect_timeout(Duration::from_millis(config.connect_timeout_ms));
         // Every statement is bounded, a wait for a row lock included.
         let timeout = format!("-c statement_timeout={}", config.command_timeout_ms);
@@ -146,7 +174,7 @@ impl PostgresOptions {
         if pg.get_application_name().is_none() {
             pg.application_name("flowguard");
         }
-        Ok(pg)
+        Ok((pg, connector))
     }
 }
 
@@ -179,9 +207,9 @@ impl Postgres {
     pub async fn open(opts: &PostgresOptions, config: &Config) -> Result<Postgres> {
         let schema = opts.schema()?.to_string();
         let size = opts.pool_size()? as usize;
-        let pg = opts.driver_config(config)?;
+        let (pg, tls) = opts.driver_config(config)?;
         let manager =
-            Manager::from_config(pg, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+            Manager::from_config(pg, tls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
         let pool = Pool::builder(manager)
             .max_size(size)
             .runtime(Runtime::Tokio1)
@@ -436,7 +464,14 @@ pub(crate) fn pg_error(e: tokio_postgres::Error) -> Error {
     let Some(code) = e.code().cloned() else {
         // No SQLSTATE: the connection (refused, dropped, timed out, closed).
         let what = if e.is_closed() { "the connection was closed" } else { "the connection failed" };
-        return Error::new(ErrorCode::BackendUnavailable, format!("PostgreSQL: {what} ({e})")).with_source(e);
+        // The driver's reason, with its cause (a TLS handshake's: which check the certificate failed).
+        let mut why = e.to_string();
+        let mut cause = std::error::Error::source(&e);
+        while let Some(c) = cause {
+            why = format!("{why}: {c}");
+            cause = c.source();
+        }
+        return Error::new(ErrorCode::BackendUnavailable, format!("PostgreSQL: {what} ({why})")).with_source(e);
     };
     let class = &code.code()[..2];
     let (kind, what) = if code == SqlState::QUERY_CANCELED {
