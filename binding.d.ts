@@ -197,6 +197,12 @@ export interface ClaimKeyOptions {
    * Default 600000.
    */
   leaseMs?: number
+  /**
+   * While another caller holds the key, try again (with backoff; on PostgreSQL also when its
+   * release or result is announced) until it is claimed or done, for up to this many ms.
+   * Default 0: answer `pending` at once.
+   */
+  waitMs?: number
 }
 
 /** Options of a claim. */
@@ -326,6 +332,8 @@ export interface KeyClaimResult {
   remainingMs?: number
   json?: string
   expiresAt?: number
+  /** How many times the key was tried (1 without `waitMs`). */
+  attempts: number
 }
 
 /** Options of `listItems`. */
@@ -484,14 +492,6 @@ export interface PostgresOptions {
   schema?: string
   /** Pooled connections of this client, 1 to 1000. Default 10. */
   poolSize?: number
-}
-
-/** Options of `ack`. */
-export interface QueueAckOptions {
-  /** The queue's shard count (1 to 1024). Default 1. */
-  shards?: number
-}
-
   /** TLS: given, the URL's `sslmode` defaults to `verify-full` (else `prefer`, as libpq). */
   tls?: PostgresTls
 }
@@ -504,6 +504,14 @@ export interface PostgresTls {
    * system's trust store.
    */
   ca?: string
+}
+
+/** Options of `ack`. */
+export interface QueueAckOptions {
+  /** The queue's shard count (1 to 1024). Default 1. */
+  shards?: number
+}
+
 export interface QueueBatch {
   /** The owner token (receipt) of this read: pass it to `ack` and `release`. */
   owner: string

@@ -24,6 +24,7 @@ mod clock;
 mod explain_tests;
 mod limiter;
 mod lock;
+mod notify;
 mod queue;
 mod schema;
 mod semaphore;
@@ -46,6 +47,7 @@ use tls::{RootCert, SslMode};
 use crate::backend::Backend;
 use crate::client::Config;
 use crate::error::{Error, ErrorCode, FieldPath, Result};
+use crate::wakeup::{Subscription, Topic};
 
 /// Default schema of flowguard's tables.
 pub const DEFAULT_SCHEMA: &str = "flowguard";
@@ -198,6 +200,8 @@ pub struct Postgres {
     acquisitions: std::sync::atomic::AtomicU32,
     /// Semaphore acquisitions by this client, for the sweep of forgotten names (see `semaphore`).
     permits: std::sync::atomic::AtomicU32,
+    /// The connection that hears the releases announced by NOTIFY, for the waits (`notify`).
+    listener: notify::Listener,
 }
 
 impl Postgres {
@@ -208,6 +212,7 @@ impl Postgres {
         let schema = opts.schema()?.to_string();
         let size = opts.pool_size()? as usize;
         let (pg, tls) = opts.driver_config(config)?;
+        let listener = notify::Listener::new(pg.clone(), tls.clone(), &schema);
         let manager =
             Manager::from_config(pg, tls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
         let pool = Pool::builder(manager)
@@ -223,6 +228,7 @@ impl Postgres {
             ns: config.keys.prefix().to_string(),
             acquisitions: Default::default(),
             permits: Default::default(),
+            listener,
         };
         schema::ensure(&store).await?;
         Ok(store)
@@ -471,7 +477,8 @@ pub(crate) fn pg_error(e: tokio_postgres::Error) -> Error {
             why = format!("{why}: {c}");
             cause = c.source();
         }
-        return Error::new(ErrorCode::BackendUnavailable, format!("PostgreSQL: {what} ({why})")).with_source(e);
+        return Error::new(ErrorCode::BackendUnavailable, format!("PostgreSQL: {what} ({why})"))
+            .with_source(e);
     };
     let class = &code.code()[..2];
     let (kind, what) = if code == SqlState::QUERY_CANCELED {
@@ -500,6 +507,12 @@ impl Backend for Postgres {
     /// Closes the pool: pooled connections are closed, later calls fail with `ERR_CLOSED`.
     fn close(&self) {
         self.pool.close();
+        self.listener.stop();
+    }
+
+    /// Releases are announced with NOTIFY and heard by this client's listening connection.
+    fn subscribe(&self, topic: Topic, name: &str) -> Option<Subscription> {
+        self.listener.subscribe(topic, &self.ns, name)
     }
 }
 
