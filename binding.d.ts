@@ -180,6 +180,12 @@ export interface ClaimKeyOptions {
    * Default 600000.
    */
   leaseMs?: number
+  /**
+   * While another caller holds the key, try again (with backoff; on PostgreSQL also when its
+   * release or result is announced) until it is claimed or done, for up to this many ms.
+   * Default 0: answer `pending` at once.
+   */
+  waitMs?: number
 }
 
 /** Options of a claim. */
@@ -309,6 +315,8 @@ export interface KeyClaimResult {
   remainingMs?: number
   json?: string
   expiresAt?: number
+  /** How many times the key was tried (1 without `waitMs`). */
+  attempts: number
 }
 
 /** Options of `listItems`. */
@@ -380,7 +388,8 @@ export interface OpenOptions {
    * A PostgreSQL database: its URL (`postgres://user:password@host:port/database`), or the URL
    * with the schema of flowguard's tables (default `flowguard`, created on first use) and the
    * pool's size (default 10). Not with `url`, `cluster`, `sentinel` or `path`. Every
-   * pattern (docs/postgres.md). No TLS yet (`sslmode=require` is refused).
+   * pattern (docs/postgres.md). TLS per the URL's `sslmode` (libpq's meanings), the CA as
+   * `sslrootcert=<file>` or `tls: { ca }`.
    */
   postgres?: string | PostgresOptions
   /**
@@ -466,6 +475,18 @@ export interface PostgresOptions {
   schema?: string
   /** Pooled connections of this client, 1 to 1000. Default 10. */
   poolSize?: number
+  /** TLS: given, the URL's `sslmode` defaults to `verify-full` (else `prefer`, as libpq). */
+  tls?: PostgresTls
+}
+
+/** The `tls` of the `postgres` option. */
+export interface PostgresTls {
+  /**
+   * The CA certificates (PEM text) the server's certificate is checked against, instead of
+   * the URL's `sslrootcert=<file>`. Omitted: `sslrootcert`, else (verify-ca, verify-full) the
+   * system's trust store.
+   */
+  ca?: string
 }
 
 /** Options of `ack`. */

@@ -19,6 +19,7 @@ use super::{text, transaction, Ctx, Postgres, Purged, Sql};
 use crate::backend::BoxFuture;
 use crate::lock::{Attempt, ExtendResult, LockBackend, LockInfo, ReleaseResult};
 use crate::rules::lock::{self, Holder};
+use crate::wakeup::Topic;
 
 /// A lock's row.
 struct Stored {
@@ -117,6 +118,7 @@ async fn release(c: &Ctx<'_, '_>, name: &str, owner: &str) -> Sql<ReleaseResult>
     let r = lock::release(row.as_ref().and_then(Stored::holder), owner, now);
     if r.released {
         free(c, name, now).await?;
+        c.notify(Topic::Lock, name).await?;
     }
     Ok(r)
 }
@@ -126,6 +128,7 @@ async fn release_fence(c: &Ctx<'_, '_>, name: &str, fence: u64) -> Sql<ReleaseRe
     let r = lock::release_fence(row.as_ref().and_then(Stored::holder), fence, now);
     if r.released {
         free(c, name, now).await?;
+        c.notify(Topic::Lock, name).await?;
     }
     Ok(r)
 }
