@@ -117,8 +117,8 @@ async fn release(c: &Ctx<'_, '_>, name: &str, owner: &str) -> Sql<ReleaseResult>
     let (row, now) = load(c, name, true).await?;
     let r = lock::release(row.as_ref().and_then(Stored::holder), owner, now);
     if r.released {
-        free(c, name, now).await?;
-        c.notify(Topic::Lock, name).await?;
+        // Sent together: one round trip.
+        futures_util::future::try_join(free(c, name, now), c.notify(Topic::Lock, name)).await?;
     }
     Ok(r)
 }
@@ -127,8 +127,8 @@ async fn release_fence(c: &Ctx<'_, '_>, name: &str, fence: u64) -> Sql<ReleaseRe
     let (row, now) = load(c, name, true).await?;
     let r = lock::release_fence(row.as_ref().and_then(Stored::holder), fence, now);
     if r.released {
-        free(c, name, now).await?;
-        c.notify(Topic::Lock, name).await?;
+        // Sent together: one round trip.
+        futures_util::future::try_join(free(c, name, now), c.notify(Topic::Lock, name)).await?;
     }
     Ok(r)
 }
