@@ -150,6 +150,13 @@ export declare class Flowguard {
   getItem(group: Arg<string>, id: Arg<string>): Promise<ItemState>
   /** Reads many items of one group in one round trip. */
   getItems(group: Arg<string>, ids: Arg<Array<string>>): Promise<ItemState[]>
+  /**
+   * Makes dead items of one group claimable again, in one atomic step (BullMQ's
+   * `retryJobs`): each becomes `failed` with its attempts, last error and timeline kept and a
+   * `revived` transition added. Per id an `ItemResult` (action `revive`): `ok` when revived,
+   * else `reason` is its status.
+   */
+  reviveItems(group: Arg<string>, ids: Arg<Array<string>>, options?: Arg<ReviveOptions> | undefined | null): Promise<ItemResult[]>
   /** Forgets an item. Resolves to whether it had a record. */
   unsetItem(group: Arg<string>, id: Arg<string>): Promise<boolean>
   /** One page of a group's items with counts per status. */
@@ -166,9 +173,9 @@ export interface ClaimBatch {
   claimed: number
   /**
    * Per id, in the order given: `claimed` by this call, or left alone because it is
-   * `in_progress` under a live claim (also a repeated id) or `completed`.
+   * `in_progress` under a live claim (also a repeated id), `completed` or `dead`.
    */
-  results: Array<'claimed' | 'in_progress' | 'completed'>
+  results: Array<'claimed' | 'in_progress' | 'completed' | 'dead'>
   /** Per id, in the order given: the item's attempts after the call (when claimed, this claim's number). */
   attempts: Array<number>
 }
@@ -194,6 +201,11 @@ export interface ClaimOptions {
   timeoutMs?: number
   /** Claim even an item that is completed. Default false. */
   reclaimCompleted?: boolean
+  /**
+   * The attempts allowed (1 to 1000): a failure of attempt `maxAttempts` or later makes the
+   * item `dead` instead of `failed`. Default: no limit.
+   */
+  maxAttempts?: number
 }
 
 export interface ClaimResult {
@@ -202,7 +214,7 @@ export interface ClaimResult {
   /** The owner token: pass it to `complete` / `fail` so a stale worker cannot overwrite a newer claim. */
   owner?: string
   /** Why the claim did not succeed. */
-  reason?: 'in_progress' | 'completed'
+  reason?: 'in_progress' | 'completed' | 'dead'
   item: ItemState
 }
 
@@ -268,16 +280,22 @@ export interface ItemRequestInput {
   keepMs?: number | 'forever'
   /** Claim even an item that is completed. Default false. */
   reclaimCompleted?: boolean
+  /** A claim's attempts allowed (see `ClaimOptions.maxAttempts`). Checked on every request. */
+  maxAttempts?: number
 }
 
 export interface ItemResult {
   id: string
-  action: 'claim' | 'complete' | 'fail' | 'unset'
-  /** Done. False for a claim that found the item busy, and for a refusal (see `code`). */
+  action: 'claim' | 'complete' | 'fail' | 'unset' | 'revive'
+  /**
+   * Done. False for a claim that found the item busy, a revival of an item that is not dead
+   * (nor failed, with `failed`), and a refusal (see `code`).
+   */
   ok: boolean
   /** For claims: whether this call claimed the item. */
   claimed?: boolean
-  reason?: 'in_progress' | 'completed'
+  /** Why it was left alone: the item's status. */
+  reason?: 'none' | 'in_progress' | 'abandoned' | 'completed' | 'failed' | 'dead'
   owner?: string
   /** The error code of a refusal, e.g. `ERR_NOT_OWNER`. */
   code?: string
@@ -285,10 +303,14 @@ export interface ItemResult {
   item: ItemState
 }
 
-/** An item's state. `abandoned`: claimed, but its lease ran out before it was completed or failed. */
+/**
+ * An item's state. `abandoned`: claimed, but its lease ran out before it was completed or failed.
+ * `dead`: failed at the last attempt its claim's `maxAttempts` allowed; not claimed again until
+ * it is revived (`reviveItems`) or unset.
+ */
 export interface ItemState {
   id: string
-  status: 'none' | 'in_progress' | 'abandoned' | 'completed' | 'failed'
+  status: 'none' | 'in_progress' | 'abandoned' | 'completed' | 'failed' | 'dead'
   attempts: number
   lastError?: string
   createdAt?: number
@@ -302,6 +324,8 @@ export interface ItemState {
   expiresAt?: number
   /** The latest transitions, oldest first (at most 20). */
   timeline: Array<Transition>
+  /** The `maxAttempts` of the latest claim, when it gave one. */
+  maxAttempts?: number
 }
 
 export interface KeyClaimResult {
@@ -322,7 +346,7 @@ export interface KeyClaimResult {
 /** Options of `listItems`. */
 export interface ListOptions {
   /** Only items in this status. Default `all`. */
-  status?: 'all' | 'in_progress' | 'abandoned' | 'completed' | 'failed'
+  status?: 'all' | 'in_progress' | 'abandoned' | 'completed' | 'failed' | 'dead'
   /** How many items to skip. Default 0. */
   offset?: number
   /** Default 100, at most 10000. */
@@ -656,6 +680,17 @@ export interface ReleaseResult {
   reason?: 'not_held' | 'not_owner'
 }
 
+/** Options of `reviveItems`. */
+export interface ReviveOptions {
+  /** Revive failed items too (with `resetAttempts`, a new attempt budget). Default false. */
+  failed?: boolean
+  /**
+   * Start the attempts again at 0 (BullMQ's `resetAttemptsMade`). Default false: kept, so an
+   * item revived at its `maxAttempts` gets one more attempt before it is dead again.
+   */
+  resetAttempts?: boolean
+}
+
 export interface SemaphoreInfo {
   name: string
   /** The live holders, first lease end first (their owner tokens are never shown). */
@@ -725,13 +760,15 @@ export interface StatusCounts {
   abandoned: number
   completed: number
   failed: number
+  dead: number
   total: number
 }
 
 export interface Transition {
   /** When, in ms since the epoch (the backend's clock). */
   at: number
-  status: 'in_progress' | 'abandoned' | 'completed' | 'failed'
+  /** `revived`: made claimable again by `reviveItems`. */
+  status: 'in_progress' | 'abandoned' | 'completed' | 'failed' | 'dead' | 'revived'
   attempt: number
   error?: string
 }

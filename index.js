@@ -101,6 +101,10 @@ class Flowguard {
     return this.#native.listItems(group, options)
   }
 
+  reviveItems(group, ids, options) {
+    return this.#native.reviveItems(group, ids, options)
+  }
+
   // Concurrency Lock.
   acquireLock(name, options) {
     return this.#native.acquireLock(name, options)

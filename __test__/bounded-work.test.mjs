@@ -36,7 +36,7 @@ test('redis: listItems forgets at most one slice of expired records per call, co
     const sizes = []
     for (let i = 0; i < 3; i++) {
       const l = await fg.listItems('g', { limit: 10 })
-      assert.deepEqual(l.counts, { inProgress: 1, abandoned: 0, completed: 0, failed: 0, total: 1 })
+      assert.deepEqual(l.counts, { inProgress: 1, abandoned: 0, completed: 0, failed: 0, dead: 0, total: 1 })
       assert.deepEqual(l.items.map((x) => x.id), ['live'])
       sizes.push(await recordCount(r, records))
     }
@@ -101,7 +101,7 @@ for (const b of backends()) {
       await fg.setItems('weekly', results)
       const before = await fg.listItems('weekly')
       assert.ok(Date.now() - written < keepMs, `the write and the listing took ${Date.now() - written} ms, not under keepMs ${keepMs}`)
-      assert.deepEqual(before.counts, { inProgress: 0, abandoned: 0, completed: 270, failed: 30, total: 300 })
+      assert.deepEqual(before.counts, { inProgress: 0, abandoned: 0, completed: 270, failed: 30, dead: 0, total: 300 })
       await sleep(written + keepMs + 150 - Date.now())
       if (b.name === 'redis') {
         const r = await connect(b.url)
@@ -113,7 +113,7 @@ for (const b of backends()) {
         }
       }
       const after = await fg.listItems('weekly')
-      assert.deepEqual(after.counts, { inProgress: 0, abandoned: 0, completed: 0, failed: 0, total: 0 })
+      assert.deepEqual(after.counts, { inProgress: 0, abandoned: 0, completed: 0, failed: 0, dead: 0, total: 0 })
       assert.equal((await fg.getItem('weekly', 'p1')).status, 'none')
     })
   }

@@ -41,7 +41,7 @@ for (const b of backends()) {
       assert.ok(set.every((r) => r.ok))
 
       const list = await fg.listItems('weekly', { status: 'failed' })
-      assert.deepEqual(list.counts, { inProgress: 0, abandoned: 0, completed: 15, failed: 5, total: 20 })
+      assert.deepEqual(list.counts, { inProgress: 0, abandoned: 0, completed: 15, failed: 5, dead: 0, total: 20 })
       assert.deepEqual(list.items.map((i) => i.id).sort(), ['project-0', 'project-12', 'project-16', 'project-4', 'project-8'])
       assert.equal(list.items[0].lastError.startsWith('quota exceeded'), true)
 
@@ -205,7 +205,7 @@ for (const b of backends()) {
       const list = await fg.listItems('cb')
       assert.deepEqual(
         { ...list.counts },
-        { inProgress: 3, abandoned: 0, completed: 2, failed: 0, total: 5 },
+        { inProgress: 3, abandoned: 0, completed: 2, failed: 0, dead: 0, total: 5 },
       )
       // reclaimCompleted, and an empty batch.
       const again = await fg.claimBatch('cb', ['done'], { reclaimCompleted: true })
@@ -270,7 +270,7 @@ for (const b of backends()) {
             if (key !== keys[0]) assert.equal(await r.call('ZSCORE', key, ''), 'inf', key)
           }
           assert.equal(await r.call('ZCARD', keys[1]), 1, 'in progress: only the end mark')
-          assert.deepEqual((await fg.listItems('ttl')).counts, { inProgress: 0, abandoned: 0, completed: 2, failed: 1, total: 3 })
+          assert.deepEqual((await fg.listItems('ttl')).counts, { inProgress: 0, abandoned: 0, completed: 2, failed: 1, dead: 0, total: 3 })
           assert.deepEqual((await fg.listItems('ttl', { status: 'completed' })).items.map((i) => i.id).sort(), ['b', 'c'])
         } finally {
           r.close()
@@ -346,7 +346,7 @@ for (const b of backends()) {
           assert.equal(bare.lastError, '')
           assert.equal(bare.expiresAt, undefined)
           assert.deepEqual(await fg.getItem('rec', 'bare'), bare)
-          assert.deepEqual((await fg.listItems('rec')).counts, { inProgress: 0, abandoned: 0, completed: 2, failed: 1, total: 3 })
+          assert.deepEqual((await fg.listItems('rec')).counts, { inProgress: 0, abandoned: 0, completed: 2, failed: 1, dead: 0, total: 3 })
         } finally {
           r.close()
         }

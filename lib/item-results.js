@@ -4,7 +4,7 @@
 // store) or as a Promise of it (Redis); the objects are built here. Through napi, that is several
 // times cheaper than an object with its keys (BENCHMARKS.md, emb-single).
 
-/** An ItemState from `[status, attempts, lastError, createdAt, updatedAt, leaseExpiresAt, finishedAt, expiresAt, timeline]`. */
+/** An ItemState from `[status, attempts, lastError, createdAt, updatedAt, leaseExpiresAt, finishedAt, expiresAt, timeline, maxAttempts?]`. */
 function itemState(id, t) {
   const item = { id, status: t[0], attempts: t[1] }
   if (t[2] !== null) item.lastError = t[2]
@@ -20,6 +20,7 @@ function itemState(id, t) {
     timeline[i] = e[3] === null ? { at: e[0], status: e[1], attempt: e[2] } : { at: e[0], status: e[1], attempt: e[2], error: e[3] }
   }
   item.timeline = timeline
+  if (t.length > 9) item.maxAttempts = t[9]
   return item
 }
 
@@ -43,7 +44,7 @@ function settle(r, build, id) {
 // only an item with error texts comes back as the compact JSON array. One array per thread is
 // enough: the call is synchronous and read at once.
 const numbers = new Float64Array(70)
-const STATUS = ['none', 'in_progress', 'abandoned', 'completed', 'failed']
+const STATUS = ['none', 'in_progress', 'abandoned', 'completed', 'failed', 'dead', 'revived']
 
 function claimFromNumbers(id, owner) {
   const o = numbers

@@ -19,7 +19,8 @@ use flowguard_core::tracker::{self as core, ItemRequest, Keep, Outcome};
 pub struct Transition {
     /// When, in ms since the epoch (the backend's clock).
     pub at: f64,
-    #[napi(ts_type = "'in_progress' | 'abandoned' | 'completed' | 'failed'")]
+    /// `revived`: made claimable again by `reviveItems`.
+    #[napi(ts_type = "'in_progress' | 'abandoned' | 'completed' | 'failed' | 'dead' | 'revived'")]
     pub status: String,
     pub attempt: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -27,12 +28,14 @@ pub struct Transition {
 }
 
 /// An item's state. `abandoned`: claimed, but its lease ran out before it was completed or failed.
+/// `dead`: failed at the last attempt its claim's `maxAttempts` allowed; not claimed again until
+/// it is revived (`reviveItems`) or unset.
 #[napi(object)]
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ItemState {
     pub id: String,
-    #[napi(ts_type = "'none' | 'in_progress' | 'abandoned' | 'completed' | 'failed'")]
+    #[napi(ts_type = "'none' | 'in_progress' | 'abandoned' | 'completed' | 'failed' | 'dead'")]
     pub status: String,
     pub attempts: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -51,6 +54,9 @@ pub struct ItemState {
     pub expires_at: Option<f64>,
     /// The latest transitions, oldest first (at most 20).
     pub timeline: Vec<Transition>,
+    /// The `maxAttempts` of the latest claim, when it gave one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_attempts: Option<u32>,
 }
 
 impl From<core::ItemState> for ItemState {
@@ -75,6 +81,7 @@ impl From<core::ItemState> for ItemState {
                     error: t.error,
                 })
                 .collect(),
+            max_attempts: s.max_attempts,
         }
     }
 }
@@ -86,14 +93,28 @@ pub struct ClaimOptions {
     pub timeout_ms: Option<f64>,
     /// Claim even an item that is completed. Default false.
     pub reclaim_completed: Option<bool>,
+    /// The attempts allowed (1 to 1000): a failure of attempt `maxAttempts` or later makes the
+    /// item `dead` instead of `failed`. Default: no limit.
+    pub max_attempts: Option<f64>,
 }
 
-js_input!(ClaimOptions { timeout_ms = "timeoutMs", reclaim_completed = "reclaimCompleted" });
+js_input!(ClaimOptions { timeout_ms = "timeoutMs", reclaim_completed = "reclaimCompleted", max_attempts = "maxAttempts" });
 
-/// The lease and `reclaimCompleted` of a claim's options.
-fn claim_opts(o: Option<ClaimOptions>) -> flowguard_core::Result<(Option<std::time::Duration>, bool)> {
-    let Some(o) = o else { return Ok((None, false)) };
-    Ok((opt_ms(Field("options", "timeoutMs"), o.timeout_ms)?, o.reclaim_completed.unwrap_or(false)))
+/// The lease, `reclaimCompleted` and `maxAttempts` of a claim's options.
+type ClaimOpts = (Option<std::time::Duration>, bool, Option<u32>);
+
+fn claim_opts(o: Option<ClaimOptions>) -> flowguard_core::Result<ClaimOpts> {
+    let Some(o) = o else { return Ok((None, false, None)) };
+    Ok((
+        opt_ms(Field("options", "timeoutMs"), o.timeout_ms)?,
+        o.reclaim_completed.unwrap_or(false),
+        max_attempts(Field("options", "maxAttempts"), o.max_attempts)?,
+    ))
+}
+
+/// A `maxAttempts` given as a JavaScript number: a whole number (the core checks the range).
+fn max_attempts(at: impl At + Copy, v: Option<f64>) -> flowguard_core::Result<Option<u32>> {
+    Ok(whole(at, v)?.map(|m| u32::try_from(m).unwrap_or(u32::MAX)))
 }
 
 #[napi(object)]
@@ -106,7 +127,7 @@ pub struct ClaimResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub owner: Option<String>,
     /// Why the claim did not succeed.
-    #[napi(ts_type = "'in_progress' | 'completed'")]
+    #[napi(ts_type = "'in_progress' | 'completed' | 'dead'")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     pub item: ItemState,
@@ -136,8 +157,8 @@ pub struct ClaimBatch {
     /// How many ids this call claimed.
     pub claimed: u32,
     /// Per id, in the order given: `claimed` by this call, or left alone because it is
-    /// `in_progress` under a live claim (also a repeated id) or `completed`.
-    #[napi(ts_type = "Array<'claimed' | 'in_progress' | 'completed'>")]
+    /// `in_progress` under a live claim (also a repeated id), `completed` or `dead`.
+    #[napi(ts_type = "Array<'claimed' | 'in_progress' | 'completed' | 'dead'>")]
     pub results: Vec<&'static str>,
     /// Per id, in the order given: the item's attempts after the call (when claimed, this claim's number).
     pub attempts: Vec<u32>,
@@ -176,9 +197,11 @@ pub struct ItemRequestInput {
     pub keep_ms: Option<Either<f64, String>>,
     /// Claim even an item that is completed. Default false.
     pub reclaim_completed: Option<bool>,
+    /// A claim's attempts allowed (see `ClaimOptions.maxAttempts`). Checked on every request.
+    pub max_attempts: Option<f64>,
 }
 
-js_input!(ItemRequestInput { id = "id", status = "status", owner = "owner", error = "error", timeout_ms = "timeoutMs", keep_ms = "keepMs", reclaim_completed = "reclaimCompleted" });
+js_input!(ItemRequestInput { id = "id", status = "status", owner = "owner", error = "error", timeout_ms = "timeoutMs", keep_ms = "keepMs", reclaim_completed = "reclaimCompleted", max_attempts = "maxAttempts" });
 
 impl ItemRequestInput {
     fn into_core(self, at: impl At + Copy) -> flowguard_core::Result<ItemRequest> {
@@ -190,6 +213,7 @@ impl ItemRequestInput {
             timeout: opt_ms(Field(at, "timeoutMs"), self.timeout_ms)?,
             keep: opt_keep(Field(at, "keepMs"), self.keep_ms)?,
             reclaim_completed: self.reclaim_completed.unwrap_or(false),
+            max_attempts: max_attempts(Field(at, "maxAttempts"), self.max_attempts)?,
         })
     }
 }
@@ -199,14 +223,16 @@ impl ItemRequestInput {
 #[serde(rename_all = "camelCase")]
 pub struct ItemResult {
     pub id: String,
-    #[napi(ts_type = "'claim' | 'complete' | 'fail' | 'unset'")]
+    #[napi(ts_type = "'claim' | 'complete' | 'fail' | 'unset' | 'revive'")]
     pub action: String,
-    /// Done. False for a claim that found the item busy, and for a refusal (see `code`).
+    /// Done. False for a claim that found the item busy, a revival of an item that is not dead
+    /// (nor failed, with `failed`), and a refusal (see `code`).
     pub ok: bool,
     /// For claims: whether this call claimed the item.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub claimed: Option<bool>,
-    #[napi(ts_type = "'in_progress' | 'completed'")]
+    /// Why it was left alone: the item's status.
+    #[napi(ts_type = "'none' | 'in_progress' | 'abandoned' | 'completed' | 'failed' | 'dead'")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -249,6 +275,7 @@ pub struct StatusCounts {
     pub abandoned: f64,
     pub completed: f64,
     pub failed: f64,
+    pub dead: f64,
     pub total: f64,
 }
 
@@ -256,7 +283,7 @@ pub struct StatusCounts {
 #[napi(object, object_from_js = false, object_to_js = false)]
 pub struct ListOptions {
     /// Only items in this status. Default `all`.
-    #[napi(ts_type = "'all' | 'in_progress' | 'abandoned' | 'completed' | 'failed'")]
+    #[napi(ts_type = "'all' | 'in_progress' | 'abandoned' | 'completed' | 'failed' | 'dead'")]
     pub status: Option<String>,
     /// How many items to skip. Default 0.
     pub offset: Option<f64>,
@@ -278,20 +305,35 @@ pub struct ItemList {
 
 /// An item state as a JSON array, without the id (the caller has it) and without keys:
 /// `[status, attempts, lastError, createdAt, updatedAt, leaseExpiresAt, finishedAt, expiresAt,
-/// [[at, status, attempt, error], ...]]`, null for absent values. `JSON.parse` of an array is
+/// [[at, status, attempt, error], ...]]`, then `maxAttempts` only when the item has one, null for
+/// absent values. `JSON.parse` of an array is
 /// several times cheaper than of the object with its keys; index.js builds the object.
 fn item_tuple(s: &core::ItemState) -> impl Serialize + '_ {
-    (
-        s.status.as_str(),
-        s.attempts,
-        &s.last_error,
-        s.created_at,
-        s.updated_at,
-        s.lease_expires_at,
-        s.finished_at,
-        s.expires_at,
-        s.timeline.iter().map(|t| (t.at, &*t.status, t.attempt, &t.error)).collect::<Vec<_>>(),
-    )
+    ItemTuple(s)
+}
+
+struct ItemTuple<'a>(&'a core::ItemState);
+
+impl Serialize for ItemTuple<'_> {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let s = self.0;
+        let mut seq = ser.serialize_seq(Some(9 + usize::from(s.max_attempts.is_some())))?;
+        seq.serialize_element(s.status.as_str())?;
+        seq.serialize_element(&s.attempts)?;
+        seq.serialize_element(&s.last_error)?;
+        seq.serialize_element(&s.created_at)?;
+        seq.serialize_element(&s.updated_at)?;
+        seq.serialize_element(&s.lease_expires_at)?;
+        seq.serialize_element(&s.finished_at)?;
+        seq.serialize_element(&s.expires_at)?;
+        let timeline: Vec<_> = s.timeline.iter().map(|t| (t.at, &*t.status, t.attempt, &t.error)).collect();
+        seq.serialize_element(&timeline)?;
+        if let Some(m) = s.max_attempts {
+            seq.serialize_element(&m)?;
+        }
+        seq.end()
+    }
 }
 
 /// A claim result as a JSON array: `[claimed, owner, reason, item]` (see [`item_tuple`]).
@@ -306,6 +348,8 @@ fn status_code(s: &str) -> f64 {
         "abandoned" => 2.0,
         "completed" => 3.0,
         "failed" => 4.0,
+        "dead" => 5.0,
+        "revived" => 6.0,
         _ => -1.0,
     }
 }
@@ -363,15 +407,28 @@ fn opt_keep(at: impl At + Copy, v: Option<Either<f64, String>>) -> flowguard_cor
 }
 
 /// A claim request for one item.
-fn claim_request(id: String, (timeout, reclaim): (Option<std::time::Duration>, bool)) -> ItemRequest {
+fn claim_request(id: String, (timeout, reclaim, max_attempts): ClaimOpts) -> ItemRequest {
     ItemRequest {
         id,
         status: "in_progress".into(),
         timeout,
         reclaim_completed: reclaim,
+        max_attempts,
         ..Default::default()
     }
 }
+
+/// Options of `reviveItems`.
+#[napi(object, object_from_js = false, object_to_js = false)]
+pub struct ReviveOptions {
+    /// Revive failed items too (with `resetAttempts`, a new attempt budget). Default false.
+    pub failed: Option<bool>,
+    /// Start the attempts again at 0 (BullMQ's `resetAttemptsMade`). Default false: kept, so an
+    /// item revived at its `maxAttempts` gets one more attempt before it is dead again.
+    pub reset_attempts: Option<bool>,
+}
+
+js_input!(ReviveOptions { failed = "failed", reset_attempts = "resetAttempts" });
 
 #[napi]
 impl Flowguard {
@@ -447,7 +504,10 @@ impl Flowguard {
                 return Ok(super::settle::spawn(env, text)?.to_unknown());
             }
         };
-        let texts = r.item.last_error.is_some() || r.item.timeline.iter().any(|t| t.error.is_some());
+        // Texts, or a maxAttempts (not among the numbers): the compact JSON array.
+        let texts = r.item.last_error.is_some()
+            || r.item.max_attempts.is_some()
+            || r.item.timeline.iter().any(|t| t.error.is_some());
         let value = if texts {
             Some(compact(&claim_tuple(&r)).map_err(fail)?)
         } else {
@@ -470,8 +530,8 @@ impl Flowguard {
             (|| Ok((group.get("group")?, ids.get("ids")?, claim_opts(opt(&options, "options")?)?)))();
         let client = self.client.clone();
         promise(env, async move {
-            let (group, ids, (timeout, reclaim)) = parsed?;
-            let results = client.claim_many(&group, ids, timeout, reclaim).await?;
+            let (group, ids, (timeout, reclaim, max)) = parsed?;
+            let results = client.claim_many(&group, ids, timeout, reclaim, max).await?;
             let bytes = results.len() * ITEM_JSON_BYTES;
             json_sized(&results.into_iter().map(ClaimResult::from).collect::<Vec<_>>(), bytes)
         })
@@ -492,8 +552,8 @@ impl Flowguard {
             (|| Ok((group.get("group")?, ids.get("ids")?, claim_opts(opt(&options, "options")?)?)))();
         let client = self.client.clone();
         promise(env, async move {
-            let (group, ids, (timeout, reclaim)) = parsed?;
-            let b = client.claim_batch(&group, &ids, timeout, reclaim).await?;
+            let (group, ids, (timeout, reclaim, max)) = parsed?;
+            let b = client.claim_batch(&group, &ids, timeout, reclaim, max).await?;
             json(&ClaimBatch {
                 owner: b.owner,
                 lease_expires_at: b.lease_expires_at as f64,
@@ -618,6 +678,31 @@ impl Flowguard {
         })
     }
 
+    /// Makes dead items of one group claimable again, in one atomic step (BullMQ's
+    /// `retryJobs`): each becomes `failed` with its attempts, last error and timeline kept and a
+    /// `revived` transition added. Per id an `ItemResult` (action `revive`): `ok` when revived,
+    /// else `reason` is its status.
+    #[napi(ts_return_type = "Promise<ItemResult[]>")]
+    pub fn revive_items<'e>(
+        &self,
+        env: &'e Env,
+        group: Arg<'e, String>,
+        ids: Arg<'e, Vec<String>>,
+        options: Option<Arg<'e, ReviveOptions>>,
+    ) -> Result<PromiseRaw<'e, Json>> {
+        let parsed = (|| Ok((group.get("group")?, ids.get("ids")?, opt(&options, "options")?)))();
+        let client = self.client.clone();
+        promise(env, async move {
+            let (group, ids, o) = parsed?;
+            let (failed, reset) = o.map_or((false, false), |o: ReviveOptions| {
+                (o.failed.unwrap_or(false), o.reset_attempts.unwrap_or(false))
+            });
+            let results = client.revive_items(&group, ids, failed, reset).await?;
+            let bytes = results.len() * ITEM_JSON_BYTES;
+            json_sized(&results.into_iter().map(ItemResult::from).collect::<Vec<_>>(), bytes)
+        })
+    }
+
     /// Forgets an item. Resolves to whether it had a record.
     #[napi]
     pub fn unset_item<'e>(
@@ -662,6 +747,7 @@ impl Flowguard {
                     abandoned: l.counts.abandoned as f64,
                     completed: l.counts.completed as f64,
                     failed: l.counts.failed as f64,
+                    dead: l.counts.dead as f64,
                     total: l.counts.total() as f64,
                 },
                 items: l.items.into_iter().map(Into::into).collect(),

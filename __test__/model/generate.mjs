@@ -91,7 +91,7 @@ export const BOGUS_TOKEN = 'f'.repeat(32)
 /** The operations only the HTTP server has (no Node API): the listings of the dashboard. */
 export const CATALOG = new Set(['listGroups', 'listLocks', 'listQueues', 'listLimiters', 'listSemaphores'])
 
-const TRACKER = new Set(['claim', 'claimMany', 'claimBatch', 'complete', 'fail', 'setItems', 'unsetItem', 'getItem', 'getItems', 'listItems'])
+const TRACKER = new Set(['claim', 'claimMany', 'claimBatch', 'complete', 'fail', 'setItems', 'unsetItem', 'getItem', 'getItems', 'listItems', 'reviveItems'])
 const READS = new Set(['getItem', 'getItems', 'listItems', 'unsetItem'])
 
 /**
@@ -182,10 +182,15 @@ export function generate(seed, steps, { http = false } = {}) {
   const jsonValue = () =>
     r.pick([0, 1, -7, 41, 9007199254740991, -9007199254740991, 1.5, 'text', '', 'ü{}:', true, false, null, [1, 'a'], { a: { b: [null] } }, 'x'.repeat(2000)])
 
+  // A claim's maxAttempts: mostly none (the claims of before), small budgets that fail into dead
+  // items, now and then one out of range.
+  const maxAttempts = () => (r.chance(0.5) ? undefined : r.chance(0.95) ? r.pick([1, 2, 3]) : r.pick([0, 1001]))
+  const claimOpts = () => opts({ timeoutMs: dur(LEASES), reclaimCompleted: r.chance(0.3) || undefined, maxAttempts: maxAttempts() })
   const ops = {
-    claim: () => ['claim', [name(groups), name(ids), opts({ timeoutMs: dur(LEASES), reclaimCompleted: r.chance(0.3) || undefined })], 'item'],
-    claimMany: () => ['claimMany', [name(groups), idList(4), opts({ timeoutMs: dur(LEASES), reclaimCompleted: r.chance(0.3) || undefined })], 'item'],
-    claimBatch: () => ['claimBatch', [name(groups), idList(5), opts({ timeoutMs: dur(LEASES), reclaimCompleted: r.chance(0.3) || undefined })], 'item'],
+    claim: () => ['claim', [name(groups), name(ids), claimOpts()], 'item'],
+    claimMany: () => ['claimMany', [name(groups), idList(4), claimOpts()], 'item'],
+    claimBatch: () => ['claimBatch', [name(groups), idList(5), claimOpts()], 'item'],
+    reviveItems: () => ['reviveItems', [name(groups), idList(4), opts({ failed: r.chance(0.3) || undefined, resetAttempts: r.chance(0.3) || undefined })]],
     complete: () => {
       const [g, id, owner] = finisher()
       return ['complete', [g, id, opts({ owner, keepMs: dur(KEEPS) })]]
@@ -211,6 +216,7 @@ export function generate(seed, steps, { http = false } = {}) {
           timeoutMs: status === 'in_progress' || r.chance(0.1) ? d(LEASES) : undefined,
           keepMs: r.chance(0.5) ? d(KEEPS) : undefined,
           reclaimCompleted: r.chance(0.2) || undefined,
+          maxAttempts: status === 'in_progress' && r.chance(0.4) ? r.pick([1, 2]) : undefined,
         })
       })
       if (r.chance(0.08)) {
@@ -224,7 +230,7 @@ export function generate(seed, steps, { http = false } = {}) {
     getItem: () => ['getItem', [name(groups), name(ids)]],
     getItems: () => ['getItems', [name(groups), idList(4)]],
     listItems: () => {
-      const status = r.chance(0.05) ? r.pick(['bogus', 'none', 1]) : r.pick([undefined, 'all', 'in_progress', 'abandoned', 'completed', 'failed'])
+      const status = r.chance(0.05) ? r.pick(['bogus', 'none', 1]) : r.pick([undefined, 'all', 'in_progress', 'abandoned', 'completed', 'failed', 'dead'])
       const offset = r.chance(0.8) ? undefined : r.pick([0, 1, 2, 5, -1, 1.5])
       const limit = r.chance(0.7) ? undefined : r.pick([1, 2, 3, 10000, 0, 10001])
       return ['listItems', [name(groups), opts({ status, offset, limit })]]
@@ -344,7 +350,7 @@ export function generate(seed, steps, { http = false } = {}) {
   const ids_ = ids
   // How often each operation comes up (writes more than reads, so state builds up).
   const weights = {
-    claim: 6, claimMany: 3, claimBatch: 3, complete: 5, fail: 4, setItems: 4, unsetItem: 2, getItem: 2, getItems: 2, listItems: 3,
+    claim: 6, claimMany: 3, claimBatch: 3, complete: 5, fail: 4, setItems: 4, unsetItem: 2, getItem: 2, getItems: 2, listItems: 3, reviveItems: 2,
     acquireLock: 5, releaseLock: 3, forceReleaseLock: 1, extendLock: 3, getLock: 2,
     enqueue: 6, readBatch: 5, ack: 4, release: 3, peek: 2, queueSize: 2,
     setState: 4, getStateJson: 2, getState: 1, deleteState: 1, increment: 3,

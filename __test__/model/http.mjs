@@ -65,6 +65,7 @@ export class HttpFlowguard {
   getItems(group, ids) { return this.call('/v1/tracker/getItems', { group, ids }) }
   async unsetItem(group, id) { return (await this.call('/v1/tracker/unsetItem', { group, id })).existed }
   listItems(group, o) { return this.call('/v1/tracker/listItems', { group, ...o }) }
+  reviveItems(group, ids, o) { return this.call('/v1/tracker/reviveItems', { group, ids, ...o }) }
 
   // Concurrency Lock
   acquireLock(name, o) { return this.call('/v1/lock/acquire', { name, ...o }) }

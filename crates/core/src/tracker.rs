@@ -74,6 +74,9 @@ pub enum ItemStatus {
     Abandoned,
     Completed,
     Failed,
+    /// Failed at its last allowed attempt (`maxAttempts`): kept, not claimed again until it is
+    /// unset or revived.
+    Dead,
 }
 
 impl ItemStatus {
@@ -84,6 +87,7 @@ impl ItemStatus {
             ItemStatus::Abandoned => "abandoned",
             ItemStatus::Completed => "completed",
             ItemStatus::Failed => "failed",
+            ItemStatus::Dead => "dead",
         }
     }
 }
@@ -91,12 +95,31 @@ impl ItemStatus {
 /// The statuses a stored record can have, each at its code: the one numbering of every
 /// in-process store (the in-memory record's status byte, the durable file's status column).
 /// Code 0 is the empty status of a record that was unset or never claimed.
-pub const STORED_STATUS: [&str; 4] = ["", "in_progress", "completed", "failed"];
+pub const STORED_STATUS: [&str; 5] = ["", "in_progress", "completed", "failed", "dead"];
 
 /// The code of a stored status word (its position in [`STORED_STATUS`]), or `None` for a word
 /// that is not one.
 pub fn stored_status_code(word: &str) -> Option<u8> {
     STORED_STATUS.iter().position(|w| *w == word).map(|i| i as u8)
+}
+
+/// The most attempts a claim's `maxAttempts` allows.
+pub const MAX_ATTEMPTS_LIMIT: u32 = 1000;
+
+/// The status column of the durable file and of PostgreSQL: the status's code in
+/// [`STORED_STATUS`] plus 8 times the record's `maxAttempts` (0 when it has none), so a record
+/// claimed without `maxAttempts` keeps the column it always had and the tables no new column.
+pub fn status_column(word: &str, max_attempts: Option<u32>) -> Option<i64> {
+    let code = i64::from(stored_status_code(word)?);
+    Some(code + 8 * i64::from(max_attempts.unwrap_or(0)))
+}
+
+/// A status column read back (see [`status_column`]): the status word and `maxAttempts`;
+/// `None` for a column no record has.
+pub fn from_status_column(column: i64) -> Option<(Word, Option<u32>)> {
+    let word = STORED_STATUS.get(usize::try_from(column & 7).ok()?)?;
+    let max = u32::try_from(column >> 3).ok()?;
+    Some((Cow::Borrowed(*word), (max > 0).then_some(max)))
 }
 
 /// One entry of an item's timeline.
@@ -144,6 +167,10 @@ pub struct Record {
     /// Timeline, oldest first, at most [`MAX_TIMELINE`] entries.
     #[serde(default)]
     pub t: Vec<Transition>,
+    /// The `maxAttempts` of the latest claim, when it gave one: a failure at that attempt (or
+    /// later) makes the item dead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub m: Option<u32>,
 }
 
 impl Record {
@@ -167,6 +194,7 @@ impl Record {
             // A record kept forever has no expiry to report.
             expires_at: (self.x < NEVER).then_some(self.x),
             timeline: self.t.clone(),
+            max_attempts: self.m,
         }
     }
 }
@@ -184,6 +212,8 @@ pub struct ItemState {
     pub finished_at: Option<i64>,
     pub expires_at: Option<i64>,
     pub timeline: Vec<Transition>,
+    /// The `maxAttempts` of the latest claim, when it gave one.
+    pub max_attempts: Option<u32>,
 }
 
 impl ItemState {
@@ -199,6 +229,7 @@ impl ItemState {
             finished_at: None,
             expires_at: None,
             timeline: Vec::new(),
+            max_attempts: None,
         }
     }
 }
@@ -207,10 +238,34 @@ impl ItemState {
 /// [`expiry`]`(now, keep_ms)`; `keep_ms` is [`KEEP_FOREVER_MS`] for a record kept forever.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ItemOp {
-    Claim { id: String, owner: String, lease_ms: u64, reclaim_completed: bool },
-    Complete { id: String, owner: Option<String>, keep_ms: u64 },
-    Fail { id: String, owner: Option<String>, error: String, keep_ms: u64 },
-    Unset { id: String },
+    Claim {
+        id: String,
+        owner: String,
+        lease_ms: u64,
+        reclaim_completed: bool,
+        max_attempts: Option<u32>,
+    },
+    Complete {
+        id: String,
+        owner: Option<String>,
+        keep_ms: u64,
+    },
+    Fail {
+        id: String,
+        owner: Option<String>,
+        error: String,
+        keep_ms: u64,
+    },
+    Unset {
+        id: String,
+    },
+    /// A dead item (and, with `failed`, a failed one) made claimable again: see
+    /// [`crate::rules::tracker::revive`].
+    Revive {
+        id: String,
+        failed: bool,
+        reset_attempts: bool,
+    },
 }
 
 impl ItemOp {
@@ -219,7 +274,8 @@ impl ItemOp {
             ItemOp::Claim { id, .. }
             | ItemOp::Complete { id, .. }
             | ItemOp::Fail { id, .. }
-            | ItemOp::Unset { id } => id,
+            | ItemOp::Unset { id }
+            | ItemOp::Revive { id, .. } => id,
         }
     }
     pub fn action(&self) -> Action {
@@ -228,6 +284,7 @@ impl ItemOp {
             ItemOp::Complete { .. } => Action::Complete,
             ItemOp::Fail { .. } => Action::Fail,
             ItemOp::Unset { .. } => Action::Unset,
+            ItemOp::Revive { .. } => Action::Revive,
         }
     }
 }
@@ -238,6 +295,7 @@ pub enum Action {
     Complete,
     Fail,
     Unset,
+    Revive,
 }
 
 impl Action {
@@ -247,6 +305,7 @@ impl Action {
             Action::Complete => "complete",
             Action::Fail => "fail",
             Action::Unset => "unset",
+            Action::Revive => "revive",
         }
     }
 }
@@ -287,6 +346,9 @@ pub struct ItemRequest {
     /// How long a completed or failed record is kept; the client's retention by default.
     pub keep: Option<Keep>,
     pub reclaim_completed: bool,
+    /// A claim's attempt budget (1 to [`MAX_ATTEMPTS_LIMIT`]): a failure of attempt
+    /// `max_attempts` or later makes the item dead. None: no limit.
+    pub max_attempts: Option<u32>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -296,6 +358,7 @@ pub enum ListFilter {
     Abandoned,
     Completed,
     Failed,
+    Dead,
 }
 
 impl ListFilter {
@@ -306,11 +369,12 @@ impl ListFilter {
             "abandoned" => ListFilter::Abandoned,
             "completed" => ListFilter::Completed,
             "failed" => ListFilter::Failed,
+            "dead" => ListFilter::Dead,
             other => {
                 return Err(Error::invalid_at(
                     "status",
                     format!(
-                        "must be one of all, in_progress, abandoned, completed, failed; got {:?}",
+                        "must be one of all, in_progress, abandoned, completed, failed, dead; got {:?}",
                         truncate(other, 40)
                     ),
                 ))
@@ -332,11 +396,12 @@ pub struct Counts {
     pub abandoned: u64,
     pub completed: u64,
     pub failed: u64,
+    pub dead: u64,
 }
 
 impl Counts {
     pub fn total(&self) -> u64 {
-        self.in_progress + self.abandoned + self.completed + self.failed
+        self.in_progress + self.abandoned + self.completed + self.failed + self.dead
     }
     pub fn of(&self, f: ListFilter) -> u64 {
         match f {
@@ -345,12 +410,13 @@ impl Counts {
             ListFilter::Abandoned => self.abandoned,
             ListFilter::Completed => self.completed,
             ListFilter::Failed => self.failed,
+            ListFilter::Dead => self.dead,
         }
     }
 }
 
 /// One page of a group's items. Items are ordered: in progress (by lease expiry), abandoned
-/// (by lease expiry), failed, completed (by when their record expires).
+/// (by lease expiry), failed, dead, completed (by when their record expires).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ItemList {
     pub counts: Counts,
@@ -369,6 +435,8 @@ pub enum BatchOutcome {
     InProgress,
     /// Left alone: it is completed.
     Completed,
+    /// Left alone: it is dead (failed at its last allowed attempt) until revived or unset.
+    Dead,
 }
 
 impl BatchOutcome {
@@ -377,6 +445,7 @@ impl BatchOutcome {
             BatchOutcome::Claimed => "claimed",
             BatchOutcome::InProgress => "in_progress",
             BatchOutcome::Completed => "completed",
+            BatchOutcome::Dead => "dead",
         }
     }
 }
@@ -401,6 +470,8 @@ pub struct BatchClaim<'a> {
     pub lease_ms: u64,
     pub reclaim_completed: bool,
     pub retention_ms: u64,
+    /// The claims' attempt budget (see [`ItemRequest::max_attempts`]).
+    pub max_attempts: Option<u32>,
 }
 
 /// What a backend must do for the Item Tracker.
@@ -425,7 +496,7 @@ pub trait TrackerBackend {
 pub struct ClaimResult {
     pub claimed: bool,
     pub owner: Option<String>,
-    /// Why the claim did not succeed: `in_progress` or `completed`.
+    /// Why the claim did not succeed: `in_progress`, `completed` or `dead`.
     pub reason: Option<ItemStatus>,
     pub item: ItemState,
 }
@@ -484,12 +555,14 @@ fn to_op(i: Option<usize>, req: ItemRequest, retention_ms: u64) -> Result<ItemOp
     };
     // The lease is checked whatever the status, so a bad value never passes unnoticed.
     let lease_ms = validate::duration_or(field("timeout"), req.timeout, DEFAULT_LEASE_MS)?;
+    let max_attempts = check_max_attempts(field("maxAttempts"), req.max_attempts)?;
     Ok(match req.status.as_str() {
         "in_progress" => ItemOp::Claim {
             id: req.id,
             owner: token::new_token(),
             lease_ms,
             reclaim_completed: req.reclaim_completed,
+            max_attempts,
         },
         "completed" => ItemOp::Complete { id: req.id, owner: req.owner, keep_ms },
         "failed" => {
@@ -532,6 +605,7 @@ impl Client {
         ids: Vec<String>,
         timeout: Option<Duration>,
         reclaim_completed: bool,
+        max_attempts: Option<u32>,
     ) -> Result<Vec<ClaimResult>> {
         let reqs = ids
             .into_iter()
@@ -540,6 +614,7 @@ impl Client {
                 status: "in_progress".into(),
                 timeout,
                 reclaim_completed,
+                max_attempts,
                 ..Default::default()
             })
             .collect();
@@ -556,10 +631,12 @@ impl Client {
         ids: &[String],
         timeout: Option<Duration>,
         reclaim_completed: bool,
+        max_attempts: Option<u32>,
     ) -> Result<ClaimBatch> {
         validate::name("group", group)?;
         check_ids(ids)?;
         let lease_ms = validate::duration_or("timeout", timeout, DEFAULT_LEASE_MS)?;
+        let max_attempts = check_max_attempts("maxAttempts", max_attempts)?;
         let owner = token::new_token();
         if ids.is_empty() {
             return Ok(ClaimBatch { owner, lease_expires_at: 0, outcomes: Vec::new(), attempts: Vec::new() });
@@ -570,8 +647,32 @@ impl Client {
             lease_ms,
             reclaim_completed,
             retention_ms: self.config().retention_ms,
+            max_attempts,
         };
         self.backend().claim_batch(group, claim).await
+    }
+
+    /// Makes dead items of one group claimable again, in one atomic step: each dead id becomes
+    /// failed (its attempts, last error and timeline kept, a `revived` transition added), as
+    /// BullMQ's `retryJobs` moves failed jobs back; with `failed`, failed ids are revived too
+    /// (which matters with `reset_attempts`). `reset_attempts` starts the attempt count again
+    /// at 0 (BullMQ's `resetAttemptsMade`). An id that is not dead (nor failed, with `failed`) is
+    /// left alone, its result [`Outcome::Busy`] with its status.
+    pub async fn revive_items(
+        &self,
+        group: &str,
+        ids: Vec<String>,
+        failed: bool,
+        reset_attempts: bool,
+    ) -> Result<Vec<OpResult>> {
+        validate::name("group", group)?;
+        check_ids(&ids)?;
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ops: Vec<ItemOp> =
+            ids.into_iter().map(|id| ItemOp::Revive { id, failed, reset_attempts }).collect();
+        self.backend().apply(group, &ops, self.config().retention_ms).await
     }
 
     /// Sets one item and turns a refusal into an error. Errors name the request's fields
@@ -622,6 +723,14 @@ impl Client {
         let offset = validate::range("offset", offset.unwrap_or(0), 0, u32::MAX as u64)?;
         let limit = validate::range("limit", limit.unwrap_or(DEFAULT_LIST_LIMIT), 1, MAX_LIST_LIMIT)?;
         self.backend().list(group, ListQuery { filter, offset, limit }, self.config().retention_ms).await
+    }
+}
+
+/// A claim's `maxAttempts`: none, or 1 to [`MAX_ATTEMPTS_LIMIT`].
+fn check_max_attempts(field: impl At, max_attempts: Option<u32>) -> Result<Option<u32>> {
+    match max_attempts {
+        Some(m) => Ok(Some(validate::range(field, u64::from(m), 1, u64::from(MAX_ATTEMPTS_LIMIT))? as u32)),
+        None => Ok(None),
     }
 }
 

@@ -74,7 +74,7 @@ function when(t) {
 const iso = (t) => (t ? new Date(t).toISOString() : '')
 const time = (t) => h('time', { datetime: iso(t), title: iso(t) }, when(t))
 
-const STATUS_LABEL = { in_progress: 'in progress', abandoned: 'abandoned', completed: 'completed', failed: 'failed' }
+const STATUS_LABEL = { in_progress: 'in progress', abandoned: 'abandoned', completed: 'completed', failed: 'failed', dead: 'dead' }
 const badge = (status, text) => h('span', { class: `badge s-${status}` }, text ?? STATUS_LABEL[status] ?? status)
 
 // ---- Item Tracker groups ---------------------------------------------------------------------
@@ -100,8 +100,8 @@ function timeline(item) {
 }
 
 function renderGroups(rows) {
-  const counts = ['in_progress', 'abandoned', 'completed', 'failed']
-  const key = { in_progress: 'inProgress', abandoned: 'abandoned', completed: 'completed', failed: 'failed' }
+  const counts = ['in_progress', 'abandoned', 'completed', 'failed', 'dead']
+  const key = { in_progress: 'inProgress', abandoned: 'abandoned', completed: 'completed', failed: 'failed', dead: 'dead' }
   return h('div', { class: 'cards' }, rows.map((g) => h('article', { class: 'card', 'data-group': g.group },
     h('div', { class: 'card-head' },
       h('h3', {}, g.group),
@@ -119,7 +119,43 @@ function renderGroups(rows) {
             h('td', { class: 'n' }, num(it.attempts)),
             h('td', {}, time(it.finishedAt || it.updatedAt)),
             h('td', {}, timeline(it)))))))
-      : null)))
+      : null,
+    (g.counts.failed || 0) + (g.counts.dead || 0) > 0 ? retryAction(g) : null)))
+}
+
+/** The group's "Retry dead/failed items…" action (Bull Board's retry, BullMQ's retryJobs): after a
+ * confirmation, every dead and failed item of the group (at most 10,000 of each) is revived in one
+ * call, attempts kept: the group's next claims take them again. Logged by the server with the actor. */
+function retryAction(g) {
+  const actions = h('div', { class: 'actions' })
+  const retry = h('button', { type: 'button', class: 'danger retry-group', onclick: () => confirmRetry() }, 'Retry dead/failed items…')
+  actions.append(retry)
+  function confirmRetry() {
+    retry.disabled = true
+    const n = (g.counts.failed || 0) + (g.counts.dead || 0)
+    const box = h('div', { class: 'confirm', role: 'alertdialog', 'aria-label': 'Confirm retrying the group\'s items' },
+      h('p', {}, `Retry ${num(n)} dead or failed item${n === 1 ? '' : 's'} of group "${g.group}"? Each becomes claimable again with its attempts, last error and timeline kept; the next run claims it.`),
+      h('div', { class: 'actions' },
+        h('button', { type: 'button', class: 'danger confirm-yes', onclick: async () => {
+          box.querySelectorAll('button').forEach((b) => { b.disabled = true })
+          try {
+            const ids = []
+            for (const status of ['dead', 'failed']) {
+              const page = await api('/v1/tracker/listItems', { group: g.group, status, limit: 10000 })
+              ids.push(...page.items.map((it) => it.id))
+            }
+            const r = ids.length ? await act('/v1/tracker/reviveItems', { group: g.group, ids, failed: true }) : []
+            const done = r.filter((x) => x.ok).length
+            // The counts update with the next refresh; the outcome stays shown until then.
+            actions.replaceChildren(h('p', { class: 'done', role: 'status' }, `Retried: ${num(done)} item${done === 1 ? '' : 's'} of "${g.group}" can be claimed again.`))
+          } catch (e) {
+            actions.replaceChildren(h('p', { class: 'error', role: 'alert' }, `Not retried: ${e.message}`))
+          }
+        } }, 'Retry'),
+        h('button', { type: 'button', class: 'quiet confirm-no', onclick: () => { box.remove(); retry.disabled = false } }, 'Cancel')))
+    actions.append(box)
+  }
+  return actions
 }
 
 // ---- One item: find, show, forget ------------------------------------------------------------

@@ -261,6 +261,56 @@ test('an item is found by group and id, and forgotten only after a confirmation;
   await page.close()
 })
 
+test('the dead and failed items of a group are retried only after a confirmation; the action is logged', async () => {
+  const c = await call('/v1/tracker/claim', { group: 'billing', id: 'inv-1', maxAttempts: 1 })
+  await call('/v1/tracker/fail', { group: 'billing', id: 'inv-1', owner: c.owner, reason: 'HTTP 500' })
+  await call('/v1/tracker/fail', { group: 'billing', id: 'inv-2', reason: 'HTTP 429' })
+  await call('/v1/tracker/setItems', { group: 'billing', requests: [{ id: 'inv-3', status: 'completed' }] })
+  const revives = () => actions().filter((l) => l.fields.route === '/v1/tracker/reviveItems')
+
+  const { page, errors } = await newPage()
+  await page.goto(base + '/')
+  await page.locator('#login').waitFor({ state: 'visible' })
+  await page.fill('#token', TOKEN)
+  await page.fill('#actor', 'Grace (ops)')
+  await page.click('#login button[type=submit]')
+  await page.locator('#sec-groups').waitFor()
+  await page.uncheck('#auto')
+  const card = page.locator('article[data-group="billing"]')
+  await card.locator('.count[data-status="dead"] dd', { hasText: '1' }).waitFor()
+
+  // Cancel leaves everything as it was and logs nothing.
+  await card.locator('button.retry-group').click()
+  const confirm = card.locator('.confirm')
+  await confirm.waitFor()
+  assert.match(await confirm.textContent(), /Retry 2 dead or failed items of group "billing"\?/)
+  await page.screenshot({ path: join(shots, '8-retry-confirm.png'), fullPage: true })
+  await card.locator('button.confirm-no').click()
+  assert.equal(await confirm.count(), 0)
+  assert.equal((await call('/v1/tracker/getItem', { group: 'billing', id: 'inv-1' })).status, 'dead')
+  assert.deepEqual(revives(), [])
+
+  // Confirmed: both are claimable again (failed, attempts kept), and the log says who did it.
+  await card.locator('button.retry-group').click()
+  await card.locator('button.confirm-yes').click()
+  await card.locator('.done', { hasText: 'Retried: 2 items of "billing" can be claimed again.' }).waitFor()
+  await page.screenshot({ path: join(shots, '9-retried.png'), fullPage: true })
+  const items = await call('/v1/tracker/getItems', { group: 'billing', ids: ['inv-1', 'inv-2', 'inv-3'] })
+  assert.deepEqual(items.map((i) => [i.status, i.attempts]), [['failed', 1], ['failed', 0], ['completed', 0]])
+  assert.equal((await call('/v1/tracker/claim', { group: 'billing', id: 'inv-1' })).claimed, true)
+  let logged = []
+  for (let i = 0; i < 40 && logged.length === 0; i++) {
+    logged = revives()
+    if (!logged.length) await new Promise((r) => setTimeout(r, 25))
+  }
+  assert.equal(logged.length, 1, JSON.stringify(logged))
+  assert.equal(logged[0].fields.actor, 'Grace (ops)')
+  assert.equal(logged[0].fields.subject, 'group="billing"')
+  assert.equal(logged[0].fields.status, 200)
+  assert.deepEqual(errors, [])
+  await page.close()
+})
+
 test('a lock is released by an operator only after a confirmation, only the grant shown; the action is logged', async () => {
   const stuck = await call('/v1/lock/acquire', { name: 'crm-import', label: 'run 77 (crashed)', timeoutMs: 600000 })
   const other = await call('/v1/lock/acquire', { name: 'invoice-export', label: 'run 78', timeoutMs: 600000 })

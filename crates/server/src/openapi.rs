@@ -169,14 +169,20 @@ pub fn item_status() -> Schema {
             ItemStatus::Abandoned,
             ItemStatus::Completed,
             ItemStatus::Failed,
+            ItemStatus::Dead,
         ]
         .map(ItemStatus::as_str),
     )
 }
 
-/// Why a claim did not take the item.
+/// Why a claim did not take the item (or a revival left it alone: the item's status).
 pub fn busy_reason() -> Schema {
-    words([ItemStatus::InProgress, ItemStatus::Completed].map(ItemStatus::as_str))
+    item_status()
+}
+
+/// A claim's `maxAttempts`: the attempts allowed before a failure makes the item dead.
+pub fn max_attempts() -> Schema {
+    whole_in(1, Some(u64::from(flowguard_core::tracker::MAX_ATTEMPTS_LIMIT)))
 }
 
 /// The status a `setItems` request asks for.
@@ -189,18 +195,25 @@ pub fn requested_status() -> Schema {
 
 /// The status filter of `listItems`.
 pub fn list_filter() -> Schema {
-    let statuses = [ItemStatus::InProgress, ItemStatus::Abandoned, ItemStatus::Completed, ItemStatus::Failed];
+    let statuses = [
+        ItemStatus::InProgress,
+        ItemStatus::Abandoned,
+        ItemStatus::Completed,
+        ItemStatus::Failed,
+        ItemStatus::Dead,
+    ];
     words(std::iter::once("all").chain(statuses.map(ItemStatus::as_str)))
 }
 
 pub fn batch_outcome() -> Schema {
     words(
-        [BatchOutcome::Claimed, BatchOutcome::InProgress, BatchOutcome::Completed].map(BatchOutcome::as_str),
+        [BatchOutcome::Claimed, BatchOutcome::InProgress, BatchOutcome::Completed, BatchOutcome::Dead]
+            .map(BatchOutcome::as_str),
     )
 }
 
 pub fn action() -> Schema {
-    words([Action::Claim, Action::Complete, Action::Fail, Action::Unset].map(Action::as_str))
+    words([Action::Claim, Action::Complete, Action::Fail, Action::Unset, Action::Revive].map(Action::as_str))
 }
 
 pub fn enqueue_outcome() -> Schema {

@@ -7,6 +7,7 @@ import { route } from '../shared/router';
 import * as get from './actions/get.operation';
 import * as list from './actions/list.operation';
 import { DEFAULT_FIELD } from './actions/requests';
+import * as retry from './actions/retry.operation';
 import * as set from './actions/set.operation';
 import * as unset from './actions/unset.operation';
 
@@ -40,7 +41,7 @@ export class ItemTracker implements INodeType {
 				name: 'operation',
 				type: 'options',
 				noDataExpression: true,
-				options: [get.option, list.option, set.option, unset.option],
+				options: [get.option, list.option, retry.option, set.option, unset.option],
 				default: 'set',
 			},
 			{
@@ -67,6 +68,7 @@ export class ItemTracker implements INodeType {
 			...set.description,
 			...unset.description,
 			...list.description,
+			...retry.description,
 			{
 				displayName: 'Options',
 				name: 'options',
@@ -81,6 +83,6 @@ export class ItemTracker implements INodeType {
 	methods = { credentialTest };
 
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
-		return await route(this, { get: get.execute, set: set.execute, unset: unset.execute, list: list.execute });
+		return await route(this, { get: get.execute, set: set.execute, unset: unset.execute, list: list.execute, retry: retry.execute });
 	}
 }

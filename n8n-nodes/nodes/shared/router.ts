@@ -11,6 +11,7 @@ export type Calls = Pick<
 	| 'setItems'
 	| 'getItems'
 	| 'listItems'
+	| 'reviveItems'
 	| 'acquireLock'
 	| 'releaseLock'
 	| 'extendLock'

@@ -5,6 +5,7 @@ import type {
 	ItemResult,
 	ItemState,
 	ListOptions,
+	ReviveOptions,
 	LockInfo,
 	LockOptions,
 	LockResult,
@@ -148,6 +149,10 @@ export class ServerClient {
 
 	async listItems(group: string, options?: ListOptions | null): Promise<ItemList> {
 		return await this.call('/v1/tracker/listItems', { group, ...(options ?? {}) });
+	}
+
+	async reviveItems(group: string, ids: string[], options?: ReviveOptions | null): Promise<ItemResult[]> {
+		return await this.call('/v1/tracker/reviveItems', { group, ids, ...(options ?? {}) });
 	}
 
 	/** A held lock is a result (409 with the holder), as on the addon. A wait over WAIT_CHUNK_MS is asked in parts. */

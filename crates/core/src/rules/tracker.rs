@@ -1,6 +1,7 @@
 //! The Item Tracker's rules: whether a record is still kept, an item's status at a time (the
-//! lease), what a claim, a completion or failure (with the owner check) and an unset decide,
-//! the change each makes to a record, and the order of `listItems`.
+//! lease), what a claim, a completion or failure (with the owner check), an unset and a revival
+//! decide, the change each makes to a record (a failure at the claim's `maxAttempts` makes the
+//! item dead), and the order of `listItems`.
 //!
 //! The Redis scripts `tracker_apply.lua`, `tracker_apply_fast.lua` and `tracker_claim.lua`
 //! write the same rules in Lua.
@@ -18,8 +19,8 @@ pub fn kept(expires: i64, now: i64) -> bool {
     expires > now
 }
 
-/// The status at `now` of a record stored as `stored` (`in_progress`, `completed`, `failed`, or
-/// empty for none) with a lease ending at `lease_end`: an in-progress item whose lease ran out
+/// The status at `now` of a record stored as `stored` (`in_progress`, `completed`, `failed`,
+/// `dead`, or empty for none) with a lease ending at `lease_end`: an in-progress item whose lease ran out
 /// is abandoned.
 pub fn status(stored: &str, lease_end: i64, now: i64) -> ItemStatus {
     match stored {
@@ -27,6 +28,7 @@ pub fn status(stored: &str, lease_end: i64, now: i64) -> ItemStatus {
         "in_progress" => ItemStatus::Abandoned,
         "completed" => ItemStatus::Completed,
         "failed" => ItemStatus::Failed,
+        "dead" => ItemStatus::Dead,
         _ => ItemStatus::None,
     }
 }
@@ -40,6 +42,9 @@ pub enum Claim {
     InProgress,
     /// Left alone: it is completed (and the claim does not re-claim completed items).
     Completed,
+    /// Left alone: it is dead (until it is revived or unset; `reclaim_completed` does not
+    /// reach it).
+    Dead,
 }
 
 impl Claim {
@@ -49,6 +54,7 @@ impl Claim {
             Claim::Take => BatchOutcome::Claimed,
             Claim::InProgress => BatchOutcome::InProgress,
             Claim::Completed => BatchOutcome::Completed,
+            Claim::Dead => BatchOutcome::Dead,
         }
     }
 }
@@ -59,6 +65,7 @@ pub fn claim(status: ItemStatus, reclaim_completed: bool) -> Claim {
     match status {
         ItemStatus::InProgress => Claim::InProgress,
         ItemStatus::Completed if !reclaim_completed => Claim::Completed,
+        ItemStatus::Dead => Claim::Dead,
         ItemStatus::None | ItemStatus::Abandoned | ItemStatus::Completed | ItemStatus::Failed => Claim::Take,
     }
 }
@@ -78,7 +85,8 @@ pub fn owns(asked: Option<&str>, holder: Option<&str>) -> bool {
 pub enum Decision {
     /// A claim that succeeds: [`write`] the record (a fresh one when it has none).
     Take,
-    /// A claim left alone: the item is in progress under a live lease, or completed.
+    /// A claim left alone: the item is in progress under a live lease, completed, or dead; a
+    /// revival left alone: the item is not dead (nor failed, when failed items are revived).
     Busy(ItemStatus),
     /// A completion or failure that goes on: [`write`] the record (a fresh one when it has none).
     Finish,
@@ -98,8 +106,14 @@ pub fn decide(op: &ItemOp, rec: Option<&Record>, now: i64) -> Decision {
                 Claim::Take => Decision::Take,
                 Claim::InProgress => Decision::Busy(ItemStatus::InProgress),
                 Claim::Completed => Decision::Busy(ItemStatus::Completed),
+                Claim::Dead => Decision::Busy(ItemStatus::Dead),
             }
         }
+        ItemOp::Revive { failed, .. } => match rec.map_or(ItemStatus::None, |r| r.status_at(now)) {
+            ItemStatus::Dead => Decision::Finish,
+            ItemStatus::Failed if *failed => Decision::Finish,
+            other => Decision::Busy(other),
+        },
         ItemOp::Complete { owner, .. } | ItemOp::Fail { owner, .. } => {
             if owns(owner.as_deref(), rec.and_then(|r| r.o.as_deref())) {
                 Decision::Finish
@@ -115,11 +129,36 @@ pub fn decide(op: &ItemOp, rec: Option<&Record>, now: i64) -> Decision {
 /// [`Decision::Finish`] (an unset removes the record instead: nothing to write).
 pub fn write(op: &ItemOp, rec: &mut Record, now: i64, retention_ms: u64) {
     match op {
-        ItemOp::Claim { owner, lease_ms, .. } => take(rec, owner, now, now + *lease_ms as i64, retention_ms),
+        ItemOp::Claim { owner, lease_ms, max_attempts, .. } => {
+            take(rec, owner, now, now + *lease_ms as i64, retention_ms, *max_attempts)
+        }
         ItemOp::Complete { keep_ms, .. } => finish(rec, "completed", None, now, *keep_ms),
-        ItemOp::Fail { error, keep_ms, .. } => finish(rec, "failed", Some(error), now, *keep_ms),
+        ItemOp::Fail { error, keep_ms, .. } => finish(rec, failure(rec), Some(error), now, *keep_ms),
         ItemOp::Unset { .. } => {}
+        ItemOp::Revive { reset_attempts, .. } => revive(rec, now, *reset_attempts),
     }
+}
+
+/// The status a failure gives a record: `dead` when its latest claim gave a `maxAttempts` and
+/// this attempt reached it, else `failed`.
+pub fn failure(rec: &Record) -> &'static str {
+    match rec.m {
+        Some(m) if rec.a >= m => "dead",
+        _ => "failed",
+    }
+}
+
+/// A revival's change to a dead (or failed) record: it becomes failed, so claimable, with its
+/// last error, update and finish times and expiry kept and a `revived` transition added; its attempts start
+/// again at 0 with `reset_attempts`, else they are kept (so an item revived after its last
+/// allowed attempt gets one more before it is dead again, as a BullMQ job retried by
+/// `retryJobs`).
+pub fn revive(rec: &mut Record, now: i64, reset_attempts: bool) {
+    if reset_attempts {
+        rec.a = 0;
+    }
+    rec.s = "failed".into();
+    push(&mut rec.t, Transition { at: now, status: "revived".into(), attempt: rec.a, error: None });
 }
 
 fn push(t: &mut Vec<Transition>, tr: Transition) {
@@ -146,8 +185,16 @@ pub fn finish(rec: &mut Record, status: &'static str, error: Option<&String>, no
 }
 
 /// A claim's change to a record: a lease that was still recorded as in progress is abandoned
-/// (at its end), the attempt counted, the new owner and lease set.
-pub fn take(rec: &mut Record, owner: &str, now: i64, lease_end: i64, retention_ms: u64) {
+/// (at its end), the attempt counted, the new owner, lease and attempt budget (`maxAttempts`,
+/// none when the claim gives none) set.
+pub fn take(
+    rec: &mut Record,
+    owner: &str,
+    now: i64,
+    lease_end: i64,
+    retention_ms: u64,
+    max_attempts: Option<u32>,
+) {
     if rec.s == "in_progress" {
         push(&mut rec.t, Transition { at: rec.l, status: "abandoned".into(), attempt: rec.a, error: None });
     }
@@ -158,6 +205,7 @@ pub fn take(rec: &mut Record, owner: &str, now: i64, lease_end: i64, retention_m
     rec.u = now;
     rec.d = 0;
     rec.x = lease_end + retention_ms as i64;
+    rec.m = max_attempts;
     push(&mut rec.t, Transition { at: now, status: "in_progress".into(), attempt: rec.a, error: None });
 }
 
@@ -184,26 +232,40 @@ pub fn implied_timeline(r: &Record) -> Option<Vec<Transition>> {
 
 /// The record of an item that has none, before a [`write`].
 pub fn fresh(now: i64) -> Record {
-    Record { s: Cow::Borrowed(""), a: 0, o: None, l: 0, c: now, u: now, d: 0, e: None, x: 0, t: Vec::new() }
+    Record {
+        s: Cow::Borrowed(""),
+        a: 0,
+        o: None,
+        l: 0,
+        c: now,
+        u: now,
+        d: 0,
+        e: None,
+        x: 0,
+        t: Vec::new(),
+        m: None,
+    }
 }
 
 /// One page of a group's items, from all its kept records: in progress (by lease expiry),
-/// abandoned (by lease expiry), failed, completed (by record expiry).
+/// abandoned (by lease expiry), failed, dead, completed (by record expiry).
 pub fn page<'a>(records: impl Iterator<Item = (&'a String, &'a Record)>, now: i64, q: ListQuery) -> ItemList {
     let mut live = Vec::new();
     let mut abandoned = Vec::new();
     let mut failed = Vec::new();
+    let mut dead = Vec::new();
     let mut completed = Vec::new();
     for (id, r) in records {
         match r.status_at(now) {
             ItemStatus::InProgress => live.push((r.l, id, r)),
             ItemStatus::Abandoned => abandoned.push((r.l, id, r)),
             ItemStatus::Failed => failed.push((r.x, id, r)),
+            ItemStatus::Dead => dead.push((r.x, id, r)),
             ItemStatus::Completed => completed.push((r.x, id, r)),
             ItemStatus::None => {}
         }
     }
-    for v in [&mut live, &mut abandoned, &mut failed, &mut completed] {
+    for v in [&mut live, &mut abandoned, &mut failed, &mut dead, &mut completed] {
         v.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
     }
     let counts = Counts {
@@ -211,12 +273,16 @@ pub fn page<'a>(records: impl Iterator<Item = (&'a String, &'a Record)>, now: i6
         abandoned: abandoned.len() as u64,
         completed: completed.len() as u64,
         failed: failed.len() as u64,
+        dead: dead.len() as u64,
     };
     let chosen: Vec<&(i64, &String, &Record)> = match q.filter {
-        ListFilter::All => live.iter().chain(&abandoned).chain(&failed).chain(&completed).collect(),
+        ListFilter::All => {
+            live.iter().chain(&abandoned).chain(&failed).chain(&dead).chain(&completed).collect()
+        }
         ListFilter::InProgress => live.iter().collect(),
         ListFilter::Abandoned => abandoned.iter().collect(),
         ListFilter::Failed => failed.iter().collect(),
+        ListFilter::Dead => dead.iter().collect(),
         ListFilter::Completed => completed.iter().collect(),
     };
     let total = chosen.len() as u64;

@@ -18,6 +18,8 @@ fn status_table() {
         ("completed", NOW + 1, ItemStatus::Completed),
         ("failed", 0, ItemStatus::Failed),
         ("failed", NOW + 1, ItemStatus::Failed),
+        ("dead", 0, ItemStatus::Dead),
+        ("dead", NOW + 1, ItemStatus::Dead),
     ];
     for (stored, lease_end, want) in table {
         assert_eq!(status(stored, lease_end, NOW), want, "{stored:?} lease {lease_end}");
@@ -47,6 +49,8 @@ fn claim_table() {
         (Completed, true, Claim::Take),
         (Failed, false, Claim::Take),
         (Failed, true, Claim::Take),
+        (Dead, false, Claim::Dead),
+        (Dead, true, Claim::Dead),
     ];
     for (s, reclaim, want) in table {
         assert_eq!(claim(s, reclaim), want, "{s:?} reclaim {reclaim}");
@@ -55,6 +59,7 @@ fn claim_table() {
         (Claim::Take, BatchOutcome::Claimed),
         (Claim::InProgress, BatchOutcome::InProgress),
         (Claim::Completed, BatchOutcome::Completed),
+        (Claim::Dead, BatchOutcome::Dead),
     ];
     for (c, want) in batch {
         assert_eq!(c.batch(), want);
@@ -130,6 +135,7 @@ fn decision_table() {
             owner: "z".into(),
             lease_ms: 5,
             reclaim_completed,
+            max_attempts: None,
         };
         [
             claim(false),
@@ -193,7 +199,13 @@ fn tr(at: i64, status: &'static str, attempt: u32, error: Option<&str>) -> Trans
 #[test]
 fn take_of_a_new_item() {
     let mut r = fresh(NOW);
-    let op = ItemOp::Claim { id: "i".into(), owner: "o".into(), lease_ms: 50, reclaim_completed: false };
+    let op = ItemOp::Claim {
+        id: "i".into(),
+        owner: "o".into(),
+        lease_ms: 50,
+        reclaim_completed: false,
+        max_attempts: None,
+    };
     write(&op, &mut r, NOW, 1_000);
     let want = Record {
         s: "in_progress".into(),
@@ -206,6 +218,7 @@ fn take_of_a_new_item() {
         e: None,
         x: NOW + 1_050,
         t: vec![tr(NOW, "in_progress", 1, None)],
+        m: None,
     };
     assert_eq!(r, want);
 }
@@ -215,8 +228,8 @@ fn take_of_a_new_item() {
 #[test]
 fn take_after_abandoned_and_after_failed() {
     let mut r = fresh(NOW - 100);
-    take(&mut r, "a", NOW - 100, NOW - 10, 1_000);
-    take(&mut r, "b", NOW, NOW + 50, 1_000);
+    take(&mut r, "a", NOW - 100, NOW - 10, 1_000, None);
+    take(&mut r, "b", NOW, NOW + 50, 1_000, None);
     assert_eq!((r.a, r.o.as_deref(), r.l, r.x), (2, Some("b"), NOW + 50, NOW + 1_050));
     assert_eq!(
         r.t,
@@ -229,7 +242,7 @@ fn take_after_abandoned_and_after_failed() {
     let fail = ItemOp::Fail { id: "i".into(), owner: Some("b".into()), error: "boom".into(), keep_ms: 70 };
     write(&fail, &mut r, NOW + 1, 1_000);
     assert_eq!((&*r.s, r.l, r.d, r.x, r.e.as_deref()), ("failed", 0, NOW + 1, NOW + 71, Some("boom")));
-    take(&mut r, "c", NOW + 2, NOW + 60, 1_000);
+    take(&mut r, "c", NOW + 2, NOW + 60, 1_000, None);
     assert_eq!((&*r.s, r.a, r.d, r.e.as_deref()), ("in_progress", 3, 0, Some("boom")));
     assert_eq!(r.t.last(), Some(&tr(NOW + 2, "in_progress", 3, None)), "no abandonment after a failure");
 }
@@ -240,7 +253,7 @@ fn take_after_abandoned_and_after_failed() {
 fn finish_and_the_timeline_cap() {
     let mut r = fresh(NOW);
     for k in 0..MAX_TIMELINE as i64 {
-        take(&mut r, "o", NOW + k, NOW + k + 100, 10);
+        take(&mut r, "o", NOW + k, NOW + k + 100, 10, None);
     }
     let done = ItemOp::Complete { id: "i".into(), owner: None, keep_ms: crate::tracker::KEEP_FOREVER_MS };
     write(&done, &mut r, NOW + 500, 10);
@@ -254,4 +267,92 @@ fn finish_and_the_timeline_cap() {
     let before = r.clone();
     write(&unset, &mut r, NOW + 600, 10);
     assert_eq!(r, before, "an unset writes nothing");
+}
+
+/// A claim sets the record's attempt budget (none clears it); a failure is dead once the
+/// attempts reach it, failed before it and always failed without one.
+#[test]
+fn failure_table() {
+    // (maxAttempts of the latest claim, attempts) -> the failure's status
+    let table = [
+        (None, 0, "failed"),
+        (None, 1, "failed"),
+        (None, 1_000, "failed"),
+        (Some(1), 0, "failed"),
+        (Some(1), 1, "dead"),
+        (Some(3), 2, "failed"),
+        (Some(3), 3, "dead"),
+        (Some(3), 4, "dead"),
+    ];
+    for (m, a, want) in table {
+        let mut r = fresh(NOW);
+        r.m = m;
+        r.a = a;
+        assert_eq!(failure(&r), want, "max {m:?} attempts {a}");
+    }
+    let claim = |max_attempts| ItemOp::Claim {
+        id: "i".into(),
+        owner: "o".into(),
+        lease_ms: 50,
+        reclaim_completed: false,
+        max_attempts,
+    };
+    let fail = ItemOp::Fail { id: "i".into(), owner: None, error: "boom".into(), keep_ms: 100 };
+    let mut r = fresh(NOW);
+    write(&claim(Some(1)), &mut r, NOW, 1_000);
+    assert_eq!(r.m, Some(1));
+    write(&fail, &mut r, NOW + 1, 1_000);
+    assert_eq!((&*r.s, r.a, r.e.as_deref(), r.x), ("dead", 1, Some("boom"), NOW + 101));
+    assert_eq!(r.t.last(), Some(&tr(NOW + 1, "dead", 1, Some("boom"))));
+    assert_eq!(implied_timeline(&r), None, "a dead record stores its timeline");
+    // A claim without maxAttempts clears the budget: its failure is failed.
+    let mut r = fresh(NOW);
+    write(&claim(Some(1)), &mut r, NOW, 1_000);
+    r.s = "failed".into();
+    write(&claim(None), &mut r, NOW + 1, 1_000);
+    assert_eq!(r.m, None);
+    write(&fail, &mut r, NOW + 2, 1_000);
+    assert_eq!(r.s, "failed");
+}
+
+/// Every status × whether failed items are revived too → the revival's decision; a revival
+/// makes the record failed with its attempts (or 0), error, times and expiry kept.
+#[test]
+fn revive_table() {
+    use ItemStatus::*;
+    let table = [
+        ("", false, Decision::Busy(None)),
+        ("in_progress", false, Decision::Busy(InProgress)),
+        ("completed", true, Decision::Busy(Completed)),
+        ("failed", false, Decision::Busy(Failed)),
+        ("failed", true, Decision::Finish),
+        ("dead", false, Decision::Finish),
+        ("dead", true, Decision::Finish),
+    ];
+    for (stored, failed, want) in table {
+        let mut r = fresh(NOW);
+        r.s = stored.into();
+        r.l = NOW + 10;
+        r.x = NOW + 100;
+        let op = ItemOp::Revive { id: "i".into(), failed, reset_attempts: false };
+        let rec = (!stored.is_empty()).then_some(&r);
+        assert_eq!(decide(&op, rec, NOW), want, "{stored:?} failed {failed}");
+    }
+    let mut dead = fresh(NOW);
+    dead.m = Some(2);
+    for k in 0..2 {
+        take(&mut dead, "o", NOW + k, NOW + k + 5, 1_000, Some(2));
+        let status = failure(&dead);
+        finish(&mut dead, status, Some(&"boom".to_string()), NOW + k + 1, 100);
+    }
+    assert_eq!(dead.s, "dead");
+    let before = dead.clone();
+    let mut kept = dead.clone();
+    revive(&mut kept, NOW + 50, false);
+    assert_eq!((&*kept.s, kept.a, kept.u, kept.d, kept.x), ("failed", 2, before.u, before.d, before.x));
+    assert_eq!((kept.e.as_deref(), kept.m), (Some("boom"), Some(2)));
+    assert_eq!(kept.t.last(), Some(&tr(NOW + 50, "revived", 2, Option::None)));
+    let mut reset = dead;
+    revive(&mut reset, NOW + 50, true);
+    assert_eq!((&*reset.s, reset.a), ("failed", 0));
 }

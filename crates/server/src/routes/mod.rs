@@ -27,6 +27,7 @@ pub fn api() -> OpenApiRouter<App> {
         .routes(routes!(tracker::get_items))
         .routes(routes!(tracker::list_items))
         .routes(routes!(tracker::unset_item))
+        .routes(routes!(tracker::revive_items))
         .routes(routes!(catalog::groups))
         .routes(routes!(lock::acquire))
         .routes(routes!(lock::release))

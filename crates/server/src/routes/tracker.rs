@@ -54,6 +54,10 @@ pub struct ItemState {
     #[schema(nullable = false)]
     pub expires_at: Option<i64>,
     pub timeline: Vec<Transition>,
+    /// The `maxAttempts` of the latest claim, when it gave one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub max_attempts: Option<u32>,
 }
 
 impl From<core::ItemState> for ItemState {
@@ -78,6 +82,7 @@ impl From<core::ItemState> for ItemState {
                     error: t.error,
                 })
                 .collect(),
+            max_attempts: s.max_attempts,
         }
     }
 }
@@ -121,12 +126,17 @@ pub struct ClaimIn {
     #[serde(default, deserialize_with = "opt_bool")]
     #[schema(schema_with = crate::openapi::flag)]
     reclaim_completed: Option<bool>,
+    /// The attempts allowed: a failure of attempt maxAttempts or later makes the item dead.
+    #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::max_attempts)]
+    max_attempts: Option<u64>,
 }
 
 /// Claim one item for timeoutMs.
 ///
 /// Claims one item: 200 when claimed, 409 `ERR_ITEM_BUSY` (with the result) when it is in
-/// progress under another live claim or completed.
+/// progress under another live claim, completed, or dead (failed at its maxAttempts: revive it
+/// with reviveItems).
 #[utoipa::path(
     post,
     path = "/v1/tracker/claim",
@@ -135,7 +145,7 @@ pub struct ClaimIn {
     request_body(content = inline(ClaimIn)),
     responses(
         (status = 200, description = "claimed", body = ClaimResult),
-        (status = 409, description = "ERR_ITEM_BUSY: the item is in progress under another live claim, or completed", body = Busy<ClaimResult>),
+        (status = 409, description = "ERR_ITEM_BUSY: the item is in progress under another live claim, completed, or dead", body = Busy<ClaimResult>),
         Errors
     )
 )]
@@ -145,6 +155,7 @@ pub async fn claim(State(app): State<App>, Body(b): Body<ClaimIn>) -> ApiResult<
         status: "in_progress".into(),
         timeout: b.timeout_ms,
         reclaim_completed: b.reclaim_completed.unwrap_or(false),
+        max_attempts: attempts(b.max_attempts),
         ..Default::default()
     };
     let r = ClaimResult::from(core::ClaimResult::from(app.client.set_item(&b.group, req).await?));
@@ -164,6 +175,10 @@ pub struct ClaimManyIn {
     #[serde(default, deserialize_with = "opt_bool")]
     #[schema(schema_with = crate::openapi::flag)]
     reclaim_completed: Option<bool>,
+    /// The attempts allowed: a failure of attempt maxAttempts or later makes the item dead.
+    #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::max_attempts)]
+    max_attempts: Option<u64>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -192,8 +207,8 @@ pub struct ClaimBatch {
 )]
 pub async fn claim_batch(State(app): State<App>, Body(b): Body<ClaimManyIn>) -> ApiResult<Json<ClaimBatch>> {
     app.limits.batch("ids", b.ids.len())?;
-    let r =
-        app.client.claim_batch(&b.group, &b.ids, b.timeout_ms, b.reclaim_completed.unwrap_or(false)).await?;
+    let reclaim = b.reclaim_completed.unwrap_or(false);
+    let r = app.client.claim_batch(&b.group, &b.ids, b.timeout_ms, reclaim, attempts(b.max_attempts)).await?;
     Ok(Json(ClaimBatch {
         owner: r.owner,
         lease_expires_at: r.lease_expires_at,
@@ -220,8 +235,8 @@ pub async fn claim_many(
     Body(b): Body<ClaimManyIn>,
 ) -> ApiResult<Json<Vec<ClaimResult>>> {
     app.limits.batch("ids", b.ids.len())?;
-    let r =
-        app.client.claim_many(&b.group, b.ids, b.timeout_ms, b.reclaim_completed.unwrap_or(false)).await?;
+    let reclaim = b.reclaim_completed.unwrap_or(false);
+    let r = app.client.claim_many(&b.group, b.ids, b.timeout_ms, reclaim, attempts(b.max_attempts)).await?;
     Ok(Json(r.into_iter().map(ClaimResult::from).collect()))
 }
 
@@ -324,6 +339,10 @@ pub struct RequestIn {
     #[serde(default, deserialize_with = "opt_bool")]
     #[schema(schema_with = crate::openapi::flag)]
     reclaim_completed: Option<bool>,
+    /// The attempts allowed: a failure of attempt maxAttempts or later makes the item dead.
+    #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::max_attempts)]
+    max_attempts: Option<u64>,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -410,6 +429,7 @@ pub async fn set_items(
             timeout: r.timeout_ms,
             keep: keep(r.keep_ms),
             reclaim_completed: r.reclaim_completed.unwrap_or(false),
+            max_attempts: attempts(r.max_attempts),
         })
         .collect();
     Ok(Json(app.client.set_items(&b.group, reqs).await?.into_iter().map(ItemResult::from).collect()))
@@ -466,6 +486,54 @@ pub async fn get_items(State(app): State<App>, Body(b): Body<ItemsIn>) -> ApiRes
     Ok(Json(app.client.get_items(&b.group, b.ids).await?.into_iter().map(ItemState::from).collect()))
 }
 
+/// A `maxAttempts` as the core takes it (the core checks its range: a number past u32 stays past it).
+fn attempts(v: Option<u64>) -> Option<u32> {
+    v.map(|m| u32::try_from(m).unwrap_or(u32::MAX))
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReviveIn {
+    #[schema(schema_with = crate::openapi::name)]
+    group: String,
+    #[schema(schema_with = crate::openapi::names)]
+    ids: Vec<String>,
+    /// Revive failed items too (with resetAttempts: a new attempt budget). Default false.
+    #[serde(default, deserialize_with = "opt_bool")]
+    #[schema(schema_with = crate::openapi::flag)]
+    failed: Option<bool>,
+    /// Start the attempts again at 0 (BullMQ's resetAttemptsMade). Default false: kept.
+    #[serde(default, deserialize_with = "opt_bool")]
+    #[schema(schema_with = crate::openapi::flag)]
+    reset_attempts: Option<bool>,
+}
+
+/// Make dead items claimable again (BullMQ's retryJobs).
+///
+/// In one atomic step, each dead id (and failed id, with `failed`) becomes failed with its
+/// attempts (or 0, with `resetAttempts`), last error and timeline kept and a `revived` transition
+/// added. Per id an ItemResult (action `revive`): `ok` when revived, else `reason` is its status.
+#[utoipa::path(
+    post,
+    path = "/v1/tracker/reviveItems",
+    tag = "tracker",
+    operation_id = "tracker_reviveItems",
+    request_body(content = inline(ReviveIn)),
+    responses(
+        (status = 200, description = "done (per id: revived or left alone)", body = Vec<ItemResult>),
+        Errors
+    )
+)]
+pub async fn revive_items(
+    State(app): State<App>,
+    Body(b): Body<ReviveIn>,
+) -> ApiResult<Json<Vec<ItemResult>>> {
+    app.limits.batch("ids", b.ids.len())?;
+    let (failed, reset) = (b.failed.unwrap_or(false), b.reset_attempts.unwrap_or(false));
+    let r = app.client.revive_items(&b.group, b.ids, failed, reset).await?;
+    Ok(Json(r.into_iter().map(ItemResult::from).collect()))
+}
+
 #[derive(Serialize, ToSchema)]
 pub struct Unset {
     existed: bool,
@@ -513,6 +581,7 @@ pub struct Counts {
     abandoned: u64,
     completed: u64,
     failed: u64,
+    dead: u64,
     total: u64,
 }
 
@@ -554,6 +623,7 @@ impl From<core::Counts> for Counts {
             abandoned: c.abandoned,
             completed: c.completed,
             failed: c.failed,
+            dead: c.dead,
             total: c.total(),
         }
     }

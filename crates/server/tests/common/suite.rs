@@ -12,6 +12,9 @@ macro_rules! route_suite {
         async fn tracker_routes() { common::suite::tracker($url).await }
         #[tokio::test]
         $($attr)*
+        async fn tracker_dead_routes() { common::suite::tracker_dead($url).await }
+        #[tokio::test]
+        $($attr)*
         async fn lock_routes() { common::suite::lock($url).await }
         #[tokio::test]
         $($attr)*
@@ -124,6 +127,44 @@ pub async fn tracker(url: Option<String>) {
     // Unset: safe to resend.
     assert_eq!(s.ok("/v1/tracker/unsetItem", json!({"group": "g", "id": "c"})).await["existed"], true);
     assert_eq!(s.ok("/v1/tracker/unsetItem", json!({"group": "g", "id": "c"})).await["existed"], false);
+}
+
+/// maxAttempts (numbers or strings of digits), dead items (409 with reason `dead`, listed and
+/// counted) and reviveItems.
+pub async fn tracker_dead(url: Option<String>) {
+    let s = Server::open(url).await;
+    let c = s.ok("/v1/tracker/claim", json!({"group": "d", "id": "a", "maxAttempts": "1"})).await;
+    assert_eq!(c["item"]["maxAttempts"], 1);
+    let dead = s
+        .ok("/v1/tracker/fail", json!({"group": "d", "id": "a", "reason": "boom", "owner": c["owner"]}))
+        .await;
+    assert_eq!((dead["status"].as_str(), dead["attempts"].as_u64()), (Some("dead"), Some(1)));
+    let (st, busy) = s.call("/v1/tracker/claim", json!({"group": "d", "id": "a"})).await;
+    assert_eq!(
+        (st, busy["code"].as_str(), busy["reason"].as_str()),
+        (409, Some("ERR_ITEM_BUSY"), Some("dead"))
+    );
+    let b = s.ok("/v1/tracker/claimBatch", json!({"group": "d", "ids": ["a", "b"], "maxAttempts": 3})).await;
+    assert_eq!(b["results"], json!(["dead", "claimed"]));
+    let m = s.ok("/v1/tracker/claimMany", json!({"group": "d", "ids": ["a"], "maxAttempts": 3})).await;
+    assert_eq!(m[0]["reason"], "dead");
+    let l = s.ok("/v1/tracker/listItems", json!({"group": "d", "status": "dead"})).await;
+    assert_eq!((l["counts"]["dead"].as_u64(), l["counts"]["total"].as_u64()), (Some(1), Some(2)));
+    assert_eq!(l["items"][0]["id"], "a");
+    let r = s.ok("/v1/tracker/reviveItems", json!({"group": "d", "ids": ["a", "b"]})).await;
+    assert_eq!((r[0]["ok"].as_bool(), r[0]["action"].as_str()), (Some(true), Some("revive")));
+    assert_eq!(
+        (r[0]["item"]["status"].as_str(), r[0]["item"]["attempts"].as_u64()),
+        (Some("failed"), Some(1))
+    );
+    assert_eq!((r[1]["ok"].as_bool(), r[1]["reason"].as_str()), (Some(false), Some("in_progress")));
+    let again = s.ok("/v1/tracker/claim", json!({"group": "d", "id": "a"})).await;
+    assert_eq!(again["item"]["attempts"], 2);
+    let (st, e) = s.call("/v1/tracker/claim", json!({"group": "d", "id": "z", "maxAttempts": 0})).await;
+    assert_eq!((st, e["field"].as_str()), (400, Some("maxAttempts")), "{e}");
+    let (st, e) =
+        s.call("/v1/tracker/reviveItems", json!({"group": "d", "ids": ["a"], "resetAttempts": "yes"})).await;
+    assert_eq!((st, e["code"].as_str()), (400, Some("ERR_INVALID_ARGUMENT")), "{e}");
 }
 
 pub async fn lock(url: Option<String>) {
@@ -383,7 +424,7 @@ pub async fn catalog_on(s: &Server) {
     assert_eq!(groups[0]["group"], "g-a");
     assert_eq!(
         groups[0]["counts"],
-        json!({"inProgress": 0, "abandoned": 0, "completed": 1, "failed": 1, "total": 2})
+        json!({"inProgress": 0, "abandoned": 0, "completed": 1, "failed": 1, "dead": 0, "total": 2})
     );
     assert_eq!(groups[1]["counts"]["completed"], 1);
 

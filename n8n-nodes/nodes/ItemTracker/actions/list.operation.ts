@@ -20,6 +20,7 @@ export const description: INodeProperties[] = [
 			{ name: 'Abandoned', value: 'abandoned', description: 'In progress, but the claim timed out' },
 			{ name: 'All', value: 'all' },
 			{ name: 'Completed', value: 'completed' },
+			{ name: 'Dead', value: 'dead', description: 'Failed at its last allowed attempt (Max Attempts); skipped by claims until retried' },
 			{ name: 'Failed', value: 'failed' },
 			{ name: 'In Progress', value: 'in_progress', description: 'Claimed, claim still running' },
 		],
@@ -71,7 +72,7 @@ export async function execute({ ctx, items, params, fg }: OperationContext): Pro
 	const outputs = new ItemOutputs(ctx, items, { group: 'Group', status: 'Status Filter', limit: 'Limit' });
 	await outputs.each(async (i) => {
 		const group = toText(params.get('group', i)) as string;
-		const status = params.get('listStatus', i, 'all') as 'all' | 'in_progress' | 'abandoned' | 'completed' | 'failed';
+		const status = params.get('listStatus', i, 'all') as 'all' | 'in_progress' | 'abandoned' | 'completed' | 'failed' | 'dead';
 		const returnAll = params.get('returnAll', i, false) as boolean;
 		const limit = returnAll ? Infinity : (params.get('limit', i, 50) as number);
 		const mode = params.get('listOutput', i, 'summary') as 'summary' | 'items';

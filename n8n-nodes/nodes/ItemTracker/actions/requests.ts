@@ -19,6 +19,7 @@ export const FIELDS: FieldNames = {
 	keepMs: 'Expire After',
 	error: 'Error Message',
 	owner: 'Owner Token',
+	maxAttempts: 'Max Attempts',
 };
 
 /** One `setItems` request as the flowguard core takes it. */
@@ -30,6 +31,7 @@ export interface SetRequest {
 	timeoutMs?: number;
 	keepMs?: number | 'forever';
 	reclaimCompleted?: boolean;
+	maxAttempts?: number;
 }
 
 interface Pending {

@@ -107,6 +107,16 @@ export const options: INodeProperties[] = [
 		displayOptions: { show: { '/operation': ['set'], '/status': ['completed', 'failed'] } },
 	},
 	{
+		displayName: 'Max Attempts',
+		name: 'maxAttempts',
+		type: 'number',
+		typeOptions: { minValue: 0, maxValue: 1000 },
+		default: 0,
+		description:
+			"How many attempts an item gets (0: no limit). A failure of the last one marks the item Dead instead of Failed: a later claim skips it until the Retry operation (or Unset) brings it back, as BullMQ's attempts.",
+		displayOptions: { show: { '/operation': ['set'], '/status': ['inProgress'] } },
+	},
+	{
 		displayName: 'Reclaim Completed Items',
 		name: 'reclaimCompleted',
 		type: 'boolean',
@@ -115,6 +125,12 @@ export const options: INodeProperties[] = [
 		displayOptions: { show: { '/operation': ['set'], '/status': ['inProgress'] } },
 	},
 ];
+
+/** The claim's Max Attempts option, when set (0 or empty: no limit). */
+export function maxAttempts(options: IDataObject): { maxAttempts?: number } {
+	const m = options.maxAttempts;
+	return typeof m === 'number' && m > 0 ? { maxAttempts: m } : {};
+}
 
 export async function execute(op: OperationContext): Promise<INodeExecutionData[][]> {
 	const { ctx, items, params } = op;
@@ -128,6 +144,7 @@ export async function execute(op: OperationContext): Promise<INodeExecutionData[
 				status: 'in_progress',
 				timeoutMs: secondsToMs(ctx, params.get('timeout', i), 'Timeout', i),
 				...(options.reclaimCompleted === true ? { reclaimCompleted: true } : {}),
+				...maxAttempts(options),
 			};
 		}
 		if (status !== 'completed' && status !== 'failed') {

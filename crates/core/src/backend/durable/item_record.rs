@@ -1,11 +1,11 @@
 //! An item's record as a row of the `items` table, stored compactly: the status as a small
-//! number, the owner token as its 16 bytes, and no timeline where the record's own fields imply
+//! number (with the latest claim's `maxAttempts`, when it gave one, in the same column: see
+//! [`status_column`]; the schema's comment "0 new, 1 in progress, 2 completed, 3 failed" predates
+//! 4 dead and that), the owner token as its 16 bytes, and no timeline where the record's own fields imply
 //! it (most items: claimed once, then completed or failed), so a completed item's row holds its
 //! key, its times, its attempts and its token and little else. Every field reads back as it was
 //! written: a record that is not of that usual shape keeps its timeline as JSON, an owner not of
 //! a token's shape is kept as text.
-
-use std::borrow::Cow;
 
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Row, ToSql};
@@ -13,19 +13,16 @@ use rusqlite::{Row, ToSql};
 use super::{Fail, Sql};
 use crate::rules::tracker::implied_timeline as implied;
 use crate::token;
-use crate::tracker::{stored_status_code, Record, Word, STORED_STATUS};
+use crate::tracker::{from_status_column, status_column, Record, Word};
 
-/// The stored status as its code in [`STORED_STATUS`] (0 and 1 take no byte of a row).
-fn status_code(s: &str) -> Sql<i64> {
-    stored_status_code(s).map(i64::from).ok_or_else(|| Fail::Corrupt(format!("status {s:?}")))
+/// The stored status and the record's `maxAttempts` as one column (see [`status_column`]: 0
+/// and 1 take no byte of a row).
+fn status_code(s: &str, max_attempts: Option<u32>) -> Sql<i64> {
+    status_column(s, max_attempts).ok_or_else(|| Fail::Corrupt(format!("status {s:?}")))
 }
 
-fn status_word(id: &str, code: i64) -> Sql<Word> {
-    usize::try_from(code)
-        .ok()
-        .and_then(|c| STORED_STATUS.get(c))
-        .map(|w| Cow::Borrowed(*w))
-        .ok_or_else(|| Fail::Corrupt(format!("item {id:?}: status code {code}")))
+fn status_word(id: &str, code: i64) -> Sql<(Word, Option<u32>)> {
+    from_status_column(code).ok_or_else(|| Fail::Corrupt(format!("item {id:?}: status code {code}")))
 }
 
 /// The owner column: the token's 16 bytes, or the text of an owner not of a token's shape.
@@ -71,9 +68,11 @@ impl ToSql for Owner {
 /// the first of them at column `at`.
 pub(super) fn from_row(id: &str, r: &Row<'_>, at: usize) -> Sql<Record> {
     let t: Option<String> = r.get(at + 9)?;
+    let (s, m) = status_word(id, r.get(at + 1)?)?;
     let mut rec = Record {
         x: r.get(at)?,
-        s: status_word(id, r.get(at + 1)?)?,
+        s,
+        m,
         a: r.get(at + 2)?,
         o: Owner::read(id, r.get_ref(at + 3)?)?,
         l: r.get(at + 4)?,
@@ -109,7 +108,7 @@ impl Encoded {
             Some(t) if t == rec.t => None,
             _ => Some(serde_json::to_string(&rec.t).map_err(|e| Fail::Corrupt(e.to_string()))?),
         };
-        Ok(Encoded { s: status_code(&rec.s)?, o: Owner::new(rec.o.as_deref()), t })
+        Ok(Encoded { s: status_code(&rec.s, rec.m)?, o: Owner::new(rec.o.as_deref()), t })
     }
 }
 
@@ -151,7 +150,7 @@ mod tests {
         let claimed = |n: u32| {
             let mut r = fresh(t0);
             for k in 0..n {
-                take(&mut r, &owner, t0 + 10 * k as i64, t0 + 10 * k as i64 + 5, 1000);
+                take(&mut r, &owner, t0 + 10 * k as i64, t0 + 10 * k as i64 + 5, 1000, None);
             }
             r
         };
@@ -163,6 +162,11 @@ mod tests {
         finish(&mut twice, "completed", None, t0 + 200, 5000);
         let mut other_owner = claimed(1);
         other_owner.o = Some("not a token".into());
+        let mut limited = claimed(1);
+        limited.m = Some(crate::tracker::MAX_ATTEMPTS_LIMIT);
+        let mut dead = claimed(1);
+        dead.m = Some(1);
+        finish(&mut dead, "dead", Some(&boom), t0 + 100, 5000);
         // (record, whether its row keeps the timeline)
         let cases = [
             (claimed(1), false),
@@ -174,6 +178,8 @@ mod tests {
             (done(claimed(3), "completed", None), true),
             (twice, true),
             (other_owner, false),
+            (limited, false),
+            (dead, true),
         ];
         for (i, (rec, kept)) in cases.iter().enumerate() {
             let (back, o_len, t_len) = round_trip(rec);
@@ -203,6 +209,7 @@ mod tests {
             lease_ms: 600_000,
             retention_ms: 30 * 86_400_000,
             reclaim_completed: false,
+            max_attempts: None,
         };
         let claimed = d.claim_batch("weekly-sync", claim).await.unwrap();
         let done: Vec<ItemOp> = ids

@@ -326,6 +326,7 @@ mod tests {
                 owner: "o".into(),
                 lease_ms: 60_000,
                 reclaim_completed: false,
+                max_attempts: None,
             })
             .collect()
     }

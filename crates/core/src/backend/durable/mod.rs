@@ -439,6 +439,7 @@ mod tests {
                     owner: "o".into(),
                     lease_ms: 60_000,
                     reclaim_completed: false,
+                    max_attempts: None,
                 })
                 .collect();
             d.apply("g", &ops, 86_400_000).await.unwrap();
@@ -546,6 +547,7 @@ mod tests {
                 owner: "o".into(),
                 lease_ms: 60_000,
                 reclaim_completed: false,
+                max_attempts: None,
             };
             d.apply("g", &[op], 86_400_000).await.unwrap();
         })

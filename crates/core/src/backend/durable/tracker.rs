@@ -231,7 +231,7 @@ impl<'a> Batch<'a> {
     fn new(claim: BatchClaim<'a>, now: i64) -> Sql<Batch<'a>> {
         let lease_end = now + claim.lease_ms as i64;
         let mut new_rec = fresh(now);
-        take(&mut new_rec, claim.owner, now, lease_end, claim.retention_ms);
+        take(&mut new_rec, claim.owner, now, lease_end, claim.retention_ms, claim.max_attempts);
         let new_enc = Encoded::new(&new_rec)?;
         let n = claim.ids.len();
         Ok(Batch {
@@ -262,7 +262,7 @@ impl<'a> Batch<'a> {
             claim(current.as_ref().map_or(ItemStatus::None, |r| r.status_at(now)), b.reclaim_completed);
         let (a, got_new) = match (decision, current) {
             (Claim::Take, Some(mut rec)) => {
-                take(&mut rec, b.owner, now, self.lease_end, b.retention_ms);
+                take(&mut rec, b.owner, now, self.lease_end, b.retention_ms, b.max_attempts);
                 save(c, key, &Stored::new(&rec)?)?;
                 self.earliest = self.earliest.min(rec.x);
                 (rec.a, false)
@@ -374,6 +374,7 @@ mod tests {
                     owner: "o".into(),
                     lease_ms: 3_600_000,
                     reclaim_completed: false,
+                    max_attempts: None,
                 })
                 .collect();
             d.apply("g", &claims, 86_400_000).await.unwrap();

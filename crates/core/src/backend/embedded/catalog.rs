@@ -121,6 +121,7 @@ mod tests {
                 owner: "o".into(),
                 lease_ms: 60_000,
                 reclaim_completed: false,
+                max_attempts: None,
             };
             guard(&ns.tracker).apply(&name, &[claim], 60_000);
         }

@@ -49,7 +49,7 @@ const TABLES: &[&str] = &[
        exp int8 NOT NULL, PRIMARY KEY (ns, name, owner))",
     "CREATE INDEX IF NOT EXISTS sem_holders_exp ON {s}.sem_holders (exp)",
     // Item Tracker records: a `Record`'s fields as columns (`s`: the stored status's code in
-    // `STORED_STATUS`; `t`: the timeline as JSON, NULL when the record's fields imply it).
+    // `STORED_STATUS` plus 8 times the record's maxAttempts, see `tracker::status_column`; `t`: the timeline as JSON, NULL when the record's fields imply it).
     "CREATE TABLE IF NOT EXISTS {s}.items (
        ns bytea NOT NULL, grp bytea NOT NULL, id bytea NOT NULL, s int2 NOT NULL, a int4 NOT NULL,
        o text, l int8 NOT NULL, c int8 NOT NULL, u int8 NOT NULL, d int8 NOT NULL, e bytea,

@@ -15,7 +15,6 @@
 //!
 //! [`rules::tracker`]: crate::rules::tracker
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 
 use tokio_postgres::Row;
@@ -24,8 +23,8 @@ use super::{text, transaction, Ctx, Fail, Postgres, Purged, Sql};
 use crate::backend::BoxFuture;
 use crate::rules::tracker::{claim, decide, fresh, implied_timeline, kept, page, take, write, Decision};
 use crate::tracker::{
-    not_owner, stored_status_code, BatchClaim, ClaimBatch, ItemList, ItemOp, ItemState, ListQuery, OpResult,
-    Outcome, Record, TrackerBackend, STORED_STATUS,
+    from_status_column, not_owner, status_column, BatchClaim, ClaimBatch, ItemList, ItemOp, ItemState,
+    ListQuery, OpResult, Outcome, Record, TrackerBackend,
 };
 
 /// The records of ids of a group, locked in id order until the transaction ends; the same
@@ -53,13 +52,11 @@ pub(super) const DELETE: &str = "DELETE FROM {s}.items WHERE ns = $1 AND grp = $
 fn from_row(r: &Row) -> Sql<(String, Record)> {
     let id = text(r, 0)?.ok_or_else(|| Fail::Corrupt("an item without an id".into()))?;
     let code: i16 = r.try_get(1)?;
-    let s = usize::try_from(code)
-        .ok()
-        .and_then(|c| STORED_STATUS.get(c))
-        .map(|w| Cow::Borrowed(*w))
+    let (s, m) = from_status_column(i64::from(code))
         .ok_or_else(|| Fail::Corrupt(format!("item {id:?}: status code {code}")))?;
     let mut rec = Record {
         s,
+        m,
         a: r.try_get::<_, i32>(2)? as u32,
         o: r.try_get(3)?,
         l: r.try_get(4)?,
@@ -169,7 +166,7 @@ struct Columns<'r> {
 
 impl<'r> Columns<'r> {
     fn push(&mut self, id: &'r str, r: &'r Record) -> Sql<()> {
-        let code = stored_status_code(&r.s).ok_or_else(|| Fail::Corrupt(format!("status {:?}", r.s)))?;
+        let code = status_column(&r.s, r.m).ok_or_else(|| Fail::Corrupt(format!("status {:?}", r.s)))?;
         let t = match implied_timeline(r) {
             Some(t) if t == r.t => None,
             _ => Some(serde_json::to_string(&r.t).map_err(|e| Fail::Corrupt(e.to_string()))?),
@@ -262,7 +259,7 @@ async fn claim_batch(c: &Ctx<'_, '_>, group: &str, b: BatchClaim<'_>) -> Sql<Cla
         let a = match decision {
             crate::rules::tracker::Claim::Take => {
                 let rec = slot.rec.get_or_insert_with(|| fresh(now));
-                take(rec, b.owner, now, lease_end, b.retention_ms);
+                take(rec, b.owner, now, lease_end, b.retention_ms, b.max_attempts);
                 slot.dirty = true;
                 rec.a
             }

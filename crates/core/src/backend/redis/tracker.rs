@@ -45,8 +45,11 @@ impl<'a> Args<'a> {
     fn with_capacity(n: usize) -> Self {
         Args(Vec::with_capacity(n))
     }
-    fn text(&mut self, s: &'a str) -> &mut Self {
-        self.0.push(std::borrow::Cow::Borrowed(s.as_bytes()));
+    fn text(&mut self, s: impl Into<std::borrow::Cow<'a, str>>) -> &mut Self {
+        self.0.push(match s.into() {
+            std::borrow::Cow::Borrowed(s) => std::borrow::Cow::Borrowed(s.as_bytes()),
+            std::borrow::Cow::Owned(s) => std::borrow::Cow::Owned(s.into_bytes()),
+        });
         self
     }
     /// An owner token as the records pack it (none: empty).
@@ -64,6 +67,16 @@ impl<'a> Args<'a> {
 }
 
 const STATUSES: [&str; 3] = ["in_progress", "completed", "failed"];
+
+/// A claim's text argument: '1' to re-claim completed items, then the maxAttempts when there is
+/// one (after a '0' when not re-claiming); '1' or '' without one, as before maxAttempts existed.
+fn claim_text(reclaim_completed: bool, max_attempts: Option<u32>) -> std::borrow::Cow<'static, str> {
+    match (reclaim_completed, max_attempts) {
+        (true, None) => "1".into(),
+        (false, None) => "".into(),
+        (r, Some(m)) => format!("{}{m}", u8::from(r)).into(),
+    }
+}
 
 /// A record read from Redis; None when absent or expired (its expiry passed: it counts as gone
 /// even before a script purges it).
@@ -87,11 +100,11 @@ fn state(id: &str, rec: &Option<Record>, now: i64) -> ItemState {
 }
 
 impl RedisStore {
-    /// The group's keys: its three indexes and its records.
-    fn group_keys(&self, group: &str) -> [String; 4] {
+    /// The group's keys: its three indexes, its records and its dead index.
+    fn group_keys(&self, group: &str) -> [String; 5] {
         let head = self.keys().tracker_group(group);
         let [a, b, c] = STATUSES.map(|s| self.keys().item_index(&head, s));
-        [a, b, c, self.keys().item_records(&head)]
+        [a, b, c, self.keys().item_records(&head), self.keys().item_index(&head, "dead")]
     }
 
     /// Runs a tracker script on the group's keys.
@@ -102,7 +115,7 @@ impl RedisStore {
         args: &Args<'_>,
     ) -> Result<T> {
         let keys = self.group_keys(group);
-        let keys: [&[u8]; 4] = keys.each_ref().map(|k| k.as_bytes());
+        let keys: [&[u8]; 5] = keys.each_ref().map(|k| k.as_bytes());
         self.eval(lua, &keys, &args.refs()).await
     }
 }
@@ -119,12 +132,9 @@ impl TrackerBackend for RedisStore {
             args.num(retention_ms).num(MAX_TIMELINE);
             for op in ops {
                 match op {
-                    ItemOp::Claim { id, owner, lease_ms, reclaim_completed } => {
-                        args.text("c")
-                            .text(id)
-                            .owner(Some(owner))
-                            .num(*lease_ms)
-                            .text(if *reclaim_completed { "1" } else { "" });
+                    ItemOp::Claim { id, owner, lease_ms, reclaim_completed, max_attempts } => {
+                        args.text("c").text(id).owner(Some(owner)).num(*lease_ms);
+                        args.text(claim_text(*reclaim_completed, *max_attempts));
                     }
                     ItemOp::Complete { id, owner, keep_ms } => {
                         args.text("d").text(id).owner(owner.as_deref()).num(*keep_ms).text("");
@@ -134,6 +144,10 @@ impl TrackerBackend for RedisStore {
                     }
                     ItemOp::Unset { id } => {
                         args.text("u").text(id).text("").text("0").text("");
+                    }
+                    ItemOp::Revive { id, failed, reset_attempts } => {
+                        let flag = |b: bool| if b { "1" } else { "" };
+                        args.text("r").text(id).text("").text(flag(*failed)).text(flag(*reset_attempts));
                     }
                 }
             }
@@ -150,7 +164,10 @@ impl TrackerBackend for RedisStore {
                 let id = op.id();
                 let outcome = match code {
                     1 => Outcome::Done,
+                    // A revival left alone: the item's status, from its record.
+                    0 if matches!(op, ItemOp::Revive { .. }) => Outcome::Busy(state(id, &rec, now).status),
                     0 if word == "completed" => Outcome::Busy(ItemStatus::Completed),
+                    0 if word == "dead" => Outcome::Busy(ItemStatus::Dead),
                     0 => Outcome::Busy(ItemStatus::InProgress),
                     _ => Outcome::Refused(not_owner(group, id, rec.as_ref())),
                 };
@@ -188,13 +205,10 @@ impl TrackerBackend for RedisStore {
                 })
                 .collect();
             let mut args = Args::with_capacity(5 + unique.len());
-            args.num(c.retention_ms)
-                .num(MAX_TIMELINE)
-                .owner(Some(c.owner))
-                .num(c.lease_ms)
-                .text(if c.reclaim_completed { "1" } else { "" });
+            args.num(c.retention_ms).num(MAX_TIMELINE).owner(Some(c.owner)).num(c.lease_ms);
+            args.text(claim_text(c.reclaim_completed, c.max_attempts));
             for id in &unique {
-                args.text(id);
+                args.text(*id);
             }
             let (now, ex): (i64, Vec<Value>) = self.group_eval(claim_script(), group, &args).await?;
             // Every id is "claimed, attempt 1" but for the exceptions the script lists.
@@ -211,6 +225,7 @@ impl TrackerBackend for RedisStore {
                     Some("c") => BatchOutcome::Claimed,
                     Some("p") => BatchOutcome::InProgress,
                     Some("d") => BatchOutcome::Completed,
+                    Some("x") => BatchOutcome::Dead,
                     other => {
                         return Err(Error::internal(format!("claim script replied with outcome {other:?}")))
                     }
@@ -260,11 +275,12 @@ impl TrackerBackend for RedisStore {
                 ListFilter::Abandoned => "abandoned",
                 ListFilter::Completed => "completed",
                 ListFilter::Failed => "failed",
+                ListFilter::Dead => "dead",
             };
             let mut args = Args::with_capacity(4);
             args.text(filter).num(q.offset).num(q.limit).num(retention_ms);
             let reply: Vec<Value> = self.group_eval(list_script(), group, &args).await?;
-            if reply.len() < 5 || !(reply.len() - 5).is_multiple_of(2) {
+            if reply.len() < 6 || !(reply.len() - 6).is_multiple_of(2) {
                 return Err(Error::internal(format!("list script replied with {} values", reply.len())));
             }
             let now = int(&reply[0])?;
@@ -273,9 +289,10 @@ impl TrackerBackend for RedisStore {
                 abandoned: int(&reply[2])? as u64,
                 completed: int(&reply[3])? as u64,
                 failed: int(&reply[4])? as u64,
+                dead: int(&reply[5])? as u64,
             };
-            let mut items = Vec::with_capacity((reply.len() - 5) / 2);
-            for pair in reply[5..].chunks(2) {
+            let mut items = Vec::with_capacity((reply.len() - 6) / 2);
+            for pair in reply[6..].chunks(2) {
                 let id = opt_str(&pair[0])?.unwrap_or_default();
                 // A record kept past its expiry (claimed by a client with a longer retention than
                 // this one's purge assumed) is left out.

@@ -73,7 +73,9 @@ impl<'a> Packed<'a> {
             b'p' => "in_progress",
             b'c' => "completed",
             b'f' => "failed",
+            b'x' => "dead",
             b'a' => "abandoned",
+            b'r' => "revived",
             _ => return None,
         }))
     }
@@ -112,7 +114,7 @@ impl<'a> Packed<'a> {
     }
     fn record(mut self) -> Option<Record> {
         let s = self.status()?;
-        if s == "abandoned" {
+        if s == "abandoned" || s == "revived" {
             return None;
         }
         let a = self.u32()?;
@@ -120,10 +122,17 @@ impl<'a> Packed<'a> {
         // In progress: the lease end follows, and nothing is finished; else the lease is over and
         // the record was finished when it was last updated.
         let (l, d) = if s == "in_progress" { (self.u48()?, 0) } else { (0, u) };
+        // The latest claim's maxAttempts, only when it gave one.
+        let m = if self.raw.get(self.at) == Some(&b'm') {
+            self.at += 1;
+            Some(self.u32()?)
+        } else {
+            None
+        };
         let o = self.owner()?;
         let e = self.error()?;
         let n = self.byte()?;
-        let mut r = Record { s, a, o, l, c, u, d, e, x, t: Vec::with_capacity(n as usize) };
+        let mut r = Record { s, a, o, l, c, u, d, e, x, t: Vec::with_capacity(n as usize), m };
         for _ in 0..n {
             let at = self.i64()?;
             let status = self.status()?;
@@ -157,6 +166,8 @@ mod tests {
             "in_progress" => b'p',
             "completed" => b'c',
             "failed" => b'f',
+            "dead" => b'x',
+            "revived" => b'r',
             _ => b'a',
         };
         let u48 = |out: &mut Vec<u8>, v: i64| out.extend(&v.to_le_bytes()[..6]);
@@ -167,6 +178,10 @@ mod tests {
         }
         if r.s == "in_progress" {
             u48(&mut out, r.l);
+        }
+        if let Some(m) = r.m {
+            out.push(b'm');
+            out.extend(m.to_le_bytes());
         }
         match r.o.as_deref() {
             None => out.push(b'-'),
@@ -229,6 +244,7 @@ mod tests {
             e: e.map(str::to_string),
             x: if leased { T0 + 60_000 + 86_400_000 } else { crate::tracker::NEVER },
             t,
+            m: None,
         }
     }
 
@@ -284,6 +300,18 @@ mod tests {
         );
         retried.o = Some(OWNER.to_uppercase());
         out.push(retried);
+        // Claimed with a maxAttempts, then dead at it, then revived.
+        let mut limited = record("in_progress", 1, None, vec![tr(T0, "in_progress", 1, None)]);
+        limited.m = Some(3);
+        out.push(limited);
+        let dead_timeline = vec![tr(T0, "in_progress", 1, None), tr(f, "dead", 1, Some("boom"))];
+        let mut dead = record("dead", 1, Some("boom"), dead_timeline.clone());
+        dead.m = Some(1);
+        out.push(dead);
+        let mut revived = record("failed", 1, Some("boom"), dead_timeline);
+        revived.t.push(tr(f + 5, "revived", 1, None));
+        revived.m = Some(1);
+        out.push(revived);
         out
     }
 

@@ -27,6 +27,8 @@ struct Extra {
     timeline: Option<Box<[Transition]>>,
     /// The update time when it is not the time of the timeline's last transition.
     updated: Option<i64>,
+    /// The latest claim's `maxAttempts`, when it gave one.
+    max_attempts: Option<u32>,
 }
 
 /// Whether the record has an owner, and in which form.
@@ -59,7 +61,7 @@ impl Compact {
     pub(super) fn new(r: &Record) -> Compact {
         let s = crate::tracker::stored_status_code(&r.s);
         debug_assert!(s.is_some(), "a stored status: {:?}", r.s);
-        let mut extra = Extra { error: r.e.as_deref().map(Box::from), ..Extra::default() };
+        let mut extra = Extra { error: r.e.as_deref().map(Box::from), max_attempts: r.m, ..Extra::default() };
         let (owner, token) = match r.o.as_deref() {
             None => (OwnerForm::None, [0; token::TOKEN_LEN / 2]),
             Some(o) => match token::to_bytes(o) {
@@ -81,7 +83,8 @@ impl Compact {
         let empty = extra.owner.is_none()
             && extra.error.is_none()
             && extra.timeline.is_none()
-            && extra.updated.is_none();
+            && extra.updated.is_none()
+            && extra.max_attempts.is_none();
         Compact {
             x: r.x,
             lease_or_finish: if in_progress { r.l } else { r.d },
@@ -94,7 +97,7 @@ impl Compact {
         }
     }
 
-    /// The stored status (`in_progress`, `completed`, `failed`, or empty for none).
+    /// The stored status (`in_progress`, `completed`, `failed`, `dead`, or empty for none).
     pub(super) fn status(&self) -> &'static str {
         STATUS[self.s as usize]
     }
@@ -135,6 +138,7 @@ impl Compact {
             e: extra.and_then(|e| e.error.as_deref()).map(str::to_string),
             x: self.x,
             t: Vec::new(),
+            m: extra.and_then(|e| e.max_attempts),
         };
         r.t = match extra.and_then(|e| e.timeline.as_deref()) {
             Some(t) => t.to_vec(),
@@ -170,7 +174,7 @@ mod tests {
         let claimed = |n: u32| {
             let mut r = fresh(t0);
             for k in 0..n {
-                take(&mut r, &owner, t0 + 10 * k as i64, t0 + 10 * k as i64 + 5, 1000);
+                take(&mut r, &owner, t0 + 10 * k as i64, t0 + 10 * k as i64 + 5, 1000, None);
             }
             r
         };
@@ -180,13 +184,18 @@ mod tests {
         };
         let retried = {
             let mut r = done(claimed(1), "failed", Some(&boom));
-            take(&mut r, &owner, t0 + 200, t0 + 300, 1000);
+            take(&mut r, &owner, t0 + 200, t0 + 300, 1000, None);
             done(r, "completed", None)
         };
         let mut twice = done(claimed(1), "failed", Some(&boom));
         finish(&mut twice, "completed", None, t0 + 200, 5000);
         let mut other_owner = done(claimed(1), "completed", None);
         other_owner.o = Some("not a token".into());
+        let mut dead = claimed(2);
+        dead.m = Some(2);
+        finish(&mut dead, "dead", Some(&boom), t0 + 100, 5000);
+        let mut limited = claimed(1);
+        limited.m = Some(3);
         // Not written by the rules: an update time other than the last transition's.
         let mut other_update = done(claimed(1), "completed", None);
         other_update.u += 1;
@@ -203,6 +212,8 @@ mod tests {
             (twice, true, true),
             (other_owner, false, true),
             (other_update, false, true),
+            (dead, true, true),
+            (limited, false, true),
         ];
         for (i, (rec, timeline, extra)) in cases.iter().enumerate() {
             let c = Compact::new(rec);

@@ -34,14 +34,14 @@ pub(super) struct Group {
     pub(super) items: Records,
     /// Every record's slot by expiry, to forget expired records without scanning.
     pub(super) expiry: ExpiryBuckets<u32>,
-    /// Per status, in `listItems` order: in progress by lease end, completed and failed by
+    /// Per status, in `listItems` order: in progress by lease end, completed, failed and dead by
     /// expiry, each ranked so a page or a count costs O(log n + page). A record's place leaves
     /// its index before its slot is freed (the order reads the slot's id).
-    pub(super) by_status: [RankedSet<Place>; 3],
+    pub(super) by_status: [RankedSet<Place>; 4],
     /// Places in `by_status` not inserted yet: a call collects its records' new places and
     /// inserts them at its end, sorted, a claim batch's ids in one pass ([`Group::flush`]).
     /// Empty between calls.
-    pub(super) pending: [Vec<Place>; 3],
+    pub(super) pending: [Vec<Place>; 4],
     /// In-progress places of the latest claim batch, not in `by_status[0]` yet: joined to it when
     /// a page is listed or the next batch opens its run ([`Group::merge_run`]).
     pub(super) run: BatchRun,
@@ -63,6 +63,7 @@ pub(super) fn place_of(r: &Compact) -> Option<(usize, i64)> {
         "in_progress" => Some((0, r.lease_end())),
         "completed" => Some((1, r.x)),
         "failed" => Some((2, r.x)),
+        "dead" => Some((3, r.x)),
         _ => None,
     }
 }

@@ -22,20 +22,22 @@ impl Group {
         debug_assert!(self.pending.iter().all(Vec::is_empty), "calls flush their places");
         self.merge_run();
         let exact = !self.expiry.any_due(now);
-        let [ip, done, failed] = &self.by_status;
+        let [ip, done, failed, dead] = &self.by_status;
         let ended = up_to(ip, now);
         let abandoned = if exact { ended } else { ended - up_to(ip, now - retention_ms as i64) };
-        let (c_first, f_first) = (up_to(done, now), up_to(failed, now));
+        let (c_first, f_first, d_first) = (up_to(done, now), up_to(failed, now), up_to(dead, now));
         let counts = Counts {
             in_progress: (ip.len() - ended) as u64,
             abandoned: abandoned as u64,
             completed: (done.len() - c_first) as u64,
             failed: (failed.len() - f_first) as u64,
+            dead: (dead.len() - d_first) as u64,
         };
         let segments = [
             (ListFilter::InProgress, ip, ended, counts.in_progress),
             (ListFilter::Abandoned, ip, ended - abandoned, counts.abandoned),
             (ListFilter::Failed, failed, f_first, counts.failed),
+            (ListFilter::Dead, dead, d_first, counts.dead),
             (ListFilter::Completed, done, c_first, counts.completed),
         ];
         let (mut skip, mut want) = (q.offset, q.limit);

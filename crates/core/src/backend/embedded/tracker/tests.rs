@@ -46,6 +46,7 @@ fn indexes_follow_random_operations() {
                 lease_ms: 1 + rnd(3) * 1000,
                 reclaim_completed: rnd(2) == 0,
                 retention_ms: rnd(4),
+                max_attempts: None,
             };
             t.claim_batch("g", claim);
         } else {
@@ -57,6 +58,7 @@ fn indexes_follow_random_operations() {
                         owner: "o".into(),
                         lease_ms: 1 + rnd(2) * 1000,
                         reclaim_completed: rnd(2) == 0,
+                        max_attempts: None,
                     },
                     2 => ItemOp::Complete { id, owner: None, keep_ms: rnd(3) * DAY },
                     3 => ItemOp::Fail { id, owner: None, error: "e".into(), keep_ms: 1 + rnd(3) },
@@ -104,13 +106,26 @@ fn purge_forgets_one_slice_per_call() {
     let mut t = TrackerTable::default();
     t.apply(
         "g",
-        &[ItemOp::Claim { id: "live".into(), owner: "o".into(), lease_ms: 60_000, reclaim_completed: false }],
+        &[ItemOp::Claim {
+            id: "live".into(),
+            owner: "o".into(),
+            lease_ms: 60_000,
+            reclaim_completed: false,
+            max_attempts: None,
+        }],
         DAY,
     );
     let ids: Vec<String> = (0..2500).map(|i| format!("i{i}")).collect();
     let b = t.claim_batch(
         "g",
-        BatchClaim { ids: &ids, owner: "o", lease_ms: 60_000, reclaim_completed: false, retention_ms: DAY },
+        BatchClaim {
+            ids: &ids,
+            owner: "o",
+            lease_ms: 60_000,
+            reclaim_completed: false,
+            retention_ms: DAY,
+            max_attempts: None,
+        },
     );
     let ops: Vec<ItemOp> = ids
         .iter()
@@ -143,8 +158,13 @@ fn idle_groups_are_swept_in_turn() {
     for g in 0..20 {
         t.apply(&format!("idle{g}"), &[done("a"), done("b")], DAY);
     }
-    let keep =
-        ItemOp::Claim { id: "live".into(), owner: "o".into(), lease_ms: 60_000, reclaim_completed: false };
+    let keep = ItemOp::Claim {
+        id: "live".into(),
+        owner: "o".into(),
+        lease_ms: 60_000,
+        reclaim_completed: false,
+        max_attempts: None,
+    };
     t.apply("busy", &[keep], DAY);
     assert_eq!(t.groups.len(), 21);
     std::thread::sleep(std::time::Duration::from_millis(310));
@@ -178,6 +198,7 @@ fn pages_in_order() {
             owner: "o".into(),
             lease_ms: 60_000 + i as u64,
             reclaim_completed: false,
+            max_attempts: None,
         });
     }
     t.apply("g", &ops, DAY);
@@ -224,6 +245,7 @@ fn a_completed_item_keeps_no_timeline() {
         lease_ms: 60_000,
         retention_ms: DAY,
         reclaim_completed: false,
+        max_attempts: None,
     };
     t.claim_batch("g", claim);
     let done: Vec<ItemOp> = ids

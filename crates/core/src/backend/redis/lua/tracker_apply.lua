@@ -1,12 +1,14 @@
 -- Item Tracker: apply a batch of operations to items of one group, atomically.
 -- KEYS: the group (see tracker_common.lua).
 -- ARGV[1]: retention ms; ARGV[2]: timeline length; then 5 per operation:
---   action (c = claim, d = completed, f = failed, u = unset), id, owner ('' = none),
---   number (claim: lease ms; completed/failed: how long to keep the record), text
---   (claim: '1' to re-claim a completed item; failed: the reason).
--- Reply: now, then per operation: 1 done | 0 busy | -1 refused, a word (busy: in_progress or
--- completed; refused: not_owner), the record after the operation (before it for unset, busy and
--- refused) or false.
+--   action (c = claim, d = completed, f = failed, u = unset, r = revive), id, owner ('' = none),
+--   number (claim: lease ms; completed/failed: how long to keep the record; revive: '1' to revive
+--   failed items too), text (claim: '1' to re-claim a completed item, then the maxAttempts when
+--   there is one, after a '0' when not re-claiming; failed: the reason; revive: '1' to reset the
+--   attempts).
+-- Reply: now, then per operation: 1 done | 0 busy | -1 refused, a word (busy: in_progress,
+-- completed or dead; refused: not_owner), the record after the operation (before it for unset,
+-- busy and refused) or false.
 -- Most calls carry one operation (an item claimed, then completed): the loop allocates nothing
 -- per operation beyond the record it rewrites.
 local retention = tonumber(ARGV[1])
@@ -27,11 +29,11 @@ end
 purge(retention, math.max(100, 2 * n))
 
 -- Moves `id` to index `which` (0: none) from `was` (see decode: 0 none, -1 any).
-local w1, w2, w3 = false, false, false
+local w1, w2, w3, w5 = false, false, false, false
 local function index(which, was, id, score)
   if was ~= 0 then
-    for k = 1, 3 do
-      if k ~= which and (was == k or was < 0) then redis.call('ZREM', KEYS[k], id) end
+    for k = 1, 5 do
+      if k ~= 4 and k ~= which and (was == k or was < 0) then redis.call('ZREM', KEYS[k], id) end
     end
   end
   if which > 0 then
@@ -39,7 +41,8 @@ local function index(which, was, id, score)
     -- expired record may have left its id in it) gets the group's expiry.
     local added = redis.call('ZADD', KEYS[which], score, id, 'inf', END)
     if was < 0 or added > (was == which and 0 or 1) then
-      if which == 1 then w1 = true elseif which == 2 then w2 = true else w3 = true end
+      if which == 1 then w1 = true elseif which == 2 then w2 = true elseif which == 3 then w3 = true
+      else w5 = true end
     end
     bound(which, score)
   end
@@ -82,19 +85,24 @@ for i = 0, n - 1 do
   local k = #out
   if action == 'c' then
     -- The claim rule: rules::tracker::claim (Rust), then rules::tracker::take.
+    local text = ARGV[b + 4]
     if rec and rec.s == 'p' and rec.l > now then
       out[k + 1] = 0; out[k + 2] = 'in_progress'; out[k + 3] = raw
-    elseif rec and rec.s == 'c' and ARGV[b + 4] ~= '1' then
+    elseif rec and rec.s == 'c' and string.byte(text, 1) ~= 49 then
       out[k + 1] = 0; out[k + 2] = 'completed'; out[k + 3] = raw
+    elseif rec and rec.s == 'x' then
+      out[k + 1] = 0; out[k + 2] = 'dead'; out[k + 3] = raw
     else
       local lease_end = now + tonumber(ARGV[b + 3])
+      local m = #text > 1 and tonumber(string.sub(text, 2)) or false
       if rec then
         if rec.s == 'p' then remember(rec, maxtl, rec.l, 'a', rec.a) end
         rec.a = rec.a + 1
         rec.s, rec.o, rec.l, rec.u, rec.d, rec.x = 'p', owner_field(owner), lease_end, now, 0, lease_end + retention
+        rec.m = m
       else
         rec = {s = 'p', a = 1, o = owner_field(owner), l = lease_end, c = now, u = now, d = 0, e = false,
-          x = lease_end + retention, n = 0, tl = ''}
+          x = lease_end + retention, m = m, n = 0, tl = ''}
       end
       remember(rec, maxtl, now, 'p', rec.a)
       local packed = store(id, rec)
@@ -107,16 +115,32 @@ for i = 0, n - 1 do
       out[k + 1] = -1; out[k + 2] = 'not_owner'; out[k + 3] = raw
     else
       if not rec then
-        rec = {s = '', a = 0, o = '-', l = 0, c = now, u = now, d = 0, e = false, x = 0, n = 0, tl = ''}
+        rec = {s = '', a = 0, o = '-', l = 0, c = now, u = now, d = 0, e = false, x = 0, m = false, n = 0, tl = ''}
       end
       local status, which, err = 'c', 2, nil
-      if action == 'f' then status, which, err = 'f', 3, ARGV[b + 4]; rec.e = err end
+      if action == 'f' then
+        -- rules::tracker::failure: dead at the latest claim's maxAttempts.
+        status, which, err = 'f', 3, ARGV[b + 4]; rec.e = err
+        if rec.m and rec.a >= rec.m then status, which = 'x', 5 end
+      end
       rec.s, rec.l, rec.u, rec.d = status, 0, now, now
       rec.x = math.min(now + tonumber(ARGV[b + 3]), NEVER)
       remember(rec, maxtl, now, status, rec.a, err)
       local packed = store(id, rec)
       index(which, was, id, rec.x)
       out[k + 1] = 1; out[k + 2] = ''; out[k + 3] = packed
+    end
+  elseif action == 'r' then
+    -- The revival: rules::tracker::decide (Revive), then rules::tracker::revive.
+    if rec and (rec.s == 'x' or (rec.s == 'f' and ARGV[b + 3] == '1')) then
+      if ARGV[b + 4] == '1' then rec.a = 0 end
+      rec.s = 'f'
+      remember(rec, maxtl, now, 'r', rec.a)
+      local packed = store(id, rec)
+      index(3, was, id, rec.x)
+      out[k + 1] = 1; out[k + 2] = ''; out[k + 3] = packed
+    else
+      out[k + 1] = 0; out[k + 2] = ''; out[k + 3] = raw
     end
   else
     redis.call('HDEL', KEYS[4], id)
@@ -138,6 +162,6 @@ for i = 0, n - 1 do
 end
 
 save(fields, #fields > 0)
-keep_alive(latest, w1, w2, w3)
+keep_alive(latest, w1, w2, w3, w5)
 save(nil)
 return out

@@ -23,7 +23,8 @@ if #ARGV == 7 then
     -- rules::tracker::owns (Rust).
     if action == 'c' then
       local lease_end = now + tonumber(ARGV[6])
-      if not raw and lease_end >= ml and tonumber(ARGV[2]) >= 1 then
+      -- (Not with a maxAttempts: '1' or '' alone.)
+      if not raw and lease_end >= ml and tonumber(ARGV[2]) >= 1 and #ARGV[7] <= 1 then
         -- A new record: attempt 1 claimed now, the timeline it implies (count 0).
         which, expires = 1, lease_end + retention
         packed = struct.pack(HEAD .. 'I6', 'p', 1, now, now, expires, lease_end) .. owner_field(owner) .. '-\0'
@@ -38,7 +39,8 @@ if #ARGV == 7 then
       local keep_until = math.min(now + tonumber(ARGV[6]), NEVER)
       -- No last error ('-') and the implied timeline (count 0) end the record.
       local at = pos + #o
-      if a == 1 and kind ~= 116 and x > now and (owner == '' or o == owner_field(owner))
+      -- (A record with a maxAttempts has 'm' where the owner is: not this path.)
+      if a == 1 and kind ~= 116 and kind ~= 109 and x > now and (owner == '' or o == owner_field(owner))
         and #raw == at + 1 and string.byte(raw, at) == 45 and string.byte(raw, at + 1) == 0
         and tonumber(ARGV[2]) >= 2 and keep_until >= md then
         was, which, expires = 1, 2, keep_until

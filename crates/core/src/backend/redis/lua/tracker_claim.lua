@@ -3,13 +3,15 @@
 -- variadic commands: per 500 ids one HMGET, one HSET and one ZADD.
 -- KEYS: the group (see tracker_common.lua).
 -- ARGV[1]: retention ms; ARGV[2]: timeline length; ARGV[3]: owner; ARGV[4]: lease ms;
--- ARGV[5]: '1' to re-claim completed items; ARGV[5+i]: id i (the caller passes each id once).
+-- ARGV[5]: '1' to re-claim completed items (or '0' when not), then the maxAttempts when there
+-- is one; ARGV[5+i]: id i (the caller passes each id once).
 -- Reply: now, then the exceptions to "claimed by this call, attempt 1" (a new item, the usual
--- case), as triples: the id's position i, its outcome (c claimed, p in progress, d completed) and
--- its attempts after the call.
+-- case), as triples: the id's position i, its outcome (c claimed, p in progress, d completed,
+-- x dead) and its attempts after the call.
 local retention, maxtl, owner = tonumber(ARGV[1]), tonumber(ARGV[2]), owner_field(ARGV[3])
 local lease_end = now + tonumber(ARGV[4])
-local reclaim = ARGV[5] == '1'
+local reclaim = string.byte(ARGV[5], 1) == 49
+local max_attempts = #ARGV[5] > 1 and tonumber(string.sub(ARGV[5], 2)) or false
 local expires = lease_end + retention
 -- Numbers handed to redis.call as Lua numbers are formatted on every call: format them once.
 local lease_end_s = string.format('%d', lease_end)
@@ -20,7 +22,7 @@ purge(retention, math.max(100, 2 * n))
 
 -- Every new item gets the same record: pack it once.
 local fresh = {s = 'p', a = 1, o = owner, l = lease_end, c = now, u = now, d = 0, e = false, x = expires,
-  n = 0, tl = ''}
+  m = max_attempts, n = 0, tl = ''}
 remember(fresh, maxtl, now, 'p', 1)
 fresh = pack_rec(fresh)
 
@@ -52,6 +54,8 @@ for c = 0, n - 1, CHUNK do
       ex[#ex + 1] = i; ex[#ex + 1] = 'p'; ex[#ex + 1] = rec.a
     elseif rec and rec.s == 'c' and not reclaim then
       ex[#ex + 1] = i; ex[#ex + 1] = 'd'; ex[#ex + 1] = rec.a
+    elseif rec and rec.s == 'x' then
+      ex[#ex + 1] = i; ex[#ex + 1] = 'x'; ex[#ex + 1] = rec.a
     else
       local js = fresh
       if rec then
@@ -59,6 +63,7 @@ for c = 0, n - 1, CHUNK do
         rec.a = rec.a + 1
         remember(rec, maxtl, now, 'p', rec.a)
         rec.s = 'p'; rec.o = owner; rec.l = lease_end; rec.u = now; rec.d = 0; rec.x = expires
+        rec.m = max_attempts
         js = pack_rec(rec)
         ex[#ex + 1] = i; ex[#ex + 1] = 'c'; ex[#ex + 1] = rec.a
       end
@@ -73,7 +78,7 @@ for c = 0, n - 1, CHUNK do
     zs[#zs + 1] = 'inf'; zs[#zs + 1] = END
     redis.call('ZADD', KEYS[1], unpack(zs))
     bound(1, lease_end)
-    -- Out of completed / failed (no-ops for new items).
+    -- Out of completed / failed (no-ops for new items; dead items are not claimed).
     redis.call('ZREM', KEYS[2], unpack(moved))
     redis.call('ZREM', KEYS[3], unpack(moved))
   end

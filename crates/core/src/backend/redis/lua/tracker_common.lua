@@ -37,6 +37,7 @@ end
 -- The timeline a record's own fields imply (see tracker_head.lua), packed, or false.
 local function implied(r)
   local s = r.s
+  if s == 'x' then return false end
   local err = s == 'f' and r.e
   if r.a == 1 then
     local first = entry(r.c, 'p', 1)
@@ -48,11 +49,12 @@ local function implied(r)
   return false
 end
 -- A record as a table: s (status code), a, o (owner, packed: '-' none), l, c, u, d, e (false:
--- none), x, and its timeline packed: n entries in tl.
+-- none), x, m (maxAttempts, false: none), and its timeline packed: n entries in tl.
 local function unpack_rec(raw)
   local s, a, c, u, x, pos = struct.unpack(HEAD, raw)
-  local l, d = 0, u
+  local l, d, m = 0, u, false
   if s == 'p' then l, pos = struct.unpack('<I6', raw, pos); d = 0 end
+  if string.byte(raw, pos) == 109 then m, pos = struct.unpack('<I4', raw, pos + 1) end
   local kind, o = string.byte(raw, pos), '-'
   if kind == 104 then
     o = string.sub(raw, pos, pos + 16); pos = pos + 17
@@ -63,7 +65,7 @@ local function unpack_rec(raw)
   end
   local e = false
   if string.byte(raw, pos) == 101 then e, pos = struct.unpack('<I4c0', raw, pos + 1) else pos = pos + 1 end
-  local r = {s = s, a = a, o = o, l = l, c = c, u = u, d = d, e = e, x = x, n = string.byte(raw, pos),
+  local r = {s = s, a = a, o = o, l = l, c = c, u = u, d = d, e = e, x = x, m = m, n = string.byte(raw, pos),
     tl = string.sub(raw, pos + 1)}
   if r.n == 0 then
     r.tl = implied(r)
@@ -77,6 +79,7 @@ local function pack_rec(r)
   local head
   if r.s == 'p' then head = struct.pack(HEAD .. 'I6', r.s, r.a, r.c, r.u, r.x, r.l)
   else head = struct.pack(HEAD, r.s, r.a, r.c, r.u, r.x) end
+  if r.m then head = head .. struct.pack('<c1I4', 'm', r.m) end
   local err = '-'
   if r.e then err = struct.pack('<c1I4', 'e', #r.e) .. r.e end
   return head .. r.o .. err .. string.char(n) .. tl
@@ -92,14 +95,15 @@ local function remember(r, maxtl, at, code, attempt, err)
 end
 
 -- A record read as `raw`, or false when there is none or it expired; `raw` itself (false with
--- no record); and the index it may be in: 1..3 for a live record's status, 0 for none (no
--- record), -1 for any (an expired record not purged yet).
+-- no record); and the index it may be in: 1..3 or 5 (dead) for a live record's status, 0 for
+-- none (no record), -1 for any (an expired record not purged yet).
 local function decode(raw)
   if not raw then return false, false, 0 end
   local rec = unpack_rec(raw)
   if rec.x <= now then return false, false, -1 end
   local s = rec.s
-  if s == 'p' then return rec, raw, 1 elseif s == 'c' then return rec, raw, 2 elseif s == 'f' then return rec, raw, 3 end
+  if s == 'p' then return rec, raw, 1 elseif s == 'c' then return rec, raw, 2 elseif s == 'f' then return rec, raw, 3
+  elseif s == 'x' then return rec, raw, 5 end
   return rec, raw, -1
 end
 
@@ -128,7 +132,7 @@ local function upkeep()
   end
   function u.purge_slice(retention, max, listing)
     local function chunk(done) return math.min(1000, max - done) end
-    for k = 2, 3 do
+    for _, k in ipairs({2, 3, 5}) do -- completed, failed, dead: scored by expiry
       local done = 0
       while chunk(done) > 0 do
         local want = chunk(done)
@@ -182,7 +186,7 @@ local function purge(retention, max)
   local u = upkeep()
   u.purge_slice(retention, max, false)
   if not meta then meta_deadline = 0 end
-  meta, meta_done, meta_lease = true, math.min(u.head(2), u.head(3)), u.head(1)
+  meta, meta_done, meta_lease = true, math.min(u.head(2), u.head(3), u.head(5)), u.head(1)
   meta_dirty = true
 end
 
@@ -200,7 +204,7 @@ end
 local function slack(target)
   return math.max(1000, math.floor((target - now) / 8))
 end
-local function keep_alive(expires, w1, w2, w3)
+local function keep_alive(expires, w1, w2, w3, w5)
   local pttl
   if meta and meta_deadline > now then pttl = meta_deadline - now else pttl = redis.call('PTTL', KEYS[4]) end
   local current = now + pttl
@@ -209,14 +213,14 @@ local function keep_alive(expires, w1, w2, w3)
     local target = expires
     if not in_progress then
       target = 0
-      for k = 2, 3 do
+      for _, k in ipairs({2, 3, 5}) do -- completed, failed, dead: scored by expiry
         local top = redis.call('ZREVRANGEBYSCORE', KEYS[k], BELOW_END, '-inf', 'WITHSCORES', 'LIMIT', 0, 1)
         if top[2] and tonumber(top[2]) > target then target = tonumber(top[2]) end
       end
       if target <= now then
         -- No index holds a live record. UNLINK: a large hash is freed off Redis's main thread.
         if target > 0 then
-          redis.call('UNLINK', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
+          redis.call('UNLINK', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5])
           meta = false
         end
         return
@@ -230,7 +234,7 @@ local function keep_alive(expires, w1, w2, w3)
     end
     if set and set > now then
       local ms = string.format('%d', set - now)
-      for k = 1, 4 do redis.call('PEXPIRE', KEYS[k], ms) end
+      for k = 1, 5 do redis.call('PEXPIRE', KEYS[k], ms) end
       if meta then meta_deadline = set; meta_dirty = true end
       return
     end
@@ -238,11 +242,12 @@ local function keep_alive(expires, w1, w2, w3)
   if pttl < 0 then return end
   if meta and meta_deadline ~= current then meta_deadline = current; meta_dirty = true end
   -- An index this call created has no TTL yet: it gets the group's.
-  if w1 or w2 or w3 then
+  if w1 or w2 or w3 or w5 then
     local at = string.format('%d', current)
     if w1 then redis.call('PEXPIREAT', KEYS[1], at) end
     if w2 then redis.call('PEXPIREAT', KEYS[2], at) end
     if w3 then redis.call('PEXPIREAT', KEYS[3], at) end
+    if w5 then redis.call('PEXPIREAT', KEYS[5], at) end
   end
 end
 

@@ -1,7 +1,8 @@
 -- Item Tracker, shared by its scripts (prepended to each, before tracker_common.lua and, in
 -- tracker_apply.lua, before its fast path: tracker_apply_fast.lua).
 -- A group is KEYS[1..3], its in_progress (score: lease end), completed and failed (score: when
--- the record expires) indexes, and KEYS[4], its records: a hash of id -> packed record (below). A
+-- the record expires) indexes, KEYS[4], its records: a hash of id -> packed record (below), and
+-- KEYS[5], its dead index (score: when the record expires; absent until an item dies). A
 -- record whose expiry (`x`) has passed counts as absent; `purge` deletes such records, and each key of
 -- a group lives as long as its longest-lived record (`keep_alive`), so a group nobody touches
 -- again disappears by itself.
@@ -26,15 +27,18 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 -- encode. Every record is one field of the group's hash, so its size is most of what an item
 -- costs in Redis's memory: the layout (tracker_record.rs reads it too) holds each fact once.
 -- Little-endian:
---   status (p in_progress | c completed | f failed), attempts u32, created, updated and expiry
---   (u48 ms each: NEVER fits), and only when in progress the lease end (u48); a completed or
---   failed record's finished time is its updated time (both are set by the same write) and its
---   lease is over (0);
+--   status (p in_progress | c completed | f failed | x dead), attempts u32, created, updated and
+--   expiry (u48 ms each: NEVER fits), and only when in progress the lease end (u48); a completed,
+--   failed or dead record's finished time is its updated time (both are set by the same write)
+--   and its lease is over (0) (a revival changes neither);
+--   only when the latest claim gave a maxAttempts: 'm' and that number (u32) (no owner form
+--   starts with 'm');
 --   owner: '-' none | 'h' and 16 bytes, a token of 32 lowercase hex digits as binary (every
 --   token the tracker makes) | 't', u16 length and the text (any other);
 --   last error: '-' none | 'e', u32 length and the text (an empty reason is one);
 --   timeline: u8 count, then the entries, oldest first: per entry its time i64, status
---   (p | a abandoned | c | f), attempt u32 and error (as the last error). A count of 0 stands for
+--   (p | a abandoned | c | f | x | r revived), attempt u32 and error (as the last error). A count
+--   of 0 stands for
 --   the timeline the record's own fields imply (`implied`, tracker_common.lua): the first attempt
 --   claimed at `created` (and completed or failed at `updated` with the last error), or a record
 --   finished without a claim at `updated`. Every record has at least one transition, so a 0 is

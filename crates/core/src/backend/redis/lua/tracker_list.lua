@@ -1,7 +1,8 @@
 -- Item Tracker: one page of a group, with counts per status.
 -- KEYS: the group (see tracker_common.lua).
--- ARGV: filter (all | in_progress | abandoned | completed | failed), offset, limit, retention ms.
--- Reply: now, live, abandoned, completed, failed, then id and record pairs.
+-- ARGV: filter (all | in_progress | abandoned | completed | failed | dead), offset, limit,
+-- retention ms.
+-- Reply: now, live, abandoned, completed, failed, dead, then id and record pairs.
 -- Bounded work: one purge slice, counts by score range and pages by rank (O(log n + page)).
 local filter = ARGV[1]
 local offset, limit, retention = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -25,6 +26,7 @@ if not exact then
 end
 local completed = redis.call('ZCOUNT', KEYS[2], after_now, BELOW_END)
 local failed = redis.call('ZCOUNT', KEYS[3], after_now, BELOW_END)
+local dead = redis.call('ZCOUNT', KEYS[5], after_now, BELOW_END)
 
 -- Each segment is a rank range of its index: [first, first + count), below the end mark (see
 -- END) when the index has one.
@@ -32,10 +34,11 @@ local segments = {
   {name = 'in_progress', key = KEYS[1], first = ended, count = live},
   {name = 'abandoned', key = KEYS[1], first = ended - abandoned, count = abandoned},
   {name = 'failed', key = KEYS[3], first = redis.call('ZCOUNT', KEYS[3], '-inf', BELOW_END) - failed, count = failed},
+  {name = 'dead', key = KEYS[5], first = redis.call('ZCOUNT', KEYS[5], '-inf', BELOW_END) - dead, count = dead},
   {name = 'completed', key = KEYS[2], first = redis.call('ZCOUNT', KEYS[2], '-inf', BELOW_END) - completed, count = completed},
 }
 
-local out = {now, live, abandoned, completed, failed}
+local out = {now, live, abandoned, completed, failed, dead}
 local skip, want = offset, limit
 for _, seg in ipairs(segments) do
   if want <= 0 then break end
@@ -52,7 +55,7 @@ for _, seg in ipairs(segments) do
         if raw then
           out[#out + 1] = id; out[#out + 1] = raw
         else
-          for k = 1, 3 do redis.call('ZREM', KEYS[k], id) end
+          for _, k in ipairs({1, 2, 3, 5}) do redis.call('ZREM', KEYS[k], id) end
         end
       end
     end
