@@ -213,6 +213,11 @@ pub struct ClaimKeyIn {
     #[serde(default, deserialize_with = "opt_ms")]
     #[schema(schema_with = crate::openapi::millis)]
     lease_ms: Option<Duration>,
+    /// While another runner holds the key, wait up to this many ms for it to be released or
+    /// completed (tried again with backoff). Default 0: answer at once.
+    #[serde(default, deserialize_with = "opt_ms")]
+    #[schema(schema_with = crate::openapi::millis)]
+    wait_ms: Option<Duration>,
 }
 
 /// What a `claimKey` found.
@@ -247,6 +252,8 @@ pub struct KeyClaimResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     expires_at: Option<i64>,
+    /// How many times the key was tried (1 without `waitMs`).
+    attempts: u32,
 }
 
 /// Take an idempotency key: claimed (run the work), done (stored result), or 409 ERR_KEY_PENDING while another runner holds it.
@@ -266,6 +273,10 @@ pub struct KeyClaimResult {
     )
 )]
 pub async fn claim_key(State(app): State<App>, Body(b): Body<ClaimKeyIn>) -> ApiResult<Response> {
+    let (claim, attempts) = match b.wait_ms {
+        Some(wait) => app.client.claim_key_waiting(&b.key, b.lease_ms, wait).await?,
+        None => (app.client.claim_key(&b.key, b.lease_ms).await?, 1),
+    };
     let with = |status| KeyClaimResult {
         status,
         owner: None,
@@ -273,8 +284,9 @@ pub async fn claim_key(State(app): State<App>, Body(b): Body<ClaimKeyIn>) -> Api
         remaining_ms: None,
         value: None,
         expires_at: None,
+        attempts,
     };
-    Ok(match app.client.claim_key(&b.key, b.lease_ms).await? {
+    Ok(match claim {
         KeyClaim::Claimed { owner, lease_ms } => {
             Json(KeyClaimResult { owner: Some(owner), lease_ms: Some(lease_ms), ..with(KeyStatus::Claimed) })
                 .into_response()
