@@ -178,6 +178,31 @@ mod tests {
 
     const HOLDERS: usize = 3_000;
 
+    /// A file made before the key column (its holders' table without `k`) gets it when opened:
+    /// its holders count toward the total, and a permit with a key is taken and read back.
+    #[tokio::test]
+    async fn a_file_without_the_key_column_gets_it_on_open() {
+        use crate::semaphore::PerKey;
+        let path = damage::temp("old-sem.db");
+        drop(Durable::open(&path, "fg:", Durability::Process).unwrap());
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.execute_batch("ALTER TABLE sem_holders DROP COLUMN k").unwrap();
+        c.execute(
+            "INSERT INTO sem_holders (ns, name, owner, fence, label, exp) VALUES ('fg:', 's', 'old', 1, NULL, 4000000000000)",
+            [],
+        )
+        .unwrap();
+        c.execute("INSERT INTO sem_fences VALUES ('fg:', 's', 1, 4000000000000)", []).unwrap();
+        drop(c);
+        let d = Durable::open(&path, "fg:", Durability::Process).unwrap();
+        let k = Some(PerKey { key: "a", limit: 1 });
+        let got = d.try_acquire_permit("s", "new", 2, k, 60_000, None).await.unwrap();
+        assert_eq!((got.acquired, got.holders, got.key_holders, got.fence), (true, 2, 1, 2));
+        let info = d.inspect_semaphore("s").await.unwrap();
+        assert_eq!(info.key_counts(), vec![("a".to_string(), 1)]);
+        assert!(!d.try_acquire_permit("s", "third", 3, k, 60_000, None).await.unwrap().acquired);
+    }
+
     /// Damaged pages in the middle of a file of a semaphore with 3,000 holders: inspecting it
     /// either lists all 3,000 or fails with ERR_STORAGE, and an acquire with 3,000 permits is
     /// either refused (all taken) or fails: a short count never lets one more in.
