@@ -103,6 +103,12 @@ export declare class Flowguard {
    * expired, or a wrong token).
    */
   releasePermit(name: Arg<string>, owner: Arg<string>): Promise<ReleaseResult>
+  /**
+   * Releases the permit with fencing token `fence` (as `getSemaphore` shows it) without its
+   * owner token: for an operator freeing a permit a crashed run holds. `not_held` when no live
+   * permit has that fence. The old holder's next release or extension is refused (`not_held`).
+   */
+  forceReleasePermit(name: Arg<string>, fence: Arg<number>): Promise<ReleaseResult>
   /** Extends a permit's lease to `timeoutMs` from now, only with its owner token. */
   extendPermit(name: Arg<string>, owner: Arg<string>, options?: Arg<ExtendOptions> | undefined | null): Promise<ExtendResult>
   /** The live holders of a semaphore and its last fencing token. */
@@ -453,6 +459,8 @@ export interface PermitHolder {
   fence: number
   remainingMs: number
   label?: string
+  /** The key the permit was taken under (absent: without one). */
+  key?: string
 }
 
 /** Options of `acquirePermit`. */
@@ -468,6 +476,14 @@ export interface PermitOptions {
   waitMs?: number
   /** A label shown to others while this call holds its permit (e.g. an execution id). */
   label?: string
+  /**
+   * The key this permit counts toward (e.g. a customer id); with `perKey`, both or neither.
+   * The permit is taken only if both the total (`permits`) and the key's count (`perKey`)
+   * allow it, in one atomic step (as Trigger.dev's `concurrency: { perKey, total }`).
+   */
+  key?: string
+  /** The most holders of `key` at once (1 to 1000). */
+  perKey?: number
 }
 
 export interface PermitResult {
@@ -482,7 +498,12 @@ export interface PermitResult {
   fence: number
   /** Holders now (ours included when acquired). */
   holders: number
-  /** Ms left on our lease when acquired; when not, ms until the first holder's lease ends. */
+  /** With a key: holders of that key now (ours included when acquired); 0 without one. */
+  keyHolders: number
+  /**
+   * Ms left on our lease when acquired; when not, ms until the first lease that would make
+   * room ends (the key's first when the key is full).
+   */
   remainingMs: number
   waitedMs: number
   attempts: number
@@ -697,6 +718,8 @@ export interface SemaphoreInfo {
   holders: Array<PermitHolder>
   /** The last fencing token issued (0: never taken). */
   fence: number
+  /** Live holders per key (keys in order; holders without a key are not counted here). */
+  keys: Record<string, number>
 }
 
 /** Where a Sentinel-managed Redis is (`sentinel` of `Flowguard.open`). */

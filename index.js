@@ -181,6 +181,10 @@ class Flowguard {
     return this.#native.releasePermit(name, owner)
   }
 
+  forceReleasePermit(name, fence) {
+    return this.#native.forceReleasePermit(name, fence)
+  }
+
   extendPermit(name, owner, options) {
     return this.#native.extendPermit(name, owner, options)
   }

@@ -5,6 +5,7 @@
 // __test__/postgres.test.mjs starts a throwaway cluster and sets it); the option checks need none.
 import { test, describe } from 'node:test'
 import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
 import { Flowguard, freshPrefix } from './backends.mjs'
 
 const url = process.env.FLOWGUARD_TEST_POSTGRES_URL
@@ -86,6 +87,22 @@ describe('PostgreSQL backend', needsDb, () => {
     assert.ok(r.allowed)
     assert.equal((await fg.rateLimit('api', { limit: 1, periodMs: 60000 })).allowed, false)
     await fg.close()
+  })
+
+  test('a schema made before the semaphore key column gets it when opened; its holders still count', async () => {
+    const schema = `fgold${process.pid}`
+    const a = await Flowguard.open({ postgres: { url, schema }, prefix: freshPrefix('pg') })
+    const old = await a.acquirePermit('s', { permits: 2 })
+    await a.close()
+    // As a schema of an earlier flowguard of layout 1: no k column (psql, the cluster's own client).
+    const psql = spawnSync('psql', [url, '-v', 'ON_ERROR_STOP=1', '-c', `ALTER TABLE ${schema}.sem_holders DROP COLUMN k`], { encoding: 'utf8' })
+    assert.equal(psql.status, 0, psql.stderr)
+    const b = await Flowguard.open({ postgres: { url, schema }, prefix: a.prefix })
+    const k = await b.acquirePermit('s', { permits: 2, key: 'a', perKey: 1 })
+    assert.deepEqual([k.acquired, k.holders, k.keyHolders], [true, 2, 1])
+    assert.deepEqual((await b.getSemaphore('s')).keys, { a: 1 })
+    assert.deepEqual(await b.releasePermit('s', old.owner), { released: true })
+    await b.close()
   })
 
   test('the Dedup Queue: enqueue, read, ack, size', async () => {

@@ -147,6 +147,123 @@ for (const b of backends()) {
       nextFence(b, (await fg.acquirePermit('sep', { permits: 2 })).fence, c.fence)
     })
 
+    test('perKey and permits in one step: a full key is refused while the total has room, a full total refuses every key', async () => {
+      const fg = await b.open()
+      const opts = (key) => ({ permits: 3, key, perKey: 2, label: `job-${key}` })
+      const a1 = await fg.acquirePermit('pk', opts('cust:A'))
+      const a2 = await fg.acquirePermit('pk', opts('cust:A'))
+      assert.deepEqual([a1.acquired, a1.holders, a1.keyHolders], [true, 1, 1])
+      assert.deepEqual([a2.acquired, a2.holders, a2.keyHolders], [true, 2, 2])
+      nextFence(b, a2.fence, a1.fence)
+      // The key is full: refused though one of the 3 is free; it waits for the key's first lease.
+      const a3 = await fg.acquirePermit('pk', opts('cust:A'))
+      assert.deepEqual([a3.acquired, a3.holders, a3.keyHolders, a3.owner, a3.fence], [false, 2, 2, undefined, a2.fence])
+      assert.ok(a3.remainingMs > 590000, JSON.stringify(a3))
+      const b1 = await fg.acquirePermit('pk', opts('cust:B'))
+      assert.deepEqual([b1.acquired, b1.holders, b1.keyHolders], [true, 3, 1])
+      // The total is full: a key with no holder and a permit without a key are refused.
+      const c1 = await fg.acquirePermit('pk', opts('cust:C'))
+      assert.deepEqual([c1.acquired, c1.holders, c1.keyHolders], [false, 3, 0])
+      const none = await fg.acquirePermit('pk', { permits: 3 })
+      assert.deepEqual([none.acquired, none.holders, none.keyHolders], [false, 3, 0])
+      const info = await fg.getSemaphore('pk')
+      assert.deepEqual(info.keys, { 'cust:A': 2, 'cust:B': 1 })
+      assert.deepEqual(info.holders.map((h) => [h.fence, h.key, h.label]).sort((x, y) => x[0] - y[0]),
+        [[a1.fence, 'cust:A', 'job-cust:A'], [a2.fence, 'cust:A', 'job-cust:A'], [b1.fence, 'cust:B', 'job-cust:B']])
+      // A release of the key's permit frees both the key and the total.
+      assert.deepEqual(await fg.releasePermit('pk', a1.owner), { released: true })
+      const a4 = await fg.acquirePermit('pk', opts('cust:A'))
+      assert.deepEqual([a4.acquired, a4.holders, a4.keyHolders], [true, 3, 2])
+      nextFence(b, a4.fence, b1.fence)
+    })
+
+    test('perKey: a permit without a key counts toward the total only; keys are told apart byte for byte', async () => {
+      const fg = await b.open()
+      const k = 'a:b:{x}:'
+      const free = await fg.acquirePermit('pk2', { permits: 4, label: 'k3:a:b' })
+      const x = await fg.acquirePermit('pk2', { permits: 4, key: k, perKey: 1, label: ':' })
+      assert.deepEqual([free.keyHolders, x.acquired, x.keyHolders], [0, true, 1])
+      // A key whose text begins like another's is another key.
+      const y = await fg.acquirePermit('pk2', { permits: 4, key: 'a:b', perKey: 1 })
+      const z = await fg.acquirePermit('pk2', { permits: 4, key: 'é', perKey: 1 })
+      assert.deepEqual([y.acquired, y.keyHolders, z.acquired, z.keyHolders], [true, 1, true, 1])
+      assert.equal((await fg.acquirePermit('pk2', { permits: 5, key: k, perKey: 1 })).acquired, false)
+      const info = await fg.getSemaphore('pk2')
+      assert.deepEqual(info.keys, { [k]: 1, 'a:b': 1, 'é': 1 })
+      const byFence = Object.fromEntries(info.holders.map((h) => [h.fence, [h.key, h.label]]))
+      assert.deepEqual(byFence[free.fence], [undefined, 'k3:a:b'])
+      assert.deepEqual(byFence[x.fence], [k, ':'])
+      assert.deepEqual(byFence[y.fence], ['a:b', undefined])
+    })
+
+    test('perKey: two acquirers race for the last slot of a key at once; exactly one wins, every round', async () => {
+      const fg = await b.open()
+      // A second client on the same store (same prefix, same file).
+      const other = await b.open({ prefix: fg.prefix })
+      for (let round = 0; round < 20; round++) {
+        const name = `race-${round}`
+        const held = await fg.acquirePermit(name, { permits: 10, key: 'K', perKey: 2 })
+        assert.equal(held.acquired, true)
+        // The barrier: both calls are made only once both racers are ready, in the same turn.
+        let open
+        const barrier = new Promise((r) => { open = r })
+        const racer = (client) => barrier.then(() => client.acquirePermit(name, { permits: 10, key: 'K', perKey: 2 }))
+        const both = Promise.all([racer(fg), racer(other)])
+        open()
+        const r = await both
+        assert.equal(r.filter((x) => x.acquired).length, 1, JSON.stringify(r))
+        assert.deepEqual(r.map((x) => x.keyHolders).sort(), [2, 2])
+        assert.deepEqual((await fg.getSemaphore(name)).keys, { K: 2 })
+      }
+    })
+
+    test('perKey waitMs: a waiter on a full key takes the permit its key frees; a lease that ends frees it too', async () => {
+      const fg = await b.open()
+      const a = await fg.acquirePermit('pkw', { permits: 5, key: 'A', perKey: 1 })
+      const other = await fg.acquirePermit('pkw', { permits: 5, key: 'B', perKey: 1, timeoutMs: 1000 })
+      setTimeout(() => fg.releasePermit('pkw', a.owner), 150)
+      const w = await fg.acquirePermit('pkw', { permits: 5, key: 'A', perKey: 1, waitMs: 3000 })
+      assert.ok(w.acquired && w.attempts > 1 && w.waitedMs >= 100, JSON.stringify(w))
+      // Key B is full until its holder's lease ends (it never releases).
+      assert.equal((await fg.acquirePermit('pkw', { permits: 5, key: 'B', perKey: 1 })).acquired, false)
+      await sleep(1150)
+      const b2 = await fg.acquirePermit('pkw', { permits: 5, key: 'B', perKey: 1 })
+      assert.deepEqual([b2.acquired, b2.keyHolders], [true, 1])
+      assert.equal((await fg.releasePermit('pkw', other.owner)).released, false)
+      assert.deepEqual((await fg.extendPermit('pkw', b2.owner, { timeoutMs: 5000 })).extended, true)
+      assert.equal((await fg.acquirePermit('pkw', { permits: 5, key: 'B', perKey: 1 })).acquired, false, 'an extended permit still counts')
+    })
+
+    test('perKey: bad key options are refused, naming the field', async () => {
+      const fg = await b.open()
+      for (const [opts, field] of [[{ permits: 2, key: 'a' }, 'perKey'], [{ permits: 2, perKey: 1 }, 'key'], [{ permits: 2, key: 'a', perKey: 0 }, 'perKey'],
+        [{ permits: 2, key: 'a', perKey: 1001 }, 'perKey'], [{ permits: 2, key: 'a', perKey: 1.5 }, 'perKey'], [{ permits: 2, key: '', perKey: 1 }, 'key']]) {
+        const e = await rejection(fg.acquirePermit('x', opts))
+        assert.equal(e.code, 'ERR_INVALID_ARGUMENT', JSON.stringify(opts))
+        assert.match(e.message, new RegExp(field), e.message)
+      }
+    })
+
+    test('forceReleasePermit frees the permit with that fence only; its holder is refused after it', async () => {
+      const fg = await b.open()
+      const a = await fg.acquirePermit('stuck', { permits: 2, key: 'K', perKey: 1, label: 'crashed run' })
+      const c = await fg.acquirePermit('stuck', { permits: 2 })
+      assert.equal((await fg.acquirePermit('stuck', { permits: 2, key: 'K', perKey: 1 })).acquired, false)
+      assert.deepEqual(await fg.forceReleasePermit('stuck', c.fence + a.fence), { released: false, reason: 'not_held' })
+      assert.deepEqual(await fg.forceReleasePermit('stuck', a.fence), { released: true })
+      assert.deepEqual((await fg.getSemaphore('stuck')).holders.map((h) => h.fence), [c.fence])
+      assert.deepEqual(await fg.releasePermit('stuck', a.owner), { released: false, reason: 'not_held' })
+      assert.equal((await fg.extendPermit('stuck', a.owner)).reason, 'not_held')
+      assert.deepEqual(await fg.forceReleasePermit('stuck', a.fence), { released: false, reason: 'not_held' }, 'already released')
+      // The key's place is free again.
+      const d = await fg.acquirePermit('stuck', { permits: 2, key: 'K', perKey: 1 })
+      assert.ok(d.acquired && d.fence > c.fence)
+      assert.deepEqual(await fg.releasePermit('stuck', c.owner), { released: true })
+      for (const [fence, msg] of [[0, /fence/], [1.5, /fence must be a whole number/], [-1, /fence/], ['7', /fence/]]) {
+        await assert.rejects(fg.forceReleasePermit('stuck', fence), (e) => e.code === 'ERR_INVALID_ARGUMENT' && msg.test(e.message), String(fence))
+      }
+    })
+
     if (b.name === 'redis') {
       test('keys share the name\'s hash slot and expire with the longest lease', async () => {
         const fg = await b.open()
@@ -158,6 +275,9 @@ for (const b of backends()) {
           await sleep(300)
           assert.deepEqual(await r.scanAll(`${fg.prefix}*`), [`${fg.prefix}{sem:k}:fence`])
           nextFence(b, (await fg.acquirePermit('k', { permits: 2 })).fence, first.fence)
+          // A permit with a key writes no key of its own: its key is in its permit's value.
+          const keyed = await fg.acquirePermit('k2', { permits: 2, key: 'cust', perKey: 1, timeoutMs: 200 })
+          assert.deepEqual((await r.scanAll(`${fg.prefix}{sem:k2}*`)).sort(), ['fence', 'h', `p:${keyed.owner}`].map((p) => `${fg.prefix}{sem:k2}:${p}`))
         } finally {
           r.close()
         }

@@ -102,6 +102,15 @@ pub(crate) fn extend_args(
     Ok((name, owner, timeout))
 }
 
+/// The name and fencing token of an operator's release (a lock's or a permit's), converted.
+pub(crate) fn fence_args(
+    name: Arg<'_, String>,
+    fence: Arg<'_, f64>,
+) -> flowguard_core::Result<(String, u64)> {
+    let fence = whole("fence", Some(fence.get("fence")?))?.unwrap_or(0);
+    Ok((name.get("name")?, fence))
+}
+
 fn lock_opts(o: Option<LockOptions>) -> flowguard_core::Result<AcquireOptions> {
     let Some(o) = o else { return Ok(AcquireOptions::default()) };
     let at = |name| Field("options", name);
@@ -168,10 +177,7 @@ impl Flowguard {
         name: Arg<'e, String>,
         fence: Arg<'e, f64>,
     ) -> Result<PromiseRaw<'e, ReleaseResult>> {
-        let parsed = (|| {
-            let fence = whole("fence", Some(fence.get("fence")?))?.unwrap_or(0);
-            Ok((name.get("name")?, fence))
-        })();
+        let parsed = fence_args(name, fence);
         let client = self.client.clone();
         promise(env, async move {
             let (name, fence) = parsed?;

@@ -1,12 +1,14 @@
 //! Semaphore methods of `Flowguard`.
 
+use std::collections::BTreeMap;
+
 use napi::bindgen_prelude::*;
 use napi::Env;
 use napi_derive::napi;
 
 use super::client::Flowguard;
 use super::from_js::{js_input, opt_ms, whole, Arg, Field};
-use super::lock::{extend_args, ExtendOptions, ExtendResult, ReleaseResult};
+use super::lock::{extend_args, fence_args, ExtendOptions, ExtendResult, ReleaseResult};
 use super::promise;
 use flowguard_core::semaphore::PermitOptions as CoreOptions;
 
@@ -22,9 +24,22 @@ pub struct PermitOptions {
     pub wait_ms: Option<f64>,
     /// A label shown to others while this call holds its permit (e.g. an execution id).
     pub label: Option<String>,
+    /// The key this permit counts toward (e.g. a customer id); with `perKey`, both or neither.
+    /// The permit is taken only if both the total (`permits`) and the key's count (`perKey`)
+    /// allow it, in one atomic step (as Trigger.dev's `concurrency: { perKey, total }`).
+    pub key: Option<String>,
+    /// The most holders of `key` at once (1 to 1000).
+    pub per_key: Option<f64>,
 }
 
-js_input!(PermitOptions { permits = "permits", timeout_ms = "timeoutMs", wait_ms = "waitMs", label = "label" });
+js_input!(PermitOptions {
+    permits = "permits",
+    timeout_ms = "timeoutMs",
+    wait_ms = "waitMs",
+    label = "label",
+    key = "key",
+    per_key = "perKey"
+});
 
 #[napi(object)]
 pub struct PermitResult {
@@ -37,7 +52,10 @@ pub struct PermitResult {
     pub fence: f64,
     /// Holders now (ours included when acquired).
     pub holders: u32,
-    /// Ms left on our lease when acquired; when not, ms until the first holder's lease ends.
+    /// With a key: holders of that key now (ours included when acquired); 0 without one.
+    pub key_holders: u32,
+    /// Ms left on our lease when acquired; when not, ms until the first lease that would make
+    /// room ends (the key's first when the key is full).
     pub remaining_ms: f64,
     pub waited_ms: f64,
     pub attempts: u32,
@@ -48,6 +66,8 @@ pub struct PermitHolder {
     pub fence: f64,
     pub remaining_ms: f64,
     pub label: Option<String>,
+    /// The key the permit was taken under (absent: without one).
+    pub key: Option<String>,
 }
 
 #[napi(object)]
@@ -57,6 +77,8 @@ pub struct SemaphoreInfo {
     pub holders: Vec<PermitHolder>,
     /// The last fencing token issued (0: never taken).
     pub fence: f64,
+    /// Live holders per key (keys in order; holders without a key are not counted here).
+    pub keys: BTreeMap<String, u32>,
 }
 
 #[napi]
@@ -78,6 +100,8 @@ impl Flowguard {
                 timeout: opt_ms(at("timeoutMs"), o.timeout_ms)?,
                 wait: opt_ms(at("waitMs"), o.wait_ms)?,
                 label: o.label,
+                key: o.key,
+                per_key: whole(at("perKey"), o.per_key)?,
             };
             Ok((name.get("name")?, opts))
         })();
@@ -91,6 +115,7 @@ impl Flowguard {
                 owner: r.owner,
                 fence: r.fence as f64,
                 holders: r.holders as u32,
+                key_holders: r.key_holders as u32,
                 remaining_ms: r.remaining_ms as f64,
                 waited_ms: r.waited_ms as f64,
                 attempts: r.attempts,
@@ -112,6 +137,24 @@ impl Flowguard {
         promise(env, async move {
             let (name, owner) = parsed?;
             Ok(client.release_permit(&name, &owner).await?.into())
+        })
+    }
+
+    /// Releases the permit with fencing token `fence` (as `getSemaphore` shows it) without its
+    /// owner token: for an operator freeing a permit a crashed run holds. `not_held` when no live
+    /// permit has that fence. The old holder's next release or extension is refused (`not_held`).
+    #[napi]
+    pub fn force_release_permit<'e>(
+        &self,
+        env: &'e Env,
+        name: Arg<'e, String>,
+        fence: Arg<'e, f64>,
+    ) -> Result<PromiseRaw<'e, ReleaseResult>> {
+        let parsed = fence_args(name, fence);
+        let client = self.client.clone();
+        promise(env, async move {
+            let (name, fence) = parsed?;
+            Ok(client.force_release_permit(&name, fence).await?.into())
         })
     }
 
@@ -143,6 +186,7 @@ impl Flowguard {
         let client = self.client.clone();
         promise(env, async move {
             let r = client.get_semaphore(&parsed?).await?;
+            let keys = r.key_counts().into_iter().map(|(k, n)| (k, n as u32)).collect();
             Ok(SemaphoreInfo {
                 name: r.name,
                 holders: r
@@ -152,9 +196,11 @@ impl Flowguard {
                         fence: h.fence as f64,
                         remaining_ms: h.remaining_ms as f64,
                         label: h.label,
+                        key: h.key,
                     })
                     .collect(),
                 fence: r.fence as f64,
+                keys,
             })
         })
     }

@@ -1,8 +1,9 @@
 // The model test's operation generator: a seeded, pure function from a seed to a sequence of
 // calls. Every argument is fixed when the sequence is generated, except three kinds of
 // references resolved when a step runs, per backend: owner tokens ({ $tok: step, i }: the i-th
-// token the step's result carried on that backend), a lock's fencing token ({ $fence: name, d }:
-// the last one that backend showed for the lock, plus d), absolute times ({ $abs: ms }: Date.now()
+// token the step's result carried on that backend), a lock's or a semaphore's fencing token
+// ({ $fence: name, d, kind }: the last one that backend showed for the lock, or with kind
+// 'permit' for the semaphore, plus d), absolute times ({ $abs: ms }: Date.now()
 // + ms, fixed once for both backends) and functions for once() ({ $fn }).
 
 /** A small fast PRNG (sfc32) seeded from one 32-bit integer. */
@@ -114,7 +115,9 @@ export function generate(seed, steps, { http = false } = {}) {
   const queues = pool(3).map((name) => ({ name, shards: r.pick([1, 1, 2, 4]) }))
   const keys = pool(4)
   const idemKeys = pool(3)
-  const sems = pool(3).map((name) => ({ name, permits: r.pick([1, 1, 2, 3]) }))
+  const sems = pool(3).map((name) => ({ name, permits: r.pick([1, 1, 2, 3]), perKey: r.pick([1, 1, 2]) }))
+  // The keys of per-key permits: a separator of the stored form, a hash tag, non-ASCII.
+  const semKeys = ['a', 'a:1:{x}', 'é']
   const limiters = pool(3).map((name) =>
     r.chance(0.25) ? { name, limit: 1, periodMs: SHORT, short: true } : { name, limit: r.pick(LIMITS), periodMs: r.pick(PERIODS), burst: r.pick([undefined, 1, 2, 3]) },
   )
@@ -306,7 +309,21 @@ export function generate(seed, steps, { http = false } = {}) {
       const label = r.chance(0.4) ? r.pick(['', 'run-1', 'wf:{7}', 'ü', 'x'.repeat(4096), 'x'.repeat(4097), 5]) : undefined
       // waitMs 0 (or a bad one): a full semaphore is a result at once, never a wait on the clock.
       const waitMs = r.chance(0.1) ? r.pick([0, -1]) : undefined
-      return ['acquirePermit', [r.chance(0.03) ? name([]) : s.name, opts({ permits, timeoutMs: dur(LEASES), waitMs, label })], 'permit']
+      // Half with a key and its per-key limit (now and then another limit, or a bad pair).
+      let key, perKey
+      if (r.chance(0.5)) {
+        key = r.chance(0.95) ? r.pick(semKeys) : r.pick(['', undefined, 5])
+        perKey = r.chance(0.9) ? s.perKey : r.pick([3, 0, 1001, 1.5, undefined, 'x'])
+      }
+      return ['acquirePermit', [r.chance(0.03) ? name([]) : s.name, opts({ permits, key, perKey, timeoutMs: dur(LEASES), waitMs, label })], 'permit']
+    },
+    forceReleasePermit: () => {
+      const n = name(sems.map((s) => s.name))
+      // The fence shown last (a holder's, or the last issued), which only that permit has; now
+      // and then 0, which none has. Not one past or before it: in memory that is another
+      // grant's, on Redis none's.
+      const fence = typeof n === 'string' && !r.chance(0.05) ? { $fence: n, d: 0, kind: 'permit' } : 0
+      return ['forceReleasePermit', [n, fence]]
     },
     releasePermit: () => ['releasePermit', [name(sems.map((s) => s.name)), tok('permit')]],
     extendPermit: () => ['extendPermit', [name(sems.map((s) => s.name)), tok('permit'), opts({ timeoutMs: dur(LEASES) })]],
@@ -355,7 +372,7 @@ export function generate(seed, steps, { http = false } = {}) {
     enqueue: 6, readBatch: 5, ack: 4, release: 3, peek: 2, queueSize: 2,
     setState: 4, getStateJson: 2, getState: 1, deleteState: 1, increment: 3,
     claimKey: 3, completeKey: 2, releaseKey: 2, once: 3,
-    acquirePermit: 5, releasePermit: 3, extendPermit: 2, getSemaphore: 2, rateLimit: 4, pauseRateLimit: 1,
+    acquirePermit: 5, releasePermit: 3, forceReleasePermit: 1, extendPermit: 2, getSemaphore: 2, rateLimit: 4, pauseRateLimit: 1,
   }
   if (http) {
     delete weights.once

@@ -114,6 +114,7 @@ export class HttpFlowguard {
   pauseRateLimit(name, o) { return this.call('/v1/limiter/pause', { name, ...o }) }
   acquirePermit(name, o) { return this.call('/v1/semaphore/acquire', { name, ...o }) }
   releasePermit(name, owner) { return this.call('/v1/semaphore/release', { name, owner }) }
+  forceReleasePermit(name, fence) { return this.call('/v1/semaphore/forceRelease', { name, fence }) }
   extendPermit(name, owner, o) { return this.call('/v1/semaphore/extend', { name, owner, ...o }) }
   getSemaphore(name) { return this.call('/v1/semaphore/get', { name }) }
 }

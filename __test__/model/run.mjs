@@ -63,7 +63,7 @@ async function closeSides(sides) {
 }
 
 /** The kind of fencing tokens an operation's result shows (a lock and a semaphore of one name count apart). */
-const PERMIT_OPS = new Set(['acquirePermit', 'releasePermit', 'extendPermit', 'getSemaphore', 'listSemaphores'])
+const PERMIT_OPS = new Set(['acquirePermit', 'releasePermit', 'forceReleasePermit', 'extendPermit', 'getSemaphore', 'listSemaphores'])
 
 /** What once()'s function throws: passed on as it is, so it has no code of flowguard's. */
 class FnFailed extends Error {
@@ -77,7 +77,7 @@ function resolve(v, side, abs) {
   if (Array.isArray(v)) return v.map((x) => resolve(x, side, abs))
   if (v && typeof v === 'object') {
     if ('$tok' in v) return side.tokensByStep.get(v.$tok)?.[v.i] ?? BOGUS_TOKEN
-    if ('$fence' in v) return fenceOf(side, v.$fence, v.d)
+    if ('$fence' in v) return fenceOf(side, v.$fence, v.d, v.kind)
     if ('$abs' in v) return abs
     if ('$undefined' in v) return undefined
     if ('$nan' in v) return NaN
@@ -94,13 +94,13 @@ function resolve(v, side, abs) {
 }
 
 /**
- * The last fencing token `side` showed for lock `name`, plus `d`. Fences count from 1 in memory
+ * The last fencing token `side` showed for lock `name` (of `kind` 'permit': semaphore `name`), plus `d`. Fences count from 1 in memory
  * and in the file, from the clock on Redis: one before the first fence a side showed is 0 (no
  * grant) on one and a past grant's on another, so d = -1 then becomes 2 (one no grant has yet).
  * None shown (never granted): 1 + d, which no grant has on any backend.
  */
-function fenceOf(side, name, d) {
-  const k = `lock:${name}`
+function fenceOf(side, name, d, kind = 'lock') {
+  const k = `${kind}:${name}`
   const last = side.lastFence.get(k)
   if (last === undefined) return 1 + Math.max(d, 0)
   return last + (d < 0 && last === side.firstFence.get(k) ? 2 : d)

@@ -5,12 +5,17 @@
 //! name; the permit of a holder that died ends with its lease, so its place is taken again. The
 //! number of permits is given by each call (as with redis-semaphore): callers of one name should
 //! agree on it.
+//!
+//! A permit may also be taken under a key with a per-key limit (`key`, `per_key`): then it is
+//! taken only when both the total and the key's count of live holders allow it, in the same
+//! atomic step (the anchor: Trigger.dev's `concurrency: { perKey, total }`; see
+//! [`crate::rules::semaphore::acquire`]). A permit without a key counts toward the total only.
 
 use std::time::Duration;
 
 use crate::backend::BoxFuture;
 use crate::client::Client;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::lock::{check_holder, check_lease, retry, ExtendResult, ReleaseResult, DEFAULT_LOCK_MS};
 use crate::wakeup::Topic;
 use crate::{token, validate};
@@ -26,8 +31,25 @@ pub struct PermitAttempt {
     pub fence: u64,
     /// Live holders after the attempt (ours included).
     pub holders: u64,
-    /// When not acquired: ms until the first holder's lease ends.
+    /// With a key: live holders of that key after the attempt (ours included); 0 without one.
+    pub key_holders: u64,
+    /// When not acquired: ms until the first lease that would make room ends (the key's first
+    /// when the key is full, else the first of all).
     pub remaining_ms: u64,
+}
+
+/// The key of a permit and the most live holders of that key at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PerKey<'a> {
+    pub key: &'a str,
+    pub limit: u64,
+}
+
+impl PerKey<'_> {
+    /// The rule's limits for a call of `permits` in total with this per-key limit, if any.
+    pub fn limits(per_key: Option<Self>, permits: u64) -> crate::rules::semaphore::Limits {
+        crate::rules::semaphore::Limits { permits, per_key: per_key.map(|k| k.limit) }
+    }
 }
 
 /// A live holder, as inspect shows it (its owner token never leaves the store).
@@ -36,6 +58,8 @@ pub struct Holder {
     pub fence: u64,
     pub remaining_ms: u64,
     pub label: Option<String>,
+    /// The key the permit was taken under (`None`: without one).
+    pub key: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,6 +71,17 @@ pub struct SemaphoreInfo {
     pub fence: u64,
 }
 
+impl SemaphoreInfo {
+    /// The live holders per key, keys in order (holders without a key are not listed).
+    pub fn key_counts(&self) -> Vec<(String, u64)> {
+        let mut counts = std::collections::BTreeMap::<&str, u64>::new();
+        for k in self.holders.iter().filter_map(|h| h.key.as_deref()) {
+            *counts.entry(k).or_default() += 1;
+        }
+        counts.into_iter().map(|(k, n)| (k.to_string(), n)).collect()
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PermitResult {
     pub name: String,
@@ -54,6 +89,8 @@ pub struct PermitResult {
     pub owner: Option<String>,
     pub fence: u64,
     pub holders: u64,
+    /// With a key: live holders of that key after the attempt (ours included); 0 without one.
+    pub key_holders: u64,
     /// Ms left on our lease when acquired; when not, ms until the first holder's lease ends.
     pub remaining_ms: u64,
     pub waited_ms: u64,
@@ -68,11 +105,15 @@ pub trait SemaphoreBackend {
         name: &'a str,
         owner: &'a str,
         permits: u64,
+        per_key: Option<PerKey<'a>>,
         lease_ms: u64,
         label: Option<&'a str>,
     ) -> BoxFuture<'a, PermitAttempt>;
     /// Releases the permit of `owner` (`not_held` when it has none: released, expired, or never).
     fn release_permit<'a>(&'a self, name: &'a str, owner: &'a str) -> BoxFuture<'a, ReleaseResult>;
+    /// Releases the live permit with fencing token `fence`, whoever owns it
+    /// ([`crate::rules::semaphore::release_fence`]).
+    fn release_permit_fence<'a>(&'a self, name: &'a str, fence: u64) -> BoxFuture<'a, ReleaseResult>;
     fn extend_permit<'a>(
         &'a self,
         name: &'a str,
@@ -93,6 +134,27 @@ pub struct PermitOptions {
     pub wait: Option<Duration>,
     /// Shown to others while this call holds its permit.
     pub label: Option<String>,
+    /// The key this permit counts toward (with `per_key`, both or neither).
+    pub key: Option<String>,
+    /// The most live holders of `key` at once, 1..=[`MAX_PERMITS`].
+    pub per_key: Option<u64>,
+}
+
+/// The key and per-key limit of an acquisition, checked: both or neither.
+fn check_per_key(key: Option<&str>, per_key: Option<u64>) -> Result<Option<PerKey<'_>>> {
+    match (key, per_key) {
+        (None, None) => Ok(None),
+        (Some(key), Some(limit)) => {
+            validate::name("key", key)?;
+            Ok(Some(PerKey { key, limit: validate::range("perKey", limit, 1, MAX_PERMITS)? }))
+        }
+        (Some(_), None) => {
+            Err(Error::invalid_at("perKey", "is required with key (the most holders of that key at once)"))
+        }
+        (None, Some(_)) => {
+            Err(Error::invalid_at("key", "is required with perKey (the key the permit counts toward)"))
+        }
+    }
 }
 
 impl Client {
@@ -102,13 +164,14 @@ impl Client {
     pub async fn acquire_permit(&self, name: &str, opts: PermitOptions) -> Result<PermitResult> {
         validate::name("name", name)?;
         let permits = validate::range("permits", opts.permits, 1, MAX_PERMITS)?;
+        let per_key = check_per_key(opts.key.as_deref(), opts.per_key)?;
         let (lease_ms, wait_ms) = check_lease(opts.timeout, opts.wait, opts.label.as_deref())?;
         let owner = token::new_token();
         let label = opts.label.as_deref();
         let (a, waited_ms, attempts) = retry(
             wait_ms,
             || self.backend().subscribe(Topic::Permit, name),
-            || self.backend().try_acquire_permit(name, &owner, permits, lease_ms, label),
+            || self.backend().try_acquire_permit(name, &owner, permits, per_key, lease_ms, label),
             |a| (a.acquired, a.remaining_ms),
         )
         .await?;
@@ -118,6 +181,7 @@ impl Client {
             owner: a.acquired.then_some(owner),
             fence: a.fence,
             holders: a.holders,
+            key_holders: a.key_holders,
             remaining_ms: a.remaining_ms,
             waited_ms,
             attempts,
@@ -127,6 +191,22 @@ impl Client {
     pub async fn release_permit(&self, name: &str, owner: &str) -> Result<ReleaseResult> {
         check_holder(name, owner)?;
         self.backend().release_permit(name, owner).await
+    }
+
+    /// Releases the permit of semaphore `name` with fencing token `fence`, without its owner
+    /// token: for an operator freeing a permit whose holder is gone (a crashed run holding a long
+    /// lease), as [`Client::force_release_lock`] for a lock. The fence names the one permit the
+    /// operator saw (fences are never issued twice), so nothing else is freed; `not_held` when it
+    /// is no longer held. Its holder learns of it at its next release or extension (`not_held`).
+    pub async fn force_release_permit(&self, name: &str, fence: u64) -> Result<ReleaseResult> {
+        validate::name("name", name)?;
+        if fence == 0 {
+            return Err(Error::invalid_at(
+                "fence",
+                "must be the fencing token of the permit to release (1 or more), got 0",
+            ));
+        }
+        self.backend().release_permit_fence(name, fence).await
     }
 
     pub async fn extend_permit(

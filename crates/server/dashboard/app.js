@@ -252,23 +252,52 @@ function renderLocks(rows) {
  * released, so a lock taken again meanwhile is left alone. Auto-refresh waits meanwhile.
  */
 function confirmRelease(l, cell, button) {
+  const who = l.holder ? `held by "${l.holder}"` : 'held by a holder with no label'
+  confirmForce(cell, button, {
+    label: 'Confirm releasing the lock',
+    question: `Release "${l.name}", ${who} (fence ${num(l.fence)}), without its owner? Do this only when the holder is gone: `,
+    route: '/v1/lock/forceRelease',
+    body: { name: l.name, fence: l.fence },
+    done: `Released "${l.name}" (fence ${num(l.fence)}).`,
+    refused: (r) => r.reason === 'not_owner'
+      ? `Not released: "${l.name}" changed hands since it was shown (another fence holds it now).`
+      : `Not released: "${l.name}" is free already.`,
+  })
+}
+
+/**
+ * Asks before releasing permit `p` of semaphore `s` without its owner: only the permit with the
+ * fence shown is released (fences are never issued twice). Auto-refresh waits meanwhile.
+ */
+function confirmPermitRelease(s, p, cell, button) {
+  const who = p.label ? `held by "${p.label}"` : 'held by a holder with no label'
+  const key = p.key !== undefined ? ` of key "${p.key}"` : ''
+  confirmForce(cell, button, {
+    label: 'Confirm releasing the permit',
+    question: `Release the permit${key} of "${s.name}", ${who} (fence ${num(p.fence)}), without its owner? Do this only when the holder is gone: `,
+    route: '/v1/semaphore/forceRelease',
+    body: { name: s.name, fence: p.fence },
+    done: `Released the permit of "${s.name}" (fence ${num(p.fence)}).`,
+    refused: () => `Not released: the permit of "${s.name}" with fence ${num(p.fence)} is not held any more.`,
+  })
+}
+
+/** The confirmation step of an operator's release (`ask`: what to say and which route to call). */
+function confirmForce(cell, button, ask) {
   button.disabled = true
   pauseAuto = true
-  const who = l.holder ? `held by "${l.holder}"` : 'held by a holder with no label'
-  const box = h('div', { class: 'confirm', role: 'alertdialog', 'aria-label': 'Confirm releasing the lock' },
-    h('p', {}, `Release "${l.name}", ${who} (fence ${num(l.fence)}), without its owner? Do this only when the holder is gone: `,
+  const box = h('div', { class: 'confirm', role: 'alertdialog', 'aria-label': ask.label },
+    h('p', {}, ask.question,
       'work it still runs is no longer protected, and its next release or extension is refused.'),
     h('div', { class: 'actions' },
       h('button', { type: 'button', class: 'danger confirm-yes', onclick: async () => {
         box.querySelectorAll('button').forEach((b) => { b.disabled = true })
         let said
         try {
-          const r = await act('/v1/lock/forceRelease', { name: l.name, fence: l.fence })
+          const r = await act(ask.route, ask.body)
           said = r.released
-            ? h('p', { class: 'done', role: 'status' }, `Released "${l.name}" (fence ${num(l.fence)}).`)
-            : h('p', { class: 'error', role: 'alert' }, r.reason === 'not_owner'
-              ? `Not released: "${l.name}" changed hands since it was shown (another fence holds it now).`
-              : `Not released: "${l.name}" is free already.`)
+            ? h('p', { class: 'done', role: 'status' }, ask.done)
+            : h('p', { class: 'error', role: 'alert' }, ask.refused(r))
         } catch (e) {
           said = h('p', { class: 'error', role: 'alert' }, `Not released: ${e.message}`)
         }
@@ -344,13 +373,23 @@ function renderSemaphores(rows) {
   return h('div', { class: 'cards' }, rows.map((s) => h('article', { class: 'card', 'data-semaphore': s.name },
     h('div', { class: 'card-head' },
       h('h3', {}, s.name),
-      h('span', { class: 'muted holders' }, s.holders.length === 1 ? '1 holder' : `${num(s.holders.length)} holders`)),
+      h('span', { class: 'muted holders' }, s.holders.length === 1 ? '1 holder' : `${num(s.holders.length)} holders`),
+      Object.keys(s.keys ?? {}).length
+        ? h('span', { class: 'muted per-key' }, Object.entries(s.keys).map(([k, n]) => `${k}: ${num(n)}`).join(' · '))
+        : false),
     h('table', { class: 'grid' },
-      h('thead', {}, h('tr', {}, h('th', {}, 'holder'), h('th', { class: 'n' }, 'time left'), h('th', { class: 'n' }, 'fence'))),
-      h('tbody', {}, s.holders.map((p) => h('tr', { 'data-fence': p.fence },
-        h('td', { class: 'holder' }, p.label ? p.label : h('span', { class: 'muted' }, 'no label')),
-        h('td', { class: 'n left', title: `until ${iso(Date.now() + p.remainingMs)}` }, duration(p.remainingMs)),
-        h('td', { class: 'n fence' }, num(p.fence)))))))))
+      h('thead', {}, h('tr', {}, h('th', {}, 'holder'), h('th', {}, 'key'), h('th', { class: 'n' }, 'time left'), h('th', { class: 'n' }, 'fence'), h('th', {}, ''))),
+      h('tbody', {}, s.holders.map((p) => {
+        const cell = h('td', { class: 'act' })
+        const release = h('button', { type: 'button', class: 'quiet release-permit', onclick: () => confirmPermitRelease(s, p, cell, release) }, 'Release…')
+        cell.append(release)
+        return h('tr', { 'data-fence': p.fence },
+          h('td', { class: 'holder' }, p.label ? p.label : h('span', { class: 'muted' }, 'no label')),
+          h('td', { class: 'mono key' }, p.key !== undefined ? p.key : h('span', { class: 'muted' }, '—')),
+          h('td', { class: 'n left', title: `until ${iso(Date.now() + p.remainingMs)}` }, duration(p.remainingMs)),
+          h('td', { class: 'n fence' }, num(p.fence)),
+          cell)
+      }))))))
 }
 
 // ---- Page ------------------------------------------------------------------------------------

@@ -364,6 +364,67 @@ test('a lock is released by an operator only after a confirmation, only the gran
   await page.close()
 })
 
+test('a permit is released by an operator only after a confirmation, only the one shown; holders show their key; the action is logged', async () => {
+  const stuck = await call('/v1/semaphore/acquire', { name: 'pdf-exports', permits: 3, key: 'customer-7', perKey: 1, label: 'run 90 (crashed)', timeoutMs: 600000 })
+  const other = await call('/v1/semaphore/acquire', { name: 'pdf-exports', permits: 3, label: 'run 91', timeoutMs: 600000 })
+  assert.equal((await fetch(base + '/v1/semaphore/acquire', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
+    body: JSON.stringify({ name: 'pdf-exports', permits: 3, key: 'customer-7', perKey: 1 }),
+  })).status, 409, 'the key is full')
+  const { page, errors } = await newPage()
+  await page.goto(base + '/')
+  await page.locator('#login').waitFor({ state: 'visible' })
+  await page.fill('#token', TOKEN)
+  await page.fill('#actor', 'Grace')
+  await page.click('#login button[type=submit]')
+  const card = page.locator('article[data-semaphore="pdf-exports"]')
+  const row = card.locator(`tr[data-fence="${stuck.fence}"]`)
+  await row.waitFor()
+  await page.uncheck('#auto')
+  assert.equal(await row.locator('td.key').textContent(), 'customer-7')
+  assert.match(await card.locator('.per-key').textContent(), /customer-7: 1/)
+  const before = actions().length
+
+  // Cancel changes nothing.
+  await row.locator('button.release-permit').click()
+  await row.locator('.confirm').waitFor()
+  assert.match(await row.locator('.confirm').textContent(), /Release the permit of key "customer-7" of "pdf-exports", held by "run 90 \(crashed\)" \(fence /)
+  await card.screenshot({ path: join(shots, '9-release-permit-confirm.png') })
+  await row.locator('button.confirm-no').click()
+  assert.equal((await call('/v1/semaphore/get', { name: 'pdf-exports' })).holders.length, 2)
+  assert.equal(actions().length, before)
+
+  // Confirmed: that permit is gone, the other kept, the holder's own release refused, the key free again.
+  await row.locator('button.release-permit').click()
+  await row.locator('button.confirm-yes').click()
+  await row.locator('.done', { hasText: 'Released the permit of "pdf-exports"' }).waitFor()
+  const info = await call('/v1/semaphore/get', { name: 'pdf-exports' })
+  assert.deepEqual([info.holders.map((h) => h.fence), info.keys], [[other.fence], {}])
+  assert.deepEqual(await call('/v1/semaphore/release', { name: 'pdf-exports', owner: stuck.owner }), { released: false, reason: 'not_held' })
+  let logged = actions()
+  for (let i = 0; i < 40 && logged.length === before; i++) {
+    await new Promise((r) => setTimeout(r, 25))
+    logged = actions()
+  }
+  assert.equal(logged.length, before + 1, 'one action logged')
+  const f = logged.at(-1).fields
+  assert.deepEqual([f.actor, f.route, f.subject, f.status], ['Grace', '/v1/semaphore/forceRelease', 'name="pdf-exports"', 200])
+  const again = await call('/v1/semaphore/acquire', { name: 'pdf-exports', permits: 3, key: 'customer-7', perKey: 1 })
+  assert.equal(again.acquired, true)
+
+  // A permit released meanwhile: the page says it is not held any more.
+  await page.click('#refresh')
+  const row2 = card.locator(`tr[data-fence="${other.fence}"]`)
+  await row2.locator('button.release-permit').click()
+  await call('/v1/semaphore/release', { name: 'pdf-exports', owner: other.owner })
+  await row2.locator('button.confirm-yes').click()
+  await row2.locator('.error', { hasText: 'not held any more' }).waitFor()
+  await call('/v1/semaphore/release', { name: 'pdf-exports', owner: again.owner })
+  assert.deepEqual(errors, [])
+  await page.close()
+})
+
 test('the action header is checked: a bad name is refused with a coded error, before anything runs', async () => {
   for (const bad of ['', 'x'.repeat(65), 'a\u0001b']) {
     const res = await fetch(base + '/v1/tracker/unsetItem', {

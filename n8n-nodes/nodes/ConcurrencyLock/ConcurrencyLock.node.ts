@@ -4,7 +4,7 @@ import { NodeConnectionTypes } from 'n8n-workflow';
 import { backendProperty, credentialTest, keyPrefixOptions, memoryOnlyOptions } from '../shared/backend';
 import { NODE_VERSION, resultFieldOption, SERVER_BACKEND } from '../shared/descriptions';
 import { route } from '../shared/router';
-import { DEFAULT_FIELD, permitsProperty } from './actions/calls';
+import { DEFAULT_FIELD, perKeyProperty, permitsProperty } from './actions/calls';
 import * as extend from './actions/extend.operation';
 import * as get from './actions/get.operation';
 import { ownerTokenProperty } from './actions/owner';
@@ -52,6 +52,7 @@ export class ConcurrencyLock implements INodeType {
 				description: 'Name of the lock. Flows that must not run at the same time use the same name.',
 			},
 			permitsProperty,
+			perKeyProperty,
 			...set.description,
 			...get.description,
 			...extend.description,

@@ -1,10 +1,16 @@
-//! The Semaphore's rules: what an acquisition decides (at most `permits` live holders, each
-//! with its fencing token), and the check of a release or an extension (only the owner's own
-//! live permit). A lease holds, a label is kept and a fence is kept as for the lock
-//! ([`lock::holds`], [`lock::label`], [`lock::fence_kept_until`]).
+//! The Semaphore's rules: what an acquisition decides (at most `permits` live holders, and with a
+//! per-key limit at most `per_key` live holders of the caller's key, both in the same step; each
+//! holder with its fencing token), the check of a release or an extension (only the owner's own
+//! live permit), and an operator's release of the permit with a given fencing token. A lease
+//! holds, a label is kept and a fence is kept as for the lock ([`lock::holds`], [`lock::label`],
+//! [`lock::fence_kept_until`]).
 //!
-//! The Redis scripts `semaphore_acquire.lua`, `semaphore_release.lua` and
-//! `semaphore_extend.lua` write the same rules in Lua.
+//! The per-key limit follows Trigger.dev's `concurrency: { perKey, total }`: a permit is taken
+//! only when both the total and the key's count are below their limits; a permit without a key
+//! counts toward the total only.
+//!
+//! The Redis scripts `semaphore_acquire.lua`, `semaphore_release.lua`,
+//! `semaphore_release_fence.lua` and `semaphore_extend.lua` write the same rules in Lua.
 
 use super::lock;
 use crate::lock::{ExtendResult, Refusal, ReleaseResult};
@@ -19,33 +25,58 @@ pub struct Acquire {
     pub take: Option<(u64, i64)>,
 }
 
-/// An acquisition at `now` of one of `permits` permits of a name whose holders' leases end at
-/// `ends` (leases that no longer hold are not counted) and whose last fencing token is
-/// `last_fence` (0: never taken, or forgotten).
+/// The limits of one acquisition: `permits` in total, and with a key at most `per_key` holders
+/// of that key (`None`: a permit without a key, counted toward the total only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub permits: u64,
+    pub per_key: Option<u64>,
+}
+
+/// An acquisition at `now` of a name whose holders are `holders`: each its lease end and whether
+/// it holds a permit of the caller's key (always `false` for a call without a key; leases that no
+/// longer hold are not counted), and whose last fencing token is `last_fence` (0: never taken, or
+/// forgotten). Refused when the live holders are `permits` or more, or the key's live holders are
+/// `per_key` or more; a refusal's `remaining_ms` is the time until the first lease that would
+/// make room ends: the key's first when the key is full (only a permit of the key frees its
+/// place), else the first of all.
 pub fn acquire(
-    ends: impl IntoIterator<Item = i64>,
+    holders: impl IntoIterator<Item = (i64, bool)>,
     last_fence: u64,
-    permits: u64,
+    limits: Limits,
     lease_ms: u64,
     now: i64,
 ) -> Acquire {
-    let (mut n, mut first) = (0u64, None::<i64>);
-    for end in ends.into_iter().filter(|&e| lock::holds(e, now)) {
+    let (mut n, mut first, mut k, mut key_first) = (0u64, None::<i64>, 0u64, None::<i64>);
+    for (end, same_key) in holders.into_iter().filter(|&(e, _)| lock::holds(e, now)) {
         n += 1;
         first = Some(first.map_or(end, |f| f.min(end)));
+        if same_key {
+            k += 1;
+            key_first = Some(key_first.map_or(end, |f| f.min(end)));
+        }
     }
-    if n >= permits {
-        let remaining_ms = first.map_or(0, |e| (e - now).max(0) as u64);
-        return Acquire {
-            attempt: PermitAttempt { acquired: false, fence: last_fence, holders: n, remaining_ms },
-            take: None,
-        };
+    let key_full = limits.per_key.is_some_and(|p| k >= p);
+    if n >= limits.permits || key_full {
+        let wait_for = if key_full { key_first } else { first };
+        let remaining_ms = wait_for.map_or(0, |e| (e - now).max(0) as u64);
+        let attempt =
+            PermitAttempt { acquired: false, fence: last_fence, holders: n, key_holders: k, remaining_ms };
+        return Acquire { attempt, take: None };
     }
     let fence = last_fence + 1;
+    let key_holders = if limits.per_key.is_some() { k + 1 } else { 0 };
     Acquire {
-        attempt: PermitAttempt { acquired: true, fence, holders: n + 1, remaining_ms: lease_ms },
+        attempt: PermitAttempt { acquired: true, fence, holders: n + 1, key_holders, remaining_ms: lease_ms },
         take: Some((fence, now + lease_ms as i64)),
     }
+}
+
+/// An operator's release (the dashboard's "Release…") of the permit with fencing token `fence`,
+/// without its owner token, among holders given as (fence, lease end): released when a live
+/// holder has that fence (then it is removed), else `NotHeld` (released, expired, or never).
+pub fn release_fence(holders: impl IntoIterator<Item = (u64, i64)>, fence: u64, now: i64) -> ReleaseResult {
+    release(holders.into_iter().any(|(f, end)| f == fence && lock::holds(end, now)))
 }
 
 /// A release's answer, by whether the owner holds a live permit (then it is removed).
@@ -81,6 +112,7 @@ mod tests {
         const LATER: i64 = NOW + 500;
         // ends, permits, (acquired, fence, holders, remaining), written
         type Row = (&'static [i64], u64, (bool, u64, u64, u64), Option<(u64, i64)>);
+        let keyless = |permits| Limits { permits, per_key: None };
         let table: [Row; 10] = [
             (&[], 1, (true, 6, 1, 1_000), Some((6, NOW + 1_000))),
             (&[], 2, (true, 6, 1, 1_000), Some((6, NOW + 1_000))),
@@ -94,9 +126,62 @@ mod tests {
             (&[NOW, LATER], 2, (true, 6, 2, 1_000), Some((6, NOW + 1_000))),
         ];
         for (ends, permits, (acquired, fence, holders, remaining_ms), take) in table {
-            let want = Acquire { attempt: PermitAttempt { acquired, fence, holders, remaining_ms }, take };
-            assert_eq!(acquire(ends.iter().copied(), 5, permits, 1_000, NOW), want, "{ends:?} of {permits}");
+            let attempt = PermitAttempt { acquired, fence, holders, key_holders: 0, remaining_ms };
+            let want = Acquire { attempt, take };
+            let got = acquire(ends.iter().map(|&e| (e, false)), 5, keyless(permits), 1_000, NOW);
+            assert_eq!(got, want, "{ends:?} of {permits}");
         }
+    }
+
+    /// Holders (lease end, of the caller's key) × (total, per key) → the answer and what is
+    /// written: both limits in one decision, the key's count only of live holders of that key.
+    #[test]
+    fn per_key_table() {
+        const A: i64 = NOW + 300;
+        const B: i64 = NOW + 500;
+        // holders, permits, per key, (acquired, holders, key holders, remaining)
+        type Row = (&'static [(i64, bool)], u64, u64, (bool, u64, u64, u64));
+        let table: [Row; 11] = [
+            // Nothing held: taken, the first of its key.
+            (&[], 10, 2, (true, 1, 1, 1_000)),
+            // One of the key held, room for two: taken.
+            (&[(A, true)], 10, 2, (true, 2, 2, 1_000)),
+            // The key full: refused though the total has room; waits for the key's first end.
+            (&[(B, false), (A, true), (B, true)], 10, 2, (false, 3, 2, 300)),
+            (&[(A, false), (B, true), (B, true)], 10, 2, (false, 3, 2, 500)),
+            // Other keys' (or keyless) holders do not count toward the key.
+            (&[(A, false), (A, false), (B, true)], 10, 2, (true, 4, 2, 1_000)),
+            // The total full, the key not: refused, waits for the first end of all.
+            (&[(A, false), (B, true)], 2, 2, (false, 2, 1, 300)),
+            // Both full: waits for the key's first end (only it frees the key).
+            (&[(A, false), (B, true)], 2, 1, (false, 2, 1, 500)),
+            // An ended holder of the key frees its place.
+            (&[(NOW, true), (A, true)], 10, 2, (true, 2, 2, 1_000)),
+            (&[(NOW, true), (NOW - 5, true)], 10, 1, (true, 1, 1, 1_000)),
+            // per key 1: one at a time per key.
+            (&[(A, true)], 10, 1, (false, 1, 1, 300)),
+            (&[(A, false)], 10, 1, (true, 2, 1, 1_000)),
+        ];
+        for (held, permits, per_key, (acquired, holders, key_holders, remaining_ms)) in table {
+            let fence = if acquired { 6 } else { 5 };
+            let attempt = PermitAttempt { acquired, fence, holders, key_holders, remaining_ms };
+            let take = acquired.then_some((6, NOW + 1_000));
+            let limits = Limits { permits, per_key: Some(per_key) };
+            let got = acquire(held.iter().copied(), 5, limits, 1_000, NOW);
+            assert_eq!(got, Acquire { attempt, take }, "{held:?}, {permits} total, {per_key} per key");
+        }
+    }
+
+    #[test]
+    fn release_fence_table() {
+        let held = [(7, NOW + 10), (9, NOW), (11, NOW + 1)];
+        assert_eq!(release_fence(held, 7, NOW), ReleaseResult { released: true, reason: None });
+        assert_eq!(release_fence(held, 11, NOW), ReleaseResult { released: true, reason: None });
+        let not_held = ReleaseResult { released: false, reason: Some(Refusal::NotHeld) };
+        // Ended, never issued, none held.
+        assert_eq!(release_fence(held, 9, NOW), not_held);
+        assert_eq!(release_fence(held, 8, NOW), not_held);
+        assert_eq!(release_fence([], 7, NOW), not_held);
     }
 
     #[test]

@@ -131,10 +131,11 @@ pub async fn release(State(app): State<App>, Body(b): Body<OwnedIn>) -> ApiResul
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct FenceIn {
     #[schema(schema_with = crate::openapi::name)]
-    name: String,
-    /// The fencing token of the grant to release, as `/v1/lock/get` or `/v1/lock/list` shows it.
+    pub(super) name: String,
+    /// The fencing token of the grant to release, as `/v1/lock/get` or `/v1/lock/list` shows it
+    /// (of the permit to release, as `/v1/semaphore/get` shows it).
     #[schema(schema_with = crate::openapi::whole)]
-    fence: u64,
+    pub(super) fence: u64,
 }
 
 /// Release a lock by its fence, without the owner token.

@@ -56,6 +56,7 @@ pub fn api() -> OpenApiRouter<App> {
         .routes(routes!(catalog::limiters))
         .routes(routes!(semaphore::acquire))
         .routes(routes!(semaphore::release))
+        .routes(routes!(semaphore::force_release))
         .routes(routes!(semaphore::extend))
         .routes(routes!(semaphore::get))
         .routes(routes!(catalog::semaphores))

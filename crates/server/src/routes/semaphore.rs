@@ -10,7 +10,7 @@ use flowguard_core::semaphore::PermitOptions;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::lock::{ExtendResult, OwnedIn, ReleaseResult};
+use super::lock::{ExtendResult, FenceIn, OwnedIn, ReleaseResult};
 use crate::app::App;
 use crate::body::{opt_ms, opt_u64, Body};
 use crate::error::Busy;
@@ -38,6 +38,15 @@ pub struct AcquireIn {
     wait_ms: Option<Duration>,
     #[schema(schema_with = crate::openapi::text)]
     label: Option<String>,
+    /// The key this permit counts toward (e.g. a customer id); with `perKey`, both or neither.
+    /// Taken only if both the total (`permits`) and the key's count (`perKey`) allow it.
+    #[serde(default)]
+    #[schema(schema_with = crate::openapi::name)]
+    key: Option<String>,
+    /// The most holders of `key` at once (1 to 1000).
+    #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
+    per_key: Option<u64>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -51,6 +60,8 @@ pub struct PermitOut {
     owner: Option<String>,
     fence: u64,
     holders: u64,
+    /// With a key: holders of that key now (ours included when acquired); 0 without one.
+    key_holders: u64,
     remaining_ms: u64,
     waited_ms: u64,
     attempts: u32,
@@ -79,7 +90,14 @@ pub async fn acquire(State(app): State<App>, Body(b): Body<AcquireIn>) -> ApiRes
     let Some(permits) = b.permits else {
         return Err(ApiError::invalid("permits", "is required: how many holders at once"));
     };
-    let opts = PermitOptions { permits, timeout: b.timeout_ms, wait: b.wait_ms, label: b.label };
+    let opts = PermitOptions {
+        permits,
+        timeout: b.timeout_ms,
+        wait: b.wait_ms,
+        label: b.label,
+        key: b.key,
+        per_key: b.per_key,
+    };
     let r = app.client.acquire_permit(&b.name, opts).await?;
     let out = PermitOut {
         name: r.name,
@@ -87,6 +105,7 @@ pub async fn acquire(State(app): State<App>, Body(b): Body<AcquireIn>) -> ApiRes
         owner: r.owner,
         fence: r.fence,
         holders: r.holders,
+        key_holders: r.key_holders,
         remaining_ms: r.remaining_ms,
         waited_ms: r.waited_ms,
         attempts: r.attempts,
@@ -118,6 +137,26 @@ pub async fn release(State(app): State<App>, Body(b): Body<OwnedIn>) -> ApiResul
         return Err(ApiError::invalid("timeoutMs", "is for extend, not release"));
     }
     Ok(Json(app.client.release_permit(&b.name, &b.owner).await?.into()))
+}
+
+/// Release a permit by its fence, without the owner token.
+///
+/// For an operator freeing a permit a crashed run holds (the dashboard's **Release…**): releases
+/// the live permit with fencing token `fence`. Always 200: `not_held` when no live permit has that
+/// fence. The old holder's next release or extension is refused (`not_held`).
+#[utoipa::path(
+    post,
+    path = "/v1/semaphore/forceRelease",
+    tag = "semaphore",
+    operation_id = "semaphore_forceRelease",
+    request_body(content = inline(FenceIn)),
+    responses(
+        (status = 200, description = "done", body = ReleaseResult),
+        Errors
+    )
+)]
+pub async fn force_release(State(app): State<App>, Body(b): Body<FenceIn>) -> ApiResult<Json<ReleaseResult>> {
+    Ok(Json(app.client.force_release_permit(&b.name, b.fence).await?.into()))
 }
 
 /// Extend a permit's lease to timeoutMs from now.
@@ -159,6 +198,10 @@ pub struct HolderOut {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     label: Option<String>,
+    /// The key the permit was taken under (absent: without one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    key: Option<String>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -168,23 +211,33 @@ pub struct SemaphoreOut {
     name: String,
     holders: Vec<HolderOut>,
     fence: u64,
+    /// Live holders per key (holders without a key are not counted here).
+    keys: std::collections::BTreeMap<String, u64>,
 }
 
 impl From<flowguard_core::semaphore::SemaphoreInfo> for SemaphoreOut {
     fn from(i: flowguard_core::semaphore::SemaphoreInfo) -> Self {
+        let keys = i.key_counts().into_iter().collect();
         SemaphoreOut {
             name: i.name,
             holders: i
                 .holders
                 .into_iter()
-                .map(|h| HolderOut { fence: h.fence, remaining_ms: h.remaining_ms, label: h.label })
+                .map(|h| HolderOut {
+                    fence: h.fence,
+                    remaining_ms: h.remaining_ms,
+                    label: h.label,
+                    key: h.key,
+                })
                 .collect(),
             fence: i.fence,
+            keys,
         }
     }
 }
 
-/// The live holders of a semaphore (fence, remainingMs, label) and its last fencing token.
+/// The live holders of a semaphore (fence, remainingMs, label, key), its last fencing token and
+/// the live holders per key.
 #[utoipa::path(
     post,
     path = "/v1/semaphore/get",

@@ -15,6 +15,8 @@ export const FIELDS: FieldNames = {
 	label: 'Holder Label',
 	owner: 'Owner Token',
 	permits: 'Permits',
+	key: 'Per Key › Key',
+	perKey: 'Per Key › Limit',
 };
 
 /** The Permits parameter: 1 (the default) is a lock; more is a semaphore of that many holders. */
@@ -27,6 +29,54 @@ export const permitsProperty = {
 	description:
 		'How many runs may hold it at once. 1: a lock. More: a semaphore (for example at most 3 calls to an API at once); every node of one name must give the same number.',
 };
+
+/**
+ * The Per Key parameter of Set (Permits above 1): a key (for example a customer ID) and the most
+ * runs of that key at once, both checked with the total in one step (as Trigger.dev's
+ * `concurrency: { perKey, total }`).
+ */
+export const perKeyProperty = {
+	displayName: 'Per Key',
+	name: 'perKey',
+	type: 'fixedCollection' as const,
+	placeholder: 'Add Per-Key Limit',
+	default: {},
+	description:
+		'Also limit the runs of one key (for example a customer ID) among the Permits: a run gets a permit only if both the total and its key allow it. Needs Permits above 1.',
+	displayOptions: { show: { operation: ['set'] } },
+	options: [
+		{
+			displayName: 'Limit',
+			name: 'limit',
+			values: [
+				{
+					displayName: 'Key',
+					name: 'key',
+					type: 'string' as const,
+					default: '',
+					placeholder: 'e.g. {{ $json.customerId }}',
+					description: 'The key this run counts toward',
+				},
+				{
+					displayName: 'Limit',
+					name: 'perKey',
+					type: 'number' as const,
+					typeOptions: { minValue: 1, numberPrecision: 0 },
+					default: 1,
+					description: 'The most runs of this key at once',
+				},
+			],
+		},
+	],
+};
+
+/** The item's Per Key (undefined when none is set). */
+export function perKeyOf(op: OperationContext, itemIndex: number): { key: string; perKey: number } | undefined {
+	const v = op.params.get('perKey', itemIndex, {}) as IDataObject;
+	const limit = v?.limit as IDataObject | undefined;
+	if (!limit) return undefined;
+	return { key: toText(limit.key) as string, perKey: Number(limit.perKey) };
+}
 
 /** The item's Permits (1 when the node has none: workflows saved before it existed). */
 export function permitsOf(op: OperationContext, itemIndex: number): number {

@@ -26,7 +26,8 @@ export async function execute(op: OperationContext): Promise<INodeExecutionData[
 			if (c.permits === 1) return clean(await op.fg.getLock(c.name));
 			// A semaphore: locked when all its permits are held.
 			const s = await op.fg.getSemaphore(c.name);
-			return clean({ name: s.name, locked: s.holders.length >= c.permits, permits: c.permits, fence: s.fence, holders: s.holders.map((h) => clean({ ...h })) });
+			// keys: the holders per key (Per Key).
+			return clean({ name: s.name, locked: s.holders.length >= c.permits, permits: c.permits, fence: s.fence, holders: s.holders.map((h) => clean({ ...h })), keys: { ...s.keys } });
 		},
 	);
 	return [main];

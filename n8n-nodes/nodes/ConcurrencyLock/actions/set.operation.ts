@@ -5,7 +5,7 @@ import { secondsToMs } from '../../shared/convert';
 import { clean } from '../../shared/items';
 import type { OperationContext } from '../../shared/router';
 import type { LockCall } from './calls';
-import { permitsOf, runLockCalls } from './calls';
+import { perKeyOf, permitsOf, runLockCalls } from './calls';
 import { defaultLabel } from './holder';
 
 type WhenLocked = 'error' | 'output' | 'wait';
@@ -84,6 +84,7 @@ interface SetCall extends LockCall {
 	whenLocked: WhenLocked;
 	label: string;
 	permits: number;
+	perKey?: { key: string; perKey: number };
 }
 
 export async function execute(op: OperationContext): Promise<INodeExecutionData[][]> {
@@ -99,19 +100,34 @@ export async function execute(op: OperationContext): Promise<INodeExecutionData[
 			const whenLocked = params.get('whenLocked', i, 'error') as WhenLocked;
 			const waitMs = whenLocked === 'wait' ? secondsToMs(ctx, params.get('maxWait', i), 'Max Wait', i) : undefined;
 			const permits = permitsOf(op, i);
-			const c = { name, timeoutMs, waitMs, whenLocked, permits, label: (options.label as string) || (label ??= defaultLabel(ctx)) };
-			return { ...c, key: JSON.stringify([name, timeoutMs, waitMs ?? 0, c.label, permits]) };
+			const perKey = perKeyOf(op, i);
+			if (perKey && permits === 1) {
+				throw new NodeOperationError(ctx.getNode(), 'Per Key needs Permits above 1', {
+					itemIndex: i,
+					description: 'A per-key limit shares a semaphore of more than one permit: set Permits to the total, or remove Per Key.',
+				});
+			}
+			const c = { name, timeoutMs, waitMs, whenLocked, permits, perKey, label: (options.label as string) || (label ??= defaultLabel(ctx)) };
+			return { ...c, key: JSON.stringify([name, timeoutMs, waitMs ?? 0, c.label, permits, perKey ?? null]) };
 		},
 		async (c) => {
 			const opts = { timeoutMs: c.timeoutMs, ...(c.waitMs ? { waitMs: c.waitMs } : {}), label: c.label };
 			// Permits above 1: one of that many permits of the semaphore of this name.
-			return clean(c.permits === 1 ? await fg.acquireLock(c.name, opts) : await fg.acquirePermit(c.name, { ...opts, permits: c.permits }));
+			// Per Key: the key's limit too, in the same step.
+			return clean(c.permits === 1 ? await fg.acquireLock(c.name, opts) : await fg.acquirePermit(c.name, { ...opts, permits: c.permits, ...c.perKey }));
 		},
 		(c, r, i) => {
 			if (r.acquired === true) return;
 			if (c.whenLocked === 'output' && twoOutputs) return 'second';
 			const left = Math.ceil(Number(r.remainingMs ?? 0) / 1000);
-			const holder = r.holder ? ` by ${String(r.holder)}` : c.permits > 1 ? ` (all ${c.permits} permits)` : '';
+			const keyFull = c.perKey && Number(r.keyHolders) >= c.perKey.perKey;
+			const holder = r.holder
+				? ` by ${String(r.holder)}`
+				: keyFull
+					? ` (all ${c.perKey?.perKey} permits of key "${c.perKey?.key}")`
+					: c.permits > 1
+						? ` (all ${c.permits} permits)`
+						: '';
 			const waited = c.whenLocked === 'wait' ? ` (waited ${Math.round(Number(r.waitedMs ?? 0) / 1000)} s)` : '';
 			throw new NodeOperationError(ctx.getNode(), ALREADY_EXECUTING, {
 				itemIndex: i,

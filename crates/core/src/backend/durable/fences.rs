@@ -116,7 +116,7 @@ mod tests {
             if name != "held" {
                 assert!(d.release(name, OWNER).await.unwrap().released);
             }
-            let p = d.try_acquire_permit(name, OWNER, 2, 60_000, None).await.unwrap();
+            let p = d.try_acquire_permit(name, OWNER, 2, None, 60_000, None).await.unwrap();
             assert!(p.acquired);
             if name != "held" {
                 assert!(d.release_permit(name, OWNER).await.unwrap().released);
@@ -133,7 +133,7 @@ mod tests {
             let n = format!("n{i}");
             let a = d.try_acquire(&n, OWNER, 60_000, None).await.unwrap();
             assert!(d.release(&n, OWNER).await.unwrap().released, "{}", a.fence);
-            d.try_acquire_permit(&n, OWNER, 1, 60_000, None).await.unwrap();
+            d.try_acquire_permit(&n, OWNER, 1, None, 60_000, None).await.unwrap();
             d.release_permit(&n, OWNER).await.unwrap();
         }
         assert_eq!(d.inspect("old").await.unwrap().fence, 0, "the old lock name is forgotten");

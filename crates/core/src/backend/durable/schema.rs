@@ -254,6 +254,22 @@ fn check_or_create(conn: &Connection, path: &Path) -> Result<()> {
         conn.pragma_update(None, "user_version", VERSION).map_err(fail)?;
     }
     conn.execute_batch(ADDED).map_err(fail)?;
+    add_column(conn, "sem_holders", "k", "TEXT").map_err(fail)?;
+    Ok(())
+}
+
+/// Adds a nullable column to a table of layout 1 when absent (made on every open, inside the
+/// open's write transaction; a flowguard before it names its columns and never reads it).
+/// Semaphore holders: `k`, the key a permit was taken under (NULL: without one).
+fn add_column(conn: &Connection, table: &str, column: &str, ty: &str) -> rusqlite::Result<()> {
+    let has: bool = conn.query_row(
+        "SELECT count(*) > 0 FROM pragma_table_info(?1) WHERE name = ?2",
+        [table, column],
+        |r| r.get(0),
+    )?;
+    if !has {
+        conn.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {ty}"))?;
+    }
     Ok(())
 }
 

@@ -112,7 +112,7 @@ mod tests {
         for i in 0..N {
             let name = format!("n{i:05}");
             assert!(guard(&ns.locks).try_acquire(&name, "o", 60_000, None).acquired);
-            assert!(guard(&ns.semaphores).try_acquire(&name, "o", 2, 60_000, None).acquired);
+            assert!(guard(&ns.semaphores).try_acquire(&name, "o", 2, None, 60_000, None).acquired);
             guard(&ns.limiters).take(&name, Rule { interval_us: 60_000_000, burst: 10 }, 1, 0);
             let at = ShardRef { queue: &name, shards: 1, shard: 0 };
             guard(&ns.queues).enqueue(at, &["x".to_string()], 0, crate::queue::Debounce::Off).unwrap();

@@ -8,11 +8,13 @@ use super::{guard, now_ms, Embedded};
 use crate::backend::{ready, BoxFuture};
 use crate::lock::{ExtendResult, ReleaseResult, FENCE_KEEP_MS};
 use crate::rules::{lock, semaphore};
-use crate::semaphore::{Holder, PermitAttempt, SemaphoreBackend, SemaphoreInfo};
+use crate::semaphore::{Holder, PerKey, PermitAttempt, SemaphoreBackend, SemaphoreInfo};
 
 struct Held {
     fence: u64,
     label: Option<String>,
+    /// The key the permit was taken under, if any.
+    key: Option<String>,
     expires_at: i64,
 }
 
@@ -65,13 +67,17 @@ impl SemaphoreTable {
         name: &str,
         owner: &str,
         permits: u64,
+        per_key: Option<PerKey<'_>>,
         lease_ms: u64,
         label: Option<&str>,
     ) -> PermitAttempt {
         let now = now_ms();
         let last = self.fences.get(name).map_or(0, |f| f.0);
-        let ends = self.live(name, now).into_iter().flat_map(|hs| hs.values().map(|h| h.expires_at));
-        let d = semaphore::acquire(ends, last, permits, lease_ms, now);
+        let key = per_key.map(|k| k.key);
+        let held = self.live(name, now).into_iter().flat_map(|hs| {
+            hs.values().map(move |h| (h.expires_at, key.is_some() && h.key.as_deref() == key))
+        });
+        let d = semaphore::acquire(held, last, PerKey::limits(per_key, permits), lease_ms, now);
         let Some((fence, expires_at)) = d.take else { return d.attempt };
         let before = self.fences.get(name).map(|f| f.1);
         let keep = lock::fence_kept_until(now, lease_ms).max(before.unwrap_or(i64::MIN));
@@ -79,8 +85,18 @@ impl SemaphoreTable {
         self.forget.moved(name, before, Some(keep));
         let hs = self.held.get_or_insert_with(name, HashMap::new);
         let label = lock::label(label).map(str::to_string);
-        hs.insert(owner.to_string(), Held { fence, label, expires_at });
+        hs.insert(owner.to_string(), Held { fence, label, key: key.map(str::to_string), expires_at });
         d.attempt
+    }
+
+    pub fn release_fence(&mut self, name: &str, fence: u64) -> ReleaseResult {
+        let now = now_ms();
+        let Some(hs) = self.live(name, now) else { return semaphore::release_fence([], fence, now) };
+        let r = semaphore::release_fence(hs.values().map(|h| (h.fence, h.expires_at)), fence, now);
+        if r.released {
+            hs.retain(|_, h| h.fence != fence);
+        }
+        r
     }
 
     pub fn release(&mut self, name: &str, owner: &str) -> ReleaseResult {
@@ -123,6 +139,7 @@ impl SemaphoreTable {
                         fence: h.fence,
                         remaining_ms: (h.expires_at - now) as u64,
                         label: h.label.clone(),
+                        key: h.key.clone(),
                     })
                     .collect()
             })
@@ -138,13 +155,18 @@ impl SemaphoreBackend for Embedded {
         name: &'a str,
         owner: &'a str,
         permits: u64,
+        per_key: Option<PerKey<'a>>,
         lease_ms: u64,
         label: Option<&'a str>,
     ) -> BoxFuture<'a, PermitAttempt> {
-        ready(Ok(guard(&self.namespace().semaphores).try_acquire(name, owner, permits, lease_ms, label)))
+        let mut t = guard(&self.namespace().semaphores);
+        ready(Ok(t.try_acquire(name, owner, permits, per_key, lease_ms, label)))
     }
     fn release_permit<'a>(&'a self, name: &'a str, owner: &'a str) -> BoxFuture<'a, ReleaseResult> {
         ready(Ok(guard(&self.namespace().semaphores).release(name, owner)))
+    }
+    fn release_permit_fence<'a>(&'a self, name: &'a str, fence: u64) -> BoxFuture<'a, ReleaseResult> {
+        ready(Ok(guard(&self.namespace().semaphores).release_fence(name, fence)))
     }
     fn extend_permit<'a>(
         &'a self,
@@ -169,9 +191,9 @@ mod tests {
     fn forgotten_names_go_one_slice_per_call() {
         let mut t = SemaphoreTable::default();
         for i in 0..2500 {
-            assert!(t.try_acquire(&format!("s{i}"), "o", 1, 1, None).acquired);
+            assert!(t.try_acquire(&format!("s{i}"), "o", 1, None, 1, None).acquired);
         }
-        assert!(t.try_acquire("held", "o", 1, 60_000, None).acquired);
+        assert!(t.try_acquire("held", "o", 1, None, 60_000, None).acquired);
         // Age every fence past its keep time, as 30 days would.
         let past = super::now_ms() - 1;
         let names: Vec<String> = t.fences.keys().filter(|n| *n != "held").cloned().collect();

@@ -121,7 +121,12 @@ async fn create(c: &Ctx<'_, '_>) -> Sql<i64> {
         let v: Option<String> = v.map(|r| r.get(0));
         match v.as_deref().map(str::parse::<i64>) {
             // Made already (the usual open), or by a newer flowguard.
-            Some(Ok(v)) => return Ok(v),
+            Some(Ok(v)) => {
+                if v == VERSION {
+                    add_columns(c).await?;
+                }
+                return Ok(v);
+            }
             Some(Err(_)) => return Err(Fail::Corrupt("meta.version is not a number".into())),
             None => {}
         }
@@ -129,10 +134,36 @@ async fn create(c: &Ctx<'_, '_>) -> Sql<i64> {
     for sql in TABLES {
         c.tx.batch_execute(&sql.replace("{s}", c.schema)).await?;
     }
+    add_columns(c).await?;
     c.execute(
         "INSERT INTO {s}.meta (key, value) VALUES ('version', $1) ON CONFLICT (key) DO NOTHING",
         &[&VERSION.to_string()],
     )
     .await?;
     Ok(VERSION)
+}
+
+/// Nullable columns added to layout 1 after its first schemas were made, added when absent (a
+/// flowguard before them names its columns and never reads them): `sem_holders.k`, the key a
+/// permit was taken under (NULL: without one).
+const ADDED_COLUMNS: &[(&str, &str, &str)] = &[("sem_holders", "k", "bytea")];
+
+async fn add_columns(c: &Ctx<'_, '_>) -> Sql<()> {
+    for (table, column, ty) in ADDED_COLUMNS {
+        let has = c
+            .query_opt(
+                "SELECT 1 FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 AND column_name = $3",
+                &[&c.schema, table, column],
+            )
+            .await?
+            .is_some();
+        if !has {
+            c.tx.batch_execute(&format!(
+                "ALTER TABLE {}.{table} ADD COLUMN IF NOT EXISTS {column} {ty}",
+                c.schema
+            ))
+            .await?;
+        }
+    }
+    Ok(())
 }

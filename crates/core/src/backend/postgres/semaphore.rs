@@ -19,7 +19,7 @@ use super::{text, transaction, Ctx, Postgres, Purged, Sql};
 use crate::backend::BoxFuture;
 use crate::lock::{ExtendResult, ReleaseResult};
 use crate::rules::{lock, semaphore};
-use crate::semaphore::{Holder, PermitAttempt, SemaphoreBackend, SemaphoreInfo};
+use crate::semaphore::{Holder, PerKey, PermitAttempt, SemaphoreBackend, SemaphoreInfo};
 use crate::wakeup::Topic;
 
 /// A name's row (its last fence), locked until the transaction ends, and unlocked; the live
@@ -27,7 +27,10 @@ use crate::wakeup::Topic;
 pub(super) const NAME_LOCKED: &str = "SELECT fence FROM {s}.sems WHERE ns = $1 AND name = $2 FOR UPDATE";
 pub(super) const NAME: &str = "SELECT fence FROM {s}.sems WHERE ns = $1 AND name = $2";
 pub(super) const HOLDERS: &str =
-    "SELECT fence, label, exp FROM {s}.sem_holders WHERE ns = $1 AND name = $2 AND exp > $3 ORDER BY exp, fence";
+    "SELECT fence, label, exp, k FROM {s}.sem_holders WHERE ns = $1 AND name = $2 AND exp > $3 ORDER BY exp, fence";
+
+/// A live holder: its fence, label, lease end and key.
+type Row = (u64, Option<String>, i64, Option<String>);
 
 /// The last fence of `name` (`None`: it has no row).
 async fn last_fence(c: &Ctx<'_, '_>, name: &str, for_update: bool) -> Sql<Option<u64>> {
@@ -38,16 +41,19 @@ async fn last_fence(c: &Ctx<'_, '_>, name: &str, for_update: bool) -> Sql<Option
     }
 }
 
-/// The live holders of `name` at `now`: (fence, label, lease end), first lease end first.
-async fn holders(c: &Ctx<'_, '_>, name: &str, now: i64) -> Sql<Vec<(u64, Option<String>, i64)>> {
+/// The live holders of `name` at `now`: (fence, label, lease end, key), first lease end first.
+async fn holders(c: &Ctx<'_, '_>, name: &str, now: i64) -> Sql<Vec<Row>> {
     let rows = c.query(HOLDERS, &[&c.ns(), &name.as_bytes(), &now]).await?;
-    rows.iter().map(|r| Ok((r.try_get::<_, i64>(0)? as u64, text(r, 1)?, r.try_get(2)?))).collect()
+    rows.iter()
+        .map(|r| Ok((r.try_get::<_, i64>(0)? as u64, text(r, 1)?, r.try_get(2)?, text(r, 3)?)))
+        .collect()
 }
 
 /// What an acquire asks for.
 struct Ask<'a> {
     owner: &'a str,
     permits: u64,
+    per_key: Option<PerKey<'a>>,
     lease_ms: u64,
     label: Option<&'a str>,
 }
@@ -56,8 +62,11 @@ async fn try_acquire(c: &Ctx<'_, '_>, name: &str, ask: Ask<'_>, sweep: bool) -> 
     let last = last_fence(c, name, true).await?;
     let now = c.now().await?;
     let held = holders(c, name, now).await?;
-    let Ask { owner, permits, lease_ms, label } = ask;
-    let d = semaphore::acquire(held.iter().map(|h| h.2), last.unwrap_or(0), permits, lease_ms, now);
+    let Ask { owner, permits, per_key, lease_ms, label } = ask;
+    let key = per_key.map(|k| k.key);
+    let same = |h: &Row| key.is_some() && h.3.as_deref() == key;
+    let limits = PerKey::limits(per_key, permits);
+    let d = semaphore::acquire(held.iter().map(|h| (h.2, same(h))), last.unwrap_or(0), limits, lease_ms, now);
     if let Some((fence, exp)) = d.take {
         let (ns, name_b, fence) = (c.ns(), name.as_bytes(), fence as i64);
         let keep = lock::fence_kept_until(now, lease_ms);
@@ -69,11 +78,22 @@ async fn try_acquire(c: &Ctx<'_, '_>, name: &str, ask: Ask<'_>, sweep: bool) -> 
         )
         .await?;
         let label = lock::label(label).map(str::as_bytes);
-        c.execute(
-            "INSERT INTO {s}.sem_holders (ns, name, owner, fence, label, exp) VALUES ($1, $2, $3, $4, $5, $6)",
-            &[&ns, &name_b, &owner, &fence, &label, &exp],
-        )
-        .await?;
+        match key.map(str::as_bytes) {
+            None => {
+                c.execute(
+                    "INSERT INTO {s}.sem_holders (ns, name, owner, fence, label, exp) VALUES ($1, $2, $3, $4, $5, $6)",
+                    &[&ns, &name_b, &owner, &fence, &label, &exp],
+                )
+                .await?
+            }
+            Some(key) => {
+                c.execute(
+                    "INSERT INTO {s}.sem_holders (ns, name, owner, fence, label, exp, k) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                    &[&ns, &name_b, &owner, &fence, &label, &exp, &key],
+                )
+                .await?
+            }
+        };
     }
     // The name's ended leases, then a slice of others' (after this call's own row is written:
     // it is live).
@@ -108,6 +128,27 @@ async fn release(c: &Ctx<'_, '_>, name: &str, owner: &str) -> Sql<ReleaseResult>
     Ok(semaphore::release(n > 0))
 }
 
+async fn release_fence(c: &Ctx<'_, '_>, name: &str, fence: u64) -> Sql<ReleaseResult> {
+    if last_fence(c, name, true).await?.is_none() {
+        return Ok(semaphore::release_fence([], fence, 0));
+    }
+    let now = c.now().await?;
+    let held = holders(c, name, now).await?;
+    let r = semaphore::release_fence(held.iter().map(|h| (h.0, h.2)), fence, now);
+    if r.released {
+        let delete = async {
+            c.execute(
+                "DELETE FROM {s}.sem_holders WHERE ns = $1 AND name = $2 AND fence = $3",
+                &[&c.ns(), &name.as_bytes(), &(fence as i64)],
+            )
+            .await
+        };
+        // Waiters are woken as by a release (sent together: one round trip).
+        futures_util::future::try_join(delete, c.notify(Topic::Permit, name)).await?;
+    }
+    Ok(r)
+}
+
 async fn extend(c: &Ctx<'_, '_>, name: &str, owner: &str, lease_ms: u64) -> Sql<ExtendResult> {
     if last_fence(c, name, true).await?.is_none() {
         return Ok(semaphore::extend(false, lease_ms));
@@ -128,7 +169,7 @@ async fn inspect(c: &Ctx<'_, '_>, name: &str) -> Sql<SemaphoreInfo> {
     let holders = holders(c, name, now)
         .await?
         .into_iter()
-        .map(|(fence, label, exp)| Holder { fence, label, remaining_ms: (exp - now).max(0) as u64 })
+        .map(|(fence, label, exp, key)| Holder { fence, label, key, remaining_ms: (exp - now).max(0) as u64 })
         .collect();
     Ok(SemaphoreInfo { name: name.to_string(), holders, fence })
 }
@@ -139,16 +180,25 @@ impl SemaphoreBackend for Postgres {
         name: &'a str,
         owner: &'a str,
         permits: u64,
+        per_key: Option<PerKey<'a>>,
         lease_ms: u64,
         label: Option<&'a str>,
     ) -> BoxFuture<'a, PermitAttempt> {
         let sweep = self.permits.fetch_add(1, Ordering::Relaxed) % SWEEP_EVERY == SWEEP_EVERY - 1;
         Box::pin(async move {
-            transaction!(self, |c| try_acquire(&c, name, Ask { owner, permits, lease_ms, label }, sweep))
+            transaction!(self, |c| try_acquire(
+                &c,
+                name,
+                Ask { owner, permits, per_key, lease_ms, label },
+                sweep
+            ))
         })
     }
     fn release_permit<'a>(&'a self, name: &'a str, owner: &'a str) -> BoxFuture<'a, ReleaseResult> {
         Box::pin(async move { transaction!(self, |c| release(&c, name, owner)) })
+    }
+    fn release_permit_fence<'a>(&'a self, name: &'a str, fence: u64) -> BoxFuture<'a, ReleaseResult> {
+        Box::pin(async move { transaction!(self, |c| release_fence(&c, name, fence)) })
     }
     fn extend_permit<'a>(
         &'a self,

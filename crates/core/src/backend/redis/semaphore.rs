@@ -11,7 +11,7 @@ use super::{int, lua, opt_str, RedisStore};
 use crate::backend::BoxFuture;
 use crate::error::{Error, ErrorCode, Result};
 use crate::lock::{ExtendResult, Refusal, ReleaseResult};
-use crate::semaphore::{Holder, PermitAttempt, SemaphoreBackend, SemaphoreInfo};
+use crate::semaphore::{Holder, PerKey, PermitAttempt, SemaphoreBackend, SemaphoreInfo};
 
 /// A script: the shared head `semaphore_common.lua` followed by the step's own part, run by
 /// [`RedisStore::eval`] (over a shell's faster connection when it has one, as the lock's).
@@ -29,6 +29,7 @@ macro_rules! semaphore_script {
 semaphore_script!(acquire_script, "semaphore_acquire.lua");
 semaphore_script!(extend_script, "semaphore_extend.lua");
 semaphore_script!(inspect_script, "semaphore_inspect.lua");
+semaphore_script!(release_fence_script, "semaphore_release_fence.lua");
 // Standalone: the release reads no clock and needs none of the head's functions.
 lua!(release_script, "semaphore_release.lua");
 
@@ -83,12 +84,33 @@ fn num(v: &Value) -> Result<u64> {
     Ok(int(v)?.max(0) as u64)
 }
 
+/// A permit key's value: `"<fence>:<label>"`, or with a key `"<fence>k<key bytes>:<key>:<label>"`
+/// (semaphore_acquire.lua), as (fence, key, label).
+fn permit_value(v: &str) -> (u64, Option<&str>, Option<&str>) {
+    let digits = v.bytes().take_while(u8::is_ascii_digit).count();
+    let (f, rest) = v.split_at(digits);
+    let fence = f.parse().unwrap_or(0);
+    let keyed = rest.strip_prefix('k').and_then(|r| {
+        let (len, r) = r.split_once(':')?;
+        let len: usize = len.parse().ok()?;
+        let key = r.get(..len)?;
+        let label = r.get(len..)?.strip_prefix(':')?;
+        Some((key, label))
+    });
+    let (key, label) = match keyed {
+        Some((key, label)) => (Some(key), label),
+        None => (None, rest.strip_prefix(':').unwrap_or(rest)),
+    };
+    (fence, key, (!label.is_empty()).then_some(label))
+}
+
 impl SemaphoreBackend for RedisStore {
     fn try_acquire_permit<'a>(
         &'a self,
         name: &'a str,
         owner: &'a str,
         permits: u64,
+        per_key: Option<PerKey<'a>>,
         lease_ms: u64,
         label: Option<&'a str>,
     ) -> BoxFuture<'a, PermitAttempt> {
@@ -101,18 +123,29 @@ impl SemaphoreBackend for RedisStore {
                 label.unwrap_or("").as_bytes(),
                 super::lock::fence_keep().as_bytes(),
             ];
-            let reply: Vec<Value> = self.semaphore_call(acquire_script(), name, Some(owner), &args).await?;
+            let reply: Vec<Value> = match per_key {
+                None => self.semaphore_call(acquire_script(), name, Some(owner), &args).await?,
+                Some(k) => {
+                    let (limit, prefix) = (k.limit.to_string(), self.keys().semaphore(name, PERMIT));
+                    let keyed: [&[u8]; 3] = [k.key.as_bytes(), limit.as_bytes(), prefix.as_bytes()];
+                    let args = [&args[..], &keyed[..]].concat();
+                    self.semaphore_call(acquire_script(), name, Some(owner), &args).await?
+                }
+            };
+            let key_holders = |k: Option<&Value>| k.map_or(Ok(0), num);
             match reply.as_slice() {
-                [code, holders, fence] if int(code)? == 1 => Ok(PermitAttempt {
+                [code, holders, fence, k @ ..] if int(code)? == 1 && k.len() <= 1 => Ok(PermitAttempt {
                     acquired: true,
                     fence: num(fence)?,
                     holders: num(holders)?,
+                    key_holders: key_holders(k.first())?,
                     remaining_ms: lease_ms,
                 }),
-                [_, holders, ms, fence] => Ok(PermitAttempt {
+                [code, holders, ms, fence, k @ ..] if int(code)? == 0 && k.len() <= 1 => Ok(PermitAttempt {
                     acquired: false,
                     fence: num(fence)?,
                     holders: num(holders)?,
+                    key_holders: key_holders(k.first())?,
                     remaining_ms: num(ms)?,
                 }),
                 [_, i] => Err(self.semaphore_foreign(name, i)),
@@ -133,6 +166,18 @@ impl SemaphoreBackend for RedisStore {
                     bad => return Err(self.semaphore_foreign(name, &Value::Int(-bad))),
                 },
             )
+        })
+    }
+
+    fn release_permit_fence<'a>(&'a self, name: &'a str, fence: u64) -> BoxFuture<'a, ReleaseResult> {
+        Box::pin(async move {
+            let (fence, prefix) = (fence.to_string(), self.keys().semaphore(name, PERMIT));
+            let args: [&[u8]; 2] = [fence.as_bytes(), prefix.as_bytes()];
+            Ok(match self.semaphore_call::<i64>(release_fence_script(), name, None, &args).await? {
+                1 => ReleaseResult { released: true, reason: None },
+                0 => ReleaseResult { released: false, reason: Some(Refusal::NotHeld) },
+                bad => return Err(self.semaphore_foreign(name, &Value::Int(-bad))),
+            })
         })
     }
 
@@ -168,14 +213,30 @@ impl SemaphoreBackend for RedisStore {
             for pair in rest.chunks(2) {
                 let [info, ms] = pair else { break };
                 let info = opt_str(info)?.unwrap_or_default();
-                let (f, label) = info.split_once(':').unwrap_or((info.as_str(), ""));
+                let (fence, key, label) = permit_value(&info);
                 holders.push(Holder {
-                    fence: f.parse().unwrap_or(0),
+                    fence,
                     remaining_ms: num(ms)?,
-                    label: (!label.is_empty()).then(|| label.to_string()),
+                    label: label.map(str::to_string),
+                    key: key.map(str::to_string),
                 });
             }
             Ok(SemaphoreInfo { name: name.to_string(), holders, fence: num(fence)? })
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::permit_value;
+
+    #[test]
+    fn permit_values() {
+        assert_eq!(permit_value("12:"), (12, None, None));
+        assert_eq!(permit_value("12:a:b"), (12, None, Some("a:b")));
+        assert_eq!(permit_value("12k3:a:b:"), (12, Some("a:b"), None));
+        assert_eq!(permit_value("12k3:a:b:lab:el"), (12, Some("a:b"), Some("lab:el")));
+        assert_eq!(permit_value("7k0::x"), (7, Some(""), Some("x")));
+        assert_eq!(permit_value("9k2:é:x"), (9, Some("é"), Some("x")));
     }
 }
