@@ -70,6 +70,8 @@ pub struct EnqueueResult {
     duplicates: usize,
     debounced: usize,
     claimed: usize,
+    /// Ids that are dead letters: left as they are (not enqueued) until requeued.
+    dead: usize,
     items: Vec<Enqueued>,
 }
 
@@ -105,6 +107,7 @@ pub async fn enqueue(State(app): State<App>, Body(b): Body<EnqueueIn>) -> ApiRes
         duplicates: count(EnqueueOutcome::Duplicate),
         debounced: count(EnqueueOutcome::Debounced),
         claimed: count(EnqueueOutcome::Claimed),
+        dead: count(EnqueueOutcome::Dead),
         items: r
             .into_iter()
             .map(|e| Enqueued { id: e.id, shard: e.shard, outcome: e.outcome.as_str(), due_at: e.due_at })
@@ -129,6 +132,11 @@ pub struct ReadIn {
     #[serde(default, deserialize_with = "opt_ms")]
     #[schema(schema_with = crate::openapi::millis)]
     visibility_timeout_ms: Option<Duration>,
+    /// Move an id delivered this many times without an ack to the queue's dead letters instead
+    /// of delivering it again (1 to 1000, SQS's maxReceiveCount). Only reads with it count.
+    #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
+    max_deliveries: Option<u64>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -170,6 +178,7 @@ pub async fn read_batch(State(app): State<App>, Body(b): Body<ReadIn>) -> ApiRes
         shard: b.shard,
         limit: b.limit,
         visibility_timeout: b.visibility_timeout_ms,
+        max_deliveries: b.max_deliveries,
     };
     let r = app.client.read_batch(&b.queue, opts).await?;
     Ok(Json(QueueBatch {
@@ -340,6 +349,7 @@ pub struct ShardSize {
     due: u64,
     claimed: u64,
     again: u64,
+    dead: u64,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -348,6 +358,7 @@ pub struct QueueSize {
     due: u64,
     claimed: u64,
     again: u64,
+    dead: u64,
     shards: Vec<ShardSize>,
 }
 
@@ -379,6 +390,7 @@ impl From<flowguard_core::queue::QueueSize> for QueueSize {
             due: s.due,
             claimed: s.claimed,
             again: s.again,
+            dead: s.dead,
             shards: s
                 .shards
                 .into_iter()
@@ -388,6 +400,7 @@ impl From<flowguard_core::queue::QueueSize> for QueueSize {
                     due: x.due,
                     claimed: x.claimed,
                     again: x.again,
+                    dead: x.dead,
                 })
                 .collect(),
         }
