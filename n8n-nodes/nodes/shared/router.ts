@@ -24,6 +24,8 @@ export type Calls = Pick<
 	| 'ack'
 	| 'release'
 	| 'queueSize'
+	| 'deadLetters'
+	| 'requeueDead'
 	| 'rateLimit'
 	| 'waitRateLimit'
 	| 'pauseRateLimit'
