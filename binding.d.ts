@@ -83,23 +83,6 @@ export declare class Flowguard {
   extendLock(name: Arg<string>, owner: Arg<string>, options?: Arg<ExtendOptions> | undefined | null): Promise<ExtendResult>
   /** Whether a lock is held, for how long, and its fencing token. */
   getLock(name: Arg<string>): Promise<LockInfo>
-  /**
-   * Enqueues one id or many: each to shard `fnv1a(id) % shards`, one atomic step per shard.
-   * An id already waiting is not added again.
-   */
-  enqueue(queue: Arg<string>, ids: Arg<string | Array<string>>, options?: Arg<QueueEnqueueOptions> | undefined | null): Promise<QueueEnqueueResult>
-  /**
-   * Atomically claims up to `limit` due ids, oldest first, for the visibility timeout. Two
-   * reads never hold the same id; ids not acked or released in time become due again.
-   */
-  readBatch(queue: Arg<string>, options?: Arg<QueueReadOptions> | undefined | null): Promise<QueueBatch>
-  /**
-   * Acks ids read with owner token `owner`: they leave the queue (an id enqueued again while
-   * claimed waits again). Ids not held by `owner` are refused per item.
-   */
-  ack(queue: Arg<string>, owner: Arg<string>, ids: Arg<string | Array<string>>, options?: Arg<QueueAckOptions> | undefined | null): Promise<QueueSettleResult>
-  /** Releases ids read with owner token `owner`: they become due again (after `delayMs`). */
-  release(queue: Arg<string>, owner: Arg<string>, ids: Arg<string | Array<string>>, options?: Arg<QueueReleaseOptions> | undefined | null): Promise<QueueSettleResult>
   /** The next waiting ids by due time, without claiming them. */
   peek(queue: Arg<string>, options?: Arg<QueuePeekOptions> | undefined | null): Promise<Array<QueueEntry>>
   /** Counts of waiting (and due), claimed and enqueued-again ids, in total and per shard. */
@@ -207,6 +190,12 @@ export interface ClaimKeyOptions {
    * Default 600000.
    */
   leaseMs?: number
+  /**
+   * While another caller holds the key, try again (with backoff; on PostgreSQL also when its
+   * release or result is announced) until it is claimed or done, for up to this many ms.
+   * Default 0: answer `pending` at once.
+   */
+  waitMs?: number
 }
 
 /** Options of a claim. */
@@ -336,6 +325,8 @@ export interface KeyClaimResult {
   remainingMs?: number
   json?: string
   expiresAt?: number
+  /** How many times the key was tried (1 without `waitMs`). */
+  attempts: number
 }
 
 /** Options of `listItems`. */
@@ -407,7 +398,8 @@ export interface OpenOptions {
    * A PostgreSQL database: its URL (`postgres://user:password@host:port/database`), or the URL
    * with the schema of flowguard's tables (default `flowguard`, created on first use) and the
    * pool's size (default 10). Not with `url`, `cluster`, `sentinel` or `path`. Every
-   * pattern (docs/postgres.md). No TLS yet (`sslmode=require` is refused).
+   * pattern (docs/postgres.md). TLS per the URL's `sslmode` (libpq's meanings), the CA as
+   * `sslrootcert=<file>` or `tls: { ca }`.
    */
   postgres?: string | PostgresOptions
   /**
@@ -493,28 +485,24 @@ export interface PostgresOptions {
   schema?: string
   /** Pooled connections of this client, 1 to 1000. Default 10. */
   poolSize?: number
+  /** TLS: given, the URL's `sslmode` defaults to `verify-full` (else `prefer`, as libpq). */
+  tls?: PostgresTls
+}
+
+/** The `tls` of the `postgres` option. */
+export interface PostgresTls {
+  /**
+   * The CA certificates (PEM text) the server's certificate is checked against, instead of
+   * the URL's `sslrootcert=<file>`. Omitted: `sslrootcert`, else (verify-ca, verify-full) the
+   * system's trust store.
+   */
+  ca?: string
 }
 
 /** Options of `ack`. */
 export interface QueueAckOptions {
   /** The queue's shard count (1 to 1024). Default 1. */
   shards?: number
-}
-
-export interface QueueBatch {
-  /** The owner token (receipt) of this read: pass it to `ack` and `release`. */
-  owner: string
-  /** Until when the ids are held, in ms since the epoch (0 when the batch is empty). */
-  visibleUntil: number
-  /** The claimed ids, oldest first. */
-  ids: Array<string>
-  items: Array<QueueItem>
-  /**
-   * Present when some shards could not be read (unreachable, or no reply within the command
-   * timeout; e.g. a Redis Cluster node failing over): their due ids stay due for a later read.
-   * The call fails when no shard could be read.
-   */
-  failedShards?: Array<number>
 }
 
 export interface QueueDeadLetter {
@@ -545,20 +533,6 @@ export interface QueueDeadPage {
   nextOffset?: number
 }
 
-export interface QueueEnqueued {
-  id: string
-  shard: number
-  /**
-   * `added`: new; `duplicate`: already waiting, due time kept; `debounced`: already waiting,
-   * due time moved; `claimed`: held by a reader now, delivered once more after its claim ends;
-   * `dead`: a dead letter, left one (not enqueued) until `requeueDead` (SQS keeps a message in
-   * its dead-letter queue until it is redriven).
-   */
-  outcome: 'added' | 'duplicate' | 'debounced' | 'claimed' | 'dead'
-  /** When the id is due, in ms since the epoch (the backend's clock); 0 for a dead letter. */
-  dueAt: number
-}
-
 /** Options of `enqueue`. */
 export interface QueueEnqueueOptions {
   /**
@@ -582,30 +556,12 @@ export interface QueueEnqueueOptions {
   maxDelayMs?: number
 }
 
-export interface QueueEnqueueResult {
-  added: number
-  duplicates: number
-  debounced: number
-  claimed: number
-  /** Ids that are dead letters (left as they are). */
-  dead: number
-  /** One entry per id given, in order. */
-  items: Array<QueueEnqueued>
-}
-
 export interface QueueEntry {
   id: string
   shard: number
   dueAt: number
   /** Due now. */
   due: boolean
-}
-
-export interface QueueItem {
-  id: string
-  shard: number
-  /** When it became due, in ms since the epoch. */
-  dueAt: number
 }
 
 /** Options of `peek`. */
@@ -670,29 +626,6 @@ export interface QueueRequeueResult {
   notDead: number
   /** One entry per id given, in order. */
   items: Array<QueueRequeued>
-}
-
-export interface QueueSettled {
-  id: string
-  shard: number
-  ok: boolean
-  /**
-   * Why it was not acked or released: not claimed (any more), claimed by another read, or
-   * past its visibility timeout (it will be delivered again).
-   */
-  reason?: 'not_claimed' | 'not_owner' | 'expired'
-  /** The id had been enqueued again while claimed, so it is waiting again. */
-  requeued: boolean
-  /** When the id is due again, if it is waiting again after this call. */
-  dueAt?: number
-}
-
-export interface QueueSettleResult {
-  /** How many ids were acked (or released). */
-  done: number
-  /** How many were refused (see each item's `reason`). */
-  refused: number
-  items: Array<QueueSettled>
 }
 
 export interface QueueShardSize {

@@ -11,6 +11,10 @@ import type {
   OpenOptions,
   PermitOptions,
   PermitResult,
+  QueueAckOptions,
+  QueueEnqueueOptions,
+  QueueReadOptions,
+  QueueReleaseOptions,
   StateSetOptions,
   Flowguard as NativeFlowguard,
 } from './binding'
@@ -24,6 +28,77 @@ export type WithLockResult<T> =
 export type WithPermitResult<T> =
   | { acquired: true; value: T; permit: PermitResult; released: boolean }
   | { acquired: false; permit: PermitResult }
+
+export interface QueueEnqueued {
+  id: string
+  shard: number
+  /**
+   * `added`: new; `duplicate`: already waiting, due time kept; `debounced`: already waiting,
+   * due time moved; `claimed`: held by a reader now, delivered once more after its claim ends;
+   * `dead`: a dead letter, left one (not enqueued) until `requeueDead` (SQS keeps a message in its
+   * dead-letter queue until it is redriven).
+   */
+  outcome: 'added' | 'duplicate' | 'debounced' | 'claimed' | 'dead'
+  /** When the id is due, in ms since the epoch (the backend's clock); 0 for a dead letter. */
+  dueAt: number
+}
+
+export interface QueueEnqueueResult {
+  added: number
+  duplicates: number
+  debounced: number
+  claimed: number
+  /** Ids that are dead letters (left as they are). */
+  dead: number
+  /** One entry per id given, in order. */
+  items: Array<QueueEnqueued>
+}
+
+export interface QueueItem {
+  id: string
+  shard: number
+  /** When it became due, in ms since the epoch. */
+  dueAt: number
+}
+
+export interface QueueBatch {
+  /** The owner token (receipt) of this read: pass it to `ack` and `release`. */
+  owner: string
+  /** Until when the ids are held, in ms since the epoch (0 when the batch is empty). */
+  visibleUntil: number
+  /** The claimed ids, oldest first. */
+  ids: Array<string>
+  items: Array<QueueItem>
+  /**
+   * Present when some shards could not be read (unreachable, or no reply within the command
+   * timeout; e.g. a Redis Cluster node failing over): their due ids stay due for a later read.
+   * The call fails when no shard could be read.
+   */
+  failedShards?: Array<number>
+}
+
+export interface QueueSettled {
+  id: string
+  shard: number
+  ok: boolean
+  /**
+   * Why it was not acked or released: not claimed (any more), claimed by another read, or
+   * past its visibility timeout (it will be delivered again).
+   */
+  reason?: 'not_claimed' | 'not_owner' | 'expired'
+  /** The id had been enqueued again while claimed, so it is waiting again. */
+  requeued: boolean
+  /** When the id is due again, if it is waiting again after this call. */
+  dueAt?: number
+}
+
+export interface QueueSettleResult {
+  /** How many ids were acked (or released). */
+  done: number
+  /** How many were refused (see each item's `reason`). */
+  refused: number
+  items: Array<QueueSettled>
+}
 
 /** A value Job State can store: what JSON can represent (objects with toJSON, such as Date, too). */
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue } | { toJSON(): unknown }
@@ -114,6 +189,24 @@ export declare class Flowguard {
    * `owner`, refused with `ERR_NOT_OWNER` when a newer claim owns the item.
    */
   fail(group: string, id: string, reason: string, options?: FinishOptions): Promise<ItemState>
+
+  /**
+   * Enqueues one id or many: each to shard `fnv1a(id) % shards`, one atomic step per shard.
+   * An id already waiting is not added again.
+   */
+  enqueue(queue: string, ids: string | Array<string>, options?: QueueEnqueueOptions): Promise<QueueEnqueueResult>
+  /**
+   * Atomically claims up to `limit` due ids, oldest first, for the visibility timeout. Two
+   * reads never hold the same id; ids not acked or released in time become due again.
+   */
+  readBatch(queue: string, options?: QueueReadOptions): Promise<QueueBatch>
+  /**
+   * Acks ids read with owner token `owner`: they leave the queue (an id enqueued again while
+   * claimed waits again). Ids not held by `owner` are refused per item.
+   */
+  ack(queue: string, owner: string, ids: string | Array<string>, options?: QueueAckOptions): Promise<QueueSettleResult>
+  /** Releases ids read with owner token `owner`: they become due again (after `delayMs`). */
+  release(queue: string, owner: string, ids: string | Array<string>, options?: QueueReleaseOptions): Promise<QueueSettleResult>
 
   /**
    * Runs `fn(signal, lock)` while holding lock `name`: extends the lease every `timeoutMs / 3`

@@ -2,6 +2,7 @@
 // The package entry: the public class `Flowguard`, assembled from the native client of the
 // generated napi-rs binding (binding.js) and the JavaScript parts in lib/, one file per concept:
 //   lib/item-results.js  claim / complete / fail results built from the compact native form
+//   lib/queue-results.js enqueue / readBatch / ack / release results built from the compact native form
 //   lib/with-lease.js    withLock / withPermit: a function under a lock or permit, its lease kept, an AbortSignal
 //   lib/job-state.js     getState / getStates / setState: JavaScript values as JSON
 //   lib/once.js          once: a function run once per idempotency key
@@ -9,6 +10,7 @@
 
 const binding = require('./binding.js')
 const items = require('./lib/item-results.js')
+const queue = require('./lib/queue-results.js')
 const { withLock, withPermit } = require('./lib/with-lease.js')
 const { getState, getStates, setState } = require('./lib/job-state.js')
 const { once } = require('./lib/once.js')
@@ -125,20 +127,20 @@ class Flowguard {
   }
 
   // Dedup Queue.
-  enqueue(queue, ids, options) {
-    return this.#native.enqueue(queue, ids, options)
+  enqueue(name, ids, options) {
+    return queue.enqueue(this.#native, name, ids, options)
   }
 
-  readBatch(queue, options) {
-    return this.#native.readBatch(queue, options)
+  readBatch(name, options) {
+    return queue.readBatch(this.#native, name, options)
   }
 
-  ack(queue, owner, ids, options) {
-    return this.#native.ack(queue, owner, ids, options)
+  ack(name, owner, ids, options) {
+    return queue.ack(this.#native, name, owner, ids, options)
   }
 
-  release(queue, owner, ids, options) {
-    return this.#native.release(queue, owner, ids, options)
+  release(name, owner, ids, options) {
+    return queue.release(this.#native, name, owner, ids, options)
   }
 
   peek(queue, options) {

@@ -14,7 +14,7 @@ const dts = readFileSync(new URL('../binding.d.ts', import.meta.url), 'utf8')
 const body = dts.slice(dts.indexOf('export declare class Flowguard {'))
 const classBody = body.slice(0, body.indexOf('\n}\n'))
 const members = [...classBody.matchAll(/^ {2}(static |get )?(\w+)\(/gm)].map((m) => ({ kind: (m[1] || '').trim(), name: m[2] }))
-const HELPERS = ['claim', 'complete', 'fail', 'withLock', 'withPermit', 'getState', 'getStates', 'setState', 'once']
+const HELPERS = ['claim', 'complete', 'fail', 'enqueue', 'readBatch', 'ack', 'release', 'withLock', 'withPermit', 'getState', 'getStates', 'setState', 'once']
 
 test('every member of binding.d.ts is on the public class, and the helpers too', () => {
   assert.ok(members.length > 20, `read ${members.length} members from binding.d.ts`)

@@ -6,7 +6,8 @@
 //
 // A directory is a package root holding index.js and its release .node (e.g. a worktree of the
 // commit before a change, built with `npm run build`). Starts its own redis-server unless
-// REDIS_URL is set. BENCH_ROUNDS (default 7). Prints a table with the ratio B / A per case; writes
+// REDIS_URL is set. BENCH_ROUNDS (default 7), BENCH_CASES (a regular expression: only the cases it
+// matches). Prints a table with the ratio B / A per case; writes
 // nothing. Used to show that a refactoring makes no row slower beyond noise (BENCHMARKS.md).
 import { createRequire } from 'node:module'
 import { randomBytes } from 'node:crypto'
@@ -84,6 +85,23 @@ const cases = {
     await r.enqueue(q, list)
     return 10000 / (Number(process.hrtime.bigint() - t0) / 1e9)
   },
+  'Redis enqueue of 1, awaited': async (r) => {
+    const q = uniq('q')
+    return 3000 / (await loop(3000, 1, (i) => r.enqueue(q, `e-${i}`)))
+  },
+  'Redis enqueue of 100, awaited': async (r) => {
+    const q = uniq('q')
+    const list = ids(10000, 'e')
+    return 10000 / (await loop(100, 1, (i) => r.enqueue(q, list.slice(i * 100, i * 100 + 100))))
+  },
+  'Redis readBatch of 100 + ack': async (r) => {
+    const q = uniq('q')
+    await r.enqueue(q, [...ids(10000, 'r'), 'zz-last'])
+    return 10000 / (await loop(100, 1, async () => {
+      const b = await r.readBatch(q, { limit: 100 })
+      await r.ack(q, b.owner, b.ids)
+    }))
+  },
   'Redis getLock, awaited': async (r) => {
     const name = uniq('l')
     return 3000 / (await loop(3000, 1, () => r.getLock(name)))
@@ -115,6 +133,18 @@ const cases = {
     const s = await loop(10, 1, () => (n++, e.claimMany(uniq('g'), list)))
     return (n * 10000) / s
   },
+  'embedded enqueue of 1, awaited': async (_, e) => {
+    const q = uniq('q')
+    return 100000 / (await loop(100000, 1, (i) => e.enqueue(q, `e-${i}`)))
+  },
+  'embedded readBatch of 100 + ack': async (_, e) => {
+    const q = uniq('q')
+    await e.enqueue(q, [...ids(50000, 'r'), 'zz-last'])
+    return 50000 / (await loop(500, 1, async () => {
+      const b = await e.readBatch(q, { limit: 100 })
+      await e.ack(q, b.owner, b.ids)
+    }))
+  },
   'embedded getLock, awaited': async (_, e) => {
     const name = uniq('l')
     return 200000 / (await loop(200000, 1, () => e.getLock(name)))
@@ -126,6 +156,12 @@ const cases = {
     if (x === 0) throw new Error('unreachable')
     return 2000000 / (Number(process.hrtime.bigint() - t0) / 1e9)
   },
+}
+
+// BENCH_CASES=<regular expression>: only the cases whose name matches it.
+if (process.env.BENCH_CASES) {
+  const only = new RegExp(process.env.BENCH_CASES)
+  for (const name of Object.keys(cases)) if (!only.test(name)) delete cases[name]
 }
 
 const builds = []

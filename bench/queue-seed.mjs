@@ -10,6 +10,16 @@
 //   enqueue 1 vs floor   as enqueue 1                             vs ioredis running the least an
 //                        atomic enqueue needs beside the seed's ZADD NX (one script: the shard's
 //                        count, not claimed now, ZADD NX): the floor of any one-script enqueue
+//   enqueue 100 vs floor as enqueue 100                         vs ioredis running the least an
+//                        atomic batch enqueue needs beside the variadic ZADD NX (one script: the
+//                        shard's count, which ids are claimed now (ZMSCORE), ZADD NX of the rest)
+//   read 100 + ack vs floor  as read 100 + ack                   vs ioredis running the least a
+//                        leased read with an owner-checked ack needs (read: TIME, ZRANGEBYSCORE,
+//                        ZREM, ZADD of the deadlines, HSET of the owner; ack: TIME, HMGET of the owners,
+//                        ZMSCORE of the deadlines (an expired claim is no longer the caller's),
+//                        ZREM, HDEL of the ids the caller owns)
+//   For the two floor cases and "enqueue 1 vs floor" a third side runs the seed's own commands in
+//   the same round, and "floor ÷ seed" shows how far below the seed's speed the floor itself is.
 //   read 100 + ack vs BullMQ  as read 100 + ack                   vs a BullMQ Worker (concurrency 100,
 //                        jobs added beforehand with their id as jobId, removeOnComplete) running an
 //                        empty processor until every job completed
@@ -73,6 +83,69 @@ const FLOOR = `if redis.call('GET', KEYS[3]) ~= ARGV[3] then return -1 end
 if redis.call('ZSCORE', KEYS[2], ARGV[2]) then return 3 end
 return redis.call('ZADD', KEYS[1], 'NX', ARGV[1], ARGV[2])`
 
+/** The least an atomic batch enqueue does beside ZADD NX: the shard count, which ids are claimed. */
+const FLOOR_BATCH = `if redis.call('GET', KEYS[3]) ~= ARGV[1] then return -1 end
+local claimed = redis.call('ZMSCORE', KEYS[2], unpack(ARGV, 3))
+local z, n = {}, 0
+for i = 3, #ARGV do
+  if not claimed[i - 2] then z[n + 1] = ARGV[2]; z[n + 2] = ARGV[i]; n = n + 2 end
+end
+if n == 0 then return 0 end
+return redis.call('ZADD', KEYS[1], 'NX', unpack(z, 1, n))`
+
+/** The least a leased read does: the server's clock, the due ids, moved to the claimed set with
+ * their deadline, their owner recorded. ARGV: limit, lease ms, owner. */
+const FLOOR_READ = `local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, ARGV[1])
+if #ids == 0 then return ids end
+local d = now + tonumber(ARGV[2])
+local zs, hs = {}, {}
+for i, id in ipairs(ids) do
+  zs[2 * i - 1] = d; zs[2 * i] = id
+  hs[2 * i - 1] = id; hs[2 * i] = ARGV[3]
+end
+redis.call('ZREM', KEYS[1], unpack(ids))
+redis.call('ZADD', KEYS[2], unpack(zs))
+redis.call('HSET', KEYS[3], unpack(hs))
+return ids`
+
+/** The least an owner-checked ack does: the ids' owners and claim deadlines (an expired claim is
+ * not the caller's any more), then the caller's own ids removed. */
+const FLOOR_ACK = `local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local owners = redis.call('HMGET', KEYS[2], unpack(ARGV, 2))
+local ends = redis.call('ZMSCORE', KEYS[1], unpack(ARGV, 2))
+local mine, n = {}, 0
+for i = 2, #ARGV do
+  if owners[i - 1] == ARGV[1] and ends[i - 1] and tonumber(ends[i - 1]) > now then n = n + 1; mine[n] = ARGV[i] end
+end
+if n == 0 then return 0 end
+redis.call('ZREM', KEYS[1], unpack(mine, 1, n))
+redis.call('HDEL', KEYS[2], unpack(mine, 1, n))
+return n`
+
+/** The seed's batch: one variadic ZADD NX per chunk of 100. */
+async function seedBatch(key, ids) {
+  return measure(ids.length, ids.length / BATCH, async () => {
+    for (const b of chunks(ids, BATCH)) {
+      const now = Date.now()
+      await r.zadd(key, 'NX', ...b.flatMap((id) => [now, id]))
+    }
+  })
+}
+
+/** The seed's read + ack: ZRANGEBYSCORE of 100 due ids, ZREM of them. */
+async function seedReadAck(key, ids) {
+  await r.zadd(key, 'NX', ...ids.flatMap((id) => [0, id]))
+  return measure(ids.length, ids.length / BATCH, async () => {
+    for (let n = 0; n < ids.length; n += BATCH) {
+      const got = await r.zrangebyscore(key, '-inf', Date.now(), 'LIMIT', 0, BATCH)
+      await r.zrem(key, ...got)
+    }
+  })
+}
+
 /** flowguard's side of the one-id cases: one `enqueue` per id, awaited. */
 async function enqueueOne(q, ids) {
   await fg.enqueue(q, 'warm')
@@ -113,17 +186,13 @@ const cases = {
       await fg.enqueue(q, 'warm')
       return measure(ids.length, ids.length / BATCH, async () => { for (const b of chunks(ids, BATCH)) await fg.enqueue(q, b) })
     },
-    async ioredis(key, ids) {
-      return measure(ids.length, ids.length / BATCH, async () => {
-        for (const b of chunks(ids, BATCH)) {
-          const now = Date.now()
-          await r.zadd(key, 'NX', ...b.flatMap((id) => [now, id]))
-        }
-      })
-    },
+    ioredis: seedBatch,
   },
   'enqueue 1 vs floor': {
     other: 'ioredis floor script',
+    async seed(key, ids) {
+      return measure(ids.length, ids.length, async () => { for (const id of ids) await r.zadd(key, 'NX', Date.now(), id) })
+    },
     flowguard: enqueueOne,
     async ioredis(key, ids) {
       const k = [`${key}:w`, `${key}:c`, `${key}:n`]
@@ -159,27 +228,61 @@ const cases = {
   },
   'read 100 + ack': {
     flowguard: readAck,
+    ioredis: seedReadAck,
+  },
+  'enqueue 100 vs floor': {
+    other: 'ioredis floor script (batch)',
+    async flowguard(q, ids) {
+      await fg.enqueue(q, 'warm')
+      return measure(ids.length, ids.length / BATCH, async () => { for (const b of chunks(ids, BATCH)) await fg.enqueue(q, b) })
+    },
     async ioredis(key, ids) {
-      await r.zadd(key, 'NX', ...ids.flatMap((id) => [0, id]))
+      const k = [`${key}:w`, `${key}:c`, `${key}:n`]
+      await r.set(k[2], '1')
+      await r.zadd(k[1], 0, 'someone-else')
+      const sha = await r.script('LOAD', FLOOR_BATCH)
+      return measure(ids.length, ids.length / BATCH, async () => {
+        for (const b of chunks(ids, BATCH)) await r.evalsha(sha, 3, ...k, '1', Date.now(), ...b)
+      })
+    },
+    seed: seedBatch,
+  },
+  'read 100 + ack vs floor': {
+    other: 'ioredis floor scripts (read, ack)',
+    flowguard: readAck,
+    async ioredis(key, ids) {
+      const k = [`${key}:w`, `${key}:c`, `${key}:o`]
+      await r.zadd(k[0], 'NX', ...ids.flatMap((id) => [0, id]), 0, 'zz-last')
+      // A member longer than 64 bytes in each, kept: the claimed set and the owners' hash are a
+      // skiplist and a hash table from the start (flowguard's claim does the same), not listpacks
+      // walked whole by each insert and lookup.
+      const wide = '~'.repeat(1025)
+      await r.zadd(k[1], 0, wide)
+      await r.hset(k[2], wide, '')
+      const read = await r.script('LOAD', FLOOR_READ)
+      const ack = await r.script('LOAD', FLOOR_ACK)
       return measure(ids.length, ids.length / BATCH, async () => {
         for (let n = 0; n < ids.length; n += BATCH) {
-          const got = await r.zrangebyscore(key, '-inf', Date.now(), 'LIMIT', 0, BATCH)
-          await r.zrem(key, ...got)
+          const owner = `owner-${n}`
+          const got = await r.evalsha(read, 3, ...k, BATCH, 30000, owner)
+          await r.evalsha(ack, 2, k[1], k[2], owner, ...got)
         }
       })
     },
+    seed: seedReadAck,
   },
 }
 
 console.log(`flowguard at ${dir}, Redis ${version}, ${ROUNDS} rounds of ${N} ids per case, medians`)
 console.log('case                     | flowguard ids/s | other ids/s | ratio | Redis µs/id fg | other | scripts/call | cmds/call fg | other | other is')
 for (const [name, c] of Object.entries(cases)) {
-  const out = { flowguard: [], ioredis: [] }
+  const out = { flowguard: [], ioredis: [], seed: [] }
   for (let round = 0; round < ROUNDS; round++) {
     const ids = Array.from({ length: N }, (_, i) => `product-${round}-${i}`)
     const tag = `${name.replace(/\W+/g, '-')}-${round}`
     out.flowguard.push(await c.flowguard(`q-${tag}`, ids))
     out.ioredis.push(await c.ioredis(`seed:${tag}`, ids))
+    if (c.seed) out.seed.push(await c.seed(`plain:${tag}`, ids))
   }
   const m = (side, f) => median(out[side].map((x) => x[f]))
   const row = [
@@ -195,6 +298,10 @@ for (const [name, c] of Object.entries(cases)) {
     c.other ?? 'ioredis, the seed\'s commands',
   ]
   console.log(row.join(' | '))
+  if (c.seed) {
+    const floorOverSeed = m('ioredis', 'rate') / m('seed', 'rate')
+    console.log(`${'  floor ÷ seed'.padEnd(24)} | ${m('ioredis', 'rate').toFixed(0).padStart(15)} | ${m('seed', 'rate').toFixed(0).padStart(11)} | ${floorOverSeed.toFixed(2).padStart(5)} | Redis µs/id floor ${m('ioredis', 'us').toFixed(2)}, seed ${m('seed', 'us').toFixed(2)}`)
+  }
 }
 await fg.close()
 r.disconnect()

@@ -9,8 +9,6 @@ const DEFAULT_LEASE_MS = 600000
 const MAX_RESULT_BYTES = 1024 * 1024
 const OPTIONS = ['ttlMs', 'leaseMs', 'waitMs']
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
-
 function onceTimeout(key, waitMs) {
   return coded(Error, 'ERR_TIMEOUT', `idempotency key ${JSON.stringify(key)} is still being worked on by another caller after waiting ${waitMs} ms`)
 }
@@ -54,8 +52,11 @@ async function once(native, key, fn, options) {
   const claimOptions = leaseMs !== undefined ? { leaseMs } : {}
   const storeOptions = ttlMs !== undefined ? { ttlMs } : {}
   const started = Date.now()
-  for (let attempt = 0; ; attempt++) {
-    const claim = await native.claimKey(key, claimOptions)
+  for (;;) {
+    // While another caller holds the key, the native claim waits (with backoff; on PostgreSQL woken
+    // by the other caller's release or result, announced with NOTIFY) for what is left of waitMs.
+    const left = Math.max(0, waitMs - (Date.now() - started))
+    const claim = await native.claimKey(key, left > 0 ? { ...claimOptions, waitMs: left } : claimOptions)
     if (claim.status === 'done') return { value: JSON.parse(claim.json).v, ran: false }
     if (claim.status === 'claimed') {
       const leaseExpiresAt = Date.now() + claim.remainingMs
@@ -84,12 +85,7 @@ async function once(native, key, fn, options) {
       }
       return { value, ran: true }
     }
-    const left = waitMs - (Date.now() - started)
-    if (left <= 0) throw onceTimeout(key, waitMs)
-    // Backoff with jitter, 5 ms doubling to 250 ms, never past the other caller's lease or our wait.
-    const cap = Math.min(250, 5 * 2 ** Math.min(attempt, 6))
-    const pause = cap / 2 + (Math.random() * cap) / 2
-    await sleep(Math.max(1, Math.min(pause, left, claim.remainingMs + 1)))
+    if (waitMs - (Date.now() - started) <= 0) throw onceTimeout(key, waitMs)
   }
 }
 

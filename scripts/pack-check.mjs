@@ -82,7 +82,7 @@ export function checkPackages(report, { binary = join(root, 'flowguard.linux-x64
 
   check('flowguard: npm pack lists exactly the JS layer (index.js, lib/), binding loader, types, README, LICENSE', () => {
     const files = packList(root)
-    const lib = ['errors', 'item-results', 'job-state', 'once', 'options', 'with-lease'].map((f) => `lib/${f}.js`)
+    const lib = ['errors', 'item-results', 'job-state', 'once', 'options', 'queue-results', 'with-lease'].map((f) => `lib/${f}.js`)
     const wrong = sameList(files, ['LICENSE', 'README.md', 'package.json', 'index.js', 'index.d.ts', 'binding.js', 'binding.d.ts', ...lib])
     if (wrong) return wrong
     if (!files.includes(pkg.main) || !files.includes(pkg.types)) return `main ${pkg.main} / types ${pkg.types} not in the tarball`

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // A throwaway PostgreSQL cluster for the PostgreSQL suites (Debian's `postgresql` package).
 //
-//   node scripts/postgres.mjs -- <command> [args…]
+//   node scripts/postgres.mjs [--tls] -- <command> [args…]
 //
 // makes a cluster with `initdb` in a temp dir, starts it with `pg_ctl` on a free loopback port
 // (127.0.0.1 only, its socket in the temp dir), runs the command with FLOWGUARD_TEST_POSTGRES_URL set
@@ -17,12 +17,19 @@
 // user (made by the Debian package); run as anyone else, as that user. The cluster is for tests:
 // trust authentication on loopback, superuser `flowguard`, and fsync off (nothing on it is kept).
 // `startPostgres()` is exported for other scripts (it returns { url, port, dir, data, bin, stop }).
+//
+// With --tls (`startPostgres({ tls: true })`): `ssl=on` with a throwaway CA and a server
+// certificate for localhost / 127.0.0.1 (__test__/tls-certs.mjs, openssl), and a pg_hba.conf that
+// takes TCP connections over TLS only (`hostssl`); the CA's PEM file is FLOWGUARD_TEST_POSTGRES_CA
+// (`ca` of the returned object).
 import { spawn, spawnSync } from 'node:child_process'
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import net from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
+
+import { makeCerts } from '../__test__/tls-certs.mjs'
 
 /** The bin dir of the newest installed PostgreSQL (/usr/lib/postgresql/<major>/bin), or null. */
 export function postgresBin() {
@@ -60,8 +67,22 @@ function pg(bin, program, args, as) {
   return r
 }
 
-/** Starts a throwaway cluster on a free loopback port. */
-export async function startPostgres() {
+/** The server's TLS files in `dir`/tls, readable by the cluster's user only; the options that use
+ * them; and a pg_hba.conf (in `data`) that takes TCP connections over TLS only. */
+function tlsSetup(dir, data, as) {
+  const certs = join(dir, 'tls')
+  mkdirSync(certs)
+  const files = makeCerts(certs)
+  for (const f of [certs, files.cert, files.key]) {
+    if (as.uid !== undefined) chownSync(f, as.uid, as.gid)
+  }
+  chmodSync(files.key, 0o600)
+  writeFileSync(join(data, 'pg_hba.conf'), 'local all all trust\nhostssl all all 127.0.0.1/32 trust\n')
+  return { ca: files.ca, opts: ` -c ssl=on -c ssl_cert_file=${files.cert} -c ssl_key_file=${files.key}` }
+}
+
+/** Starts a throwaway cluster on a free loopback port (`tls`: over TLS only, see above). */
+export async function startPostgres({ tls = false } = {}) {
   const bin = postgresBin()
   if (!bin) throw new Error('PostgreSQL is not installed: apt-get install -y postgresql (or set FLOWGUARD_TEST_POSTGRES_URL)')
   const as = runAs()
@@ -75,9 +96,10 @@ export async function startPostgres() {
   try {
     pg(bin, 'initdb', ['-D', data, '-U', 'flowguard', '-A', 'trust', '-E', 'UTF8', '--no-sync', '--no-instructions'], as)
     const port = await freePort()
-    const opts = `-p ${port} -c listen_addresses=127.0.0.1 -k ${dir} -c fsync=off -c max_connections=300`
+    const withTls = tls ? tlsSetup(dir, data, as) : null
+    const opts = `-p ${port} -c listen_addresses=127.0.0.1 -k ${dir} -c fsync=off -c max_connections=300${withTls?.opts ?? ''}`
     pg(bin, 'pg_ctl', ['-D', data, '-l', join(dir, 'log'), '-w', '-t', '60', '-o', opts, 'start'], as)
-    return { url: `postgres://flowguard@127.0.0.1:${port}/postgres`, port, dir, data, bin, stop: stopAt }
+    return { url: `postgres://flowguard@127.0.0.1:${port}/postgres`, port, dir, data, bin, stop: stopAt, ...(withTls ? { ca: withTls.ca } : {}) }
   } catch (e) {
     stopAt()
     throw e
@@ -91,7 +113,7 @@ if (resolve(process.argv[1] ?? '') === fileURLToPath(import.meta.url)) {
     console.error('usage: node scripts/postgres.mjs -- <command> [args…]')
     process.exit(2)
   }
-  const cluster = await startPostgres()
+  const cluster = await startPostgres({ tls: process.argv.slice(2, dash).includes('--tls') })
   console.log(`throwaway PostgreSQL on 127.0.0.1:${cluster.port}`)
   let stopped = false
   const stop = () => {
@@ -107,6 +129,7 @@ if (resolve(process.argv[1] ?? '') === fileURLToPath(import.meta.url)) {
       FLOWGUARD_TEST_POSTGRES_URL: cluster.url,
       FLOWGUARD_POSTGRES_DATA: cluster.data,
       FLOWGUARD_POSTGRES_BIN: cluster.bin,
+      ...(cluster.ca ? { FLOWGUARD_TEST_POSTGRES_CA: cluster.ca } : {}),
     },
   })
   for (const sig of ['SIGINT', 'SIGTERM']) {

@@ -9,7 +9,9 @@ use napi_derive::napi;
 use super::from_js::{js_input, one_or_many, opt, opt_ms, whole, Arg, Field};
 use super::promise;
 use flowguard_core::backend::durable::Durability;
-use flowguard_core::backend::postgres::PostgresOptions as CorePostgresOptions;
+use flowguard_core::backend::postgres::{
+    PostgresOptions as CorePostgresOptions, PostgresTls as CorePostgresTls,
+};
 use flowguard_core::backend::redis::SentinelOptions as CoreSentinelOptions;
 use flowguard_core::client::{Client, OpenOptions as CoreOpenOptions};
 
@@ -31,7 +33,8 @@ pub struct OpenOptions {
     /// A PostgreSQL database: its URL (`postgres://user:password@host:port/database`), or the URL
     /// with the schema of flowguard's tables (default `flowguard`, created on first use) and the
     /// pool's size (default 10). Not with `url`, `cluster`, `sentinel` or `path`. Every
-    /// pattern (docs/postgres.md). No TLS yet (`sslmode=require` is refused).
+    /// pattern (docs/postgres.md). TLS per the URL's `sslmode` (libpq's meanings), the CA as
+    /// `sslrootcert=<file>` or `tls: { ca }`.
     #[napi(ts_type = "string | PostgresOptions")]
     pub postgres: Option<Either<String, PostgresOptions>>,
     /// A file for the durable embedded store (created when absent; not with `url`): items, locks,
@@ -123,9 +126,22 @@ pub struct PostgresOptions {
     pub schema: Option<String>,
     /// Pooled connections of this client, 1 to 1000. Default 10.
     pub pool_size: Option<f64>,
+    /// TLS: given, the URL's `sslmode` defaults to `verify-full` (else `prefer`, as libpq).
+    pub tls: Option<PostgresTls>,
 }
 
-js_input!(PostgresOptions { url = "url", schema = "schema", pool_size = "poolSize" });
+js_input!(PostgresOptions { url = "url", schema = "schema", pool_size = "poolSize", tls = "tls" });
+
+/// The `tls` of the `postgres` option.
+#[napi(object, object_from_js = false, object_to_js = false)]
+pub struct PostgresTls {
+    /// The CA certificates (PEM text) the server's certificate is checked against, instead of
+    /// the URL's `sslrootcert=<file>`. Omitted: `sslrootcert`, else (verify-ca, verify-full) the
+    /// system's trust store.
+    pub ca: Option<String>,
+}
+
+js_input!(PostgresTls { ca = "ca" });
 
 impl PostgresOptions {
     fn into_core(v: Either<String, PostgresOptions>) -> flowguard_core::Result<CorePostgresOptions> {
@@ -137,6 +153,7 @@ impl PostgresOptions {
                     url: o.url,
                     schema: o.schema,
                     pool_size: size.map(|n| u32::try_from(n).unwrap_or(u32::MAX)),
+                    tls: o.tls.map(|t| CorePostgresTls { ca: t.ca }),
                 }
             }
         })

@@ -6,7 +6,7 @@ use napi_derive::napi;
 
 use super::client::Flowguard;
 use super::from_js::{js_input, one_or_many, opt, opt_ms, whole, Arg, Field};
-use super::{js_error, promise};
+use super::{js_error, now_or_promise, promise};
 use flowguard_core::queue::{self as core, EnqueueOptions, ReadOptions, SettleOutcome, ShardSelect};
 
 /// Options of `enqueue`.
@@ -34,32 +34,6 @@ js_input!(QueueEnqueueOptions {
     max_delay_ms = "maxDelayMs"
 });
 
-#[napi(object)]
-pub struct QueueEnqueued {
-    pub id: String,
-    pub shard: u32,
-    /// `added`: new; `duplicate`: already waiting, due time kept; `debounced`: already waiting,
-    /// due time moved; `claimed`: held by a reader now, delivered once more after its claim ends;
-    /// `dead`: a dead letter, left one (not enqueued) until `requeueDead` (SQS keeps a message in
-    /// its dead-letter queue until it is redriven).
-    #[napi(ts_type = "'added' | 'duplicate' | 'debounced' | 'claimed' | 'dead'")]
-    pub outcome: String,
-    /// When the id is due, in ms since the epoch (the backend's clock); 0 for a dead letter.
-    pub due_at: f64,
-}
-
-#[napi(object)]
-pub struct QueueEnqueueResult {
-    pub added: u32,
-    pub duplicates: u32,
-    pub debounced: u32,
-    pub claimed: u32,
-    /// Ids that are dead letters (left as they are).
-    pub dead: u32,
-    /// One entry per id given, in order.
-    pub items: Vec<QueueEnqueued>,
-}
-
 /// Options of `readBatch`.
 #[napi(object, object_from_js = false, object_to_js = false)]
 pub struct QueueReadOptions {
@@ -86,52 +60,11 @@ js_input!(QueueReadOptions {
     max_deliveries = "maxDeliveries"
 });
 
-#[napi(object)]
-pub struct QueueItem {
-    pub id: String,
-    pub shard: u32,
-    /// When it became due, in ms since the epoch.
-    pub due_at: f64,
-}
-
-#[napi(object)]
-pub struct QueueBatch {
-    /// The owner token (receipt) of this read: pass it to `ack` and `release`.
-    pub owner: String,
-    /// Until when the ids are held, in ms since the epoch (0 when the batch is empty).
-    pub visible_until: f64,
-    /// The claimed ids, oldest first.
-    pub ids: Vec<String>,
-    pub items: Vec<QueueItem>,
-    /// Present when some shards could not be read (unreachable, or no reply within the command
-    /// timeout; e.g. a Redis Cluster node failing over): their due ids stay due for a later read.
-    /// The call fails when no shard could be read.
-    pub failed_shards: Option<Vec<u32>>,
-}
-
-#[napi(object)]
-pub struct QueueSettled {
-    pub id: String,
-    pub shard: u32,
-    pub ok: bool,
-    /// Why it was not acked or released: not claimed (any more), claimed by another read, or
-    /// past its visibility timeout (it will be delivered again).
-    #[napi(ts_type = "'not_claimed' | 'not_owner' | 'expired'")]
-    pub reason: Option<String>,
-    /// The id had been enqueued again while claimed, so it is waiting again.
-    pub requeued: bool,
-    /// When the id is due again, if it is waiting again after this call.
-    pub due_at: Option<f64>,
-}
-
-#[napi(object)]
-pub struct QueueSettleResult {
-    /// How many ids were acked (or released).
-    pub done: u32,
-    /// How many were refused (see each item's `reason`).
-    pub refused: u32,
-    pub items: Vec<QueueSettled>,
-}
+/// `readBatch`'s result as the native side gives it to lib/queue-results.js (a JavaScript array,
+/// no object per id; index.d.ts has `QueueBatch`): the owner token, until when the ids are held,
+/// the ids, per id its shard and when it became due (ms since the epoch), and the shards that
+/// could not be read (None: every shard answered).
+type BatchCompact = (String, f64, Vec<String>, Float64Array, Option<Vec<u32>>);
 
 /// Options of `ack`.
 #[napi(object, object_from_js = false, object_to_js = false)]
@@ -283,34 +216,50 @@ fn duration(name: &'static str, v: Option<f64>) -> flowguard_core::Result<Option
     opt_ms(Field("options", name), v)
 }
 
-fn settle_result(items: Vec<core::Settled>) -> QueueSettleResult {
-    let items: Vec<QueueSettled> = items
-        .into_iter()
-        .map(|s| QueueSettled {
-            id: s.id,
-            shard: s.shard,
-            ok: matches!(s.outcome, SettleOutcome::Done { .. }),
-            reason: s.outcome.reason().map(str::to_string),
-            requeued: matches!(s.outcome, SettleOutcome::Done { requeued: true }),
-            due_at: s.due_at.map(|v| v as f64),
-        })
-        .collect();
-    let done = items.iter().filter(|i| i.ok).count() as u32;
-    QueueSettleResult { done, refused: items.len() as u32 - done, items }
+/// The code of an enqueue outcome in the compact result (lib/queue-results.js `ENQUEUED`).
+fn enqueue_code(o: core::EnqueueOutcome) -> f64 {
+    match o {
+        core::EnqueueOutcome::Added => 0.0,
+        core::EnqueueOutcome::Duplicate => 1.0,
+        core::EnqueueOutcome::Debounced => 2.0,
+        core::EnqueueOutcome::Claimed => 3.0,
+        core::EnqueueOutcome::Dead => 4.0,
+    }
+}
+
+/// An ack's or release's result as numbers, per id in the order given: the outcome's code (0
+/// done, 1 done and requeued, 2 not claimed, 3 not owner, 4 expired: lib/queue-results.js
+/// `SETTLED`), the shard, and when the id is due again (NaN: it is not waiting again).
+fn settle_numbers(items: Vec<core::Settled>) -> Float64Array {
+    let mut out = Vec::with_capacity(3 * items.len());
+    for s in items {
+        out.push(match s.outcome {
+            SettleOutcome::Done { requeued: false } => 0.0,
+            SettleOutcome::Done { requeued: true } => 1.0,
+            SettleOutcome::NotClaimed => 2.0,
+            SettleOutcome::NotOwner => 3.0,
+            SettleOutcome::Expired => 4.0,
+        });
+        out.push(s.shard as f64);
+        out.push(s.due_at.map_or(f64::NAN, |v| v as f64));
+    }
+    Float64Array::new(out)
 }
 
 #[napi]
 impl Flowguard {
     /// Enqueues one id or many: each to shard `fnv1a(id) % shards`, one atomic step per shard.
-    /// An id already waiting is not added again.
-    #[napi]
+    /// An id already waiting is not added again. index.js's `enqueue` builds the result from the
+    /// numbers this returns, per id given: the outcome's code, the shard, the due time (the value
+    /// itself when done at once, else a Promise of it).
+    #[napi(js_name = "_enqueue", skip_typescript)]
     pub fn enqueue<'e>(
         &self,
         env: &'e Env,
         queue: Arg<'e, String>,
         ids: Arg<'e, Either<String, Vec<String>>>,
         options: Option<Arg<'e, QueueEnqueueOptions>>,
-    ) -> Result<PromiseRaw<'e, QueueEnqueueResult>> {
+    ) -> Result<Unknown<'e>> {
         let parsed = (|| {
             let (queue, ids) = (queue.get("queue")?, one_or_many(ids.get("ids")?));
             let opts = match opt(&options, "options")? {
@@ -325,38 +274,29 @@ impl Flowguard {
             Ok((queue, ids, opts))
         })();
         let client = self.client.clone();
-        promise(env, async move {
+        now_or_promise(env, async move {
             let (queue, ids, opts) = parsed?;
             let items = client.enqueue(&queue, ids, opts).await?;
-            let count = |o: core::EnqueueOutcome| items.iter().filter(|e| e.outcome == o).count() as u32;
-            Ok(QueueEnqueueResult {
-                added: count(core::EnqueueOutcome::Added),
-                duplicates: count(core::EnqueueOutcome::Duplicate),
-                debounced: count(core::EnqueueOutcome::Debounced),
-                claimed: count(core::EnqueueOutcome::Claimed),
-                dead: count(core::EnqueueOutcome::Dead),
-                items: items
-                    .into_iter()
-                    .map(|e| QueueEnqueued {
-                        id: e.id,
-                        shard: e.shard,
-                        outcome: e.outcome.as_str().to_string(),
-                        due_at: e.due_at as f64,
-                    })
-                    .collect(),
-            })
+            let mut out = Vec::with_capacity(3 * items.len());
+            for e in items {
+                out.push(enqueue_code(e.outcome));
+                out.push(e.shard as f64);
+                out.push(e.due_at as f64);
+            }
+            Ok(Float64Array::new(out))
         })
     }
 
     /// Atomically claims up to `limit` due ids, oldest first, for the visibility timeout. Two
     /// reads never hold the same id; ids not acked or released in time become due again.
-    #[napi]
+    /// index.js's `readBatch` builds the result (see [`BatchCompact`]).
+    #[napi(js_name = "_readBatch", skip_typescript)]
     pub fn read_batch<'e>(
         &self,
         env: &'e Env,
         queue: Arg<'e, String>,
         options: Option<Arg<'e, QueueReadOptions>>,
-    ) -> Result<PromiseRaw<'e, QueueBatch>> {
+    ) -> Result<Unknown<'e>> {
         let parsed = (|| {
             let queue = queue.get("queue")?;
             let opts = match opt(&options, "options")? {
@@ -372,26 +312,26 @@ impl Flowguard {
             Ok((queue, opts))
         })();
         let client = self.client.clone();
-        promise(env, async move {
+        now_or_promise(env, async move {
             let (queue, opts) = parsed?;
             let b = client.read_batch(&queue, opts).await?;
-            Ok(QueueBatch {
-                failed_shards: (!b.failed_shards.is_empty()).then_some(b.failed_shards),
-                owner: b.owner,
-                visible_until: b.visible_until as f64,
-                ids: b.items.iter().map(|d| d.id.clone()).collect(),
-                items: b
-                    .items
-                    .into_iter()
-                    .map(|d| QueueItem { id: d.id, shard: d.shard, due_at: d.due_at as f64 })
-                    .collect(),
-            })
+            let mut numbers = Vec::with_capacity(2 * b.items.len());
+            let mut ids = Vec::with_capacity(b.items.len());
+            for d in b.items {
+                numbers.push(d.shard as f64);
+                numbers.push(d.due_at as f64);
+                ids.push(d.id);
+            }
+            let failed = (!b.failed_shards.is_empty()).then_some(b.failed_shards);
+            let batch: BatchCompact =
+                (b.owner, b.visible_until as f64, ids, Float64Array::new(numbers), failed);
+            Ok(batch)
         })
     }
 
     /// Acks ids read with owner token `owner`: they leave the queue (an id enqueued again while
     /// claimed waits again). Ids not held by `owner` are refused per item.
-    #[napi]
+    #[napi(js_name = "_ack", skip_typescript)]
     pub fn ack<'e>(
         &self,
         env: &'e Env,
@@ -399,7 +339,7 @@ impl Flowguard {
         owner: Arg<'e, String>,
         ids: Arg<'e, Either<String, Vec<String>>>,
         options: Option<Arg<'e, QueueAckOptions>>,
-    ) -> Result<PromiseRaw<'e, QueueSettleResult>> {
+    ) -> Result<Unknown<'e>> {
         let parsed = (|| {
             let (queue, owner, ids) =
                 (queue.get("queue")?, owner.get("owner")?, one_or_many(ids.get("ids")?));
@@ -410,14 +350,14 @@ impl Flowguard {
             Ok((queue, owner, ids, shards))
         })();
         let client = self.client.clone();
-        promise(env, async move {
+        now_or_promise(env, async move {
             let (queue, owner, ids, shards) = parsed?;
-            Ok(settle_result(client.ack(&queue, &owner, ids, shards).await?))
+            Ok(settle_numbers(client.ack(&queue, &owner, ids, shards).await?))
         })
     }
 
     /// Releases ids read with owner token `owner`: they become due again (after `delayMs`).
-    #[napi]
+    #[napi(js_name = "_release", skip_typescript)]
     pub fn release<'e>(
         &self,
         env: &'e Env,
@@ -425,7 +365,7 @@ impl Flowguard {
         owner: Arg<'e, String>,
         ids: Arg<'e, Either<String, Vec<String>>>,
         options: Option<Arg<'e, QueueReleaseOptions>>,
-    ) -> Result<PromiseRaw<'e, QueueSettleResult>> {
+    ) -> Result<Unknown<'e>> {
         let parsed = (|| {
             let (queue, owner, ids) =
                 (queue.get("queue")?, owner.get("owner")?, one_or_many(ids.get("ids")?));
@@ -436,9 +376,9 @@ impl Flowguard {
             Ok((queue, owner, ids, shards, delay))
         })();
         let client = self.client.clone();
-        promise(env, async move {
+        now_or_promise(env, async move {
             let (queue, owner, ids, shards, delay) = parsed?;
-            Ok(settle_result(client.release(&queue, &owner, ids, shards, delay).await?))
+            Ok(settle_numbers(client.release(&queue, &owner, ids, shards, delay).await?))
         })
     }
 

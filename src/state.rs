@@ -58,9 +58,13 @@ pub struct ClaimKeyOptions {
     /// How long this caller may run the work before another may take the key over, in ms.
     /// Default 600000.
     pub lease_ms: Option<f64>,
+    /// While another caller holds the key, try again (with backoff; on PostgreSQL also when its
+    /// release or result is announced) until it is claimed or done, for up to this many ms.
+    /// Default 0: answer `pending` at once.
+    pub wait_ms: Option<f64>,
 }
 
-js_input!(ClaimKeyOptions { lease_ms = "leaseMs" });
+js_input!(ClaimKeyOptions { lease_ms = "leaseMs", wait_ms = "waitMs" });
 
 /// Options of `completeKey`.
 #[napi(object, object_from_js = false, object_to_js = false)]
@@ -82,6 +86,8 @@ pub struct KeyClaimResult {
     pub remaining_ms: Option<f64>,
     pub json: Option<String>,
     pub expires_at: Option<f64>,
+    /// How many times the key was tried (1 without `waitMs`).
+    pub attempts: f64,
 }
 
 fn set_opts(o: Option<StateSetOptions>) -> flowguard_core::Result<SetOptions> {
@@ -190,18 +196,27 @@ impl Flowguard {
         key: Arg<'e, String>,
         options: Option<Arg<'e, ClaimKeyOptions>>,
     ) -> Result<PromiseRaw<'e, KeyClaimResult>> {
-        let parsed =
-            (|| Ok((key.get("key")?, ttl("leaseMs", opt(&options, "options")?.map(|o| o.lease_ms))?)))();
+        let parsed = (|| {
+            let o = opt(&options, "options")?;
+            let wait = ttl("waitMs", o.as_ref().map(|o| o.wait_ms))?;
+            Ok((key.get("key")?, ttl("leaseMs", o.map(|o| o.lease_ms))?, wait))
+        })();
         let client = self.client.clone();
         promise(env, async move {
-            let (key, lease) = parsed?;
-            Ok(match client.claim_key(&key, lease).await? {
+            let (key, lease, wait) = parsed?;
+            let (claim, attempts) = match wait {
+                Some(wait) => client.claim_key_waiting(&key, lease, wait).await?,
+                None => (client.claim_key(&key, lease).await?, 1),
+            };
+            let attempts = f64::from(attempts);
+            Ok(match claim {
                 KeyClaim::Claimed { owner, lease_ms } => KeyClaimResult {
                     status: "claimed".into(),
                     owner: Some(owner),
                     remaining_ms: Some(lease_ms as f64),
                     json: None,
                     expires_at: None,
+                    attempts,
                 },
                 KeyClaim::Pending { remaining_ms } => KeyClaimResult {
                     status: "pending".into(),
@@ -209,6 +224,7 @@ impl Flowguard {
                     remaining_ms: Some(remaining_ms as f64),
                     json: None,
                     expires_at: None,
+                    attempts,
                 },
                 KeyClaim::Done { json, expires_at } => KeyClaimResult {
                     status: "done".into(),
@@ -216,6 +232,7 @@ impl Flowguard {
                     remaining_ms: None,
                     json: Some(json),
                     expires_at: expires_at.map(|t| t as f64),
+                    attempts,
                 },
             })
         })

@@ -18,7 +18,7 @@ const nodesDir = join(dirname(fileURLToPath(import.meta.url)), '..');
 const cloudDir = join(nodesDir, 'cloud');
 export const stageDir = join(nodesDir, '.cloud-package');
 
-/** The files of the addon's backends (Embedded, Redis) and the Redis credential: not in the Cloud package. */
+/** The files of the addon's backends (Embedded, Redis, PostgreSQL) and their credentials: not in the Cloud package. */
 export const FULL_ONLY = [
 	'nodes/shared/addon.ts',
 	'nodes/shared/client.ts',
@@ -26,8 +26,10 @@ export const FULL_ONLY = [
 	'nodes/shared/credentialTest.ts',
 	'nodes/shared/backend.ts',
 	'credentials/FlowguardRedisApi.credentials.ts',
+	'credentials/FlowguardPostgresApi.credentials.ts',
 ];
-const REDIS_CREDENTIAL_LINE = /^\s*\{ name: 'flowguardRedisApi', .*\},\n/m;
+/** The credential lines of the addon's backends in a node's inline list (one each). */
+const ADDON_CREDENTIAL_LINES = [/^\s*\{ name: 'flowguardRedisApi', .*\},\n/m, /^\s*\{ name: 'flowguardPostgresApi', .*\},\n/m];
 
 function files(dir) {
 	return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
@@ -55,9 +57,12 @@ export function stage() {
 		if (/\.node\.ts$/.test(rel)) {
 			// The node's credentials are listed inline (n8n's lint reads them from the class): the
 			// Cloud package has the flowguard Server credential only.
-			const text = readFileSync(src, 'utf8');
-			const out = text.replace(REDIS_CREDENTIAL_LINE, '');
-			if (out === text || REDIS_CREDENTIAL_LINE.test(out)) throw new Error(`${rel}: expected exactly one flowguardRedisApi credential line`);
+			let out = readFileSync(src, 'utf8');
+			for (const line of ADDON_CREDENTIAL_LINES) {
+				const before = out;
+				out = out.replace(line, '');
+				if (out === before || line.test(out)) throw new Error(`${rel}: expected exactly one ${line.source} credential line`);
+			}
 			writeFileSync(dest, out);
 		} else cpSync(src, dest);
 	}

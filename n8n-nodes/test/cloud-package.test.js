@@ -102,7 +102,7 @@ test('the nodes: the full package\'s names, version and operations, with the flo
 		assert.deepEqual(Object.keys(n.methods.credentialTest), ['flowguardServerConnectionTest']);
 		// The same parameters as the full package's, less the options of the addon's backends.
 		const names = (props) => props.flatMap((p) => [p.name, ...(p.options ?? []).map((o) => (o.value !== undefined ? o.value : o.name))]);
-		const addonOnly = new Set(['keyPrefix', 'memoryOnly', 'embedded', 'redis']);
+		const addonOnly = new Set(['keyPrefix', 'memoryOnly', 'embedded', 'redis', 'postgres']);
 		assert.deepEqual(names(d.properties), names(full.description.properties).filter((x) => !addonOnly.has(x)));
 	}
 });

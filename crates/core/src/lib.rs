@@ -20,6 +20,7 @@ pub mod state;
 pub mod token;
 pub mod tracker;
 pub mod validate;
+pub mod wakeup;
 
 pub use client::{Client, OpenOptions};
 pub use error::{Error, ErrorCode, Result};

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use crate::backend::BoxFuture;
 use crate::client::Client;
 use crate::error::Result;
+use crate::wakeup::{Subscription, Topic, FALLBACK_POLL_MS};
 use crate::{token, validate};
 
 /// Default lease of a lock: 600 s, as the n8n template uses.
@@ -128,11 +129,25 @@ fn pause(attempt: u32, holder_remaining_ms: u64, left: Duration) -> Duration {
     Duration::from_millis(ms.max(1)).min(left)
 }
 
+/// A wait's pause while its subscription is live: announcements wake it, this is the poll in case
+/// one was missed, jittered in [`FALLBACK_POLL_MS`] / 2 to [`FALLBACK_POLL_MS`], never past the
+/// holder's lease end or the deadline.
+fn fallback_pause(holder_remaining_ms: u64, left: Duration) -> Duration {
+    let jitter = rand::random::<u16>() as u64;
+    let ms = FALLBACK_POLL_MS / 2 + (FALLBACK_POLL_MS / 2) * jitter / 65535;
+    let ms = if holder_remaining_ms > 0 { ms.min(holder_remaining_ms + 1) } else { ms };
+    Duration::from_millis(ms.max(1)).min(left)
+}
+
 /// Runs `attempt` until `outcome` says it got what it wanted, or `wait_ms` has passed, pausing
 /// between attempts ([`pause`], given the time `outcome` says is left on the holder's lease).
+/// With `wait_ms`, a subscription to the releases of what it waits for is taken before each
+/// attempt while none is live (`subscribe`, see [`crate::wakeup`]): a release then ends the pause
+/// at once, and the pauses are the fallback poll's ([`fallback_pause`]).
 /// Returns the last attempt, the ms waited and the number of attempts.
 pub(crate) async fn retry<T, F, Fut>(
     wait_ms: u64,
+    subscribe: impl Fn() -> Option<Subscription>,
     mut attempt: F,
     outcome: impl Fn(&T) -> (bool, u64),
 ) -> Result<(T, u64, u32)>
@@ -143,7 +158,11 @@ where
     let start = Instant::now();
     let deadline = start + Duration::from_millis(wait_ms);
     let mut attempts = 0u32;
+    let mut sub: Option<Subscription> = None;
     loop {
+        if wait_ms > 0 && !sub.as_ref().is_some_and(Subscription::live) {
+            sub = subscribe();
+        }
         let a = attempt().await?;
         attempts += 1;
         let now = Instant::now();
@@ -151,7 +170,15 @@ where
         if done || now >= deadline {
             return Ok((a, now.duration_since(start).as_millis() as u64, attempts));
         }
-        tokio::time::sleep(pause(attempts - 1, remaining_ms, deadline - now)).await;
+        match sub.as_mut().filter(|s| s.live()) {
+            Some(s) => {
+                tokio::select! {
+                    () = tokio::time::sleep(fallback_pause(remaining_ms, deadline - now)) => {}
+                    () = s.released() => {}
+                }
+            }
+            None => tokio::time::sleep(pause(attempts - 1, remaining_ms, deadline - now)).await,
+        }
     }
 }
 
@@ -188,6 +215,7 @@ impl Client {
         let label = opts.label.as_deref();
         let (a, waited_ms, attempts) = retry(
             wait_ms,
+            || self.backend().subscribe(Topic::Lock, name),
             || self.backend().try_acquire(name, &owner, lease_ms, label),
             |a| (a.acquired, a.remaining_ms),
         )

@@ -12,6 +12,7 @@ use crate::backend::BoxFuture;
 use crate::client::Client;
 use crate::error::Result;
 use crate::lock::{check_holder, check_lease, retry, ExtendResult, ReleaseResult, DEFAULT_LOCK_MS};
+use crate::wakeup::Topic;
 use crate::{token, validate};
 
 /// The most permits of one semaphore: every step on a full one touches each holder at most once.
@@ -106,6 +107,7 @@ impl Client {
         let label = opts.label.as_deref();
         let (a, waited_ms, attempts) = retry(
             wait_ms,
+            || self.backend().subscribe(Topic::Permit, name),
             || self.backend().try_acquire_permit(name, &owner, permits, lease_ms, label),
             |a| (a.acquired, a.remaining_ms),
         )

@@ -207,6 +207,33 @@ impl Client {
         self.backend().claim_key(key, &token::new_token(), lease_ms).await
     }
 
+    /// Takes idempotency key `key` for `lease`, waiting up to `wait` while another caller holds
+    /// it: tried again with backoff (woken by its release or completion where the backend
+    /// announces them, see [`crate::wakeup`]) until it is claimed or done, or `wait` has passed
+    /// (then `Pending`). Also returns the number of tries.
+    pub async fn claim_key_waiting(
+        &self,
+        key: &str,
+        lease: Option<Duration>,
+        wait: Duration,
+    ) -> Result<(KeyClaim, u32)> {
+        validate::name("key", key)?;
+        let lease_ms = validate::duration_or("lease", lease, DEFAULT_KEY_LEASE_MS)?;
+        let wait_ms = validate::duration_or_zero("wait", wait)?;
+        let owner = token::new_token();
+        let (claim, _, attempts) = crate::lock::retry(
+            wait_ms,
+            || self.backend().subscribe(crate::wakeup::Topic::Key, key),
+            || self.backend().claim_key(key, &owner, lease_ms),
+            |c| match c {
+                KeyClaim::Pending { remaining_ms } => (false, *remaining_ms),
+                _ => (true, 0),
+            },
+        )
+        .await?;
+        Ok((claim, attempts))
+    }
+
     /// Stores the result of the work done under `owner` for `ttl`. Refused with
     /// `ERR_NOT_OWNER` when the key is no longer held by `owner` (its lease ran out).
     pub async fn complete_key(

@@ -96,6 +96,8 @@ pub struct Args {
     pub redis_sentinel_replica_acks: Option<u32>,
     /// PostgreSQL URL: postgres://[user[:password]@]host[:port]/database[?options] (or the
     /// key=value form); instead of --redis-url, the Redis Cluster or Sentinel flags and --path.
+    /// TLS per ?sslmode=disable|prefer|require|verify-ca|verify-full (libpq's meanings; default
+    /// prefer), the CA file as &sslrootcert=/path/ca.pem (verify-* without it: the system's store).
     #[arg(
         long,
         env = "FLOWGUARD_POSTGRES_URL",

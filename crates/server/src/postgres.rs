@@ -29,6 +29,8 @@ pub fn options(f: &PostgresFlags<'_>) -> Result<PostgresOptions> {
         url: f.url.to_string(),
         schema: f.schema.map(str::to_string),
         pool_size: f.pool_size,
+        // TLS is the URL's: sslmode and sslrootcert=<file> (docs/postgres.md).
+        tls: None,
     };
     opts.schema().map_err(flag_error)?;
     opts.pool_size().map_err(flag_error)?;

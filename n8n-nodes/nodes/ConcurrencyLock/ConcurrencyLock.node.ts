@@ -29,6 +29,7 @@ export class ConcurrencyLock implements INodeType {
 		outputs: `={{ $parameter["operation"] === "set" && $parameter["whenLocked"] === "output" ? [{ type: "${NodeConnectionTypes.Main}", displayName: "Acquired" }, { type: "${NodeConnectionTypes.Main}", displayName: "Locked" }] : ["${NodeConnectionTypes.Main}"] }}`,
 		credentials: [
 			{ name: 'flowguardRedisApi', required: true, testedBy: 'flowguardRedisConnectionTest', displayOptions: { show: { backend: ['redis'] } } },
+			{ name: 'flowguardPostgresApi', required: true, testedBy: 'flowguardPostgresConnectionTest', displayOptions: { show: { backend: ['postgres'] } } },
 			{ name: 'flowguardServerApi', required: true, testedBy: 'flowguardServerConnectionTest', displayOptions: SERVER_BACKEND },
 		],
 		properties: [

@@ -30,6 +30,7 @@ export class ItemTracker implements INodeType {
 		outputs: `={{ $parameter["operation"] === "set" && $parameter["status"] === "inProgress" ? [{ type: "${NodeConnectionTypes.Main}", displayName: "Claimed" }, { type: "${NodeConnectionTypes.Main}", displayName: "Skipped" }] : ["${NodeConnectionTypes.Main}"] }}`,
 		credentials: [
 			{ name: 'flowguardRedisApi', required: true, testedBy: 'flowguardRedisConnectionTest', displayOptions: { show: { backend: ['redis'] } } },
+			{ name: 'flowguardPostgresApi', required: true, testedBy: 'flowguardPostgresConnectionTest', displayOptions: { show: { backend: ['postgres'] } } },
 			{ name: 'flowguardServerApi', required: true, testedBy: 'flowguardServerConnectionTest', displayOptions: SERVER_BACKEND },
 		],
 		properties: [

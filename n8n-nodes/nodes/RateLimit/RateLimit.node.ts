@@ -31,6 +31,7 @@ export class RateLimit implements INodeType {
 		outputs: `={{ $parameter["operation"] !== "backOff" && $parameter["whenLimited"] === "output" ? [{ type: "${NodeConnectionTypes.Main}", displayName: "Allowed" }, { type: "${NodeConnectionTypes.Main}", displayName: "Limited" }] : ["${NodeConnectionTypes.Main}"] }}`,
 		credentials: [
 			{ name: 'flowguardRedisApi', required: true, testedBy: 'flowguardRedisConnectionTest', displayOptions: { show: { backend: ['redis'] } } },
+			{ name: 'flowguardPostgresApi', required: true, testedBy: 'flowguardPostgresConnectionTest', displayOptions: { show: { backend: ['postgres'] } } },
 			{ name: 'flowguardServerApi', required: true, testedBy: 'flowguardServerConnectionTest', displayOptions: SERVER_BACKEND },
 		],
 		properties: [

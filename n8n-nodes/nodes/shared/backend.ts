@@ -14,7 +14,7 @@ import { serverClientFor } from './server';
  * only, so that nothing it loads imports the addon.
  */
 
-/** The Backend parameter: Embedded and Redis (the native addon), and the flowguard server. */
+/** The Backend parameter: Embedded, Redis and PostgreSQL (the native addon), and the flowguard server. */
 export const backendProperty = backendSelector(
 	[
 		{
@@ -27,6 +27,12 @@ export const backendProperty = backendSelector(
 			name: 'Redis',
 			value: 'redis',
 			description: 'State kept in Redis, using a flowguard Redis credential. Works with queue mode.',
+		},
+		{
+			name: 'PostgreSQL',
+			value: 'postgres',
+			description:
+				"State kept in tables of its own schema in a PostgreSQL database (n8n's own will do), using a flowguard Postgres credential. Works with queue mode.",
 		},
 		{
 			name: 'Flowguard Server',
@@ -44,7 +50,7 @@ export const keyPrefixOptions: INodeProperties[] = [keyPrefixOption];
 /** The Keep State in Memory Only option (Embedded). */
 export const memoryOnlyOptions: INodeProperties[] = [memoryOnlyOption];
 
-/** The nodes' `methods.credentialTest`: the Test buttons of both credentials. */
+/** The nodes' `methods.credentialTest`: the Test buttons of the three credentials. */
 export const credentialTest = tests;
 
 /** The client of the node's backend. The flowguard server backend never loads the native addon. */

@@ -1,4 +1,4 @@
-import type { Flowguard, SentinelOptions } from 'flowguard';
+import type { Flowguard, PostgresOptions, SentinelOptions } from 'flowguard';
 import type { ICredentialDataDecryptedObject, IExecuteFunctions } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
@@ -6,7 +6,7 @@ import { AddonUnavailableError, loadFlowguard } from './addon';
 import { errorMessage } from './errors';
 import { embeddedStatePath } from './storage';
 
-type Backend = 'embedded' | 'redis';
+type Backend = 'embedded' | 'redis' | 'postgres';
 
 interface ClientSettings {
 	backend: Backend;
@@ -15,6 +15,8 @@ interface ClientSettings {
 	cluster?: string[];
 	/** A Sentinel-managed Redis (instead of `url`). */
 	sentinel?: SentinelOptions;
+	/** PostgreSQL (backend `postgres`). */
+	postgres?: PostgresOptions;
 	/** Embedded only: the file of the durable store; none keeps the state in memory. */
 	path?: string;
 	prefix: string;
@@ -28,7 +30,7 @@ interface ClientSettings {
 const clients = new Map<string, Promise<Flowguard>>();
 
 function cacheKey(s: ClientSettings): string {
-	return JSON.stringify([s.backend, s.url ?? '', s.cluster ?? [], s.sentinel ?? null, s.path ?? '', s.prefix]);
+	return JSON.stringify([s.backend, s.url ?? '', s.cluster ?? [], s.sentinel ?? null, s.postgres ?? null, s.path ?? '', s.prefix]);
 }
 
 export async function openClient(s: ClientSettings): Promise<Flowguard> {
@@ -38,7 +40,9 @@ export async function openClient(s: ClientSettings): Promise<Flowguard> {
 		// Loaded here, on first use, so that n8n loads the package even without the native binary.
 		pending = loadFlowguard().then(({ Flowguard }) =>
 			Flowguard.open(
-				s.backend !== 'redis'
+				s.backend === 'postgres'
+					? { postgres: s.postgres, prefix: s.prefix }
+					: s.backend !== 'redis'
 					? { prefix: s.prefix, ...(s.path ? { path: s.path } : {}) }
 					: s.cluster
 						? { cluster: s.cluster, prefix: s.prefix }
@@ -155,13 +159,36 @@ export function redisTargetFromCredential(c: ICredentialDataDecryptedObject): {
 	return { cluster: [redisUrlFromCredential({ ...c, database: 0 }), ...others] };
 }
 
+/** The SSL modes of the Postgres credential (libpq's sslmode values flowguard takes). */
+const SSL_MODES = new Set(['disable', 'prefer', 'require', 'verify-ca', 'verify-full']);
+
+/**
+ * The `postgres` option of the Flowguard Postgres credential: a postgres:// URL of its host, port,
+ * database, user, password and SSL mode (sslmode), the CA certificate as `tls.ca` (PEM text), and
+ * the schema.
+ */
+export function postgresOptionsFromCredential(c: ICredentialDataDecryptedObject): PostgresOptions {
+	const host = str(c.host).trim() || 'localhost';
+	const h = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
+	const port = Number(c.port ?? 5432) || 5432;
+	const user = str(c.user);
+	const password = str(c.password);
+	const auth = user || password ? `${encodeURIComponent(user)}${password ? ':' + encodeURIComponent(password) : ''}@` : '';
+	const mode = SSL_MODES.has(str(c.sslMode)) ? str(c.sslMode) : 'prefer';
+	const database = str(c.database).trim() || 'postgres';
+	const url = `postgres://${auth}${h}:${port}/${encodeURIComponent(database)}?sslmode=${mode}`;
+	const ca = str(c.ca).trim();
+	const schema = str(c.schema).trim();
+	return { url, ...(schema ? { schema } : {}), ...(ca && mode !== 'disable' ? { tls: { ca } } : {}) };
+}
+
 /** True when n8n runs in queue mode (executions spread over worker processes). */
 export function isQueueMode(): boolean {
 	return (process.env.EXECUTIONS_MODE ?? '').trim().toLowerCase() === 'queue';
 }
 
 export const QUEUE_MODE_MESSAGE =
-	'The Embedded backend keeps its locks, items and queues on this machine (in a file in n8n\'s folder, or in memory), but this n8n runs in queue mode (EXECUTIONS_MODE=queue), where executions run in worker processes, usually on other machines, that would not see that state. Set Backend to Redis and choose a Redis credential, or to Flowguard Server.';
+	'The Embedded backend keeps its locks, items and queues on this machine (in a file in n8n\'s folder, or in memory), but this n8n runs in queue mode (EXECUTIONS_MODE=queue), where executions run in worker processes, usually on other machines, that would not see that state. Set Backend to Redis or PostgreSQL and choose its credential, or to Flowguard Server.';
 
 /**
  * Opens (or reuses) the client for the node's backend settings. Backend and prefix are read once
@@ -179,6 +206,18 @@ export async function clientFor(ctx: IExecuteFunctions): Promise<Flowguard> {
 			throw new NodeOperationError(ctx.getNode(), `Could not connect to Redis: ${errorMessage(error)}`, {
 				description:
 					'Check the host, port (or the master name and sentinel nodes), password and TLS setting of the Redis credential, and that Redis is running.',
+			});
+		}
+	}
+	if (backend === 'postgres') {
+		const cred = await ctx.getCredentials('flowguardPostgresApi');
+		try {
+			return await openClient({ backend, postgres: postgresOptionsFromCredential(cred), prefix });
+		} catch (error) {
+			if (error instanceof AddonUnavailableError) throw addonError(ctx, error);
+			throw new NodeOperationError(ctx.getNode(), `Could not connect to PostgreSQL: ${errorMessage(error)}`, {
+				description:
+					'Check the host, port, database, user, password, SSL mode and CA certificate of the Postgres credential, that PostgreSQL is running, and that the user may create the schema (or that it exists).',
 			});
 		}
 	}

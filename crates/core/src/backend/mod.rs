@@ -26,6 +26,7 @@ use crate::queue::QueueBackend;
 use crate::semaphore::SemaphoreBackend;
 use crate::state::StateBackend;
 use crate::tracker::TrackerBackend;
+use crate::wakeup::{Subscription, Topic};
 
 /// The future of one backend step.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T>> + Send + 'a>>;
@@ -48,6 +49,13 @@ pub trait Backend:
     /// Lets go of what this client holds (a pooled Redis connection, a durable store's file);
     /// later calls may fail with `ERR_CLOSED`. The in-memory store holds nothing per client.
     fn close(&self) {}
+
+    /// A subscription to the announced releases of `name` (of this client's key prefix), taken
+    /// by a wait before each try (see [`crate::wakeup`]); none where releases are not announced
+    /// (every backend but PostgreSQL) or not now: the wait then polls.
+    fn subscribe(&self, _topic: Topic, _name: &str) -> Option<Subscription> {
+        None
+    }
 }
 
 /// A step that is already done: ready on its first poll.

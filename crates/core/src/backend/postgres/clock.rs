@@ -3,7 +3,9 @@
 //! Redis backend reads `TIME` in its scripts). Never the client's clock: every process that uses
 //! the database decides leases at the same time.
 
-use super::{Ctx, Fail, Sql};
+use tokio_postgres::Row;
+
+use super::{Ctx, Fail, Params, Sql};
 
 /// The statements that read the clock, in ms and in µs (the Rate Limiter's unit; PostgreSQL's
 /// timestamps have µs).
@@ -18,6 +20,19 @@ impl Ctx<'_, '_> {
     /// The database's time now (µs since the epoch).
     pub async fn now_us(&self) -> Sql<i64> {
         self.read_clock(NOW_US).await
+    }
+    /// Runs `sql` (typically one that locks rows, `… FOR UPDATE`) and then reads the database's
+    /// time (ms), in one round trip: both statements are prepared first, then sent together (the
+    /// driver sends a statement on its future's first poll and pipelines futures polled together;
+    /// `try_join` polls `sql`'s first), and PostgreSQL runs them in the order sent, so the time is
+    /// still read after the rows are locked.
+    pub async fn query_then_now(&self, sql: &str, params: Params<'_>) -> Sql<(Vec<Row>, i64)> {
+        let (st, clock) = (self.prepare(sql).await?, self.prepare(NOW).await?);
+        let (rows, now) =
+            futures_util::future::try_join(self.tx.query(&st, params), self.tx.query_opt(&clock, &[]))
+                .await?;
+        let now = now.ok_or_else(|| Fail::Corrupt("the clock read no row".into()))?;
+        Ok((rows, now.try_get(0)?))
     }
     async fn read_clock(&self, sql: &str) -> Sql<i64> {
         let row =

@@ -19,6 +19,7 @@ use super::{text, transaction, Ctx, Postgres, Purged, Sql};
 use crate::backend::BoxFuture;
 use crate::lock::{Attempt, ExtendResult, LockBackend, LockInfo, ReleaseResult};
 use crate::rules::lock::{self, Holder};
+use crate::wakeup::Topic;
 
 /// A lock's row.
 struct Stored {
@@ -54,10 +55,12 @@ pub(super) const LOAD: &str = "SELECT owner, fence, label, exp FROM {s}.locks WH
 pub(super) const LOAD_LOCKED: &str =
     "SELECT owner, fence, label, exp FROM {s}.locks WHERE ns = $1 AND name = $2 FOR UPDATE";
 
-/// The row of lock `name`, locked until the transaction ends when `for_update`.
-async fn load(c: &Ctx<'_, '_>, name: &str, for_update: bool) -> Sql<Option<Stored>> {
+/// The row of lock `name`, locked until the transaction ends when `for_update`, and the
+/// database's time read after it (one round trip, see `Ctx::query_then_now`).
+async fn load(c: &Ctx<'_, '_>, name: &str, for_update: bool) -> Sql<(Option<Stored>, i64)> {
     let sql = if for_update { LOAD_LOCKED } else { LOAD };
-    c.query_opt(sql, &[&c.ns(), &name.as_bytes()]).await?.as_ref().map(Stored::from_row).transpose()
+    let (rows, now) = c.query_then_now(sql, &[&c.ns(), &name.as_bytes()]).await?;
+    Ok((rows.first().map(Stored::from_row).transpose()?, now))
 }
 
 async fn try_acquire(
@@ -68,8 +71,7 @@ async fn try_acquire(
     label: Option<&str>,
     sweep: bool,
 ) -> Sql<Attempt> {
-    let row = load(c, name, true).await?;
-    let now = c.now().await?;
+    let (row, now) = load(c, name, true).await?;
     let label = lock::label(label);
     let d = lock::acquire(
         row.as_ref().and_then(Stored::holder),
@@ -112,21 +114,21 @@ async fn take(
 }
 
 async fn release(c: &Ctx<'_, '_>, name: &str, owner: &str) -> Sql<ReleaseResult> {
-    let row = load(c, name, true).await?;
-    let now = c.now().await?;
+    let (row, now) = load(c, name, true).await?;
     let r = lock::release(row.as_ref().and_then(Stored::holder), owner, now);
     if r.released {
         free(c, name, now).await?;
+        c.notify(Topic::Lock, name).await?;
     }
     Ok(r)
 }
 
 async fn release_fence(c: &Ctx<'_, '_>, name: &str, fence: u64) -> Sql<ReleaseResult> {
-    let row = load(c, name, true).await?;
-    let now = c.now().await?;
+    let (row, now) = load(c, name, true).await?;
     let r = lock::release_fence(row.as_ref().and_then(Stored::holder), fence, now);
     if r.released {
         free(c, name, now).await?;
+        c.notify(Topic::Lock, name).await?;
     }
     Ok(r)
 }
@@ -142,8 +144,7 @@ async fn free(c: &Ctx<'_, '_>, name: &str, now: i64) -> Sql<()> {
 }
 
 async fn extend(c: &Ctx<'_, '_>, name: &str, owner: &str, lease_ms: u64) -> Sql<ExtendResult> {
-    let row = load(c, name, true).await?;
-    let now = c.now().await?;
+    let (row, now) = load(c, name, true).await?;
     let r = lock::extend(row.as_ref().and_then(Stored::holder), owner, lease_ms, now);
     if r.extended {
         c.execute(
@@ -156,8 +157,7 @@ async fn extend(c: &Ctx<'_, '_>, name: &str, owner: &str, lease_ms: u64) -> Sql<
 }
 
 async fn inspect(c: &Ctx<'_, '_>, name: &str) -> Sql<LockInfo> {
-    let row = load(c, name, false).await?;
-    let now = c.now().await?;
+    let (row, now) = load(c, name, false).await?;
     let live = row.as_ref().and_then(Stored::holder).filter(|h| lock::holds(h.expires_at, now));
     Ok(match live {
         Some(h) => LockInfo {

@@ -7,8 +7,8 @@
 //! - A pool of connections (deadpool-postgres over tokio-postgres; no protocol code of our own),
 //!   made lazily, of [`PostgresOptions::pool_size`]; the connect timeout is the client's
 //!   `connect_timeout`, and every statement runs under the client's `command_timeout` as
-//!   PostgreSQL's `statement_timeout` (so a wait for a row lock is bounded too). Plain TCP only
-//!   for now: a URL asking for TLS (`sslmode=require`) is refused with `ERR_UNSUPPORTED`.
+//!   PostgreSQL's `statement_timeout` (so a wait for a row lock is bounded too). TLS per libpq's
+//!   `sslmode` (`tls`).
 //! - Every call that writes is one transaction (`READ COMMITTED`): it locks the rows it needs
 //!   (`SELECT … FOR UPDATE`, several rows in key order so that two calls never deadlock), then
 //!   reads the database's clock (`clock_timestamp()`, after the locks, so a call that waited
@@ -24,10 +24,12 @@ mod clock;
 mod explain_tests;
 mod limiter;
 mod lock;
+mod notify;
 mod queue;
 mod schema;
 mod semaphore;
 mod state;
+mod tls;
 mod tracker;
 
 use std::fmt;
@@ -35,14 +37,17 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, PoolError, RecyclingMethod, Runtime};
-use tokio_postgres::config::SslMode;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{NoTls, Row};
+use tokio_postgres::Row;
+use tokio_postgres_rustls::MakeRustlsConnect;
+
+use tls::{RootCert, SslMode};
 
 use crate::backend::Backend;
 use crate::client::Config;
 use crate::error::{Error, ErrorCode, FieldPath, Result};
+use crate::wakeup::{Subscription, Topic};
 
 /// Default schema of flowguard's tables.
 pub const DEFAULT_SCHEMA: &str = "flowguard";
@@ -64,6 +69,18 @@ pub struct PostgresOptions {
     pub schema: Option<String>,
     /// Pooled connections, 1 to [`MAX_POOL_SIZE`]. Default [`DEFAULT_POOL_SIZE`].
     pub pool_size: Option<u32>,
+    /// TLS settings beside the URL's `sslmode`. Given, the default `sslmode` is `verify-full`
+    /// (without it, `prefer`, as libpq).
+    pub tls: Option<PostgresTls>,
+}
+
+/// The `tls` of [`PostgresOptions`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct PostgresTls {
+    /// The CA certificates to check the server's certificate with, as PEM text (instead of the
+    /// URL's `sslrootcert=<file>`). None: the URL's `sslrootcert`, else, for `verify-ca` and
+    /// `verify-full`, the system's trust store.
+    pub ca: Option<String>,
 }
 
 /// Never prints the URL (it may hold a password).
@@ -73,6 +90,7 @@ impl fmt::Debug for PostgresOptions {
             .field("url", &"***")
             .field("schema", &self.schema)
             .field("pool_size", &self.pool_size)
+            .field("tls", &self.tls)
             .finish()
     }
 }
@@ -110,10 +128,11 @@ impl PostgresOptions {
         }
     }
 
-    /// The driver's settings from the URL, checked without connecting (errors name
-    /// `postgres.url`, never echo it).
-    fn driver_config(&self, config: &Config) -> Result<tokio_postgres::Config> {
-        let mut pg = tokio_postgres::Config::from_str(&self.url).map_err(|e| {
+    /// The driver's settings from the URL and its TLS connector, checked without connecting
+    /// (errors name `postgres.url` or `postgres.tls.ca`, never echo the URL).
+    fn driver_config(&self, config: &Config) -> Result<(tokio_postgres::Config, MakeRustlsConnect)> {
+        let url = tls::split_url(&self.url)?;
+        let mut pg = tokio_postgres::Config::from_str(&url.rest).map_err(|e| {
             Error::invalid_at(
                 FieldPath::new("postgres").field("url"),
                 format!(
@@ -128,13 +147,24 @@ impl PostgresOptions {
                 "names no host (postgres://host:port/database)",
             ));
         }
-        if pg.get_ssl_mode() == SslMode::Require {
-            return Err(Error::new(
-                ErrorCode::Unsupported,
-                "postgres.url asks for TLS (sslmode=require), which the PostgreSQL backend does not do yet: \
-                 connect over a trusted network or a local socket tunnel, or use sslmode=disable",
-            ));
-        }
+        let mode = url.mode.unwrap_or(if self.tls.is_some() { SslMode::VerifyFull } else { SslMode::Prefer });
+        pg.ssl_mode(mode.driver());
+        let ca_field = FieldPath::new("postgres").field("tls").field("ca");
+        let (root, field) = match (self.tls.as_ref().and_then(|t| t.ca.clone()), url.root_cert) {
+            (Some(_), Some(_)) => {
+                return Err(Error::invalid_at(
+                    ca_field,
+                    "is given with sslrootcert in postgres.url: give one of them",
+                ))
+            }
+            (Some(pem), None) => (Some(RootCert::Pem(pem)), ca_field),
+            (None, Some(f)) if f == "system" => {
+                (Some(RootCert::System), FieldPath::new("postgres").field("url"))
+            }
+            (None, Some(f)) => (Some(RootCert::File(f)), FieldPath::new("postgres").field("url")),
+            (None, None) => (None, ca_field),
+        };
+        let connector = tls::connector(mode, root.as_ref(), field)?;
         pg.connect_timeout(Duration::from_millis(config.connect_timeout_ms));
         // Every statement is bounded, a wait for a row lock included.
         let timeout = format!("-c statement_timeout={}", config.command_timeout_ms);
@@ -146,7 +176,7 @@ impl PostgresOptions {
         if pg.get_application_name().is_none() {
             pg.application_name("flowguard");
         }
-        Ok(pg)
+        Ok((pg, connector))
     }
 }
 
@@ -170,6 +200,8 @@ pub struct Postgres {
     acquisitions: std::sync::atomic::AtomicU32,
     /// Semaphore acquisitions by this client, for the sweep of forgotten names (see `semaphore`).
     permits: std::sync::atomic::AtomicU32,
+    /// The connection that hears the releases announced by NOTIFY, for the waits (`notify`).
+    listener: notify::Listener,
 }
 
 impl Postgres {
@@ -179,9 +211,10 @@ impl Postgres {
     pub async fn open(opts: &PostgresOptions, config: &Config) -> Result<Postgres> {
         let schema = opts.schema()?.to_string();
         let size = opts.pool_size()? as usize;
-        let pg = opts.driver_config(config)?;
+        let (pg, tls) = opts.driver_config(config)?;
+        let listener = notify::Listener::new(pg.clone(), tls.clone(), &schema);
         let manager =
-            Manager::from_config(pg, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+            Manager::from_config(pg, tls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
         let pool = Pool::builder(manager)
             .max_size(size)
             .runtime(Runtime::Tokio1)
@@ -195,6 +228,7 @@ impl Postgres {
             ns: config.keys.prefix().to_string(),
             acquisitions: Default::default(),
             permits: Default::default(),
+            listener,
         };
         schema::ensure(&store).await?;
         Ok(store)
@@ -436,7 +470,15 @@ pub(crate) fn pg_error(e: tokio_postgres::Error) -> Error {
     let Some(code) = e.code().cloned() else {
         // No SQLSTATE: the connection (refused, dropped, timed out, closed).
         let what = if e.is_closed() { "the connection was closed" } else { "the connection failed" };
-        return Error::new(ErrorCode::BackendUnavailable, format!("PostgreSQL: {what} ({e})")).with_source(e);
+        // The driver's reason, with its cause (a TLS handshake's: which check the certificate failed).
+        let mut why = e.to_string();
+        let mut cause = std::error::Error::source(&e);
+        while let Some(c) = cause {
+            why = format!("{why}: {c}");
+            cause = c.source();
+        }
+        return Error::new(ErrorCode::BackendUnavailable, format!("PostgreSQL: {what} ({why})"))
+            .with_source(e);
     };
     let class = &code.code()[..2];
     let (kind, what) = if code == SqlState::QUERY_CANCELED {
@@ -465,6 +507,12 @@ impl Backend for Postgres {
     /// Closes the pool: pooled connections are closed, later calls fail with `ERR_CLOSED`.
     fn close(&self) {
         self.pool.close();
+        self.listener.stop();
+    }
+
+    /// Releases are announced with NOTIFY and heard by this client's listening connection.
+    fn subscribe(&self, topic: Topic, name: &str) -> Option<Subscription> {
+        self.listener.subscribe(topic, &self.ns, name)
     }
 }
 

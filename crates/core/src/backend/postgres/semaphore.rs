@@ -20,6 +20,7 @@ use crate::backend::BoxFuture;
 use crate::lock::{ExtendResult, ReleaseResult};
 use crate::rules::{lock, semaphore};
 use crate::semaphore::{Holder, PermitAttempt, SemaphoreBackend, SemaphoreInfo};
+use crate::wakeup::Topic;
 
 /// A name's row (its last fence), locked until the transaction ends, and unlocked; the live
 /// holders of a name.
@@ -101,6 +102,9 @@ async fn release(c: &Ctx<'_, '_>, name: &str, owner: &str) -> Sql<ReleaseResult>
             &[&c.ns(), &name.as_bytes(), &owner, &now],
         )
         .await?;
+    if n > 0 {
+        c.notify(Topic::Permit, name).await?;
+    }
     Ok(semaphore::release(n > 0))
 }
 

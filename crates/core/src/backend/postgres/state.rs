@@ -10,6 +10,7 @@ use super::{transaction, Ctx, Postgres, Purged, Sql};
 use crate::backend::BoxFuture;
 use crate::rules::{once, state};
 use crate::state::{Expiry, KeyClaim, Refusal, SetResult, StateBackend, StateValue};
+use crate::wakeup::Topic;
 
 type Refused<T> = std::result::Result<T, Refusal>;
 
@@ -174,6 +175,7 @@ async fn complete_key(c: &Ctx<'_, '_>, key: &str, owner: &str, json: &str, ttl_m
         &[&c.ns(), &key.as_bytes(), &json, &expires_at],
     )
     .await?;
+    c.notify(Topic::Key, key).await?;
     Ok(true)
 }
 
@@ -184,6 +186,7 @@ async fn release_key(c: &Ctx<'_, '_>, key: &str, owner: &str) -> Sql<bool> {
         return Ok(false);
     }
     c.execute("DELETE FROM {s}.idem WHERE ns = $1 AND key = $2", &[&c.ns(), &key.as_bytes()]).await?;
+    c.notify(Topic::Key, key).await?;
     Ok(true)
 }
 

@@ -4,14 +4,14 @@
 //!
 //! 1. the rows of every id of the call are locked in one statement, in id order (`SELECT … WHERE
 //!    id = ANY($ids) ORDER BY id FOR UPDATE`), so two calls over the same ids never deadlock;
-//! 2. the database's time is read (after the locks);
+//! 2. the database's time is read (after the locks; sent with step 1: one round trip);
 //! 3. each operation, in the caller's order, is decided by [`rules::tracker`] over the records in
 //!    memory (a repeated id sees the earlier operation's result);
 //! 4. the changed records are written in at most three statements, whatever the batch's size
 //!    (arrays, `unnest`): the new rows inserted (`ON CONFLICT DO NOTHING`, in id order; a row
 //!    another call inserted first makes the transaction run again, see the module `postgres`),
 //!    the locked rows updated, the unset ones deleted;
-//! 5. a bounded slice of expired records is removed (see `Ctx::purge`).
+//! 5. a bounded slice of expired records is removed (see `Ctx::purge`), sent with step 4.
 //!
 //! [`rules::tracker`]: crate::rules::tracker
 
@@ -101,8 +101,7 @@ impl Locked {
         let mut wanted: Vec<&[u8]> = ids.map(|id| id.as_bytes()).collect();
         wanted.sort_unstable();
         wanted.dedup();
-        let rows = c.query(LOAD_LOCKED, &[&c.ns(), &group.as_bytes(), &wanted]).await?;
-        let now = c.now().await?;
+        let (rows, now) = c.query_then_now(LOAD_LOCKED, &[&c.ns(), &group.as_bytes(), &wanted]).await?;
         let mut slots = HashMap::with_capacity(wanted.len());
         for r in &rows {
             let (id, rec) = from_row(r)?;
@@ -205,6 +204,13 @@ fn state(rec: Option<&Record>, id: &str, now: i64) -> ItemState {
     rec.map(|r| r.to_state(id, now)).unwrap_or_else(|| ItemState::unknown(id))
 }
 
+/// Writes the changed records and removes a slice of expired ones, sent together (the driver
+/// pipelines them: the purge skips the rows this call locked, and no written record has expired).
+async fn save_and_purge(c: &Ctx<'_, '_>, locked: Locked, group: &str, now: i64) -> Sql<()> {
+    futures_util::future::try_join(locked.save(c, group), c.purge(Purged::Items, now)).await?;
+    Ok(())
+}
+
 async fn apply(c: &Ctx<'_, '_>, group: &str, ops: &[ItemOp], retention_ms: u64) -> Sql<Vec<OpResult>> {
     let mut locked = Locked::load(c, group, ops.iter().map(ItemOp::id)).await?;
     let now = locked.now;
@@ -238,8 +244,7 @@ async fn apply(c: &Ctx<'_, '_>, group: &str, ops: &[ItemOp], retention_ms: u64) 
             }
         });
     }
-    locked.save(c, group).await?;
-    c.purge(Purged::Items, now).await?;
+    save_and_purge(c, locked, group, now).await?;
     Ok(out)
 }
 
@@ -266,8 +271,7 @@ async fn claim_batch(c: &Ctx<'_, '_>, group: &str, b: BatchClaim<'_>) -> Sql<Cla
         outcomes.push(decision.batch());
         attempts.push(a);
     }
-    locked.save(c, group).await?;
-    c.purge(Purged::Items, now).await?;
+    save_and_purge(c, locked, group, now).await?;
     Ok(ClaimBatch { owner: b.owner.to_string(), lease_expires_at: lease_end, outcomes, attempts })
 }
 

@@ -1,0 +1,289 @@
+#!/usr/bin/env node
+// flowguard on PostgreSQL against what a PostgreSQL shop writes by hand, side by side in one run
+// against one database, each case's rounds interleaved with its contenders' (issue 27):
+//   lock pair        acquireLock + releaseLock, one at a time
+//                    vs node-postgres: INSERT … ON CONFLICT DO UPDATE … WHERE the lease ended
+//                    RETURNING, then DELETE … WHERE owner (one statement each, the database's clock)
+//                    vs node-postgres: pg_try_advisory_lock + pg_advisory_unlock (session locks on
+//                    one dedicated connection: no lease, no fencing token, gone with the session)
+//   claim + complete claim + complete of one item at a time (owner-checked)
+//                    vs node-postgres: INSERT … ON CONFLICT DO UPDATE (a lease, attempts + 1) WHERE
+//                    not completed and not held RETURNING, then UPDATE … WHERE owner
+//   claimBatch       claimBatch of 10,000 ids in one call
+//                    vs node-postgres: the same upsert over unnest($1::text[]) in one statement
+//   enqueue 1        enqueue of one id per call, awaited (the seed-003 webhook step)
+//                    vs pg-boss `send` with `singletonKey` = the id on a `short` queue (one queued
+//                    job per key: a duplicate is refused)
+//   read 100 + ack   readBatch of 100 + ack of them
+//                    vs pg-boss `fetch` of 100 + `complete` of them
+// flowguard on Redis runs the same calls beside, for the same work on the other backend.
+//
+//   (cd bench && npm install) && npm run build && node bench/postgres.mjs [dir]
+//
+// `dir`: a built flowguard package to measure instead of this checkout. Starts a throwaway
+// PostgreSQL (scripts/postgres.mjs: initdb in a temp dir, loopback, fsync off for every side
+// alike) unless FLOWGUARD_TEST_POSTGRES_URL is set, and a redis-server unless REDIS_URL is set.
+// BENCH_ROUNDS (default 5); medians of ops/s; the ratio is flowguard on PostgreSQL ÷ the
+// hand-written contender.
+import { createRequire } from 'node:module'
+import { randomBytes } from 'node:crypto'
+import { loadavg } from 'node:os'
+import { join, resolve } from 'node:path'
+import { benchRedis } from './redis-server.mjs'
+import { startPostgres } from '../scripts/postgres.mjs'
+
+const require = createRequire(import.meta.url)
+const pg = require('pg')
+const { PgBoss } = requireBoss()
+const dir = resolve(process.argv[2] ?? join(import.meta.dirname, '..'))
+const { Flowguard } = require(join(dir, 'index.js'))
+const ROUNDS = Number(process.env.BENCH_ROUNDS || 5)
+
+function requireBoss() {
+  const m = require('pg-boss')
+  return { PgBoss: m.PgBoss ?? m.default ?? m }
+}
+
+const cluster = process.env.FLOWGUARD_TEST_POSTGRES_URL ? null : await startPostgres()
+const pgUrl = process.env.FLOWGUARD_TEST_POSTGRES_URL ?? cluster.url
+const redis = await benchRedis('postgres-bench')
+const tag = randomBytes(3).toString('hex')
+
+const fgPg = await Flowguard.open({ postgres: { url: pgUrl, schema: `fgbench_${tag}` } })
+const fgRedis = await Flowguard.open({ url: redis.url, prefix: `pgb:${tag}:` })
+const pool = new pg.Pool({ connectionString: pgUrl, max: 10 })
+const session = new pg.Client({ connectionString: pgUrl })
+await session.connect()
+await pool.query(`CREATE TABLE IF NOT EXISTS hand_locks (name text PRIMARY KEY, owner text NOT NULL, exp timestamptz NOT NULL)`)
+await pool.query(`CREATE TABLE IF NOT EXISTS hand_items (grp text NOT NULL, id text NOT NULL, status text NOT NULL,
+  owner text, attempts int NOT NULL, lease timestamptz, updated timestamptz NOT NULL, PRIMARY KEY (grp, id))`)
+const boss = new PgBoss({ connectionString: pgUrl, schema: `pgboss_${tag}`, max: 10, supervise: false, schedule: false })
+boss.on('error', (e) => console.error('pg-boss:', e.message))
+await boss.start()
+
+const LOCK = `INSERT INTO hand_locks (name, owner, exp) VALUES ($1, $2, clock_timestamp() + interval '60 seconds')
+  ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner, exp = EXCLUDED.exp WHERE hand_locks.exp <= clock_timestamp()
+  RETURNING owner`
+const UNLOCK = `DELETE FROM hand_locks WHERE name = $1 AND owner = $2`
+const CLAIM = `INSERT INTO hand_items AS t (grp, id, status, owner, attempts, lease, updated)
+  SELECT $1, x, 'in_progress', $3, 1, clock_timestamp() + interval '600 seconds', clock_timestamp() FROM unnest($2::text[]) AS x
+  ON CONFLICT (grp, id) DO UPDATE SET status = 'in_progress', owner = EXCLUDED.owner, attempts = t.attempts + 1,
+    lease = EXCLUDED.lease, updated = EXCLUDED.updated
+  WHERE t.status <> 'completed' AND NOT (t.status = 'in_progress' AND t.lease > clock_timestamp())
+  RETURNING id, attempts`
+const COMPLETE = `UPDATE hand_items SET status = 'completed', lease = NULL, updated = clock_timestamp()
+  WHERE grp = $1 AND id = $2 AND owner = $3 RETURNING attempts`
+
+/** Seconds `fn` takes. */
+async function timed(fn) {
+  const t0 = process.hrtime.bigint()
+  await fn()
+  return Number(process.hrtime.bigint() - t0) / 1e9
+}
+
+const chunks = (xs, n) => Array.from({ length: Math.ceil(xs.length / n) }, (_, i) => xs.slice(i * n, i * n + n))
+const ids = (n, p) => Array.from({ length: n }, (_, i) => `${p}-${i}`)
+let seq = 0
+const uniq = (p) => `${p}-${tag}-${seq++}`
+
+const cases = {
+  'lock pair, one at a time': {
+    n: 1000,
+    async 'flowguard postgres'(n) {
+      const name = uniq('l')
+      return timed(async () => {
+        for (let i = 0; i < n; i++) {
+          const l = await fgPg.acquireLock(name, { timeoutMs: 60000 })
+          await fgPg.releaseLock(name, l.owner)
+        }
+      })
+    },
+    async 'pg INSERT ON CONFLICT + DELETE'(n) {
+      const name = uniq('l')
+      return timed(async () => {
+        for (let i = 0; i < n; i++) {
+          const owner = randomBytes(16).toString('hex')
+          const r = await pool.query(LOCK, [name, owner])
+          if (r.rowCount !== 1) throw new Error('hand lock not acquired')
+          await pool.query(UNLOCK, [name, owner])
+        }
+      })
+    },
+    async 'pg advisory lock + unlock'(n) {
+      const key = seq++
+      return timed(async () => {
+        for (let i = 0; i < n; i++) {
+          const r = await session.query('SELECT pg_try_advisory_lock($1) AS ok', [key])
+          if (!r.rows[0].ok) throw new Error('advisory lock not acquired')
+          await session.query('SELECT pg_advisory_unlock($1)', [key])
+        }
+      })
+    },
+    async 'flowguard redis'(n) {
+      const name = uniq('l')
+      return timed(async () => {
+        for (let i = 0; i < n; i++) {
+          const l = await fgRedis.acquireLock(name, { timeoutMs: 60000 })
+          await fgRedis.releaseLock(name, l.owner)
+        }
+      })
+    },
+  },
+  'claim + complete, one at a time': {
+    n: 1000,
+    async 'flowguard postgres'(n) {
+      const g = uniq('g')
+      return timed(async () => {
+        for (let i = 0; i < n; i++) {
+          const c = await fgPg.claim(g, `i${i}`)
+          await fgPg.complete(g, `i${i}`, { owner: c.owner })
+        }
+      })
+    },
+    async 'pg upsert + UPDATE'(n) {
+      const g = uniq('g')
+      return timed(async () => {
+        for (let i = 0; i < n; i++) {
+          const owner = randomBytes(16).toString('hex')
+          const c = await pool.query(CLAIM, [g, [`i${i}`], owner])
+          if (c.rowCount !== 1) throw new Error('hand claim refused')
+          const d = await pool.query(COMPLETE, [g, `i${i}`, owner])
+          if (d.rowCount !== 1) throw new Error('hand complete refused')
+        }
+      })
+    },
+    async 'flowguard redis'(n) {
+      const g = uniq('g')
+      return timed(async () => {
+        for (let i = 0; i < n; i++) {
+          const c = await fgRedis.claim(g, `i${i}`)
+          await fgRedis.complete(g, `i${i}`, { owner: c.owner })
+        }
+      })
+    },
+  },
+  'claimBatch of 10,000': {
+    n: 10000,
+    async 'flowguard postgres'(n) {
+      const list = ids(n, 'b')
+      const g = uniq('g')
+      return timed(async () => {
+        const r = await fgPg.claimBatch(g, list)
+        if (r.claimed !== n) throw new Error(`claimed ${r.claimed}`)
+      })
+    },
+    async 'pg upsert over unnest'(n) {
+      const list = ids(n, 'b')
+      const g = uniq('g')
+      return timed(async () => {
+        const r = await pool.query(CLAIM, [g, list, randomBytes(16).toString('hex')])
+        if (r.rowCount !== n) throw new Error(`claimed ${r.rowCount}`)
+      })
+    },
+    async 'flowguard redis'(n) {
+      const list = ids(n, 'b')
+      const g = uniq('g')
+      return timed(async () => {
+        const r = await fgRedis.claimBatch(g, list)
+        if (r.claimed !== n) throw new Error(`claimed ${r.claimed}`)
+      })
+    },
+  },
+  'enqueue 1, awaited': {
+    n: 1000,
+    async 'flowguard postgres'(n) {
+      const q = uniq('q')
+      return timed(async () => {
+        for (let i = 0; i < n; i++) await fgPg.enqueue(q, `e-${i}`)
+      })
+    },
+    async 'pg-boss send singletonKey'(n) {
+      const q = uniq('q').replace(/-/g, '_')
+      await boss.createQueue(q, { policy: 'short' })
+      return timed(async () => {
+        for (let i = 0; i < n; i++) {
+          const id = await boss.send(q, { id: `e-${i}` }, { singletonKey: `e-${i}` })
+          if (id === null) throw new Error('pg-boss refused a new key')
+        }
+      })
+    },
+    async 'flowguard redis'(n) {
+      const q = uniq('q')
+      return timed(async () => {
+        for (let i = 0; i < n; i++) await fgRedis.enqueue(q, `e-${i}`)
+      })
+    },
+  },
+  'read 100 + ack': {
+    n: 5000,
+    async 'flowguard postgres'(n) {
+      const q = uniq('q')
+      await fgPg.enqueue(q, ids(n, 'r'))
+      return timed(async () => {
+        for (let done = 0; done < n;) {
+          const b = await fgPg.readBatch(q, { limit: 100 })
+          await fgPg.ack(q, b.owner, b.ids)
+          done += b.ids.length
+        }
+      })
+    },
+    async 'pg-boss fetch + complete'(n) {
+      const q = uniq('q').replace(/-/g, '_')
+      await boss.createQueue(q, { policy: 'short' })
+      for (const c of chunks(ids(n, 'r'), 1000)) await boss.insert(c.map((id) => ({ name: q, data: { id }, singletonKey: id })))
+      return timed(async () => {
+        for (let done = 0; done < n;) {
+          const jobs = await boss.fetch(q, { batchSize: 100 })
+          if (!jobs || jobs.length === 0) throw new Error(`pg-boss gave nothing after ${done}`)
+          await boss.complete(q, jobs.map((j) => j.id))
+          done += jobs.length
+        }
+      })
+    },
+    async 'flowguard redis'(n) {
+      const q = uniq('q')
+      await fgRedis.enqueue(q, ids(n, 'r'))
+      return timed(async () => {
+        for (let done = 0; done < n;) {
+          const b = await fgRedis.readBatch(q, { limit: 100 })
+          await fgRedis.ack(q, b.owner, b.ids)
+          done += b.ids.length
+        }
+      })
+    },
+  },
+}
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
+const loads = [loadavg()[0]]
+const rows = []
+for (const [name, c] of Object.entries(cases)) {
+  const sides = Object.keys(c).filter((k) => k !== 'n')
+  const rates = Object.fromEntries(sides.map((s) => [s, []]))
+  for (let round = 0; round < ROUNDS; round++) {
+    const order = round % 2 === 0 ? sides : [...sides].reverse()
+    for (const s of order) rates[s].push(c.n / (await c[s](c.n)))
+  }
+  loads.push(loadavg()[0])
+  const fg = median(rates['flowguard postgres'])
+  for (const s of sides) {
+    const m = median(rates[s])
+    const ratio = s === 'flowguard postgres' ? '' : (fg / m).toFixed(2)
+    rows.push(`| ${name} | ${s} | ${m.toFixed(0)} | ${ratio} | ${Math.min(...rates[s]).toFixed(0)} – ${Math.max(...rates[s]).toFixed(0)} |`)
+  }
+  process.stderr.write(`${name} done\n`)
+}
+
+console.log(`flowguard at ${dir}; PostgreSQL ${(await pool.query('SHOW server_version')).rows[0].server_version}, ` +
+  `node-postgres ${require('pg/package.json').version}, pg-boss ${require('pg-boss/package.json').version}; ` +
+  `${ROUNDS} rounds, medians; 1-minute load ${loads.map((l) => l.toFixed(1)).join(', ')}`)
+console.log('\n| case | contender | ops/s | flowguard postgres ÷ this | min – max |\n|---|---|---:|---:|---|')
+for (const r of rows) console.log(r)
+
+await boss.stop({ graceful: false, wait: true })
+await session.end()
+await pool.end()
+await fgPg.close()
+await fgRedis.close()
+redis.stop()
+cluster?.stop()
