@@ -88,6 +88,16 @@ export declare class Flowguard {
   /** Counts of waiting (and due), claimed and enqueued-again ids, in total and per shard. */
   queueSize(queue: Arg<string>, options?: Arg<QueueSizeOptions> | undefined | null): Promise<QueueSize>
   /**
+   * One page of the queue's dead letters (ids a read with `maxDeliveries` found delivered
+   * that many times), oldest death first.
+   */
+  deadLetters(queue: Arg<string>, options?: Arg<QueueDeadOptions> | undefined | null): Promise<QueueDeadPage>
+  /**
+   * Puts dead letters back as waiting, due now, their deliveries reset; per id `requeued` or
+   * `not_dead` (left as it is).
+   */
+  requeueDead(queue: Arg<string>, ids: Arg<string | Array<string>>, options?: Arg<QueueRequeueOptions> | undefined | null): Promise<QueueRequeueResult>
+  /**
    * The shard of `id` in a queue of `shards` shards: `fnv1a(id) % shards`, as the npm
    * package `fnv1a` computes it.
    * A string with an unpaired surrogate is refused (`ERR_INVALID_ARGUMENT`), as every name is.
@@ -540,6 +550,34 @@ export interface QueueAckOptions {
   shards?: number
 }
 
+export interface QueueDeadLetter {
+  id: string
+  shard: number
+  /** How many times it was delivered without an ack. */
+  deliveries: number
+  /** When it died, in ms since the epoch (the backend's clock). */
+  diedAt: number
+}
+
+/** Options of `deadLetters`. */
+export interface QueueDeadOptions {
+  /** The queue's shard count (1 to 1024). Default 1. */
+  shards?: number
+  /** Only this shard (0 to shards - 1). Default: all shards. */
+  shard?: number
+  /** Skip this many (0 to 100000; pass the previous page's `nextOffset`). Default 0. */
+  offset?: number
+  /** The most to list (1 to 1000). Default 100. */
+  limit?: number
+}
+
+export interface QueueDeadPage {
+  /** Oldest death first. */
+  items: Array<QueueDeadLetter>
+  /** The offset of the next page; absent on the last. */
+  nextOffset?: number
+}
+
 /** Options of `enqueue`. */
 export interface QueueEnqueueOptions {
   /**
@@ -594,6 +632,12 @@ export interface QueueReadOptions {
    * Default 600000.
    */
   visibilityTimeoutMs?: number
+  /**
+   * Move an id delivered this many times without an ack (its claims expired or were
+   * released) to the queue's dead letters instead of delivering it again (1 to 1000; SQS's
+   * `maxReceiveCount`). Only reads with it count deliveries. Default: none.
+   */
+  maxDeliveries?: number
 }
 
 /** Options of `release`. */
@@ -602,6 +646,31 @@ export interface QueueReleaseOptions {
   shards?: number
   /** Make the ids due again this many ms from now. Default 0. */
   delayMs?: number
+}
+
+export interface QueueRequeued {
+  id: string
+  shard: number
+  /**
+   * `requeued`: it was a dead letter and waits again, due now, its deliveries reset;
+   * `not_dead`: it was no dead letter (nothing changed).
+   */
+  outcome: 'requeued' | 'not_dead'
+  /** When it is due, when requeued. */
+  dueAt?: number
+}
+
+/** Options of `requeueDead`. */
+export interface QueueRequeueOptions {
+  /** The queue's shard count (1 to 1024). Default 1. */
+  shards?: number
+}
+
+export interface QueueRequeueResult {
+  requeued: number
+  notDead: number
+  /** One entry per id given, in order. */
+  items: Array<QueueRequeued>
 }
 
 export interface QueueShardSize {
@@ -614,6 +683,8 @@ export interface QueueShardSize {
   claimed: number
   /** Claimed ids enqueued again, to be delivered after their claim ends. */
   again: number
+  /** Dead letters: ids a read with `maxDeliveries` found delivered that many times. */
+  dead: number
 }
 
 export interface QueueSize {
@@ -621,6 +692,7 @@ export interface QueueSize {
   due: number
   claimed: number
   again: number
+  dead: number
   shards: Array<QueueShardSize>
 }
 

@@ -34,10 +34,12 @@ export interface QueueEnqueued {
   shard: number
   /**
    * `added`: new; `duplicate`: already waiting, due time kept; `debounced`: already waiting,
-   * due time moved; `claimed`: held by a reader now, delivered once more after its claim ends.
+   * due time moved; `claimed`: held by a reader now, delivered once more after its claim ends;
+   * `dead`: a dead letter, left one (not enqueued) until `requeueDead` (SQS keeps a message in its
+   * dead-letter queue until it is redriven).
    */
-  outcome: 'added' | 'duplicate' | 'debounced' | 'claimed'
-  /** When the id is due, in ms since the epoch (the backend's clock). */
+  outcome: 'added' | 'duplicate' | 'debounced' | 'claimed' | 'dead'
+  /** When the id is due, in ms since the epoch (the backend's clock); 0 for a dead letter. */
   dueAt: number
 }
 
@@ -46,6 +48,8 @@ export interface QueueEnqueueResult {
   duplicates: number
   debounced: number
   claimed: number
+  /** Ids that are dead letters (left as they are). */
+  dead: number
   /** One entry per id given, in order. */
   items: Array<QueueEnqueued>
 }

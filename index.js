@@ -155,6 +155,14 @@ class Flowguard {
     return this.#native.queueSize(queue, options)
   }
 
+  deadLetters(queue, options) {
+    return this.#native.deadLetters(queue, options)
+  }
+
+  requeueDead(queue, ids, options) {
+    return this.#native.requeueDead(queue, ids, options)
+  }
+
   // Rate Limiter.
   rateLimit(name, options) {
     return this.#native.rateLimit(name, options)

@@ -6,7 +6,7 @@
 // key, a JavaScript object literal almost nothing (BENCHMARKS.md, "Queue results built in
 // JavaScript").
 
-const ENQUEUED = ['added', 'duplicate', 'debounced', 'claimed']
+const ENQUEUED = ['added', 'duplicate', 'debounced', 'claimed', 'dead']
 
 /** The ids a call was given: one id or a copy of the array (the caller may change theirs while the call runs). */
 function given(ids) {
@@ -34,15 +34,17 @@ function enqueueResult(n, ids) {
   let duplicates = 0
   let debounced = 0
   let claimed = 0
+  let dead = 0
   for (let i = 0, b = 0; i < ids.length; i++, b += 3) {
     const code = n[b]
     if (code === 0) added++
     else if (code === 1) duplicates++
     else if (code === 2) debounced++
-    else claimed++
+    else if (code === 3) claimed++
+    else dead++
     items[i] = { id: ids[i], shard: n[b + 1], outcome: ENQUEUED[code], dueAt: n[b + 2] }
   }
-  return { added, duplicates, debounced, claimed, items }
+  return { added, duplicates, debounced, claimed, dead, items }
 }
 
 /** A QueueBatch from `[owner, visibleUntil, ids, numbers (per id: shard, due time), failedShards or null]`. */

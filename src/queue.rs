@@ -46,9 +46,19 @@ pub struct QueueReadOptions {
     /// How long the ids are held before they become due again unless acked or released, in ms.
     /// Default 600000.
     pub visibility_timeout_ms: Option<f64>,
+    /// Move an id delivered this many times without an ack (its claims expired or were
+    /// released) to the queue's dead letters instead of delivering it again (1 to 1000; SQS's
+    /// `maxReceiveCount`). Only reads with it count deliveries. Default: none.
+    pub max_deliveries: Option<f64>,
 }
 
-js_input!(QueueReadOptions { shards = "shards", shard = "shard", limit = "limit", visibility_timeout_ms = "visibilityTimeoutMs" });
+js_input!(QueueReadOptions {
+    shards = "shards",
+    shard = "shard",
+    limit = "limit",
+    visibility_timeout_ms = "visibilityTimeoutMs",
+    max_deliveries = "maxDeliveries"
+});
 
 /// `readBatch`'s result as the native side gives it to lib/queue-results.js (a JavaScript array,
 /// no object per id; index.d.ts has `QueueBatch`): the owner token, until when the ids are held,
@@ -120,6 +130,8 @@ pub struct QueueShardSize {
     pub claimed: f64,
     /// Claimed ids enqueued again, to be delivered after their claim ends.
     pub again: f64,
+    /// Dead letters: ids a read with `maxDeliveries` found delivered that many times.
+    pub dead: f64,
 }
 
 #[napi(object)]
@@ -128,7 +140,70 @@ pub struct QueueSize {
     pub due: f64,
     pub claimed: f64,
     pub again: f64,
+    pub dead: f64,
     pub shards: Vec<QueueShardSize>,
+}
+
+/// Options of `deadLetters`.
+#[napi(object, object_from_js = false, object_to_js = false)]
+pub struct QueueDeadOptions {
+    /// The queue's shard count (1 to 1024). Default 1.
+    pub shards: Option<f64>,
+    /// Only this shard (0 to shards - 1). Default: all shards.
+    pub shard: Option<f64>,
+    /// Skip this many (0 to 100000; pass the previous page's `nextOffset`). Default 0.
+    pub offset: Option<f64>,
+    /// The most to list (1 to 1000). Default 100.
+    pub limit: Option<f64>,
+}
+
+js_input!(QueueDeadOptions { shards = "shards", shard = "shard", offset = "offset", limit = "limit" });
+
+#[napi(object)]
+pub struct QueueDeadLetter {
+    pub id: String,
+    pub shard: u32,
+    /// How many times it was delivered without an ack.
+    pub deliveries: f64,
+    /// When it died, in ms since the epoch (the backend's clock).
+    pub died_at: f64,
+}
+
+#[napi(object)]
+pub struct QueueDeadPage {
+    /// Oldest death first.
+    pub items: Vec<QueueDeadLetter>,
+    /// The offset of the next page; absent on the last.
+    pub next_offset: Option<f64>,
+}
+
+/// Options of `requeueDead`.
+#[napi(object, object_from_js = false, object_to_js = false)]
+pub struct QueueRequeueOptions {
+    /// The queue's shard count (1 to 1024). Default 1.
+    pub shards: Option<f64>,
+}
+
+js_input!(QueueRequeueOptions { shards = "shards" });
+
+#[napi(object)]
+pub struct QueueRequeued {
+    pub id: String,
+    pub shard: u32,
+    /// `requeued`: it was a dead letter and waits again, due now, its deliveries reset;
+    /// `not_dead`: it was no dead letter (nothing changed).
+    #[napi(ts_type = "'requeued' | 'not_dead'")]
+    pub outcome: String,
+    /// When it is due, when requeued.
+    pub due_at: Option<f64>,
+}
+
+#[napi(object)]
+pub struct QueueRequeueResult {
+    pub requeued: u32,
+    pub not_dead: u32,
+    /// One entry per id given, in order.
+    pub items: Vec<QueueRequeued>,
 }
 
 /// A whole-number option (shards, shard, limit).
@@ -148,6 +223,7 @@ fn enqueue_code(o: core::EnqueueOutcome) -> f64 {
         core::EnqueueOutcome::Duplicate => 1.0,
         core::EnqueueOutcome::Debounced => 2.0,
         core::EnqueueOutcome::Claimed => 3.0,
+        core::EnqueueOutcome::Dead => 4.0,
     }
 }
 
@@ -230,6 +306,7 @@ impl Flowguard {
                     shard: count("shard", o.shard)?,
                     limit: count("limit", o.limit)?,
                     visibility_timeout: duration("visibilityTimeoutMs", o.visibility_timeout_ms)?,
+                    max_deliveries: count("maxDeliveries", o.max_deliveries)?,
                 },
             };
             Ok((queue, opts))
@@ -363,6 +440,7 @@ impl Flowguard {
                 due: s.due as f64,
                 claimed: s.claimed as f64,
                 again: s.again as f64,
+                dead: s.dead as f64,
                 shards: s
                     .shards
                     .into_iter()
@@ -372,9 +450,88 @@ impl Flowguard {
                         due: x.due as f64,
                         claimed: x.claimed as f64,
                         again: x.again as f64,
+                        dead: x.dead as f64,
                     })
                     .collect(),
             })
+        })
+    }
+
+    /// One page of the queue's dead letters (ids a read with `maxDeliveries` found delivered
+    /// that many times), oldest death first.
+    #[napi]
+    pub fn dead_letters<'e>(
+        &self,
+        env: &'e Env,
+        queue: Arg<'e, String>,
+        options: Option<Arg<'e, QueueDeadOptions>>,
+    ) -> Result<PromiseRaw<'e, QueueDeadPage>> {
+        let parsed = (|| {
+            let queue = queue.get("queue")?;
+            let (select, offset, limit) = match opt(&options, "options")? {
+                None => (ShardSelect::default(), None, None),
+                Some(o) => (
+                    ShardSelect { shards: count("shards", o.shards)?, shard: count("shard", o.shard)? },
+                    count("offset", o.offset)?,
+                    count("limit", o.limit)?,
+                ),
+            };
+            Ok((queue, select, offset, limit))
+        })();
+        let client = self.client.clone();
+        promise(env, async move {
+            let (queue, select, offset, limit) = parsed?;
+            let page = client.dead_letters(&queue, select, offset, limit).await?;
+            Ok(QueueDeadPage {
+                next_offset: page.next_offset.map(|v| v as f64),
+                items: page
+                    .items
+                    .into_iter()
+                    .map(|d| QueueDeadLetter {
+                        id: d.id,
+                        shard: d.shard,
+                        deliveries: d.deliveries as f64,
+                        died_at: d.died_at as f64,
+                    })
+                    .collect(),
+            })
+        })
+    }
+
+    /// Puts dead letters back as waiting, due now, their deliveries reset; per id `requeued` or
+    /// `not_dead` (left as it is).
+    #[napi]
+    pub fn requeue_dead<'e>(
+        &self,
+        env: &'e Env,
+        queue: Arg<'e, String>,
+        ids: Arg<'e, Either<String, Vec<String>>>,
+        options: Option<Arg<'e, QueueRequeueOptions>>,
+    ) -> Result<PromiseRaw<'e, QueueRequeueResult>> {
+        let parsed = (|| {
+            let (queue, ids) = (queue.get("queue")?, one_or_many(ids.get("ids")?));
+            let shards = match opt(&options, "options")? {
+                None => None,
+                Some(o) => count("shards", o.shards)?,
+            };
+            Ok((queue, ids, shards))
+        })();
+        let client = self.client.clone();
+        promise(env, async move {
+            let (queue, ids, shards) = parsed?;
+            let items: Vec<QueueRequeued> = client
+                .requeue_dead(&queue, ids, shards)
+                .await?
+                .into_iter()
+                .map(|r| QueueRequeued {
+                    id: r.id,
+                    shard: r.shard,
+                    outcome: if r.requeued { "requeued" } else { "not_dead" }.to_string(),
+                    due_at: r.due_at.map(|v| v as f64),
+                })
+                .collect();
+            let requeued = items.iter().filter(|i| i.due_at.is_some()).count() as u32;
+            Ok(QueueRequeueResult { requeued, not_dead: items.len() as u32 - requeued, items })
         })
     }
 

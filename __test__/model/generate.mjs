@@ -112,7 +112,9 @@ export function generate(seed, steps, { http = false } = {}) {
   const groups = pool(2)
   const ids = pool(7)
   const locks = pool(3)
-  const queues = pool(3).map((name) => ({ name, shards: r.pick([1, 1, 2, 4]) }))
+  // Each queue's reads mostly cap deliveries alike (dead letters need two counting reads of an id
+  // with a release between), one queue's mostly not.
+  const queues = pool(3).map((name) => ({ name, shards: r.pick([1, 1, 2, 4]), maxDeliveries: r.pick([undefined, 1, 1, 2]) }))
   const keys = pool(4)
   const idemKeys = pool(3)
   const sems = pool(3).map((name) => ({ name, permits: r.pick([1, 1, 2, 3]), perKey: r.pick([1, 1, 2]) }))
@@ -178,7 +180,7 @@ export function generate(seed, steps, { http = false } = {}) {
   const queue = () => {
     const q = r.pick(queues)
     const shards = r.chance(0.03) ? r.pick([1, 2, 3, 4, 8, 0, 1025]) : q.shards
-    return { name: r.chance(0.03) ? name([]) : q.name, shards }
+    return { name: r.chance(0.03) ? name([]) : q.name, shards, maxDeliveries: q.maxDeliveries }
   }
   // A page size of a listing (1 to 100; now and then a bad one).
   const pageOpts = () => opts({ limit: r.chance(0.9) ? r.pick([undefined, 1, 2, 100]) : r.pick([0, 101, -1, 1.5, 'x']) })
@@ -264,7 +266,24 @@ export function generate(seed, steps, { http = false } = {}) {
       // on: which ids one read gets then is chance, the same on both backends only by luck. So
       // such reads either address one shard or take everything due.
       const limit = one || q.shards === 1 ? r.pick([undefined, 1, 2, 3, 10000, 0]) : r.pick([undefined, 10000])
-      return ['readBatch', [q.name, opts({ shards: q.shards, shard: one ? r.int(q.shards + 1) : undefined, limit, visibilityTimeoutMs: dur(VISIBILITY) })], 'queue']
+      // Dead letters: a cap of deliveries on some reads (now and then a bad one).
+      const x = r.next()
+      const maxDeliveries = x < 0.75 ? q.maxDeliveries : x < 0.97 ? r.pick([undefined, 1, 2, 3]) : r.pick([0, 1001, 1.5])
+      return ['readBatch', [q.name, opts({ shards: q.shards, shard: one ? r.int(q.shards + 1) : undefined, limit, visibilityTimeoutMs: dur(VISIBILITY), maxDeliveries })], 'queue']
+    },
+    deadLetters: () => {
+      const q = queue()
+      const one = q.shards > 1 && r.chance(0.5)
+      // Over several shards the order among shards follows each shard's clock (see readBatch):
+      // such listings take every dead letter, or address one shard, which pages.
+      const paged = one || q.shards === 1
+      const offset = paged && r.chance(0.4) ? r.pick([0, 1, 2, 100001]) : undefined
+      const limit = paged ? r.pick([undefined, 1, 2, 1000, 0]) : r.pick([undefined, 1000])
+      return ['deadLetters', [q.name, opts({ shards: q.shards, shard: one ? r.int(q.shards) : undefined, offset, limit })]]
+    },
+    requeueDead: () => {
+      const q = queue()
+      return ['requeueDead', [q.name, r.chance(0.3) ? name(ids_) : idList(4), opts({ shards: q.shards })]]
     },
     ack: () => {
       const q = queue()
@@ -369,7 +388,7 @@ export function generate(seed, steps, { http = false } = {}) {
   const weights = {
     claim: 6, claimMany: 3, claimBatch: 3, complete: 5, fail: 4, setItems: 4, unsetItem: 2, getItem: 2, getItems: 2, listItems: 3, reviveItems: 2,
     acquireLock: 5, releaseLock: 3, forceReleaseLock: 1, extendLock: 3, getLock: 2,
-    enqueue: 6, readBatch: 5, ack: 4, release: 3, peek: 2, queueSize: 2,
+    enqueue: 6, readBatch: 5, ack: 4, release: 3, peek: 2, queueSize: 2, deadLetters: 2, requeueDead: 2,
     setState: 4, getStateJson: 2, getState: 1, deleteState: 1, increment: 3,
     claimKey: 3, completeKey: 2, releaseKey: 2, once: 3,
     acquirePermit: 5, releasePermit: 3, forceReleasePermit: 1, extendPermit: 2, getSemaphore: 2, rateLimit: 4, pauseRateLimit: 1,

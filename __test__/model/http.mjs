@@ -81,6 +81,8 @@ export class HttpFlowguard {
   release(queue, owner, ids, o) { return this.call('/v1/queue/release', { queue, owner, ids, ...o }) }
   peek(queue, o) { return this.call('/v1/queue/peek', { queue, ...o }) }
   queueSize(queue, o) { return this.call('/v1/queue/size', { queue, ...o }) }
+  deadLetters(queue, o) { return this.call('/v1/queue/deadLetters', { queue, ...o }) }
+  requeueDead(queue, ids, o) { return this.call('/v1/queue/requeueDead', { queue, ids, ...o }) }
 
   // Job State (values are JSON over HTTP; the Node API's *Json calls carry its text)
   async setState(key, value, o) {

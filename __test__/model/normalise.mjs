@@ -35,7 +35,7 @@
 // keeping each shard's own order) by the runner.
 import { OFFSETS, SPANS, LIMITER_SPANS, BOGUS_TOKEN } from './generate.mjs'
 
-const TIME_KEYS = new Set(['createdAt', 'updatedAt', 'leaseExpiresAt', 'finishedAt', 'expiresAt', 'at', 'dueAt', 'visibleUntil', 'decidedAt', 'readAt', 'pausedUntil'])
+const TIME_KEYS = new Set(['createdAt', 'updatedAt', 'leaseExpiresAt', 'finishedAt', 'expiresAt', 'at', 'dueAt', 'visibleUntil', 'decidedAt', 'readAt', 'pausedUntil', 'diedAt'])
 const LIMITER_KEYS = new Set(['retryAfterMs', 'resetAfterMs', 'waitMs', 'slotsMs', 'pauseMs'])
 const TOKEN = /^[0-9a-f]{32}$/
 const TOLERANCE = 25

@@ -126,6 +126,7 @@ function shardOrder(step, result) {
   if (!o || typeof o !== 'object' || !(o.shards > 1) || o.shard !== undefined) return result
   const byShard = (xs) => xs.map((x, i) => [x, i]).sort((a, b) => a[0].shard - b[0].shard || a[1] - b[1]).map((p) => p[0])
   if (step.op === 'peek' && Array.isArray(result)) return byShard(result)
+  if (step.op === 'deadLetters' && result && Array.isArray(result.items)) return { ...result, items: byShard(result.items) }
   if (step.op === 'readBatch' && result && Array.isArray(result.items)) {
     const items = byShard(result.items)
     return { ...result, items, ids: items.map((x) => x.id) }
@@ -208,6 +209,11 @@ async function steps(seq, sides, stats, times) {
       const refused = ref.ok && (ref.ok.allowed === false || ref.ok.acquired === false || ref.ok.claimed === false)
       const k = `${step.op} ${ref.error !== undefined ? ref.error : refused ? 'refused' : 'ok'}`
       stats.set(k, (stats.get(k) || 0) + 1)
+      // How often the dead letters were reached (a listing that found some), so a run shows it.
+      if (step.op === 'deadLetters' && ref.ok?.items?.length) stats.set('deadLetters found', (stats.get('deadLetters found') || 0) + 1)
+      if (step.op === 'queueSize' && ref.ok?.dead) stats.set('queueSize dead', (stats.get('queueSize dead') || 0) + 1)
+      if (step.op === 'requeueDead' && ref.ok?.requeued) stats.set('requeueDead requeued', (stats.get('requeueDead requeued') || 0) + 1)
+      if (step.op === 'enqueue' && ref.ok?.dead) stats.set('enqueue dead', (stats.get('enqueue dead') || 0) + 1)
     }
     const bad = results.find((r) => r.error !== undefined && !CODES.has(r.error) && !r.error.startsWith('fn failed'))
     if (bad) return { pos, step, results, names, why: `an error without a documented code: ${bad.error}` }

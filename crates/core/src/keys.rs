@@ -128,7 +128,9 @@ impl Keys {
     /// Dedup Queue: one key of a shard: `w` waiting (score: due time), `c` claimed (score:
     /// visibility deadline), `o` owners of claims, `a` ids enqueued again while claimed (score:
     /// due time), `n` the shard's mark (the queue's shard count, present while the shard holds
-    /// ids), `f` first-enqueue times of capped debounces (only for ids that had one).
+    /// ids), `f` first-enqueue times of capped debounces (only for ids that had one), `d`
+    /// delivery counts (only of ids a read with `maxDeliveries` claimed) and `x` dead letters
+    /// (score: when each died); the scripts name `d` and `x` from the mark's key.
     pub fn queue_key(&self, shard_head: &str, part: char) -> String {
         format!("{shard_head}:{part}")
     }
@@ -281,7 +283,7 @@ mod tests {
         for n in &ns {
             for shard in [0u32, 1, 2, 10, 11, 1023] {
                 let head = keys.queue_shard(n, shard);
-                for part in ['w', 'c', 'o', 'a', 'n', 'f'] {
+                for part in ['w', 'c', 'o', 'a', 'n', 'f', 'd', 'x'] {
                     assert!(
                         all.insert(keys.queue_key(&head, part)),
                         "collision for queue {n:?} shard {shard}"
@@ -309,7 +311,7 @@ mod tests {
         for n in names() {
             let head = keys.queue_shard(&n, 3);
             let slot = hash_slot(head.as_bytes());
-            for part in ['w', 'c', 'o', 'a', 'n', 'f'] {
+            for part in ['w', 'c', 'o', 'a', 'n', 'f', 'd', 'x'] {
                 assert_eq!(hash_slot(keys.queue_key(&head, part).as_bytes()), slot);
             }
         }

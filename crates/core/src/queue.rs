@@ -34,6 +34,12 @@ pub const MAX_SHARDS: u64 = 1024;
 /// Default and largest batch of a read, and largest page of a peek.
 pub const DEFAULT_READ_LIMIT: u64 = 100;
 pub const MAX_READ_LIMIT: u64 = 10_000;
+/// The largest `max_deliveries` of a read (SQS's `maxReceiveCount` range, 1 to 1000).
+pub const MAX_DELIVERIES: u64 = 1000;
+/// Default and largest page of a dead-letter listing, and the largest offset into it.
+pub const DEFAULT_DEAD_LIMIT: u64 = 100;
+pub const MAX_DEAD_LIMIT: u64 = 1000;
+pub const MAX_DEAD_OFFSET: u64 = 100_000;
 
 const FNV_OFFSET: u32 = 0x811c_9dc5;
 const FNV_PRIME: u32 = 16_777_619;
@@ -73,6 +79,8 @@ pub enum EnqueueOutcome {
     Debounced,
     /// It is claimed by a reader now: it will be delivered once more after that claim ends.
     Claimed,
+    /// It is a dead letter: it stays one (not enqueued) until requeued.
+    Dead,
 }
 
 impl EnqueueOutcome {
@@ -82,6 +90,7 @@ impl EnqueueOutcome {
             EnqueueOutcome::Duplicate => "duplicate",
             EnqueueOutcome::Debounced => "debounced",
             EnqueueOutcome::Claimed => "claimed",
+            EnqueueOutcome::Dead => "dead",
         }
     }
 }
@@ -198,6 +207,8 @@ pub struct ShardSize {
     pub claimed: u64,
     /// Claimed ids enqueued again, to be delivered after their claim ends.
     pub again: u64,
+    /// Dead letters (see [`crate::rules::queue::deliver`]).
+    pub dead: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -206,7 +217,45 @@ pub struct QueueSize {
     pub due: u64,
     pub claimed: u64,
     pub again: u64,
+    pub dead: u64,
     pub shards: Vec<ShardSize>,
+}
+
+/// One dead letter of a shard, as a backend lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShardDead {
+    pub id: String,
+    /// How many times it was delivered (the read's `max_deliveries` when it died).
+    pub deliveries: u64,
+    /// When it died (ms since the epoch, the backend's clock).
+    pub died_at: i64,
+}
+
+/// One dead letter of a queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeadLetter {
+    pub id: String,
+    pub shard: u32,
+    pub deliveries: u64,
+    pub died_at: i64,
+}
+
+/// A page of a queue's dead letters, oldest death first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeadPage {
+    pub items: Vec<DeadLetter>,
+    /// The offset of the next page, absent on the last.
+    pub next_offset: Option<u64>,
+}
+
+/// What a requeue did with one id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Requeued {
+    pub id: String,
+    pub shard: u32,
+    /// It was a dead letter and waits again, due at `due_at`; false: it was no dead letter.
+    pub requeued: bool,
+    pub due_at: Option<i64>,
 }
 
 /// What a backend must do for the Dedup Queue. Each method is one atomic step on one shard; a
@@ -221,13 +270,17 @@ pub trait QueueBackend {
         delay_ms: u64,
         debounce: Debounce,
     ) -> BoxFuture<'a, Vec<(EnqueueOutcome, i64)>>;
-    /// Claims up to `limit` due ids, oldest first, for `visibility_ms`.
+    /// Claims up to `limit` due ids, oldest first, for `visibility_ms`. With `max_deliveries`,
+    /// counts the deliveries of the ids it claims and moves those delivered that many times to
+    /// the dead letters instead ([`crate::rules::queue::deliver`]), at most `limit` of them per
+    /// call; without, it neither counts nor checks.
     fn claim<'a>(
         &'a self,
         at: ShardRef<'a>,
         owner: &'a str,
         limit: u64,
         visibility_ms: u64,
+        max_deliveries: Option<u64>,
     ) -> BoxFuture<'a, ShardClaim>;
     /// Acks or releases ids of this shard held by `owner`; per id the outcome and the due time
     /// when the id is waiting again.
@@ -241,6 +294,11 @@ pub trait QueueBackend {
     /// The first `limit` waiting ids by due time, and the backend's time now.
     fn peek<'a>(&'a self, at: ShardRef<'a>, limit: u64) -> BoxFuture<'a, (i64, Vec<(String, i64)>)>;
     fn size<'a>(&'a self, at: ShardRef<'a>) -> BoxFuture<'a, ShardSize>;
+    /// The first `limit` dead letters by the time they died, then id.
+    fn dead_letters<'a>(&'a self, at: ShardRef<'a>, limit: u64) -> BoxFuture<'a, Vec<ShardDead>>;
+    /// Makes dead letters of this shard waiting again, due now, their counts dropped
+    /// ([`crate::rules::queue::requeue`]); per id its due time, or `None` when it was no dead letter.
+    fn requeue_dead<'a>(&'a self, at: ShardRef<'a>, ids: &'a [String]) -> BoxFuture<'a, Vec<Option<i64>>>;
 }
 
 /// The error of a caller whose shard count differs from the one the queue holds ids for.
@@ -289,6 +347,9 @@ pub struct ReadOptions {
     pub limit: Option<u64>,
     /// How long the ids are held. Default [`DEFAULT_VISIBILITY_MS`].
     pub visibility_timeout: Option<Duration>,
+    /// Move an id delivered this many times without an ack to the dead letters instead of
+    /// delivering it again (1 to [`MAX_DELIVERIES`]). Default: no count kept.
+    pub max_deliveries: Option<u64>,
 }
 
 /// Which shards a peek or size looks at.
@@ -468,15 +529,22 @@ impl Client {
         let limit = validate::range("limit", opts.limit.unwrap_or(DEFAULT_READ_LIMIT), 1, MAX_READ_LIMIT)?;
         let visibility_ms =
             validate::duration_or("visibility_timeout", opts.visibility_timeout, DEFAULT_VISIBILITY_MS)?;
+        let max_deliveries = opts
+            .max_deliveries
+            .map(|v| validate::range("max_deliveries", v, 1, MAX_DELIVERIES))
+            .transpose()?;
         let owner = token::new_token();
         let start = random_below(targets.len() as u64) as usize;
         let quota = quotas(limit, targets.len(), start);
-        let first = join_all(targets.iter().zip(&quota).filter(|(_, q)| **q > 0).map(|(shard, q)| {
-            let at = ShardRef { queue, shard: *shard, shards };
-            let owner = owner.as_str();
-            async move { (*shard, *q, self.backend().claim(at, owner, *q, visibility_ms).await) }
-        }))
-        .await;
+        let first =
+            join_all(targets.iter().zip(&quota).filter(|(_, q)| **q > 0).map(|(shard, q)| {
+                let at = ShardRef { queue, shard: *shard, shards };
+                let owner = owner.as_str();
+                async move {
+                    (*shard, *q, self.backend().claim(at, owner, *q, visibility_ms, max_deliveries).await)
+                }
+            }))
+            .await;
         // A shard that cannot be reached (or timed out) is left out: the batch holds what the
         // other shards gave and names it in `failed_shards`, its ids stay due for a later read
         // (a claim that starts too late for its reply to be awaited claims nothing, see the Redis
@@ -536,7 +604,7 @@ impl Client {
             }
             let c = match self
                 .backend()
-                .claim(ShardRef { queue, shard, shards }, &owner, want, visibility_ms)
+                .claim(ShardRef { queue, shard, shards }, &owner, want, visibility_ms, max_deliveries)
                 .await
             {
                 Ok(c) => c,
@@ -670,17 +738,100 @@ impl Client {
             targets.iter().map(|shard| self.backend().size(ShardRef { queue, shard: *shard, shards })),
         )
         .await;
-        let mut total =
-            QueueSize { waiting: 0, due: 0, claimed: 0, again: 0, shards: Vec::with_capacity(targets.len()) };
+        let mut total = QueueSize {
+            waiting: 0,
+            due: 0,
+            claimed: 0,
+            again: 0,
+            dead: 0,
+            shards: Vec::with_capacity(targets.len()),
+        };
         for r in replies {
             let s = r?;
             total.waiting += s.waiting;
             total.due += s.due;
             total.claimed += s.claimed;
             total.again += s.again;
+            total.dead += s.dead;
             total.shards.push(s);
         }
         Ok(total)
+    }
+
+    /// One page of the dead letters of the shards addressed, by the time they died (then shard
+    /// and id): `offset` (default 0, at most [`MAX_DEAD_OFFSET`]) and `limit` (1 to
+    /// [`MAX_DEAD_LIMIT`], default [`DEFAULT_DEAD_LIMIT`]), as the tracker's `list` pages. Each
+    /// shard reads at most `offset + limit + 1` of them.
+    pub async fn dead_letters(
+        &self,
+        queue: &str,
+        select: ShardSelect,
+        offset: Option<u64>,
+        limit: Option<u64>,
+    ) -> Result<DeadPage> {
+        validate::name("queue", queue)?;
+        let shards = shard_count(select.shards)?;
+        let targets = targets(select.shard, shards)?;
+        let offset = validate::range("offset", offset.unwrap_or(0), 0, MAX_DEAD_OFFSET)?;
+        let limit = validate::range("limit", limit.unwrap_or(DEFAULT_DEAD_LIMIT), 1, MAX_DEAD_LIMIT)?;
+        let want = offset + limit + 1;
+        let replies = join_all(targets.iter().map(|shard| {
+            let at = ShardRef { queue, shard: *shard, shards };
+            async move { (*shard, self.backend().dead_letters(at, want).await) }
+        }))
+        .await;
+        let mut all = Vec::new();
+        for (shard, r) in replies {
+            all.extend(r?.into_iter().map(|d| DeadLetter {
+                id: d.id,
+                shard,
+                deliveries: d.deliveries,
+                died_at: d.died_at,
+            }));
+        }
+        all.sort_by(|a, b| {
+            a.died_at.cmp(&b.died_at).then_with(|| a.shard.cmp(&b.shard)).then_with(|| a.id.cmp(&b.id))
+        });
+        let more = all.len() as u64 > offset + limit;
+        let items: Vec<DeadLetter> = all.into_iter().skip(offset as usize).take(limit as usize).collect();
+        Ok(DeadPage { next_offset: more.then_some(offset + limit), items })
+    }
+
+    /// Makes dead letters waiting again, due now, their delivery counts dropped; one atomic step
+    /// per shard touched. Results are in the order of `ids`; an id that is no dead letter is
+    /// reported `requeued: false` and left as it is.
+    pub async fn requeue_dead(
+        &self,
+        queue: &str,
+        ids: Vec<String>,
+        shards: Option<u64>,
+    ) -> Result<Vec<Requeued>> {
+        validate::name("queue", queue)?;
+        let shards = shard_count(shards)?;
+        ids_check(&ids)?;
+        let groups = by_shard(&ids, shards);
+        let replies = join_all(groups.iter().map(|(shard, pos)| {
+            let part: Vec<String> = pos.iter().map(|&i| ids[i].clone()).collect();
+            let at = ShardRef { queue, shard: *shard, shards };
+            async move { self.backend().requeue_dead(at, &part).await }
+        }))
+        .await;
+        let mut out: Vec<Option<Requeued>> = vec![None; ids.len()];
+        for ((shard, pos), reply) in groups.iter().zip(replies) {
+            let reply = reply?;
+            if reply.len() != pos.len() {
+                return Err(Error::internal(format!(
+                    "requeue replied for {} of {} ids",
+                    reply.len(),
+                    pos.len()
+                )));
+            }
+            for (&i, due_at) in pos.iter().zip(reply) {
+                out[i] =
+                    Some(Requeued { id: ids[i].clone(), shard: *shard, requeued: due_at.is_some(), due_at });
+            }
+        }
+        out.into_iter().map(|e| e.ok_or_else(|| Error::internal("an id got no requeue result"))).collect()
     }
 }
 

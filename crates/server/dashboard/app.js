@@ -315,13 +315,17 @@ async function loadQueues(cursor) {
   return { rows: page.queues, cursor: page.cursor }
 }
 
-const QUEUE_COLS = ['waiting', 'due', 'claimed', 'again']
+const QUEUE_COLS = ['waiting', 'due', 'claimed', 'again', 'dead']
 const QUEUE_HELP = {
   waiting: 'ids waiting, due or not',
   due: 'waiting ids that are due now',
   claimed: 'ids held by a reader',
   again: 'claimed ids enqueued again, delivered once more after their claim',
+  dead: 'dead letters: ids a read with maxDeliveries found delivered that many times without an ack',
 }
+
+/** The most dead letters one "Requeue dead letters" puts back (one page of deadLetters). */
+const REQUEUE_PAGE = 1000
 
 function renderQueues(rows) {
   const head = (first) => h('thead', {}, h('tr', {}, h('th', {}, first), QUEUE_COLS.map((c) => h('th', { class: 'n', title: QUEUE_HELP[c] }, c))))
@@ -336,7 +340,47 @@ function renderQueues(rows) {
         h('summary', {}, 'per shard'),
         h('table', { class: 'grid' }, head('shard'), h('tbody', {},
           q.shards.map((s) => h('tr', { 'data-shard': s.shard }, h('th', {}, `#${s.shard}`), cells(s))))))
-      : null)))
+      : null,
+    q.dead > 0 ? requeueAction(q) : null)))
+}
+
+/** The "Requeue dead letters…" action of a queue card, behind a confirmation. */
+function requeueAction(q) {
+  const cell = h('div', { class: 'act' })
+  const button = h('button', { type: 'button', class: 'quiet requeue-dead', onclick: () => confirmRequeue(q, cell, button) }, 'Requeue dead letters…')
+  cell.append(button)
+  return cell
+}
+
+/**
+ * Asks before putting queue `q`'s dead letters back as waiting (due now, deliveries reset): the
+ * first page of them (up to REQUEUE_PAGE, oldest death first), in one call. Auto-refresh waits meanwhile.
+ */
+function confirmRequeue(q, cell, button) {
+  button.disabled = true
+  pauseAuto = true
+  const n = Math.min(q.dead, REQUEUE_PAGE)
+  const box = h('div', { class: 'confirm', role: 'alertdialog', 'aria-label': 'Confirm requeueing the dead letters' },
+    h('p', {}, `Requeue ${num(n)} dead letter${n === 1 ? '' : 's'} of "${q.queue}"${q.dead > n ? ` (the oldest ${num(n)} of ${num(q.dead)})` : ''}? `,
+      'They are delivered again at once, their deliveries counted from 0: do this once what made them fail is fixed.'),
+    h('div', { class: 'actions' },
+      h('button', { type: 'button', class: 'danger confirm-yes', onclick: async () => {
+        box.querySelectorAll('button').forEach((b) => { b.disabled = true })
+        let said
+        try {
+          const shards = q.shardCount
+          const page = await api('/v1/queue/deadLetters', { queue: q.queue, shards, limit: REQUEUE_PAGE })
+          const ids = page.items.map((d) => d.id)
+          const r = ids.length ? await act('/v1/queue/requeueDead', { queue: q.queue, ids, shards }) : { requeued: 0 }
+          said = h('p', { class: 'done', role: 'status' }, `Requeued ${num(r.requeued)} dead letter${r.requeued === 1 ? '' : 's'} of "${q.queue}".`)
+        } catch (e) {
+          said = h('p', { class: 'error', role: 'alert' }, `Not requeued: ${e.message}`)
+        }
+        cell.replaceChildren(said)
+        pauseAuto = false
+      } }, 'Requeue'),
+      h('button', { type: 'button', class: 'quiet confirm-no', onclick: () => { box.remove(); button.disabled = false; pauseAuto = false } }, 'Cancel')))
+  cell.append(box)
 }
 
 // ---- Rate limiters ---------------------------------------------------------------------------

@@ -329,7 +329,7 @@ test('a lock is released by an operator only after a confirmation, only the gran
   await row.locator('button.release-lock').click()
   await row.locator('.confirm').waitFor()
   assert.match(await row.locator('.confirm').textContent(), /Release "crm-import", held by "run 77 \(crashed\)" \(fence /)
-  await page.screenshot({ path: join(shots, '8-release-confirm.png'), fullPage: true })
+  await page.screenshot({ path: join(shots, '10-release-confirm.png'), fullPage: true })
   await row.locator('button.confirm-no').click()
   assert.equal((await call('/v1/lock/get', { name: 'crm-import' })).locked, true)
   assert.equal(actions().length, before)
@@ -390,7 +390,7 @@ test('a permit is released by an operator only after a confirmation, only the on
   await row.locator('button.release-permit').click()
   await row.locator('.confirm').waitFor()
   assert.match(await row.locator('.confirm').textContent(), /Release the permit of key "customer-7" of "pdf-exports", held by "run 90 \(crashed\)" \(fence /)
-  await card.screenshot({ path: join(shots, '9-release-permit-confirm.png') })
+  await card.screenshot({ path: join(shots, '11-release-permit-confirm.png') })
   await row.locator('button.confirm-no').click()
   assert.equal((await call('/v1/semaphore/get', { name: 'pdf-exports' })).holders.length, 2)
   assert.equal(actions().length, before)
@@ -421,6 +421,57 @@ test('a permit is released by an operator only after a confirmation, only the on
   await row2.locator('button.confirm-yes').click()
   await row2.locator('.error', { hasText: 'not held any more' }).waitFor()
   await call('/v1/semaphore/release', { name: 'pdf-exports', owner: again.owner })
+  assert.deepEqual(errors, [])
+  await page.close()
+})
+
+test('a queue shows its dead letters, requeued only after a confirmation; the action is logged', async () => {
+  // 5 ids over 2 shards read with maxDeliveries 1, released, read again: all 5 die.
+  const ids = ['sku-1', 'sku-2', 'sku-3', 'sku-4', 'sku-5']
+  await call('/v1/queue/enqueue', { queue: 'stock-sync', ids, shards: 2 })
+  const read = { queue: 'stock-sync', shards: 2, limit: 100, maxDeliveries: 1 }
+  const b = await call('/v1/queue/readBatch', read)
+  await call('/v1/queue/release', { queue: 'stock-sync', owner: b.owner, ids: b.ids, shards: 2 })
+  assert.deepEqual((await call('/v1/queue/readBatch', read)).ids, [])
+  assert.equal((await call('/v1/queue/size', { queue: 'stock-sync', shards: 2 })).dead, 5)
+
+  const { page, errors } = await newPage()
+  await page.goto(base + '/')
+  await page.locator('#login').waitFor({ state: 'visible' })
+  await page.fill('#token', TOKEN)
+  await page.fill('#actor', 'Linus')
+  await page.click('#login button[type=submit]')
+  const card = page.locator('article[data-queue="stock-sync"]')
+  await card.waitFor()
+  await page.uncheck('#auto')
+  assert.equal(await card.locator('tr.total td.q-dead').textContent(), '5')
+  const before = actions().length
+
+  // Cancel changes nothing.
+  await card.locator('button.requeue-dead').click()
+  await card.locator('.confirm').waitFor()
+  assert.match(await card.locator('.confirm').textContent(), /Requeue 5 dead letters of "stock-sync"\?/)
+  await page.screenshot({ path: join(shots, '12-requeue-dead-confirm.png'), fullPage: true })
+  await card.locator('button.confirm-no').click()
+  assert.equal((await call('/v1/queue/size', { queue: 'stock-sync', shards: 2 })).dead, 5)
+  assert.equal(actions().length, before)
+
+  // Confirmed: all 5 wait again, due now, and a read with maxDeliveries 1 delivers them.
+  await card.locator('button.requeue-dead').click()
+  await card.locator('button.confirm-yes').click()
+  await card.locator('.done', { hasText: 'Requeued 5 dead letters of "stock-sync".' }).waitFor()
+  await page.screenshot({ path: join(shots, '13-requeue-dead-done.png'), fullPage: true })
+  const size = await call('/v1/queue/size', { queue: 'stock-sync', shards: 2 })
+  assert.deepEqual([size.dead, size.waiting], [0, 5])
+  assert.deepEqual((await call('/v1/queue/readBatch', read)).ids.sort(), ids)
+  let logged = actions()
+  for (let i = 0; i < 40 && logged.length === before; i++) {
+    await new Promise((r) => setTimeout(r, 25))
+    logged = actions()
+  }
+  assert.equal(logged.length, before + 1, 'one action logged')
+  const f = logged.at(-1).fields
+  assert.deepEqual([f.actor, f.route, f.subject, f.status], ['Linus', '/v1/queue/requeueDead', 'queue="stock-sync"', 200])
   assert.deepEqual(errors, [])
   await page.close()
 })

@@ -218,7 +218,7 @@ pub fn action() -> Schema {
 
 pub fn enqueue_outcome() -> Schema {
     use flowguard_core::queue::EnqueueOutcome as E;
-    words([E::Added, E::Duplicate, E::Debounced, E::Claimed].map(E::as_str))
+    words([E::Added, E::Duplicate, E::Debounced, E::Claimed, E::Dead].map(E::as_str))
 }
 
 pub fn settle_reason() -> Schema {

@@ -5,10 +5,12 @@ import { backendProperty, credentialTest, keyPrefixOptions, memoryOnlyOptions } 
 import { NODE_VERSION, resultFieldOption, SERVER_BACKEND } from '../shared/descriptions';
 import { route } from '../shared/router';
 import * as ack from './actions/ack.operation';
+import * as deadLetters from './actions/deadLetters.operation';
 import * as enqueue from './actions/enqueue.operation';
 import { DEFAULT_FIELD, MAX_SHARDS } from './actions/queue';
 import * as readBatch from './actions/readBatch.operation';
 import * as release from './actions/release.operation';
+import * as requeueDead from './actions/requeueDead.operation';
 import { itemIdProperty, receiptOption } from './actions/settle';
 import * as size from './actions/size.operation';
 
@@ -21,7 +23,7 @@ export class DedupQueue implements INodeType {
 		...NODE_VERSION,
 		usableAsTool: true,
 		subtitle:
-			'={{ ({ enqueue: "Enqueue", readBatch: "Read Batch", ack: "Ack", release: "Release", size: "Size" })[$parameter["operation"]] + ": " + $parameter["queue"] }}',
+			'={{ ({ enqueue: "Enqueue", readBatch: "Read Batch", ack: "Ack", release: "Release", size: "Size", deadLetters: "Dead Letters", requeueDead: "Requeue Dead" })[$parameter["operation"]] + ": " + $parameter["queue"] }}',
 		description:
 			'Queue IDs to process once: duplicates are not added again, a batch is claimed atomically, then acked or released',
 		defaults: {
@@ -41,7 +43,7 @@ export class DedupQueue implements INodeType {
 				name: 'operation',
 				type: 'options',
 				noDataExpression: true,
-				options: [ack.option, enqueue.option, readBatch.option, release.option, size.option],
+				options: [ack.option, deadLetters.option, enqueue.option, readBatch.option, release.option, requeueDead.option, size.option],
 				default: 'enqueue',
 			},
 			{
@@ -68,6 +70,7 @@ export class DedupQueue implements INodeType {
 			...release.description,
 			...readBatch.description,
 			...size.description,
+			...deadLetters.description,
 			{
 				displayName: 'Options',
 				name: 'options',
@@ -86,10 +89,20 @@ export class DedupQueue implements INodeType {
 						typeOptions: { minValue: 0, maxValue: MAX_SHARDS - 1, numberPrecision: 0 },
 						default: 0,
 						description: 'Read or count only this shard (0 to Shards - 1). Without this option: all shards.',
-						displayOptions: { show: { '/operation': ['readBatch', 'size'] } },
+						displayOptions: { show: { '/operation': ['readBatch', 'size', 'deadLetters'] } },
+					},
+					{
+						displayName: 'Max Deliveries',
+						name: 'maxDeliveries',
+						type: 'number',
+						typeOptions: { minValue: 1, maxValue: 1000, numberPrecision: 0 },
+						default: 5,
+						description:
+							'Move an ID read this many times without an ack (its visibility timeout passed, or it was released) to the dead letters instead of delivering it again (1 to 1000, as SQS\'s maxReceiveCount). List them with Dead Letters, put them back with Requeue Dead. Without this option: no count is kept.',
+						displayOptions: { show: { '/operation': ['readBatch'] } },
 					},
 					receiptOption,
-					resultFieldOption(DEFAULT_FIELD, ['enqueue', 'ack', 'release']),
+					resultFieldOption(DEFAULT_FIELD, ['enqueue', 'ack', 'release', 'requeueDead']),
 				],
 			},
 		],
@@ -104,6 +117,8 @@ export class DedupQueue implements INodeType {
 			ack: ack.execute,
 			release: release.execute,
 			size: size.execute,
+			deadLetters: deadLetters.execute,
+			requeueDead: requeueDead.execute,
 		});
 	}
 }

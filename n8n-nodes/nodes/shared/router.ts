@@ -25,6 +25,8 @@ export type Calls = Pick<
 	| 'ack'
 	| 'release'
 	| 'queueSize'
+	| 'deadLetters'
+	| 'requeueDead'
 	| 'rateLimit'
 	| 'waitRateLimit'
 	| 'pauseRateLimit'

@@ -20,6 +20,10 @@ import type {
 	QueueSettleResult,
 	QueueSize,
 	QueueSizeOptions,
+	QueueDeadOptions,
+	QueueDeadPage,
+	QueueRequeueOptions,
+	QueueRequeueResult,
 	PauseRateLimitOptions,
 	RateLimiterInfo,
 	RateLimitOptions,
@@ -244,6 +248,14 @@ export class ServerClient {
 
 	async queueSize(queue: string, options?: QueueSizeOptions | null): Promise<QueueSize> {
 		return await this.call('/v1/queue/size', { queue, ...(options ?? {}) });
+	}
+
+	async deadLetters(queue: string, options?: QueueDeadOptions | null): Promise<QueueDeadPage> {
+		return await this.call('/v1/queue/deadLetters', { queue, ...(options ?? {}) });
+	}
+
+	async requeueDead(queue: string, ids: string | string[], options?: QueueRequeueOptions | null): Promise<QueueRequeueResult> {
+		return await this.call('/v1/queue/requeueDead', { queue, ids, ...(options ?? {}) });
 	}
 }
 

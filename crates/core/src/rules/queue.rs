@@ -10,6 +10,15 @@
 //! id drops it, and an enqueue again while claimed that goes back to waiting (ack, release or
 //! expiry) keeps it.
 //!
+//! Dead letters (SQS's redrive policy `maxReceiveCount`, BullMQ's failed set): a read with
+//! `max_deliveries` counts each delivery of the ids it claims, and an id it finds due that was
+//! delivered that many times already (never acked: its claims expired, or were released) moves to
+//! the shard's dead letters instead ([`deliver`]). Only such reads count or check; an ack drops the
+//! count ([`keeps_count`]); a release and an expiry keep it. A dead letter is not delivered, and an
+//! enqueue of it leaves it dead ([`Place::Dead`], outcome `dead`: SQS keeps a message in its DLQ
+//! until it is redriven; BullMQ ignores a job id it still holds) until it is requeued
+//! ([`requeue`]): waiting again, due now, its count dropped.
+//!
 //! The Redis scripts `queue_enqueue.lua`, `queue_enqueue_one.lua`, `queue_claim.lua`,
 //! `queue_settle.lua` and the reap of `queue_common.lua` write the same rules in Lua.
 
@@ -36,6 +45,8 @@ pub enum Place<'a> {
     Waiting(i64),
     /// Claimed (its claim may have expired and not been returned yet).
     Claimed(Claim<'a>),
+    /// A dead letter (see the module's notes).
+    Dead,
 }
 
 /// Whether a claim whose visibility deadline is `deadline` still holds at `now`. One that does
@@ -124,6 +135,10 @@ pub fn enqueue(place: Place<'_>, debounce: Debounce, first: Option<i64>, due: i6
             (EnqueueOutcome::Duplicate, back, EnqueueWrite::Wait(back))
         }
         Place::Waiting(old) => (EnqueueOutcome::Duplicate, old, EnqueueWrite::Keep),
+        // A dead letter stays dead: no due time, no first-enqueue time.
+        Place::Dead => {
+            return Enqueue { outcome: EnqueueOutcome::Dead, due: 0, write: EnqueueWrite::Keep, first: None }
+        }
         Place::Absent => (EnqueueOutcome::Added, due, EnqueueWrite::Wait(due)),
     };
     Enqueue { outcome, due, write, first }
@@ -151,6 +166,40 @@ pub fn settle(
         SettleAction::Release { delay_ms } => Some(back_at(due(now, delay_ms), c.again)),
     };
     (SettleOutcome::Done { requeued }, due)
+}
+
+/// What a read with `max_deliveries` does with a due id delivered `count` times before (0 when
+/// no count is kept for it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Deliver {
+    /// Claim it; its count becomes this.
+    Claim(u64),
+    /// Move it to the dead letters (it keeps its count, the deliveries it had).
+    Dead,
+}
+
+/// A due id delivered `count` times, read with `max_deliveries` (at least 1): delivered again
+/// while `count < max_deliveries`, else a dead letter (SQS: a message received
+/// `maxReceiveCount` times goes to the DLQ on its next receive).
+pub fn deliver(count: u64, max_deliveries: u64) -> Deliver {
+    if count >= max_deliveries {
+        Deliver::Dead
+    } else {
+        Deliver::Claim(count + 1)
+    }
+}
+
+/// Whether an id settled with `action` keeps its delivery count: a release does (it was
+/// delivered and not processed), an ack drops it (processed; an enqueue made while claimed is a
+/// new message, counted from 0).
+pub fn keeps_count(action: SettleAction) -> bool {
+    matches!(action, SettleAction::Release { .. })
+}
+
+/// A requeue at `now` of an id that is a dead letter (`dead`): its due time when it waits again
+/// (now; its count dropped), or `None` when it is no dead letter (nothing written).
+pub fn requeue(dead: bool, now: i64) -> Option<i64> {
+    dead.then_some(now)
 }
 
 #[cfg(test)]

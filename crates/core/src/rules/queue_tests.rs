@@ -174,3 +174,39 @@ fn settle_edges() {
     let release_now = SettleAction::Release { delay_ms: 0 };
     assert_eq!(settle(Some(c), "a", release_now, NOW), (SettleOutcome::Done { requeued: false }, Some(NOW)));
 }
+
+/// A read with max_deliveries: delivered while the count is below the cap, dead from it on.
+#[test]
+fn deliver_counts_up_to_the_cap_then_dead_letters() {
+    assert_eq!(deliver(0, 1), Deliver::Claim(1));
+    assert_eq!(deliver(1, 1), Deliver::Dead);
+    assert_eq!(deliver(0, 3), Deliver::Claim(1));
+    assert_eq!(deliver(2, 3), Deliver::Claim(3));
+    assert_eq!(deliver(3, 3), Deliver::Dead);
+    // A count above the cap (a later read asked for fewer deliveries): dead as well.
+    assert_eq!(deliver(7, 3), Deliver::Dead);
+}
+
+/// An ack drops the delivery count; a release keeps it.
+#[test]
+fn only_a_release_keeps_the_count() {
+    assert!(!keeps_count(SettleAction::Ack));
+    assert!(keeps_count(SettleAction::Release { delay_ms: 0 }));
+    assert!(keeps_count(SettleAction::Release { delay_ms: 500 }));
+}
+
+/// An enqueue of a dead letter leaves it dead, whatever the debounce; a requeue makes only a dead
+/// letter waiting, due now.
+#[test]
+fn a_dead_letter_stays_dead_until_requeued() {
+    for debounce in
+        [Debounce::Off, Debounce::On { max_delay_ms: None }, Debounce::On { max_delay_ms: Some(5) }]
+    {
+        assert_eq!(
+            enqueue(Place::Dead, debounce, None, DUE, NOW),
+            Enqueue { outcome: EnqueueOutcome::Dead, due: 0, write: EnqueueWrite::Keep, first: None }
+        );
+    }
+    assert_eq!(requeue(true, NOW), Some(NOW));
+    assert_eq!(requeue(false, NOW), None);
+}

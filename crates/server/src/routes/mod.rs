@@ -41,6 +41,8 @@ pub fn api() -> OpenApiRouter<App> {
         .routes(routes!(queue::release))
         .routes(routes!(queue::size))
         .routes(routes!(queue::peek))
+        .routes(routes!(queue::dead_letters))
+        .routes(routes!(queue::requeue_dead))
         .routes(routes!(catalog::queues))
         .routes(routes!(state::get))
         .routes(routes!(state::get_many))

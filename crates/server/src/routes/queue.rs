@@ -70,6 +70,8 @@ pub struct EnqueueResult {
     duplicates: usize,
     debounced: usize,
     claimed: usize,
+    /// Ids that are dead letters: left as they are (not enqueued) until requeued.
+    dead: usize,
     items: Vec<Enqueued>,
 }
 
@@ -105,6 +107,7 @@ pub async fn enqueue(State(app): State<App>, Body(b): Body<EnqueueIn>) -> ApiRes
         duplicates: count(EnqueueOutcome::Duplicate),
         debounced: count(EnqueueOutcome::Debounced),
         claimed: count(EnqueueOutcome::Claimed),
+        dead: count(EnqueueOutcome::Dead),
         items: r
             .into_iter()
             .map(|e| Enqueued { id: e.id, shard: e.shard, outcome: e.outcome.as_str(), due_at: e.due_at })
@@ -129,6 +132,11 @@ pub struct ReadIn {
     #[serde(default, deserialize_with = "opt_ms")]
     #[schema(schema_with = crate::openapi::millis)]
     visibility_timeout_ms: Option<Duration>,
+    /// Move an id delivered this many times without an ack to the queue's dead letters instead
+    /// of delivering it again (1 to 1000, SQS's maxReceiveCount). Only reads with it count.
+    #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
+    max_deliveries: Option<u64>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -170,6 +178,7 @@ pub async fn read_batch(State(app): State<App>, Body(b): Body<ReadIn>) -> ApiRes
         shard: b.shard,
         limit: b.limit,
         visibility_timeout: b.visibility_timeout_ms,
+        max_deliveries: b.max_deliveries,
     };
     let r = app.client.read_batch(&b.queue, opts).await?;
     Ok(Json(QueueBatch {
@@ -340,6 +349,7 @@ pub struct ShardSize {
     due: u64,
     claimed: u64,
     again: u64,
+    dead: u64,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -348,6 +358,7 @@ pub struct QueueSize {
     due: u64,
     claimed: u64,
     again: u64,
+    dead: u64,
     shards: Vec<ShardSize>,
 }
 
@@ -379,6 +390,7 @@ impl From<flowguard_core::queue::QueueSize> for QueueSize {
             due: s.due,
             claimed: s.claimed,
             again: s.again,
+            dead: s.dead,
             shards: s
                 .shards
                 .into_iter()
@@ -388,8 +400,149 @@ impl From<flowguard_core::queue::QueueSize> for QueueSize {
                     due: x.due,
                     claimed: x.claimed,
                     again: x.again,
+                    dead: x.dead,
                 })
                 .collect(),
         }
     }
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DeadIn {
+    #[schema(schema_with = crate::openapi::name)]
+    queue: String,
+    #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::shards)]
+    shards: Option<u64>,
+    #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
+    shard: Option<u64>,
+    /// Skip this many (the previous page's nextOffset). Default 0, at most 100000.
+    #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
+    offset: Option<u64>,
+    /// 1 to 1000. Default 100.
+    #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::whole)]
+    limit: Option<u64>,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DeadLetter {
+    id: String,
+    shard: u32,
+    /// How many times it was delivered without an ack.
+    deliveries: u64,
+    /// When it died (ms since the epoch, the backend's clock).
+    died_at: i64,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DeadPage {
+    items: Vec<DeadLetter>,
+    /// The offset of the next page; absent on the last.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    next_offset: Option<u64>,
+}
+
+/// One page of the queue's dead letters, oldest death first.
+///
+/// The ids a read with `maxDeliveries` found delivered that many times without an ack.
+#[utoipa::path(
+    post,
+    path = "/v1/queue/deadLetters",
+    tag = "queue",
+    operation_id = "queue_deadLetters",
+    request_body(content = inline(DeadIn)),
+    responses(
+        (status = 200, description = "done", body = DeadPage),
+        Errors
+    )
+)]
+pub async fn dead_letters(State(app): State<App>, Body(b): Body<DeadIn>) -> ApiResult<Json<DeadPage>> {
+    if let Some(limit) = b.limit {
+        app.limits.batch("limit", limit as usize)?;
+    }
+    let page = app
+        .client
+        .dead_letters(&b.queue, ShardSelect { shards: b.shards, shard: b.shard }, b.offset, b.limit)
+        .await?;
+    Ok(Json(DeadPage {
+        next_offset: page.next_offset,
+        items: page
+            .items
+            .into_iter()
+            .map(|d| DeadLetter { id: d.id, shard: d.shard, deliveries: d.deliveries, died_at: d.died_at })
+            .collect(),
+    }))
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RequeueIn {
+    #[schema(schema_with = crate::openapi::name)]
+    queue: String,
+    ids: Ids,
+    #[serde(default, deserialize_with = "opt_u64")]
+    #[schema(schema_with = crate::openapi::shards)]
+    shards: Option<u64>,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Requeued {
+    id: String,
+    shard: u32,
+    /// `requeued`: it was a dead letter and waits again, due now, its deliveries reset;
+    /// `not_dead`: it was no dead letter (nothing changed).
+    outcome: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    due_at: Option<i64>,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RequeueResult {
+    requeued: usize,
+    not_dead: usize,
+    items: Vec<Requeued>,
+}
+
+/// Put dead letters back as waiting (deliveries reset).
+///
+/// Per id `requeued` or `not_dead`. Safe to resend: a second call finds them `not_dead`.
+#[utoipa::path(
+    post,
+    path = "/v1/queue/requeueDead",
+    tag = "queue",
+    operation_id = "queue_requeueDead",
+    request_body(content = inline(RequeueIn)),
+    responses(
+        (status = 200, description = "done", body = RequeueResult),
+        Errors
+    )
+)]
+pub async fn requeue_dead(
+    State(app): State<App>,
+    Body(b): Body<RequeueIn>,
+) -> ApiResult<Json<RequeueResult>> {
+    let ids = b.ids.into_vec();
+    app.limits.batch("ids", ids.len())?;
+    let items: Vec<Requeued> = app
+        .client
+        .requeue_dead(&b.queue, ids, b.shards)
+        .await?
+        .into_iter()
+        .map(|r| Requeued {
+            id: r.id,
+            shard: r.shard,
+            outcome: if r.requeued { "requeued" } else { "not_dead" },
+            due_at: r.due_at,
+        })
+        .collect();
+    let requeued = items.iter().filter(|i| i.due_at.is_some()).count();
+    Ok(Json(RequeueResult { requeued, not_dead: items.len() - requeued, items }))
 }

@@ -287,6 +287,37 @@ pub async fn queue(url: Option<String>) {
             "{bad} {e}"
         );
     }
+    // Dead letters: read with maxDeliveries 1, released, read again: x dies instead.
+    let dl = |extra: serde_json::Value| {
+        let mut b = json!({"queue": "dl", "maxDeliveries": 1, "visibilityTimeoutMs": 60000});
+        b.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        b
+    };
+    s.ok("/v1/queue/enqueue", json!({"queue": "dl", "ids": ["x", "y"]})).await;
+    let b = s.ok("/v1/queue/readBatch", dl(json!({}))).await;
+    assert_eq!(b["ids"], json!(["x", "y"]));
+    s.ok("/v1/queue/release", json!({"queue": "dl", "owner": b["owner"], "ids": ["x"]})).await;
+    s.ok("/v1/queue/ack", json!({"queue": "dl", "owner": b["owner"], "ids": ["y"]})).await;
+    assert_eq!(s.ok("/v1/queue/readBatch", dl(json!({}))).await["ids"], json!([]));
+    let size = s.ok("/v1/queue/size", json!({"queue": "dl"})).await;
+    assert_eq!((size["dead"].as_u64(), size["shards"][0]["dead"].as_u64()), (Some(1), Some(1)));
+    let page = s.ok("/v1/queue/deadLetters", json!({"queue": "dl", "limit": 10})).await;
+    assert_eq!(
+        (page["items"][0]["id"].as_str(), page["items"][0]["deliveries"].as_u64()),
+        (Some("x"), Some(1))
+    );
+    assert!(page["items"][0]["diedAt"].as_i64().is_some() && page.get("nextOffset").is_none(), "{page}");
+    let e = s.ok("/v1/queue/enqueue", json!({"queue": "dl", "ids": "x"})).await;
+    assert_eq!((e["dead"].as_u64(), e["items"][0]["outcome"].as_str()), (Some(1), Some("dead")));
+    let r = s.ok("/v1/queue/requeueDead", json!({"queue": "dl", "ids": ["x", "z"]})).await;
+    assert_eq!((r["requeued"].as_u64(), r["notDead"].as_u64()), (Some(1), Some(1)));
+    assert_eq!(
+        (r["items"][0]["outcome"].as_str(), r["items"][1]["outcome"].as_str()),
+        (Some("requeued"), Some("not_dead"))
+    );
+    assert_eq!(s.ok("/v1/queue/readBatch", dl(json!({}))).await["ids"], json!(["x"]));
+    let (st, e) = s.call("/v1/queue/readBatch", dl(json!({"maxDeliveries": 0}))).await;
+    assert_eq!((st, e["field"].as_str()), (400, Some("maxDeliveries")), "{e}");
 }
 
 pub async fn state(url: Option<String>) {

@@ -20,6 +20,7 @@ export const FIELDS: FieldNames = {
 	visibilityTimeoutMs: 'Visibility Timeout',
 	delayMs: 'Delay',
 	maxDelayMs: 'Max Delay',
+	maxDeliveries: 'Max Deliveries',
 	owner: 'Receipt',
 };
 

@@ -47,9 +47,19 @@ export async function execute({ ctx, items, params, fg }: OperationContext): Pro
 		const ref = queueRef(params, i);
 		const limit = toNumber(params.get('batchSize', i, 100)) as number;
 		const visibilityTimeoutMs = secondsToMs(ctx, params.get('visibilityTimeout', i), 'Visibility Timeout', i);
+		const maxDeliveries =
+			options.maxDeliveries === undefined || options.maxDeliveries === '' || options.maxDeliveries === null
+				? {}
+				: { maxDeliveries: toNumber(options.maxDeliveries) as number };
 		let batch;
 		try {
-			batch = await fg.readBatch(ref.queue, { shards: ref.shards, limit, visibilityTimeoutMs, ...onlyShard(options) });
+			batch = await fg.readBatch(ref.queue, {
+				shards: ref.shards,
+				limit,
+				visibilityTimeoutMs,
+				...maxDeliveries,
+				...onlyShard(options),
+			});
 		} catch (error) {
 			outputs.fail(i, error, {}, `Read Batch of queue "${ref.queue}" failed`);
 			return;

@@ -18,7 +18,7 @@ export const itemIdProperty: INodeProperties = {
 	placeholder: 'e.g. {{ $json.productId }}',
 	description:
 		'ID to ack or release. Leave empty to use the ID of the Read Batch output item this item came from (found in the item, or through its lineage).',
-	displayOptions: { show: { operation: ['ack', 'release'] } },
+	displayOptions: { show: { operation: ['ack', 'release', 'requeueDead'] } },
 };
 
 /** The Receipt option of Ack and Release. */

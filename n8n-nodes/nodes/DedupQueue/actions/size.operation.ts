@@ -7,7 +7,7 @@ import { FIELDS, onlyShard, queueRef } from './queue';
 export const option = {
 	name: 'Size',
 	value: 'size',
-	description: 'Count the waiting, due and claimed IDs, in total and per shard',
+	description: 'Count the waiting, due, claimed and dead IDs, in total and per shard',
 	action: 'Get the size of a queue',
 };
 
@@ -35,6 +35,7 @@ export async function execute({ ctx, items, params, fg }: OperationContext): Pro
 				due: s.due,
 				claimed: s.claimed,
 				again: s.again,
+				dead: s.dead,
 				shards: s.shards.map((x) => ({ ...x })),
 			}),
 			pairedItem: { item: i },

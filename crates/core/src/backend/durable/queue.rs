@@ -8,9 +8,9 @@ use super::{checked_scan, Durable, Fail, Sql};
 use crate::backend::BoxFuture;
 use crate::queue::{
     shard_mismatch, Debounce, EnqueueOutcome, QueueBackend, SettleAction, SettleOutcome, ShardClaim,
-    ShardRef, ShardSize,
+    ShardDead, ShardRef, ShardSize,
 };
-use crate::rules::queue::{self, EnqueueWrite};
+use crate::rules::queue::{self, Deliver, EnqueueWrite};
 
 /// A claim: (deadline, owner, due time of an enqueue made while claimed, its first-enqueue time).
 type ClaimRow = (i64, String, Option<i64>, Option<i64>);
@@ -30,6 +30,8 @@ const WAITING_BY_DUE: &str = "SELECT ns, queue, shard, due, id FROM q_waiting IN
      WHERE (ns, queue, shard) >= (?1, ?2, ?3) ORDER BY ns, queue, shard, due, id";
 const CLAIMED_BY_DEADLINE: &str = "SELECT ns, queue, shard, deadline, id, again, again_first FROM q_claimed
      INDEXED BY q_claimed_deadline WHERE (ns, queue, shard) >= (?1, ?2, ?3) ORDER BY ns, queue, shard, deadline, id";
+const DEAD_BY_DIED: &str = "SELECT ns, queue, shard, died, id, n FROM q_dead INDEXED BY q_dead_died
+     WHERE (ns, queue, shard) >= (?1, ?2, ?3) ORDER BY ns, queue, shard, died, id";
 const CLAIMED_BY_ID: &str = "SELECT ns, queue, shard, 0, id, again FROM q_claimed
      WHERE (ns, queue, shard) >= (?1, ?2, ?3) ORDER BY ns, queue, shard, id";
 
@@ -79,6 +81,43 @@ impl Shard<'_> {
             .optional()?)
     }
 
+    /// Whether `id` is a dead letter.
+    fn is_dead(&self, id: &str) -> Sql<bool> {
+        Ok(self
+            .c
+            .prepare_cached("SELECT 1 FROM q_dead WHERE ns = ?1 AND queue = ?2 AND shard = ?3 AND id = ?4")?
+            .query_row(params![self.ns, self.queue, self.shard, id], |_| Ok(()))
+            .optional()?
+            .is_some())
+    }
+
+    /// The delivery count of `id` (0 when none is kept).
+    fn count(&self, id: &str) -> Sql<u64> {
+        Ok(self
+            .c
+            .prepare_cached("SELECT n FROM q_counts WHERE ns = ?1 AND queue = ?2 AND shard = ?3 AND id = ?4")?
+            .query_row(params![self.ns, self.queue, self.shard, id], |r| r.get(0))
+            .optional()?
+            .unwrap_or(0))
+    }
+
+    /// Whether the shard keeps any delivery count (so an ack without one costs one look per call).
+    fn has_counts(&self) -> Sql<bool> {
+        Ok(self
+            .c
+            .prepare_cached("SELECT 1 FROM q_counts WHERE ns = ?1 AND queue = ?2 AND shard = ?3 LIMIT 1")?
+            .query_row(params![self.ns, self.queue, self.shard], |_| Ok(()))
+            .optional()?
+            .is_some())
+    }
+
+    fn drop_count(&self, id: &str) -> Sql<()> {
+        self.c
+            .prepare_cached("DELETE FROM q_counts WHERE ns = ?1 AND queue = ?2 AND shard = ?3 AND id = ?4")?
+            .execute(params![self.ns, self.queue, self.shard, id])?;
+        Ok(())
+    }
+
     fn unclaim(&self, id: &str) -> Sql<()> {
         self.c
             .prepare_cached("DELETE FROM q_claimed WHERE ns = ?1 AND queue = ?2 AND shard = ?3 AND id = ?4")?
@@ -103,7 +142,7 @@ impl Shard<'_> {
     /// Whether the shard holds no ids.
     fn is_empty(&self) -> Sql<bool> {
         let mut empty = true;
-        for sql in [WAITING_BY_DUE, CLAIMED_BY_ID] {
+        for sql in [WAITING_BY_DUE, CLAIMED_BY_ID, DEAD_BY_DIED] {
             self.scan(sql, i64::MAX, |_, _| {
                 empty = false;
                 Ok(false)
@@ -181,6 +220,7 @@ fn enqueue(
                 Some(row) => (queue::Place::Claimed(rule_claim(row)), row.3),
                 None => match s.waiting_due(id)? {
                     Some((due, first)) => (queue::Place::Waiting(due), first),
+                    None if s.is_dead(id)? => (queue::Place::Dead, None),
                     None => (queue::Place::Absent, None),
                 },
             };
@@ -207,19 +247,59 @@ fn enqueue(
         .collect()
 }
 
-fn claim(s: &Shard<'_>, owner: &str, limit: u64, visibility_ms: u64, now: i64) -> Sql<ShardClaim> {
+fn claim(
+    s: &Shard<'_>,
+    owner: &str,
+    limit: u64,
+    visibility_ms: u64,
+    max_deliveries: Option<u64>,
+    now: i64,
+) -> Sql<ShardClaim> {
     s.reap(now)?;
     let deadline = queue::lease(now, visibility_ms);
-    // The scan reads the waiting ids due by now: those [`queue::deliverable`].
-    let items = due(s, now, limit)?;
     let mut del =
         s.c.prepare_cached("DELETE FROM q_waiting WHERE ns = ?1 AND queue = ?2 AND shard = ?3 AND id = ?4")?;
     let mut ins = s.c.prepare_cached(
         "INSERT INTO q_claimed (ns, queue, shard, id, deadline, owner, again) VALUES (?1, ?2, ?3, ?4, ?5, ?6, NULL)",
     )?;
-    for (id, _) in &items {
-        del.execute(params![s.ns, s.queue, s.shard, id])?;
-        ins.execute(params![s.ns, s.queue, s.shard, id, deadline, owner])?;
+    let mut items = Vec::new();
+    // Dead letters made by this call: at most `limit`.
+    let mut died = 0;
+    loop {
+        // The scan reads the waiting ids due by now: those [`queue::deliverable`].
+        let ask = (limit - items.len() as u64).min(limit - died);
+        let batch = due(s, now, ask)?;
+        let got = batch.len() as u64;
+        for (id, due_at) in batch {
+            del.execute(params![s.ns, s.queue, s.shard, id])?;
+            if let Some(max) = max_deliveries {
+                let count = s.count(&id)?;
+                match queue::deliver(count, max) {
+                    Deliver::Claim(n) => {
+                        s.c.prepare_cached(
+                            "INSERT INTO q_counts (ns, queue, shard, id, n) VALUES (?1, ?2, ?3, ?4, ?5)
+                             ON CONFLICT (ns, queue, shard, id) DO UPDATE SET n = excluded.n",
+                        )?
+                        .execute(params![s.ns, s.queue, s.shard, id, n])?;
+                    }
+                    Deliver::Dead => {
+                        s.drop_count(&id)?;
+                        s.c.prepare_cached(
+                            "INSERT INTO q_dead (ns, queue, shard, id, died, n) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                        )?
+                        .execute(params![s.ns, s.queue, s.shard, id, now, count])?;
+                        died += 1;
+                        continue;
+                    }
+                }
+            }
+            ins.execute(params![s.ns, s.queue, s.shard, id, deadline, owner])?;
+            items.push((id, due_at));
+        }
+        // Done: the shard had no more due ids, the batch is full, or the dead letters' bound.
+        if got < ask || items.len() as u64 >= limit || died >= limit || max_deliveries.is_none() {
+            break;
+        }
     }
     Ok(ShardClaim { visible_until: deadline, items })
 }
@@ -231,6 +311,7 @@ fn settle(
     action: SettleAction,
     now: i64,
 ) -> Sql<Vec<(SettleOutcome, Option<i64>)>> {
+    let counted = !queue::keeps_count(action) && s.has_counts()?;
     let out = ids
         .iter()
         .map(|id| {
@@ -238,6 +319,9 @@ fn settle(
             let (outcome, due) = queue::settle(row.as_ref().map(rule_claim), owner, action, now);
             if let SettleOutcome::Done { .. } = outcome {
                 s.unclaim(id)?;
+                if counted {
+                    s.drop_count(id)?;
+                }
                 if let Some(t) = due {
                     // The first-enqueue time of an enqueue made while claimed goes with it.
                     s.wait(id, t, row.as_ref().and_then(|r| r.3))?;
@@ -274,7 +358,7 @@ fn peek(s: &Shard<'_>, limit: u64, now: i64) -> Sql<(i64, Vec<(String, i64)>)> {
 /// damaged record, see `checked_scan`): the same rows a count walks, each read once.
 fn size(s: &Shard<'_>, now: i64) -> Sql<ShardSize> {
     s.reap(now)?;
-    let mut size = ShardSize { shard: s.shard, waiting: 0, due: 0, claimed: 0, again: 0 };
+    let mut size = ShardSize { shard: s.shard, waiting: 0, due: 0, claimed: 0, again: 0, dead: 0 };
     s.scan(WAITING_BY_DUE, i64::MAX, |k, _| {
         size.waiting += 1;
         size.due += u64::from(k.3 <= now);
@@ -285,7 +369,37 @@ fn size(s: &Shard<'_>, now: i64) -> Sql<ShardSize> {
         size.again += u64::from(r.get_ref(5)?.data_type() != rusqlite::types::Type::Null);
         Ok(true)
     })?;
+    s.scan(DEAD_BY_DIED, i64::MAX, |_, _| {
+        size.dead += 1;
+        Ok(true)
+    })?;
     Ok(size)
+}
+
+/// The shard's first `limit` dead letters, by the time they died.
+fn dead_letters(s: &Shard<'_>, limit: u64) -> Sql<Vec<ShardDead>> {
+    let mut out = Vec::new();
+    s.scan(DEAD_BY_DIED, i64::MAX, |k, r| {
+        out.push(ShardDead { id: k.4.clone(), deliveries: r.get(5)?, died_at: k.3 });
+        Ok((out.len() as u64) < limit)
+    })?;
+    Ok(out)
+}
+
+fn requeue_dead(s: &Shard<'_>, ids: &[String], now: i64) -> Sql<Vec<Option<i64>>> {
+    ids.iter()
+        .map(|id| {
+            let gone = s
+                .c
+                .prepare_cached("DELETE FROM q_dead WHERE ns = ?1 AND queue = ?2 AND shard = ?3 AND id = ?4")?
+                .execute(params![s.ns, s.queue, s.shard, id])?;
+            let due = queue::requeue(gone > 0, now);
+            if let Some(t) = due {
+                s.wait(id, t, None)?;
+            }
+            Ok(due)
+        })
+        .collect()
 }
 
 impl QueueBackend for Durable {
@@ -304,8 +418,11 @@ impl QueueBackend for Durable {
         owner: &'a str,
         limit: u64,
         visibility_ms: u64,
+        max_deliveries: Option<u64>,
     ) -> BoxFuture<'a, ShardClaim> {
-        self.write_tx(move |c, ns, now| with(c, ns, at, |s| claim(s, owner, limit, visibility_ms, now)))
+        self.write_tx(move |c, ns, now| {
+            with(c, ns, at, |s| claim(s, owner, limit, visibility_ms, max_deliveries, now))
+        })
     }
     fn settle<'a>(
         &'a self,
@@ -321,6 +438,12 @@ impl QueueBackend for Durable {
     }
     fn size<'a>(&'a self, at: ShardRef<'a>) -> BoxFuture<'a, ShardSize> {
         self.write_tx(move |c, ns, now| with(c, ns, at, |s| size(s, now)))
+    }
+    fn dead_letters<'a>(&'a self, at: ShardRef<'a>, limit: u64) -> BoxFuture<'a, Vec<ShardDead>> {
+        self.write_tx(move |c, ns, _| with(c, ns, at, |s| dead_letters(s, limit)))
+    }
+    fn requeue_dead<'a>(&'a self, at: ShardRef<'a>, ids: &'a [String]) -> BoxFuture<'a, Vec<Option<i64>>> {
+        self.write_tx(move |c, ns, now| with(c, ns, at, |s| requeue_dead(s, ids, now)))
     }
 }
 
@@ -350,7 +473,7 @@ mod tests {
             for chunk in ids("c").chunks(500) {
                 d.enqueue(AT, chunk, 0, Debounce::Off).await.unwrap();
             }
-            let got = d.claim(AT, "o", 10_000, 1).await.unwrap();
+            let got = d.claim(AT, "o", 10_000, 1, None).await.unwrap();
             assert_eq!(got.items.len(), IDS);
         }
         drop(d);
@@ -379,7 +502,7 @@ mod tests {
     async fn a_damaged_page_fails_a_claim_instead_of_shortening_it() {
         let path = queue_file("claim.db", true).await;
         let failed = damage::failures(&path, damage::across, async |byte, d| {
-            let got = d.claim(AT, "p", 10_000, 60_000).await?;
+            let got = d.claim(AT, "p", 10_000, 60_000, None).await?;
             assert_eq!(got.items.len(), IDS, "damage at byte {byte}: a short claim, no error");
             Ok(())
         })

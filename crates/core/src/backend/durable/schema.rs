@@ -90,6 +90,14 @@ const ADDED: &str = "
 CREATE TABLE IF NOT EXISTS limiter_pauses(ns TEXT NOT NULL, name TEXT NOT NULL,
   until INTEGER NOT NULL, exp INTEGER NOT NULL, UNIQUE(ns, name));
 CREATE INDEX IF NOT EXISTS limiter_pauses_exp ON limiter_pauses(exp);
+-- Dedup Queue dead letters: delivery counts (n) of ids a read with maxDeliveries claimed (an
+-- ack drops them), and the dead letters (died: ms since the epoch; n: deliveries). A shard that
+-- holds dead letters keeps its q_shards row.
+CREATE TABLE IF NOT EXISTS q_counts(ns TEXT NOT NULL, queue TEXT NOT NULL, shard INTEGER NOT NULL,
+  id TEXT NOT NULL, n INTEGER NOT NULL, PRIMARY KEY(ns, queue, shard, id)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS q_dead(ns TEXT NOT NULL, queue TEXT NOT NULL, shard INTEGER NOT NULL,
+  id TEXT NOT NULL, died INTEGER NOT NULL, n INTEGER NOT NULL, PRIMARY KEY(ns, queue, shard, id)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS q_dead_died ON q_dead(ns, queue, shard, died, id);
 ";
 
 /// Opens `path` (creating the file when absent), checks it is a flowguard store of a layout

@@ -12,9 +12,9 @@ use crate::backend::{ready, BoxFuture};
 use crate::error::Result;
 use crate::queue::{
     shard_mismatch, Debounce, EnqueueOutcome, QueueBackend, SettleAction, SettleOutcome, ShardClaim,
-    ShardRef, ShardSize,
+    ShardDead, ShardRef, ShardSize,
 };
-use crate::rules::queue::{self, EnqueueWrite};
+use crate::rules::queue::{self, Deliver, EnqueueWrite};
 
 #[derive(Default)]
 struct Shard {
@@ -29,11 +29,17 @@ struct Shard {
     /// The first-enqueue time of a pending enqueue (waiting, or enqueued again while claimed),
     /// only for ids a capped debounce touched (see [`queue::capped`]): dropped when it is claimed.
     first: HashMap<String, i64>,
+    /// Delivery counts, only of ids a read with `max_deliveries` claimed (see [`queue::deliver`]);
+    /// an ack drops them.
+    counts: HashMap<String, u64>,
+    /// Dead letters: (died at, id) and id -> (died at, deliveries).
+    dead: RankedSet<(i64, String)>,
+    died: HashMap<String, (i64, u64)>,
 }
 
 impl Shard {
     fn is_empty(&self) -> bool {
-        self.waiting.is_empty() && self.claimed.is_empty() && self.again.is_empty()
+        self.waiting.is_empty() && self.claimed.is_empty() && self.again.is_empty() && self.dead.is_empty()
     }
 
     fn wait(&mut self, id: &str, due: i64) {
@@ -53,6 +59,7 @@ impl Shard {
     fn place(&self, id: &str) -> queue::Place<'_> {
         match self.claims.get(id) {
             Some((deadline, owner)) => queue::Place::Claimed(self.claim_of(id, *deadline, owner)),
+            None if self.died.contains_key(id) => queue::Place::Dead,
             None => self.due.get(id).map_or(queue::Place::Absent, |&d| queue::Place::Waiting(d)),
         }
     }
@@ -177,12 +184,15 @@ impl QueueTable {
         owner: &str,
         limit: u64,
         visibility_ms: u64,
+        max_deliveries: Option<u64>,
     ) -> Result<ShardClaim> {
         self.with(at, |s, now| {
             s.reap(now, limit as usize);
             let deadline = queue::lease(now, visibility_ms);
             let mut items = Vec::new();
-            while (items.len() as u64) < limit {
+            // Dead letters made by this call: at most `limit`.
+            let mut died = 0;
+            while (items.len() as u64) < limit && died < limit {
                 match s.waiting.first() {
                     Some((due, _)) if queue::deliverable(*due, now) => {}
                     _ => break,
@@ -191,6 +201,21 @@ impl QueueTable {
                 s.due.remove(&id);
                 if !s.first.is_empty() {
                     s.first.remove(&id);
+                }
+                if let Some(max) = max_deliveries {
+                    let count = s.counts.get(&id).copied().unwrap_or(0);
+                    match queue::deliver(count, max) {
+                        Deliver::Claim(n) => {
+                            s.counts.insert(id.clone(), n);
+                        }
+                        Deliver::Dead => {
+                            s.counts.remove(&id);
+                            s.dead.insert((now, id.clone()));
+                            s.died.insert(id, (now, count));
+                            died += 1;
+                            continue;
+                        }
+                    }
                 }
                 s.claimed.insert((deadline, id.clone()));
                 s.claims.insert(id.clone(), (deadline, owner.to_string()));
@@ -217,6 +242,9 @@ impl QueueTable {
                         s.unclaim(id);
                         if requeued {
                             s.again.remove(id);
+                        }
+                        if !queue::keeps_count(action) && !s.counts.is_empty() {
+                            s.counts.remove(id);
                         }
                         if let Some(t) = due {
                             s.wait(id, t);
@@ -251,7 +279,38 @@ impl QueueTable {
                 due: up_to_now(&s.waiting) + expired,
                 claimed: s.claimed.len() as u64 - expired,
                 again: s.again.len() as u64,
+                dead: s.dead.len() as u64,
             }
+        })
+    }
+
+    pub fn dead_letters(&mut self, at: ShardRef<'_>, limit: u64) -> Result<Vec<ShardDead>> {
+        self.with(at, |s, _| {
+            s.dead
+                .iter()
+                .take(limit as usize)
+                .map(|(died_at, id)| ShardDead {
+                    id: id.clone(),
+                    deliveries: s.died.get(id).map_or(0, |d| d.1),
+                    died_at: *died_at,
+                })
+                .collect()
+        })
+    }
+
+    pub fn requeue_dead(&mut self, at: ShardRef<'_>, ids: &[String]) -> Result<Vec<Option<i64>>> {
+        self.with(at, |s, now| {
+            ids.iter()
+                .map(|id| {
+                    let was = s.died.remove(id);
+                    let due = queue::requeue(was.is_some(), now);
+                    if let (Some((t, _)), Some(d)) = (was, due) {
+                        s.dead.remove(&(t, id.clone()));
+                        s.wait(id, d);
+                    }
+                    due
+                })
+                .collect()
         })
     }
 }
@@ -272,8 +331,9 @@ impl QueueBackend for Embedded {
         owner: &'a str,
         limit: u64,
         visibility_ms: u64,
+        max_deliveries: Option<u64>,
     ) -> BoxFuture<'a, ShardClaim> {
-        ready(guard(&self.namespace().queues).claim(at, owner, limit, visibility_ms))
+        ready(guard(&self.namespace().queues).claim(at, owner, limit, visibility_ms, max_deliveries))
     }
     fn settle<'a>(
         &'a self,
@@ -289,6 +349,12 @@ impl QueueBackend for Embedded {
     }
     fn size<'a>(&'a self, at: ShardRef<'a>) -> BoxFuture<'a, ShardSize> {
         ready(guard(&self.namespace().queues).size(at))
+    }
+    fn dead_letters<'a>(&'a self, at: ShardRef<'a>, limit: u64) -> BoxFuture<'a, Vec<ShardDead>> {
+        ready(guard(&self.namespace().queues).dead_letters(at, limit))
+    }
+    fn requeue_dead<'a>(&'a self, at: ShardRef<'a>, ids: &'a [String]) -> BoxFuture<'a, Vec<Option<i64>>> {
+        ready(guard(&self.namespace().queues).requeue_dead(at, ids))
     }
 }
 
@@ -312,7 +378,7 @@ mod tests {
         let at = ShardRef { queue: "q", shard: 0, shards: 1 };
         let ids: Vec<String> = (0..2500).map(|i| format!("i{i}")).collect();
         q.enqueue(at, &ids, 0, Debounce::Off).expect("enqueue");
-        assert_eq!(q.claim(at, "o", 2500, 1).expect("claim").items.len(), 2500);
+        assert_eq!(q.claim(at, "o", 2500, 1, None).expect("claim").items.len(), 2500);
         std::thread::sleep(std::time::Duration::from_millis(5));
         let mut left = Vec::new();
         for _ in 0..3 {
@@ -321,6 +387,6 @@ mod tests {
             left.push(q.shards[&("q".to_string(), 0)].claimed.len());
         }
         assert_eq!(left, vec![2500 - SLICE, 2500 - 2 * SLICE, 0]);
-        assert_eq!(q.claim(at, "o", 2500, 60_000).expect("claim").items.len(), 2500);
+        assert_eq!(q.claim(at, "o", 2500, 60_000, None).expect("claim").items.len(), 2500);
     }
 }

@@ -27,7 +27,8 @@ pub(super) const LIMITERS: &str =
 /// The queues after `$2` (at most `$3` rows) with whether each holds ids (a queue's count row
 /// may outlive its ids, see the module `queue`) and their shard count.
 pub(super) const QUEUES: &str =
-    "SELECT queue, EXISTS (SELECT 1 FROM {s}.q_ids i WHERE i.ns = q.ns AND i.queue = q.queue),
+    "SELECT queue, EXISTS (SELECT 1 FROM {s}.q_ids i WHERE i.ns = q.ns AND i.queue = q.queue)
+        OR EXISTS (SELECT 1 FROM {s}.q_dead d WHERE d.ns = q.ns AND d.queue = q.queue),
       shards
     FROM {s}.q_queues q WHERE ns = $1 AND queue > $2 ORDER BY queue LIMIT $3";
 pub(super) const SEMAPHORES: &str = "SELECT name, max(exp) > $3 FROM {s}.sem_holders

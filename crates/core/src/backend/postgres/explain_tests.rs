@@ -87,6 +87,12 @@ async fn hot_statements_use_an_index() {
         ("queue claim", queue::CLAIM, vec![&ns, &name, &shard, &now, &limit, &owner, &now]),
         ("queue peek", queue::PEEK, vec![&ns, &name, &shard, &limit]),
         ("queue size", queue::SIZE, vec![&ns, &name, &shard, &now]),
+        ("queue due ids locked", queue::DUE_LOCKED, vec![&ns, &name, &shard, &now, &limit]),
+        ("queue delivery counts", queue::COUNTS, vec![&ns, &name, &shard, &ids]),
+        ("queue delivery counts dropped", queue::COUNTS_DROP, vec![&ns, &name, &shard, &ids]),
+        ("queue dead letters of ids", queue::DEAD_OF, vec![&ns, &name, &shard, &ids]),
+        ("queue dead letters", queue::DEAD_LIST, vec![&ns, &name, &shard, &limit]),
+        ("queue dead count", queue::DEAD_COUNT, vec![&ns, &name, &shard]),
     ];
     for (what, sql, params) in statements {
         let sql = format!("EXPLAIN {}", sql.replace("{s}", DEFAULT_SCHEMA));

@@ -17,6 +17,11 @@
 //!   and one `UPDATE`; then the shard's expired claims reaped (as on the other stores).
 //! - peek, size: the count checked, expired claims reaped, one read.
 //!
+//! - dead letters ([`rules::queue::deliver`]): a read with `max_deliveries` claims its rows
+//!   `FOR UPDATE SKIP LOCKED` by due time in rounds, reads their counts in `q_counts`, and per
+//!   id claims it (its count written) or moves it to `q_dead` (its row deleted); an ack deletes
+//!   the counts of the ids it acked. An enqueue looks in `q_dead` only for ids without a row.
+//!
 //! The shard count: a row of `q_queues` per queue holding ids, written by the enqueue that
 //! finds none (or, when its ids are all gone, by the next enqueue with another count). Every
 //! enqueue holds it `FOR SHARE` (enqueues of all shards run in parallel) and another count is
@@ -29,6 +34,7 @@
 //! [`rules::queue`]: crate::rules::queue
 //! [`rules::queue::enqueue`]: crate::rules::queue::enqueue
 //! [`rules::queue::settle`]: crate::rules::queue::settle
+//! [`rules::queue::deliver`]: crate::rules::queue::deliver
 
 use std::collections::HashMap;
 
@@ -36,9 +42,9 @@ use super::{text, transaction, Ctx, Fail, Postgres, Sql};
 use crate::backend::BoxFuture;
 use crate::queue::{
     shard_mismatch, Debounce, EnqueueOutcome, QueueBackend, SettleAction, SettleOutcome, ShardClaim,
-    ShardRef, ShardSize,
+    ShardDead, ShardRef, ShardSize,
 };
-use crate::rules::queue::{self, EnqueueWrite, Place};
+use crate::rules::queue::{self, Deliver, EnqueueWrite, Place};
 
 /// The queue's recorded shard count, and the same held `FOR SHARE` / `FOR UPDATE`.
 pub(super) const COUNT: &str = "SELECT shards FROM {s}.q_queues WHERE ns = $1 AND queue = $2";
@@ -49,11 +55,13 @@ const COUNT_LOCKED_SKIP: &str =
 const RECORD: &str = "INSERT INTO {s}.q_queues (ns, queue, shards) VALUES ($1, $2, $3)
     ON CONFLICT (ns, queue) DO NOTHING";
 const RERECORD: &str = "UPDATE {s}.q_queues SET shards = $3 WHERE ns = $1 AND queue = $2";
-/// Whether the queue holds any id (by the primary key's `(ns, queue)` prefix).
-pub(super) const HOLDS_IDS: &str = "SELECT EXISTS (SELECT 1 FROM {s}.q_ids WHERE ns = $1 AND queue = $2)";
+/// Whether the queue holds any id, dead letters included (by the primary keys' `(ns, queue)` prefix).
+pub(super) const HOLDS_IDS: &str = "SELECT EXISTS (SELECT 1 FROM {s}.q_ids WHERE ns = $1 AND queue = $2)
+    OR EXISTS (SELECT 1 FROM {s}.q_dead WHERE ns = $1 AND queue = $2)";
 /// The count's row dropped when the queue holds no id (run while holding it `FOR UPDATE`).
 pub(super) const DROP: &str = "DELETE FROM {s}.q_queues WHERE ns = $1 AND queue = $2
-    AND NOT EXISTS (SELECT 1 FROM {s}.q_ids WHERE ns = $1 AND queue = $2)";
+    AND NOT EXISTS (SELECT 1 FROM {s}.q_ids WHERE ns = $1 AND queue = $2)
+    AND NOT EXISTS (SELECT 1 FROM {s}.q_dead WHERE ns = $1 AND queue = $2)";
 
 /// The rows of ids of a shard, locked in id order (columns: id, due, first, owner, deadline).
 pub(super) const LOAD_LOCKED: &str = "SELECT id, due, first, owner, deadline FROM {s}.q_ids
@@ -87,6 +95,35 @@ pub(super) const CLAIM: &str = "WITH c AS MATERIALIZED (
     u AS (UPDATE {s}.q_ids SET owner = $6, deadline = $7, due = NULL, first = NULL
       WHERE ns = $1 AND queue = $2 AND shard = $3 AND id = ANY(ARRAY(SELECT id FROM c)))
     SELECT id, due FROM c";
+/// Up to `$5` waiting ids due by `$4`, oldest first, locked, rows other calls hold skipped (a
+/// counting read decides each before claiming it).
+pub(super) const DUE_LOCKED: &str = "SELECT id, due FROM {s}.q_ids
+    WHERE ns = $1 AND queue = $2 AND shard = $3 AND owner IS NULL AND due <= $4
+    ORDER BY due, id LIMIT $5 FOR UPDATE SKIP LOCKED";
+/// The delivery counts of ids `$4`.
+pub(super) const COUNTS: &str =
+    "SELECT id, n FROM {s}.q_counts WHERE ns = $1 AND queue = $2 AND shard = $3 AND id = ANY($4)";
+const COUNTS_SET: &str = "INSERT INTO {s}.q_counts (ns, queue, shard, id, n)
+    SELECT $1, $2, $3, * FROM unnest($4::bytea[], $5::int8[])
+    ON CONFLICT (ns, queue, shard, id) DO UPDATE SET n = excluded.n";
+pub(super) const COUNTS_DROP: &str =
+    "DELETE FROM {s}.q_counts WHERE ns = $1 AND queue = $2 AND shard = $3 AND id = ANY($4)";
+const CLAIM_IDS: &str = "UPDATE {s}.q_ids SET owner = $5, deadline = $6, due = NULL, first = NULL
+    WHERE ns = $1 AND queue = $2 AND shard = $3 AND id = ANY($4)";
+const DEAD_ADD: &str = "INSERT INTO {s}.q_dead (ns, queue, shard, id, died, n)
+    SELECT $1, $2, $3, v.id, $6, v.n FROM unnest($4::bytea[], $5::int8[]) AS v(id, n)";
+/// Which of ids `$4` are dead letters.
+pub(super) const DEAD_OF: &str =
+    "SELECT id FROM {s}.q_dead WHERE ns = $1 AND queue = $2 AND shard = $3 AND id = ANY($4)";
+/// The shard's first `$4` dead letters by the time they died.
+pub(super) const DEAD_LIST: &str = "SELECT id, n, died FROM {s}.q_dead
+    WHERE ns = $1 AND queue = $2 AND shard = $3 ORDER BY died, id LIMIT $4";
+pub(super) const DEAD_COUNT: &str =
+    "SELECT count(*) FROM {s}.q_dead WHERE ns = $1 AND queue = $2 AND shard = $3";
+const DEAD_TAKE: &str =
+    "DELETE FROM {s}.q_dead WHERE ns = $1 AND queue = $2 AND shard = $3 AND id = ANY($4) RETURNING id";
+const REQUEUE_WAIT: &str = "INSERT INTO {s}.q_ids (ns, queue, shard, id, due)
+    SELECT $1, $2, $3, v, $5 FROM unnest($4::bytea[]) AS v ON CONFLICT (ns, queue, shard, id) DO NOTHING";
 /// The shard's first `$4` waiting ids by due time.
 pub(super) const PEEK: &str = "SELECT id, due FROM {s}.q_ids
     WHERE ns = $1 AND queue = $2 AND shard = $3 AND owner IS NULL ORDER BY due, id LIMIT $4";
@@ -100,6 +137,8 @@ pub(super) const SIZE: &str = "SELECT count(*) FILTER (WHERE owner IS NULL),
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Stored {
     Absent,
+    /// A dead letter (no row in `q_ids`; a row in `q_dead`).
+    Dead,
     /// Due at `due`; `first`: the pending enqueue's first-enqueue time (capped debounces only).
     Waiting {
         due: i64,
@@ -119,6 +158,7 @@ impl Stored {
     fn place(&self) -> (Place<'_>, Option<i64>) {
         match self {
             Stored::Absent => (Place::Absent, None),
+            Stored::Dead => (Place::Dead, None),
             Stored::Waiting { due, first } => (Place::Waiting(*due), *first),
             Stored::Claimed { deadline, owner, again, first } => {
                 (Place::Claimed(queue::Claim { deadline: *deadline, owner, again: *again }), *first)
@@ -179,6 +219,23 @@ impl Shard<'_, '_, '_> {
         Ok(Locked { slots, now })
     }
 
+    /// Marks the absent ids of `slots` that are dead letters (one read, only when some are absent).
+    async fn find_dead(&self, slots: &mut HashMap<String, (bool, Stored)>) -> Sql<()> {
+        let absent: Vec<&[u8]> =
+            slots.iter().filter(|(_, (_, s))| *s == Stored::Absent).map(|(id, _)| id.as_bytes()).collect();
+        if absent.is_empty() {
+            return Ok(());
+        }
+        let rows = self.c.query(DEAD_OF, &[&self.c.ns(), &self.queue(), &self.shard, &absent]).await?;
+        for r in &rows {
+            let id = text(r, 0)?.ok_or_else(|| Fail::Corrupt("a dead letter that is NULL".into()))?;
+            if let Some(slot) = slots.get_mut(&id) {
+                slot.1 = Stored::Dead;
+            }
+        }
+        Ok(())
+    }
+
     /// Writes the slots that differ from what was loaded: one `INSERT` of the new rows (a row
     /// another call inserted first makes the transaction run again), one `UPDATE` of the
     /// changed ones, one `DELETE` of the removed ones. Returns whether any row was deleted.
@@ -187,7 +244,7 @@ impl Shard<'_, '_, '_> {
         for (id, had_row, stored) in &changed {
             match (stored, had_row) {
                 (Stored::Absent, true) => deletes.push(id.as_bytes()),
-                (Stored::Absent, false) => {}
+                (Stored::Absent, false) | (Stored::Dead, _) => {}
                 (s, false) => inserts.push(id, s),
                 (s, true) => updates.push(id, s),
             }
@@ -241,7 +298,9 @@ struct Columns<'r> {
 impl<'r> Columns<'r> {
     fn push(&mut self, id: &'r str, s: &'r Stored) {
         let (due, first, owner, deadline) = match s {
-            Stored::Absent => unreachable!("an absent id is deleted, not written"),
+            Stored::Absent | Stored::Dead => {
+                unreachable!("an absent id is deleted, not written; a dead one kept")
+            }
             Stored::Waiting { due, first } => (Some(*due), *first, None, None),
             Stored::Claimed { deadline, owner, again, first } => {
                 (*again, *first, Some(owner.as_str()), Some(*deadline))
@@ -341,6 +400,7 @@ async fn enqueue(
     enter(c, at, true).await?;
     let s = Shard { c, at, shard: at.shard as i32 };
     let Locked { mut slots, now } = s.load(ids).await?;
+    s.find_dead(&mut slots).await?;
     let due = queue::due(now, delay_ms);
     let mut out = Vec::with_capacity(ids.len());
     let mut changed: Vec<&str> = Vec::new();
@@ -384,6 +444,7 @@ async fn claim(
     owner: &str,
     limit: u64,
     visibility_ms: u64,
+    max_deliveries: Option<u64>,
 ) -> Sql<ShardClaim> {
     let (entry, now) = entered_at(c, at).await?;
     let deadline = queue::lease(now, visibility_ms);
@@ -392,6 +453,9 @@ async fn claim(
     }
     let s = Shard { c, at, shard: at.shard as i32 };
     s.reap(now).await?;
+    if let Some(max) = max_deliveries {
+        return claim_counted(&s, owner, limit, max, now, deadline).await;
+    }
     let (ns, q) = (c.ns(), s.queue());
     let rows = c.query(CLAIM, &[&ns, &q, &s.shard, &now, &(limit as i64), &owner, &deadline]).await?;
     let mut items = Vec::with_capacity(rows.len());
@@ -402,6 +466,64 @@ async fn claim(
         items.push((id, due));
     }
     items.sort_unstable_by(|a, b| (a.1, &a.0).cmp(&(b.1, &b.0)));
+    Ok(ShardClaim { visible_until: deadline, items })
+}
+
+/// A read with `max_deliveries` (see the module's notes): rounds of due rows, each decided by
+/// [`queue::deliver`], until the batch is full, the shard has no due id, or `limit` ids died.
+async fn claim_counted(
+    s: &Shard<'_, '_, '_>,
+    owner: &str,
+    limit: u64,
+    max: u64,
+    now: i64,
+    deadline: i64,
+) -> Sql<ShardClaim> {
+    let (c, ns, q) = (s.c, s.c.ns(), s.queue());
+    let (mut items, mut died) = (Vec::new(), 0u64);
+    while (items.len() as u64) < limit && died < limit {
+        let ask = (limit - items.len() as u64).min(limit - died);
+        let rows = c.query(DUE_LOCKED, &[&ns, &q, &s.shard, &now, &(ask as i64)]).await?;
+        let mut due = Vec::with_capacity(rows.len());
+        for r in &rows {
+            let id = text(r, 0)?.ok_or_else(|| Fail::Corrupt("a queued id that is NULL".into()))?;
+            due.push((id, r.try_get::<_, i64>(1)?));
+        }
+        let keys: Vec<&[u8]> = due.iter().map(|(id, _)| id.as_bytes()).collect();
+        let mut counts: HashMap<String, i64> = HashMap::new();
+        for r in &c.query(COUNTS, &[&ns, &q, &s.shard, &keys]).await? {
+            let id = text(r, 0)?.ok_or_else(|| Fail::Corrupt("a counted id that is NULL".into()))?;
+            counts.insert(id, r.try_get(1)?);
+        }
+        let (mut take, mut take_n, mut dead, mut dead_n) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for (id, due_at) in &due {
+            let count = counts.get(id).copied().unwrap_or(0).max(0) as u64;
+            match queue::deliver(count, max) {
+                Deliver::Claim(n) => {
+                    take.push(id.as_bytes());
+                    take_n.push(n as i64);
+                    items.push((id.clone(), *due_at));
+                }
+                Deliver::Dead => {
+                    dead.push(id.as_bytes());
+                    dead_n.push(count as i64);
+                    died += 1;
+                }
+            }
+        }
+        if !take.is_empty() {
+            c.execute(CLAIM_IDS, &[&ns, &q, &s.shard, &take, &owner, &deadline]).await?;
+            c.execute(COUNTS_SET, &[&ns, &q, &s.shard, &take, &take_n]).await?;
+        }
+        if !dead.is_empty() {
+            c.execute(DELETE, &[&ns, &q, &s.shard, &dead]).await?;
+            c.execute(COUNTS_DROP, &[&ns, &q, &s.shard, &dead]).await?;
+            c.execute(DEAD_ADD, &[&ns, &q, &s.shard, &dead, &dead_n, &now]).await?;
+        }
+        if (due.len() as u64) < ask {
+            break;
+        }
+    }
     Ok(ShardClaim { visible_until: deadline, items })
 }
 
@@ -435,6 +557,10 @@ async fn settle(
             changed.push(id);
         }
         out.push((outcome, due));
+    }
+    if !queue::keeps_count(action) && !changed.is_empty() {
+        let acked: Vec<&[u8]> = changed.iter().map(|id| id.as_bytes()).collect();
+        c.execute(COUNTS_DROP, &[&c.ns(), &s.queue(), &s.shard, &acked]).await?;
     }
     let emptied = s.save(take_changed(&mut slots, changed)).await?;
     // Then the shard's expired claims go back to waiting, as on the other stores (an expired
@@ -476,7 +602,46 @@ async fn size(c: &Ctx<'_, '_>, at: ShardRef<'_>) -> Sql<ShardSize> {
     let r = r.ok_or_else(|| Fail::Corrupt("a count read no row".into()))?;
     let n = |i: usize| r.try_get::<_, i64>(i).map(|v| v as u64);
     (size.waiting, size.due, size.claimed, size.again) = (n(0)?, n(1)?, n(2)?, n(3)?);
+    let d = c.query_opt(DEAD_COUNT, &[&c.ns(), &s.queue(), &s.shard]).await?;
+    size.dead = d.map_or(Ok(0), |r| r.try_get::<_, i64>(0))? as u64;
     Ok(size)
+}
+
+async fn dead_letters(c: &Ctx<'_, '_>, at: ShardRef<'_>, limit: u64) -> Sql<Vec<ShardDead>> {
+    if enter(c, at, false).await? == Entry::Empty {
+        return Ok(Vec::new());
+    }
+    let q = at.queue.as_bytes();
+    let rows = c.query(DEAD_LIST, &[&c.ns(), &q, &(at.shard as i32), &(limit as i64)]).await?;
+    rows.iter()
+        .map(|r| {
+            Ok(ShardDead {
+                id: text(r, 0)?.ok_or_else(|| Fail::Corrupt("a dead letter that is NULL".into()))?,
+                deliveries: r.try_get::<_, i64>(1)?.max(0) as u64,
+                died_at: r.try_get(2)?,
+            })
+        })
+        .collect()
+}
+
+async fn requeue_dead(c: &Ctx<'_, '_>, at: ShardRef<'_>, ids: &[String]) -> Sql<Vec<Option<i64>>> {
+    let (entry, now) = entered_at(c, at).await?;
+    if entry == Entry::Empty {
+        return Ok(ids.iter().map(|_| None).collect());
+    }
+    let (ns, q, shard) = (c.ns(), at.queue.as_bytes(), at.shard as i32);
+    let keys: Vec<&[u8]> = ids.iter().map(|id| id.as_bytes()).collect();
+    let mut gone = std::collections::HashSet::new();
+    for r in &c.query(DEAD_TAKE, &[&ns, &q, &shard, &keys]).await? {
+        gone.insert(text(r, 0)?.ok_or_else(|| Fail::Corrupt("a dead letter that is NULL".into()))?);
+    }
+    let back: Vec<&[u8]> = gone.iter().map(|id| id.as_bytes()).collect();
+    if !back.is_empty() {
+        c.execute(COUNTS_DROP, &[&ns, &q, &shard, &back]).await?;
+        c.execute(REQUEUE_WAIT, &[&ns, &q, &shard, &back, &now]).await?;
+    }
+    // Each id requeued once (a repeated id is no dead letter the second time).
+    Ok(ids.iter().map(|id| queue::requeue(gone.remove(id), now)).collect())
 }
 
 impl QueueBackend for Postgres {
@@ -495,8 +660,11 @@ impl QueueBackend for Postgres {
         owner: &'a str,
         limit: u64,
         visibility_ms: u64,
+        max_deliveries: Option<u64>,
     ) -> BoxFuture<'a, ShardClaim> {
-        Box::pin(async move { transaction!(self, |c| claim(&c, at, owner, limit, visibility_ms)) })
+        Box::pin(
+            async move { transaction!(self, |c| claim(&c, at, owner, limit, visibility_ms, max_deliveries)) },
+        )
     }
     fn settle<'a>(
         &'a self,
@@ -512,5 +680,11 @@ impl QueueBackend for Postgres {
     }
     fn size<'a>(&'a self, at: ShardRef<'a>) -> BoxFuture<'a, ShardSize> {
         Box::pin(async move { transaction!(self, |c| size(&c, at)) })
+    }
+    fn dead_letters<'a>(&'a self, at: ShardRef<'a>, limit: u64) -> BoxFuture<'a, Vec<ShardDead>> {
+        Box::pin(async move { transaction!(self, |c| dead_letters(&c, at, limit)) })
+    }
+    fn requeue_dead<'a>(&'a self, at: ShardRef<'a>, ids: &'a [String]) -> BoxFuture<'a, Vec<Option<i64>>> {
+        Box::pin(async move { transaction!(self, |c| requeue_dead(&c, at, ids)) })
     }
 }

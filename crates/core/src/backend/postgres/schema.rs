@@ -69,6 +69,15 @@ const TABLES: &[&str] = &[
     "CREATE INDEX IF NOT EXISTS q_ids_due ON {s}.q_ids (ns, queue, shard, due, id) WHERE owner IS NULL",
     "CREATE INDEX IF NOT EXISTS q_ids_deadline ON {s}.q_ids (ns, queue, shard, deadline, id)
        WHERE owner IS NOT NULL",
+    // Dead letters: delivery counts of ids a read with maxDeliveries claimed (an ack drops them),
+    // and the dead letters (`died`: ms; `n`: deliveries). A queue holding dead letters holds ids.
+    "CREATE TABLE IF NOT EXISTS {s}.q_counts (
+       ns bytea NOT NULL, queue bytea NOT NULL, shard int4 NOT NULL, id bytea NOT NULL, n int8 NOT NULL,
+       PRIMARY KEY (ns, queue, shard, id))",
+    "CREATE TABLE IF NOT EXISTS {s}.q_dead (
+       ns bytea NOT NULL, queue bytea NOT NULL, shard int4 NOT NULL, id bytea NOT NULL, died int8 NOT NULL,
+       n int8 NOT NULL, PRIMARY KEY (ns, queue, shard, id))",
+    "CREATE INDEX IF NOT EXISTS q_dead_died ON {s}.q_dead (ns, queue, shard, died, id)",
 ];
 
 // The partial index above spells `NEVER` out (SQL text is static): keep them in step.

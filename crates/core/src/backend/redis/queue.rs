@@ -24,7 +24,7 @@ use crate::backend::BoxFuture;
 use crate::error::{Error, ErrorCode, Result};
 use crate::queue::{
     shard_mismatch, Debounce, EnqueueOutcome, QueueBackend, SettleAction, SettleOutcome, ShardClaim,
-    ShardRef, ShardSize,
+    ShardDead, ShardRef, ShardSize,
 };
 
 /// Like `lua!`, with the shared head prepended.
@@ -44,6 +44,8 @@ queue_script!(claim_script, "queue_claim.lua");
 queue_script!(settle_script, "queue_settle.lua");
 queue_script!(peek_script, "queue_peek.lua");
 queue_script!(size_script, "queue_size.lua");
+queue_script!(dead_script, "queue_dead.lua");
+queue_script!(requeue_script, "queue_requeue.lua");
 lua!(enqueue_one_script, "queue_enqueue_one.lua");
 lua!(meta_script, "queue_meta.lua");
 lua!(time_script, "queue_time.lua");
@@ -138,11 +140,17 @@ impl RedisStore {
             let deadline;
             let mut args = Vec::with_capacity(3 + tail.len());
             args.extend([shards.as_bytes(), mode.as_bytes()]);
-            args.extend_from_slice(tail);
             if step == Step::Claim {
+                // The claim's deadline follows owner, limit and visibility (ARGV[6]); a read's
+                // maxDeliveries, when given, comes after it (ARGV[7]).
                 let start = self.server_now(at).await?;
                 deadline = claim_deadline(start, self.shared()?.target.command_timeout_ms).to_string();
+                let (head, rest) = tail.split_at(tail.len().min(3));
+                args.extend_from_slice(head);
                 args.push(deadline.as_bytes());
+                args.extend_from_slice(rest);
+            } else {
+                args.extend_from_slice(tail);
             }
             // `lead`: the step's leaner script for the first try (no place reserved yet).
             let script = match lead {
@@ -220,6 +228,7 @@ impl QueueBackend for RedisStore {
                         1 => EnqueueOutcome::Added,
                         0 => EnqueueOutcome::Duplicate,
                         2 => EnqueueOutcome::Debounced,
+                        4 => EnqueueOutcome::Dead,
                         _ => EnqueueOutcome::Claimed,
                     };
                     Ok((outcome, int(&p[1])?))
@@ -234,10 +243,13 @@ impl QueueBackend for RedisStore {
         owner: &'a str,
         limit: u64,
         visibility_ms: u64,
+        max_deliveries: Option<u64>,
     ) -> BoxFuture<'a, ShardClaim> {
         Box::pin(async move {
             let (limit, visibility) = (limit.to_string(), visibility_ms.to_string());
-            let tail = [owner.as_bytes(), limit.as_bytes(), visibility.as_bytes()];
+            let max = max_deliveries.map(|m| m.to_string());
+            let mut tail = vec![owner.as_bytes(), limit.as_bytes(), visibility.as_bytes()];
+            tail.extend(max.as_ref().map(|m| m.as_bytes()));
             let (_, reply) = self.shard_run(at, Step::Claim, claim_script(), None, true, &tail).await?;
             if reply.is_empty() || (reply.len() - 1) % 2 != 0 {
                 return Err(Error::internal(format!("claim script replied with {} values", reply.len())));
@@ -321,11 +333,53 @@ impl QueueBackend for RedisStore {
     fn size<'a>(&'a self, at: ShardRef<'a>) -> BoxFuture<'a, ShardSize> {
         Box::pin(async move {
             let (_, reply) = self.shard_run(at, Step::Other, size_script(), None, true, &[]).await?;
-            if reply.len() != 4 {
+            if reply.len() != 5 {
                 return Err(Error::internal(format!("size script replied with {} values", reply.len())));
             }
             let n = |i: usize| int(&reply[i]).map(|v| v.max(0) as u64);
-            Ok(ShardSize { shard: at.shard, waiting: n(0)?, due: n(1)?, claimed: n(2)?, again: n(3)? })
+            Ok(ShardSize {
+                shard: at.shard,
+                waiting: n(0)?,
+                due: n(1)?,
+                claimed: n(2)?,
+                again: n(3)?,
+                dead: n(4)?,
+            })
+        })
+    }
+
+    fn dead_letters<'a>(&'a self, at: ShardRef<'a>, limit: u64) -> BoxFuture<'a, Vec<ShardDead>> {
+        Box::pin(async move {
+            let limit = limit.to_string();
+            let (_, reply) =
+                self.shard_run(at, Step::Other, dead_script(), None, true, &[limit.as_bytes()]).await?;
+            if reply.len() % 3 != 0 {
+                return Err(Error::internal(format!(
+                    "dead letters script replied with {} values",
+                    reply.len()
+                )));
+            }
+            reply
+                .chunks(3)
+                .map(|p| {
+                    Ok(ShardDead {
+                        id: opt_str(&p[0])?.unwrap_or_default(),
+                        deliveries: int(&p[1])?.max(0) as u64,
+                        died_at: int(&p[2])?,
+                    })
+                })
+                .collect()
+        })
+    }
+
+    fn requeue_dead<'a>(&'a self, at: ShardRef<'a>, ids: &'a [String]) -> BoxFuture<'a, Vec<Option<i64>>> {
+        Box::pin(async move {
+            let tail: Vec<&[u8]> = ids.iter().map(|id| id.as_bytes()).collect();
+            let (_, reply) = self.shard_run(at, Step::Other, requeue_script(), None, true, &tail).await?;
+            if reply.len() != ids.len() {
+                return Err(Error::internal(format!("requeue script replied with {} values", reply.len())));
+            }
+            reply.iter().map(|v| int(v).map(|t| (t >= 0).then_some(t))).collect()
         })
     }
 }

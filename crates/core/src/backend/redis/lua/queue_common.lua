@@ -10,6 +10,13 @@
 -- again while claimed), only for ids a capped debounce touched (rules::queue::capped); a claim
 -- drops them. The mark ends in 'f' once a capped debounce recorded one (until the shard holds no
 -- id), so a claim on a shard that never had one sends no command for them.
+-- Dead letters (rules::queue::{deliver, keeps_count, requeue}): `D`, delivery counts (hash id ->
+-- count) of ids a read with maxDeliveries claimed, and `X`, the dead letters (zset, score: the
+-- time each died; its count stays in D), named after the mark's key (`:d`, `:x`, the shard's hash
+-- slot) and not passed: a step that never uses them sends no byte more. The mark ends in 'd' once
+-- a counting read wrote one (until the shard holds no id), and only then does an ack drop counts,
+-- an enqueue look for dead letters and a size count them. A shard holding only dead letters holds
+-- ids (its mark and the record's count stay).
 -- ARGV[1]: the caller's shard count. ARGV[2]: how the caller stands with the record: '' nothing
 -- asked (a step that adds no id), 'e' nothing asked (an enqueue), 'r' a place reserved for this
 -- enqueue, 'c' the count checked.
@@ -19,8 +26,15 @@
 -- first (an enqueue onto a shard without mark, or a shard holding ids without mark, written before
 -- marks existed); 0 refused: {0, the queue's shard count}.
 local W, C, O, A, M, F = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local D, X = string.sub(M, 1, -2) .. 'd', string.sub(M, 1, -2) .. 'x'
 local mark = redis.call('GET', M)
--- Whether the shard may hold first-enqueue times (its mark ends in 'f').
+-- Whether the shard may hold delivery counts or dead letters (its mark ends in 'd').
+local counted = false
+if mark and string.byte(mark, -1) == 100 then
+  counted = true
+  mark = string.sub(mark, 1, -2)
+end
+-- Whether the shard may hold first-enqueue times (its mark ends in 'f', before any 'd').
 local flagged = false
 if mark and string.byte(mark, -1) == 102 then
   flagged = true
@@ -41,6 +55,10 @@ local mode = ARGV[2]
 local status = 1
 -- Whether the shard held ids before this step.
 local had = mark ~= false
+-- The mark's value for the flags now.
+local function mark_of()
+  return ARGV[1] .. (flagged and 'f' or '') .. (counted and 'd' or '')
+end
 if not had then
   local held = redis.call('EXISTS', W, C, A) > 0
   if mode == 'e' or (mode == '' and held) then return {2, 0, clock()} end
@@ -48,7 +66,7 @@ if not had then
   if held then
     -- Written before marks existed: the record counts the shard already (mode 'c' or 'r').
     flagged = F ~= nil and redis.call('EXISTS', F) > 0
-    redis.call('SET', M, flagged and ARGV[1] .. 'f' or ARGV[1])
+    redis.call('SET', M, mark_of())
     had = true
   end
 end
@@ -60,7 +78,14 @@ local function fmt(n) return string.format('%d', n) end
 local function flag_first()
   if flagged then return end
   flagged = true
-  if had then redis.call('SET', M, ARGV[1] .. 'f') end
+  if had then redis.call('SET', M, mark_of()) end
+end
+
+-- A counting read wrote a delivery count: the mark says so (the shard holds ids then).
+local function flag_count()
+  if counted then return end
+  counted = true
+  if had then redis.call('SET', M, mark_of()) end
 end
 
 -- Expired claims go back to waiting, due at their deadline, or at the due time of an enqueue
@@ -102,7 +127,7 @@ end
 -- between holding no id and holding some, less the place reserved for this enqueue) and now (0
 -- when the step did not read the time).
 local function finish(out, holds)
-  if holds and not had then redis.call('SET', M, flagged and ARGV[1] .. 'f' or ARGV[1]) end
+  if holds and not had then redis.call('SET', M, mark_of()) end
   if had and not holds then redis.call('DEL', M) end
   local change = 0
   if holds then change = change + 1 end

@@ -3,7 +3,9 @@
 -- 'm' followed by the cap in ms for a debounce capped after the first enqueue (then KEYS[6] is
 -- given: the first-enqueue times, one HMGET and at most one HSET per chunk); ARGV[5..]: ids.
 -- Reply after the head (see queue_common.lua): per id a code (1 added, 0 duplicate, 2 debounced,
--- 3 claimed: kept to be delivered again after the claim ends) and its due time. No slice of
+-- 3 claimed: kept to be delivered again after the claim ends, 4 dead: a dead letter, left one, due
+-- time 0) and its due time. On a shard whose mark says it may hold dead letters, one ZMSCORE of
+-- them per chunk for the ids neither waiting nor claimed. No slice of
 -- expired claims is returned to waiting here (the other steps do that): an id of this call whose
 -- claim expired is returned alone, as the slice would, before it is judged. Per chunk
 -- of at most 1000 ids: one ZMSCORE of waiting, one of claimed for the ids not waiting, one
@@ -24,7 +26,7 @@ for c = 5, #ARGV, 1000 do
   local ws = redis.call('ZMSCORE', W, unpack(ARGV, c, last))
   local fs, hs = cap and redis.call('HMGET', F, unpack(ARGV, c, last)), {}
   -- Waiting and claimed ids are apart: a waiting id needs no other look. `cs`: the claimed ones.
-  local cs
+  local cs, xs
   if had then
     local miss, m = {}, 0
     for i = c, last do
@@ -35,10 +37,23 @@ for c = 5, #ARGV, 1000 do
     end
     if m > 0 then
       local got = redis.call('ZMSCORE', C, unpack(miss, 1, m))
+      local rest, r = {}, 0
       for j = 1, m do
         if got[j] then
           cs = cs or {}
           cs[miss[j]] = got[j]
+        else
+          r = r + 1
+          rest[r] = miss[j]
+        end
+      end
+      if counted and r > 0 then
+        local dead = redis.call('ZMSCORE', X, unpack(rest, 1, r))
+        for j = 1, r do
+          if dead[j] then
+            xs = xs or {}
+            xs[rest[j]] = true
+          end
         end
       end
     end
@@ -51,56 +66,61 @@ for c = 5, #ARGV, 1000 do
     local mi = mine[id]
     local w = mi or ws[i - c + 1]
     local cl = cs and not mi and cs[id]
-    if cl and tonumber(cl) <= clock() then
-      -- An expired claim: back to waiting, due at its deadline or its later enqueue again.
-      local d = tonumber(cl)
-      local a = redis.call('ZSCORE', A, id)
-      if a then
-        redis.call('ZREM', A, id)
-        if tonumber(a) > d then d = tonumber(a) end
+    if xs and xs[id] then
+      -- A dead letter stays one (rules::queue::enqueue, Place::Dead).
+      code, at = 4, 0
+    else
+      if cl and tonumber(cl) <= clock() then
+        -- An expired claim: back to waiting, due at its deadline or its later enqueue again.
+        local d = tonumber(cl)
+        local a = redis.call('ZSCORE', A, id)
+        if a then
+          redis.call('ZREM', A, id)
+          if tonumber(a) > d then d = tonumber(a) end
+        end
+        redis.call('ZREM', C, id)
+        redis.call('HDEL', O, id)
+        cs[id] = nil
+        mine[id] = d
+        zs[z + 1] = fmt(d); zs[z + 2] = id
+        z = z + 2
+        w, cl = d, false
       end
-      redis.call('ZREM', C, id)
-      redis.call('HDEL', O, id)
-      cs[id] = nil
-      mine[id] = d
-      zs[z + 1] = fmt(d); zs[z + 2] = id
-      z = z + 2
-      w, cl = d, false
-    end
-    if not due and (cl or not w or debounce) then
-      due = clock() + delay
-      due_s = fmt(due)
-    end
-    -- This id's due time: a capped debounce counts from the first enqueue (recorded now if none).
-    local d, d_s = due, due_s
-    if cap then
-      local f = firsts[id] or fs[i - c + 1]
-      if f then
-        f = tonumber(f)
-      else
-        f = clock()
-        hs[#hs + 1] = id; hs[#hs + 1] = fmt(f)
+      if not due and (cl or not w or debounce) then
+        due = clock() + delay
+        due_s = fmt(due)
       end
-      firsts[id] = f
-      if f + cap < due then d = f + cap; d_s = fmt(d) end
-    end
-    if cl then
-      local a = redis.call('ZSCORE', A, id)
-      if a and not debounce then
-        at = tonumber(a)
+      -- This id's due time: a capped debounce counts from the first enqueue (recorded now if none).
+      local d, d_s = due, due_s
+      if cap then
+        local f = firsts[id] or fs[i - c + 1]
+        if f then
+          f = tonumber(f)
+        else
+          f = clock()
+          hs[#hs + 1] = id; hs[#hs + 1] = fmt(f)
+        end
+        firsts[id] = f
+        if f + cap < due then d = f + cap; d_s = fmt(d) end
+      end
+      if cl then
+        local a = redis.call('ZSCORE', A, id)
+        if a and not debounce then
+          at = tonumber(a)
+        else
+          redis.call('ZADD', A, d_s, id)
+          at = d
+        end
+        code = 3
+      elseif w and not debounce then
+        code, at = 0, tonumber(w)
       else
-        redis.call('ZADD', A, d_s, id)
+        mine[id] = d
+        zs[z + 1] = d_s; zs[z + 2] = id
+        z = z + 2
+        if w then code = 2 else code = 1 end
         at = d
       end
-      code = 3
-    elseif w and not debounce then
-      code, at = 0, tonumber(w)
-    else
-      mine[id] = d
-      zs[z + 1] = d_s; zs[z + 2] = id
-      z = z + 2
-      if w then code = 2 else code = 1 end
-      at = d
     end
     out[n + 1] = code
     out[n + 2] = at

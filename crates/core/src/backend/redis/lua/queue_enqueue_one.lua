@@ -11,7 +11,10 @@
 -- replies 0 for the time it did not read. The model test holds it equal to queue_enqueue.lua.
 local W, C, O, A = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local mark = redis.call('GET', KEYS[5])
--- A mark ending in 'f': the shard may hold first-enqueue times (see queue_common.lua).
+-- A mark ending in 'd': the shard may hold dead letters (KEYS[5]'s name with 'x' for 'n');
+-- before it, 'f': it may hold first-enqueue times (see queue_common.lua).
+local counted = mark and string.byte(mark, -1) == 100
+if counted then mark = string.sub(mark, 1, -2) end
 if mark ~= ARGV[1] and mark ~= ARGV[1] .. 'f' then
   if mark then return {0, tonumber((string.gsub(mark, 'f$', '')))} end
   return {2, 0, 0}
@@ -19,6 +22,11 @@ end
 local id, debounce = ARGV[5], ARGV[4] ~= ''
 local w = redis.call('ZSCORE', W, id)
 if w and not debounce then return {1, 0, 0, 0, tonumber(w)} end
+-- A dead letter stays one (rules::queue::enqueue, Place::Dead): code 4, due time 0.
+if not w and counted and redis.call('ZSCORE', string.sub(KEYS[5], 1, -2) .. 'x', id) and
+  not redis.call('ZSCORE', C, id) then
+  return {1, 0, 0, 4, 0}
+end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local due = now + tonumber(ARGV[3])
@@ -30,7 +38,7 @@ if debounce and ARGV[4] ~= '1' then
   else
     f = now
     redis.call('HSET', KEYS[6], id, string.format('%d', now))
-    if mark == ARGV[1] then redis.call('SET', KEYS[5], ARGV[1] .. 'f') end
+    if mark == ARGV[1] then redis.call('SET', KEYS[5], ARGV[1] .. 'f' .. (counted and 'd' or '')) end
   end
   local cap = f + tonumber(string.sub(ARGV[4], 2))
   if cap < due then due = cap end

@@ -1,4 +1,4 @@
--- The Rust rule this script mirrors: rules::queue::settle (crates/core/src/rules/queue.rs).
+-- The Rust rule this script mirrors: rules::queue::{settle, keeps_count} (crates/core/src/rules/queue.rs).
 -- Dedup Queue: ack (ARGV[4] = 'a') or release (ARGV[4] = 'r', due again after ARGV[5] ms) ids of
 -- one shard held by the owner token ARGV[3]. ARGV[6..]: ids. Expired claims are judged before they
 -- are returned to waiting. Reply after the head (see queue_common.lua): per id a code (1 done, 2
@@ -45,6 +45,8 @@ for c = 6, #ARGV, 1000 do
   if t > 0 then
     redis.call('ZREM', C, unpack(take, 1, t))
     redis.call('HDEL', O, unpack(take, 1, t))
+    -- An ack drops the delivery counts (on a shard whose mark says it may hold some).
+    if ack and counted then redis.call('HDEL', D, unpack(take, 1, t)) end
     local as = redis.call('ZMSCORE', A, unpack(take, 1, t))
     local again, zs = {}, {}
     for j = 1, t do
@@ -71,5 +73,7 @@ for c = 6, #ARGV, 1000 do
 end
 reap(#ARGV - 5)
 local holds = had
-if gone then holds = redis.call('EXISTS', W, C, A) > 0 end
+if gone then
+  if counted then holds = redis.call('EXISTS', W, C, A, X) > 0 else holds = redis.call('EXISTS', W, C, A) > 0 end
+end
 return finish(out, holds)
