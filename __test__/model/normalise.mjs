@@ -52,6 +52,7 @@ export class Side {
     this.firstFence = new Map() // kind and name -> the first fencing token a result showed for it
     this.fencesSeen = new Map() // kind and name -> the distinct fencing tokens results showed, ascending
     this.lastFence = new Map() // kind and name -> the last fencing token a result showed for it (raw)
+    this.listing = false // normalising a catalog listing's result (see `fence`)
     this.space = 'lock' // the kind of fences the result being normalised shows (set per step)
     this.started = Date.now()
   }
@@ -107,11 +108,14 @@ export class Side {
     return span === undefined ? `?${ms}ms` : `${mark}${span}`
   }
 
-  fence(name, f) {
+  /** The rank of fence `f` of `name`; `record`: it is also the last fence shown (for `$fence` refs). */
+  fence(name, f, record = true) {
     if (f === 0) return 0
     const k = `${this.space}:${name}`
-    if (!this.firstFence.has(k)) this.firstFence.set(k, f)
-    this.lastFence.set(k, f)
+    if (record) {
+      if (!this.firstFence.has(k)) this.firstFence.set(k, f)
+      this.lastFence.set(k, f)
+    }
     // Its rank among the tokens seen for the name: grants follow one another by 1 in memory and
     // in the file, by the clock on Redis; every grant's token is seen (its acquire's result).
     const seen = this.fencesSeen.get(k) ?? []
@@ -152,9 +156,12 @@ export class Side {
     if (typeof v === 'object') {
       const out = {}
       for (const k of Object.keys(v)) out[k] = this.normalise(v[k], step, k)
-      if (typeof v.name === 'string' && typeof v.fence === 'number') out.fence = this.fence(v.name, v.fence)
+      // A catalog listing runs on the servers only (run.mjs): the fences it shows are ranked but
+      // not taken as the last one shown, which the Node sides never saw.
+      const record = !this.listing
+      if (typeof v.name === 'string' && typeof v.fence === 'number') out.fence = this.fence(v.name, v.fence, record)
       if (typeof v.name === 'string' && Array.isArray(v.holders)) {
-        out.holders = v.holders.map((h, i) => ({ ...out.holders[i], fence: this.fence(v.name, h.fence) }))
+        out.holders = v.holders.map((h, i) => ({ ...out.holders[i], fence: this.fence(v.name, h.fence, record) }))
       }
       return out
     }

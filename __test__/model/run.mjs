@@ -151,7 +151,15 @@ async function runStep(side, step, pos, abs) {
   // The window first: times this step wrote are named after it.
   side.window(pos, before, Date.now())
   side.space = PERMIT_OPS.has(step.op) ? 'permit' : 'lock'
-  if (!err) return { ok: side.normalise(shardOrder(step, r), step.id) }
+  if (!err) {
+    // A catalog listing runs on the servers only: its fences must not become the last one shown.
+    side.listing = CATALOG.has(step.op)
+    try {
+      return { ok: side.normalise(shardOrder(step, r), step.id) }
+    } finally {
+      side.listing = false
+    }
+  }
   if (err instanceof FnFailed) return { error: 'fn failed (passed on)' }
   return { error: err.code === undefined ? `no code (${err.name})` : err.code, message: String(err.message) }
 }
