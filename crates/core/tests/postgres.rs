@@ -493,7 +493,7 @@ fn waits_are_woken_by_a_release_on_another_client() {
             got.waited_ms
         );
 
-        let permit = move |wait| PermitOptions { permits: 1, timeout: lease, wait, label: None };
+        let permit = move |wait| PermitOptions { permits: 1, timeout: lease, wait, ..Default::default() };
         let mine = a.acquire_permit("woken", permit(None)).await.unwrap();
         let waiter = tokio::spawn({
             let b = b.clone();
