@@ -6,7 +6,7 @@ import assert from 'node:assert/strict'
 import { backends, rejection } from './backends.mjs'
 
 const KEYS = {
-  enqueue: ['added', 'duplicates', 'debounced', 'claimed', 'items'],
+  enqueue: ['added', 'duplicates', 'debounced', 'claimed', 'dead', 'items'],
   enqueued: ['id', 'shard', 'outcome', 'dueAt'],
   batch: ['owner', 'visibleUntil', 'ids', 'items'],
   item: ['id', 'shard', 'dueAt'],
@@ -30,11 +30,11 @@ for (const b of backends()) {
         ['held', 0, 'claimed'],
         ['new', 0, 'duplicate'],
       ])
-      assert.deepEqual([r.added, r.duplicates, r.debounced, r.claimed], [1, 2, 0, 1])
+      assert.deepEqual([r.added, r.duplicates, r.debounced, r.claimed, r.dead], [1, 2, 0, 1, 0])
       for (const item of r.items) assert.ok(Number.isInteger(item.dueAt) && item.dueAt > 1.7e12, `dueAt ${item.dueAt}`)
       const d = await fg.enqueue('q', 'waiting', { debounce: true, delayMs: 60_000 })
       assert.deepEqual(d.items.map((i) => i.outcome), ['debounced'])
-      assert.deepEqual([d.added, d.duplicates, d.debounced, d.claimed], [0, 0, 1, 0])
+      assert.deepEqual([d.added, d.duplicates, d.debounced, d.claimed, d.dead], [0, 0, 1, 0, 0])
       assert.ok(d.items[0].dueAt >= r.items[1].dueAt + 59_000)
     })
 
@@ -48,7 +48,7 @@ for (const b of backends()) {
       assert.deepEqual(r.items.map((i) => i.id), ['a', 'b', 'c'])
       assert.equal(r.added, 3)
       const empty = await fg.enqueue('q', [])
-      assert.deepEqual(empty, { added: 0, duplicates: 0, debounced: 0, claimed: 0, items: [] })
+      assert.deepEqual(empty, { added: 0, duplicates: 0, debounced: 0, claimed: 0, dead: 0, items: [] })
     })
 
     test('readBatch: ids and items agree, oldest first, with shards', async () => {
