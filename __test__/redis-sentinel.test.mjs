@@ -130,7 +130,19 @@ async function underLoad(tag, fault) {
   const longest = Math.max(0, ...outages.filter(([, e]) => e >= t0).map(([s, e]) => e - s))
   // Read back by a new client, which asks the sentinels afresh: the loop's clients would read
   // their own writes back from an old primary they still wrote to.
-  const checker = await open({ prefix })
+  // Right after a fault the sentinels may still name a node that is not a primary yet (seen on
+  // Valkey 8.1): opening then is ERR_BACKEND_UNAVAILABLE by design, so the reader tries again
+  // for up to 10 s.
+  let checker
+  for (let tries = 1; ; tries++) {
+    try {
+      checker = await open({ prefix })
+      break
+    } catch (e) {
+      if (e.code !== 'ERR_BACKEND_UNAVAILABLE' || tries >= 100) throw e
+      await sleep(100)
+    }
+  }
   const states = await checker.getItems('g', acked)
   await checker.close()
   const lost = states.filter((s) => s.status !== 'completed').map((s) => s.id)
