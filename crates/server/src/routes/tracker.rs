@@ -208,7 +208,10 @@ pub struct ClaimBatch {
 pub async fn claim_batch(State(app): State<App>, Body(b): Body<ClaimManyIn>) -> ApiResult<Json<ClaimBatch>> {
     app.limits.batch("ids", b.ids.len())?;
     let reclaim = b.reclaim_completed.unwrap_or(false);
-    let r = app.client.claim_batch(&b.group, &b.ids, b.timeout_ms, reclaim, attempts(b.max_attempts)).await?;
+    let r = app
+        .client
+        .claim_batch(&b.group, &b.ids, b.timeout_ms, reclaim, attempts(b.max_attempts), None)
+        .await?;
     Ok(Json(ClaimBatch {
         owner: r.owner,
         lease_expires_at: r.lease_expires_at,
@@ -236,7 +239,8 @@ pub async fn claim_many(
 ) -> ApiResult<Json<Vec<ClaimResult>>> {
     app.limits.batch("ids", b.ids.len())?;
     let reclaim = b.reclaim_completed.unwrap_or(false);
-    let r = app.client.claim_many(&b.group, b.ids, b.timeout_ms, reclaim, attempts(b.max_attempts)).await?;
+    let r =
+        app.client.claim_many(&b.group, b.ids, b.timeout_ms, reclaim, attempts(b.max_attempts), None).await?;
     Ok(Json(r.into_iter().map(ClaimResult::from).collect()))
 }
 
@@ -430,6 +434,8 @@ pub async fn set_items(
             keep: keep(r.keep_ms),
             reclaim_completed: r.reclaim_completed.unwrap_or(false),
             max_attempts: attempts(r.max_attempts),
+            note: None,
+            result: None,
         })
         .collect();
     Ok(Json(app.client.set_items(&b.group, reqs).await?.into_iter().map(ItemResult::from).collect()))

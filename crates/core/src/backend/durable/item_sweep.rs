@@ -327,12 +327,15 @@ mod tests {
                 lease_ms: 60_000,
                 reclaim_completed: false,
                 max_attempts: None,
+                note: None,
             })
             .collect()
     }
 
     fn completions(prefix: &str, n: usize, keep_ms: u64) -> Vec<ItemOp> {
-        (0..n).map(|i| ItemOp::Complete { id: format!("{prefix}{i:05}"), owner: None, keep_ms }).collect()
+        (0..n)
+            .map(|i| ItemOp::Complete { id: format!("{prefix}{i:05}"), owner: None, keep_ms, result: None })
+            .collect()
     }
 
     /// While nothing can have expired, writes skip the sweep (its position stays); the first pass

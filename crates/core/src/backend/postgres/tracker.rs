@@ -66,6 +66,8 @@ fn from_row(r: &Row) -> Sql<(String, Record)> {
         e: text(r, 8)?,
         x: r.try_get(9)?,
         t: Vec::new(),
+        r: None,
+        n: None,
     };
     let t: Option<String> = r.try_get(10)?;
     rec.t = match t {
@@ -259,7 +261,7 @@ async fn claim_batch(c: &Ctx<'_, '_>, group: &str, b: BatchClaim<'_>) -> Sql<Cla
         let a = match decision {
             crate::rules::tracker::Claim::Take => {
                 let rec = slot.rec.get_or_insert_with(|| fresh(now));
-                take(rec, b.owner, now, lease_end, b.retention_ms, b.max_attempts);
+                take(rec, b.owner, now, lease_end, b.retention_ms, b.given());
                 slot.dirty = true;
                 rec.a
             }

@@ -132,11 +132,11 @@ impl TrackerBackend for RedisStore {
             args.num(retention_ms).num(MAX_TIMELINE);
             for op in ops {
                 match op {
-                    ItemOp::Claim { id, owner, lease_ms, reclaim_completed, max_attempts } => {
+                    ItemOp::Claim { id, owner, lease_ms, reclaim_completed, max_attempts, .. } => {
                         args.text("c").text(id).owner(Some(owner)).num(*lease_ms);
                         args.text(claim_text(*reclaim_completed, *max_attempts));
                     }
-                    ItemOp::Complete { id, owner, keep_ms } => {
+                    ItemOp::Complete { id, owner, keep_ms, .. } => {
                         args.text("d").text(id).owner(owner.as_deref()).num(*keep_ms).text("");
                     }
                     ItemOp::Fail { id, owner, error, keep_ms } => {

@@ -132,7 +132,8 @@ impl<'a> Packed<'a> {
         let o = self.owner()?;
         let e = self.error()?;
         let n = self.byte()?;
-        let mut r = Record { s, a, o, l, c, u, d, e, x, t: Vec::with_capacity(n as usize), m };
+        let mut r =
+            Record { s, a, o, l, c, u, d, e, x, t: Vec::with_capacity(n as usize), m, r: None, n: None };
         for _ in 0..n {
             let at = self.i64()?;
             let status = self.status()?;
@@ -245,6 +246,8 @@ mod tests {
             x: if leased { T0 + 60_000 + 86_400_000 } else { crate::tracker::NEVER },
             t,
             m: None,
+            r: None,
+            n: None,
         }
     }
 
