@@ -1,5 +1,6 @@
 'use strict'
 const { toJson } = require('./job-state.js')
+const { invalid } = require('./errors.js')
 // Item Tracker single calls. The native `_claim` / `_complete` / `_fail` return the result as a
 // compact JSON array (no keys), as the value itself when the call is done at once (the embedded
 // store) or as a Promise of it (Redis); the objects are built here. Through napi, that is several
@@ -110,6 +111,9 @@ function complete(native, group, id, options) {
 /** Marks an item failed with a reason and ends its lease (see index.d.ts). */
 function fail(native, group, id, reason, options) {
   try {
+    if (options !== null && typeof options === 'object' && options.result !== undefined) {
+      throw invalid('options.result', 'is for complete, not fail')
+    }
     return settle(native._fail(group, id, reason, options), itemState, id)
   } catch (err) {
     return Promise.reject(err)
