@@ -222,6 +222,11 @@ export interface ClaimOptions {
    * item `dead` instead of `failed`. Default: no limit.
    */
   maxAttempts?: number
+  /**
+   * A short text kept with the item until its next claim (at most 256 bytes), returned as
+   * the item's `note`.
+   */
+  note?: string
 }
 
 export interface ClaimResult {
@@ -264,6 +269,12 @@ export interface FinishOptions {
    * `'forever'`: until it is unset. Default: the client's retention.
    */
   keepMs?: number | 'forever'
+  /**
+   * `complete` only: a JSON value stored with the item (at most 4 KiB of JSON text, else
+   * `ERR_INVALID_ARGUMENT` on `options.result`), returned as the item's `result` until its next
+   * claim. (index.js turns the value into JSON text, which is what this layer receives.)
+   */
+  result?: unknown
 }
 
 /** Options of `increment`. */
@@ -298,6 +309,13 @@ export interface ItemRequestInput {
   reclaimCompleted?: boolean
   /** A claim's attempts allowed (see `ClaimOptions.maxAttempts`). Checked on every request. */
   maxAttempts?: number
+  /** A claim's note (see `ClaimOptions.note`). Checked on every request. */
+  note?: string
+  /**
+   * A completion's result: a JSON value (see `FinishOptions.result`; index.js turns it into
+   * JSON text). Checked on every request.
+   */
+  result?: unknown
 }
 
 export interface ItemResult {
@@ -342,6 +360,14 @@ export interface ItemState {
   timeline: Array<Transition>
   /** The `maxAttempts` of the latest claim, when it gave one. */
   maxAttempts?: number
+  /**
+   * The result its completion gave (`complete`'s `result`); absent when none was given, and
+   * after a new claim (a result belongs to the attempt that completed, as BullMQ's
+   * `returnvalue`).
+   */
+  result?: unknown
+  /** The note its latest claim gave (`claim`'s `note`); absent when that claim gave none. */
+  note?: string
 }
 
 export interface KeyClaimResult {

@@ -82,6 +82,13 @@ class Flowguard {
   }
 
   setItems(group, requests) {
+    if (Array.isArray(requests) && requests.some((r) => r && typeof r === 'object' && r.result !== undefined)) {
+      try {
+        requests = requests.map((r, i) => items.withResultJson(r, `requests[${i}].result`))
+      } catch (err) {
+        return Promise.reject(err)
+      }
+    }
     return this.#native.setItems(group, requests)
   }
 

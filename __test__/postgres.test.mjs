@@ -105,6 +105,23 @@ describe('PostgreSQL backend', needsDb, () => {
     await b.close()
   })
 
+  test('a schema made before the item result and note columns gets them when opened; its items still read', async () => {
+    const schema = `fgoldr${process.pid}`
+    const a = await Flowguard.open({ postgres: { url, schema }, prefix: freshPrefix('pg') })
+    const old = await a.claim('g', 'old')
+    await a.close()
+    // As a schema of an earlier flowguard of layout 1: no r and n columns.
+    const drop = `ALTER TABLE ${schema}.items DROP COLUMN r, DROP COLUMN n`
+    const psql = spawnSync('psql', [url, '-v', 'ON_ERROR_STOP=1', '-c', drop], { encoding: 'utf8' })
+    assert.equal(psql.status, 0, psql.stderr)
+    const b = await Flowguard.open({ postgres: { url, schema }, prefix: a.prefix })
+    const item = await b.getItem('g', 'old')
+    assert.deepEqual([item.status, 'result' in item, 'note' in item], ['in_progress', false, false])
+    assert.deepEqual((await b.complete('g', 'old', { owner: old.owner, result: { n: 1 } })).result, { n: 1 })
+    assert.equal((await b.claim('g', 'new', { note: 'p3' })).item.note, 'p3')
+    await b.close()
+  })
+
   test('the Dedup Queue: enqueue, read, ack, size', async () => {
     const fg = await open()
     const e = await fg.enqueue('q', ['a', 'b', 'a'])

@@ -1,10 +1,12 @@
 'use strict'
+const { toJson } = require('./job-state.js')
+const { invalid } = require('./errors.js')
 // Item Tracker single calls. The native `_claim` / `_complete` / `_fail` return the result as a
 // compact JSON array (no keys), as the value itself when the call is done at once (the embedded
 // store) or as a Promise of it (Redis); the objects are built here. Through napi, that is several
 // times cheaper than an object with its keys (BENCHMARKS.md, emb-single).
 
-/** An ItemState from `[status, attempts, lastError, createdAt, updatedAt, leaseExpiresAt, finishedAt, expiresAt, timeline, maxAttempts?]`. */
+/** An ItemState from `[status, attempts, lastError, createdAt, updatedAt, leaseExpiresAt, finishedAt, expiresAt, timeline, maxAttempts?, note?, resultJson?]`. */
 function itemState(id, t) {
   const item = { id, status: t[0], attempts: t[1] }
   if (t[2] !== null) item.lastError = t[2]
@@ -20,7 +22,11 @@ function itemState(id, t) {
     timeline[i] = e[3] === null ? { at: e[0], status: e[1], attempt: e[2] } : { at: e[0], status: e[1], attempt: e[2], error: e[3] }
   }
   item.timeline = timeline
-  if (t.length > 9) item.maxAttempts = t[9]
+  if (t.length > 9) {
+    if (t[9] !== null) item.maxAttempts = t[9]
+    if (t[10] !== null) item.note = t[10]
+    if (t[11] !== null) item.result = JSON.parse(t[11])
+  }
   return item
 }
 
@@ -84,10 +90,19 @@ function claim(native, embedded, group, id, options) {
   return Promise.resolve(claimFromNumbers(id, r))
 }
 
+/**
+ * Options with `result` turned into its JSON text (what the native layer stores), for
+ * `complete` (`options.result`) and each request of `setItems` (`requests[i].result`).
+ */
+function withResultJson(options, field) {
+  if (options === null || typeof options !== 'object' || options.result === undefined) return options
+  return { ...options, result: toJson(options.result, field) }
+}
+
 /** Marks an item completed and ends its lease (see index.d.ts). */
 function complete(native, group, id, options) {
   try {
-    return settle(native._complete(group, id, options), itemState, id)
+    return settle(native._complete(group, id, withResultJson(options, 'options.result')), itemState, id)
   } catch (err) {
     return Promise.reject(err)
   }
@@ -96,10 +111,13 @@ function complete(native, group, id, options) {
 /** Marks an item failed with a reason and ends its lease (see index.d.ts). */
 function fail(native, group, id, reason, options) {
   try {
+    if (options !== null && typeof options === 'object' && options.result !== undefined) {
+      throw invalid('options.result', 'is for complete, not fail')
+    }
     return settle(native._fail(group, id, reason, options), itemState, id)
   } catch (err) {
     return Promise.reject(err)
   }
 }
 
-module.exports = { claim, complete, fail }
+module.exports = { claim, complete, fail, withResultJson }

@@ -161,7 +161,7 @@ const valkeySuites = [
  * (docs/postgres.md). */
 const postgresSuites = [
   'lock', 'state', 'tracker', 'limiter', 'semaphore', 'queue', 'queue-max-delay', 'lock-lease', 'api', 'errors', 'surrogates',
-  'backend-rules', 'bounded-work', 'queue-results', 'tracker-dead',
+  'backend-rules', 'bounded-work', 'queue-results', 'tracker-dead', 'tracker-results',
 ].map((s) => `__test__/${s}.test.mjs`)
 /** The Rust suites run once more against Valkey: every `redis*.rs` test of the core and the server
  * (their binaries are the ones `cargo test --workspace` built). */

@@ -57,6 +57,15 @@ pub struct ItemState {
     /// The `maxAttempts` of the latest claim, when it gave one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_attempts: Option<u32>,
+    /// The result its completion gave (`complete`'s `result`); absent when none was given, and
+    /// after a new claim (a result belongs to the attempt that completed, as BullMQ's
+    /// `returnvalue`).
+    #[napi(ts_type = "unknown")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<serde_json::Value>,
+    /// The note its latest claim gave (`claim`'s `note`); absent when that claim gave none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 impl From<core::ItemState> for ItemState {
@@ -82,6 +91,9 @@ impl From<core::ItemState> for ItemState {
                 })
                 .collect(),
             max_attempts: s.max_attempts,
+            // The core stores only JSON text it checked; text that no longer parses reads as absent.
+            result: s.result.and_then(|r| serde_json::from_str(&r).ok()),
+            note: s.note,
         }
     }
 }
@@ -96,19 +108,26 @@ pub struct ClaimOptions {
     /// The attempts allowed (1 to 1000): a failure of attempt `maxAttempts` or later makes the
     /// item `dead` instead of `failed`. Default: no limit.
     pub max_attempts: Option<f64>,
+    /// A short text kept with the item until its next claim (at most 256 bytes), returned as
+    /// the item's `note`.
+    pub note: Option<String>,
 }
 
-js_input!(ClaimOptions { timeout_ms = "timeoutMs", reclaim_completed = "reclaimCompleted", max_attempts = "maxAttempts" });
+js_input!(ClaimOptions { timeout_ms = "timeoutMs", reclaim_completed = "reclaimCompleted", max_attempts = "maxAttempts", note = "note" });
 
-/// The lease, `reclaimCompleted` and `maxAttempts` of a claim's options.
-type ClaimOpts = (Option<std::time::Duration>, bool, Option<u32>);
+/// The lease, `reclaimCompleted`, `maxAttempts` and note of a claim's options.
+type ClaimOpts = (Option<std::time::Duration>, bool, Option<u32>, Option<String>);
 
 fn claim_opts(o: Option<ClaimOptions>) -> flowguard_core::Result<ClaimOpts> {
-    let Some(o) = o else { return Ok((None, false, None)) };
+    let Some(o) = o else { return Ok((None, false, None, None)) };
+    if let Some(note) = &o.note {
+        core::check_note(Field("options", "note"), note)?;
+    }
     Ok((
         opt_ms(Field("options", "timeoutMs"), o.timeout_ms)?,
         o.reclaim_completed.unwrap_or(false),
         max_attempts(Field("options", "maxAttempts"), o.max_attempts)?,
+        o.note,
     ))
 }
 
@@ -174,9 +193,14 @@ pub struct FinishOptions {
     /// `'forever'`: until it is unset. Default: the client's retention.
     #[napi(ts_type = "number | 'forever'")]
     pub keep_ms: Option<Either<f64, String>>,
+    /// `complete` only: a JSON value stored with the item (at most 4 KiB of JSON text, else
+    /// `ERR_INVALID_ARGUMENT` on `options.result`), returned as the item's `result` until its next
+    /// claim. (index.js turns the value into JSON text, which is what this layer receives.)
+    #[napi(ts_type = "unknown")]
+    pub result: Option<String>,
 }
 
-js_input!(FinishOptions { owner = "owner", keep_ms = "keepMs" });
+js_input!(FinishOptions { owner = "owner", keep_ms = "keepMs", result = "result" });
 
 /// One change of `setItems`.
 #[napi(object, object_from_js = false, object_to_js = false)]
@@ -199,9 +223,15 @@ pub struct ItemRequestInput {
     pub reclaim_completed: Option<bool>,
     /// A claim's attempts allowed (see `ClaimOptions.maxAttempts`). Checked on every request.
     pub max_attempts: Option<f64>,
+    /// A claim's note (see `ClaimOptions.note`). Checked on every request.
+    pub note: Option<String>,
+    /// A completion's result: a JSON value (see `FinishOptions.result`; index.js turns it into
+    /// JSON text). Checked on every request.
+    #[napi(ts_type = "unknown")]
+    pub result: Option<String>,
 }
 
-js_input!(ItemRequestInput { id = "id", status = "status", owner = "owner", error = "error", timeout_ms = "timeoutMs", keep_ms = "keepMs", reclaim_completed = "reclaimCompleted", max_attempts = "maxAttempts" });
+js_input!(ItemRequestInput { id = "id", status = "status", owner = "owner", error = "error", timeout_ms = "timeoutMs", keep_ms = "keepMs", reclaim_completed = "reclaimCompleted", max_attempts = "maxAttempts", note = "note", result = "result" });
 
 impl ItemRequestInput {
     fn into_core(self, at: impl At + Copy) -> flowguard_core::Result<ItemRequest> {
@@ -214,6 +244,8 @@ impl ItemRequestInput {
             keep: opt_keep(Field(at, "keepMs"), self.keep_ms)?,
             reclaim_completed: self.reclaim_completed.unwrap_or(false),
             max_attempts: max_attempts(Field(at, "maxAttempts"), self.max_attempts)?,
+            note: self.note,
+            result: self.result,
         })
     }
 }
@@ -305,8 +337,8 @@ pub struct ItemList {
 
 /// An item state as a JSON array, without the id (the caller has it) and without keys:
 /// `[status, attempts, lastError, createdAt, updatedAt, leaseExpiresAt, finishedAt, expiresAt,
-/// [[at, status, attempt, error], ...]]`, then `maxAttempts` only when the item has one, null for
-/// absent values. `JSON.parse` of an array is
+/// [[at, status, attempt, error], ...]]`, then `maxAttempts`, `note` and `result` (JSON text)
+/// only when the item has one of them, null for absent values. `JSON.parse` of an array is
 /// several times cheaper than of the object with its keys; index.js builds the object.
 fn item_tuple(s: &core::ItemState) -> impl Serialize + '_ {
     ItemTuple(s)
@@ -318,7 +350,8 @@ impl Serialize for ItemTuple<'_> {
     fn serialize<S: serde::Serializer>(&self, ser: S) -> std::result::Result<S::Ok, S::Error> {
         use serde::ser::SerializeSeq;
         let s = self.0;
-        let mut seq = ser.serialize_seq(Some(9 + usize::from(s.max_attempts.is_some())))?;
+        let more = s.max_attempts.is_some() || s.note.is_some() || s.result.is_some();
+        let mut seq = ser.serialize_seq(Some(if more { 12 } else { 9 }))?;
         seq.serialize_element(s.status.as_str())?;
         seq.serialize_element(&s.attempts)?;
         seq.serialize_element(&s.last_error)?;
@@ -329,8 +362,10 @@ impl Serialize for ItemTuple<'_> {
         seq.serialize_element(&s.expires_at)?;
         let timeline: Vec<_> = s.timeline.iter().map(|t| (t.at, &*t.status, t.attempt, &t.error)).collect();
         seq.serialize_element(&timeline)?;
-        if let Some(m) = s.max_attempts {
-            seq.serialize_element(&m)?;
+        if more {
+            seq.serialize_element(&s.max_attempts)?;
+            seq.serialize_element(&s.note)?;
+            seq.serialize_element(&s.result)?;
         }
         seq.end()
     }
@@ -391,10 +426,15 @@ fn compact<T: Serialize>(v: &T) -> flowguard_core::Result<String> {
         .map_err(|e| flowguard_core::Error::internal(format!("cannot serialize a result: {e}")))
 }
 
-/// The owner and kept time of a finish's options.
-fn finish_opts(o: Option<FinishOptions>) -> flowguard_core::Result<(Option<String>, Option<Keep>)> {
-    let Some(o) = o else { return Ok((None, None)) };
-    Ok((o.owner, opt_keep(Field("options", "keepMs"), o.keep_ms)?))
+/// The owner, kept time and result (JSON text) of a finish's options.
+type FinishOpts = (Option<String>, Option<Keep>, Option<String>);
+
+fn finish_opts(o: Option<FinishOptions>) -> flowguard_core::Result<FinishOpts> {
+    let Some(o) = o else { return Ok((None, None, None)) };
+    if let Some(result) = &o.result {
+        core::check_result(Field("options", "result"), result)?;
+    }
+    Ok((o.owner, opt_keep(Field("options", "keepMs"), o.keep_ms)?, o.result))
 }
 
 /// `keepMs`: milliseconds, or the word `'forever'`.
@@ -407,13 +447,14 @@ fn opt_keep(at: impl At + Copy, v: Option<Either<f64, String>>) -> flowguard_cor
 }
 
 /// A claim request for one item.
-fn claim_request(id: String, (timeout, reclaim, max_attempts): ClaimOpts) -> ItemRequest {
+fn claim_request(id: String, (timeout, reclaim, max_attempts, note): ClaimOpts) -> ItemRequest {
     ItemRequest {
         id,
         status: "in_progress".into(),
         timeout,
         reclaim_completed: reclaim,
         max_attempts,
+        note,
         ..Default::default()
     }
 }
@@ -507,6 +548,8 @@ impl Flowguard {
         // Texts, or a maxAttempts (not among the numbers): the compact JSON array.
         let texts = r.item.last_error.is_some()
             || r.item.max_attempts.is_some()
+            || r.item.note.is_some()
+            || r.item.result.is_some()
             || r.item.timeline.iter().any(|t| t.error.is_some());
         let value = if texts {
             Some(compact(&claim_tuple(&r)).map_err(fail)?)
@@ -530,8 +573,8 @@ impl Flowguard {
             (|| Ok((group.get("group")?, ids.get("ids")?, claim_opts(opt(&options, "options")?)?)))();
         let client = self.client.clone();
         promise(env, async move {
-            let (group, ids, (timeout, reclaim, max)) = parsed?;
-            let results = client.claim_many(&group, ids, timeout, reclaim, max).await?;
+            let (group, ids, (timeout, reclaim, max, note)) = parsed?;
+            let results = client.claim_many(&group, ids, timeout, reclaim, max, note).await?;
             let bytes = results.len() * ITEM_JSON_BYTES;
             json_sized(&results.into_iter().map(ClaimResult::from).collect::<Vec<_>>(), bytes)
         })
@@ -552,8 +595,8 @@ impl Flowguard {
             (|| Ok((group.get("group")?, ids.get("ids")?, claim_opts(opt(&options, "options")?)?)))();
         let client = self.client.clone();
         promise(env, async move {
-            let (group, ids, (timeout, reclaim, max)) = parsed?;
-            let b = client.claim_batch(&group, &ids, timeout, reclaim, max).await?;
+            let (group, ids, (timeout, reclaim, max, note)) = parsed?;
+            let b = client.claim_batch(&group, &ids, timeout, reclaim, max, note.as_deref()).await?;
             json(&ClaimBatch {
                 owner: b.owner,
                 lease_expires_at: b.lease_expires_at as f64,
@@ -577,8 +620,9 @@ impl Flowguard {
         let parsed = (|| Ok((group.get("group")?, id.get("id")?, finish_opts(options.get("options")?)?)))();
         let client = self.client.clone();
         now_or_promise(env, async move {
-            let (group, id, (owner, keep)) = parsed?;
-            let req = ItemRequest { id, status: "completed".into(), owner, keep, ..Default::default() };
+            let (group, id, (owner, keep, result)) = parsed?;
+            let req =
+                ItemRequest { id, status: "completed".into(), owner, keep, result, ..Default::default() };
             compact(&item_tuple(&client.set_item(&group, req).await?.item))
         })
     }
@@ -603,7 +647,7 @@ impl Flowguard {
         })();
         let client = self.client.clone();
         now_or_promise(env, async move {
-            let (group, id, reason, (owner, keep)) = parsed?;
+            let (group, id, reason, (owner, keep, _)) = parsed?;
             let req = ItemRequest {
                 id,
                 status: "failed".into(),

@@ -190,7 +190,12 @@ export function generate(seed, steps, { http = false } = {}) {
   // A claim's maxAttempts: mostly none (the claims of before), small budgets that fail into dead
   // items, now and then one out of range.
   const maxAttempts = () => (r.chance(0.5) ? undefined : r.chance(0.95) ? r.pick([1, 2, 3]) : r.pick([0, 1001]))
-  const claimOpts = () => opts({ timeoutMs: dur(LEASES), reclaimCompleted: r.chance(0.3) || undefined, maxAttempts: maxAttempts() })
+  // A claim's note: mostly none; a colon (the Redis scripts' separator), the longest allowed, one
+  // byte too many now and then. A completion's result: any JSON value (far from the 4 KiB bound,
+  // where JSON texts of the shells could differ by an escape), now and then one past it.
+  const note = () => (r.chance(0.7) ? undefined : r.chance(0.95) ? r.pick(['page 3', '', 'a:b:{c}', 'ü'.repeat(128)]) : 'n'.repeat(257))
+  const result = () => (r.chance(0.6) ? undefined : r.chance(0.95) ? jsonValue() : { text: 'x'.repeat(4100) })
+  const claimOpts = () => opts({ timeoutMs: dur(LEASES), reclaimCompleted: r.chance(0.3) || undefined, maxAttempts: maxAttempts(), note: note() })
   const ops = {
     claim: () => ['claim', [name(groups), name(ids), claimOpts()], 'item'],
     claimMany: () => ['claimMany', [name(groups), idList(4), claimOpts()], 'item'],
@@ -198,7 +203,7 @@ export function generate(seed, steps, { http = false } = {}) {
     reviveItems: () => ['reviveItems', [name(groups), idList(4), opts({ failed: r.chance(0.3) || undefined, resetAttempts: r.chance(0.3) || undefined })]],
     complete: () => {
       const [g, id, owner] = finisher()
-      return ['complete', [g, id, opts({ owner, keepMs: dur(KEEPS) })]]
+      return ['complete', [g, id, opts({ owner, keepMs: dur(KEEPS), result: result() })]]
     },
     fail: () => {
       const [g, id, owner] = finisher()
@@ -222,6 +227,8 @@ export function generate(seed, steps, { http = false } = {}) {
           keepMs: r.chance(0.5) ? d(KEEPS) : undefined,
           reclaimCompleted: r.chance(0.2) || undefined,
           maxAttempts: status === 'in_progress' && r.chance(0.4) ? r.pick([1, 2]) : undefined,
+          note: status === 'in_progress' ? note() : undefined,
+          result: status === 'completed' ? result() : undefined,
         })
       })
       if (r.chance(0.08)) {

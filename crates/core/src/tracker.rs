@@ -103,6 +103,41 @@ pub fn stored_status_code(word: &str) -> Option<u8> {
     STORED_STATUS.iter().position(|w| *w == word).map(|i| i as u8)
 }
 
+/// The largest result a completion stores: the bytes of its JSON text.
+pub const MAX_RESULT_BYTES: usize = 4096;
+/// The longest note a claim stores, in bytes.
+pub const MAX_NOTE_BYTES: usize = 256;
+
+/// Checks a completion's result, given as JSON text: valid JSON of at most
+/// [`MAX_RESULT_BYTES`] bytes; the error names `field` and the limit.
+pub fn check_result(field: impl At, json: &str) -> Result<()> {
+    if json.len() > MAX_RESULT_BYTES {
+        return Err(Error::invalid_at(
+            field,
+            format!(
+                "must be at most {MAX_RESULT_BYTES} bytes of JSON text (4 KiB), got {} bytes",
+                json.len()
+            ),
+        ));
+    }
+    if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(json) {
+        return Err(Error::invalid_at(field, format!("must be JSON text: {e}")));
+    }
+    Ok(())
+}
+
+/// Checks a claim's note: at most [`MAX_NOTE_BYTES`] bytes; the error names `field` and the
+/// limit.
+pub fn check_note(field: impl At, note: &str) -> Result<()> {
+    if note.len() > MAX_NOTE_BYTES {
+        return Err(Error::invalid_at(
+            field,
+            format!("must be at most {MAX_NOTE_BYTES} bytes, got {} bytes", note.len()),
+        ));
+    }
+    Ok(())
+}
+
 /// The most attempts a claim's `maxAttempts` allows.
 pub const MAX_ATTEMPTS_LIMIT: u32 = 1000;
 
@@ -171,6 +206,13 @@ pub struct Record {
     /// later) makes the item dead.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub m: Option<u32>,
+    /// The result its completion gave (JSON text, at most [`MAX_RESULT_BYTES`]); cleared by a
+    /// claim (see [`crate::rules::tracker::take`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub r: Option<String>,
+    /// The note its latest claim gave (at most [`MAX_NOTE_BYTES`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub n: Option<String>,
 }
 
 impl Record {
@@ -195,6 +237,8 @@ impl Record {
             expires_at: (self.x < NEVER).then_some(self.x),
             timeline: self.t.clone(),
             max_attempts: self.m,
+            result: self.r.clone(),
+            note: self.n.clone(),
         }
     }
 }
@@ -214,6 +258,10 @@ pub struct ItemState {
     pub timeline: Vec<Transition>,
     /// The `maxAttempts` of the latest claim, when it gave one.
     pub max_attempts: Option<u32>,
+    /// The result of its completion, as JSON text, when the completion gave one.
+    pub result: Option<String>,
+    /// The note of its latest claim, when it gave one.
+    pub note: Option<String>,
 }
 
 impl ItemState {
@@ -230,6 +278,8 @@ impl ItemState {
             expires_at: None,
             timeline: Vec::new(),
             max_attempts: None,
+            result: None,
+            note: None,
         }
     }
 }
@@ -244,11 +294,15 @@ pub enum ItemOp {
         lease_ms: u64,
         reclaim_completed: bool,
         max_attempts: Option<u32>,
+        /// The claim's note (checked: at most [`MAX_NOTE_BYTES`]).
+        note: Option<String>,
     },
     Complete {
         id: String,
         owner: Option<String>,
         keep_ms: u64,
+        /// The result as JSON text (checked: JSON, at most [`MAX_RESULT_BYTES`]).
+        result: Option<String>,
     },
     Fail {
         id: String,
@@ -349,6 +403,12 @@ pub struct ItemRequest {
     /// A claim's attempt budget (1 to [`MAX_ATTEMPTS_LIMIT`]): a failure of attempt
     /// `max_attempts` or later makes the item dead. None: no limit.
     pub max_attempts: Option<u32>,
+    /// A claim's note: a short text kept with the item until the next claim (at most
+    /// [`MAX_NOTE_BYTES`]). Checked on every request.
+    pub note: Option<String>,
+    /// A completion's result as JSON text (at most [`MAX_RESULT_BYTES`]). Checked on every
+    /// request.
+    pub result: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -472,6 +532,15 @@ pub struct BatchClaim<'a> {
     pub retention_ms: u64,
     /// The claims' attempt budget (see [`ItemRequest::max_attempts`]).
     pub max_attempts: Option<u32>,
+    /// The claims' note (see [`ItemRequest::note`]).
+    pub note: Option<&'a str>,
+}
+
+impl<'a> BatchClaim<'a> {
+    /// What each claim gives beside its owner and lease (see [`crate::rules::tracker::take`]).
+    pub fn given(&self) -> crate::rules::tracker::Take<'a> {
+        crate::rules::tracker::Take { max_attempts: self.max_attempts, note: self.note }
+    }
 }
 
 /// What a backend must do for the Item Tracker.
@@ -556,6 +625,12 @@ fn to_op(i: Option<usize>, req: ItemRequest, retention_ms: u64) -> Result<ItemOp
     // The lease is checked whatever the status, so a bad value never passes unnoticed.
     let lease_ms = validate::duration_or(field("timeout"), req.timeout, DEFAULT_LEASE_MS)?;
     let max_attempts = check_max_attempts(field("maxAttempts"), req.max_attempts)?;
+    if let Some(note) = &req.note {
+        check_note(field("note"), note)?;
+    }
+    if let Some(result) = &req.result {
+        check_result(field("result"), result)?;
+    }
     Ok(match req.status.as_str() {
         "in_progress" => ItemOp::Claim {
             id: req.id,
@@ -563,8 +638,9 @@ fn to_op(i: Option<usize>, req: ItemRequest, retention_ms: u64) -> Result<ItemOp
             lease_ms,
             reclaim_completed: req.reclaim_completed,
             max_attempts,
+            note: req.note,
         },
-        "completed" => ItemOp::Complete { id: req.id, owner: req.owner, keep_ms },
+        "completed" => ItemOp::Complete { id: req.id, owner: req.owner, keep_ms, result: req.result },
         "failed" => {
             let error = req.error.unwrap_or_default();
             validate::text(field("error"), &error)?;
@@ -606,6 +682,7 @@ impl Client {
         timeout: Option<Duration>,
         reclaim_completed: bool,
         max_attempts: Option<u32>,
+        note: Option<String>,
     ) -> Result<Vec<ClaimResult>> {
         let reqs = ids
             .into_iter()
@@ -615,6 +692,7 @@ impl Client {
                 timeout,
                 reclaim_completed,
                 max_attempts,
+                note: note.clone(),
                 ..Default::default()
             })
             .collect();
@@ -632,11 +710,15 @@ impl Client {
         timeout: Option<Duration>,
         reclaim_completed: bool,
         max_attempts: Option<u32>,
+        note: Option<&str>,
     ) -> Result<ClaimBatch> {
         validate::name("group", group)?;
         check_ids(ids)?;
         let lease_ms = validate::duration_or("timeout", timeout, DEFAULT_LEASE_MS)?;
         let max_attempts = check_max_attempts("maxAttempts", max_attempts)?;
+        if let Some(note) = note {
+            check_note("note", note)?;
+        }
         let owner = token::new_token();
         if ids.is_empty() {
             return Ok(ClaimBatch { owner, lease_expires_at: 0, outcomes: Vec::new(), attempts: Vec::new() });
@@ -648,6 +730,7 @@ impl Client {
             reclaim_completed,
             retention_ms: self.config().retention_ms,
             max_attempts,
+            note,
         };
         self.backend().claim_batch(group, claim).await
     }

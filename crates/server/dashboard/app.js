@@ -188,6 +188,9 @@ function renderItem(group, item) {
     h('dl', { class: 'facts' },
       fact('attempts', num(item.attempts)),
       fact('last error', item.lastError ? h('span', { class: 'err' }, item.lastError) : null),
+      fact('note', item.note ? h('span', { class: 'note' }, item.note) : null),
+      // Any JSON value (null, false and 0 too): shown as its JSON text, as text (never markup).
+      fact('result', 'result' in item ? h('pre', { class: 'result mono' }, JSON.stringify(item.result, null, 2)) : null),
       fact('first claimed', item.createdAt ? time(item.createdAt) : null),
       fact('updated', item.updatedAt ? time(item.updatedAt) : null),
       fact('lease ends', item.leaseExpiresAt ? time(item.leaseExpiresAt) : null),

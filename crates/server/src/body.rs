@@ -282,6 +282,17 @@ impl<'de> Visitor<'de> for KeepVisitor {
     }
 }
 
+/// A JSON value that is present (`null` too: a present `null` is `Some(Value::Null)`); with
+/// `#[serde(default)]`, an absent field is `None`.
+pub fn present_value<'de, D: Deserializer<'de>>(d: D) -> Result<Option<serde_json::Value>, D::Error> {
+    serde::Deserialize::deserialize(d).map(Some)
+}
+
+/// A JSON value as its JSON text (the core checks its size), for a field read by [`present_value`].
+pub fn json_text(v: Option<serde_json::Value>) -> Option<String> {
+    v.map(|v| v.to_string())
+}
+
 /// `true` / `false`, also as strings.
 pub fn opt_bool<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
     d.deserialize_any(Flag)

@@ -180,6 +180,12 @@ pub fn busy_reason() -> Schema {
     item_status()
 }
 
+/// A claim's note: a short text kept with the item until its next claim.
+pub fn note() -> Schema {
+    let max = flowguard_core::tracker::MAX_NOTE_BYTES;
+    ObjectBuilder::new().schema_type(Type::String).max_length(Some(max)).build().into()
+}
+
 /// A claim's `maxAttempts`: the attempts allowed before a failure makes the item dead.
 pub fn max_attempts() -> Schema {
     whole_in(1, Some(u64::from(flowguard_core::tracker::MAX_ATTEMPTS_LIMIT)))

@@ -129,10 +129,14 @@ pub fn decide(op: &ItemOp, rec: Option<&Record>, now: i64) -> Decision {
 /// [`Decision::Finish`] (an unset removes the record instead: nothing to write).
 pub fn write(op: &ItemOp, rec: &mut Record, now: i64, retention_ms: u64) {
     match op {
-        ItemOp::Claim { owner, lease_ms, max_attempts, .. } => {
-            take(rec, owner, now, now + *lease_ms as i64, retention_ms, *max_attempts)
+        ItemOp::Claim { owner, lease_ms, max_attempts, note, .. } => {
+            let claim = Take { max_attempts: *max_attempts, note: note.as_deref() };
+            take(rec, owner, now, now + *lease_ms as i64, retention_ms, claim)
         }
-        ItemOp::Complete { keep_ms, .. } => finish(rec, "completed", None, now, *keep_ms),
+        ItemOp::Complete { keep_ms, result, .. } => {
+            finish(rec, "completed", None, now, *keep_ms);
+            rec.r = result.clone();
+        }
         ItemOp::Fail { error, keep_ms, .. } => finish(rec, failure(rec), Some(error), now, *keep_ms),
         ItemOp::Unset { .. } => {}
         ItemOp::Revive { reset_attempts, .. } => revive(rec, now, *reset_attempts),
@@ -171,7 +175,8 @@ fn push(t: &mut Vec<Transition>, tr: Transition) {
     }
 }
 
-/// A completion's or failure's change to a record.
+/// A completion's or failure's change to a record. Its note is kept (it tells what the latest
+/// claim was); its result is cleared (a completion then sets the one it gives, see [`write`]).
 pub fn finish(rec: &mut Record, status: &'static str, error: Option<&String>, now: i64, keep_ms: u64) {
     rec.s = status.into();
     rec.l = 0;
@@ -181,20 +186,27 @@ pub fn finish(rec: &mut Record, status: &'static str, error: Option<&String>, no
         rec.e = Some(e.clone());
     }
     rec.x = expiry(now, keep_ms);
+    rec.r = None;
     push(&mut rec.t, Transition { at: now, status: status.into(), attempt: rec.a, error: error.cloned() });
 }
 
+/// What a claim gives beside its owner and lease: its attempt budget and its note.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Take<'a> {
+    /// `maxAttempts`: none when the claim gives none.
+    pub max_attempts: Option<u32>,
+    /// The claim's note: none when the claim gives none.
+    pub note: Option<&'a str>,
+}
+
 /// A claim's change to a record: a lease that was still recorded as in progress is abandoned
-/// (at its end), the attempt counted, the new owner, lease and attempt budget (`maxAttempts`,
-/// none when the claim gives none) set.
-pub fn take(
-    rec: &mut Record,
-    owner: &str,
-    now: i64,
-    lease_end: i64,
-    retention_ms: u64,
-    max_attempts: Option<u32>,
-) {
+/// (at its end), the attempt counted, the new owner, lease, attempt budget (`maxAttempts`) and
+/// note set (none when the claim gives none: a note belongs to one claim), and the result of an
+/// earlier completion cleared: a result belongs to the attempt that completed, as BullMQ's
+/// `returnvalue`, which `Job.retry('completed')` deletes when the job runs again (Inngest, which
+/// keeps the last output, was not followed: an item claimed again would show a result its
+/// running attempt did not give).
+pub fn take(rec: &mut Record, owner: &str, now: i64, lease_end: i64, retention_ms: u64, claim: Take<'_>) {
     if rec.s == "in_progress" {
         push(&mut rec.t, Transition { at: rec.l, status: "abandoned".into(), attempt: rec.a, error: None });
     }
@@ -205,7 +217,9 @@ pub fn take(
     rec.u = now;
     rec.d = 0;
     rec.x = lease_end + retention_ms as i64;
-    rec.m = max_attempts;
+    rec.m = claim.max_attempts;
+    rec.n = claim.note.map(str::to_string);
+    rec.r = None;
     push(&mut rec.t, Transition { at: now, status: "in_progress".into(), attempt: rec.a, error: None });
 }
 
@@ -244,6 +258,8 @@ pub fn fresh(now: i64) -> Record {
         x: 0,
         t: Vec::new(),
         m: None,
+        r: None,
+        n: None,
     }
 }
 

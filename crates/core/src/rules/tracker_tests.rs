@@ -123,6 +123,7 @@ fn decision_table() {
             id: id.clone(),
             owner: owner.map(String::from),
             keep_ms: 5,
+            result: None,
         };
         let fail = |owner: Option<&str>| ItemOp::Fail {
             id: id.clone(),
@@ -136,6 +137,7 @@ fn decision_table() {
             lease_ms: 5,
             reclaim_completed,
             max_attempts: None,
+            note: None,
         };
         [
             claim(false),
@@ -205,6 +207,7 @@ fn take_of_a_new_item() {
         lease_ms: 50,
         reclaim_completed: false,
         max_attempts: None,
+        note: None,
     };
     write(&op, &mut r, NOW, 1_000);
     let want = Record {
@@ -219,6 +222,8 @@ fn take_of_a_new_item() {
         x: NOW + 1_050,
         t: vec![tr(NOW, "in_progress", 1, None)],
         m: None,
+        r: None,
+        n: None,
     };
     assert_eq!(r, want);
 }
@@ -228,8 +233,8 @@ fn take_of_a_new_item() {
 #[test]
 fn take_after_abandoned_and_after_failed() {
     let mut r = fresh(NOW - 100);
-    take(&mut r, "a", NOW - 100, NOW - 10, 1_000, None);
-    take(&mut r, "b", NOW, NOW + 50, 1_000, None);
+    take(&mut r, "a", NOW - 100, NOW - 10, 1_000, Take::default());
+    take(&mut r, "b", NOW, NOW + 50, 1_000, Take::default());
     assert_eq!((r.a, r.o.as_deref(), r.l, r.x), (2, Some("b"), NOW + 50, NOW + 1_050));
     assert_eq!(
         r.t,
@@ -242,7 +247,7 @@ fn take_after_abandoned_and_after_failed() {
     let fail = ItemOp::Fail { id: "i".into(), owner: Some("b".into()), error: "boom".into(), keep_ms: 70 };
     write(&fail, &mut r, NOW + 1, 1_000);
     assert_eq!((&*r.s, r.l, r.d, r.x, r.e.as_deref()), ("failed", 0, NOW + 1, NOW + 71, Some("boom")));
-    take(&mut r, "c", NOW + 2, NOW + 60, 1_000, None);
+    take(&mut r, "c", NOW + 2, NOW + 60, 1_000, Take::default());
     assert_eq!((&*r.s, r.a, r.d, r.e.as_deref()), ("in_progress", 3, 0, Some("boom")));
     assert_eq!(r.t.last(), Some(&tr(NOW + 2, "in_progress", 3, None)), "no abandonment after a failure");
 }
@@ -253,9 +258,14 @@ fn take_after_abandoned_and_after_failed() {
 fn finish_and_the_timeline_cap() {
     let mut r = fresh(NOW);
     for k in 0..MAX_TIMELINE as i64 {
-        take(&mut r, "o", NOW + k, NOW + k + 100, 10, None);
+        take(&mut r, "o", NOW + k, NOW + k + 100, 10, Take::default());
     }
-    let done = ItemOp::Complete { id: "i".into(), owner: None, keep_ms: crate::tracker::KEEP_FOREVER_MS };
+    let done = ItemOp::Complete {
+        id: "i".into(),
+        owner: None,
+        keep_ms: crate::tracker::KEEP_FOREVER_MS,
+        result: None,
+    };
     write(&done, &mut r, NOW + 500, 10);
     assert_eq!(
         (&*r.s, r.o.as_deref(), r.l, r.d, r.x),
@@ -296,6 +306,7 @@ fn failure_table() {
         lease_ms: 50,
         reclaim_completed: false,
         max_attempts,
+        note: None,
     };
     let fail = ItemOp::Fail { id: "i".into(), owner: None, error: "boom".into(), keep_ms: 100 };
     let mut r = fresh(NOW);
@@ -341,7 +352,7 @@ fn revive_table() {
     let mut dead = fresh(NOW);
     dead.m = Some(2);
     for k in 0..2 {
-        take(&mut dead, "o", NOW + k, NOW + k + 5, 1_000, Some(2));
+        take(&mut dead, "o", NOW + k, NOW + k + 5, 1_000, Take { max_attempts: Some(2), ..Take::default() });
         let status = failure(&dead);
         finish(&mut dead, status, Some(&"boom".to_string()), NOW + k + 1, 100);
     }
@@ -355,4 +366,64 @@ fn revive_table() {
     let mut reset = dead;
     revive(&mut reset, NOW + 50, true);
     assert_eq!((&*reset.s, reset.a), ("failed", 0));
+}
+
+/// A claim's note and a completion's result through one item's life: the claim sets its note
+/// (and a claim without one clears it), the completion stores its result and keeps the note, a
+/// failure stores no result, and a new claim clears the result (BullMQ's `returnvalue`).
+#[test]
+fn a_note_belongs_to_a_claim_and_a_result_to_a_completion() {
+    let claim = |note: Option<&str>| ItemOp::Claim {
+        id: "i".into(),
+        owner: "o".into(),
+        lease_ms: 50,
+        reclaim_completed: true,
+        max_attempts: Option::None,
+        note: note.map(String::from),
+    };
+    let complete = |result: Option<&str>| ItemOp::Complete {
+        id: "i".into(),
+        owner: Option::None,
+        keep_ms: 100,
+        result: result.map(String::from),
+    };
+    let fail = ItemOp::Fail { id: "i".into(), owner: Option::None, error: "boom".into(), keep_ms: 100 };
+    let mut r = fresh(NOW);
+    let mut step = |op: &ItemOp, at: i64| {
+        write(op, &mut r, NOW + at, 1_000);
+        (r.n.clone(), r.r.clone(), r.to_state("i", NOW + at))
+    };
+    let (n, res, st) = step(&claim(Some("page 3")), 0);
+    assert_eq!((n.as_deref(), res, st.note.as_deref()), (Some("page 3"), Option::None, Some("page 3")));
+    let (n, res, st) = step(&complete(Some(r#"{"rows":12}"#)), 1);
+    assert_eq!((n.as_deref(), res.as_deref()), (Some("page 3"), Some(r#"{"rows":12}"#)));
+    assert_eq!(st.result.as_deref(), Some(r#"{"rows":12}"#));
+    let (n, res, _) = step(&claim(Option::None), 2);
+    assert_eq!((n, res), (Option::None, Option::None), "a claim clears the result, and its note is its own");
+    let (_, res, _) = step(&claim(Some("again")), 3);
+    assert_eq!(res, Option::None);
+    let (n, res, _) = step(&fail, 4);
+    assert_eq!((n.as_deref(), res), (Some("again"), Option::None));
+    let (_, res, _) = step(&complete(Option::None), 5);
+    assert_eq!(res, Option::None, "a completion without a result stores none");
+}
+
+/// A result past 4 KiB of JSON text, text that is not JSON, and a note past 256 bytes are
+/// refused with a coded error naming the field and the limit.
+#[test]
+fn results_and_notes_are_bounded() {
+    use crate::tracker::{check_note, check_result, MAX_NOTE_BYTES, MAX_RESULT_BYTES};
+    let big = format!("\"{}\"", "x".repeat(MAX_RESULT_BYTES - 1));
+    let e = check_result("options.result", &big).unwrap_err();
+    assert_eq!(
+        (e.code.as_str(), e.field.map(|f| f.to_string())),
+        ("ERR_INVALID_ARGUMENT", Some("options.result".into()))
+    );
+    assert!(e.message.contains("4096"), "{}", e.message);
+    assert!(check_result("result", &big[1..]).is_err(), "not JSON");
+    assert!(check_result("result", &format!("\"{}\"", "x".repeat(MAX_RESULT_BYTES - 2))).is_ok());
+    let e = check_note("options.note", &"n".repeat(MAX_NOTE_BYTES + 1)).unwrap_err();
+    assert_eq!(e.field.map(|f| f.to_string()), Some("options.note".into()));
+    assert!(e.message.contains("256"), "{}", e.message);
+    assert!(check_note("note", &"n".repeat(MAX_NOTE_BYTES)).is_ok());
 }

@@ -64,7 +64,7 @@ pub async fn max_attempts_make_items_dead_until_revived(c: Client) {
     let claim = |ids: &[&str], max: Option<u32>| {
         let ids: Vec<String> = ids.iter().map(|s| s.to_string()).collect();
         let c = c.clone();
-        async move { c.claim_many("g", ids, None, false, max).await.unwrap() }
+        async move { c.claim_many("g", ids, None, false, max, None).await.unwrap() }
     };
     let fail = |id: &str, owner: Option<String>| {
         let c = c.clone();
@@ -87,9 +87,10 @@ pub async fn max_attempts_make_items_dead_until_revived(c: Client) {
     let again = claim(&["d"], None).await;
     assert!(!again[0].claimed);
     assert_eq!(again[0].reason, Some(ItemStatus::Dead));
-    let forced = c.claim_many("g", vec!["d".into()], None, true, Some(5)).await.unwrap();
+    let forced = c.claim_many("g", vec!["d".into()], None, true, Some(5), None).await.unwrap();
     assert_eq!(forced[0].reason, Some(ItemStatus::Dead));
-    let b = c.claim_batch("g", &["d".to_string(), "new".to_string()], None, false, Some(1)).await.unwrap();
+    let b =
+        c.claim_batch("g", &["d".to_string(), "new".to_string()], None, false, Some(1), None).await.unwrap();
     assert_eq!(b.outcomes, [BatchOutcome::Dead, BatchOutcome::Claimed]);
     assert_eq!(b.attempts, [2, 1]);
     // Shown, counted and listed as dead.
@@ -136,23 +137,25 @@ pub async fn max_attempts_make_items_dead_until_revived(c: Client) {
     c.set_item("g", req("new", "none")).await.unwrap();
     assert!(claim(&["new"], Some(1)).await[0].claimed);
     // A bad maxAttempts is refused, naming the field.
-    let e = c.claim_many("g", vec!["x".into()], None, false, Some(0)).await.unwrap_err();
+    let e = c.claim_many("g", vec!["x".into()], None, false, Some(0), None).await.unwrap_err();
     assert_eq!(e.code, ErrorCode::InvalidArgument);
     assert_eq!(e.field.as_ref().map(|f| f.to_string()).as_deref(), Some("requests[0].maxAttempts"));
-    let e = c.claim_batch("g", &["x".to_string()], None, false, Some(1001)).await.unwrap_err();
+    let e = c.claim_batch("g", &["x".to_string()], None, false, Some(1001), None).await.unwrap_err();
     assert_eq!(e.code, ErrorCode::InvalidArgument);
     assert_eq!(e.field.as_ref().map(|f| f.to_string()).as_deref(), Some("maxAttempts"));
 }
 
 pub async fn claim_is_exclusive_and_completion_sticks(c: Client) {
-    let r =
-        c.claim_many("g", vec!["a".into()], Some(Duration::from_millis(60_000)), false, None).await.unwrap();
+    let r = c
+        .claim_many("g", vec!["a".into()], Some(Duration::from_millis(60_000)), false, None, None)
+        .await
+        .unwrap();
     assert!(r[0].claimed);
     let owner = r[0].owner.clone().unwrap();
     assert_eq!(r[0].item.status, ItemStatus::InProgress);
     assert_eq!(r[0].item.attempts, 1);
 
-    let again = c.claim_many("g", vec!["a".into()], None, false, None).await.unwrap();
+    let again = c.claim_many("g", vec!["a".into()], None, false, None, None).await.unwrap();
     assert!(!again[0].claimed);
     assert_eq!(again[0].reason, Some(ItemStatus::InProgress));
     assert!(again[0].owner.is_none());
@@ -162,17 +165,17 @@ pub async fn claim_is_exclusive_and_completion_sticks(c: Client) {
     assert!(done.item.finished_at.is_some());
     assert!(done.item.lease_expires_at.is_none());
 
-    let after = c.claim_many("g", vec!["a".into()], None, false, None).await.unwrap();
+    let after = c.claim_many("g", vec!["a".into()], None, false, None, None).await.unwrap();
     assert!(!after[0].claimed);
     assert_eq!(after[0].reason, Some(ItemStatus::Completed));
 
-    let forced = c.claim_many("g", vec!["a".into()], None, true, None).await.unwrap();
+    let forced = c.claim_many("g", vec!["a".into()], None, true, None, None).await.unwrap();
     assert!(forced[0].claimed);
     assert_eq!(forced[0].item.attempts, 2);
 }
 
 pub async fn failed_items_keep_reason_and_can_be_claimed_again(c: Client) {
-    let r = c.claim_many("g", vec!["x".into()], None, false, None).await.unwrap();
+    let r = c.claim_many("g", vec!["x".into()], None, false, None, None).await.unwrap();
     let owner = r[0].owner.clone();
     let f = c
         .set_item("g", ItemRequest { owner, error: Some("HTTP 503 from API".into()), ..req("x", "failed") })
@@ -180,7 +183,7 @@ pub async fn failed_items_keep_reason_and_can_be_claimed_again(c: Client) {
         .unwrap();
     assert_eq!(f.item.status, ItemStatus::Failed);
     assert_eq!(f.item.last_error.as_deref(), Some("HTTP 503 from API"));
-    let again = c.claim_many("g", vec!["x".into()], None, false, None).await.unwrap();
+    let again = c.claim_many("g", vec!["x".into()], None, false, None, None).await.unwrap();
     assert!(again[0].claimed);
     assert_eq!(again[0].item.attempts, 2);
     assert_eq!(again[0].item.last_error.as_deref(), Some("HTTP 503 from API"));
@@ -190,7 +193,10 @@ pub async fn failed_items_keep_reason_and_can_be_claimed_again(c: Client) {
 }
 
 pub async fn expired_lease_shows_abandoned_and_is_claimable(c: Client) {
-    let r = c.claim_many("g", vec!["s".into()], Some(Duration::from_millis(150)), false, None).await.unwrap();
+    let r = c
+        .claim_many("g", vec!["s".into()], Some(Duration::from_millis(150)), false, None, None)
+        .await
+        .unwrap();
     assert!(r[0].claimed);
     let stale_owner = r[0].owner.clone();
     sleep(300).await;
@@ -200,8 +206,10 @@ pub async fn expired_lease_shows_abandoned_and_is_claimable(c: Client) {
     assert_eq!(list.counts.abandoned, 1);
     assert_eq!(list.items[0].id, "s");
 
-    let r2 =
-        c.claim_many("g", vec!["s".into()], Some(Duration::from_millis(60_000)), false, None).await.unwrap();
+    let r2 = c
+        .claim_many("g", vec!["s".into()], Some(Duration::from_millis(60_000)), false, None, None)
+        .await
+        .unwrap();
     assert!(r2[0].claimed);
     let statuses: Vec<&str> = r2[0].item.timeline.iter().map(|t| &*t.status).collect();
     assert_eq!(statuses, ["in_progress", "abandoned", "in_progress"]);
@@ -226,7 +234,7 @@ pub async fn batch_apply_is_ordered_and_reports_each_item(c: Client) {
     let ids: Vec<String> = (0..500).map(|i| format!("p-{i}")).collect();
     let mut with_dup = ids.clone();
     with_dup.push("p-7".into());
-    let r = c.claim_many("batch", with_dup, None, false, None).await.unwrap();
+    let r = c.claim_many("batch", with_dup, None, false, None, None).await.unwrap();
     assert_eq!(r.len(), 501);
     assert_eq!(r.iter().filter(|x| x.claimed).count(), 500);
     assert!(!r[500].claimed, "a duplicate id in one batch is claimed once");
@@ -282,7 +290,7 @@ pub async fn batch_apply_is_ordered_and_reports_each_item(c: Client) {
 }
 
 pub async fn keep_ms_expires_completed_marks(c: Client) {
-    let r = c.claim_many("weekly", vec!["w".into()], None, false, None).await.unwrap();
+    let r = c.claim_many("weekly", vec!["w".into()], None, false, None, None).await.unwrap();
     c.set_item(
         "weekly",
         ItemRequest {
@@ -293,17 +301,17 @@ pub async fn keep_ms_expires_completed_marks(c: Client) {
     )
     .await
     .unwrap();
-    assert!(!c.claim_many("weekly", vec!["w".into()], None, false, None).await.unwrap()[0].claimed);
+    assert!(!c.claim_many("weekly", vec!["w".into()], None, false, None, None).await.unwrap()[0].claimed);
     sleep(300).await;
     let st = c.get_items("weekly", vec!["w".into()]).await.unwrap();
     assert_eq!(st[0].status, ItemStatus::None, "the completed mark expired");
     let list = c.list_items("weekly", None, None, None).await.unwrap();
     assert_eq!(list.counts.total(), 0);
-    assert!(c.claim_many("weekly", vec!["w".into()], None, false, None).await.unwrap()[0].claimed);
+    assert!(c.claim_many("weekly", vec!["w".into()], None, false, None, None).await.unwrap()[0].claimed);
 }
 
 pub async fn keep_forever_has_no_expiry_until_unset(c: Client) {
-    let r = c.claim_many("forever", vec!["f".into(), "g".into()], None, false, None).await.unwrap();
+    let r = c.claim_many("forever", vec!["f".into(), "g".into()], None, false, None, None).await.unwrap();
     let done = c
         .set_item(
             "forever",
@@ -329,7 +337,7 @@ pub async fn keep_forever_has_no_expiry_until_unset(c: Client) {
     assert!(
         h_expires > rs[1].item.updated_at.unwrap() && h_expires <= rs[1].item.updated_at.unwrap() + 60_000
     );
-    let again = c.claim_many("forever", vec!["f".into()], None, false, None).await.unwrap();
+    let again = c.claim_many("forever", vec!["f".into()], None, false, None, None).await.unwrap();
     assert!(!again[0].claimed, "a completed mark kept forever is skipped by a claim");
     let list = c.list_items("forever", Some("completed"), None, None).await.unwrap();
     assert_eq!(list.counts.completed, 2);
@@ -365,7 +373,7 @@ pub async fn keep_forever_has_no_expiry_until_unset(c: Client) {
 }
 
 pub async fn unset_forgets(c: Client) {
-    c.claim_many("g", vec!["u".into()], None, false, None).await.unwrap();
+    c.claim_many("g", vec!["u".into()], None, false, None, None).await.unwrap();
     let r = c.set_item("g", req("u", "none")).await.unwrap();
     assert_eq!(r.item.status, ItemStatus::InProgress, "unset reports the state it removed");
     let r = c.set_item("g", req("u", "none")).await.unwrap();
@@ -377,7 +385,7 @@ pub async fn names_with_any_characters_are_distinct(c: Client) {
     let names = ["a:b", "a", "a%3Ab", "{a}", "}", "日本", "x".repeat(1024).leak() as &str];
     for g in names {
         for id in names {
-            let r = c.claim_many(g, vec![id.to_string()], None, false, None).await.unwrap();
+            let r = c.claim_many(g, vec![id.to_string()], None, false, None, None).await.unwrap();
             assert!(r[0].claimed, "group {g:?} id {id:?} collided with an earlier one");
         }
     }
@@ -387,12 +395,12 @@ pub async fn names_with_any_characters_are_distinct(c: Client) {
 }
 
 pub async fn bad_input_is_refused_before_writing(c: Client) {
-    let e = c.claim_many("", vec!["a".into()], None, false, None).await.unwrap_err();
+    let e = c.claim_many("", vec!["a".into()], None, false, None, None).await.unwrap_err();
     assert_eq!(e.code, ErrorCode::InvalidArgument);
     assert_eq!(e.field.as_ref().unwrap().to_string(), "group");
-    let e = c.claim_many("g", vec!["ok".into(), "".into()], None, false, None).await.unwrap_err();
+    let e = c.claim_many("g", vec!["ok".into(), "".into()], None, false, None, None).await.unwrap_err();
     assert_eq!(e.field.as_ref().unwrap().to_string(), "requests[1].id", "{e}");
-    let e = c.claim_many("g", vec!["ok".into()], Some(Duration::ZERO), false, None).await.unwrap_err();
+    let e = c.claim_many("g", vec!["ok".into()], Some(Duration::ZERO), false, None, None).await.unwrap_err();
     assert_eq!(e.field.as_ref().unwrap().to_string(), "requests[0].timeout");
     let e = c
         .set_item("g", ItemRequest { owner: Some("nope".into()), ..req("ok", "completed") })
@@ -413,7 +421,7 @@ pub async fn concurrent_claims_have_one_winner(c: Client) {
     for _ in 0..50 {
         let c = c.clone();
         tasks.push(tokio::spawn(async move {
-            c.claim_many("race", vec!["one".into()], None, false, None).await.unwrap()
+            c.claim_many("race", vec!["one".into()], None, false, None, None).await.unwrap()
         }));
     }
     let mut winners = 0;
@@ -428,7 +436,7 @@ pub async fn concurrent_claims_have_one_winner(c: Client) {
 /// Claims racing (released together by a barrier) for an item that has a record and may be
 /// claimed again (it failed): exactly one wins, and its attempt is the second.
 pub async fn concurrent_claims_of_a_known_item_have_one_winner(c: Client) {
-    let first = c.claim_many("race", vec!["known".into()], None, false, None).await.unwrap();
+    let first = c.claim_many("race", vec!["known".into()], None, false, None, None).await.unwrap();
     let failed =
         ItemRequest { owner: first[0].owner.clone(), error: Some("retry".into()), ..req("known", "failed") };
     c.set_item("race", failed).await.unwrap();
@@ -439,7 +447,7 @@ pub async fn concurrent_claims_of_a_known_item_have_one_winner(c: Client) {
         let (c, barrier) = (c.clone(), barrier.clone());
         tasks.push(tokio::spawn(async move {
             barrier.wait().await;
-            c.claim_many("race", vec!["known".into()], None, false, None).await.unwrap()
+            c.claim_many("race", vec!["known".into()], None, false, None, None).await.unwrap()
         }));
     }
     let mut winners = Vec::new();
@@ -623,13 +631,13 @@ pub async fn lock_bad_input(c: Client) {
 pub async fn claim_batch_matches_claim_rules(c: Client) {
     use flowguard_core::tracker::BatchOutcome::{Claimed, Completed, InProgress};
     let busy = c
-        .claim_many("g", vec!["busy".into()], Some(Duration::from_millis(60_000)), false, None)
+        .claim_many("g", vec!["busy".into()], Some(Duration::from_millis(60_000)), false, None, None)
         .await
         .unwrap();
     assert!(busy[0].claimed);
     c.set_item("g", req("done", "completed")).await.unwrap();
     let ids: Vec<String> = ["new", "busy", "done", "new"].iter().map(|s| s.to_string()).collect();
-    let b = c.claim_batch("g", &ids, Some(Duration::from_millis(60_000)), false, None).await.unwrap();
+    let b = c.claim_batch("g", &ids, Some(Duration::from_millis(60_000)), false, None, None).await.unwrap();
     assert_eq!(b.outcomes, vec![Claimed, InProgress, Completed, InProgress]);
     assert_eq!(b.attempts, vec![1, 1, 0, 1]);
     assert_eq!(b.owner.len(), 32);
@@ -639,7 +647,8 @@ pub async fn claim_batch_matches_claim_rules(c: Client) {
         .await
         .unwrap();
     assert_eq!(done.item.status, ItemStatus::Completed);
-    let e = c.claim_batch("g", &["ok".to_string(), String::new()], None, false, None).await.unwrap_err();
+    let e =
+        c.claim_batch("g", &["ok".to_string(), String::new()], None, false, None, None).await.unwrap_err();
     assert_eq!(e.code, ErrorCode::InvalidArgument);
     assert_eq!(e.field.as_ref().unwrap().to_string(), "ids[1]", "{e}");
     let st = c.get_items("g", vec!["ok".into()]).await.unwrap();

@@ -11,7 +11,9 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::app::App;
-use crate::body::{keep, opt_bool, opt_keep, opt_ms, opt_u64, Body, KeepMs, Object};
+use crate::body::{
+    json_text, keep, opt_bool, opt_keep, opt_ms, opt_u64, present_value, Body, KeepMs, Object,
+};
 use crate::error::Busy;
 use crate::error::{busy, ApiResult, ITEM_BUSY};
 use crate::openapi::Errors;
@@ -58,6 +60,15 @@ pub struct ItemState {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     pub max_attempts: Option<u32>,
+    /// The result its completion gave (any JSON value); absent when none was given, and after
+    /// a new claim (a result belongs to the attempt that completed, as BullMQ's `returnvalue`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Value>)]
+    pub result: Option<serde_json::Value>,
+    /// The note its latest claim gave; absent when that claim gave none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub note: Option<String>,
 }
 
 impl From<core::ItemState> for ItemState {
@@ -83,6 +94,9 @@ impl From<core::ItemState> for ItemState {
                 })
                 .collect(),
             max_attempts: s.max_attempts,
+            // The core stores only JSON text it checked.
+            result: s.result.and_then(|r| serde_json::from_str(&r).ok()),
+            note: s.note,
         }
     }
 }
@@ -130,6 +144,10 @@ pub struct ClaimIn {
     #[serde(default, deserialize_with = "opt_u64")]
     #[schema(schema_with = crate::openapi::max_attempts)]
     max_attempts: Option<u64>,
+    /// A short text kept with the item until its next claim (at most 256 bytes), returned as
+    /// the item's `note`.
+    #[schema(schema_with = crate::openapi::note)]
+    note: Option<String>,
 }
 
 /// Claim one item for timeoutMs.
@@ -156,6 +174,7 @@ pub async fn claim(State(app): State<App>, Body(b): Body<ClaimIn>) -> ApiResult<
         timeout: b.timeout_ms,
         reclaim_completed: b.reclaim_completed.unwrap_or(false),
         max_attempts: attempts(b.max_attempts),
+        note: b.note,
         ..Default::default()
     };
     let r = ClaimResult::from(core::ClaimResult::from(app.client.set_item(&b.group, req).await?));
@@ -179,6 +198,10 @@ pub struct ClaimManyIn {
     #[serde(default, deserialize_with = "opt_u64")]
     #[schema(schema_with = crate::openapi::max_attempts)]
     max_attempts: Option<u64>,
+    /// A short text kept with the item until its next claim (at most 256 bytes), returned as
+    /// the item's `note`.
+    #[schema(schema_with = crate::openapi::note)]
+    note: Option<String>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -208,7 +231,10 @@ pub struct ClaimBatch {
 pub async fn claim_batch(State(app): State<App>, Body(b): Body<ClaimManyIn>) -> ApiResult<Json<ClaimBatch>> {
     app.limits.batch("ids", b.ids.len())?;
     let reclaim = b.reclaim_completed.unwrap_or(false);
-    let r = app.client.claim_batch(&b.group, &b.ids, b.timeout_ms, reclaim, attempts(b.max_attempts)).await?;
+    let r = app
+        .client
+        .claim_batch(&b.group, &b.ids, b.timeout_ms, reclaim, attempts(b.max_attempts), b.note.as_deref())
+        .await?;
     Ok(Json(ClaimBatch {
         owner: r.owner,
         lease_expires_at: r.lease_expires_at,
@@ -236,7 +262,10 @@ pub async fn claim_many(
 ) -> ApiResult<Json<Vec<ClaimResult>>> {
     app.limits.batch("ids", b.ids.len())?;
     let reclaim = b.reclaim_completed.unwrap_or(false);
-    let r = app.client.claim_many(&b.group, b.ids, b.timeout_ms, reclaim, attempts(b.max_attempts)).await?;
+    let r = app
+        .client
+        .claim_many(&b.group, b.ids, b.timeout_ms, reclaim, attempts(b.max_attempts), b.note)
+        .await?;
     Ok(Json(r.into_iter().map(ClaimResult::from).collect()))
 }
 
@@ -255,6 +284,12 @@ pub struct FinishIn {
     /// Why the item failed (fail only: complete refuses it).
     #[schema(schema_with = crate::openapi::text)]
     reason: Option<String>,
+    /// complete only (fail refuses it): a JSON value stored with the item, at most 4 KiB of its
+    /// JSON text (else 400 ERR_INVALID_ARGUMENT on `result`), returned as the item's `result`
+    /// until its next claim.
+    #[serde(default, deserialize_with = "present_value")]
+    #[schema(value_type = Option<Value>)]
+    result: Option<serde_json::Value>,
 }
 
 async fn finish(app: &App, b: FinishIn, status: &str, error: Option<String>) -> ApiResult<Json<ItemState>> {
@@ -264,6 +299,7 @@ async fn finish(app: &App, b: FinishIn, status: &str, error: Option<String>) -> 
         owner: b.owner,
         keep: keep(b.keep_ms),
         error,
+        result: json_text(b.result),
         ..Default::default()
     };
     Ok(Json(app.client.set_item(&b.group, req).await?.item.into()))
@@ -308,6 +344,9 @@ pub async fn complete(State(app): State<App>, Body(b): Body<FinishIn>) -> ApiRes
     )
 )]
 pub async fn fail(State(app): State<App>, Body(mut b): Body<FinishIn>) -> ApiResult<Json<ItemState>> {
+    if b.result.is_some() {
+        return Err(crate::error::ApiError::invalid("result", "is for complete, not fail"));
+    }
     let reason = b.reason.take().unwrap_or_default();
     // The core names the reason `error` (as setItems does); this call's body names it `reason`.
     finish(&app, b, "failed", Some(reason)).await.map_err(|mut e| {
@@ -343,6 +382,13 @@ pub struct RequestIn {
     #[serde(default, deserialize_with = "opt_u64")]
     #[schema(schema_with = crate::openapi::max_attempts)]
     max_attempts: Option<u64>,
+    /// A claim's note (see claim's `note`).
+    #[schema(schema_with = crate::openapi::note)]
+    note: Option<String>,
+    /// A completion's result (see complete's `result`).
+    #[serde(default, deserialize_with = "present_value")]
+    #[schema(value_type = Option<Value>)]
+    result: Option<serde_json::Value>,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -430,6 +476,8 @@ pub async fn set_items(
             keep: keep(r.keep_ms),
             reclaim_completed: r.reclaim_completed.unwrap_or(false),
             max_attempts: attempts(r.max_attempts),
+            note: r.note,
+            result: json_text(r.result),
         })
         .collect();
     Ok(Json(app.client.set_items(&b.group, reqs).await?.into_iter().map(ItemResult::from).collect()))

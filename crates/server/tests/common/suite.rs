@@ -15,6 +15,9 @@ macro_rules! route_suite {
         async fn tracker_dead_routes() { common::suite::tracker_dead($url).await }
         #[tokio::test]
         $($attr)*
+        async fn tracker_result_routes() { common::suite::tracker_results($url).await }
+        #[tokio::test]
+        $($attr)*
         async fn lock_routes() { common::suite::lock($url).await }
         #[tokio::test]
         $($attr)*
@@ -165,6 +168,61 @@ pub async fn tracker_dead(url: Option<String>) {
     let (st, e) =
         s.call("/v1/tracker/reviveItems", json!({"group": "d", "ids": ["a"], "resetAttempts": "yes"})).await;
     assert_eq!((st, e["code"].as_str()), (400, Some("ERR_INVALID_ARGUMENT")), "{e}");
+}
+
+/// complete's `result` and a claim's `note`, returned by every read; a new claim clears the
+/// result; past their bounds, 400 naming the field and nothing written.
+pub async fn tracker_results(url: Option<String>) {
+    let s = Server::open(url).await;
+    let c = s.ok("/v1/tracker/claim", json!({"group": "r", "id": "a", "note": "page 3"})).await;
+    assert_eq!(c["item"]["note"], "page 3");
+    assert!(c["item"].get("result").is_none(), "{c}");
+    let result = json!({"rows": 12, "ids": ["x"], "none": null});
+    let done = s
+        .ok("/v1/tracker/complete", json!({"group": "r", "id": "a", "owner": c["owner"], "result": result}))
+        .await;
+    assert_eq!((&done["result"], &done["note"]), (&result, &json!("page 3")));
+    let got = s.ok("/v1/tracker/getItem", json!({"group": "r", "id": "a"})).await;
+    assert_eq!(got["result"], result);
+    let items = s.ok("/v1/tracker/getItems", json!({"group": "r", "ids": ["a"]})).await;
+    assert_eq!(items[0]["result"], result);
+    let list = s.ok("/v1/tracker/listItems", json!({"group": "r"})).await;
+    assert_eq!((&list["items"][0]["result"], &list["items"][0]["note"]), (&result, &json!("page 3")));
+    // A present null is a result.
+    s.ok("/v1/tracker/claim", json!({"group": "r", "id": "n"})).await;
+    let null = s.ok("/v1/tracker/complete", json!({"group": "r", "id": "n", "result": null})).await;
+    assert_eq!(null.get("result"), Some(&json!(null)), "{null}");
+    let m = s
+        .ok(
+            "/v1/tracker/claimMany",
+            json!({"group": "r", "ids": ["a"], "reclaimCompleted": true, "note": "m"}),
+        )
+        .await;
+    assert_eq!(m[0]["item"]["note"], "m");
+    assert!(m[0]["item"].get("result").is_none(), "a new claim clears the result: {m}");
+    let b = s.ok("/v1/tracker/claimBatch", json!({"group": "r", "ids": ["b"], "note": "batch"})).await;
+    let set = s
+        .ok(
+            "/v1/tracker/setItems",
+            json!({"group": "r", "requests": [{"id": "b", "status": "completed", "owner": b["owner"], "result": [1, 2]}]}),
+        )
+        .await;
+    assert_eq!((&set[0]["item"]["result"], &set[0]["item"]["note"]), (&json!([1, 2]), &json!("batch")));
+    let big = json!({"text": "x".repeat(4096)});
+    let (st, e) = s.call("/v1/tracker/complete", json!({"group": "r", "id": "c", "result": big})).await;
+    assert_eq!(
+        (st, e["code"].as_str(), e["field"].as_str()),
+        (400, Some("ERR_INVALID_ARGUMENT"), Some("result"))
+    );
+    assert!(e["message"].as_str().unwrap_or("").contains("4096"), "{e}");
+    let (st, e) =
+        s.call("/v1/tracker/claim", json!({"group": "r", "id": "c", "note": "n".repeat(257)})).await;
+    assert_eq!((st, e["field"].as_str()), (400, Some("note")), "{e}");
+    let (st, e) =
+        s.call("/v1/tracker/fail", json!({"group": "r", "id": "c", "reason": "x", "result": 1})).await;
+    assert_eq!((st, e["field"].as_str()), (400, Some("result")), "{e}");
+    let none = s.ok("/v1/tracker/getItem", json!({"group": "r", "id": "c"})).await;
+    assert_eq!(none["status"], "none", "nothing written");
 }
 
 pub async fn lock(url: Option<String>) {

@@ -20,6 +20,8 @@ export const FIELDS: FieldNames = {
 	error: 'Error Message',
 	owner: 'Owner Token',
 	maxAttempts: 'Max Attempts',
+	note: 'Note',
+	result: 'Result',
 };
 
 /** One `setItems` request as the flowguard core takes it. */
@@ -32,6 +34,8 @@ export interface SetRequest {
 	keepMs?: number | 'forever';
 	reclaimCompleted?: boolean;
 	maxAttempts?: number;
+	note?: string;
+	result?: unknown;
 }
 
 interface Pending {

@@ -117,6 +117,25 @@ export const options: INodeProperties[] = [
 		displayOptions: { show: { '/operation': ['set'], '/status': ['inProgress'] } },
 	},
 	{
+		displayName: 'Note',
+		name: 'note',
+		type: 'string',
+		default: '',
+		placeholder: 'e.g. page {{ $json.page }} of the export',
+		description:
+			'A short text kept with the claim (at most 256 bytes) and shown by Get and List as the item\'s note, until the item is claimed again',
+		displayOptions: { show: { '/operation': ['set'], '/status': ['inProgress'] } },
+	},
+	{
+		displayName: 'Result',
+		name: 'result',
+		type: 'json',
+		default: '',
+		description:
+			"A JSON value stored with the completed item (at most 4 KiB of JSON text) and shown by Get and List as the item's result, until the item is claimed again (as BullMQ's returnvalue). Empty: none.",
+		displayOptions: { show: { '/operation': ['set'], '/status': ['completed'] } },
+	},
+	{
 		displayName: 'Reclaim Completed Items',
 		name: 'reclaimCompleted',
 		type: 'boolean',
@@ -145,6 +164,7 @@ export async function execute(op: OperationContext): Promise<INodeExecutionData[
 				timeoutMs: secondsToMs(ctx, params.get('timeout', i), 'Timeout', i),
 				...(options.reclaimCompleted === true ? { reclaimCompleted: true } : {}),
 				...maxAttempts(options),
+				...(typeof options.note === 'string' && options.note !== '' ? { note: options.note } : {}),
 			};
 		}
 		if (status !== 'completed' && status !== 'failed') {
@@ -162,9 +182,27 @@ export async function execute(op: OperationContext): Promise<INodeExecutionData[
 			req.keepMs = secondsToMs(ctx, params.get('completedExpiry', i), 'Expire After', i);
 		}
 		if (req.keepMs === undefined && options.keepForever === true) req.keepMs = 'forever';
+		if (status === 'completed') {
+			const result = resultOption(ctx, options.result, i);
+			if (result !== undefined) req.result = result;
+		}
 		return req;
 	};
 	return await trackItems(op, 'set', request, twoOutputs);
+}
+
+/**
+ * The Result option as a JSON value: JSON text (the field's own form) parsed, a value given by an
+ * expression as it is; empty: none.
+ */
+function resultOption(ctx: IExecuteFunctions, value: unknown, itemIndex: number): unknown {
+	if (value === undefined || value === '') return undefined;
+	if (typeof value !== 'string') return value;
+	try {
+		return JSON.parse(value);
+	} catch (err) {
+		throw new NodeOperationError(ctx.getNode(), `Result must be JSON: ${(err as Error).message}`, { itemIndex });
+	}
 }
 
 /** The owner token for Set Completed / Failed: given, in the item, or in the item's lineage. */

@@ -64,7 +64,7 @@ impl ToSql for Owner {
     }
 }
 
-/// A record from the columns `exp, s, a, o, l, c, u, d, e, t` of `r` (`exp` is the record's `x`),
+/// A record from the columns `exp, s, a, o, l, c, u, d, e, t, r, n` of `r` (`exp` is the record's `x`),
 /// the first of them at column `at`.
 pub(super) fn from_row(id: &str, r: &Row<'_>, at: usize) -> Sql<Record> {
     let t: Option<String> = r.get(at + 9)?;
@@ -81,6 +81,8 @@ pub(super) fn from_row(id: &str, r: &Row<'_>, at: usize) -> Sql<Record> {
         d: r.get(at + 7)?,
         e: r.get(at + 8)?,
         t: Vec::new(),
+        r: r.get(at + 10)?,
+        n: r.get(at + 11)?,
     };
     rec.t = match t {
         Some(t) => {
@@ -115,25 +117,25 @@ impl Encoded {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rules::tracker::{finish, fresh, take};
+    use crate::rules::tracker::{finish, fresh, take, Take};
     use rusqlite::{params, Connection};
 
     /// Writes `rec` as a row and reads it back, with the bytes its row's `o` and `t` take.
     fn round_trip(rec: &Record) -> (Record, usize, usize) {
         let c = Connection::open_in_memory().unwrap();
-        c.execute_batch("CREATE TABLE items(exp, s, a, o, l, c, u, d, e, t)").unwrap();
+        c.execute_batch("CREATE TABLE items(exp, s, a, o, l, c, u, d, e, t, r, n)").unwrap();
         let Ok(e) = Encoded::new(rec) else { panic!("not encoded") };
         c.execute(
-            "INSERT INTO items VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-            params![rec.x, e.s, rec.a, e.o, rec.l, rec.c, rec.u, rec.d, rec.e, e.t],
+            "INSERT INTO items VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+            params![rec.x, e.s, rec.a, e.o, rec.l, rec.c, rec.u, rec.d, rec.e, e.t, rec.r, rec.n],
         )
         .unwrap();
-        c.query_row("SELECT exp, s, a, o, l, c, u, d, e, t, length(o), length(t) FROM items", [], |r| {
+        c.query_row("SELECT exp, s, a, o, l, c, u, d, e, t, r, n, length(o), length(t) FROM items", [], |r| {
             let back = from_row("id", r, 0).map_err(|_| rusqlite::Error::InvalidQuery)?;
             Ok((
                 back,
-                r.get::<_, Option<usize>>(10)?.unwrap_or(0),
-                r.get::<_, Option<usize>>(11)?.unwrap_or(0),
+                r.get::<_, Option<usize>>(12)?.unwrap_or(0),
+                r.get::<_, Option<usize>>(13)?.unwrap_or(0),
             ))
         })
         .unwrap()
@@ -150,7 +152,7 @@ mod tests {
         let claimed = |n: u32| {
             let mut r = fresh(t0);
             for k in 0..n {
-                take(&mut r, &owner, t0 + 10 * k as i64, t0 + 10 * k as i64 + 5, 1000, None);
+                take(&mut r, &owner, t0 + 10 * k as i64, t0 + 10 * k as i64 + 5, 1000, Take::default());
             }
             r
         };
@@ -167,6 +169,10 @@ mod tests {
         let mut dead = claimed(1);
         dead.m = Some(1);
         finish(&mut dead, "dead", Some(&boom), t0 + 100, 5000);
+        let mut noted = claimed(1);
+        noted.n = Some("page 3".into());
+        let mut with_result = done(claimed(1), "completed", None);
+        with_result.r = Some(r#"{"rows":12}"#.into());
         // (record, whether its row keeps the timeline)
         let cases = [
             (claimed(1), false),
@@ -180,6 +186,8 @@ mod tests {
             (other_owner, false),
             (limited, false),
             (dead, true),
+            (noted, false),
+            (with_result, false),
         ];
         for (i, (rec, kept)) in cases.iter().enumerate() {
             let (back, o_len, t_len) = round_trip(rec);
@@ -210,6 +218,7 @@ mod tests {
             retention_ms: 30 * 86_400_000,
             reclaim_completed: false,
             max_attempts: None,
+            note: None,
         };
         let claimed = d.claim_batch("weekly-sync", claim).await.unwrap();
         let done: Vec<ItemOp> = ids
@@ -218,6 +227,7 @@ mod tests {
                 id: id.clone(),
                 owner: Some(claimed.owner.clone()),
                 keep_ms: 30 * 86_400_000,
+                result: None,
             })
             .collect();
         for r in d.apply("weekly-sync", &done, 30 * 86_400_000).await.unwrap() {

@@ -140,13 +140,18 @@ fn sweep_slice(c: &Connection, now: i64, at: &mut At, rows: usize) -> Sql<(bool,
     let mut walk = st.query(params![after, rows as i64])?;
     let (mut visited, mut last, mut low) = (0usize, after.clone(), i64::MAX);
     while let Some(r) = walk.next()? {
-        let key = r.get_ref(0)?.as_blob().map_err(rusqlite::Error::from)?;
+        // A key or an expiry of another type is damage too (a damaged record's type byte).
+        let key =
+            r.get_ref(0)?.as_blob().map_err(|_| Fail::Corrupt("an item key that is not a key".into()))?;
         if key <= last.as_slice() {
             return Err(Fail::Corrupt("item keys out of order".into()));
         }
         last.clear();
         last.extend_from_slice(key);
-        let exp: i64 = r.get(1)?;
+        let exp = r
+            .get_ref(1)?
+            .as_i64()
+            .map_err(|_| Fail::Corrupt("an item expiry that is not a number".into()))?;
         if exp > now {
             low = low.min(exp);
         }
@@ -290,7 +295,8 @@ mod tests {
             match pass {
                 Err(Some(Fail::Corrupt(_))) => failed += 1,
                 Err(Some(Fail::Db(e))) => {
-                    assert!(super::super::storage_error(copy, e).message.contains("corrupt"));
+                    let m = super::super::storage_error(copy, e).message;
+                    assert!(m.contains("corrupt"), "damage at byte {at}: {m}");
                     failed += 1;
                 }
                 Err(None) => {
@@ -327,12 +333,15 @@ mod tests {
                 lease_ms: 60_000,
                 reclaim_completed: false,
                 max_attempts: None,
+                note: None,
             })
             .collect()
     }
 
     fn completions(prefix: &str, n: usize, keep_ms: u64) -> Vec<ItemOp> {
-        (0..n).map(|i| ItemOp::Complete { id: format!("{prefix}{i:05}"), owner: None, keep_ms }).collect()
+        (0..n)
+            .map(|i| ItemOp::Complete { id: format!("{prefix}{i:05}"), owner: None, keep_ms, result: None })
+            .collect()
     }
 
     /// While nothing can have expired, writes skip the sweep (its position stays); the first pass

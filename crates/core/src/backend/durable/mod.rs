@@ -440,6 +440,7 @@ mod tests {
                     lease_ms: 60_000,
                     reclaim_completed: false,
                     max_attempts: None,
+                    note: None,
                 })
                 .collect();
             d.apply("g", &ops, 86_400_000).await.unwrap();
@@ -548,6 +549,7 @@ mod tests {
                 lease_ms: 60_000,
                 reclaim_completed: false,
                 max_attempts: None,
+                note: None,
             };
             d.apply("g", &[op], 86_400_000).await.unwrap();
         })

@@ -263,12 +263,16 @@ fn check_or_create(conn: &Connection, path: &Path) -> Result<()> {
     }
     conn.execute_batch(ADDED).map_err(fail)?;
     add_column(conn, "sem_holders", "k", "TEXT").map_err(fail)?;
+    add_column(conn, "items", "r", "TEXT").map_err(fail)?;
+    add_column(conn, "items", "n", "TEXT").map_err(fail)?;
     Ok(())
 }
 
 /// Adds a nullable column to a table of layout 1 when absent (made on every open, inside the
 /// open's write transaction; a flowguard before it names its columns and never reads it).
-/// Semaphore holders: `k`, the key a permit was taken under (NULL: without one).
+/// Semaphore holders: `k`, the key a permit was taken under (NULL: without one). Items: `r`, the
+/// result a completion gave (JSON text), and `n`, the note of the latest claim (NULL: none given;
+/// most rows, which so take no byte more).
 fn add_column(conn: &Connection, table: &str, column: &str, ty: &str) -> rusqlite::Result<()> {
     let has: bool = conn.query_row(
         "SELECT count(*) > 0 FROM pragma_table_info(?1) WHERE name = ?2",

@@ -32,7 +32,7 @@ impl<'a> Group<'a> {
 /// `key` is the item's key; `id` names it in an error.
 fn load(c: &Connection, key: &[u8], id: &str, now: i64) -> Sql<Option<Record>> {
     let mut st =
-        c.prepare_cached("SELECT exp, s, a, o, l, c, u, d, e, t FROM items WHERE k = ?1 AND exp > ?2")?;
+        c.prepare_cached("SELECT exp, s, a, o, l, c, u, d, e, t, r, n FROM items WHERE k = ?1 AND exp > ?2")?;
     let mut rows = st.query(params![key, now])?;
     match rows.next()? {
         Some(r) => Ok(Some(from_row(id, r, 0)?)),
@@ -56,13 +56,13 @@ impl<'r> Stored<'r> {
 fn save(c: &Connection, key: &[u8], rec: &Stored<'_>) -> Sql<()> {
     let r = rec.rec;
     c.prepare_cached(
-        "INSERT INTO items (k, exp, s, a, o, l, c, u, d, e, t)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+        "INSERT INTO items (k, exp, s, a, o, l, c, u, d, e, t, r, n)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
          ON CONFLICT (k) DO UPDATE SET exp = excluded.exp, s = excluded.s, a = excluded.a,
            o = excluded.o, l = excluded.l, c = excluded.c, u = excluded.u, d = excluded.d, e = excluded.e,
-           t = excluded.t",
+           t = excluded.t, r = excluded.r, n = excluded.n",
     )?
-    .execute(params![key, r.x, rec.enc.s, r.a, rec.enc.o, r.l, r.c, r.u, r.d, r.e, rec.enc.t])?;
+    .execute(params![key, r.x, rec.enc.s, r.a, rec.enc.o, r.l, r.c, r.u, r.d, r.e, rec.enc.t, r.r, r.n])?;
     Ok(())
 }
 
@@ -71,10 +71,12 @@ fn insert_new(c: &Connection, key: &[u8], rec: &Stored<'_>) -> Sql<bool> {
     let r = rec.rec;
     let n = c
         .prepare_cached(
-            "INSERT INTO items (k, exp, s, a, o, l, c, u, d, e, t)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) ON CONFLICT DO NOTHING",
+            "INSERT INTO items (k, exp, s, a, o, l, c, u, d, e, t, r, n)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) ON CONFLICT DO NOTHING",
         )?
-        .execute(params![key, r.x, rec.enc.s, r.a, rec.enc.o, r.l, r.c, r.u, r.d, r.e, rec.enc.t])?;
+        .execute(params![
+            key, r.x, rec.enc.s, r.a, rec.enc.o, r.l, r.c, r.u, r.d, r.e, rec.enc.t, r.r, r.n
+        ])?;
     Ok(n == 1)
 }
 
@@ -160,8 +162,8 @@ fn claim_batch(c: &Connection, g: &Group<'_>, b: BatchClaim<'_>, now: i64) -> Sq
         }
     }
     let mut insert = c.prepare_cached(
-        "INSERT INTO items (k, exp, s, a, o, l, c, u, d, e, t)
-         SELECT CAST(?1 || value AS BLOB), ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11 FROM json_each(?12)
+        "INSERT INTO items (k, exp, s, a, o, l, c, u, d, e, t, r, n)
+         SELECT CAST(?1 || value AS BLOB), ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13 FROM json_each(?14)
          WHERE true ON CONFLICT DO NOTHING",
     )?;
     for chunk in first.chunks(CHUNK) {
@@ -173,8 +175,8 @@ fn claim_batch(c: &Connection, g: &Group<'_>, b: BatchClaim<'_>, now: i64) -> Sq
         let list = serde_json::to_string(&ids).map_err(|e| Fail::Corrupt(e.to_string()))?;
         c.prepare_cached("SAVEPOINT chunk")?.execute([])?;
         let (r, e) = (&batch.new_rec, &batch.new_enc);
-        let inserted =
-            insert.execute(params![g.prefix, r.x, e.s, r.a, e.o, r.l, r.c, r.u, r.d, r.e, e.t, list])?;
+        let inserted = insert
+            .execute(params![g.prefix, r.x, e.s, r.a, e.o, r.l, r.c, r.u, r.d, r.e, e.t, r.r, r.n, list])?;
         if inserted != chunk.len() {
             c.prepare_cached("ROLLBACK TO chunk")?.execute([])?;
         }
@@ -231,7 +233,7 @@ impl<'a> Batch<'a> {
     fn new(claim: BatchClaim<'a>, now: i64) -> Sql<Batch<'a>> {
         let lease_end = now + claim.lease_ms as i64;
         let mut new_rec = fresh(now);
-        take(&mut new_rec, claim.owner, now, lease_end, claim.retention_ms, claim.max_attempts);
+        take(&mut new_rec, claim.owner, now, lease_end, claim.retention_ms, claim.given());
         let new_enc = Encoded::new(&new_rec)?;
         let n = claim.ids.len();
         Ok(Batch {
@@ -262,7 +264,7 @@ impl<'a> Batch<'a> {
             claim(current.as_ref().map_or(ItemStatus::None, |r| r.status_at(now)), b.reclaim_completed);
         let (a, got_new) = match (decision, current) {
             (Claim::Take, Some(mut rec)) => {
-                take(&mut rec, b.owner, now, self.lease_end, b.retention_ms, b.max_attempts);
+                take(&mut rec, b.owner, now, self.lease_end, b.retention_ms, b.given());
                 save(c, key, &Stored::new(&rec)?)?;
                 self.earliest = self.earliest.min(rec.x);
                 (rec.a, false)
@@ -287,8 +289,9 @@ impl<'a> Batch<'a> {
 /// Rust (see `checked_scan`), so a damaged page fails the call instead of shortening the list.
 /// The retention (`exp`) is checked here too, after the order.
 fn list(c: &Connection, g: &Group<'_>, q: ListQuery, now: i64) -> Sql<ItemList> {
-    let mut st =
-        c.prepare_cached("SELECT k, exp, s, a, o, l, c, u, d, e, t FROM items WHERE k > ?1 ORDER BY k")?;
+    let mut st = c.prepare_cached(
+        "SELECT k, exp, s, a, o, l, c, u, d, e, t, r, n FROM items WHERE k > ?1 ORDER BY k",
+    )?;
     let end = item_key::after_all(&g.prefix);
     let mut records = Vec::new();
     checked_scan::scan(
@@ -359,6 +362,39 @@ mod tests {
         (0..ITEMS).map(|i| format!("item-{i:05}")).collect()
     }
 
+    /// A file made before the result and note columns (its items' table without `r` and `n`)
+    /// gets them when opened: its items read back as before, with no result nor note, and a
+    /// completion's result and a claim's note are stored and read back.
+    #[tokio::test]
+    async fn a_file_without_the_result_and_note_columns_gets_them_on_open() {
+        let path = damage::temp("old-items.db");
+        let d = Durable::open(&path, "fg:", Durability::Process).unwrap();
+        let claim = |id: &str, note: Option<&str>| ItemOp::Claim {
+            id: id.into(),
+            owner: crate::token::new_token(),
+            lease_ms: 60_000,
+            reclaim_completed: false,
+            max_attempts: None,
+            note: note.map(String::from),
+        };
+        d.apply("g", &[claim("old", None)], 86_400_000).await.unwrap();
+        drop(d);
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.execute_batch("ALTER TABLE items DROP COLUMN r; ALTER TABLE items DROP COLUMN n").unwrap();
+        drop(c);
+        let d = Durable::open(&path, "fg:", Durability::Process).unwrap();
+        let old = &d.read("g", &["old".into()]).await.unwrap()[0];
+        assert_eq!((old.attempts, old.result.as_deref(), old.note.as_deref()), (1, None, None));
+        d.apply("g", &[claim("new", Some("page 3"))], 86_400_000).await.unwrap();
+        let done =
+            ItemOp::Complete { id: "old".into(), owner: None, keep_ms: 60_000, result: Some("[1,2]".into()) };
+        d.apply("g", &[done], 86_400_000).await.unwrap();
+        let got = d.read("g", &["old".into(), "new".into()]).await.unwrap();
+        assert_eq!(got[0].result.as_deref(), Some("[1,2]"));
+        assert_eq!(got[1].note.as_deref(), Some("page 3"));
+        damage::remove(&path);
+    }
+
     /// Damaged pages in the middle of a file of 3,000 items: listing the group either returns
     /// all 3,000 or fails with ERR_STORAGE naming the file, never a short list. (SQLite ends a
     /// range scan without an error when the record at its end is damaged.)
@@ -375,6 +411,7 @@ mod tests {
                     lease_ms: 3_600_000,
                     reclaim_completed: false,
                     max_attempts: None,
+                    note: None,
                 })
                 .collect();
             d.apply("g", &claims, 86_400_000).await.unwrap();

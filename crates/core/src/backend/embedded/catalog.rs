@@ -122,6 +122,7 @@ mod tests {
                 lease_ms: 60_000,
                 reclaim_completed: false,
                 max_attempts: None,
+                note: None,
             };
             guard(&ns.tracker).apply(&name, &[claim], 60_000);
         }

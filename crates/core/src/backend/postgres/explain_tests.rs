@@ -30,7 +30,7 @@ async fn hot_statements_use_an_index() {
     let none_text: Vec<Option<&str>> = Vec::new();
     let none_bytes: Vec<Option<&[u8]>> = Vec::new();
     let none_ids: Vec<&[u8]> = Vec::new();
-    let columns: [&(dyn ToSql + Sync); 13] = [
+    let columns: [&(dyn ToSql + Sync); 15] = [
         &ns,
         &name,
         &none_ids,
@@ -43,6 +43,8 @@ async fn hot_statements_use_an_index() {
         &none_i64,
         &none_bytes,
         &none_i64,
+        &none_text,
+        &none_text,
         &none_text,
     ];
     let (shard, limit, owner) = (0i32, 10i64, "o");

@@ -154,8 +154,10 @@ async fn create(c: &Ctx<'_, '_>) -> Sql<i64> {
 
 /// Nullable columns added to layout 1 after its first schemas were made, added when absent (a
 /// flowguard before them names its columns and never reads them): `sem_holders.k`, the key a
-/// permit was taken under (NULL: without one).
-const ADDED_COLUMNS: &[(&str, &str, &str)] = &[("sem_holders", "k", "bytea")];
+/// permit was taken under (NULL: without one); `items.r`, the result a completion gave (JSON
+/// text), and `items.n`, the note of the latest claim (NULL: none given).
+const ADDED_COLUMNS: &[(&str, &str, &str)] =
+    &[("sem_holders", "k", "bytea"), ("items", "r", "text"), ("items", "n", "text")];
 
 async fn add_columns(c: &Ctx<'_, '_>) -> Sql<()> {
     for (table, column, ty) in ADDED_COLUMNS {

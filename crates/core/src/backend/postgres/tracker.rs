@@ -29,22 +29,23 @@ use crate::tracker::{
 
 /// The records of ids of a group, locked in id order until the transaction ends; the same
 /// unlocked; the records of a group kept after a time. Each reads the columns `id, s, a, o, l, c,
-/// u, d, e, x, t` (see [`from_row`]).
-pub(super) const LOAD_LOCKED: &str = "SELECT id, s, a, o, l, c, u, d, e, x, t FROM {s}.items
+/// u, d, e, x, t, r, n` (see [`from_row`]).
+pub(super) const LOAD_LOCKED: &str = "SELECT id, s, a, o, l, c, u, d, e, x, t, r, n FROM {s}.items
     WHERE ns = $1 AND grp = $2 AND id = ANY($3) ORDER BY id FOR UPDATE";
 pub(super) const LOAD: &str =
-    "SELECT id, s, a, o, l, c, u, d, e, x, t FROM {s}.items WHERE ns = $1 AND grp = $2 AND id = ANY($3)";
+    "SELECT id, s, a, o, l, c, u, d, e, x, t, r, n FROM {s}.items WHERE ns = $1 AND grp = $2 AND id = ANY($3)";
 pub(super) const LIST: &str =
-    "SELECT id, s, a, o, l, c, u, d, e, x, t FROM {s}.items WHERE ns = $1 AND grp = $2 AND x > $3";
+    "SELECT id, s, a, o, l, c, u, d, e, x, t, r, n FROM {s}.items WHERE ns = $1 AND grp = $2 AND x > $3";
 /// The new records, the changed ones, the removed ones (arrays of the records' columns).
-pub(super) const INSERT: &str = "INSERT INTO {s}.items (ns, grp, id, s, a, o, l, c, u, d, e, x, t)
+pub(super) const INSERT: &str = "INSERT INTO {s}.items (ns, grp, id, s, a, o, l, c, u, d, e, x, t, r, n)
     SELECT $1, $2, * FROM unnest($3::bytea[], $4::int2[], $5::int4[], $6::text[], $7::int8[],
-      $8::int8[], $9::int8[], $10::int8[], $11::bytea[], $12::int8[], $13::text[])
+      $8::int8[], $9::int8[], $10::int8[], $11::bytea[], $12::int8[], $13::text[], $14::text[], $15::text[])
     ON CONFLICT (ns, grp, id) DO NOTHING";
 pub(super) const UPDATE: &str = "UPDATE {s}.items SET s = v.s, a = v.a, o = v.o, l = v.l, c = v.c, u = v.u,
-      d = v.d, e = v.e, x = v.x, t = v.t
+      d = v.d, e = v.e, x = v.x, t = v.t, r = v.r, n = v.n
     FROM unnest($3::bytea[], $4::int2[], $5::int4[], $6::text[], $7::int8[], $8::int8[], $9::int8[],
-      $10::int8[], $11::bytea[], $12::int8[], $13::text[]) AS v(id, s, a, o, l, c, u, d, e, x, t)
+      $10::int8[], $11::bytea[], $12::int8[], $13::text[], $14::text[], $15::text[])
+      AS v(id, s, a, o, l, c, u, d, e, x, t, r, n)
     WHERE items.ns = $1 AND items.grp = $2 AND items.id = v.id";
 pub(super) const DELETE: &str = "DELETE FROM {s}.items WHERE ns = $1 AND grp = $2 AND id = ANY($3)";
 
@@ -66,6 +67,8 @@ fn from_row(r: &Row) -> Sql<(String, Record)> {
         e: text(r, 8)?,
         x: r.try_get(9)?,
         t: Vec::new(),
+        r: r.try_get(11)?,
+        n: r.try_get(12)?,
     };
     let t: Option<String> = r.try_get(10)?;
     rec.t = match t {
@@ -162,6 +165,8 @@ struct Columns<'r> {
     e: Vec<Option<&'r [u8]>>,
     x: Vec<i64>,
     t: Vec<Option<String>>,
+    r: Vec<Option<&'r str>>,
+    n: Vec<Option<&'r str>>,
 }
 
 impl<'r> Columns<'r> {
@@ -182,6 +187,8 @@ impl<'r> Columns<'r> {
         self.e.push(r.e.as_deref().map(str::as_bytes));
         self.x.push(r.x);
         self.t.push(t);
+        self.r.push(r.r.as_deref());
+        self.n.push(r.n.as_deref());
         Ok(())
     }
 
@@ -189,10 +196,10 @@ impl<'r> Columns<'r> {
         &'p self,
         ns: &'p &'p [u8],
         g: &'p &'p [u8],
-    ) -> [&'p (dyn tokio_postgres::types::ToSql + Sync); 13] {
+    ) -> [&'p (dyn tokio_postgres::types::ToSql + Sync); 15] {
         [
             ns, g, &self.ids, &self.s, &self.a, &self.o, &self.l, &self.c, &self.u, &self.d, &self.e,
-            &self.x, &self.t,
+            &self.x, &self.t, &self.r, &self.n,
         ]
     }
 }
@@ -259,7 +266,7 @@ async fn claim_batch(c: &Ctx<'_, '_>, group: &str, b: BatchClaim<'_>) -> Sql<Cla
         let a = match decision {
             crate::rules::tracker::Claim::Take => {
                 let rec = slot.rec.get_or_insert_with(|| fresh(now));
-                take(rec, b.owner, now, lease_end, b.retention_ms, b.max_attempts);
+                take(rec, b.owner, now, lease_end, b.retention_ms, b.given());
                 slot.dirty = true;
                 rec.a
             }

@@ -69,12 +69,21 @@ impl<'a> Args<'a> {
 const STATUSES: [&str; 3] = ["in_progress", "completed", "failed"];
 
 /// A claim's text argument: '1' to re-claim completed items, then the maxAttempts when there is
-/// one (after a '0' when not re-claiming); '1' or '' without one, as before maxAttempts existed.
-fn claim_text(reclaim_completed: bool, max_attempts: Option<u32>) -> std::borrow::Cow<'static, str> {
-    match (reclaim_completed, max_attempts) {
+/// one (after a '0' when not re-claiming); '1' or '' without one, as before maxAttempts existed;
+/// then, only with a note, ':' and the note (`claim_note` in `lua/tracker_common.lua`).
+fn claim_text(
+    reclaim_completed: bool,
+    max_attempts: Option<u32>,
+    note: Option<&str>,
+) -> std::borrow::Cow<'static, str> {
+    let flags: std::borrow::Cow<'static, str> = match (reclaim_completed, max_attempts) {
         (true, None) => "1".into(),
         (false, None) => "".into(),
         (r, Some(m)) => format!("{}{m}", u8::from(r)).into(),
+    };
+    match note {
+        None => flags,
+        Some(n) => format!("{flags}:{n}").into(),
     }
 }
 
@@ -132,12 +141,13 @@ impl TrackerBackend for RedisStore {
             args.num(retention_ms).num(MAX_TIMELINE);
             for op in ops {
                 match op {
-                    ItemOp::Claim { id, owner, lease_ms, reclaim_completed, max_attempts } => {
+                    ItemOp::Claim { id, owner, lease_ms, reclaim_completed, max_attempts, note } => {
                         args.text("c").text(id).owner(Some(owner)).num(*lease_ms);
-                        args.text(claim_text(*reclaim_completed, *max_attempts));
+                        args.text(claim_text(*reclaim_completed, *max_attempts, note.as_deref()));
                     }
-                    ItemOp::Complete { id, owner, keep_ms } => {
-                        args.text("d").text(id).owner(owner.as_deref()).num(*keep_ms).text("");
+                    ItemOp::Complete { id, owner, keep_ms, result } => {
+                        let result = result.as_deref().unwrap_or("");
+                        args.text("d").text(id).owner(owner.as_deref()).num(*keep_ms).text(result);
                     }
                     ItemOp::Fail { id, owner, error, keep_ms } => {
                         args.text("f").text(id).owner(owner.as_deref()).num(*keep_ms).text(error);
@@ -206,7 +216,7 @@ impl TrackerBackend for RedisStore {
                 .collect();
             let mut args = Args::with_capacity(5 + unique.len());
             args.num(c.retention_ms).num(MAX_TIMELINE).owner(Some(c.owner)).num(c.lease_ms);
-            args.text(claim_text(c.reclaim_completed, c.max_attempts));
+            args.text(claim_text(c.reclaim_completed, c.max_attempts, c.note));
             for id in &unique {
                 args.text(*id);
             }

@@ -131,8 +131,23 @@ impl<'a> Packed<'a> {
         };
         let o = self.owner()?;
         let e = self.error()?;
+        // The latest claim's note and the completion's result, only when given.
+        let note = if self.raw.get(self.at) == Some(&b'n') {
+            self.at += 1;
+            let len = self.u16()? as usize;
+            Some(String::from_utf8_lossy(self.take(len)?).into_owned())
+        } else {
+            None
+        };
+        let result = if self.raw.get(self.at) == Some(&b'r') {
+            self.at += 1;
+            Some(self.text()?)
+        } else {
+            None
+        };
         let n = self.byte()?;
-        let mut r = Record { s, a, o, l, c, u, d, e, x, t: Vec::with_capacity(n as usize), m };
+        let mut r =
+            Record { s, a, o, l, c, u, d, e, x, t: Vec::with_capacity(n as usize), m, r: result, n: note };
         for _ in 0..n {
             let at = self.i64()?;
             let status = self.status()?;
@@ -205,6 +220,16 @@ mod tests {
                 out.extend(e.as_bytes());
             }
         }
+        if let Some(n) = &r.n {
+            out.push(b'n');
+            out.extend((n.len() as u16).to_le_bytes());
+            out.extend(n.as_bytes());
+        }
+        if let Some(v) = &r.r {
+            out.push(b'r');
+            out.extend((v.len() as u32).to_le_bytes());
+            out.extend(v.as_bytes());
+        }
         if implied(r).as_ref() == Some(&r.t) {
             out.push(0);
             return out;
@@ -245,6 +270,8 @@ mod tests {
             x: if leased { T0 + 60_000 + 86_400_000 } else { crate::tracker::NEVER },
             t,
             m: None,
+            r: None,
+            n: None,
         }
     }
 
@@ -312,6 +339,18 @@ mod tests {
         revived.t.push(tr(f + 5, "revived", 1, None));
         revived.m = Some(1);
         out.push(revived);
+        // A claim's note (also one of 'r' and 'n' bytes), a completion's result beside it.
+        let mut noted = record("in_progress", 1, None, vec![tr(T0, "in_progress", 1, None)]);
+        noted.n = Some("rn page 3".into());
+        out.push(noted.clone());
+        let mut with_result =
+            record("completed", 1, None, vec![tr(T0, "in_progress", 1, None), tr(f, "completed", 1, None)]);
+        with_result.n = Some(String::new());
+        with_result.r = Some(r#"{"rows":[1,2],"n":"r"}"#.into());
+        out.push(with_result);
+        let mut result_only = record("completed", 2, Some("x"), vec![tr(T0, "completed", 2, None)]);
+        result_only.r = Some("114".into());
+        out.push(result_only);
         out
     }
 

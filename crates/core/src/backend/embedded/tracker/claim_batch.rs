@@ -15,8 +15,8 @@ impl TrackerTable {
         let mut outcomes = Vec::with_capacity(c.ids.len());
         let mut attempts = Vec::with_capacity(c.ids.len());
         for id in c.ids {
-            let take_it =
-                |rec: &mut Record| take(rec, c.owner, now, lease_end, c.retention_ms, c.max_attempts);
+            let given = c.given();
+            let take_it = |rec: &mut Record| take(rec, c.owner, now, lease_end, c.retention_ms, given);
             let live = g.live(id, now);
             let decision = claim(live.map_or(ItemStatus::None, |(s, _)| s), c.reclaim_completed);
             let a = match (decision, live) {

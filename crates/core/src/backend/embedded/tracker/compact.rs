@@ -29,6 +29,10 @@ struct Extra {
     updated: Option<i64>,
     /// The latest claim's `maxAttempts`, when it gave one.
     max_attempts: Option<u32>,
+    /// The completion's result (JSON text), when it gave one.
+    result: Option<Box<str>>,
+    /// The latest claim's note, when it gave one.
+    note: Option<Box<str>>,
 }
 
 /// Whether the record has an owner, and in which form.
@@ -61,7 +65,13 @@ impl Compact {
     pub(super) fn new(r: &Record) -> Compact {
         let s = crate::tracker::stored_status_code(&r.s);
         debug_assert!(s.is_some(), "a stored status: {:?}", r.s);
-        let mut extra = Extra { error: r.e.as_deref().map(Box::from), max_attempts: r.m, ..Extra::default() };
+        let mut extra = Extra {
+            error: r.e.as_deref().map(Box::from),
+            max_attempts: r.m,
+            result: r.r.as_deref().map(Box::from),
+            note: r.n.as_deref().map(Box::from),
+            ..Extra::default()
+        };
         let (owner, token) = match r.o.as_deref() {
             None => (OwnerForm::None, [0; token::TOKEN_LEN / 2]),
             Some(o) => match token::to_bytes(o) {
@@ -84,7 +94,9 @@ impl Compact {
             && extra.error.is_none()
             && extra.timeline.is_none()
             && extra.updated.is_none()
-            && extra.max_attempts.is_none();
+            && extra.max_attempts.is_none()
+            && extra.result.is_none()
+            && extra.note.is_none();
         Compact {
             x: r.x,
             lease_or_finish: if in_progress { r.l } else { r.d },
@@ -139,6 +151,8 @@ impl Compact {
             x: self.x,
             t: Vec::new(),
             m: extra.and_then(|e| e.max_attempts),
+            r: extra.and_then(|e| e.result.as_deref()).map(str::to_string),
+            n: extra.and_then(|e| e.note.as_deref()).map(str::to_string),
         };
         r.t = match extra.and_then(|e| e.timeline.as_deref()) {
             Some(t) => t.to_vec(),
@@ -161,7 +175,7 @@ impl Compact {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rules::tracker::{finish, fresh, take};
+    use crate::rules::tracker::{finish, fresh, take, Take};
 
     /// Records of every shape read back as written: claimed once (in progress, completed,
     /// failed), finished unclaimed, claimed again after a failure or a lapsed lease (abandoned),
@@ -174,7 +188,7 @@ mod tests {
         let claimed = |n: u32| {
             let mut r = fresh(t0);
             for k in 0..n {
-                take(&mut r, &owner, t0 + 10 * k as i64, t0 + 10 * k as i64 + 5, 1000, None);
+                take(&mut r, &owner, t0 + 10 * k as i64, t0 + 10 * k as i64 + 5, 1000, Take::default());
             }
             r
         };
@@ -184,7 +198,7 @@ mod tests {
         };
         let retried = {
             let mut r = done(claimed(1), "failed", Some(&boom));
-            take(&mut r, &owner, t0 + 200, t0 + 300, 1000, None);
+            take(&mut r, &owner, t0 + 200, t0 + 300, 1000, Take::default());
             done(r, "completed", None)
         };
         let mut twice = done(claimed(1), "failed", Some(&boom));
@@ -196,6 +210,10 @@ mod tests {
         finish(&mut dead, "dead", Some(&boom), t0 + 100, 5000);
         let mut limited = claimed(1);
         limited.m = Some(3);
+        let mut noted = claimed(1);
+        noted.n = Some("page 3".into());
+        let mut with_result = done(claimed(1), "completed", None);
+        with_result.r = Some(r#"{"rows":12}"#.into());
         // Not written by the rules: an update time other than the last transition's.
         let mut other_update = done(claimed(1), "completed", None);
         other_update.u += 1;
@@ -214,6 +232,8 @@ mod tests {
             (other_update, false, true),
             (dead, true, true),
             (limited, false, true),
+            (noted, false, true),
+            (with_result, false, true),
         ];
         for (i, (rec, timeline, extra)) in cases.iter().enumerate() {
             let c = Compact::new(rec);

@@ -47,6 +47,7 @@ fn indexes_follow_random_operations() {
                 reclaim_completed: rnd(2) == 0,
                 retention_ms: rnd(4),
                 max_attempts: None,
+                note: None,
             };
             t.claim_batch("g", claim);
         } else {
@@ -59,8 +60,9 @@ fn indexes_follow_random_operations() {
                         lease_ms: 1 + rnd(2) * 1000,
                         reclaim_completed: rnd(2) == 0,
                         max_attempts: None,
+                        note: None,
                     },
-                    2 => ItemOp::Complete { id, owner: None, keep_ms: rnd(3) * DAY },
+                    2 => ItemOp::Complete { id, owner: None, keep_ms: rnd(3) * DAY, result: None },
                     3 => ItemOp::Fail { id, owner: None, error: "e".into(), keep_ms: 1 + rnd(3) },
                     _ => ItemOp::Unset { id },
                 })
@@ -112,6 +114,7 @@ fn purge_forgets_one_slice_per_call() {
             lease_ms: 60_000,
             reclaim_completed: false,
             max_attempts: None,
+            note: None,
         }],
         DAY,
     );
@@ -125,11 +128,12 @@ fn purge_forgets_one_slice_per_call() {
             reclaim_completed: false,
             retention_ms: DAY,
             max_attempts: None,
+            note: None,
         },
     );
     let ops: Vec<ItemOp> = ids
         .iter()
-        .map(|id| ItemOp::Complete { id: id.clone(), owner: Some(b.owner.clone()), keep_ms: 1 })
+        .map(|id| ItemOp::Complete { id: id.clone(), owner: Some(b.owner.clone()), keep_ms: 1, result: None })
         .collect();
     t.apply("g", &ops, DAY);
     assert_eq!(t.groups["g"].items.len(), 2501);
@@ -154,7 +158,7 @@ fn purge_forgets_one_slice_per_call() {
 fn idle_groups_are_swept_in_turn() {
     let mut t = TrackerTable::default();
     // Kept 300 ms: long enough that no sweep during the setup finds them expired.
-    let done = |id: &str| ItemOp::Complete { id: id.into(), owner: None, keep_ms: 300 };
+    let done = |id: &str| ItemOp::Complete { id: id.into(), owner: None, keep_ms: 300, result: None };
     for g in 0..20 {
         t.apply(&format!("idle{g}"), &[done("a"), done("b")], DAY);
     }
@@ -164,6 +168,7 @@ fn idle_groups_are_swept_in_turn() {
         lease_ms: 60_000,
         reclaim_completed: false,
         max_attempts: None,
+        note: None,
     };
     t.apply("busy", &[keep], DAY);
     assert_eq!(t.groups.len(), 21);
@@ -199,6 +204,7 @@ fn pages_in_order() {
             lease_ms: 60_000 + i as u64,
             reclaim_completed: false,
             max_attempts: None,
+            note: None,
         });
     }
     t.apply("g", &ops, DAY);
@@ -207,7 +213,7 @@ fn pages_in_order() {
         .enumerate()
         .map(|(i, id)| {
             if i % 2 == 0 {
-                ItemOp::Complete { id: id.clone(), owner: None, keep_ms: DAY - i as u64 }
+                ItemOp::Complete { id: id.clone(), owner: None, keep_ms: DAY - i as u64, result: None }
             } else {
                 ItemOp::Fail { id: id.clone(), owner: None, error: "e".into(), keep_ms: DAY + i as u64 }
             }
@@ -246,11 +252,12 @@ fn a_completed_item_keeps_no_timeline() {
         retention_ms: DAY,
         reclaim_completed: false,
         max_attempts: None,
+        note: None,
     };
     t.claim_batch("g", claim);
     let done: Vec<ItemOp> = ids
         .iter()
-        .map(|id| ItemOp::Complete { id: id.clone(), owner: Some(owner.clone()), keep_ms: DAY })
+        .map(|id| ItemOp::Complete { id: id.clone(), owner: Some(owner.clone()), keep_ms: DAY, result: None })
         .collect();
     for r in t.apply("g", &done, DAY) {
         assert_eq!(r.outcome, crate::tracker::Outcome::Done, "{}", r.id);

@@ -4,7 +4,8 @@
 --   action (c = claim, d = completed, f = failed, u = unset, r = revive), id, owner ('' = none),
 --   number (claim: lease ms; completed/failed: how long to keep the record; revive: '1' to revive
 --   failed items too), text (claim: '1' to re-claim a completed item, then the maxAttempts when
---   there is one, after a '0' when not re-claiming; failed: the reason; revive: '1' to reset the
+--   there is one, after a '0' when not re-claiming, then ':' and the note when there is one;
+--   completed: the result's JSON text, '' none; failed: the reason; revive: '1' to reset the
 --   attempts).
 -- Reply: now, then per operation: 1 done | 0 busy | -1 refused, a word (busy: in_progress,
 -- completed or dead; refused: not_owner), the record after the operation (before it for unset,
@@ -85,7 +86,7 @@ for i = 0, n - 1 do
   local k = #out
   if action == 'c' then
     -- The claim rule: rules::tracker::claim (Rust), then rules::tracker::take.
-    local text = ARGV[b + 4]
+    local text, note = claim_note(ARGV[b + 4])
     if rec and rec.s == 'p' and rec.l > now then
       out[k + 1] = 0; out[k + 2] = 'in_progress'; out[k + 3] = raw
     elseif rec and rec.s == 'c' and string.byte(text, 1) ~= 49 then
@@ -100,9 +101,11 @@ for i = 0, n - 1 do
         rec.a = rec.a + 1
         rec.s, rec.o, rec.l, rec.u, rec.d, rec.x = 'p', owner_field(owner), lease_end, now, 0, lease_end + retention
         rec.m = m
+        -- The note is the claim's own, and a claim clears the result (rules::tracker::take).
+        rec.nt, rec.rs = note, false
       else
         rec = {s = 'p', a = 1, o = owner_field(owner), l = lease_end, c = now, u = now, d = 0, e = false,
-          x = lease_end + retention, m = m, n = 0, tl = ''}
+          x = lease_end + retention, m = m, nt = note, rs = false, n = 0, tl = ''}
       end
       remember(rec, maxtl, now, 'p', rec.a)
       local packed = store(id, rec)
@@ -115,9 +118,13 @@ for i = 0, n - 1 do
       out[k + 1] = -1; out[k + 2] = 'not_owner'; out[k + 3] = raw
     else
       if not rec then
-        rec = {s = '', a = 0, o = '-', l = 0, c = now, u = now, d = 0, e = false, x = 0, m = false, n = 0, tl = ''}
+        rec = {s = '', a = 0, o = '-', l = 0, c = now, u = now, d = 0, e = false, x = 0, m = false, nt = false,
+          rs = false, n = 0, tl = ''}
       end
+      -- A completion stores the result it gives, a failure none (rules::tracker::write).
       local status, which, err = 'c', 2, nil
+      rec.rs = false
+      if action == 'd' and ARGV[b + 4] ~= '' then rec.rs = ARGV[b + 4] end
       if action == 'f' then
         -- rules::tracker::failure: dead at the latest claim's maxAttempts.
         status, which, err = 'f', 3, ARGV[b + 4]; rec.e = err

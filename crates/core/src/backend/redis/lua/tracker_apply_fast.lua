@@ -39,8 +39,9 @@ if #ARGV == 7 then
       local keep_until = math.min(now + tonumber(ARGV[6]), NEVER)
       -- No last error ('-') and the implied timeline (count 0) end the record.
       local at = pos + #o
-      -- (A record with a maxAttempts has 'm' where the owner is: not this path.)
-      if a == 1 and kind ~= 116 and kind ~= 109 and x > now and (owner == '' or o == owner_field(owner))
+      -- (A record with a maxAttempts has 'm' where the owner is: not this path; nor a completion
+      -- with a result, nor a record with a note, which is longer.)
+      if a == 1 and (action == 'f' or ARGV[7] == '') and kind ~= 116 and kind ~= 109 and x > now and (owner == '' or o == owner_field(owner))
         and #raw == at + 1 and string.byte(raw, at) == 45 and string.byte(raw, at + 1) == 0
         and tonumber(ARGV[2]) >= 2 and keep_until >= md then
         was, which, expires = 1, 2, keep_until

@@ -4,14 +4,15 @@
 -- KEYS: the group (see tracker_common.lua).
 -- ARGV[1]: retention ms; ARGV[2]: timeline length; ARGV[3]: owner; ARGV[4]: lease ms;
 -- ARGV[5]: '1' to re-claim completed items (or '0' when not), then the maxAttempts when there
--- is one; ARGV[5+i]: id i (the caller passes each id once).
+-- is one, then ':' and the claims' note when there is one; ARGV[5+i]: id i (the caller passes each id once).
 -- Reply: now, then the exceptions to "claimed by this call, attempt 1" (a new item, the usual
 -- case), as triples: the id's position i, its outcome (c claimed, p in progress, d completed,
 -- x dead) and its attempts after the call.
 local retention, maxtl, owner = tonumber(ARGV[1]), tonumber(ARGV[2]), owner_field(ARGV[3])
 local lease_end = now + tonumber(ARGV[4])
-local reclaim = string.byte(ARGV[5], 1) == 49
-local max_attempts = #ARGV[5] > 1 and tonumber(string.sub(ARGV[5], 2)) or false
+local flags, note = claim_note(ARGV[5])
+local reclaim = string.byte(flags, 1) == 49
+local max_attempts = #flags > 1 and tonumber(string.sub(flags, 2)) or false
 local expires = lease_end + retention
 -- Numbers handed to redis.call as Lua numbers are formatted on every call: format them once.
 local lease_end_s = string.format('%d', lease_end)
@@ -22,7 +23,7 @@ purge(retention, math.max(100, 2 * n))
 
 -- Every new item gets the same record: pack it once.
 local fresh = {s = 'p', a = 1, o = owner, l = lease_end, c = now, u = now, d = 0, e = false, x = expires,
-  m = max_attempts, n = 0, tl = ''}
+  m = max_attempts, nt = note, rs = false, n = 0, tl = ''}
 remember(fresh, maxtl, now, 'p', 1)
 fresh = pack_rec(fresh)
 
@@ -64,6 +65,8 @@ for c = 0, n - 1, CHUNK do
         remember(rec, maxtl, now, 'p', rec.a)
         rec.s = 'p'; rec.o = owner; rec.l = lease_end; rec.u = now; rec.d = 0; rec.x = expires
         rec.m = max_attempts
+        -- The note is the claim's own, and a claim clears the result (rules::tracker::take).
+        rec.nt, rec.rs = note, false
         js = pack_rec(rec)
         ex[#ex + 1] = i; ex[#ex + 1] = 'c'; ex[#ex + 1] = rec.a
       end

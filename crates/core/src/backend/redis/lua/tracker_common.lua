@@ -49,7 +49,8 @@ local function implied(r)
   return false
 end
 -- A record as a table: s (status code), a, o (owner, packed: '-' none), l, c, u, d, e (false:
--- none), x, m (maxAttempts, false: none), and its timeline packed: n entries in tl.
+-- none), x, m (maxAttempts, false: none), nt (the claim's note, false: none), rs (the
+-- completion's result as JSON text, false: none), and its timeline packed: n entries in tl.
 local function unpack_rec(raw)
   local s, a, c, u, x, pos = struct.unpack(HEAD, raw)
   local l, d, m = 0, u, false
@@ -65,8 +66,11 @@ local function unpack_rec(raw)
   end
   local e = false
   if string.byte(raw, pos) == 101 then e, pos = struct.unpack('<I4c0', raw, pos + 1) else pos = pos + 1 end
-  local r = {s = s, a = a, o = o, l = l, c = c, u = u, d = d, e = e, x = x, m = m, n = string.byte(raw, pos),
-    tl = string.sub(raw, pos + 1)}
+  local nt, rs = false, false
+  if string.byte(raw, pos) == 110 then nt, pos = struct.unpack('<I2c0', raw, pos + 1) end
+  if string.byte(raw, pos) == 114 then rs, pos = struct.unpack('<I4c0', raw, pos + 1) end
+  local r = {s = s, a = a, o = o, l = l, c = c, u = u, d = d, e = e, x = x, m = m, nt = nt, rs = rs,
+    n = string.byte(raw, pos), tl = string.sub(raw, pos + 1)}
   if r.n == 0 then
     r.tl = implied(r)
     if s ~= 'p' and r.a == 1 then r.n = 2 else r.n = 1 end
@@ -82,6 +86,8 @@ local function pack_rec(r)
   if r.m then head = head .. struct.pack('<c1I4', 'm', r.m) end
   local err = '-'
   if r.e then err = struct.pack('<c1I4', 'e', #r.e) .. r.e end
+  if r.nt then err = err .. struct.pack('<c1I2', 'n', #r.nt) .. r.nt end
+  if r.rs then err = err .. struct.pack('<c1I4', 'r', #r.rs) .. r.rs end
   return head .. r.o .. err .. string.char(n) .. tl
 end
 -- Appends a transition to a record's timeline, dropping the oldest beyond `maxtl`.
@@ -92,6 +98,14 @@ local function remember(r, maxtl, at, code, attempt, err)
     n = n - 1
   end
   r.tl, r.n = tl, n
+end
+
+-- A claim's text argument (see tracker_apply.lua): its flags and maxAttempts, and its note
+-- after the first ':' (false: none).
+local function claim_note(text)
+  local colon = string.find(text, ':', 1, true)
+  if not colon then return text, false end
+  return string.sub(text, 1, colon - 1), string.sub(text, colon + 1)
 end
 
 -- A record read as `raw`, or false when there is none or it expired; `raw` itself (false with

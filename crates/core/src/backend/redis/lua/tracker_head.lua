@@ -36,6 +36,9 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 --   owner: '-' none | 'h' and 16 bytes, a token of 32 lowercase hex digits as binary (every
 --   token the tracker makes) | 't', u16 length and the text (any other);
 --   last error: '-' none | 'e', u32 length and the text (an empty reason is one);
+--   only when the latest claim gave a note: 'n', u16 length and the text; only when the
+--   completion gave a result: 'r', u32 length and its JSON text (a timeline count is at most
+--   20, never the 110 of 'n' nor the 114 of 'r'), so a record without them takes no byte more;
 --   timeline: u8 count, then the entries, oldest first: per entry its time i64, status
 --   (p | a abandoned | c | f | x | r revived), attempt u32 and error (as the last error). A count
 --   of 0 stands for
