@@ -906,6 +906,48 @@ await withServer(async (base) => {
 		}
 	}
 
+	// Back Off (example 14): a local upstream answers each id's first call 429 with Retry-After: 2
+	// and its second 200. The flow's Back Off node pauses the shared limiter until 2 s after the
+	// 429 it saw, so no second call may arrive before the first 429 + 2000 ms (the pause starts
+	// when Back Off runs, after the 429 was answered), and the flow ends with every id done, not
+	// failed.
+	for (const [backend, sfx] of [
+		['embedded', ''],
+		['redis', '-redis'],
+	]) {
+		const arrivals = [];
+		const api = (await import('node:http')).createServer((req, res) => {
+			const q = new URL(req.url, 'http://x').searchParams;
+			const first = q.get('attempt') === '0';
+			arrivals.push({ t: performance.now(), id: q.get('id'), attempt: q.get('attempt'), code: first ? 429 : 200 });
+			res.statusCode = first ? 429 : 200;
+			if (first) res.setHeader('retry-after', '2');
+			res.setHeader('content-type', 'application/json');
+			res.end(JSON.stringify({ id: q.get('id'), attempt: q.get('attempt') }));
+		});
+		await new Promise((r) => api.listen(0, '127.0.0.1', r));
+		const apiUrl = `http://127.0.0.1:${api.address().port}`;
+		try {
+			const ids = [`bo-${sfx || 'e'}-1`, `bo-${sfx || 'e'}-2`];
+			const t0 = performance.now();
+			const r = await post(`${base}/webhook/flowguard-back-off${sfx}`, { ids, apiUrl });
+			const tooMany = arrivals.filter((x) => x.code === 429);
+			const retried = arrivals.filter((x) => x.code === 200);
+			const first429 = Math.min(...tooMany.map((x) => x.t));
+			const earliestRetry = Math.min(...retried.map((x) => x.t));
+			const done = Array.isArray(r.json) ? r.json : [];
+			check(
+				`[${backend}] Back Off on 429 (example 14): both ids called twice, the retries ${Math.round(earliestRetry - first429)} ms after the first 429 (>= 2000, Retry-After: 2), the flow ends with both done in ${Math.round(performance.now() - t0)} ms, not failed`,
+				r.status === 200 && tooMany.length === 2 && retried.length === 2 &&
+					new Set(retried.map((x) => x.id)).size === 2 && ids.every((id) => retried.some((x) => x.id === id)) &&
+					earliestRetry - first429 >= 2000 && done.length === 2 && done.every((j) => j.statusCode === 200),
+				`${r.status} ${r.text.slice(0, 300)} | arrivals ${JSON.stringify(arrivals.map((x) => [Math.round(x.t - t0), x.id, x.attempt, x.code]))}`,
+			);
+		} finally {
+			api.close();
+		}
+	}
+
 	// The weekly loop on the Embedded file, run 1 before n8n restarts (run 2 after it, below).
 	const l1 = await post(`${base}/webhook/flowguard-project-loop`);
 	const c1 = reportOf(await post(`${base}/webhook/flowguard-project-report`))?.counts;
