@@ -21,7 +21,8 @@
 // With --tls (`startPostgres({ tls: true })`): `ssl=on` with a throwaway CA and a server
 // certificate for localhost / 127.0.0.1 (__test__/tls-certs.mjs, openssl), and a pg_hba.conf that
 // takes TCP connections over TLS only (`hostssl`); the CA's PEM file is FLOWGUARD_TEST_POSTGRES_CA
-// (`ca` of the returned object).
+// (`ca` of the returned object). The role `flowguard_cert` signs in with a client certificate
+// only (`cert` authentication; the server trusts the same CA, whose key is in `certs`).
 import { spawn, spawnSync } from 'node:child_process'
 import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import net from 'node:net'
@@ -77,8 +78,13 @@ function tlsSetup(dir, data, as) {
     if (as.uid !== undefined) chownSync(f, as.uid, as.gid)
   }
   chmodSync(files.key, 0o600)
-  writeFileSync(join(data, 'pg_hba.conf'), 'local all all trust\nhostssl all all 127.0.0.1/32 trust\n')
-  return { ca: files.ca, opts: ` -c ssl=on -c ssl_cert_file=${files.cert} -c ssl_key_file=${files.key}` }
+  // The role flowguard_cert signs in with a client certificate only (`cert`: its common name is
+  // the role, its chain the CA's), every other role over TLS without one.
+  writeFileSync(
+    join(data, 'pg_hba.conf'),
+    'local all all trust\nhostssl all flowguard_cert 127.0.0.1/32 cert\nhostssl all all 127.0.0.1/32 trust\n',
+  )
+  return { ca: files.ca, certs, opts: ` -c ssl=on -c ssl_cert_file=${files.cert} -c ssl_key_file=${files.key} -c ssl_ca_file=${files.ca}` }
 }
 
 /** Starts a throwaway cluster on a free loopback port (`tls`: over TLS only, see above). */
@@ -99,7 +105,8 @@ export async function startPostgres({ tls = false } = {}) {
     const withTls = tls ? tlsSetup(dir, data, as) : null
     const opts = `-p ${port} -c listen_addresses=127.0.0.1 -k ${dir} -c fsync=off -c max_connections=300${withTls?.opts ?? ''}`
     pg(bin, 'pg_ctl', ['-D', data, '-l', join(dir, 'log'), '-w', '-t', '60', '-o', opts, 'start'], as)
-    return { url: `postgres://flowguard@127.0.0.1:${port}/postgres`, port, dir, data, bin, stop: stopAt, ...(withTls ? { ca: withTls.ca } : {}) }
+    if (withTls) pg(bin, 'psql', ['-h', dir, '-p', String(port), '-U', 'flowguard', '-d', 'postgres', '-qc', 'CREATE ROLE flowguard_cert LOGIN SUPERUSER'], as)
+    return { url: `postgres://flowguard@127.0.0.1:${port}/postgres`, port, dir, data, bin, stop: stopAt, ...(withTls ? { ca: withTls.ca, certs: withTls.certs } : {}) }
   } catch (e) {
     stopAt()
     throw e

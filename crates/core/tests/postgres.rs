@@ -164,7 +164,7 @@ fn bad_options_are_refused_by_code() {
         assert!(!e.message.contains("secret"), "{e}");
         let e = open(PostgresOptions {
             url: "postgres://u:secret@h/db".into(),
-            tls: Some(PostgresTls { ca: Some("not pem".into()) }),
+            tls: Some(PostgresTls { ca: Some("not pem".into()), ..Default::default() }),
             ..Default::default()
         })
         .await

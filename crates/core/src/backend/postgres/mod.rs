@@ -42,7 +42,7 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-use tls::{RootCert, SslMode};
+use tls::{ClientCert, Pem, RootCert, SslMode};
 
 use crate::backend::Backend;
 use crate::client::Config;
@@ -75,12 +75,29 @@ pub struct PostgresOptions {
 }
 
 /// The `tls` of [`PostgresOptions`].
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Default, PartialEq, Eq, Hash)]
 pub struct PostgresTls {
     /// The CA certificates to check the server's certificate with, as PEM text (instead of the
     /// URL's `sslrootcert=<file>`). None: the URL's `sslrootcert`, else, for `verify-ca` and
     /// `verify-full`, the system's trust store.
     pub ca: Option<String>,
+    /// A client certificate (PEM text, the chain after it if any) shown to a server that asks for
+    /// one (`cert` authentication), instead of the URL's `sslcert=<file>`. With `key`.
+    pub cert: Option<String>,
+    /// The client certificate's private key (PEM text: PKCS #8, RSA or EC, unencrypted), instead
+    /// of the URL's `sslkey=<file>`. With `cert`. Never printed.
+    pub key: Option<String>,
+}
+
+/// Never prints the key.
+impl fmt::Debug for PostgresTls {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PostgresTls")
+            .field("ca", &self.ca)
+            .field("cert", &self.cert)
+            .field("key", &self.key.as_ref().map(|_| "***"))
+            .finish()
+    }
 }
 
 /// Never prints the URL (it may hold a password).
@@ -128,6 +145,42 @@ impl PostgresOptions {
         }
     }
 
+    /// The client certificate and key: the `tls.cert` / `tls.key` options or the URL's `sslcert` /
+    /// `sslkey`, each from one place, both or neither.
+    fn client_cert(&self, url_cert: Option<String>, url_key: Option<String>) -> Result<Option<ClientCert>> {
+        let tls = FieldPath::new("postgres").field("tls");
+        let in_url = FieldPath::new("postgres").field("url");
+        let pick =
+            |option: Option<String>, from_url: Option<String>, name: &'static str, url_key: &str| match (
+                option, from_url,
+            ) {
+                (Some(_), Some(_)) => Err(Error::invalid_at(
+                    tls.clone().field(name),
+                    format!("is given with {url_key} in postgres.url: give one of them"),
+                )),
+                (Some(t), None) => Ok(Some((Pem::Text(t), tls.clone().field(name)))),
+                (None, Some(f)) => Ok(Some((Pem::File(f), in_url.clone()))),
+                (None, None) => Ok(None),
+            };
+        let opts = self.tls.as_ref();
+        let cert = pick(opts.and_then(|t| t.cert.clone()), url_cert, "cert", "sslcert")?;
+        let key = pick(opts.and_then(|t| t.key.clone()), url_key, "key", "sslkey")?;
+        match (cert, key) {
+            (None, None) => Ok(None),
+            (Some((cert, cert_field)), Some((key, key_field))) => {
+                Ok(Some(ClientCert { cert, cert_field, key, key_field }))
+            }
+            (Some(_), None) => Err(Error::invalid_at(
+                tls.field("key"),
+                "is missing: a client certificate (tls.cert or sslcert) needs its key (tls.key or sslkey)",
+            )),
+            (None, Some(_)) => Err(Error::invalid_at(
+                tls.field("cert"),
+                "is missing: a client key (tls.key or sslkey) needs its certificate (tls.cert or sslcert)",
+            )),
+        }
+    }
+
     /// The driver's settings from the URL and its TLS connector, checked without connecting
     /// (errors name `postgres.url` or `postgres.tls.ca`, never echo the URL).
     fn driver_config(&self, config: &Config) -> Result<(tokio_postgres::Config, MakeRustlsConnect)> {
@@ -164,7 +217,8 @@ impl PostgresOptions {
             (None, Some(f)) => (Some(RootCert::File(f)), FieldPath::new("postgres").field("url")),
             (None, None) => (None, ca_field),
         };
-        let connector = tls::connector(mode, root.as_ref(), field)?;
+        let client = self.client_cert(url.cert, url.key)?;
+        let connector = tls::connector(mode, root.as_ref(), field, client.as_ref())?;
         pg.connect_timeout(Duration::from_millis(config.connect_timeout_ms));
         // Every statement is bounded, a wait for a row lock included.
         let timeout = format!("-c statement_timeout={}", config.command_timeout_ms);
