@@ -2,12 +2,14 @@
 // own and a replica of it (`pg_basebackup -R`), a client writing to the primary (claims and
 // completions, lock acquire/release pairs, enqueues) when the primary is stopped at once (`pg_ctl
 // stop -m immediate`: every server process ended, as in a crash); the replica is promoted
-// (`pg_ctl promote`) and a client opened on it. Twice:
+// (`pg_ctl promote`) and a client opened on it. Three times:
 //
 // - asynchronous replication (PostgreSQL's default): what the replica had replayed is kept, so
 //   everything acknowledged before a WAL position (`pg_current_wal_lsn()` on the primary, read
 //   after the acknowledgement) the replica had replayed when promoted must be there; writes
 //   acknowledged after it may be lost (the figures are printed: docs/postgres.md);
+// - the same with the replica cut off from the primary 500 ms before the kill (a replica fallen
+//   behind): what was acknowledged since is lost, and fences are handed out again (printed);
 // - synchronous replication (`synchronous_standby_names = '*'`, `synchronous_commit = on`): a
 //   commit is answered once the replica has it, so nothing acknowledged may be lost, and a lock's
 //   fence after the promotion is past every fence handed out before.
@@ -22,6 +24,7 @@ import { lsn, pgSkip, promote, psql, startCluster, startPostgres, startReplica, 
 
 const LOAD_MS = 1500
 const LEASE_MS = 1000
+const CUT_MS = 500
 const CODED = ['ERR_BACKEND_UNAVAILABLE', 'ERR_TIMEOUT']
 
 /** Polls `check` (async, truthy when done) for up to `ms`. */
@@ -33,13 +36,15 @@ async function until(what, ms, check) {
   }
 }
 
-for (const sync of [false, true]) {
-  const mode = sync ? 'synchronous' : 'asynchronous'
+// `cut`: the replica stops receiving (its primary_conninfo pointed at a closed port) CUT_MS before
+// the kill, as a replica that falls behind would: what the primary acknowledged since is lost.
+for (const { sync, cut } of [{ sync: false }, { sync: false, cut: true }, { sync: true }]) {
+  const mode = sync ? 'synchronous' : cut ? `asynchronous, the replica cut off ${CUT_MS} ms before the kill` : 'asynchronous'
   test(`a replica promoted after the primary is killed, ${mode} replication: ${sync ? 'nothing acknowledged lost' : 'what it had replayed kept'}, usable, fences past`, { skip: pgSkip, timeout: 120_000 }, async () => {
     const primary = await startPostgres()
     let replica = null
     const clients = []
-    const prefix = freshPrefix(`pgfailover${sync ? 's' : 'a'}`)
+    const prefix = freshPrefix(`pgfailover${sync ? 's' : cut ? 'c' : 'a'}`)
     const open = (url) => Flowguard.open({ postgres: { url, poolSize: 4 }, prefix, connectTimeoutMs: 500, commandTimeoutMs: 2000 })
     try {
       const a = await open(primary.url)
@@ -113,6 +118,11 @@ for (const sync of [false, true]) {
       ].map((w) => w())
       try {
         await sleep(LOAD_MS)
+        if (cut) {
+          await psql(replica, replica.url, "ALTER SYSTEM SET primary_conninfo = 'host=127.0.0.1 port=1'")
+          await psql(replica, replica.url, 'SELECT pg_reload_conf()')
+          await sleep(CUT_MS)
+        }
         await stopCluster(primary, 'immediate')
         await sleep(300)
       } finally {
