@@ -2,7 +2,8 @@
 // own and a replica of it (`pg_basebackup -R`), a client writing to the primary (claims and
 // completions, lock acquire/release pairs, enqueues) when the primary is stopped at once (`pg_ctl
 // stop -m immediate`: every server process ended, as in a crash); the replica is promoted
-// (`pg_ctl promote`) and a client opened on it. Three times:
+// (`pg_ctl promote`) and a client opened on it (faults-postgres-sync-standby.test.mjs: a
+// synchronous standby away). Three times:
 //
 // - asynchronous replication (PostgreSQL's default): what the replica had replayed is kept, so
 //   everything acknowledged before a WAL position (`pg_current_wal_lsn()` on the primary, read
@@ -20,21 +21,12 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { Flowguard, freshPrefix, sleep } from './backends.mjs'
-import { lsn, pgSkip, promote, psql, startCluster, startPostgres, startReplica, stopCluster } from './postgres-server.mjs'
+import { lsn, pgSkip, promote, psql, startPostgres, startReplica, stopCluster, streaming, until } from './postgres-server.mjs'
 
-const LOAD_MS = 1500
+const LOAD_MS = 1000
 const LEASE_MS = 1000
 const CUT_MS = 500
 const CODED = ['ERR_BACKEND_UNAVAILABLE', 'ERR_TIMEOUT']
-
-/** Polls `check` (async, truthy when done) for up to `ms`. */
-async function until(what, ms, check) {
-  const end = Date.now() + ms
-  while (!(await check())) {
-    if (Date.now() > end) assert.fail(`${what}: not within ${ms} ms`)
-    await sleep(50)
-  }
-}
 
 // `cut`: the replica stops receiving (its primary_conninfo pointed at a closed port) CUT_MS before
 // the kill, as a replica that falls behind would: what the primary acknowledged since is lost.
@@ -55,14 +47,7 @@ for (const { sync, cut } of [{ sync: false }, { sync: false, cut: true }, { sync
         await a.releaseLock('L', l.owner)
       }
       replica = await startReplica(primary)
-      if (sync) {
-        // Set after the base backup, so the replica does not take it: promoted with it and no
-        // standby of its own, every commit of the replica would wait for ever.
-        await psql(primary, primary.url, "ALTER SYSTEM SET synchronous_standby_names = '*'")
-        await psql(primary, primary.url, 'SELECT pg_reload_conf()')
-      }
-      await until('the replica streams', 30_000, async () =>
-        (await psql(primary, primary.url, 'SELECT sync_state FROM pg_stat_replication WHERE state = \'streaming\'')) === (sync ? 'sync' : 'async'))
+      await streaming(primary, { sync })
       const version = await psql(primary, primary.url, "SELECT value FROM flowguard.meta WHERE key = 'version'")
 
       // What was acknowledged, in the order answered; `marks`: how many of each had been answered
@@ -177,67 +162,3 @@ for (const { sync, cut } of [{ sync: false }, { sync: false, cut: true }, { sync
     }
   })
 }
-
-// With synchronous replication a COMMIT waits for the standby, and PostgreSQL's statement_timeout
-// (the client's command timeout) does not bound that wait (it is switched off before the commit
-// runs): with the standby away the calls hung for as long as it was away. Cancelling the wait is
-// no way out: PostgreSQL then answers the COMMIT as done, with only a WARNING that the standby has
-// not confirmed it. So a write the standby never confirmed must fail within the command timeout
-// (ERR_TIMEOUT: applied or not, unknown), and whatever was acknowledged must be on the standby
-// once it is promoted.
-test('synchronous replication with the standby away: a write it never confirmed is not acknowledged, and the promoted standby holds every acknowledged one', { skip: pgSkip, timeout: 120_000 }, async () => {
-  const COMMAND_TIMEOUT_MS = 1000
-  const primary = await startPostgres()
-  let replica = null
-  const clients = []
-  const prefix = freshPrefix('pgsyncaway')
-  const open = (url) => Flowguard.open({ postgres: { url, poolSize: 2 }, prefix, connectTimeoutMs: 500, commandTimeoutMs: COMMAND_TIMEOUT_MS })
-  try {
-    const a = await open(primary.url)
-    clients.push(a)
-    replica = await startReplica(primary)
-    await psql(primary, primary.url, "ALTER SYSTEM SET synchronous_standby_names = '*'")
-    await psql(primary, primary.url, 'SELECT pg_reload_conf()')
-    await until('the replica streams as the synchronous standby', 30_000, async () =>
-      (await psql(primary, primary.url, "SELECT sync_state FROM pg_stat_replication WHERE state = 'streaming'")) === 'sync')
-    const before = await a.acquireLock('before')
-    assert.ok(before.acquired)
-    // The standby goes away: commits now wait for it.
-    await stopCluster(replica, 'fast')
-    // Each call settles within its bounds (the pool's wait, the statement, the commit: each the
-    // command timeout), with room for a loaded machine; one that does not is a hang.
-    const bound = COMMAND_TIMEOUT_MS * 3 + 3000
-    const outcomes = {}
-    await Promise.all([
-      ['lock', () => a.acquireLock('W')],
-      ['enqueue', () => a.enqueue('q', ['x'])],
-      ['claim', () => a.claim('g', 'x')],
-    ].map(async ([what, p]) => {
-      const t0 = Date.now()
-      const settled = p().then((v) => ({ v }), (e) => ({ code: e.code, message: e.message }))
-      outcomes[what] = { ...(await Promise.race([settled, sleep(bound).then(() => ({ hung: true }))])), ms: Date.now() - t0 }
-    }))
-    // The primary is killed before the standby comes back; the standby is promoted.
-    await stopCluster(primary, 'immediate')
-    await startCluster(replica)
-    await promote(replica)
-    const b = await open(replica.url)
-    clients.push(b)
-    const kept = {
-      lock: (await b.getLock('W')).locked,
-      enqueue: (await b.peek('q')).some((e) => e.id === 'x'),
-      claim: (await b.getItem('g', 'x')).status === 'in_progress',
-    }
-    console.log(`# standby away: ${JSON.stringify(outcomes)}; on the promoted standby: ${JSON.stringify(kept)}`)
-    for (const [what, o] of Object.entries(outcomes)) {
-      assert.ok(!o.hung, `${what}: no answer within ${bound} ms`)
-      if (o.code) assert.ok(CODED.includes(o.code), `${what}: a coded error (${o.code}: ${o.message})`)
-      else assert.ok(kept[what], `${what} was acknowledged, so the promoted standby must hold it`)
-    }
-    assert.ok((await b.getLock('before')).locked, 'what the standby confirmed is kept')
-  } finally {
-    await Promise.all(clients.map((fg) => fg.close()))
-    await replica?.stop()
-    primary.stop()
-  }
-})

@@ -7,6 +7,7 @@ import { execFile } from 'node:child_process'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { freePort, postgresBin, startPostgres } from '../scripts/postgres.mjs'
+import { sleep } from './backends.mjs'
 
 const run = promisify(execFile)
 
@@ -48,6 +49,28 @@ export async function startReplica(primary) {
   await startCluster(replica)
   replica.stop = () => stopCluster(replica, 'immediate').catch(() => {})
   return replica
+}
+
+/** Waits until `primary` streams to its replica, as a synchronous standby with `sync`
+ * (`synchronous_standby_names = '*'`, set after the base backup so that the replica does not
+ * take it: promoted with it and no standby of its own, every commit of the replica would wait for
+ * ever; `synchronous_commit` is `on`, PostgreSQL's default). */
+export async function streaming(primary, { sync = false } = {}) {
+  if (sync) {
+    await psql(primary, primary.url, "ALTER SYSTEM SET synchronous_standby_names = '*'")
+    await psql(primary, primary.url, 'SELECT pg_reload_conf()')
+  }
+  await until('the replica streams', 30_000, async () =>
+    (await psql(primary, primary.url, "SELECT sync_state FROM pg_stat_replication WHERE state = 'streaming'")) === (sync ? 'sync' : 'async'))
+}
+
+/** Polls `check` (async, truthy when done) every 50 ms for up to `ms`; throws naming `what`. */
+export async function until(what, ms, check) {
+  const end = Date.now() + ms
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`${what}: not within ${ms} ms`)
+    await sleep(50)
+  }
 }
 
 /** Promotes a replica to a primary (`pg_ctl promote`, waiting until it takes writes). */

@@ -163,7 +163,7 @@ const postgresSuites = [
   'lock', 'state', 'tracker', 'limiter', 'semaphore', 'queue', 'queue-max-delay', 'lock-lease', 'api', 'errors', 'surrogates',
   'backend-rules', 'bounded-work', 'queue-results', 'tracker-dead', 'tracker-results',
   // Clusters of their own, stopped, restarted, replicated and promoted (__test__/postgres-server.mjs).
-  'faults-postgres-restart', 'faults-postgres-failover',
+  'faults-postgres-restart', 'faults-postgres-failover', 'faults-postgres-sync-standby',
 ].map((s) => `__test__/${s}.test.mjs`)
 /** The Rust suites run once more against Valkey: every `redis*.rs` test of the core and the server
  * (their binaries are the ones `cargo test --workspace` built). */
