@@ -42,6 +42,9 @@ test('synchronous replication with the standby away: a write it never confirmed 
       const settled = p().then((v) => ({ v }), (e) => ({ code: e.code, message: e.message }))
       outcomes[what] = { ...(await Promise.race([settled, sleep(bound).then(() => ({ hung: true }))])), ms: Date.now() - t0 }
     }))
+    // The connections left in their COMMIT are out of the pool (its 3 are new ones): a read, which
+    // waits for no standby, is answered at once.
+    const read = await Promise.race([a.getLock('before').then((v) => v, (e) => e), sleep(bound).then(() => ({ message: `no answer within ${bound} ms` }))])
     // The primary is killed before the standby comes back; the standby is promoted.
     await stopCluster(primary, 'immediate')
     await startCluster(replica)
@@ -59,6 +62,7 @@ test('synchronous replication with the standby away: a write it never confirmed 
       if (o.code) assert.ok(CODED.includes(o.code), `${what}: a coded error (${o.code}: ${o.message})`)
       else assert.ok(kept[what], `${what} was acknowledged, so the promoted standby must hold it`)
     }
+    assert.equal(read.locked, true, `a read on the same client while the standby is away: ${read.code ?? ''} ${read.message ?? ''}`)
     assert.ok((await b.getLock('before')).locked, 'what the standby confirmed is kept')
   } finally {
     await Promise.all(clients.map((fg) => fg.close()))
