@@ -16,7 +16,10 @@
 // PostgreSQL refuses to run as root: run as root, the cluster's processes run as the `postgres`
 // user (made by the Debian package); run as anyone else, as that user. The cluster is for tests:
 // trust authentication on loopback, superuser `flowguard`, and fsync off (nothing on it is kept).
-// `startPostgres()` is exported for other scripts (it returns { url, port, dir, data, bin, stop }).
+// `startPostgres()` is exported for other scripts (it returns { url, port, dir, data, bin, stop },
+// and for the fault suites that stop, start and replicate it (__test__/postgres-server.mjs) `as`,
+// the uid and gid its programs run as, `log`, its log file, and `options(port)`, the server options
+// it was started with on another port).
 //
 // With --tls (`startPostgres({ tls: true })`): `ssl=on` with a throwaway CA and a server
 // certificate for localhost / 127.0.0.1 (__test__/tls-certs.mjs, openssl), and a pg_hba.conf that
@@ -41,7 +44,7 @@ export function postgresBin() {
   return bin ?? null
 }
 
-function freePort() {
+export function freePort() {
   return new Promise((resolve) => {
     const s = net.createServer().listen(0, '127.0.0.1', () => {
       const { port } = s.address()
@@ -103,10 +106,11 @@ export async function startPostgres({ tls = false } = {}) {
     pg(bin, 'initdb', ['-D', data, '-U', 'flowguard', '-A', 'trust', '-E', 'UTF8', '--no-sync', '--no-instructions'], as)
     const port = await freePort()
     const withTls = tls ? tlsSetup(dir, data, as) : null
-    const opts = `-p ${port} -c listen_addresses=127.0.0.1 -k ${dir} -c fsync=off -c max_connections=300${withTls?.opts ?? ''}`
-    pg(bin, 'pg_ctl', ['-D', data, '-l', join(dir, 'log'), '-w', '-t', '60', '-o', opts, 'start'], as)
+    const options = (p) => `-p ${p} -c listen_addresses=127.0.0.1 -k ${dir} -c fsync=off -c max_connections=300${withTls?.opts ?? ''}`
+    const log = join(dir, 'log')
+    pg(bin, 'pg_ctl', ['-D', data, '-l', log, '-w', '-t', '60', '-o', options(port), 'start'], as)
     if (withTls) pg(bin, 'psql', ['-h', dir, '-p', String(port), '-U', 'flowguard', '-d', 'postgres', '-qc', 'CREATE ROLE flowguard_cert LOGIN SUPERUSER'], as)
-    return { url: `postgres://flowguard@127.0.0.1:${port}/postgres`, port, dir, data, bin, stop: stopAt, ...(withTls ? { ca: withTls.ca, certs: withTls.certs } : {}) }
+    return { url: `postgres://flowguard@127.0.0.1:${port}/postgres`, port, dir, data, bin, as, log, options, stop: stopAt, ...(withTls ? { ca: withTls.ca, certs: withTls.certs } : {}) }
   } catch (e) {
     stopAt()
     throw e

@@ -250,6 +250,8 @@ pub struct Postgres {
     schema: String,
     /// The key prefix: the namespace of every row this client reads and writes.
     ns: String,
+    /// The client's command timeout: the longest a COMMIT is waited for (see [`Postgres::commit`]).
+    command_timeout: Duration,
     /// Lock acquisitions by this client, for the sweep of forgotten lock names (see `lock`).
     acquisitions: std::sync::atomic::AtomicU32,
     /// Semaphore acquisitions by this client, for the sweep of forgotten names (see `semaphore`).
@@ -280,6 +282,7 @@ impl Postgres {
             pool,
             schema,
             ns: config.keys.prefix().to_string(),
+            command_timeout: Duration::from_millis(config.command_timeout_ms),
             acquisitions: Default::default(),
             permits: Default::default(),
             listener,
@@ -313,6 +316,20 @@ impl Postgres {
         }
     }
 
+    /// Commits `tx`, waiting at most the command timeout. PostgreSQL's `statement_timeout` does
+    /// not bound a COMMIT's wait for a synchronous standby (it is switched off before the commit
+    /// runs), so with the standby away the COMMIT waits as long as it is; and cancelling it would
+    /// end that wait with the COMMIT answered as done (only a WARNING says the standby has not
+    /// confirmed it), a write a promotion of that standby loses. So the wait is bounded here and,
+    /// past it, the call fails ([`Fail::Unconfirmed`]: applied or not, unknown) and its connection,
+    /// still in its COMMIT, is closed (see [`transaction!`]).
+    pub(crate) async fn commit(&self, tx: deadpool_postgres::Transaction<'_>) -> Sql<()> {
+        match tokio::time::timeout(self.command_timeout, tx.commit()).await {
+            Ok(done) => Ok(done?),
+            Err(_) => Err(Fail::Unconfirmed),
+        }
+    }
+
     /// Why a transaction failed, as a coded error.
     fn failure(&self, f: Fail) -> Error {
         match f {
@@ -329,6 +346,14 @@ impl Postgres {
                 format!("a row of PostgreSQL schema {} holds what flowguard did not write ({what})", self.schema),
             ),
             Fail::Coded(e) => e,
+            Fail::Unconfirmed => Error::new(
+                ErrorCode::Timeout,
+                format!(
+                    "PostgreSQL did not confirm the commit within the command timeout ({} ms; a synchronous standby \
+                     not answering?): the write may or may not have been applied",
+                    self.command_timeout.as_millis()
+                ),
+            ),
         }
     }
 }
@@ -349,9 +374,16 @@ macro_rules! transaction {
             let $c = $crate::backend::postgres::Ctx { tx: &tx, schema: &store.schema, ns: &store.ns };
             let out: $crate::backend::postgres::Sql<_> = $body.await;
             let out = match out {
-                Ok(v) => tx.commit().await.map(|()| v).map_err($crate::backend::postgres::Fail::Pg),
-                Err(e) => Err(e),
+                Ok(v) => store.commit(tx).await.map(|()| v),
+                Err(e) => {
+                    drop(tx);
+                    Err(e)
+                }
             };
+            if matches!(out, Err($crate::backend::postgres::Fail::Unconfirmed)) {
+                // Its connection is still in its COMMIT: out of the pool, and closed.
+                drop(deadpool_postgres::Object::take(conn));
+            }
             match out {
                 Ok(v) => break Ok(v),
                 Err(f) if f.retry() && tries < $crate::backend::postgres::MAX_RETRIES => {
@@ -488,6 +520,8 @@ pub(crate) enum Fail {
     Corrupt(String),
     /// The call is refused by a rule (nothing written: the transaction is rolled back).
     Coded(Error),
+    /// The COMMIT was not answered within the command timeout (see [`Postgres::commit`]).
+    Unconfirmed,
 }
 
 impl Fail {
