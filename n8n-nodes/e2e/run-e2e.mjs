@@ -235,7 +235,8 @@ const QENQ = 'fgExQueueEnqueue1';
 const QSYNC = 'fgExQueueSync0001';
 const QRCPT = 'fgExQueueReceipt1';
 const PACED = 'fgExPacedSync0001';
-for (const id of [LOOP, REPORT, SUB, CALLER, JOB, ROUTE, STALE, QENQ, QSYNC, QRCPT, PACED]) {
+const BACKOFF = 'fgExBackOff429001';
+for (const id of [LOOP, REPORT, SUB, CALLER, JOB, ROUTE, STALE, QENQ, QSYNC, QRCPT, PACED, BACKOFF]) {
 	if (!byName[id]) {
 		console.error(`example workflow ${id} is missing from ${examplesDir}`);
 		process.exit(2);
@@ -302,7 +303,7 @@ if (process.env.FG_CLOUD_LINT_RESULT) {
 	fs.rmSync(path.join(workDir, 'credentials.json'));
 	const w = n8n(['import:workflow', '--separate', `--input=${wfDir}`]);
 	check(`import ${toImport.length} workflows (the examples, their Redis copies and variants)`, w.rc === 0, redact(w.stderr).slice(-400));
-	for (const id of [SUB, SUB + 'R', JOB, JOB + 'R', ROUTE, ROUTE + 'R', LOOP, REPORT, QENQ, QSYNC, COMPARE_ID, PACED, PACED + 'R']) {
+	for (const id of [SUB, SUB + 'R', JOB, JOB + 'R', ROUTE, ROUTE + 'R', LOOP, REPORT, QENQ, QSYNC, COMPARE_ID, PACED, PACED + 'R', BACKOFF, BACKOFF + 'R']) {
 		const p = n8n(['publish:workflow', `--id=${id}`]);
 		if (p.rc !== 0) check(`publish workflow ${id}`, false, redact(p.stderr).slice(-400));
 	}
