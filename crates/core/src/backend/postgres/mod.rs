@@ -22,6 +22,9 @@ mod catalog;
 mod clock;
 #[cfg(test)]
 mod explain_tests;
+mod fast;
+#[cfg(test)]
+mod fast_tests;
 mod limiter;
 mod lock;
 mod notify;
@@ -31,6 +34,7 @@ mod semaphore;
 mod state;
 mod tls;
 mod tracker;
+mod tracker_fast;
 
 use std::fmt;
 use std::str::FromStr;
@@ -202,6 +206,8 @@ pub struct Postgres {
     permits: std::sync::atomic::AtomicU32,
     /// The connection that hears the releases announced by NOTIFY, for the waits (`notify`).
     listener: notify::Listener,
+    /// Calls a fast statement decided (`fast`), for the tests that show them taken.
+    fast_taken: std::sync::atomic::AtomicU64,
 }
 
 impl Postgres {
@@ -229,6 +235,7 @@ impl Postgres {
             acquisitions: Default::default(),
             permits: Default::default(),
             listener,
+            fast_taken: Default::default(),
         };
         schema::ensure(&store).await?;
         Ok(store)

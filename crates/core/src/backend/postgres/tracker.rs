@@ -8,8 +8,9 @@
 //! 3. each operation, in the caller's order, is decided by [`rules::tracker`] over the records in
 //!    memory (a repeated id sees the earlier operation's result);
 //! 4. the changed records are written in at most three statements, whatever the batch's size
-//!    (arrays, `unnest`): the new rows inserted (`ON CONFLICT DO NOTHING`, in id order; a row
-//!    another call inserted first makes the transaction run again, see the module `postgres`),
+//!    (arrays, `unnest`): the new rows inserted (a plain `INSERT`, in id order; a row another
+//!    call inserted first, a unique violation, makes the transaction run again, see the module
+//!    `postgres`),
 //!    the locked rows updated, the unset ones deleted;
 //! 5. a bounded slice of expired records is removed (see `Ctx::purge`), sent with step 4.
 //!
@@ -17,6 +18,7 @@
 
 use std::collections::HashMap;
 
+use tokio_postgres::error::SqlState;
 use tokio_postgres::Row;
 
 use super::{text, transaction, Ctx, Fail, Postgres, Purged, Sql};
@@ -36,11 +38,15 @@ pub(super) const LOAD: &str =
     "SELECT id, s, a, o, l, c, u, d, e, x, t, r, n FROM {s}.items WHERE ns = $1 AND grp = $2 AND id = ANY($3)";
 pub(super) const LIST: &str =
     "SELECT id, s, a, o, l, c, u, d, e, x, t, r, n FROM {s}.items WHERE ns = $1 AND grp = $2 AND x > $3";
-/// The new records, the changed ones, the removed ones (arrays of the records' columns).
+/// The new records, the changed ones, the removed ones (arrays of the records' columns). The new
+/// records are inserted without `ON CONFLICT` (its speculative insertion costs more than twice a
+/// plain insert per row: 340 against 135 ms for 10,000 rows, EXPLAIN ANALYZE): the transaction
+/// found these ids without a row, so a unique violation means another call inserted one since,
+/// and the transaction runs again ([`Fail::Race`]).
 pub(super) const INSERT: &str = "INSERT INTO {s}.items (ns, grp, id, s, a, o, l, c, u, d, e, x, t, r, n)
     SELECT $1, $2, * FROM unnest($3::bytea[], $4::int2[], $5::int4[], $6::text[], $7::int8[],
       $8::int8[], $9::int8[], $10::int8[], $11::bytea[], $12::int8[], $13::text[], $14::text[], $15::text[])
-    ON CONFLICT (ns, grp, id) DO NOTHING";
+";
 pub(super) const UPDATE: &str = "UPDATE {s}.items SET s = v.s, a = v.a, o = v.o, l = v.l, c = v.c, u = v.u,
       d = v.d, e = v.e, x = v.x, t = v.t, r = v.r, n = v.n
     FROM unnest($3::bytea[], $4::int2[], $5::int4[], $6::text[], $7::int8[], $8::int8[], $9::int8[],
@@ -50,7 +56,7 @@ pub(super) const UPDATE: &str = "UPDATE {s}.items SET s = v.s, a = v.a, o = v.o,
 pub(super) const DELETE: &str = "DELETE FROM {s}.items WHERE ns = $1 AND grp = $2 AND id = ANY($3)";
 
 /// A record from a row of its columns (see [`LOAD`]).
-fn from_row(r: &Row) -> Sql<(String, Record)> {
+pub(super) fn from_row(r: &Row) -> Sql<(String, Record)> {
     let id = text(r, 0)?.ok_or_else(|| Fail::Corrupt("an item without an id".into()))?;
     let code: i16 = r.try_get(1)?;
     let (s, m) = from_status_column(i64::from(code))
@@ -135,11 +141,11 @@ impl Locked {
         }
         let g = group.as_bytes();
         if !inserts.ids.is_empty() {
-            let n = c.execute(INSERT, &inserts.params(&c.ns(), &g)).await?;
-            if n != inserts.ids.len() as u64 {
+            match c.execute(INSERT, &inserts.params(&c.ns(), &g)).await {
                 // Another call inserted some of these ids after this one found them absent.
-                return Err(Fail::Race);
-            }
+                Err(Fail::Pg(e)) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => return Err(Fail::Race),
+                other => other?,
+            };
         }
         if !updates.ids.is_empty() {
             c.execute(UPDATE, &updates.params(&c.ns(), &g)).await?;
@@ -310,7 +316,15 @@ impl TrackerBackend for Postgres {
         ops: &'a [ItemOp],
         retention_ms: u64,
     ) -> BoxFuture<'a, Vec<OpResult>> {
-        Box::pin(async move { transaction!(self, |c| apply(&c, group, ops, retention_ms)) })
+        Box::pin(async move {
+            // One operation: its fast statement first, when one covers it (`tracker_fast`).
+            if let [op] = ops {
+                if let Some(r) = self.apply_fast(group, op, retention_ms).await? {
+                    return Ok(vec![r]);
+                }
+            }
+            transaction!(self, |c| apply(&c, group, ops, retention_ms))
+        })
     }
     fn read<'a>(&'a self, group: &'a str, ids: &'a [String]) -> BoxFuture<'a, Vec<ItemState>> {
         Box::pin(async move { transaction!(self, |c| read(&c, group, ids)) })
