@@ -212,6 +212,8 @@ pub struct Postgres {
     listener: notify::Listener,
     /// Calls a fast statement decided (`fast`), for the tests that show them taken.
     fast_taken: std::sync::atomic::AtomicU64,
+    /// The Item Tracker's fast statements run, for their purge's turn (`tracker_fast`).
+    fast_writes: std::sync::atomic::AtomicU32,
 }
 
 impl Postgres {
@@ -240,6 +242,7 @@ impl Postgres {
             permits: Default::default(),
             listener,
             fast_taken: Default::default(),
+            fast_writes: Default::default(),
         };
         schema::ensure(&store).await?;
         Ok(store)

@@ -12,16 +12,18 @@
 //!    call inserted first, a unique violation, makes the transaction run again, see the module
 //!    `postgres`),
 //!    the locked rows updated, the unset ones deleted;
-//! 5. a bounded slice of expired records is removed (see `Ctx::purge`), sent with step 4.
+//! 5. a bounded slice of expired records is removed (see `Ctx::purge`), sent with step 4, after
+//!    its writes (it would otherwise remove an expired record this call is writing again).
 //!
 //! [`rules::tracker`]: crate::rules::tracker
 
 use std::collections::HashMap;
 
 use tokio_postgres::error::SqlState;
-use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Row, Statement};
 
-use super::{text, transaction, Ctx, Fail, Postgres, Purged, Sql};
+use super::{text, transaction, Ctx, Fail, Params, Postgres, Purged, Sql};
 use crate::backend::BoxFuture;
 use crate::rules::tracker::{claim, decide, fresh, implied_timeline, kept, page, take, write, Decision};
 use crate::tracker::{
@@ -126,8 +128,14 @@ impl Locked {
         self.slots.get_mut(id).expect("every id of the call was loaded")
     }
 
-    /// Writes the changed records: new rows inserted, locked rows updated, unset ones deleted.
-    async fn save(self, c: &Ctx<'_, '_>, group: &str) -> Sql<()> {
+    /// Writes the changed records (new rows inserted, locked rows updated, unset ones deleted),
+    /// then removes a slice of expired records, all sent together in that order: each statement
+    /// is prepared first, so it is sent on its future's first poll, `try_join4` polls them in
+    /// order, and PostgreSQL runs them in the order sent. The purge must come last: its `SKIP
+    /// LOCKED` skips the rows other calls hold, not this call's, so sent before a write it could
+    /// delete an expired record this call locked and is writing again (the write then finds no
+    /// row, and the record is lost).
+    async fn save_and_purge(self, c: &Ctx<'_, '_>, group: &str, now: i64) -> Sql<()> {
         let mut changed: Vec<(String, Slot)> = self.slots.into_iter().filter(|(_, s)| s.dirty).collect();
         changed.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let (mut inserts, mut updates, mut deletes) = (Columns::default(), Columns::default(), Vec::new());
@@ -139,21 +147,47 @@ impl Locked {
                 (None, false) => {}
             }
         }
-        let g = group.as_bytes();
-        if !inserts.ids.is_empty() {
-            match c.execute(INSERT, &inserts.params(&c.ns(), &g)).await {
-                // Another call inserted some of these ids after this one found them absent.
-                Err(Fail::Pg(e)) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => return Err(Fail::Race),
-                other => other?,
-            };
-        }
-        if !updates.ids.is_empty() {
-            c.execute(UPDATE, &updates.params(&c.ns(), &g)).await?;
-        }
-        if !deletes.is_empty() {
-            c.execute(DELETE, &[&c.ns(), &g, &deletes]).await?;
-        }
+        let (ns, g) = (c.ns(), group.as_bytes());
+        let insert = prepared(c, INSERT, !inserts.ids.is_empty()).await?;
+        let update = prepared(c, UPDATE, !updates.ids.is_empty()).await?;
+        let delete = prepared(c, DELETE, !deletes.is_empty()).await?;
+        let purge = c.prepare(Purged::Items.statement()).await?;
+        let (insert_params, update_params) = (inserts.params(&ns, &g), updates.params(&ns, &g));
+        let delete_params: [&(dyn ToSql + Sync); 3] = [&ns, &g, &deletes];
+        futures_util::future::try_join4(
+            async {
+                run(c, insert.as_ref(), &insert_params).await.map_err(|e| {
+                    if e.code() == Some(&SqlState::UNIQUE_VIOLATION) {
+                        // Another call inserted some of these ids after this one found them absent.
+                        Fail::Race
+                    } else {
+                        Fail::Pg(e)
+                    }
+                })
+            },
+            async { run(c, update.as_ref(), &update_params).await.map_err(Fail::Pg) },
+            async { run(c, delete.as_ref(), &delete_params).await.map_err(Fail::Pg) },
+            async { run(c, Some(&purge), &[&now]).await.map_err(Fail::Pg) },
+        )
+        .await?;
         Ok(())
+    }
+}
+
+/// `sql` prepared when `needed`.
+async fn prepared(c: &Ctx<'_, '_>, sql: &str, needed: bool) -> Sql<Option<Statement>> {
+    Ok(if needed { Some(c.prepare(sql).await?) } else { None })
+}
+
+/// Runs a prepared statement, if any (sent on the first poll: nothing is awaited before).
+async fn run(
+    c: &Ctx<'_, '_>,
+    st: Option<&Statement>,
+    params: Params<'_>,
+) -> Result<(), tokio_postgres::Error> {
+    match st {
+        Some(st) => c.tx.execute(st, params).await.map(|_| ()),
+        None => Ok(()),
     }
 }
 
@@ -214,13 +248,6 @@ fn state(rec: Option<&Record>, id: &str, now: i64) -> ItemState {
     rec.map(|r| r.to_state(id, now)).unwrap_or_else(|| ItemState::unknown(id))
 }
 
-/// Writes the changed records and removes a slice of expired ones, sent together (the driver
-/// pipelines them: the purge skips the rows this call locked, and no written record has expired).
-async fn save_and_purge(c: &Ctx<'_, '_>, locked: Locked, group: &str, now: i64) -> Sql<()> {
-    futures_util::future::try_join(locked.save(c, group), c.purge(Purged::Items, now)).await?;
-    Ok(())
-}
-
 async fn apply(c: &Ctx<'_, '_>, group: &str, ops: &[ItemOp], retention_ms: u64) -> Sql<Vec<OpResult>> {
     let mut locked = Locked::load(c, group, ops.iter().map(ItemOp::id)).await?;
     let now = locked.now;
@@ -254,7 +281,7 @@ async fn apply(c: &Ctx<'_, '_>, group: &str, ops: &[ItemOp], retention_ms: u64) 
             }
         });
     }
-    save_and_purge(c, locked, group, now).await?;
+    locked.save_and_purge(c, group, now).await?;
     Ok(out)
 }
 
@@ -281,7 +308,7 @@ async fn claim_batch(c: &Ctx<'_, '_>, group: &str, b: BatchClaim<'_>) -> Sql<Cla
         outcomes.push(decision.batch());
         attempts.push(a);
     }
-    save_and_purge(c, locked, group, now).await?;
+    locked.save_and_purge(c, group, now).await?;
     Ok(ClaimBatch { owner: b.owner.to_string(), lease_expires_at: lease_end, outcomes, attempts })
 }
 

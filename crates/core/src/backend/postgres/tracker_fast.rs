@@ -120,9 +120,12 @@ UPDATE {s}.items AS i SET s = i.s - (i.s & 7) + CASE WHEN i.s >> 3 > 0 AND i.a >
     finished!()
 );
 
+/// One fast write in this many also purges (see [`PURGE`]).
+pub(super) const PURGE_EVERY: u32 = 8;
+
 /// Removes up to 64 expired records (as `Purged::Items`, the time read by the statement itself:
-/// sent with a fast statement, before its time is known). `x < NEVER` lets it use the partial
-/// index on `x`.
+/// sent with every [`PURGE_EVERY`]th fast statement, before its time is known). `x < NEVER` lets
+/// it use the partial index on `x`.
 pub(super) const PURGE: &str = "DELETE FROM {s}.items WHERE ctid = ANY(ARRAY(SELECT ctid FROM {s}.items
     WHERE x <= (SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8) AND x < 99999999999999
     LIMIT 64 FOR UPDATE SKIP LOCKED))";
@@ -137,6 +140,10 @@ impl Postgres {
         retention_ms: u64,
     ) -> Result<Option<OpResult>> {
         let (ns, g, id) = (self.ns.as_bytes(), group.as_bytes(), op.id().as_bytes());
+        // A fast statement writes at most one new record; a purge of up to 64 every
+        // PURGE_EVERY of them keeps ahead (as the lock's sweep, `lock::SWEEP_EVERY`).
+        let turn = self.fast_writes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let purge = turn.is_multiple_of(PURGE_EVERY).then_some(PURGE);
         let rows = match op {
             ItemOp::Claim { owner, lease_ms, reclaim_completed, max_attempts, note, .. } => {
                 let s = status_column("in_progress", *max_attempts)
@@ -145,17 +152,17 @@ impl Postgres {
                 let (lease, retention) = (*lease_ms as i64, retention_ms as i64);
                 let params: [&(dyn ToSql + Sync); 9] =
                     [&ns, &g, &id, owner, &lease, &retention, &s, note, reclaim_completed];
-                self.one_statement(CLAIM, &params, Some(PURGE)).await?
+                self.one_statement(CLAIM, &params, purge).await?
             }
             ItemOp::Complete { owner, keep_ms, result, .. } => {
                 let keep = (*keep_ms).min(KEEP_FOREVER_MS) as i64;
                 let params: [&(dyn ToSql + Sync); 6] = [&ns, &g, &id, owner, &keep, result];
-                self.one_statement(COMPLETE, &params, Some(PURGE)).await?
+                self.one_statement(COMPLETE, &params, purge).await?
             }
             ItemOp::Fail { owner, error, keep_ms, .. } => {
                 let keep = (*keep_ms).min(KEEP_FOREVER_MS) as i64;
                 let params: [&(dyn ToSql + Sync); 7] = [&ns, &g, &id, owner, &keep, &error.as_bytes(), error];
-                self.one_statement(FAIL, &params, Some(PURGE)).await?
+                self.one_statement(FAIL, &params, purge).await?
             }
             ItemOp::Unset { .. } | ItemOp::Revive { .. } => return Ok(None),
         };
