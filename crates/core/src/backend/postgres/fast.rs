@@ -18,7 +18,7 @@ use std::sync::atomic::Ordering;
 
 use tokio_postgres::Row;
 
-use super::{pg_error, Params, Postgres};
+use super::{pg_error, Fail, Params, Postgres};
 use crate::error::Result;
 
 impl Postgres {
@@ -45,7 +45,16 @@ impl Postgres {
                 }
             }
         };
-        let rows = run.await.map_err(pg_error)?;
+        // A statement committed by itself waits for a synchronous standby as a COMMIT does, past
+        // its statement_timeout: bounded here as the transaction's COMMIT is (`Postgres::commit`),
+        // the connection still in that wait out of the pool and closed.
+        let rows = match tokio::time::timeout(self.command_timeout, run).await {
+            Ok(rows) => rows.map_err(pg_error)?,
+            Err(_) => {
+                drop(deadpool_postgres::Object::take(conn));
+                return Err(self.failure(Fail::Unconfirmed));
+            }
+        };
         if !rows.is_empty() {
             self.fast_taken.fetch_add(1, Ordering::Relaxed);
         }
