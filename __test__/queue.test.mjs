@@ -258,6 +258,22 @@ for (const b of backends()) {
       assert.equal(twice.items[0].reason, 'not_claimed')
     })
 
+    test('every id a batch adds carries the batch due time, before and after a duplicate', async () => {
+      const fg = await b.open()
+      const fresh = await fg.enqueue('q', ['n1', 'n2', 'n3'], { delayMs: 30_000 })
+      assert.deepEqual(fresh.items.map((i) => [i.id, i.outcome]), [['n1', 'added'], ['n2', 'added'], ['n3', 'added']])
+      assert.equal(new Set(fresh.items.map((i) => i.dueAt)).size, 1)
+      assert.ok(fresh.items[0].dueAt > Date.now() + 20_000, `due ${fresh.items[0].dueAt}`)
+      const first = await fg.enqueue('q', ['x'], { delayMs: 60_000 })
+      const r = await fg.enqueue('q', ['a', 'b', 'x', 'c'], { delayMs: 30_000 })
+      assert.deepEqual(r.items.map((i) => [i.id, i.outcome]), [['a', 'added'], ['b', 'added'], ['x', 'duplicate'], ['c', 'added']])
+      assert.equal(r.items[2].dueAt, first.items[0].dueAt)
+      const due = r.items[0].dueAt
+      assert.deepEqual([r.items[1].dueAt, r.items[3].dueAt], [due, due])
+      assert.ok(due > Date.now() + 20_000 && due < first.items[0].dueAt, `due ${due}, the duplicate's ${first.items[0].dueAt}`)
+      assert.deepEqual([r.added, r.duplicates], [3, 1])
+    })
+
     test('an id repeated within one call is judged as by calls one after another', async () => {
       const fg = await b.open()
       const r = await fg.enqueue('q', ['a', 'a', 'b', 'a'])

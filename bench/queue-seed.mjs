@@ -31,11 +31,16 @@
 // `dir`: a built flowguard package (a directory with index.js and the addon) to measure instead of
 // this checkout, e.g. a build from before a change.
 //
+// "Redis CPU µs/id": the server's CPU time per id (/proc/<pid>/schedstat, only for a server on this
+// machine), less swayed by a loaded machine than the rates. BENCH_CASES (a regular expression):
+// only the cases whose name matches it.
+//
 // BENCH_ROUNDS (default 5) rounds of BENCH_IDS (default 5,000) ids per case; medians. Starts its
 // own redis-server unless REDIS_URL is set (then it must be a throwaway server: the benchmark
 // runs CONFIG RESETSTAT).
 import { createRequire } from 'node:module'
 import { join, resolve } from 'node:path'
+import { readFileSync } from 'node:fs'
 import { benchRedis } from './redis-server.mjs'
 
 const require = createRequire(import.meta.url)
@@ -65,14 +70,22 @@ async function stats() {
   return { usec: sum(top, 'usec'), calls: sum(top, 'calls'), all: sum(rows, 'calls') }
 }
 
-/** Runs `fn` once, measured: { rate ids/s, us Redis µs per id, calls per call, cmds per call }. */
+// Redis's own CPU time (ns, kernel included), when the server runs on this machine:
+// /proc/<pid>/schedstat counts only time on a CPU, so a loaded machine sways it less than the
+// wall-clock rates and INFO commandstats (wall time around each command).
+const redisPid = Number((await r.info('server')).match(/process_id:(\d+)/)[1])
+const redisCpu = () => { try { return Number(readFileSync(`/proc/${redisPid}/schedstat`, 'utf8').split(' ')[0]) } catch { return NaN } }
+
+/** Runs `fn` once, measured: { rate ids/s, us Redis µs per id, cpu Redis CPU µs per id, calls per call, cmds per call }. */
 async function measure(ids, calls, fn) {
   await r.config('RESETSTAT')
+  const c0 = redisCpu()
   const t0 = process.hrtime.bigint()
   await fn()
   const s = Number(process.hrtime.bigint() - t0) / 1e9
+  const cpu = (redisCpu() - c0) / 1000 / ids
   const st = await stats()
-  return { rate: ids / s, us: st.usec / ids, calls: st.calls / calls, cmds: st.all / calls }
+  return { rate: ids / s, us: st.usec / ids, cpu, calls: st.calls / calls, cmds: st.all / calls }
 }
 
 const chunks = (xs, n) => Array.from({ length: Math.ceil(xs.length / n) }, (_, i) => xs.slice(i * n, i * n + n))
@@ -274,8 +287,10 @@ const cases = {
 }
 
 console.log(`flowguard at ${dir}, Redis ${version}, ${ROUNDS} rounds of ${N} ids per case, medians`)
-console.log('case                     | flowguard ids/s | other ids/s | ratio | Redis µs/id fg | other | scripts/call | cmds/call fg | other | other is')
+console.log('case                     | flowguard ids/s | other ids/s | ratio | Redis µs/id fg | other | Redis CPU µs/id fg | other | scripts/call | cmds/call fg | other | other is')
+const only = process.env.BENCH_CASES && new RegExp(process.env.BENCH_CASES)
 for (const [name, c] of Object.entries(cases)) {
+  if (only && !only.test(name)) continue
   const out = { flowguard: [], ioredis: [], seed: [] }
   for (let round = 0; round < ROUNDS; round++) {
     const ids = Array.from({ length: N }, (_, i) => `product-${round}-${i}`)
@@ -292,6 +307,8 @@ for (const [name, c] of Object.entries(cases)) {
     (m('flowguard', 'rate') / m('ioredis', 'rate')).toFixed(2).padStart(5),
     m('flowguard', 'us').toFixed(2).padStart(14),
     m('ioredis', 'us').toFixed(2).padStart(5),
+    m('flowguard', 'cpu').toFixed(2).padStart(18),
+    m('ioredis', 'cpu').toFixed(2).padStart(5),
     m('flowguard', 'calls').toFixed(2).padStart(12),
     m('flowguard', 'cmds').toFixed(1).padStart(12),
     m('ioredis', 'cmds').toFixed(1).padStart(5),
@@ -300,7 +317,7 @@ for (const [name, c] of Object.entries(cases)) {
   console.log(row.join(' | '))
   if (c.seed) {
     const floorOverSeed = m('ioredis', 'rate') / m('seed', 'rate')
-    console.log(`${'  floor ÷ seed'.padEnd(24)} | ${m('ioredis', 'rate').toFixed(0).padStart(15)} | ${m('seed', 'rate').toFixed(0).padStart(11)} | ${floorOverSeed.toFixed(2).padStart(5)} | Redis µs/id floor ${m('ioredis', 'us').toFixed(2)}, seed ${m('seed', 'us').toFixed(2)}`)
+    console.log(`${'  floor ÷ seed'.padEnd(24)} | ${m('ioredis', 'rate').toFixed(0).padStart(15)} | ${m('seed', 'rate').toFixed(0).padStart(11)} | ${floorOverSeed.toFixed(2).padStart(5)} | Redis µs/id floor ${m('ioredis', 'us').toFixed(2)}, seed ${m('seed', 'us').toFixed(2)}; Redis CPU µs/id floor ${m('ioredis', 'cpu').toFixed(2)}, seed ${m('seed', 'cpu').toFixed(2)}`)
   }
 }
 await fg.close()

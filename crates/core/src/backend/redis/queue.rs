@@ -218,6 +218,11 @@ impl QueueBackend for RedisStore {
             // One id (the webhook's step): its own script first.
             let lead = (ids.len() == 1).then(enqueue_one_script);
             let (_, reply) = self.shard_run(at, Step::Enqueue, enqueue_script(), lead, capped, &tail).await?;
+            if let [due] = reply.as_slice() {
+                // Every id added at one due time (queue_enqueue.lua's short reply).
+                let due = int(due)?;
+                return Ok(ids.iter().map(|_| (EnqueueOutcome::Added, due)).collect());
+            }
             if reply.len() != ids.len() * 2 {
                 return Err(Error::internal(format!("enqueue script replied with {} values", reply.len())));
             }

@@ -4,8 +4,9 @@
 -- given: the first-enqueue times, one HMGET and at most one HSET per chunk); ARGV[5..]: ids.
 -- Reply after the head (see queue_common.lua): per id a code (1 added, 0 duplicate, 2 debounced,
 -- 3 claimed: kept to be delivered again after the claim ends, 4 dead: a dead letter, left one, due
--- time 0) and its due time. On a shard whose mark says it may hold dead letters, one ZMSCORE of
--- them per chunk for the ids neither waiting nor claimed. No slice of
+-- time 0) and its due time; when every id was added (code 1) at one due time, that time alone
+-- (a batch of new ids: one value, not two per id). On a shard whose mark says it may hold dead
+-- letters, one ZMSCORE of them per chunk for the ids neither waiting nor claimed. No slice of
 -- expired claims is returned to waiting here (the other steps do that): an id of this call whose
 -- claim expired is returned alone, as the slice would, before it is judged. Per chunk
 -- of at most 1000 ids: one ZMSCORE of waiting, one of claimed for the ids not waiting, one
@@ -21,6 +22,8 @@ local out = {0, 0, 0}
 local n = 3
 -- Ids made waiting by this call: their due time.
 local mine = {}
+-- Whether every id so far was added (code 1) at `due`: then the reply after the head is `due` alone.
+local all = true
 for c = 5, #ARGV, 1000 do
   local last = math.min(c + 999, #ARGV)
   local ws = redis.call('ZMSCORE', W, unpack(ARGV, c, last))
@@ -37,12 +40,13 @@ for c = 5, #ARGV, 1000 do
     end
     if m > 0 then
       local got = redis.call('ZMSCORE', C, unpack(miss, 1, m))
-      local rest, r = {}, 0
+      -- `rest`, the ids neither waiting nor claimed, only where dead letters may be.
+      local rest, r = counted and {}, 0
       for j = 1, m do
         if got[j] then
           cs = cs or {}
           cs[miss[j]] = got[j]
-        else
+        elseif counted then
           r = r + 1
           rest[r] = miss[j]
         end
@@ -122,8 +126,15 @@ for c = 5, #ARGV, 1000 do
         at = d
       end
     end
-    out[n + 1] = code
-    out[n + 2] = at
+    if all and (code ~= 1 or at ~= due) then
+      -- The first other outcome: the ids before it were all added at `due`.
+      all = false
+      for j = 4, n, 2 do out[j] = 1; out[j + 1] = due end
+    end
+    if not all then
+      out[n + 1] = code
+      out[n + 2] = at
+    end
     n = n + 2
   end
   if z > 0 then redis.call('ZADD', W, unpack(zs, 1, z)) end
@@ -132,4 +143,6 @@ for c = 5, #ARGV, 1000 do
     flag_first()
   end
 end
+-- Every id added at one due time (a batch of new ids): that time alone after the head.
+if all and due then return finish({0, 0, 0, due}, true) end
 return finish(out, true)
