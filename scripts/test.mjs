@@ -143,7 +143,11 @@ const MODEL_SEED_CI = 20261127
 const nodeTest = ['--test', '--test-reporter=tap', '--test-force-exit']
 /** The suites run once more against a Redis Cluster (the model test: the Node API on the Cluster
  * against the in-memory store, on sequences of every pattern). */
-const clusterSuites = ['tracker', 'lock', 'queue', 'state', 'model'].map((s) => `__test__/${s}.test.mjs`)
+// The patterns' own suites on a Cluster (each script's keys in one slot), issue 29's among them.
+const clusterSuites = [
+  'tracker', 'lock', 'queue', 'state', 'model', 'semaphore', 'limiter', 'tracker-dead', 'tracker-results', 'queue-dead',
+  'queue-results', 'queue-max-delay',
+].map((s) => `__test__/${s}.test.mjs`)
 /** The suites run once more against Valkey 8.1 (scripts/valkey-server.mjs): those on REDIS_URL,
  * and those that start servers of their own through __test__/redis-server.mjs (it starts
  * FLOWGUARD_REDIS_SERVER), the Cluster slow-shard and Sentinel suites among them. Left out: the TLS

@@ -302,7 +302,8 @@ const QENQ = 'fgExQueueEnqueue1';
 const QSYNC = 'fgExQueueSync0001';
 const QRCPT = 'fgExQueueReceipt1';
 const PACED = 'fgExPacedSync0001';
-for (const id of [LOOP, REPORT, SUB, CALLER, JOB, ROUTE, STALE, QENQ, QSYNC, QRCPT, PACED]) {
+const BACKOFF = 'fgExBackOff429001';
+for (const id of [LOOP, REPORT, SUB, CALLER, JOB, ROUTE, STALE, QENQ, QSYNC, QRCPT, PACED, BACKOFF]) {
 	if (!byName[id]) {
 		console.error(`example workflow ${id} is missing from ${examplesDir}`);
 		process.exit(2);
@@ -381,9 +382,9 @@ if (process.env.FG_CLOUD_LINT_RESULT) {
 		redact(w.stderr).slice(-400),
 	);
 	const published = onBackends([
-		['embedded', [SUB, JOB, ROUTE, LOOP, REPORT, QENQ, QSYNC, COMPARE_ID, PACED]],
-		['redis', [SUB + 'R', JOB + 'R', ROUTE + 'R', PACED + 'R']],
-		['postgres', [SUB + 'PG', JOB + 'PG', ROUTE + 'PG', PACED + 'PG']],
+		['embedded', [SUB, JOB, ROUTE, LOOP, REPORT, QENQ, QSYNC, COMPARE_ID, PACED, BACKOFF]],
+		['redis', [SUB + 'R', JOB + 'R', ROUTE + 'R', PACED + 'R', BACKOFF + 'R']],
+		['postgres', [SUB + 'PG', JOB + 'PG', ROUTE + 'PG', PACED + 'PG', BACKOFF + 'PG']],
 	]).flatMap(([, list]) => list);
 	for (const id of published) {
 		const p = n8n(['publish:workflow', `--id=${id}`]);
@@ -1012,6 +1013,49 @@ await withServer(async (base) => {
 				a.status === 200 && b.status === 200 && arrivals.length === 6 && new Set(arrivals.map((x) => x.path)).size === 6 &&
 					gaps.every((g) => g >= 350) && spans3.every((s) => s >= 850),
 				`${a.status} ${a.text.slice(0, 300)} | ${b.status} ${b.text.slice(0, 300)} | arrivals ${JSON.stringify(arrivals.map((x) => [Math.round(x.t - times[0]), x.path]))} acked ${acked(a)}+${acked(b)}`,
+			);
+		} finally {
+			api.close();
+		}
+	}
+
+	// Back Off (example 14): a local upstream answers each id's first call 429 with Retry-After: 2
+	// and its second 200. The flow's Back Off node pauses the shared limiter until 2 s after the
+	// 429 it saw, so no second call may arrive before the first 429 + 2000 ms (the pause starts
+	// when Back Off runs, after the 429 was answered), and the flow ends with every id done, not
+	// failed.
+	for (const [backend, sfx] of onBackends([
+		['embedded', ''],
+		['redis', '-redis'],
+		['postgres', '-postgres'],
+	])) {
+		const arrivals = [];
+		const api = (await import('node:http')).createServer((req, res) => {
+			const q = new URL(req.url, 'http://x').searchParams;
+			const first = q.get('attempt') === '0';
+			arrivals.push({ t: performance.now(), id: q.get('id'), attempt: q.get('attempt'), code: first ? 429 : 200 });
+			res.statusCode = first ? 429 : 200;
+			if (first) res.setHeader('retry-after', '2');
+			res.setHeader('content-type', 'application/json');
+			res.end(JSON.stringify({ id: q.get('id'), attempt: q.get('attempt') }));
+		});
+		await new Promise((r) => api.listen(0, '127.0.0.1', r));
+		const apiUrl = `http://127.0.0.1:${api.address().port}`;
+		try {
+			const ids = [`bo-${sfx || 'e'}-1`, `bo-${sfx || 'e'}-2`];
+			const t0 = performance.now();
+			const r = await post(`${base}/webhook/flowguard-back-off${sfx}`, { ids, apiUrl });
+			const tooMany = arrivals.filter((x) => x.code === 429);
+			const retried = arrivals.filter((x) => x.code === 200);
+			const first429 = Math.min(...tooMany.map((x) => x.t));
+			const earliestRetry = Math.min(...retried.map((x) => x.t));
+			const done = Array.isArray(r.json) ? r.json : [];
+			check(
+				`[${backend}] Back Off on 429 (example 14): both ids called twice, the retries ${Math.round(earliestRetry - first429)} ms after the first 429 (>= 2000, Retry-After: 2), the flow ends with both done in ${Math.round(performance.now() - t0)} ms, not failed`,
+				r.status === 200 && tooMany.length === 2 && retried.length === 2 &&
+					new Set(retried.map((x) => x.id)).size === 2 && ids.every((id) => retried.some((x) => x.id === id)) &&
+					earliestRetry - first429 >= 2000 && done.length === 2 && done.every((j) => j.statusCode === 200),
+				`${r.status} ${r.text.slice(0, 300)} | arrivals ${JSON.stringify(arrivals.map((x) => [Math.round(x.t - t0), x.id, x.attempt, x.code]))}`,
 			);
 		} finally {
 			api.close();

@@ -23,8 +23,8 @@ if #ARGV == 7 then
     -- rules::tracker::owns (Rust).
     if action == 'c' then
       local lease_end = now + tonumber(ARGV[6])
-      -- (Not with a maxAttempts: '1' or '' alone.)
-      if not raw and lease_end >= ml and tonumber(ARGV[2]) >= 1 and #ARGV[7] <= 1 then
+      -- (Not with a maxAttempts nor a note, even an empty one (':'): '1' or '' alone.)
+      if not raw and lease_end >= ml and tonumber(ARGV[2]) >= 1 and (ARGV[7] == '' or ARGV[7] == '1') then
         -- A new record: attempt 1 claimed now, the timeline it implies (count 0).
         which, expires = 1, lease_end + retention
         packed = struct.pack(HEAD .. 'I6', 'p', 1, now, now, expires, lease_end) .. owner_field(owner) .. '-\0'
