@@ -459,6 +459,12 @@ if (on('embedded')) {
 		redact(m.error?.message ?? m.all.slice(-400)),
 	);
 }
+/** The backends of the webhook checks, with the suffix of their webhook paths. */
+const WEBHOOK_BACKENDS = [
+	['embedded', ''],
+	['redis', '-redis'],
+	['postgres', '-postgres'],
+];
 /** The store of each backend whose state the checks read with its own tool. */
 const stores = { redis: redisStore, postgres: pgSide?.store };
 for (const [backend, sfx] of onBackends([
@@ -909,11 +915,7 @@ await withServer(async (base) => {
 		if (on('postgres')) await testPostgresCredential(testCredential);
 		await serverChecks.webhooks(base, testCredential);
 	}
-	for (const [backend, sfx] of onBackends([
-		['embedded', ''],
-		['redis', '-redis'],
-		['postgres', '-postgres'],
-	])) {
+	for (const [backend, sfx] of onBackends(WEBHOOK_BACKENDS)) {
 		// Two overlapping runs: the second is sent once the first holds the lock (at its gate),
 		// and the first goes on once the second has been answered.
 		barrier.shut(jobGate(sfx));
@@ -986,11 +988,7 @@ await withServer(async (base) => {
 	// clock); between a slot and the HTTP call n8n runs the next node, so the arrival times are
 	// checked with a stated tolerance of 150 ms: consecutive calls at least 350 ms apart, and any
 	// 3 calls in a row at least 850 ms apart (no second holds more than 2).
-	for (const [backend, sfx] of onBackends([
-		['embedded', ''],
-		['redis', '-redis'],
-		['postgres', '-postgres'],
-	])) {
+	for (const [backend, sfx] of onBackends(WEBHOOK_BACKENDS)) {
 		const arrivals = [];
 		const api = (await import('node:http')).createServer((req, res) => {
 			arrivals.push({ t: performance.now(), path: req.url });
@@ -1024,11 +1022,7 @@ await withServer(async (base) => {
 	// 429 it saw, so no second call may arrive before the first 429 + 2000 ms (the pause starts
 	// when Back Off runs, after the 429 was answered), and the flow ends with every id done, not
 	// failed.
-	for (const [backend, sfx] of onBackends([
-		['embedded', ''],
-		['redis', '-redis'],
-		['postgres', '-postgres'],
-	])) {
+	for (const [backend, sfx] of onBackends(WEBHOOK_BACKENDS)) {
 		const arrivals = [];
 		const api = (await import('node:http')).createServer((req, res) => {
 			const q = new URL(req.url, 'http://x').searchParams;
