@@ -568,6 +568,16 @@ export interface PostgresTls {
    * system's trust store.
    */
   ca?: string
+  /**
+   * A client certificate (PEM text) shown to a server that asks for one (`cert`
+   * authentication), instead of the URL's `sslcert=<file>`. With `key`.
+   */
+  cert?: string
+  /**
+   * The client certificate's private key (PEM text: PKCS #8, RSA or EC, unencrypted), instead of
+   * the URL's `sslkey=<file>`. With `cert`. Never shown in errors.
+   */
+  key?: string
 }
 
 /** Options of `ack`. */

@@ -10,7 +10,7 @@ import { join } from 'node:path'
 
 import { postgresBin, startPostgres } from '../scripts/postgres.mjs'
 import { Flowguard, freshPrefix, rejection } from './backends.mjs'
-import { haveOpenssl, makeCerts } from './tls-certs.mjs'
+import { haveOpenssl, makeCerts, makeClientCert } from './tls-certs.mjs'
 
 const skip = !postgresBin() ? 'PostgreSQL is not installed' : !haveOpenssl ? 'openssl is not installed' : false
 const SECRET = 'hunter2-tls'
@@ -81,6 +81,49 @@ describe('PostgreSQL over TLS (sslmode)', { skip }, () => {
 
   test('disable against a TLS-only server (hostssl) is refused by the server: ERR_BACKEND_AUTH', async () => {
     await fails(url('?sslmode=disable'), 'ERR_BACKEND_AUTH', /pg_hba/)
+  })
+
+  test('a client certificate signs in where the server asks for one (cert authentication): sslcert/sslkey files or tls.cert/tls.key PEM text', async () => {
+    const mine = makeClientCert(cluster.certs, 'flowguard_cert', 'client-ok')
+    const certUrl = (query) => `postgres://flowguard_cert@127.0.0.1:${cluster.port}/postgres${query}`
+    const files = `&sslcert=${encodeURIComponent(mine.cert)}&sslkey=${encodeURIComponent(mine.key)}`
+    await works(certUrl(`?sslmode=verify-full&sslrootcert=${encodeURIComponent(cluster.ca)}${files}`))
+    await works(certUrl(`?sslmode=require${files}`))
+    const pem = { cert: readFileSync(mine.cert, 'utf8'), key: readFileSync(mine.key, 'utf8') }
+    await works({ url: certUrl(''), tls: { ca: readFileSync(cluster.ca, 'utf8'), ...pem } })
+    // Without a certificate the server refuses the role: an authentication error, coded.
+    await fails(certUrl('?sslmode=require'), 'ERR_BACKEND_AUTH')
+    // A certificate for another role (its common name) is refused too.
+    const other = makeClientCert(cluster.certs, 'someone_else', 'client-other')
+    await fails(
+      { url: certUrl('?sslmode=require'), tls: { cert: readFileSync(other.cert, 'utf8'), key: readFileSync(other.key, 'utf8') } },
+      'ERR_BACKEND_AUTH',
+    )
+    // A certificate signed by a CA the server does not trust: the server ends the handshake.
+    const stranger = makeClientCert(otherDir, 'flowguard_cert', 'client-stranger')
+    const e = await rejection(open({ url: certUrl('?sslmode=require'), tls: { cert: readFileSync(stranger.cert, 'utf8'), key: readFileSync(stranger.key, 'utf8') } }))
+    assert.ok(['ERR_BACKEND_AUTH', 'ERR_BACKEND_UNAVAILABLE'].includes(e.code), `${e.code}: ${e.message}`)
+  })
+
+  test('a client certificate without its key, with the wrong key, or given twice is refused by field before connecting; the key never shown', async () => {
+    const mine = makeClientCert(cluster.certs, 'flowguard_cert', 'client-checks')
+    const other = makeClientCert(cluster.certs, 'flowguard_cert', 'client-checks2')
+    const cert = readFileSync(mine.cert, 'utf8')
+    const key = readFileSync(mine.key, 'utf8')
+    const keyBody = key.split('\n')[1]
+    const check = async (postgres, field, pattern) => {
+      const e = await fails(postgres, 'ERR_INVALID_ARGUMENT', pattern)
+      assert.equal(e.field, field, e.message)
+      assert.doesNotMatch(`${e.message} ${e.stack}`, new RegExp(keyBody.slice(0, 40).replace(/[+/]/g, '.')))
+    }
+    await check({ url: url(''), tls: { cert } }, 'postgres.tls.key', /needs its key/)
+    await check({ url: url(''), tls: { key } }, 'postgres.tls.cert', /needs its certificate/)
+    await check(url(`?sslcert=${encodeURIComponent(mine.cert)}`), 'postgres.tls.key', /needs its key/)
+    await check({ url: url(''), tls: { cert, key: readFileSync(other.key, 'utf8') } }, 'postgres.tls.key', /cannot be used together/)
+    await check({ url: url(''), tls: { cert: 'not a certificate', key } }, 'postgres.tls.cert', /PEM certificate/)
+    await check({ url: url(''), tls: { cert, key: 'not a key' } }, 'postgres.tls.key', /PEM private key/)
+    await check({ url: url(`?sslcert=${encodeURIComponent(mine.cert)}&sslkey=${encodeURIComponent(mine.key)}`), tls: { cert, key } }, 'postgres.tls.cert', /sslcert in postgres.url/)
+    await check(url(`?sslcert=${encodeURIComponent(mine.cert)}&sslkey=%2Fnonexistent%2Fme.key`), 'postgres.url', /sslkey="\/nonexistent\/me.key", which cannot be read/)
   })
 
   test('bad TLS settings are refused by field before connecting', async () => {

@@ -20,7 +20,9 @@
 //
 //   (cd bench && npm install) && npm run build && node bench/postgres.mjs [dir]
 //
-// `dir`: a built flowguard package to measure instead of this checkout. Starts a throwaway
+// `dir`: a built flowguard package to measure instead of this checkout. BENCH_BEFORE=<dir>: another
+// built package (say main's release build) measured in the same run as `flowguard postgres (before)`,
+// so a change is compared within one run. Starts a throwaway
 // PostgreSQL (scripts/postgres.mjs: initdb in a temp dir, loopback, fsync off for every side
 // alike) unless FLOWGUARD_TEST_POSTGRES_URL is set, and a redis-server unless REDIS_URL is set.
 // BENCH_ROUNDS (default 5); medians of ops/s; the ratio is flowguard on PostgreSQL ÷ the
@@ -37,6 +39,7 @@ const pg = require('pg')
 const { PgBoss } = requireBoss()
 const dir = resolve(process.argv[2] ?? join(import.meta.dirname, '..'))
 const { Flowguard } = require(join(dir, 'index.js'))
+const before = process.env.BENCH_BEFORE ? require(join(resolve(process.env.BENCH_BEFORE), 'index.js')).Flowguard : null
 const ROUNDS = Number(process.env.BENCH_ROUNDS || 5)
 
 function requireBoss() {
@@ -51,6 +54,7 @@ const tag = randomBytes(3).toString('hex')
 
 const fgPg = await Flowguard.open({ postgres: { url: pgUrl, schema: `fgbench_${tag}` } })
 const fgRedis = await Flowguard.open({ url: redis.url, prefix: `pgb:${tag}:` })
+const fgBefore = before && (await before.open({ postgres: { url: pgUrl, schema: `fgbench_${tag}_before` } }))
 const pool = new pg.Pool({ connectionString: pgUrl, max: 10 })
 const session = new pg.Client({ connectionString: pgUrl })
 await session.connect()
@@ -89,12 +93,12 @@ const uniq = (p) => `${p}-${tag}-${seq++}`
 const cases = {
   'lock pair, one at a time': {
     n: 1000,
-    async 'flowguard postgres'(n) {
+    flowguard: (fg) => async (n) => {
       const name = uniq('l')
       return timed(async () => {
         for (let i = 0; i < n; i++) {
-          const l = await fgPg.acquireLock(name, { timeoutMs: 60000 })
-          await fgPg.releaseLock(name, l.owner)
+          const l = await fg.acquireLock(name, { timeoutMs: 60000 })
+          await fg.releaseLock(name, l.owner)
         }
       })
     },
@@ -119,24 +123,15 @@ const cases = {
         }
       })
     },
-    async 'flowguard redis'(n) {
-      const name = uniq('l')
-      return timed(async () => {
-        for (let i = 0; i < n; i++) {
-          const l = await fgRedis.acquireLock(name, { timeoutMs: 60000 })
-          await fgRedis.releaseLock(name, l.owner)
-        }
-      })
-    },
   },
   'claim + complete, one at a time': {
     n: 1000,
-    async 'flowguard postgres'(n) {
+    flowguard: (fg) => async (n) => {
       const g = uniq('g')
       return timed(async () => {
         for (let i = 0; i < n; i++) {
-          const c = await fgPg.claim(g, `i${i}`)
-          await fgPg.complete(g, `i${i}`, { owner: c.owner })
+          const c = await fg.claim(g, `i${i}`)
+          await fg.complete(g, `i${i}`, { owner: c.owner })
         }
       })
     },
@@ -152,23 +147,14 @@ const cases = {
         }
       })
     },
-    async 'flowguard redis'(n) {
-      const g = uniq('g')
-      return timed(async () => {
-        for (let i = 0; i < n; i++) {
-          const c = await fgRedis.claim(g, `i${i}`)
-          await fgRedis.complete(g, `i${i}`, { owner: c.owner })
-        }
-      })
-    },
   },
   'claimBatch of 10,000': {
     n: 10000,
-    async 'flowguard postgres'(n) {
+    flowguard: (fg) => async (n) => {
       const list = ids(n, 'b')
       const g = uniq('g')
       return timed(async () => {
-        const r = await fgPg.claimBatch(g, list)
+        const r = await fg.claimBatch(g, list)
         if (r.claimed !== n) throw new Error(`claimed ${r.claimed}`)
       })
     },
@@ -180,21 +166,13 @@ const cases = {
         if (r.rowCount !== n) throw new Error(`claimed ${r.rowCount}`)
       })
     },
-    async 'flowguard redis'(n) {
-      const list = ids(n, 'b')
-      const g = uniq('g')
-      return timed(async () => {
-        const r = await fgRedis.claimBatch(g, list)
-        if (r.claimed !== n) throw new Error(`claimed ${r.claimed}`)
-      })
-    },
   },
   'enqueue 1, awaited': {
     n: 1000,
-    async 'flowguard postgres'(n) {
+    flowguard: (fg) => async (n) => {
       const q = uniq('q')
       return timed(async () => {
-        for (let i = 0; i < n; i++) await fgPg.enqueue(q, `e-${i}`)
+        for (let i = 0; i < n; i++) await fg.enqueue(q, `e-${i}`)
       })
     },
     async 'pg-boss send singletonKey'(n) {
@@ -207,22 +185,16 @@ const cases = {
         }
       })
     },
-    async 'flowguard redis'(n) {
-      const q = uniq('q')
-      return timed(async () => {
-        for (let i = 0; i < n; i++) await fgRedis.enqueue(q, `e-${i}`)
-      })
-    },
   },
   'read 100 + ack': {
     n: 5000,
-    async 'flowguard postgres'(n) {
+    flowguard: (fg) => async (n) => {
       const q = uniq('q')
-      await fgPg.enqueue(q, ids(n, 'r'))
+      await fg.enqueue(q, ids(n, 'r'))
       return timed(async () => {
         for (let done = 0; done < n;) {
-          const b = await fgPg.readBatch(q, { limit: 100 })
-          await fgPg.ack(q, b.owner, b.ids)
+          const b = await fg.readBatch(q, { limit: 100 })
+          await fg.ack(q, b.owner, b.ids)
           done += b.ids.length
         }
       })
@@ -240,24 +212,23 @@ const cases = {
         }
       })
     },
-    async 'flowguard redis'(n) {
-      const q = uniq('q')
-      await fgRedis.enqueue(q, ids(n, 'r'))
-      return timed(async () => {
-        for (let done = 0; done < n;) {
-          const b = await fgRedis.readBatch(q, { limit: 100 })
-          await fgRedis.ack(q, b.owner, b.ids)
-          done += b.ids.length
-        }
-      })
-    },
   },
 }
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
 const loads = [loadavg()[0]]
 const rows = []
-for (const [name, c] of Object.entries(cases)) {
+for (const [name, spec] of Object.entries(cases)) {
+  // The flowguard calls run on each flowguard client: this build on PostgreSQL, the build before
+  // (BENCH_BEFORE) on PostgreSQL, this build on Redis.
+  const { flowguard, n, ...contenders } = spec
+  const c = {
+    n,
+    'flowguard postgres': flowguard(fgPg),
+    ...(fgBefore ? { 'flowguard postgres (before)': flowguard(fgBefore) } : {}),
+    ...contenders,
+    'flowguard redis': flowguard(fgRedis),
+  }
   const sides = Object.keys(c).filter((k) => k !== 'n')
   const rates = Object.fromEntries(sides.map((s) => [s, []]))
   for (let round = 0; round < ROUNDS; round++) {
@@ -276,7 +247,7 @@ for (const [name, c] of Object.entries(cases)) {
 
 console.log(`flowguard at ${dir}; PostgreSQL ${(await pool.query('SHOW server_version')).rows[0].server_version}, ` +
   `node-postgres ${require('pg/package.json').version}, pg-boss ${require('pg-boss/package.json').version}; ` +
-  `${ROUNDS} rounds, medians; 1-minute load ${loads.map((l) => l.toFixed(1)).join(', ')}`)
+  `${fgBefore ? `before: ${resolve(process.env.BENCH_BEFORE)}; ` : ''}${ROUNDS} rounds, medians; 1-minute load ${loads.map((l) => l.toFixed(1)).join(', ')}`)
 console.log('\n| case | contender | ops/s | flowguard postgres ÷ this | min – max |\n|---|---|---:|---:|---|')
 for (const r of rows) console.log(r)
 
@@ -285,5 +256,6 @@ await session.end()
 await pool.end()
 await fgPg.close()
 await fgRedis.close()
+await fgBefore?.close()
 redis.stop()
 cluster?.stop()

@@ -16,7 +16,10 @@
 // PostgreSQL refuses to run as root: run as root, the cluster's processes run as the `postgres`
 // user (made by the Debian package); run as anyone else, as that user. The cluster is for tests:
 // trust authentication on loopback, superuser `flowguard`, and fsync off (nothing on it is kept).
-// `startPostgres()` is exported for other scripts (it returns { url, port, dir, data, bin, stop }).
+// `startPostgres()` is exported for other scripts (it returns { url, port, dir, data, bin, stop },
+// and for the fault suites that stop, start and replicate it (__test__/postgres-server.mjs) `as`,
+// the uid and gid its programs run as, `log`, its log file, and `options(port)`, the server options
+// it was started with on another port).
 //
 // With `startPostgres({ password })`: TCP connections (and `hostssl` ones with --tls) authenticate
 // with that password (scram-sha-256; the socket stays trust), and the URL carries it: for tests of
@@ -25,7 +28,8 @@
 // With --tls (`startPostgres({ tls: true })`): `ssl=on` with a throwaway CA and a server
 // certificate for localhost / 127.0.0.1 (__test__/tls-certs.mjs, openssl), and a pg_hba.conf that
 // takes TCP connections over TLS only (`hostssl`); the CA's PEM file is FLOWGUARD_TEST_POSTGRES_CA
-// (`ca` of the returned object).
+// (`ca` of the returned object). The role `flowguard_cert` signs in with a client certificate
+// only (`cert` authentication; the server trusts the same CA, whose key is in `certs`).
 import { spawn, spawnSync } from 'node:child_process'
 import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import net from 'node:net'
@@ -44,7 +48,7 @@ export function postgresBin() {
   return bin ?? null
 }
 
-function freePort() {
+export function freePort() {
   return new Promise((resolve) => {
     const s = net.createServer().listen(0, '127.0.0.1', () => {
       const { port } = s.address()
@@ -81,8 +85,13 @@ function tlsSetup(dir, data, as, method) {
     if (as.uid !== undefined) chownSync(f, as.uid, as.gid)
   }
   chmodSync(files.key, 0o600)
-  writeFileSync(join(data, 'pg_hba.conf'), `local all all trust\nhostssl all all 127.0.0.1/32 ${method}\n`)
-  return { ca: files.ca, opts: ` -c ssl=on -c ssl_cert_file=${files.cert} -c ssl_key_file=${files.key}` }
+  // The role flowguard_cert signs in with a client certificate only (`cert`: its common name is
+  // the role, its chain the CA's), every other role over TLS without one.
+  writeFileSync(
+    join(data, 'pg_hba.conf'),
+    `local all all trust\nhostssl all flowguard_cert 127.0.0.1/32 cert\nhostssl all all 127.0.0.1/32 ${method}\n`,
+  )
+  return { ca: files.ca, certs, opts: ` -c ssl=on -c ssl_cert_file=${files.cert} -c ssl_key_file=${files.key} -c ssl_ca_file=${files.ca}` }
 }
 
 /** Writes `password` to a file the cluster's user can read, for initdb's --pwfile. */
@@ -114,10 +123,12 @@ export async function startPostgres({ tls = false, password } = {}) {
     rmSync(join(dir, 'pwfile'), { force: true })
     const port = await freePort()
     const withTls = tls ? tlsSetup(dir, data, as, password === undefined ? 'trust' : 'scram-sha-256') : null
-    const opts = `-p ${port} -c listen_addresses=127.0.0.1 -k ${dir} -c fsync=off -c max_connections=300${withTls?.opts ?? ''}`
-    pg(bin, 'pg_ctl', ['-D', data, '-l', join(dir, 'log'), '-w', '-t', '60', '-o', opts, 'start'], as)
+    const options = (p) => `-p ${p} -c listen_addresses=127.0.0.1 -k ${dir} -c fsync=off -c max_connections=300${withTls?.opts ?? ''}`
+    const log = join(dir, 'log')
+    pg(bin, 'pg_ctl', ['-D', data, '-l', log, '-w', '-t', '60', '-o', options(port), 'start'], as)
+    if (withTls) pg(bin, 'psql', ['-h', dir, '-p', String(port), '-U', 'flowguard', '-d', 'postgres', '-qc', 'CREATE ROLE flowguard_cert LOGIN SUPERUSER'], as)
     const user = password === undefined ? 'flowguard' : `flowguard:${encodeURIComponent(password)}`
-    return { url: `postgres://${user}@127.0.0.1:${port}/postgres`, port, dir, data, bin, stop: stopAt, ...(withTls ? { ca: withTls.ca } : {}) }
+    return { url: `postgres://${user}@127.0.0.1:${port}/postgres`, port, dir, data, bin, as, log, options, stop: stopAt, ...(withTls ? { ca: withTls.ca, certs: withTls.certs } : {}) }
   } catch (e) {
     stopAt()
     throw e

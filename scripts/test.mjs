@@ -162,10 +162,12 @@ const valkeySuites = [
 ].map((s) => `__test__/${s}.test.mjs`)
 /** The suites run once more on the throwaway PostgreSQL (FLOWGUARD_BACKENDS=postgres: __test__/backends.mjs
  * adds that backend only when asked for by name): those of the patterns the PostgreSQL backend has
- * (docs/postgres.md). */
+ * (docs/postgres.md), and its fault suites (they skip unless so asked). */
 const postgresSuites = [
   'lock', 'state', 'tracker', 'limiter', 'semaphore', 'queue', 'queue-max-delay', 'lock-lease', 'api', 'errors', 'surrogates',
   'backend-rules', 'bounded-work', 'queue-results', 'tracker-dead', 'tracker-results',
+  // Clusters of their own, stopped, restarted, replicated and promoted (__test__/postgres-server.mjs).
+  'faults-postgres-restart', 'faults-postgres-failover', 'faults-postgres-sync-standby',
 ].map((s) => `__test__/${s}.test.mjs`)
 /** The Rust suites run once more against Valkey: every `redis*.rs` test of the core and the server
  * (their binaries are the ones `cargo test --workspace` built). */

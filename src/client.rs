@@ -139,9 +139,15 @@ pub struct PostgresTls {
     /// the URL's `sslrootcert=<file>`. Omitted: `sslrootcert`, else (verify-ca, verify-full) the
     /// system's trust store.
     pub ca: Option<String>,
+    /// A client certificate (PEM text) shown to a server that asks for one (`cert`
+    /// authentication), instead of the URL's `sslcert=<file>`. With `key`.
+    pub cert: Option<String>,
+    /// The client certificate's private key (PEM text: PKCS #8, RSA or EC, unencrypted), instead of
+    /// the URL's `sslkey=<file>`. With `cert`. Never shown in errors.
+    pub key: Option<String>,
 }
 
-js_input!(PostgresTls { ca = "ca" });
+js_input!(PostgresTls { ca = "ca", cert = "cert", key = "key" });
 
 impl PostgresOptions {
     fn into_core(v: Either<String, PostgresOptions>) -> flowguard_core::Result<CorePostgresOptions> {
@@ -153,7 +159,7 @@ impl PostgresOptions {
                     url: o.url,
                     schema: o.schema,
                     pool_size: size.map(|n| u32::try_from(n).unwrap_or(u32::MAX)),
-                    tls: o.tls.map(|t| CorePostgresTls { ca: t.ca }),
+                    tls: o.tls.map(|t| CorePostgresTls { ca: t.ca, cert: t.cert, key: t.key }),
                 }
             }
         })

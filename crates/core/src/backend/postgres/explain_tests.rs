@@ -6,7 +6,8 @@
 use tokio_postgres::types::ToSql;
 
 use super::{
-    catalog, limiter, lock, queue, semaphore, state, tracker, PostgresOptions, Purged, DEFAULT_SCHEMA,
+    catalog, limiter, lock, queue, semaphore, state, tracker, tracker_fast, PostgresOptions, Purged,
+    DEFAULT_SCHEMA,
 };
 use crate::{Client, OpenOptions};
 
@@ -51,7 +52,18 @@ async fn hot_statements_use_an_index() {
     let none_opt_i64: Vec<Option<i64>> = Vec::new();
     let queue_columns: [&(dyn ToSql + Sync); 8] =
         [&ns, &name, &shard, &none_ids, &none_opt_i64, &none_opt_i64, &none_text, &none_opt_i64];
+    let (status, no_text, no_bytes, yes): (i16, Option<&str>, Option<&[u8]>, bool) = (1, None, None, true);
     let statements: Vec<(&str, &str, Vec<&(dyn ToSql + Sync)>)> = vec![
+        ("lock fast acquire", lock::ACQUIRE_FAST, vec![&ns, &name, &owner, &no_bytes, &limit]),
+        ("lock fast release", lock::RELEASE_FAST, vec![&ns, &name, &owner, &owner, &owner]),
+        (
+            "item fast claim",
+            tracker_fast::CLAIM,
+            vec![&ns, &name, &name, &owner, &limit, &limit, &status, &no_text, &yes],
+        ),
+        ("item fast completion", tracker_fast::COMPLETE, vec![&ns, &name, &name, &no_text, &limit, &no_text]),
+        ("item fast failure", tracker_fast::FAIL, vec![&ns, &name, &name, &no_text, &limit, &name, &owner]),
+        ("purge items, fast", tracker_fast::PURGE, vec![]),
         ("lock load", lock::LOAD, vec![&ns, &name]),
         ("lock load for update", lock::LOAD_LOCKED, vec![&ns, &name]),
         ("value for update", state::VALUE_LOCKED, vec![&ns, &name]),

@@ -15,7 +15,9 @@ use tokio_postgres::Row;
 
 use std::sync::atomic::Ordering;
 
-use super::{text, transaction, Ctx, Postgres, Purged, Sql};
+use tokio_postgres::types::ToSql;
+
+use super::{notify, text, transaction, Ctx, Fail, Postgres, Purged, Sql};
 use crate::backend::BoxFuture;
 use crate::lock::{Attempt, ExtendResult, LockBackend, LockInfo, ReleaseResult};
 use crate::rules::lock::{self, Holder};
@@ -54,6 +56,30 @@ pub(super) const SWEEP_EVERY: u32 = 32;
 pub(super) const LOAD: &str = "SELECT owner, fence, label, exp FROM {s}.locks WHERE ns = $1 AND name = $2";
 pub(super) const LOAD_LOCKED: &str =
     "SELECT owner, fence, label, exp FROM {s}.locks WHERE ns = $1 AND name = $2 FOR UPDATE";
+
+/// The fast statement of an acquisition (see `fast`): [`lock::acquire`] takes a lock whose row
+/// is absent (fence 1) or whose lease ended or was released at or before now (the last fence
+/// plus one). `$1` ns, `$2` name, `$3` owner, `$4` label, `$5` lease (ms). The new fence, or no
+/// row: the lock is held (or was released after the statement's time, when it waited for that
+/// release), and the transaction decides.
+pub(super) const ACQUIRE_FAST: &str =
+    "WITH k AS (SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8 AS now)
+INSERT INTO {s}.locks AS l (ns, name, owner, fence, label, exp) SELECT $1, $2, $3, 1, $4, k.now + $5 FROM k
+ON CONFLICT (ns, name) DO UPDATE SET owner = EXCLUDED.owner, fence = l.fence + 1, label = EXCLUDED.label,
+  exp = EXCLUDED.exp
+WHERE l.exp <= EXCLUDED.exp - $5
+RETURNING fence";
+
+/// The fast statement of a release (see `fast`): [`lock::release`] passes the owner check when
+/// the live lease's owner is the one given; the row is freed as [`free`] frees it, and the
+/// release announced (`notify`, sent when the statement commits). `$1` ns, `$2` name, `$3` owner,
+/// `$4` the channel, `$5` the payload. A row when released; none: refused, and the transaction
+/// tells why.
+pub(super) const RELEASE_FAST: &str =
+    "WITH k AS (SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8 AS now),
+r AS (UPDATE {s}.locks AS l SET owner = NULL, label = NULL, exp = k.now FROM k
+  WHERE l.ns = $1 AND l.name = $2 AND l.owner = $3 AND l.exp > k.now RETURNING 1)
+SELECT pg_notify($4, $5)::text FROM r";
 
 /// The row of lock `name`, locked until the transaction ends when `for_update`, and the
 /// database's time read after it (one round trip, see `Ctx::query_then_now`).
@@ -186,10 +212,37 @@ impl LockBackend for Postgres {
         label: Option<&'a str>,
     ) -> BoxFuture<'a, Attempt> {
         let sweep = self.acquisitions.fetch_add(1, Ordering::Relaxed) % SWEEP_EVERY == SWEEP_EVERY - 1;
-        Box::pin(async move { transaction!(self, |c| try_acquire(&c, name, owner, lease_ms, label, sweep)) })
+        Box::pin(async move {
+            // The sweep's turn goes by the transaction, which runs it.
+            if !sweep {
+                let label = lock::label(label);
+                let (ns, name_b, label_b, lease) =
+                    (self.ns.as_bytes(), name.as_bytes(), label.map(str::as_bytes), lease_ms as i64);
+                let rows =
+                    self.one_statement(ACQUIRE_FAST, &[&ns, &name_b, &owner, &label_b, &lease], None).await?;
+                if let Some(row) = rows.first() {
+                    let fence: i64 = row.try_get(0).map_err(|e| self.failure(Fail::Pg(e)))?;
+                    return Ok(Attempt {
+                        acquired: true,
+                        fence: fence as u64,
+                        remaining_ms: lease_ms,
+                        holder: label.map(str::to_string),
+                    });
+                }
+            }
+            transaction!(self, |c| try_acquire(&c, name, owner, lease_ms, label, sweep))
+        })
     }
     fn release<'a>(&'a self, name: &'a str, owner: &'a str) -> BoxFuture<'a, ReleaseResult> {
-        Box::pin(async move { transaction!(self, |c| release(&c, name, owner)) })
+        Box::pin(async move {
+            let (ns, name_b) = (self.ns.as_bytes(), name.as_bytes());
+            let payload = notify::payload(Topic::Lock, &self.ns, name);
+            let params: [&(dyn ToSql + Sync); 5] = [&ns, &name_b, &owner, &self.schema, &payload];
+            if !self.one_statement(RELEASE_FAST, &params, None).await?.is_empty() {
+                return Ok(ReleaseResult { released: true, reason: None });
+            }
+            transaction!(self, |c| release(&c, name, owner))
+        })
     }
     fn release_fence<'a>(&'a self, name: &'a str, fence: u64) -> BoxFuture<'a, ReleaseResult> {
         Box::pin(async move { transaction!(self, |c| release_fence(&c, name, fence)) })

@@ -15,13 +15,20 @@
 //!   decides at the time it got them), asks the rule, and writes. A row that did not exist cannot
 //!   be locked: it is written with `INSERT … ON CONFLICT DO NOTHING`, and when another call
 //!   inserted it first, the transaction is rolled back and run again ([`Fail::Race`]), now
-//!   finding the row and locking it.
+//!   finding the row and locking it (the Item Tracker inserts its new records without `ON
+//!   CONFLICT`: the unique violation says the same, at less than half the cost per row).
+//! - The calls whose common case one statement decides (an item's claim, completion and failure,
+//!   a lock's acquisition and release) run that statement first, on its own: one round trip, and
+//!   the transaction only when it returns no row (`fast`).
 //! - Times are milliseconds since the epoch by the database's clock, never the client's.
 
 mod catalog;
 mod clock;
 #[cfg(test)]
 mod explain_tests;
+mod fast;
+#[cfg(test)]
+mod fast_tests;
 mod limiter;
 mod lock;
 mod notify;
@@ -31,6 +38,7 @@ mod semaphore;
 mod state;
 mod tls;
 mod tracker;
+mod tracker_fast;
 
 use std::fmt;
 use std::str::FromStr;
@@ -42,7 +50,7 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-use tls::{RootCert, SslMode};
+use tls::{ClientCert, Pem, RootCert, SslMode};
 
 use crate::backend::Backend;
 use crate::client::Config;
@@ -75,12 +83,29 @@ pub struct PostgresOptions {
 }
 
 /// The `tls` of [`PostgresOptions`].
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Default, PartialEq, Eq, Hash)]
 pub struct PostgresTls {
     /// The CA certificates to check the server's certificate with, as PEM text (instead of the
     /// URL's `sslrootcert=<file>`). None: the URL's `sslrootcert`, else, for `verify-ca` and
     /// `verify-full`, the system's trust store.
     pub ca: Option<String>,
+    /// A client certificate (PEM text, the chain after it if any) shown to a server that asks for
+    /// one (`cert` authentication), instead of the URL's `sslcert=<file>`. With `key`.
+    pub cert: Option<String>,
+    /// The client certificate's private key (PEM text: PKCS #8, RSA or EC, unencrypted), instead
+    /// of the URL's `sslkey=<file>`. With `cert`. Never printed.
+    pub key: Option<String>,
+}
+
+/// Never prints the key.
+impl fmt::Debug for PostgresTls {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PostgresTls")
+            .field("ca", &self.ca)
+            .field("cert", &self.cert)
+            .field("key", &self.key.as_ref().map(|_| "***"))
+            .finish()
+    }
 }
 
 /// Never prints the URL (it may hold a password).
@@ -128,6 +153,42 @@ impl PostgresOptions {
         }
     }
 
+    /// The client certificate and key: the `tls.cert` / `tls.key` options or the URL's `sslcert` /
+    /// `sslkey`, each from one place, both or neither.
+    fn client_cert(&self, url_cert: Option<String>, url_key: Option<String>) -> Result<Option<ClientCert>> {
+        let tls = FieldPath::new("postgres").field("tls");
+        let in_url = FieldPath::new("postgres").field("url");
+        let pick =
+            |option: Option<String>, from_url: Option<String>, name: &'static str, url_key: &str| match (
+                option, from_url,
+            ) {
+                (Some(_), Some(_)) => Err(Error::invalid_at(
+                    tls.clone().field(name),
+                    format!("is given with {url_key} in postgres.url: give one of them"),
+                )),
+                (Some(t), None) => Ok(Some((Pem::Text(t), tls.clone().field(name)))),
+                (None, Some(f)) => Ok(Some((Pem::File(f), in_url.clone()))),
+                (None, None) => Ok(None),
+            };
+        let opts = self.tls.as_ref();
+        let cert = pick(opts.and_then(|t| t.cert.clone()), url_cert, "cert", "sslcert")?;
+        let key = pick(opts.and_then(|t| t.key.clone()), url_key, "key", "sslkey")?;
+        match (cert, key) {
+            (None, None) => Ok(None),
+            (Some((cert, cert_field)), Some((key, key_field))) => {
+                Ok(Some(ClientCert { cert, cert_field, key, key_field }))
+            }
+            (Some(_), None) => Err(Error::invalid_at(
+                tls.field("key"),
+                "is missing: a client certificate (tls.cert or sslcert) needs its key (tls.key or sslkey)",
+            )),
+            (None, Some(_)) => Err(Error::invalid_at(
+                tls.field("cert"),
+                "is missing: a client key (tls.key or sslkey) needs its certificate (tls.cert or sslcert)",
+            )),
+        }
+    }
+
     /// The driver's settings from the URL and its TLS connector, checked without connecting
     /// (errors name `postgres.url` or `postgres.tls.ca`, never echo the URL).
     fn driver_config(&self, config: &Config) -> Result<(tokio_postgres::Config, MakeRustlsConnect)> {
@@ -164,7 +225,8 @@ impl PostgresOptions {
             (None, Some(f)) => (Some(RootCert::File(f)), FieldPath::new("postgres").field("url")),
             (None, None) => (None, ca_field),
         };
-        let connector = tls::connector(mode, root.as_ref(), field)?;
+        let client = self.client_cert(url.cert, url.key)?;
+        let connector = tls::connector(mode, root.as_ref(), field, client.as_ref())?;
         pg.connect_timeout(Duration::from_millis(config.connect_timeout_ms));
         // Every statement is bounded, a wait for a row lock included.
         let timeout = format!("-c statement_timeout={}", config.command_timeout_ms);
@@ -196,12 +258,18 @@ pub struct Postgres {
     schema: String,
     /// The key prefix: the namespace of every row this client reads and writes.
     ns: String,
+    /// The client's command timeout: the longest a COMMIT is waited for (see [`Postgres::commit`]).
+    command_timeout: Duration,
     /// Lock acquisitions by this client, for the sweep of forgotten lock names (see `lock`).
     acquisitions: std::sync::atomic::AtomicU32,
     /// Semaphore acquisitions by this client, for the sweep of forgotten names (see `semaphore`).
     permits: std::sync::atomic::AtomicU32,
     /// The connection that hears the releases announced by NOTIFY, for the waits (`notify`).
     listener: notify::Listener,
+    /// Calls a fast statement decided (`fast`), for the tests that show them taken.
+    fast_taken: std::sync::atomic::AtomicU64,
+    /// The Item Tracker's fast statements run, for their purge's turn (`tracker_fast`).
+    fast_writes: std::sync::atomic::AtomicU32,
 }
 
 impl Postgres {
@@ -226,9 +294,12 @@ impl Postgres {
             pool,
             schema,
             ns: config.keys.prefix().to_string(),
+            command_timeout: Duration::from_millis(config.command_timeout_ms),
             acquisitions: Default::default(),
             permits: Default::default(),
             listener,
+            fast_taken: Default::default(),
+            fast_writes: Default::default(),
         };
         schema::ensure(&store).await?;
         Ok(store)
@@ -259,6 +330,20 @@ impl Postgres {
         }
     }
 
+    /// Commits `tx`, waiting at most the command timeout. PostgreSQL's `statement_timeout` does
+    /// not bound a COMMIT's wait for a synchronous standby (it is switched off before the commit
+    /// runs), so with the standby away the COMMIT waits as long as it is; and cancelling it would
+    /// end that wait with the COMMIT answered as done (only a WARNING says the standby has not
+    /// confirmed it), a write a promotion of that standby loses. So the wait is bounded here and,
+    /// past it, the call fails ([`Fail::Unconfirmed`]: applied or not, unknown) and its connection,
+    /// still in its COMMIT, is closed (see [`transaction!`]).
+    pub(crate) async fn commit(&self, tx: deadpool_postgres::Transaction<'_>) -> Sql<()> {
+        match tokio::time::timeout(self.command_timeout, tx.commit()).await {
+            Ok(done) => Ok(done?),
+            Err(_) => Err(Fail::Unconfirmed),
+        }
+    }
+
     /// Why a transaction failed, as a coded error.
     fn failure(&self, f: Fail) -> Error {
         match f {
@@ -275,6 +360,14 @@ impl Postgres {
                 format!("a row of PostgreSQL schema {} holds what flowguard did not write ({what})", self.schema),
             ),
             Fail::Coded(e) => e,
+            Fail::Unconfirmed => Error::new(
+                ErrorCode::Timeout,
+                format!(
+                    "PostgreSQL did not confirm the commit within the command timeout ({} ms; a synchronous standby \
+                     not answering?): the write may or may not have been applied",
+                    self.command_timeout.as_millis()
+                ),
+            ),
         }
     }
 }
@@ -295,9 +388,16 @@ macro_rules! transaction {
             let $c = $crate::backend::postgres::Ctx { tx: &tx, schema: &store.schema, ns: &store.ns };
             let out: $crate::backend::postgres::Sql<_> = $body.await;
             let out = match out {
-                Ok(v) => tx.commit().await.map(|()| v).map_err($crate::backend::postgres::Fail::Pg),
-                Err(e) => Err(e),
+                Ok(v) => store.commit(tx).await.map(|()| v),
+                Err(e) => {
+                    drop(tx);
+                    Err(e)
+                }
             };
+            if matches!(out, Err($crate::backend::postgres::Fail::Unconfirmed)) {
+                // Its connection is still in its COMMIT: out of the pool, and closed.
+                drop(deadpool_postgres::Object::take(conn));
+            }
             match out {
                 Ok(v) => break Ok(v),
                 Err(f) if f.retry() && tries < $crate::backend::postgres::MAX_RETRIES => {
@@ -434,6 +534,8 @@ pub(crate) enum Fail {
     Corrupt(String),
     /// The call is refused by a rule (nothing written: the transaction is rolled back).
     Coded(Error),
+    /// The COMMIT was not answered within the command timeout (see [`Postgres::commit`]).
+    Unconfirmed,
 }
 
 impl Fail {

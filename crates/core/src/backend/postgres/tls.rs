@@ -10,9 +10,13 @@
 //! | `verify-full` (default with `tls`) | always | its chain, and that it names the host connected to |
 //!
 //! The CA is `sslrootcert=<file>` of the URL (a PEM file; `system`: the system's trust store), or
-//! the PEM text of the `tls.ca` option. tokio-postgres knows only `disable`, `prefer` and
-//! `require`, and no `sslrootcert`: both are taken out of the URL here, and the driver is told
-//! `require` for the two `verify-*` modes, the check being the verifier's.
+//! the PEM text of the `tls.ca` option. A client certificate (for the server's `cert`
+//! authentication, or `clientcert=verify-ca` / `verify-full` in its pg_hba.conf) is
+//! `sslcert=<file>` and `sslkey=<file>` of the URL, or the PEM text of the `tls.cert` and
+//! `tls.key` options: both or neither (libpq would look for `~/.postgresql/postgresql.crt`; flowguard
+//! reads no file it was not named). tokio-postgres knows only `disable`, `prefer` and `require`, and
+//! none of the files: they are taken out of the URL here, and the driver is told `require` for the
+//! two `verify-*` modes, the check being the verifier's.
 
 use std::sync::Arc;
 
@@ -20,7 +24,7 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::client::WebPkiServerVerifier;
 use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 use tokio_postgres::config::SslMode as DriverMode;
 use tokio_postgres_rustls::MakeRustlsConnect;
@@ -70,21 +74,54 @@ pub enum RootCert {
     System,
 }
 
+/// Where a client certificate or its key comes from.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Pem {
+    /// A PEM file (`sslcert=<path>`, `sslkey=<path>` of the URL).
+    File(String),
+    /// PEM text (the `tls.cert`, `tls.key` options).
+    Text(String),
+}
+
+/// Never prints PEM text (a key is a secret); a file's path is not.
+impl std::fmt::Debug for Pem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Pem::File(path) => f.debug_tuple("File").field(path).finish(),
+            Pem::Text(_) => f.write_str("Text(***)"),
+        }
+    }
+}
+
+/// A client certificate (its chain, as PEM) and its private key, with the fields their errors
+/// are reported under.
+#[derive(Debug)]
+pub struct ClientCert {
+    pub cert: Pem,
+    pub cert_field: FieldPath,
+    pub key: Pem,
+    pub key_field: FieldPath,
+}
+
 /// The TLS settings of a URL, and the URL without them (for the driver).
 #[derive(Debug, PartialEq, Eq)]
 pub struct UrlTls {
-    /// The URL (or key=value string) without `sslmode` and `sslrootcert`.
+    /// The URL (or key=value string) without `sslmode`, `sslrootcert`, `sslcert` and `sslkey`.
     pub rest: String,
     pub mode: Option<SslMode>,
     pub root_cert: Option<String>,
+    /// `sslcert=<file>`: the client certificate.
+    pub cert: Option<String>,
+    /// `sslkey=<file>`: the client certificate's key.
+    pub key: Option<String>,
 }
 
 fn url_error(msg: impl Into<String>) -> Error {
     Error::invalid_at(FieldPath::new("postgres").field("url"), msg)
 }
 
-/// Takes `sslmode` and `sslrootcert` out of a `postgres://` URL's query or of a key=value string.
-/// Other settings are left to the driver. Never echoes the URL.
+/// Takes `sslmode`, `sslrootcert`, `sslcert` and `sslkey` out of a `postgres://` URL's query or of
+/// a key=value string. Other settings are left to the driver. Never echoes the URL.
 pub fn split_url(url: &str) -> Result<UrlTls> {
     let (rest, pairs) = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
         split_query(url)?
@@ -92,7 +129,7 @@ pub fn split_url(url: &str) -> Result<UrlTls> {
         split_key_values(url)?
     };
     let mut mode = None;
-    let mut root_cert = None;
+    let (mut root_cert, mut cert, mut key) = (None, None, None);
     for (k, v) in pairs {
         match k.as_str() {
             "sslmode" => {
@@ -103,14 +140,16 @@ pub fn split_url(url: &str) -> Result<UrlTls> {
                     ))
                 })?)
             }
+            "sslcert" => cert = Some(v),
+            "sslkey" => key = Some(v),
             _ => root_cert = Some(v),
         }
     }
-    Ok(UrlTls { rest, mode, root_cert })
+    Ok(UrlTls { rest, mode, root_cert, cert, key })
 }
 
 fn is_tls_key(k: &str) -> bool {
-    k == "sslmode" || k == "sslrootcert"
+    matches!(k, "sslmode" | "sslrootcert" | "sslcert" | "sslkey")
 }
 
 /// The URL form: the query's `sslmode` and `sslrootcert` (percent-decoded) taken out.
@@ -199,8 +238,14 @@ fn split_key_values(s: &str) -> Result<(String, Vec<(String, String)>)> {
 }
 
 /// The driver's TLS connector for `mode` with `root` as the trusted CAs (none: see the table
-/// above). `field` names the option a bad CA is reported under.
-pub fn connector(mode: SslMode, root: Option<&RootCert>, field: FieldPath) -> Result<MakeRustlsConnect> {
+/// above) and `client` as the certificate shown to the server when it asks for one. `field` names
+/// the option a bad CA is reported under.
+pub fn connector(
+    mode: SslMode,
+    root: Option<&RootCert>,
+    field: FieldPath,
+    client: Option<&ClientCert>,
+) -> Result<MakeRustlsConnect> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let verifier: Arc<dyn ServerCertVerifier> = match (mode, root) {
         (SslMode::VerifyFull, root) => webpki(root.unwrap_or(&RootCert::System), &provider, field)?,
@@ -212,13 +257,59 @@ pub fn connector(mode: SslMode, root: Option<&RootCert>, field: FieldPath) -> Re
             Arc::new(Lenient { provider: provider.clone(), chain })
         }
     };
-    let config = ClientConfig::builder_with_provider(provider)
+    let builder = ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| Error::new(crate::ErrorCode::Internal, format!("TLS for PostgreSQL: {e}")))?
         .dangerous()
-        .with_custom_certificate_verifier(verifier)
-        .with_no_client_auth();
+        .with_custom_certificate_verifier(verifier);
+    let config = match client {
+        None => builder.with_no_client_auth(),
+        Some(c) => {
+            let (chain, key) = identity(c)?;
+            builder.with_client_auth_cert(chain, key).map_err(|e| {
+                Error::invalid_at(
+                    c.key_field.clone(),
+                    format!(
+                        "and the client certificate cannot be used together ({e}): the key must be the certificate's, \
+                         the certificate an X.509 v3 one"
+                    ),
+                )
+            })?
+        }
+    };
     Ok(MakeRustlsConnect::new(config))
+}
+
+/// The PEM bytes of a certificate or key: the file's, or the text. Errors name the field, and a
+/// file by its path (never its contents).
+fn pem_bytes(pem: &Pem, field: &FieldPath, url_key: &str) -> Result<Vec<u8>> {
+    match pem {
+        Pem::Text(t) => Ok(t.as_bytes().to_vec()),
+        Pem::File(path) => std::fs::read(path).map_err(|e| {
+            Error::invalid_at(field.clone(), format!("has {url_key}={path:?}, which cannot be read ({e})"))
+        }),
+    }
+}
+
+/// A client certificate's chain and its private key, read and parsed.
+fn identity(c: &ClientCert) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>)> {
+    let what = |pem: &Pem, url_key: &str, kind: &str| match pem {
+        Pem::File(path) => format!("has {url_key}={path:?}, which holds no PEM {kind}"),
+        Pem::Text(_) => format!("must be a PEM {kind}"),
+    };
+    let chain = pem_certs(&pem_bytes(&c.cert, &c.cert_field, "sslcert")?).map_err(|()| {
+        Error::invalid_at(
+            c.cert_field.clone(),
+            what(&c.cert, "sslcert", "certificate (-----BEGIN CERTIFICATE-----)"),
+        )
+    })?;
+    let key = PrivateKeyDer::from_pem_slice(&pem_bytes(&c.key, &c.key_field, "sslkey")?).map_err(|_| {
+        Error::invalid_at(
+            c.key_field.clone(),
+            what(&c.key, "sslkey", "private key (-----BEGIN PRIVATE KEY-----, RSA or EC, unencrypted)"),
+        )
+    })?;
+    Ok((chain, key))
 }
 
 /// The certificates of `root`, as a trust store.
@@ -361,14 +452,46 @@ mod tests {
     #[test]
     fn a_bad_ca_is_refused_by_field() {
         let field = || FieldPath::new("postgres").field("tls").field("ca");
-        let e =
-            connector(SslMode::VerifyFull, Some(&RootCert::Pem("not pem".into())), field()).err().unwrap();
-        assert_eq!(e.field.as_ref().map(|f| f.to_string()).as_deref(), Some("postgres.tls.ca"), "{e}");
-        let e = connector(SslMode::VerifyCa, Some(&RootCert::File("/nonexistent/ca.pem".into())), field())
+        let e = connector(SslMode::VerifyFull, Some(&RootCert::Pem("not pem".into())), field(), None)
             .err()
             .unwrap();
+        assert_eq!(e.field.as_ref().map(|f| f.to_string()).as_deref(), Some("postgres.tls.ca"), "{e}");
+        let e =
+            connector(SslMode::VerifyCa, Some(&RootCert::File("/nonexistent/ca.pem".into())), field(), None)
+                .err()
+                .unwrap();
         assert!(e.message.contains("cannot be read"), "{e}");
-        assert!(connector(SslMode::Require, None, field()).is_ok());
+        assert!(connector(SslMode::Require, None, field(), None).is_ok());
+    }
+
+    #[test]
+    fn the_client_certificate_and_key_are_taken_out_of_the_url() {
+        let t = split_url("postgres://u@h/db?sslcert=%2Fc%2Fme.crt&sslkey=%2Fc%2Fme.key&x=1").unwrap();
+        assert_eq!(t.rest, "postgres://u@h/db?x=1");
+        assert_eq!((t.cert.as_deref(), t.key.as_deref()), (Some("/c/me.crt"), Some("/c/me.key")));
+        let t = split_url("host=h sslcert=/c/me.crt sslkey='/c/my key'").unwrap();
+        assert_eq!(t.rest, "host='h'");
+        assert_eq!((t.cert.as_deref(), t.key.as_deref()), (Some("/c/me.crt"), Some("/c/my key")));
+    }
+
+    #[test]
+    fn a_bad_client_certificate_or_key_is_refused_by_field_without_echoing_a_key() {
+        let tls = FieldPath::new("postgres").field("tls");
+        let client = |cert: Pem, key: Pem| ClientCert {
+            cert,
+            cert_field: tls.clone().field("cert"),
+            key,
+            key_field: tls.clone().field("key"),
+        };
+        let secret = "-----BEGIN PRIVATE KEY-----\nc2VjcmV0LWtleS1ieXRlcw==\n-----END PRIVATE KEY-----\n";
+        let c = client(Pem::Text("not a certificate".into()), Pem::Text(secret.into()));
+        let e = connector(SslMode::Require, None, tls.clone(), Some(&c)).err().unwrap();
+        assert_eq!(e.field.as_ref().map(|f| f.to_string()).as_deref(), Some("postgres.tls.cert"), "{e}");
+        let c = client(Pem::File("/nonexistent/me.crt".into()), Pem::File("/nonexistent/me.key".into()));
+        let e = connector(SslMode::Require, None, tls.clone(), Some(&c)).err().unwrap();
+        assert!(e.message.contains("sslcert=\"/nonexistent/me.crt\", which cannot be read"), "{e}");
+        assert!(!format!("{c:?}").contains("c2VjcmV0"), "{c:?}");
+        assert!(!format!("{:?}", Pem::Text(secret.into())).contains("c2VjcmV0"));
     }
 
     #[test]

@@ -8,18 +8,22 @@
 //! 3. each operation, in the caller's order, is decided by [`rules::tracker`] over the records in
 //!    memory (a repeated id sees the earlier operation's result);
 //! 4. the changed records are written in at most three statements, whatever the batch's size
-//!    (arrays, `unnest`): the new rows inserted (`ON CONFLICT DO NOTHING`, in id order; a row
-//!    another call inserted first makes the transaction run again, see the module `postgres`),
+//!    (arrays, `unnest`): the new rows inserted (a plain `INSERT`, in id order; a row another
+//!    call inserted first, a unique violation, makes the transaction run again, see the module
+//!    `postgres`),
 //!    the locked rows updated, the unset ones deleted;
-//! 5. a bounded slice of expired records is removed (see `Ctx::purge`), sent with step 4.
+//! 5. a bounded slice of expired records is removed (see `Ctx::purge`), sent with step 4, after
+//!    its writes (it would otherwise remove an expired record this call is writing again).
 //!
 //! [`rules::tracker`]: crate::rules::tracker
 
 use std::collections::HashMap;
 
-use tokio_postgres::Row;
+use tokio_postgres::error::SqlState;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Row, Statement};
 
-use super::{text, transaction, Ctx, Fail, Postgres, Purged, Sql};
+use super::{text, transaction, Ctx, Fail, Params, Postgres, Purged, Sql};
 use crate::backend::BoxFuture;
 use crate::rules::tracker::{claim, decide, fresh, implied_timeline, kept, page, take, write, Decision};
 use crate::tracker::{
@@ -36,11 +40,15 @@ pub(super) const LOAD: &str =
     "SELECT id, s, a, o, l, c, u, d, e, x, t, r, n FROM {s}.items WHERE ns = $1 AND grp = $2 AND id = ANY($3)";
 pub(super) const LIST: &str =
     "SELECT id, s, a, o, l, c, u, d, e, x, t, r, n FROM {s}.items WHERE ns = $1 AND grp = $2 AND x > $3";
-/// The new records, the changed ones, the removed ones (arrays of the records' columns).
+/// The new records, the changed ones, the removed ones (arrays of the records' columns). The new
+/// records are inserted without `ON CONFLICT` (its speculative insertion costs more than twice a
+/// plain insert per row: 340 against 135 ms for 10,000 rows, EXPLAIN ANALYZE): the transaction
+/// found these ids without a row, so a unique violation means another call inserted one since,
+/// and the transaction runs again ([`Fail::Race`]).
 pub(super) const INSERT: &str = "INSERT INTO {s}.items (ns, grp, id, s, a, o, l, c, u, d, e, x, t, r, n)
     SELECT $1, $2, * FROM unnest($3::bytea[], $4::int2[], $5::int4[], $6::text[], $7::int8[],
       $8::int8[], $9::int8[], $10::int8[], $11::bytea[], $12::int8[], $13::text[], $14::text[], $15::text[])
-    ON CONFLICT (ns, grp, id) DO NOTHING";
+";
 pub(super) const UPDATE: &str = "UPDATE {s}.items SET s = v.s, a = v.a, o = v.o, l = v.l, c = v.c, u = v.u,
       d = v.d, e = v.e, x = v.x, t = v.t, r = v.r, n = v.n
     FROM unnest($3::bytea[], $4::int2[], $5::int4[], $6::text[], $7::int8[], $8::int8[], $9::int8[],
@@ -50,7 +58,7 @@ pub(super) const UPDATE: &str = "UPDATE {s}.items SET s = v.s, a = v.a, o = v.o,
 pub(super) const DELETE: &str = "DELETE FROM {s}.items WHERE ns = $1 AND grp = $2 AND id = ANY($3)";
 
 /// A record from a row of its columns (see [`LOAD`]).
-fn from_row(r: &Row) -> Sql<(String, Record)> {
+pub(super) fn from_row(r: &Row) -> Sql<(String, Record)> {
     let id = text(r, 0)?.ok_or_else(|| Fail::Corrupt("an item without an id".into()))?;
     let code: i16 = r.try_get(1)?;
     let (s, m) = from_status_column(i64::from(code))
@@ -120,8 +128,14 @@ impl Locked {
         self.slots.get_mut(id).expect("every id of the call was loaded")
     }
 
-    /// Writes the changed records: new rows inserted, locked rows updated, unset ones deleted.
-    async fn save(self, c: &Ctx<'_, '_>, group: &str) -> Sql<()> {
+    /// Writes the changed records (new rows inserted, locked rows updated, unset ones deleted),
+    /// then removes a slice of expired records, all sent together in that order: each statement
+    /// is prepared first, so it is sent on its future's first poll, `try_join4` polls them in
+    /// order, and PostgreSQL runs them in the order sent. The purge must come last: its `SKIP
+    /// LOCKED` skips the rows other calls hold, not this call's, so sent before a write it could
+    /// delete an expired record this call locked and is writing again (the write then finds no
+    /// row, and the record is lost).
+    async fn save_and_purge(self, c: &Ctx<'_, '_>, group: &str, now: i64) -> Sql<()> {
         let mut changed: Vec<(String, Slot)> = self.slots.into_iter().filter(|(_, s)| s.dirty).collect();
         changed.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let (mut inserts, mut updates, mut deletes) = (Columns::default(), Columns::default(), Vec::new());
@@ -133,21 +147,47 @@ impl Locked {
                 (None, false) => {}
             }
         }
-        let g = group.as_bytes();
-        if !inserts.ids.is_empty() {
-            let n = c.execute(INSERT, &inserts.params(&c.ns(), &g)).await?;
-            if n != inserts.ids.len() as u64 {
-                // Another call inserted some of these ids after this one found them absent.
-                return Err(Fail::Race);
-            }
-        }
-        if !updates.ids.is_empty() {
-            c.execute(UPDATE, &updates.params(&c.ns(), &g)).await?;
-        }
-        if !deletes.is_empty() {
-            c.execute(DELETE, &[&c.ns(), &g, &deletes]).await?;
-        }
+        let (ns, g) = (c.ns(), group.as_bytes());
+        let insert = prepared(c, INSERT, !inserts.ids.is_empty()).await?;
+        let update = prepared(c, UPDATE, !updates.ids.is_empty()).await?;
+        let delete = prepared(c, DELETE, !deletes.is_empty()).await?;
+        let purge = c.prepare(Purged::Items.statement()).await?;
+        let (insert_params, update_params) = (inserts.params(&ns, &g), updates.params(&ns, &g));
+        let delete_params: [&(dyn ToSql + Sync); 3] = [&ns, &g, &deletes];
+        futures_util::future::try_join4(
+            async {
+                run(c, insert.as_ref(), &insert_params).await.map_err(|e| {
+                    if e.code() == Some(&SqlState::UNIQUE_VIOLATION) {
+                        // Another call inserted some of these ids after this one found them absent.
+                        Fail::Race
+                    } else {
+                        Fail::Pg(e)
+                    }
+                })
+            },
+            async { run(c, update.as_ref(), &update_params).await.map_err(Fail::Pg) },
+            async { run(c, delete.as_ref(), &delete_params).await.map_err(Fail::Pg) },
+            async { run(c, Some(&purge), &[&now]).await.map_err(Fail::Pg) },
+        )
+        .await?;
         Ok(())
+    }
+}
+
+/// `sql` prepared when `needed`.
+async fn prepared(c: &Ctx<'_, '_>, sql: &str, needed: bool) -> Sql<Option<Statement>> {
+    Ok(if needed { Some(c.prepare(sql).await?) } else { None })
+}
+
+/// Runs a prepared statement, if any (sent on the first poll: nothing is awaited before).
+async fn run(
+    c: &Ctx<'_, '_>,
+    st: Option<&Statement>,
+    params: Params<'_>,
+) -> Result<(), tokio_postgres::Error> {
+    match st {
+        Some(st) => c.tx.execute(st, params).await.map(|_| ()),
+        None => Ok(()),
     }
 }
 
@@ -208,13 +248,6 @@ fn state(rec: Option<&Record>, id: &str, now: i64) -> ItemState {
     rec.map(|r| r.to_state(id, now)).unwrap_or_else(|| ItemState::unknown(id))
 }
 
-/// Writes the changed records and removes a slice of expired ones, sent together (the driver
-/// pipelines them: the purge skips the rows this call locked, and no written record has expired).
-async fn save_and_purge(c: &Ctx<'_, '_>, locked: Locked, group: &str, now: i64) -> Sql<()> {
-    futures_util::future::try_join(locked.save(c, group), c.purge(Purged::Items, now)).await?;
-    Ok(())
-}
-
 async fn apply(c: &Ctx<'_, '_>, group: &str, ops: &[ItemOp], retention_ms: u64) -> Sql<Vec<OpResult>> {
     let mut locked = Locked::load(c, group, ops.iter().map(ItemOp::id)).await?;
     let now = locked.now;
@@ -248,7 +281,7 @@ async fn apply(c: &Ctx<'_, '_>, group: &str, ops: &[ItemOp], retention_ms: u64) 
             }
         });
     }
-    save_and_purge(c, locked, group, now).await?;
+    locked.save_and_purge(c, group, now).await?;
     Ok(out)
 }
 
@@ -275,7 +308,7 @@ async fn claim_batch(c: &Ctx<'_, '_>, group: &str, b: BatchClaim<'_>) -> Sql<Cla
         outcomes.push(decision.batch());
         attempts.push(a);
     }
-    save_and_purge(c, locked, group, now).await?;
+    locked.save_and_purge(c, group, now).await?;
     Ok(ClaimBatch { owner: b.owner.to_string(), lease_expires_at: lease_end, outcomes, attempts })
 }
 
@@ -310,7 +343,15 @@ impl TrackerBackend for Postgres {
         ops: &'a [ItemOp],
         retention_ms: u64,
     ) -> BoxFuture<'a, Vec<OpResult>> {
-        Box::pin(async move { transaction!(self, |c| apply(&c, group, ops, retention_ms)) })
+        Box::pin(async move {
+            // One operation: its fast statement first, when one covers it (`tracker_fast`).
+            if let [op] = ops {
+                if let Some(r) = self.apply_fast(group, op, retention_ms).await? {
+                    return Ok(vec![r]);
+                }
+            }
+            transaction!(self, |c| apply(&c, group, ops, retention_ms))
+        })
     }
     fn read<'a>(&'a self, group: &'a str, ids: &'a [String]) -> BoxFuture<'a, Vec<ItemState>> {
         Box::pin(async move { transaction!(self, |c| read(&c, group, ids)) })

@@ -1,0 +1,63 @@
+//! The one-statement fast paths: a call whose common case one statement can decide runs that
+//! statement on its own, committed by itself (no `BEGIN`, no `COMMIT`: one round trip instead of
+//! the transaction's four), as the Redis backend has `tracker_apply_fast.lua` beside
+//! `tracker_apply.lua`. Each fast statement writes exactly what the rule (`crate::rules`) decides
+//! for the cases it covers, reading the database's clock (`clock_timestamp()`) once, and returns
+//! no row for every other case; the call then runs its transaction (the general path), which
+//! decides it. So a fast statement never refuses nor answers for a case it does not cover.
+//!
+//! The fast statements (docs/postgres.md lists them): the Item Tracker's claim, completion and
+//! failure of one item (`tracker_fast`), the Concurrency Lock's acquisition and release (`lock`).
+//!
+//! A fast statement reads the clock before it takes its row's lock: when it waited for another
+//! call's transaction on that row, its time is older than that call's. Each fast statement
+//! therefore leaves a row changed after its time to the general path (which reads the clock
+//! after its locks), so the times of a record's changes never go backwards.
+
+use std::sync::atomic::Ordering;
+
+use tokio_postgres::Row;
+
+use super::{pg_error, Fail, Params, Postgres};
+use crate::error::Result;
+
+impl Postgres {
+    /// Runs `sql` (`{s}`: the schema) on its own, and `then` (a statement without parameters,
+    /// such as a purge) after it in the same round trip (both sent before either answer is read;
+    /// each commits by itself). The rows of `sql`: none when it could not decide.
+    pub(super) async fn one_statement(
+        &self,
+        sql: &str,
+        params: Params<'_>,
+        then: Option<&str>,
+    ) -> Result<Vec<Row>> {
+        let conn = self.conn().await?;
+        let run = async {
+            let st = conn.prepare_cached(&sql.replace("{s}", &self.schema)).await?;
+            match then {
+                None => conn.query(&st, params).await,
+                Some(then) => {
+                    let then = conn.prepare_cached(&then.replace("{s}", &self.schema)).await?;
+                    let (rows, _) =
+                        futures_util::future::try_join(conn.query(&st, params), conn.execute(&then, &[]))
+                            .await?;
+                    Ok(rows)
+                }
+            }
+        };
+        // A statement committed by itself waits for a synchronous standby as a COMMIT does, past
+        // its statement_timeout: bounded here as the transaction's COMMIT is (`Postgres::commit`),
+        // the connection still in that wait out of the pool and closed.
+        let rows = match tokio::time::timeout(self.command_timeout, run).await {
+            Ok(rows) => rows.map_err(pg_error)?,
+            Err(_) => {
+                drop(deadpool_postgres::Object::take(conn));
+                return Err(self.failure(Fail::Unconfirmed));
+            }
+        };
+        if !rows.is_empty() {
+            self.fast_taken.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(rows)
+    }
+}
