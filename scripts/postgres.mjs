@@ -21,6 +21,10 @@
 // the uid and gid its programs run as, `log`, its log file, and `options(port)`, the server options
 // it was started with on another port).
 //
+// With `startPostgres({ password })`: TCP connections (and `hostssl` ones with --tls) authenticate
+// with that password (scram-sha-256; the socket stays trust), and the URL carries it: for tests of
+// a wrong password (the n8n e2e's Postgres credential).
+//
 // With --tls (`startPostgres({ tls: true })`): `ssl=on` with a throwaway CA and a server
 // certificate for localhost / 127.0.0.1 (__test__/tls-certs.mjs, openssl), and a pg_hba.conf that
 // takes TCP connections over TLS only (`hostssl`); the CA's PEM file is FLOWGUARD_TEST_POSTGRES_CA
@@ -73,7 +77,7 @@ function pg(bin, program, args, as) {
 
 /** The server's TLS files in `dir`/tls, readable by the cluster's user only; the options that use
  * them; and a pg_hba.conf (in `data`) that takes TCP connections over TLS only. */
-function tlsSetup(dir, data, as) {
+function tlsSetup(dir, data, as, method) {
   const certs = join(dir, 'tls')
   mkdirSync(certs)
   const files = makeCerts(certs)
@@ -85,13 +89,24 @@ function tlsSetup(dir, data, as) {
   // the role, its chain the CA's), every other role over TLS without one.
   writeFileSync(
     join(data, 'pg_hba.conf'),
-    'local all all trust\nhostssl all flowguard_cert 127.0.0.1/32 cert\nhostssl all all 127.0.0.1/32 trust\n',
+    `local all all trust\nhostssl all flowguard_cert 127.0.0.1/32 cert\nhostssl all all 127.0.0.1/32 ${method}\n`,
   )
   return { ca: files.ca, certs, opts: ` -c ssl=on -c ssl_cert_file=${files.cert} -c ssl_key_file=${files.key} -c ssl_ca_file=${files.ca}` }
 }
 
-/** Starts a throwaway cluster on a free loopback port (`tls`: over TLS only, see above). */
-export async function startPostgres({ tls = false } = {}) {
+/** Writes `password` to a file the cluster's user can read, for initdb's --pwfile. */
+function pwfile(dir, password, as) {
+  const file = join(dir, 'pwfile')
+  writeFileSync(file, `${password}\n`, { mode: 0o600 })
+  if (as.uid !== undefined) chownSync(file, as.uid, as.gid)
+  return file
+}
+
+/**
+ * Starts a throwaway cluster on a free loopback port (`tls`: over TLS only; `password`: TCP
+ * connections authenticate with it; see above).
+ */
+export async function startPostgres({ tls = false, password } = {}) {
   const bin = postgresBin()
   if (!bin) throw new Error('PostgreSQL is not installed: apt-get install -y postgresql (or set FLOWGUARD_TEST_POSTGRES_URL)')
   const as = runAs()
@@ -103,14 +118,17 @@ export async function startPostgres({ tls = false } = {}) {
     rmSync(dir, { recursive: true, force: true })
   }
   try {
-    pg(bin, 'initdb', ['-D', data, '-U', 'flowguard', '-A', 'trust', '-E', 'UTF8', '--no-sync', '--no-instructions'], as)
+    const auth = password === undefined ? ['-A', 'trust'] : ['--auth-local=trust', '--auth-host=scram-sha-256', `--pwfile=${pwfile(dir, password, as)}`]
+    pg(bin, 'initdb', ['-D', data, '-U', 'flowguard', ...auth, '-E', 'UTF8', '--no-sync', '--no-instructions'], as)
+    rmSync(join(dir, 'pwfile'), { force: true })
     const port = await freePort()
-    const withTls = tls ? tlsSetup(dir, data, as) : null
+    const withTls = tls ? tlsSetup(dir, data, as, password === undefined ? 'trust' : 'scram-sha-256') : null
     const options = (p) => `-p ${p} -c listen_addresses=127.0.0.1 -k ${dir} -c fsync=off -c max_connections=300${withTls?.opts ?? ''}`
     const log = join(dir, 'log')
     pg(bin, 'pg_ctl', ['-D', data, '-l', log, '-w', '-t', '60', '-o', options(port), 'start'], as)
     if (withTls) pg(bin, 'psql', ['-h', dir, '-p', String(port), '-U', 'flowguard', '-d', 'postgres', '-qc', 'CREATE ROLE flowguard_cert LOGIN SUPERUSER'], as)
-    return { url: `postgres://flowguard@127.0.0.1:${port}/postgres`, port, dir, data, bin, as, log, options, stop: stopAt, ...(withTls ? { ca: withTls.ca, certs: withTls.certs } : {}) }
+    const user = password === undefined ? 'flowguard' : `flowguard:${encodeURIComponent(password)}`
+    return { url: `postgres://${user}@127.0.0.1:${port}/postgres`, port, dir, data, bin, as, log, options, stop: stopAt, ...(withTls ? { ca: withTls.ca, certs: withTls.certs } : {}) }
   } catch (e) {
     stopAt()
     throw e

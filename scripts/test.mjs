@@ -376,7 +376,9 @@ try {
     startStaticServer()
     if (existsSync(join(root, '.ci/n8n-e2e.sh'))) {
       if (skipN8n) summary.push('n8n e2e: not run (FLOWGUARD_SKIP_N8N=1)')
-      else run('n8n e2e', 'bash', ['.ci/n8n-e2e.sh'], { ...env, FLOWGUARD_SERVER_BIN: serverBin }, lineCounts)
+      // Every backend's checks (FG_E2E_BACKENDS cleared); its PostgreSQL half starts and stops a
+      // password-authenticated cluster of its own (n8n-nodes/e2e/postgres-backend.mjs).
+      else run('n8n e2e', 'bash', ['.ci/n8n-e2e.sh'], { ...env, FLOWGUARD_SERVER_BIN: serverBin, FG_E2E_BACKENDS: '' }, lineCounts)
     }
     // Packs the packages, publishes them to a local registry and installs them into a fresh n8n
     // through its community-packages endpoint (scripts/install-proof.mjs); the n8n Cloud package's

@@ -4,7 +4,11 @@
 // Redis copy of each), executes them with `n8n execute --id --rawOutput`, then starts n8n as a
 // server and fires overlapping webhook runs. Checks the outputs and the Redis keys (redis-cli).
 // The project loop and the credential's Test button also run on a Sentinel-managed Redis of the
-// suite's own (__test__/redis-sentinel.mjs).
+// suite's own (__test__/redis-sentinel.mjs). The seed flows also run as PostgreSQL copies (the
+// "Flowguard Postgres" credential) on a throwaway PostgreSQL of the suite's own
+// (postgres-backend.mjs), checked as the Redis copies are (their state read with psql).
+// FG_E2E_BACKENDS (a comma list of embedded, redis, server, postgres; all by default, and always
+// all under CI=true) runs the checks of some backends only, while working on one.
 // Prints `n8n-e2e: N passed, M failed` and exits non-zero on any failure.
 
 import { spawn, spawnSync } from 'node:child_process';
@@ -18,6 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { startBarrierServer, withGate } from './barrier.mjs';
 import { COMPARE_ID, COMPARE_PATH, compareWorkflow } from './compare-workflow.mjs';
 import { queueModeSuite } from './queue-mode.mjs';
+import { PG_BAD_CRED, PG_CRED, postgresSide } from './postgres-backend.mjs';
 import { serverSuite } from './server-backend.mjs';
 import { startSentinelSet } from '../../__test__/redis-sentinel.mjs';
 
@@ -133,8 +138,55 @@ const redisKeys = (pattern) =>
 	redisCli('--scan', '--pattern', pattern)
 		.split('\n')
 		.filter(Boolean);
+/** Runs a store read; a failed read is a failed check with its message. */
+function guarded(fn) {
+	try {
+		return fn();
+	} catch (e) {
+		return { ok: false, detail: redact(e.message) };
+	}
+}
+/**
+ * What the checks read from a store with its own tool (redis-cli here; psql in
+ * postgres-backend.mjs, the same functions): each answers { ok, detail, where } (and the value asked for).
+ */
+const redisStore = {
+	tool: 'redis-cli',
+	loopState: () =>
+		guarded(() => {
+			const keys = redisKeys(`${prefix}*`);
+			return { ok: keys.some((k) => k.includes('weekly-projects')), detail: `keys: ${keys.slice(0, 10).join(' ')}`, where: 'Redis under the configured key prefix (--scan)' };
+		}),
+	lockState: (name) =>
+		guarded(() => {
+			const keys = redisKeys(`${prefix}*${name}*`);
+			return { ok: keys.length > 0, detail: `keys: ${keys.join(' ')}`, where: 'Redis under the key prefix' };
+		}),
+	lockHeld: (name) => redisStore.lockState(name),
+	queueWaiting: (queue, shards) =>
+		guarded(() => {
+			const members = [...Array(shards).keys()].flatMap((s) => redisCli('ZRANGE', `${prefix}{q:${queue}:${s}}:w`, '0', '-1').split('\n').filter(Boolean));
+			return { ok: true, ids: sorted(members), where: "the shards' sorted sets <prefix>{q:" + queue + ':N}:w' };
+		}),
+	queueLeft: (queue, shards) =>
+		guarded(() => {
+			const count = (kind) => [...Array(shards).keys()].reduce((n, s) => n + Number(redisCli('ZCARD', `${prefix}{q:${queue}:${s}}:${kind}`)), 0);
+			return { ok: true, left: `${count('w')}/${count('c')}`, where: "the shards' sorted sets (ZCARD w and c)" };
+		}),
+	dueOf: (queue, id, shard) =>
+		guarded(() => ({ ok: true, due: Number(redisCli('ZSCORE', `${prefix}{q:${queue}:${shard}}:w`, id)), where: `ZSCORE of <prefix>{q:${queue}:${shard}}:w` })),
+};
 
 // ---------------------------------------------------------------- setup
+const ALL_BACKENDS = ['embedded', 'redis', 'server', 'postgres'];
+const only = new Set(
+	process.env.CI === 'true' || !process.env.FG_E2E_BACKENDS ? ALL_BACKENDS : process.env.FG_E2E_BACKENDS.split(',').map((b) => b.trim()),
+);
+/** Whether the checks of `backend` run (FG_E2E_BACKENDS). */
+const on = (backend) => only.has(backend);
+/** The entries of a list of [backend label, …] whose backend (the label's first word) runs. */
+const onBackends = (list) => list.filter(([label]) => on(label.split(/[ ,]/)[0]));
+
 // A Sentinel-managed Redis of its own (a primary, a replica and three sentinels on loopback) for
 // the credential's Redis Sentinel choice.
 const SENTINEL_PASSWORD = `e2e-sentinel-pw-${runId}`;
@@ -152,6 +204,12 @@ const sentinelData = {
 const SENTINEL_CRED = { id: 'fgE2eFgSentinel1', name: 'flowguard e2e flowguard Redis (Sentinel)', type: 'flowguardRedisApi' };
 // The credential type of the nodes' Redis backend (this package's, the fields of n8n's Redis and more).
 const REDIS_CRED = { id: 'fgE2eRedisCred01', name: 'flowguard e2e Redis', type: 'flowguardRedisApi' };
+// The PostgreSQL side: a cluster of its own, its credentials (the right password and a wrong one).
+const pgSide = on('postgres') ? await postgresSide({ check, log, prefix }) : undefined;
+if (pgSide) {
+	secrets.push(pgSide.password, pgSide.wrongPassword);
+	process.on('exit', () => pgSide.stop());
+} else only.delete('postgres');
 const BAD_CRED = { id: 'fgE2eRedisBad001', name: 'flowguard e2e Redis (wrong port)', type: 'flowguardRedisApi' };
 fs.writeFileSync(
 	path.join(workDir, 'credentials.json'),
@@ -166,6 +224,7 @@ fs.writeFileSync(
 			// Nothing listens on port 1; the password must never appear in any output.
 			data: { host: '127.0.0.1', port: 1, password: 'e2e-wrong-password-5b1d', database: 0, ssl: false },
 		},
+		...(pgSide?.credentials ?? []),
 	]),
 );
 
@@ -183,20 +242,28 @@ const isFg = (n) => n.type.startsWith('n8n-nodes-flowguard.');
 
 /** A copy of a workflow with every flowguard node on Redis (credential, run-unique key prefix). */
 function redisVariant(wf, cred = REDIS_CRED, suffix = 'R') {
+	return storeVariant(wf, { backend: 'redis', label: 'Redis', cred, suffix, main: 'R' });
+}
+/** A copy of a workflow with every flowguard node on PostgreSQL (the Flowguard Postgres credential, run-unique key prefix). */
+function postgresVariant(wf, cred = PG_CRED, suffix = 'PG') {
+	return storeVariant(wf, { backend: 'postgres', label: 'PostgreSQL', cred, suffix, main: 'PG' });
+}
+/** A copy with every flowguard node on a store's backend; webhook paths get `-<backend>`. */
+function storeVariant(wf, { backend, label, cred, suffix, main }) {
 	const w = structuredClone(wf);
 	w.id = wf.id + suffix;
-	w.name = `${wf.name} [Redis${suffix === 'R' ? '' : ' ' + suffix}]`;
+	w.name = `${wf.name} [${label}${suffix === main ? '' : ' ' + suffix}]`;
 	for (const n of w.nodes) {
 		if (isFg(n)) {
-			n.parameters.backend = 'redis';
+			n.parameters.backend = backend;
 			n.parameters.options = { ...(n.parameters.options ?? {}), keyPrefix: prefix };
-			n.credentials = { flowguardRedisApi: { id: cred.id, name: cred.name } };
+			n.credentials = { [cred.type]: { id: cred.id, name: cred.name } };
 		}
 		if (n.type === 'n8n-nodes-base.executeWorkflow') {
 			n.parameters.workflowId = { ...n.parameters.workflowId, value: n.parameters.workflowId.value + suffix };
 		}
 		if (n.type === 'n8n-nodes-base.webhook') {
-			n.parameters.path += '-redis';
+			n.parameters.path += `-${backend}`;
 			n.webhookId = randomUUID();
 		}
 		if (n.webhookId && n.type !== 'n8n-nodes-base.webhook') n.webhookId = randomUUID();
@@ -255,6 +322,8 @@ const toImport = [
 	optionsVariant(byName[LOOP], { keyPrefix: 'fg-cli:' }, 'C'),
 	optionsVariant(byName[LOOP], { keyPrefix: 'fg-cli:', memoryOnly: true }, 'M'),
 	compareWorkflow(barrier.url),
+	// The seed flows on PostgreSQL, and the loop with a wrong password.
+	...(pgSide ? [...examples.map((w) => postgresVariant(w)), postgresVariant(byName[LOOP], PG_BAD_CRED, 'PB')] : []),
 ];
 // The locked jobs hold their lock at a gate instead of for 3 s: the overlapping run is sent only
 // once the first holds the lock, and the first goes on only once the second has been answered.
@@ -263,6 +332,7 @@ for (const [id, sfx] of [
 	[JOB + 'R', '-redis'],
 	[ROUTE, '-route'],
 	[ROUTE + 'R', '-route-redis'],
+	...(pgSide ? [[JOB + 'PG', '-postgres'], [ROUTE + 'PG', '-route-postgres']] : []),
 ]) {
 	const i = toImport.findIndex((w) => w.id === id);
 	toImport[i] = withGate(structuredClone(toImport[i]), 'Work for 3 seconds', barrier.url, jobGate(sfx));
@@ -298,12 +368,25 @@ if (process.env.FG_CLOUD_LINT_RESULT) {
 
 {
 	const c = n8n(['import:credentials', `--input=${path.join(workDir, 'credentials.json')}`]);
-	check('import the Redis credentials (credential type "flowguardRedisApi")', c.rc === 0, redact(c.stderr).slice(-400));
+	check(
+		`import the Redis credentials (credential type "flowguardRedisApi")${pgSide ? ' and the Postgres ones ("flowguardPostgresApi")' : ''}`,
+		c.rc === 0,
+		redact(c.stderr).slice(-400),
+	);
 	// n8n keeps them encrypted; the plain file is not left on disk.
 	fs.rmSync(path.join(workDir, 'credentials.json'));
 	const w = n8n(['import:workflow', '--separate', `--input=${wfDir}`]);
-	check(`import ${toImport.length} workflows (the examples, their Redis copies and variants)`, w.rc === 0, redact(w.stderr).slice(-400));
-	for (const id of [SUB, SUB + 'R', JOB, JOB + 'R', ROUTE, ROUTE + 'R', LOOP, REPORT, QENQ, QSYNC, COMPARE_ID, PACED, PACED + 'R', BACKOFF, BACKOFF + 'R']) {
+	check(
+		`import ${toImport.length} workflows (the examples, their Redis${pgSide ? ' and PostgreSQL' : ''} copies and variants)`,
+		w.rc === 0,
+		redact(w.stderr).slice(-400),
+	);
+	const published = onBackends([
+		['embedded', [SUB, JOB, ROUTE, LOOP, REPORT, QENQ, QSYNC, COMPARE_ID, PACED, BACKOFF]],
+		['redis', [SUB + 'R', JOB + 'R', ROUTE + 'R', PACED + 'R', BACKOFF + 'R']],
+		['postgres', [SUB + 'PG', JOB + 'PG', ROUTE + 'PG', PACED + 'PG', BACKOFF + 'PG']],
+	]).flatMap(([, list]) => list);
+	for (const id of published) {
 		const p = n8n(['publish:workflow', `--id=${id}`]);
 		if (p.rc !== 0) check(`publish workflow ${id}`, false, redact(p.stderr).slice(-400));
 	}
@@ -313,10 +396,11 @@ const ids = (items) => (items ?? []).map((j) => j.id ?? j.itemTracker?.id).sort(
 const sorted = (a) => [...a].sort().join(',');
 
 // ---------------------------------------------------------------- Item Tracker: the project loop
-for (const [backend, id] of [
+for (const [backend, id] of onBackends([
 	['embedded', LOOP + 'C'],
 	['redis', LOOP + 'R'],
-]) {
+	['postgres', LOOP + 'PG'],
+])) {
 	const r = execute(id);
 	check(`[${backend}] project loop run 1 succeeds`, r.ok, redact(r.error?.message ?? r.all.slice(-600)));
 	const claimed = r.out('Claim project', 0) ?? [];
@@ -341,11 +425,12 @@ for (const [backend, id] of [
 		JSON.stringify(completed).slice(0, 400),
 	);
 }
-for (const [backend, id] of [
+for (const [backend, id] of onBackends([
 	// Each `n8n execute` is a new process: on Embedded the state is in the file in n8n's folder.
 	['embedded, a second n8n execute', LOOP + 'C'],
 	['redis', LOOP + 'R'],
-]) {
+	['postgres', LOOP + 'PG'],
+])) {
 	const r = execute(id);
 	const claimed = r.out('Claim project', 0) ?? [];
 	const skipped = r.out('Claim project', 1) ?? [];
@@ -360,7 +445,7 @@ for (const [backend, id] of [
 		ids(r.out('Mark completed')?.map((j) => j.itemTracker)) === 'globex,umbrella' && !r.ran('Mark failed'),
 	);
 }
-{
+if (on('embedded')) {
 	const stateFile = path.join(userFolder, '.n8n', 'flowguard.db');
 	check(
 		"[embedded] the state is in .n8n/flowguard.db, beside n8n's database.sqlite",
@@ -374,33 +459,41 @@ for (const [backend, id] of [
 		redact(m.error?.message ?? m.all.slice(-400)),
 	);
 }
-{
-	const r3 = execute(LOOP + 'R');
+/** The backends of the webhook checks, with the suffix of their webhook paths. */
+const WEBHOOK_BACKENDS = [
+	['embedded', ''],
+	['redis', '-redis'],
+	['postgres', '-postgres'],
+];
+/** The store of each backend whose state the checks read with its own tool. */
+const stores = { redis: redisStore, postgres: pgSide?.store };
+for (const [backend, sfx] of onBackends([
+	['redis', 'R'],
+	['postgres', 'PG'],
+])) {
+	const r3 = execute(LOOP + sfx);
 	check(
-		'[redis] run 3: nothing left to do, all 5 projects skipped as completed',
+		`[${backend}] run 3: nothing left to do, all 5 projects skipped as completed`,
 		r3.ok && (r3.out('Claim project', 0) ?? []).length === 0 && (r3.out('Claim project', 1) ?? []).length === 5,
 	);
-	const rep = execute(REPORT + 'R');
+	const rep = execute(REPORT + sfx);
 	const summary = rep.out('List projects')?.[0];
 	check(
-		'[redis] List: counts per status and the items with their attempts',
+		`[${backend}] List: counts per status and the items with their attempts`,
 		rep.ok && summary?.counts?.completed === 5 && summary.counts.failed === 0 && summary.counts.total === 5 &&
 			summary.items.length === 5 && summary.items.find((i) => i.id === 'globex')?.attempts === 2,
 		String(JSON.stringify(summary)).slice(0, 400),
 	);
-	const keys = redisKeys(`${prefix}*`);
-	check(
-		'[redis] the loop left its state in Redis under the configured key prefix (redis-cli --scan)',
-		keys.length > 0 && keys.some((k) => k.includes('weekly-projects')),
-		`keys: ${keys.slice(0, 10).join(' ')}`,
-	);
+	const st = stores[backend].loopState();
+	check(`[${backend}] the loop left its state in ${st.where} (${stores[backend].tool})`, st.ok, st.detail);
 }
 
 // ---------------------------------------------------------------- Item Tracker: stale token refused
-for (const [backend, id] of [
+for (const [backend, id] of onBackends([
 	['embedded', STALE],
 	['redis', STALE + 'R'],
-]) {
+	['postgres', STALE + 'PG'],
+])) {
 	const r = execute(id);
 	const stale = r.out('Complete with the stale token')?.[0];
 	const newer = r.out('Complete with the newer token')?.[0];
@@ -416,7 +509,7 @@ for (const [backend, id] of [
 		String(JSON.stringify(newer)).slice(0, 400),
 	);
 }
-{
+if (on('embedded')) {
 	const r = execute(STALE + 'S');
 	check(
 		'stale token without continueOnFail: the execution fails with a NodeOperationError naming the node and the newer claim',
@@ -433,10 +526,12 @@ for (const [backend, id] of [
 }
 
 // ---------------------------------------------------------------- Concurrency Lock via the sub-workflow
-for (const [backend, id] of [
-	['embedded', CALLER],
-	['redis', CALLER + 'R'],
-]) {
+for (const [backend, sfx] of onBackends([
+	['embedded', ''],
+	['redis', 'R'],
+	['postgres', 'PG'],
+])) {
+	const id = CALLER + sfx;
 	const r = execute(id);
 	const took = r.out('Take the lock')?.[0];
 	const again = r.out('Take the lock again')?.[0];
@@ -459,9 +554,9 @@ for (const [backend, id] of [
 	{
 		// The refused sub-workflow run names the workflow that holds the lock: the caller (the
 		// workflow that ran Execute Workflow) and its execution, not the helper sub-workflow.
-		const caller = backend === 'redis' ? CALLER + 'R' : CALLER;
+		const caller = id;
 		const callerRuns = executionsOf(caller, '').map((e) => String(e.id));
-		const refused = executionData(backend === 'redis' ? SUB + 'R' : SUB, 'Already Executing');
+		const refused = executionData(SUB + sfx, 'Already Executing');
 		const holder = /held by workflow (\w+) \(execution (\w+)\), through the sub-workflow /.exec(refused.at(-1)?.data ?? '');
 		check(
 			`[${backend}] "Already Executing" in the sub-workflow names the calling workflow and its execution as the holder`,
@@ -469,69 +564,61 @@ for (const [backend, id] of [
 			`holder ${JSON.stringify(holder?.slice(1))}, caller executions ${callerRuns.join(' ')}, refused sub-executions ${refused.length}`,
 		);
 	}
-	if (backend === 'redis') {
-		const lockKeys = redisKeys(`${prefix}*nightly-sync*`);
+	if (stores[backend]) {
 		const r2 = execute(id);
 		const took2 = r2.out('Take the lock')?.[0];
 		check(
-			'[redis] a later run takes the released lock again, with a higher fencing token',
+			`[${backend}] a later run takes the released lock again, with a higher fencing token`,
 			r2.ok && took2?.lock?.acquired === true && took2.lock.fence > took.lock.fence,
 			JSON.stringify({ first: took?.lock?.fence, second: took2?.lock?.fence }),
 		);
-		check('[redis] the lock lives in Redis under the key prefix (redis-cli)', lockKeys.length > 0, `keys: ${lockKeys.join(' ')}`);
+		const st = stores[backend].lockState('nightly-sync', took2?.lock?.fence);
+		check(`[${backend}] the lock lives in ${st.where}, released, with the later run's fencing token (${stores[backend].tool})`, st.ok, st.detail);
 	}
 }
 
-// ---------------------------------------------------------------- Dedup Queue on Redis: producer, consumer, receipts
+// ---------------------------------------------------------------- Dedup Queue on Redis and PostgreSQL: producer, consumer, receipts
 const HEX32 = /^[0-9a-f]{32}$/;
-/** Sum of ZCARD over the shards' sorted sets `kind` (w: waiting, c: claimed) of a queue, read with redis-cli. */
-function redisQueueCount(queue, shards, kind) {
-	let n = 0;
-	for (let s = 0; s < shards; s++) n += Number(redisCli('ZCARD', `${prefix}{q:${queue}:${s}}:${kind}`));
-	return n;
-}
-{
-	const e = execute(QENQ + 'R');
+for (const [backend, sfx] of onBackends([
+	['redis', 'R'],
+	['postgres', 'PG'],
+])) {
+	const store = stores[backend];
+	const e = execute(QENQ + sfx);
 	const enq = e.out('Enqueue product') ?? [];
 	const outcomes = enq.map((j) => j.dedupQueue?.outcome).join(',');
 	const first = Object.fromEntries(enq.filter((j) => j.dedupQueue?.outcome === 'added').map((j) => [j.productId, j.dedupQueue.dueAt]));
 	check(
-		'[redis] enqueue: 6 product IDs with duplicates (one call): 4 added, the 2 repeats are duplicates that keep their first due time',
+		`[${backend}] enqueue: 6 product IDs with duplicates (one call): 4 added, the 2 repeats are duplicates that keep their first due time`,
 		e.ok && enq.length === 6 && outcomes === 'added,added,duplicate,added,duplicate,added' &&
 			enq.every((j) => j.productId === j.dedupQueue.id && j.dedupQueue.queue === 'product-sync' && j.dedupQueue.dueAt === first[j.productId]),
 		String(JSON.stringify(enq.map((j) => j.dedupQueue) ?? e.error?.message ?? e.all.slice(-400))).slice(0, 600),
 	);
 	check(
-		'[redis] enqueue: shards are fnv1a(id) % 4, as the npm fnv1a package computes them (product-id-1 is shard 0)',
+		`[${backend}] enqueue: shards are fnv1a(id) % 4, as the npm fnv1a package computes them (product-id-1 is shard 0)`,
 		enq.find((j) => j.productId === 'product-id-1')?.dedupQueue.shard === 0 &&
 			sorted(enq.map((j) => `${j.productId}:${j.dedupQueue.shard}`)) === sorted(['product-id-1:0', 'product-id-2:1', 'product-id-1:0', 'product-id-3:2', 'product-id-2:1', 'product-id-4:3']),
 		JSON.stringify(enq.map((j) => [j.productId, j.dedupQueue?.shard])),
 	);
 	const size = e.out('Queue size')?.[0];
 	check(
-		'[redis] Size after the enqueue: 4 waiting and due (duplicates not enqueued), 0 claimed, one per shard',
+		`[${backend}] Size after the enqueue: 4 waiting and due (duplicates not enqueued), 0 claimed, one per shard`,
 		size?.waiting === 4 && size.due === 4 && size.claimed === 0 && size.shards?.map((x) => x.waiting).join(',') === '1,1,1,1',
 		JSON.stringify(size),
 	);
-	let w = -1;
-	let members = '';
-	try {
-		w = redisQueueCount('product-sync', 4, 'w');
-		members = sorted([0, 1, 2, 3].flatMap((s) => redisCli('ZRANGE', `${prefix}{q:product-sync:${s}}:w`, '0', '-1').split('\n').filter(Boolean)));
-	} catch (err) {
-		members = redact(err.message);
-	}
+	const waiting = store.queueWaiting('product-sync', 4);
+	const counted = store.queueLeft('product-sync', 4);
 	check(
-		'[redis] redis-cli: the 4 distinct IDs wait in the shards\' sorted sets <prefix>{q:product-sync:N}:w',
-		w === 4 && members === 'product-id-1,product-id-2,product-id-3,product-id-4',
-		`ZCARD sum ${w}, members ${members}`,
+		`[${backend}] ${store.tool}: the 4 distinct IDs wait in ${waiting.where}, none claimed`,
+		waiting.ids === 'product-id-1,product-id-2,product-id-3,product-id-4' && counted.left === '4/0',
+		`waiting ${waiting.ids ?? waiting.detail}, waiting/claimed ${counted.left ?? counted.detail}`,
 	);
 
-	const c = execute(QSYNC + 'R');
+	const c = execute(QSYNC + sfx);
 	const read = c.out('Read a batch') ?? [];
 	const owner = read[0]?.owner;
 	check(
-		'[redis] Read Batch claims the 4 due IDs: one item each with { id, queue, shard, owner (receipt) }, one receipt for the batch, visible for 900 s',
+		`[${backend}] Read Batch claims the 4 due IDs: one item each with { id, queue, shard, owner (receipt) }, one receipt for the batch, visible for 900 s`,
 		c.ok && read.length === 4 && ids(read) === 'product-id-1,product-id-2,product-id-3,product-id-4' && HEX32.test(owner ?? '') &&
 			read.every((j) => j.owner === owner && j.queue === 'product-sync' && j.shard === enq.find((x) => x.productId === j.id)?.dedupQueue.shard &&
 				j.visibleUntil - Date.now() > 850000),
@@ -540,61 +627,53 @@ function redisQueueCount(queue, shards, kind) {
 	const syncRuns = c.run?.data?.resultData?.runData?.['Sync product (simulated API call)'] ?? [];
 	const gaps = syncRuns.slice(1).map((r, k) => r.startTime - syncRuns[k].startTime);
 	check(
-		'[redis] the batch is processed one product at a time with the 0.5 s Wait between calls (Loop Over Items)',
+		`[${backend}] the batch is processed one product at a time with the 0.5 s Wait between calls (Loop Over Items)`,
 		syncRuns.length === 4 && gaps.every((g) => g >= 450),
 		`runs ${syncRuns.length}, gaps ${gaps.join(' ')} ms`,
 	);
 	const acked = c.out('Ack synced products') ?? [];
 	const after = c.out('Queue size')?.[0];
 	check(
-		'[redis] Ack: the 4 IDs acked in one call with the receipt found in each item; Size then 0 waiting, 0 claimed',
+		`[${backend}] Ack: the 4 IDs acked in one call with the receipt found in each item; Size then 0 waiting, 0 claimed`,
 		acked.length === 4 && acked.every((j) => j.dedupQueue?.ok === true && j.dedupQueue.id === j.id && j.syncedAt) &&
 			after?.waiting === 0 && after.claimed === 0,
 		String(JSON.stringify({ acked: acked.map((j) => j.dedupQueue), after })).slice(0, 600),
 	);
-	let left = '';
-	try {
-		left = `${redisQueueCount('product-sync', 4, 'w')}/${redisQueueCount('product-sync', 4, 'c')}`;
-	} catch (err) {
-		left = redact(err.message);
-	}
-	check('[redis] redis-cli: nothing waiting or claimed left in the shards (ZCARD w and c)', left === '0/0', left);
+	const left = store.queueLeft('product-sync', 4);
+	check(`[${backend}] ${store.tool}: nothing waiting or claimed left in ${left.where}`, left.left === '0/0', left.left ?? left.detail);
 
-	const t = execute(QRCPT + 'R');
+	const t = execute(QRCPT + sfx);
 	const rd = t.out('Read the batch') ?? [];
 	const wrong = t.out('Ack with a wrong receipt') ?? [];
 	const rel = t.out('Release for a retry in 30 s') ?? [];
 	const again = t.out('Ack after the release') ?? [];
 	const rsize = t.out('Queue size')?.[0];
 	check(
-		'[redis] refusal: Ack with a wrong receipt refuses both IDs (not_owner); continue-on-fail keeps the item and adds the error',
+		`[${backend}] refusal: Ack with a wrong receipt refuses both IDs (not_owner); continue-on-fail keeps the item and adds the error`,
 		t.ok && rd.length === 2 && wrong.length === 2 &&
 			wrong.every((j) => j.dedupQueue?.ok === false && j.dedupQueue.reason === 'not_owner' && /held by another read: not acked/.test(j.error ?? '') && j.owner === rd[0].owner),
 		String(JSON.stringify(wrong.length ? wrong : (t.error?.message ?? t.all.slice(-500)))).slice(0, 600),
 	);
 	check(
-		'[redis] release: the right receipt and ID are found through the item lineage (JSON replaced by a Set node); due again in 30 s',
+		`[${backend}] release: the right receipt and ID are found through the item lineage (JSON replaced by a Set node); due again in 30 s`,
 		rel.length === 2 && rel.every((j) => j.order && j.id === undefined && j.dedupQueue?.ok === true && j.dedupQueue.id === j.order &&
 			j.dedupQueue.dueAt - rd[0].dueAt > 25000 && j.dedupQueue.dueAt - rd[0].dueAt < 40000),
 		String(JSON.stringify(rel)).slice(0, 600),
 	);
 	check(
-		'[redis] an Ack after the release is refused (not_claimed); Size: 2 waiting, none due yet, 0 claimed',
+		`[${backend}] an Ack after the release is refused (not_claimed); Size: 2 waiting, none due yet, 0 claimed`,
 		again.length === 2 && again.every((j) => j.dedupQueue?.reason === 'not_claimed' && /is not claimed/.test(j.error ?? '')) &&
 			rsize?.waiting === 2 && rsize.due === 0 && rsize.claimed === 0,
 		String(JSON.stringify({ again: again.map((j) => j.dedupQueue), rsize })).slice(0, 600),
 	);
-	let score = 0;
-	try {
-		score = Number(redisCli('ZSCORE', `${prefix}{q:order-export:0}:w`, 'order-1001'));
-	} catch (err) {
-		score = -1;
-	}
+	const due = store.dueOf('order-export', 'order-1001', 0);
 	check(
-		'[redis] redis-cli: the released ID waits again with its due time 30 s ahead (ZSCORE of <prefix>{q:order-export:0}:w)',
-		score > Date.now() + 15000,
-		`score ${score}, now ${Date.now()}`,
+		`[${backend}] ${store.tool}: the released ID waits again with its due time 30 s ahead (${due.where})`,
+		due.due > Date.now() + 15000,
+		`due ${due.due ?? due.detail}, now ${Date.now()}`,
 	);
+}
+if (on('embedded')) {
 	const f = execute(QRCPT + 'S');
 	check(
 		'[embedded] a wrong receipt without continue-on-fail fails the execution with a NodeOperationError naming the ID; nothing after it runs',
@@ -604,7 +683,7 @@ function redisQueueCount(queue, shards, kind) {
 }
 
 // ---------------------------------------------------------------- Both nodes: bad input, bad credential, queue mode
-{
+if (on('embedded')) {
 	// `n8n execute` falls back to regular mode but still connects to the queue's Redis at start:
 	// point it at the test Redis, under the run's prefix (deleted at the end).
 	const r = execute(LOOP, {
@@ -621,10 +700,21 @@ function redisQueueCount(queue, shards, kind) {
 		!r.ok && /queue mode/.test(r.all) && /Set Backend to Redis/.test(r.all),
 		redact(r.all.slice(-500)),
 	);
+}
+if (on('redis')) {
 	const b = execute(LOOP + 'B');
 	check(
 		'[redis] an unreachable Redis fails the node with a message naming it, and the password appears nowhere',
 		!b.ok && /Could not connect to Redis/.test(b.all) && !b.all.includes('e2e-wrong-password-5b1d'),
+		redact(b.all.slice(-500)),
+	);
+}
+if (on('postgres')) {
+	const b = execute(LOOP + 'PB');
+	check(
+		'[postgres] a wrong password fails the node with the server\'s refusal (28P01), and neither password appears anywhere in the output',
+		!b.ok && /Could not connect to PostgreSQL: PostgreSQL: the server refused the credentials \(28P01 password authentication failed/.test(b.all) &&
+			!b.all.includes(pgSide.wrongPassword) && !b.all.includes(pgSide.password),
 		redact(b.all.slice(-500)),
 	);
 }
@@ -740,7 +830,7 @@ async function compare(items, tag, parties = 1) {
 }
 /** How many executions of the comparison worked on `id` in run `tag` on `side` (rd or ft). */
 const worked = (side, id, tag) => executionsOf(COMPARE_ID, `"${side}:${id}:${tag}"`).filter((e) => e.has).length;
-{
+if (on('redis')) {
 	// The nodes on the Sentinel-managed Redis: the credential's Redis Sentinel choice.
 	const r = execute(LOOP + 'SN');
 	const claimed = r.out('Claim project', 0) ?? [];
@@ -753,11 +843,53 @@ const worked = (side, id, tag) => executionsOf(COMPARE_ID, `"${side}:${id}:${tag
 	);
 }
 
+/** The Test buttons of the Redis credentials (the REST call of the credential dialog, `testCredential`). */
+async function testRedisCredentials(testCredential) {
+	const data = { host: redisHost, port: redisPort, user: redisUser, password: redisPassword, database: redisDb, ssl: false };
+	const ok = await testCredential(REDIS_CRED, data);
+	const bad = await testCredential(REDIS_CRED, { ...data, port: 1, password: 'e2e-wrong-password-5b1d' });
+	check(
+		"the flowguard Redis credential's Test button (POST /rest/credentials/test) runs flowguard's connection test",
+		ok?.status === 'OK' && ok.message === 'Connection successful (flowguard)' && bad?.status === 'Error' &&
+			!String(bad.message).includes('e2e-wrong-password-5b1d'),
+		redact(JSON.stringify({ ok, bad })).slice(0, 400),
+	);
+	const sok = await testCredential(SENTINEL_CRED, sentinelData);
+	const sbad = await testCredential(SENTINEL_CRED, { ...sentinelData, sentinelMasterName: 'nosuchmaster' });
+	check(
+		"[redis sentinel] the Test button of a Redis Sentinel credential: OK; an unknown master name: Error naming it, no password",
+		sok?.status === 'OK' && sbad?.status === 'Error' && String(sbad.message).includes('nosuchmaster') &&
+			!String(sbad.message).includes(SENTINEL_PASSWORD),
+		redact(JSON.stringify({ sok, sbad })).slice(0, 400),
+	);
+}
+
+/**
+ * The Test button of the Flowguard Postgres credential: OK with the right password; with a wrong
+ * one an ERR_BACKEND_AUTH failure with the server's refusal (28P01); neither password in the
+ * answers nor in n8n's log.
+ */
+async function testPostgresCredential(testCredential) {
+	const ok = await testCredential(PG_CRED, pgSide.data);
+	const bad = await testCredential(PG_CRED, { ...pgSide.data, password: pgSide.wrongPassword });
+	const answers = JSON.stringify({ ok, bad });
+	const n8nLog = fs.readFileSync(path.join(userFolder, 'server.log'), 'utf8');
+	check(
+		"[postgres] the Flowguard Postgres credential's Test button (POST /rest/credentials/test): OK; a wrong password: ERR_BACKEND_AUTH (28P01); no password in the answers or n8n's log",
+		ok?.status === 'OK' && ok.message === 'Connection successful (flowguard)' && bad?.status === 'Error' &&
+			/^ERR_BACKEND_AUTH: PostgreSQL: the server refused the credentials \(28P01 password authentication failed/.test(bad.message) &&
+			![pgSide.password, pgSide.wrongPassword].some((pw) => answers.includes(pw) || n8nLog.includes(pw)),
+		redact(answers).slice(0, 400),
+	);
+}
+
 // ---------------------------------------------------------------- the flowguard server backend (server-backend.mjs)
-const serverChecks = await serverSuite({
-	check, execute, n8n, post, freePort, sleep, log, workDir, byName, executionsOf, executionData, redact, barrier,
-	addSecret: (s) => secrets.push(s),
-});
+const serverChecks = on('server')
+	? await serverSuite({
+			check, execute, n8n, post, freePort, sleep, log, workDir, byName, executionsOf, executionData, redact, barrier,
+			addSecret: (s) => secrets.push(s),
+		})
+	: { cli: async () => {}, webhooks: async () => {}, queue: undefined, stop: async () => {} };
 await serverChecks.cli();
 
 await withServer(async (base) => {
@@ -779,36 +911,17 @@ await withServer(async (base) => {
 				return { status: res.status, text };
 			}
 		};
-		const data = { host: redisHost, port: redisPort, user: redisUser, password: redisPassword, database: redisDb, ssl: false };
-		const ok = await testCredential(REDIS_CRED, data);
-		const bad = await testCredential(REDIS_CRED, { ...data, port: 1, password: 'e2e-wrong-password-5b1d' });
-		check(
-			"the flowguard Redis credential's Test button (POST /rest/credentials/test) runs flowguard's connection test",
-			ok?.status === 'OK' && ok.message === 'Connection successful (flowguard)' && bad?.status === 'Error' &&
-				!String(bad.message).includes('e2e-wrong-password-5b1d'),
-			redact(JSON.stringify({ ok, bad })).slice(0, 400),
-		);
-		const sok = await testCredential(SENTINEL_CRED, sentinelData);
-		const sbad = await testCredential(SENTINEL_CRED, { ...sentinelData, sentinelMasterName: 'nosuchmaster' });
-		check(
-			"[redis sentinel] the Test button of a Redis Sentinel credential: OK; an unknown master name: Error naming it, no password",
-			sok?.status === 'OK' && sbad?.status === 'Error' && String(sbad.message).includes('nosuchmaster') &&
-				!String(sbad.message).includes(SENTINEL_PASSWORD),
-			redact(JSON.stringify({ sok, sbad })).slice(0, 400),
-		);
+		if (on('redis')) await testRedisCredentials(testCredential);
+		if (on('postgres')) await testPostgresCredential(testCredential);
 		await serverChecks.webhooks(base, testCredential);
 	}
-	for (const [backend, sfx] of [
-		['embedded', ''],
-		['redis', '-redis'],
-	]) {
+	for (const [backend, sfx] of onBackends(WEBHOOK_BACKENDS)) {
 		// Two overlapping runs: the second is sent once the first holds the lock (at its gate),
 		// and the first goes on once the second has been answered.
 		barrier.shut(jobGate(sfx));
 		const first = post(`${base}/webhook/flowguard-locked-job${sfx}`);
 		const reached = await barrier.atGate(jobGate(sfx));
-		let heldKeys = [];
-		if (backend === 'redis') heldKeys = redisKeys(`${prefix}*locked-job*`);
+		const held = stores[backend]?.lockHeld('locked-job');
 		const second = await post(`${base}/webhook/flowguard-locked-job${sfx}`);
 		barrier.open(jobGate(sfx));
 		const a = await first;
@@ -817,7 +930,7 @@ await withServer(async (base) => {
 			reached && a.status === 200 && /"released":\s*true/.test(a.text),
 			`reached the gate: ${reached} | ${a.status} ${a.text.slice(0, 300)}`,
 		);
-		const execs = executionsOf(backend === 'redis' ? JOB + 'R' : JOB, 'Already Executing');
+		const execs = executionsOf(JOB + { embedded: '', redis: 'R', postgres: 'PG' }[backend], 'Already Executing');
 		check(
 			`[${backend}] overlapping runs: the second run fails with "Already Executing" (HTTP 500; the error read from n8n's execution record)`,
 			second.status === 500 && execs.filter((e) => e.status === 'error' && e.has).length === 1 && execs.filter((e) => e.status === 'success').length === 1,
@@ -825,8 +938,8 @@ await withServer(async (base) => {
 		);
 		const third = await post(`${base}/webhook/flowguard-locked-job${sfx}`);
 		check(`[${backend}] after the first run released it, a new run takes the lock`, third.status === 200 && /"released":\s*true/.test(third.text), `${third.status} ${third.text.slice(0, 200)}`);
-		if (backend === 'redis') {
-			check('[redis] while the first run held it, the lock was a key in Redis (redis-cli)', heldKeys.length > 0, `keys: ${heldKeys.join(' ')}`);
+		if (held) {
+			check(`[${backend}] while the first run held it, the lock was held in ${held.where} (${stores[backend].tool})`, held.ok, held.detail);
 		}
 
 		// Locked output: the overlapping run is routed, not failed (the first holds the lock at its gate).
@@ -844,7 +957,7 @@ await withServer(async (base) => {
 	}
 
 	// Dedup Queue, embedded (its state lives in this n8n process): the producer and consumer examples via their webhooks.
-	{
+	if (on('embedded')) {
 		const sizeOf = (res) => (Array.isArray(res.json) ? res.json[0] : res.json);
 		const p1 = await post(`${base}/webhook/flowguard-products-edited`);
 		const p2 = await post(`${base}/webhook/flowguard-products-edited`, { productIds: ['product-id-4', 'product-id-5', 'product-id-5'] });
@@ -875,10 +988,7 @@ await withServer(async (base) => {
 	// clock); between a slot and the HTTP call n8n runs the next node, so the arrival times are
 	// checked with a stated tolerance of 150 ms: consecutive calls at least 350 ms apart, and any
 	// 3 calls in a row at least 850 ms apart (no second holds more than 2).
-	for (const [backend, sfx] of [
-		['embedded', ''],
-		['redis', '-redis'],
-	]) {
+	for (const [backend, sfx] of onBackends(WEBHOOK_BACKENDS)) {
 		const arrivals = [];
 		const api = (await import('node:http')).createServer((req, res) => {
 			arrivals.push({ t: performance.now(), path: req.url });
@@ -912,10 +1022,7 @@ await withServer(async (base) => {
 	// 429 it saw, so no second call may arrive before the first 429 + 2000 ms (the pause starts
 	// when Back Off runs, after the 429 was answered), and the flow ends with every id done, not
 	// failed.
-	for (const [backend, sfx] of [
-		['embedded', ''],
-		['redis', '-redis'],
-	]) {
+	for (const [backend, sfx] of onBackends(WEBHOOK_BACKENDS)) {
 		const arrivals = [];
 		const api = (await import('node:http')).createServer((req, res) => {
 			const q = new URL(req.url, 'http://x').searchParams;
@@ -949,6 +1056,8 @@ await withServer(async (base) => {
 		}
 	}
 
+	// The rest runs on Embedded.
+	if (!on('embedded')) return;
 	// The weekly loop on the Embedded file, run 1 before n8n restarts (run 2 after it, below).
 	const l1 = await post(`${base}/webhook/flowguard-project-loop`);
 	const c1 = reportOf(await post(`${base}/webhook/flowguard-project-report`))?.counts;
@@ -988,7 +1097,7 @@ await withServer(async (base) => {
 });
 
 // Stop and start n8n: the Embedded state is in the file, n8n's own (Remove Duplicates) in its database.
-await withServer(async (base) => {
+if (on('embedded')) await withServer(async (base) => {
 	compareBase = base;
 	const l2 = await post(`${base}/webhook/flowguard-project-loop`);
 	const rep = reportOf(await post(`${base}/webhook/flowguard-project-report`));
@@ -1021,6 +1130,15 @@ if (serverChecks.queue) {
 await serverChecks.stop();
 await barrier.close();
 await sentinelSet.stop();
+if (pgSide) {
+	// Every n8n server of the suite has stopped: its whole log.
+	const n8nLog = fs.readFileSync(path.join(userFolder, 'server.log'), 'utf8');
+	check(
+		"[postgres] neither Postgres password (the credential's, the wrong one) appears in n8n's server log",
+		n8nLog.length > 0 && !n8nLog.includes(pgSide.password) && !n8nLog.includes(pgSide.wrongPassword),
+	);
+	pgSide.stop();
+}
 try {
 	const keys = redisKeys(`${prefix}*`);
 	for (let i = 0; i < keys.length; i += 200) redisCli('DEL', ...keys.slice(i, i + 200));

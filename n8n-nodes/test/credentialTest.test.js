@@ -143,3 +143,20 @@ test('a TLS-only PostgreSQL: Verify Full with its CA is OK; Disable is refused, 
 		cluster.stop();
 	}
 });
+
+test('a PostgreSQL that takes a password: the right one is OK; a wrong one is an ERR_BACKEND_AUTH failure (28P01), no password shown', async (t) => {
+	const { postgresBin, startPostgres } = await import('../../scripts/postgres.mjs');
+	if (!postgresBin()) return t.skip('PostgreSQL is not installed');
+	const password = 'right-pw-97';
+	const cluster = await startPostgres({ password });
+	try {
+		const data = { host: '127.0.0.1', port: cluster.port, user: 'flowguard', password, database: 'postgres', sslMode: 'disable' };
+		assert.deepEqual(await flowguardPostgresConnectionTest.call({}, pgCredential(data)), { status: 'OK', message: 'Connection successful (flowguard)' });
+		const r = await flowguardPostgresConnectionTest.call({}, pgCredential({ ...data, password: 'wrong-pw-98' }));
+		assert.equal(r.status, 'Error');
+		assert.match(r.message, /^ERR_BACKEND_AUTH: PostgreSQL: the server refused the credentials \(28P01 password authentication failed/);
+		assert.ok(!r.message.includes('wrong-pw-98') && !r.message.includes(password), r.message);
+	} finally {
+		cluster.stop();
+	}
+});

@@ -6,7 +6,7 @@ import type {
 
 import { AddonUnavailableError } from './addon';
 import { openClient, postgresOptionsFromCredential, redisTargetFromCredential } from './client';
-import { errorMessage } from './errors';
+import { errorCode, errorMessage } from './errors';
 import { flowguardServerConnectionTest } from './serverTest';
 
 /**
@@ -39,15 +39,18 @@ export async function flowguardPostgresConnectionTest(
 	});
 }
 
-/** Runs `check`: OK, or the error's message (never a password: flowguard's messages hold none). */
+/**
+ * Runs `check`: OK, or the error's message after flowguard's code (`ERR_BACKEND_AUTH: …`, the
+ * code a node's error has too; never a password: flowguard's messages hold none).
+ */
 async function probe(check: () => Promise<void>): Promise<INodeCredentialTestResult> {
 	try {
 		await check();
 		return { status: 'OK', message: 'Connection successful (flowguard)' };
 	} catch (error) {
-		const message =
-			error instanceof AddonUnavailableError ? `${error.message}. ${error.description}` : errorMessage(error);
-		return { status: 'Error', message };
+		if (error instanceof AddonUnavailableError) return { status: 'Error', message: `${error.message}. ${error.description}` };
+		const code = errorCode(error);
+		return { status: 'Error', message: code ? `${code}: ${errorMessage(error)}` : errorMessage(error) };
 	}
 }
 
