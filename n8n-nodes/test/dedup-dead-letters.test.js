@@ -4,21 +4,10 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { DedupQueue } = require('../dist/nodes/DedupQueue/DedupQueue.node');
+const { plainContext } = require('./plain-context');
 
 /** An n8n execution context of the Dedup Queue node with `parameters` over `items`. */
-function context(parameters, items = [{ json: {} }]) {
-	const get = (name, fallback) => {
-		let v = parameters;
-		for (const p of name.split('.')) v = v?.[p];
-		return v === undefined ? fallback : v;
-	};
-	return {
-		getInputData: () => items,
-		getNodeParameter: (name, _i, fallback) => get(name, fallback),
-		getNode: () => ({ id: '1', name: 'Dedup Queue', type: 'n8n-nodes-flowguard.dedupQueue', typeVersion: 1, parameters }),
-		continueOnFail: () => false,
-	};
-}
+const context = (parameters, items) => plainContext('Dedup Queue', 'n8n-nodes-flowguard.dedupQueue', parameters, items);
 
 /** Runs the node with `operation` on queue "q" of the in-memory store under `prefix`: its output items' json. */
 async function run(prefix, operation, extra = {}, items) {

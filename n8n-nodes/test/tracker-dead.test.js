@@ -3,22 +3,11 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { ItemTracker } = require('../dist/nodes/ItemTracker/ItemTracker.node');
+const { plainContext } = require('./plain-context');
 
 /** An n8n execution context of the Item Tracker node with `parameters` over `items` (one by default). */
-function context(parameters, items = [{ json: {} }]) {
-	const all = { backend: 'embedded', group: 'g', ...parameters };
-	const get = (name, fallback) => {
-		let v = all;
-		for (const p of name.split('.')) v = v?.[p];
-		return v === undefined ? fallback : v;
-	};
-	return {
-		getInputData: () => items,
-		getNodeParameter: (name, _i, fallback) => get(name, fallback),
-		getNode: () => ({ id: '1', name: 'Item Tracker', type: 'n8n-nodes-flowguard.itemTracker', typeVersion: 1, parameters: all }),
-		continueOnFail: () => false,
-	};
-}
+const context = (parameters, items) =>
+	plainContext('Item Tracker', 'n8n-nodes-flowguard.itemTracker', { backend: 'embedded', group: 'g', ...parameters }, items);
 
 const run = async (prefix, parameters, items) =>
 	await ItemTracker.prototype.execute.call(
