@@ -3,8 +3,9 @@
 // clients calling with `replicaAcks: 1` through `SENTINEL FAILOVER` and through a SIGKILLed
 // primary (restarted as a replica once the other node is promoted): calls go on on the new
 // primary within a few seconds, nothing acknowledged is lost (the longest run of failing calls
-// and the failures' codes are printed); a call more replicas must confirm than there are fails
-// with a coded error after it ran; bad options are coded errors.
+// and the failures' codes are printed); a client opened while the primary is down waits for the
+// promotion; a call more replicas must confirm than there are fails with a coded error after it
+// ran; bad options are coded errors.
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { tmpdir } from 'node:os'
@@ -180,6 +181,28 @@ test('calls with replicaAcks: 1 go on through SENTINEL FAILOVER and a killed pri
     await set.restart(second)
     return `SIGKILL of the primary: replica promoted after ${promoted} ms, the killed node back as a replica after ${Date.now() - t} ms`
   })
+})
+
+test('opened while the primary is killed and not yet replaced: it waits for the promotion, within connectTimeoutMs', { skip, timeout: 60_000 }, async () => {
+  const old = primaryPort()
+  const other = set.data.find((d) => d.port !== old).port
+  await stopRedis(set.data.find((d) => d.port === old).proc)
+  // The sentinels still name the killed node (down-after 1 s): the open below begins before
+  // they see it down, so it first meets a refused connection.
+  assert.equal(primaryPort(), old, 'the sentinels still name the killed primary')
+  const t = Date.now()
+  const fg = await open({ connectTimeoutMs: 20_000 })
+  const waited = Date.now() - t
+  try {
+    await fg.setState('opened-in-failover', { n: 1 })
+    assert.deepEqual(await fg.getState('opened-in-failover'), { n: 1 })
+    assert.equal(primaryPort(), other, 'the sentinels promoted the replica')
+    assert.ok(cli(other, 'KEYS', `${fg.prefix}*`).length > 0, 'written to the promoted node')
+  } finally {
+    await fg.close()
+  }
+  console.log(`# opened ${waited} ms after the primary was killed, on the promoted replica`)
+  await set.restart(old)
 })
 
 test('sentinel options are checked, with coded errors naming the field', { skip }, async () => {

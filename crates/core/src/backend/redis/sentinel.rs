@@ -462,9 +462,7 @@ impl Resolver {
             return Err(match (seen_down, last_err) {
                 (true, _) => no_primary("the sentinels see the primary down"),
                 // "ERR No such master with that name" from every sentinel that answered.
-                (false, Some(e)) if e.code() == Some("ERR") => {
-                    no_primary("the sentinels do not monitor this name")
-                }
+                (false, Some(e)) if e.code() == Some("ERR") => no_primary(NOT_MONITORED),
                 (false, Some(e)) => e,
                 (false, None) => no_primary("no sentinel named a primary"),
             });
@@ -489,8 +487,27 @@ impl Resolver {
     }
 }
 
+/// Why no primary was found when the sentinels answered without naming the master name.
+const NOT_MONITORED: &str = "the sentinels do not monitor this name";
+
 fn no_primary(why: &'static str) -> RedisError {
     RedisError::from((redis::ErrorKind::MasterNameNotFoundBySentinel, why))
+}
+
+/// Whether a failed resolution may succeed later without any change of settings: a node or
+/// sentinel not answering (restarting, or the old primary during a failover), the primary seen
+/// down, or a replica not promoted yet; not a name the sentinels do not monitor, nor a refused
+/// sign-in.
+fn primary_may_come(e: &RedisError) -> bool {
+    match e.kind() {
+        redis::ErrorKind::MasterNameNotFoundBySentinel => !e.to_string().contains(NOT_MONITORED),
+        _ => {
+            e.is_io_error()
+                || e.is_connection_refusal()
+                || e.is_connection_dropped()
+                || e.code() == Some("READONLY")
+        }
+    }
 }
 
 /// Whether nothing of a call ran, so sending it again is safe: the connection was refused, or
@@ -573,8 +590,27 @@ pub(super) async fn connect(opts: &SentinelOptions, config: &Config) -> Result<S
         command_timeout,
         replica_acks: opts.replica_acks.unwrap_or(0),
     });
-    match state.checkout().await {
-        Ok(_) => {}
+    // A failover may be under way: the sentinels still name the old primary (refusing
+    // connections) or see it down, or name a replica not promoted yet. Opening waits for the
+    // new primary as calls do (doubling waits), within the connect timeout as a whole.
+    let deadline = Instant::now() + connect_timeout;
+    let mut wait = Duration::from_millis(MIN_RETRY_WAIT_MS);
+    let opened = loop {
+        match tokio::time::timeout_at(deadline, state.checkout()).await {
+            Ok(Ok(_)) => break Ok(()),
+            Ok(Err(e)) if !primary_may_come(&e) => break Err(e),
+            Ok(Err(e)) if Instant::now() + wait >= deadline => {
+                break Err(if e.is_io_error() { e } else { timed_out() })
+            }
+            Ok(Err(_)) => {
+                tokio::time::sleep(wait).await;
+                wait = (wait * 2).min(Duration::from_millis(MAX_RETRY_WAIT_MS));
+            }
+            Err(_) => break Err(timed_out()),
+        }
+    };
+    match opened {
+        Ok(()) => {}
         Err(e) if e.is_timeout() => {
             return Err(Error::new(
                 ErrorCode::BackendUnavailable,
