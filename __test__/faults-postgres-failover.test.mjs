@@ -1,6 +1,6 @@
 // A streaming replica promoted after the primary is killed (issue 27): a primary of this suite's
 // own and a replica of it (`pg_basebackup -R`), a client writing to the primary (claims and
-// completions, lock acquire/release pairs, enqueues) when the primary is stopped at once (`pg_ctl
+// completions, lock and semaphore permit acquire/release pairs, enqueues) when the primary is stopped at once (`pg_ctl
 // stop -m immediate`: every server process ended, as in a crash); the replica is promoted
 // (`pg_ctl promote`) and a client opened on it (faults-postgres-sync-standby.test.mjs: a
 // synchronous standby away). Three times:
@@ -10,13 +10,16 @@
 //   after the acknowledgement) the replica had replayed when promoted must be there; writes
 //   acknowledged after it may be lost (the figures are printed: docs/postgres.md);
 // - the same with the replica cut off from the primary 500 ms before the kill (a replica fallen
-//   behind): what was acknowledged since is lost, and fences are handed out again (printed);
+//   behind): what was acknowledged since is lost (printed);
 // - synchronous replication (`synchronous_standby_names = '*'`, `synchronous_commit = on`): a
-//   commit is answered once the replica has it, so nothing acknowledged may be lost, and a lock's
-//   fence after the promotion is past every fence handed out before.
+//   commit is answered once the replica has it, so nothing acknowledged may be lost.
 //
-// Either way the promoted replica serves flowguard: the schema's version is read, claims and locks
-// work, and a lock's fence is past every fence the replica had. The PostgreSQL leg of `npm test`
+// Every way the promoted replica serves flowguard: the schema's version is read, claims and locks
+// work, and the first lock fence and semaphore fence after the promotion are past every fence
+// handed out before, the lost ones too: a grant's fence is at least the database's clock in µs
+// (`rules::lock::next_fence`), and the promoted replica runs on the same machine's clock (a
+// new primary whose clock is behind by more than the time since the last lost grant could hand
+// tokens out again: docs/postgres.md). The PostgreSQL leg of `npm test`
 // runs it (FLOWGUARD_BACKENDS=postgres).
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
@@ -55,6 +58,7 @@ for (const { sync, cut } of [{ sync: false }, { sync: false, cut: true }, { sync
       const completed = []
       const enqueued = []
       const fences = []
+      const permitFences = []
       const marks = []
       const codes = new Map()
       const unexpected = []
@@ -82,6 +86,16 @@ for (const { sync, cut } of [{ sync: false }, { sync: false, cut: true }, { sync
             if (l?.acquired) {
               fences.push(l.fence)
               await call(() => a.releaseLock('L', l.owner))
+            }
+            await sleep(1)
+          }
+        },
+        async () => {
+          while (!stop) {
+            const p = await call(() => a.acquirePermit('S', { permits: 2, timeoutMs: LEASE_MS }))
+            if (p?.acquired) {
+              permitFences.push(p.fence)
+              await call(() => a.releasePermit('S', p.owner))
             }
             await sleep(1)
           }
@@ -115,7 +129,7 @@ for (const { sync, cut } of [{ sync: false }, { sync: false, cut: true }, { sync
         await Promise.all(writers)
       }
       assert.deepEqual(unexpected, [], 'the calls on the killed primary fail with coded errors')
-      assert.ok(completed.length > 0 && enqueued.length > 0 && fences.length > 3, 'writes were acknowledged')
+      assert.ok(completed.length > 0 && enqueued.length > 0 && fences.length > 3 && permitFences.length > 3, 'writes were acknowledged')
 
       // What the replica had when promoted: it replays all it received (the primary is gone).
       await until('the replica replays what it received', 10_000, async () => {
@@ -135,17 +149,24 @@ for (const { sync, cut } of [{ sync: false }, { sync: false, cut: true }, { sync
       const lostEnqueued = enqueued.filter((id) => !waiting.has(id))
       const l = await b.acquireLock('L', { waitMs: LEASE_MS * 3 })
       assert.ok(l.acquired, 'the lock is taken on the promoted replica (once the lease held at the kill ends)')
+      const p = await b.acquirePermit('S', { permits: 2, waitMs: LEASE_MS * 3 })
+      assert.ok(p.acquired, 'a permit is taken on the promoted replica')
       const reissued = fences.filter((f) => f >= l.fence)
-      console.log(`# ${mode}: acknowledged ${completed.length} completions, ${enqueued.length} enqueues, ${fences.length} fences ` +
+      const permitsReissued = permitFences.filter((f) => f >= p.fence)
+      console.log(`# ${mode}: acknowledged ${completed.length} completions, ${enqueued.length} enqueues, ${fences.length} lock fences, ${permitFences.length} permit fences ` +
         `(${kept.completed}/${kept.enqueued}/${kept.fences} before a WAL position the replica had replayed, ${marks.length} positions read); ` +
-        `lost after the promotion: ${lostCompleted.length} completions, ${lostEnqueued.length} enqueues, ${reissued.length} fences handed out again ` +
-        `(fence after: ${l.fence}, last before: ${fences.at(-1)}); calls on the dead primary: ${[...codes].map(([c, n]) => `${n} ${c}`).join(', ')}`)
+        `lost after the promotion: ${lostCompleted.length} completions, ${lostEnqueued.length} enqueues; ` +
+        `handed out again: ${reissued.length} lock fences (fence after: ${l.fence}, last before: ${fences.at(-1)}), ` +
+        `${permitsReissued.length} permit fences (fence after: ${p.fence}, last before: ${permitFences.at(-1)}); ` +
+        `calls on the dead primary: ${[...codes].map(([c, n]) => `${n} ${c}`).join(', ')}`)
       // What is guaranteed: with synchronous replication everything answered; with asynchronous,
       // what was answered before a position the replica had replayed.
       const must = sync ? { completed: completed.length, enqueued: enqueued.length, fences: fences.length } : kept
       assert.deepEqual(lostCompleted.filter((id) => completed.indexOf(id) < must.completed), [], 'acknowledged completions kept')
       assert.deepEqual(lostEnqueued.filter((id) => enqueued.indexOf(id) < must.enqueued), [], 'acknowledged enqueues kept')
-      assert.ok(fences.slice(0, must.fences).every((f) => f < l.fence), `the fence after the promotion (${l.fence}) is past every kept one`)
+      // Every fence handed out before, kept or lost (the database's clock is the floor).
+      assert.ok(fences.every((f) => f < l.fence), `the lock fence after the promotion (${l.fence}) is past every one before (last ${fences.at(-1)})`)
+      assert.ok(permitFences.every((f) => f < p.fence), `the permit fence after the promotion (${p.fence}) is past every one before (last ${permitFences.at(-1)})`)
       if (sync) assert.ok(must.completed > 0 && must.enqueued > 0, 'the check covered writes')
 
       // The promoted replica serves flowguard: claims, completions, locks.
@@ -153,6 +174,7 @@ for (const { sync, cut } of [{ sync: false }, { sync: false, cut: true }, { sync
       assert.ok(c.claimed)
       assert.equal((await b.complete('g', 'after', { owner: c.owner })).status, 'completed')
       assert.deepEqual(await b.releaseLock('L', l.owner), { released: true })
+      assert.deepEqual(await b.releasePermit('S', p.owner), { released: true })
       assert.ok((await b.acquireLock('L')).fence > l.fence)
       assert.equal((await b.enqueue('q', ['after'])).added, 1)
     } finally {

@@ -4,10 +4,11 @@ import assert from 'node:assert/strict'
 import { backends, rejection, sleep } from './backends.mjs'
 import { connect } from './resp.mjs'
 
-/** Redis (a server or a Cluster) gives fences of at least its clock in µs; the others count 1, 2, 3… */
-const clockFences = (b) => b.name === 'redis' || b.name === 'cluster'
+/** Redis (a server or a Cluster) and PostgreSQL give fences of at least their clock in µs; the
+ * in-process stores count 1, 2, 3… */
+const clockFences = (b) => b.name === 'redis' || b.name === 'cluster' || b.name === 'postgres'
 
-/** The next grant's fence after `prev`: one more in memory, in the file and in PostgreSQL; above it on Redis. */
+/** The next grant's fence after `prev`: one more in memory and in the file; above it on Redis and PostgreSQL. */
 function nextFence(b, fence, prev) {
   if (clockFences(b)) assert.ok(fence > prev, `fence ${fence} after ${prev}`)
   else assert.equal(fence, prev + 1)
@@ -20,8 +21,9 @@ for (const b of backends()) {
       const r = await Promise.all(Array.from({ length: 30 }, (_, i) => fg.acquirePermit('api', { permits: 3, label: `run-${i}` })))
       const won = r.filter((x) => x.acquired)
       assert.equal(won.length, 3)
-      // Consecutive (1, 2, 3 in memory and in the file); on Redis increasing, each at least the
-      // Redis clock in µs (so a failover that lost the counter's last writes cannot repeat one).
+      // Consecutive (1, 2, 3 in memory and in the file); on Redis and PostgreSQL increasing, each at
+      // least the backend's clock in µs (so a failover that lost the counter's last writes cannot
+      // repeat one).
       const fences = won.map((x) => x.fence).sort((a, b) => a - b)
       if (clockFences(b)) assert.ok(fences[0] < fences[1] && fences[1] < fences[2], String(fences))
       else assert.deepEqual(fences, [fences[0], fences[0] + 1, fences[0] + 2])

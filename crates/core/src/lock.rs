@@ -18,8 +18,10 @@ pub const DEFAULT_LOCK_MS: u64 = 600_000;
 /// How long a lock name's fence counter is kept: in memory and in the durable file, 30 days after
 /// the lease of its last acquisition (tokens strictly increase for a name used at least once in
 /// that time; a name unused longer starts again at 1 and its counter is given back). On Redis a
-/// counter lives 30 days from when it was made, and the next one starts from the clock, so tokens
-/// keep increasing (see `backend/redis/lock.rs`).
+/// counter lives 30 days from when it was made, and on PostgreSQL a name's row as in the durable
+/// file; there every grant's token is at least the backend's clock in µs
+/// (`rules::lock::next_fence`), so tokens keep increasing after a name is forgotten, and after a
+/// failover that lost the counter (see `backend/redis/lock.rs`, `backend/postgres/lock.rs`).
 pub const FENCE_KEEP_MS: u64 = 30 * 86_400_000;
 /// First and largest pause between attempts while waiting for a lock.
 const BACKOFF_START_MS: u64 = 10;

@@ -226,9 +226,9 @@ fn a_row_locked_elsewhere_times_out_by_code() {
 }
 
 /// Lock and semaphore names unused for FENCE_KEEP_MS are forgotten, as the other stores forget
-/// them (the next token is 1 again): a client's acquisitions sweep such rows a bounded slice at a
-/// time. Names used within that time, and held ones (a held semaphore name even past its keep
-/// time), keep their fence.
+/// them (the next token is the database's clock in µs again, above the forgotten ones): a client's
+/// acquisitions sweep such rows a bounded slice at a time. Names used within that time, and held
+/// ones (a held semaphore name even past its keep time), keep their fence.
 #[test]
 #[ignore = "needs a PostgreSQL: set FLOWGUARD_TEST_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
 fn lock_and_semaphore_names_unused_for_the_keep_time_are_forgotten() {
@@ -237,10 +237,13 @@ fn lock_and_semaphore_names_unused_for_the_keep_time_are_forgotten() {
     common::runtime().block_on(async {
         let (c, prefix) = opened().await;
         let one = PermitOptions { permits: 1, ..Default::default() };
+        // Each name's lock and semaphore fence: the database's clock in µs (past 2020's).
+        let mut fences = std::collections::HashMap::new();
         for name in ["old", "recent", "held"] {
             let a = c.acquire_lock(name, AcquireOptions::default()).await.unwrap();
             let p = c.acquire_permit(name, one.clone()).await.unwrap();
-            assert_eq!((a.fence, p.fence), (1, 1));
+            assert!(a.fence > 1_577_836_800_000_000 && p.fence > 1_577_836_800_000_000, "{a:?} {p:?}");
+            fences.insert(name, (a.fence, p.fence));
             if name != "held" {
                 assert!(c.release_lock(name, a.owner.as_deref().unwrap()).await.unwrap().released);
                 assert!(c.release_permit(name, p.owner.as_deref().unwrap()).await.unwrap().released);
@@ -262,7 +265,7 @@ fn lock_and_semaphore_names_unused_for_the_keep_time_are_forgotten() {
             .await
             .unwrap();
         assert_eq!((aged, aged_sems), (1, 2));
-        assert_eq!(c.get_lock("old").await.unwrap().fence, 1, "not forgotten before a sweep");
+        assert_eq!(c.get_lock("old").await.unwrap().fence, fences["old"].0, "not forgotten before a sweep");
         // Enough acquisitions of other names for one sweep of each (one in 32).
         for i in 0..32 {
             let n = format!("n{i}");
@@ -273,14 +276,19 @@ fn lock_and_semaphore_names_unused_for_the_keep_time_are_forgotten() {
         }
         assert_eq!(c.get_lock("old").await.unwrap().fence, 0, "the old lock name is forgotten");
         assert_eq!(c.get_semaphore("old").await.unwrap().fence, 0, "the old semaphore name is forgotten");
-        assert_eq!(c.get_lock("recent").await.unwrap().fence, 1, "a recent name keeps its fence");
-        assert_eq!(c.get_semaphore("recent").await.unwrap().fence, 1, "a recent name keeps its fence");
-        let held = c.get_lock("held").await.unwrap();
-        assert!(held.locked && held.fence == 1, "a held name keeps its fence: {held:?}");
+        let recent = fences["recent"];
+        assert_eq!(c.get_lock("recent").await.unwrap().fence, recent.0, "a recent name keeps its fence");
+        assert_eq!(c.get_semaphore("recent").await.unwrap().fence, recent.1, "a recent name keeps its fence");
+        let (held, kept) = (c.get_lock("held").await.unwrap(), fences["held"]);
+        assert!(held.locked && held.fence == kept.0, "a held name keeps its fence: {held:?}");
         let held = c.get_semaphore("held").await.unwrap();
-        assert!(held.holders.len() == 1 && held.fence == 1, "a held name keeps its fence: {held:?}");
-        assert_eq!(c.acquire_lock("old", AcquireOptions::default()).await.unwrap().fence, 1);
-        assert_eq!(c.acquire_permit("old", one).await.unwrap().fence, 1);
+        assert!(held.holders.len() == 1 && held.fence == kept.1, "a held name keeps its fence: {held:?}");
+        // A forgotten name's next token is the clock's: above the forgotten one.
+        let old = fences["old"];
+        let a = c.acquire_lock("old", AcquireOptions::default()).await.unwrap();
+        assert!(a.acquired && a.fence > old.0, "{a:?} after {old:?}");
+        let p = c.acquire_permit("old", one).await.unwrap();
+        assert!(p.acquired && p.fence > old.1, "{p:?} after {old:?}");
     });
 }
 

@@ -2,7 +2,19 @@
 //! fencing token), and the owner check of a release or an extension.
 //!
 //! The Redis scripts `lock_acquire.lua`, `lock_release.lua`, `lock_release_fence.lua` and
-//! `lock_extend.lua` write the same rules in Lua.
+//! `lock_extend.lua` write the same rules in Lua (the fence of a grant too: [`next_fence`] with
+//! the Redis clock in µs as the floor).
+//!
+//! A grant's fencing token is [`next_fence`]: one above the last, and at least the backend's
+//! fence floor. A backend whose counter can be lost while tokens it handed out live on (Redis and
+//! PostgreSQL, where a failover to a replica that missed the last grants, or a restore, sets the
+//! counter back) passes its clock in µs: a grant is then above every token handed out before, as
+//! long as the clock that grants is not behind by more than the time between the last lost grant
+//! and the loss. The in-process stores pass [`NO_FLOOR`] (their tokens go 1, 2, 3…): their
+//! counter is lost only with everything that holds a token of it (the in-memory store's with its
+//! process, whose callers end with it), or not at all (the durable file is written before a grant
+//! is answered, and has no replica to fail over to; restoring an older copy of it is the one case
+//! that would hand tokens out again).
 
 use crate::lock::{Attempt, ExtendResult, Refusal, ReleaseResult, FENCE_KEEP_MS};
 
@@ -21,6 +33,16 @@ pub fn label(label: Option<&str>) -> Option<&str> {
 /// strictly increase across acquisitions of a name used at least once in that time.
 pub fn fence_kept_until(now: i64, lease_ms: u64) -> i64 {
     now + lease_ms as i64 + FENCE_KEEP_MS as i64
+}
+
+/// The fence floor of the in-process stores: none, so their tokens are the last plus one.
+pub const NO_FLOOR: u64 = 0;
+
+/// The fencing token of a grant: one above `last` (the name's last token, 0 when never granted
+/// or forgotten), and at least `floor` (the backend's clock in µs where a failover or a restore
+/// can lose the counter, else [`NO_FLOOR`]). The lock's and the semaphore's grants both take it.
+pub fn next_fence(last: u64, floor: u64) -> u64 {
+    (last + 1).max(floor)
 }
 
 /// A lock's live holder, as a backend loaded it.
@@ -42,10 +64,12 @@ pub struct Acquire {
 }
 
 /// An acquisition at `now` of a lock whose holder is `holder` (`None` when no lease holds it)
-/// and whose last fencing token is `last_fence` (0: never acquired, or forgotten).
+/// and whose last fencing token is `last_fence` (0: never acquired, or forgotten); a grant's
+/// token is [`next_fence`] of it and `fence_floor`.
 pub fn acquire(
     holder: Option<Holder<'_>>,
     last_fence: u64,
+    fence_floor: u64,
     lease_ms: u64,
     label: Option<&str>,
     now: i64,
@@ -61,7 +85,7 @@ pub fn acquire(
             take: None,
         },
         None => {
-            let fence = last_fence + 1;
+            let fence = next_fence(last_fence, fence_floor);
             Acquire {
                 attempt: Attempt {
                     acquired: true,

@@ -15,6 +15,52 @@ fn holds_label_and_fence_keep() {
     assert_eq!(fence_kept_until(NOW, LEASE), NOW + 1_000 + 30 * 86_400_000);
 }
 
+/// A grant's fence: one above the last, and at least the floor (the backend's clock in µs where a
+/// failover can lose the counter: a counter set back is then still passed by the clock).
+#[test]
+fn next_fence_table() {
+    const US: u64 = 1_800_000_000_000_000;
+    // last, floor, fence
+    let table = [
+        (0, NO_FLOOR, 1),
+        (7, NO_FLOOR, 8),
+        // Never granted (or forgotten, or lost by a failover): the clock.
+        (0, US, US),
+        // A counter behind the clock (set back by a failover): the clock.
+        (45, US, US),
+        (US - 2, US, US),
+        // A counter at or past the clock (grants in the same µs, or a clock set back): one above.
+        (US - 1, US, US),
+        (US, US, US + 1),
+        (US + 10, US, US + 11),
+    ];
+    for (last, floor, fence) in table {
+        assert_eq!(next_fence(last, floor), fence, "last {last}, floor {floor}");
+    }
+}
+
+/// An acquisition takes its fence from [`next_fence`] with the floor given; a refusal reports the
+/// holder's fence whatever the floor.
+#[test]
+fn acquire_takes_the_floor() {
+    const US: u64 = 1_800_000_000_000_000;
+    let live = Holder { owner: "a", fence: 7, label: None, expires_at: NOW + 300 };
+    let ended = Holder { expires_at: NOW, ..live };
+    // holder, last, floor, (acquired, fence)
+    let table = [
+        (None, 0, US, (true, US)),
+        (None, 59, US, (true, US)),
+        (Some(ended), 7, US, (true, US)),
+        (Some(ended), US + 3, US, (true, US + 4)),
+        (Some(live), 7, US, (false, 7)),
+    ];
+    for (holder, last, floor, (acquired, fence)) in table {
+        let d = acquire(holder, last, floor, LEASE, None, NOW);
+        assert_eq!((d.attempt.acquired, d.attempt.fence), (acquired, fence), "{holder:?} last {last}");
+        assert_eq!(d.take, acquired.then_some((fence, NOW + LEASE as i64)), "{holder:?} last {last}");
+    }
+}
+
 /// Every holder (none; `a` with a live lease; `a` whose lease ended now) × caller (`a`, `b`)
 /// × acquire, release, extend → the answer and what is written.
 #[test]
@@ -40,7 +86,7 @@ fn decision_table() {
     for (holder, last, _caller, (acquired, fence, remaining_ms, label), take) in acquire_table {
         let want = Attempt { acquired, fence, remaining_ms, holder: label.map(String::from) };
         assert_eq!(
-            acquire(holder, last, LEASE, Some("new"), NOW),
+            acquire(holder, last, NO_FLOOR, LEASE, Some("new"), NOW),
             Acquire { attempt: want, take },
             "{holder:?}"
         );
@@ -88,5 +134,5 @@ fn release_by_fence() {
 /// An empty label is kept as none.
 #[test]
 fn an_empty_label_is_none() {
-    assert_eq!(acquire(None, 0, LEASE, Some(""), NOW).attempt.holder, None);
+    assert_eq!(acquire(None, 0, NO_FLOOR, LEASE, Some(""), NOW).attempt.holder, None);
 }

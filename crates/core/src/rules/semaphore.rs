@@ -10,7 +10,8 @@
 //! counts toward the total only.
 //!
 //! The Redis scripts `semaphore_acquire.lua`, `semaphore_release.lua`,
-//! `semaphore_release_fence.lua` and `semaphore_extend.lua` write the same rules in Lua.
+//! `semaphore_release_fence.lua` and `semaphore_extend.lua` write the same rules in Lua (the fence
+//! of a grant too: [`lock::next_fence`] with the Redis clock in µs as the floor).
 
 use super::lock;
 use crate::lock::{ExtendResult, Refusal, ReleaseResult};
@@ -36,13 +37,14 @@ pub struct Limits {
 /// An acquisition at `now` of a name whose holders are `holders`: each its lease end and whether
 /// it holds a permit of the caller's key (always `false` for a call without a key; leases that no
 /// longer hold are not counted), and whose last fencing token is `last_fence` (0: never taken, or
-/// forgotten). Refused when the live holders are `permits` or more, or the key's live holders are
+/// forgotten; a grant's token is [`lock::next_fence`] of it and `fence_floor`). Refused when the live holders are `permits` or more, or the key's live holders are
 /// `per_key` or more; a refusal's `remaining_ms` is the time until the first lease that would
 /// make room ends: the key's first when the key is full (only a permit of the key frees its
 /// place), else the first of all.
 pub fn acquire(
     holders: impl IntoIterator<Item = (i64, bool)>,
     last_fence: u64,
+    fence_floor: u64,
     limits: Limits,
     lease_ms: u64,
     now: i64,
@@ -64,7 +66,7 @@ pub fn acquire(
             PermitAttempt { acquired: false, fence: last_fence, holders: n, key_holders: k, remaining_ms };
         return Acquire { attempt, take: None };
     }
-    let fence = last_fence + 1;
+    let fence = lock::next_fence(last_fence, fence_floor);
     let key_holders = if limits.per_key.is_some() { k + 1 } else { 0 };
     Acquire {
         attempt: PermitAttempt { acquired: true, fence, holders: n + 1, key_holders, remaining_ms: lease_ms },
@@ -128,7 +130,8 @@ mod tests {
         for (ends, permits, (acquired, fence, holders, remaining_ms), take) in table {
             let attempt = PermitAttempt { acquired, fence, holders, key_holders: 0, remaining_ms };
             let want = Acquire { attempt, take };
-            let got = acquire(ends.iter().map(|&e| (e, false)), 5, keyless(permits), 1_000, NOW);
+            let got =
+                acquire(ends.iter().map(|&e| (e, false)), 5, lock::NO_FLOOR, keyless(permits), 1_000, NOW);
             assert_eq!(got, want, "{ends:?} of {permits}");
         }
     }
@@ -167,8 +170,30 @@ mod tests {
             let attempt = PermitAttempt { acquired, fence, holders, key_holders, remaining_ms };
             let take = acquired.then_some((6, NOW + 1_000));
             let limits = Limits { permits, per_key: Some(per_key) };
-            let got = acquire(held.iter().copied(), 5, limits, 1_000, NOW);
+            let got = acquire(held.iter().copied(), 5, lock::NO_FLOOR, limits, 1_000, NOW);
             assert_eq!(got, Acquire { attempt, take }, "{held:?}, {permits} total, {per_key} per key");
+        }
+    }
+
+    /// A grant's fence is [`lock::next_fence`] of the last and the floor (the backend's clock in
+    /// µs where a failover can lose the counter); a refusal reports the last fence.
+    #[test]
+    fn acquire_takes_the_floor() {
+        const US: u64 = 1_800_000_000_000_000;
+        let one = Limits { permits: 1, per_key: None };
+        // holders, last, floor, (acquired, fence)
+        type Row = (&'static [i64], u64, u64, (bool, u64));
+        let table: [Row; 5] = [
+            (&[], 0, US, (true, US)),
+            (&[], 70, US, (true, US)),
+            (&[NOW], US + 5, US, (true, US + 6)),
+            (&[NOW + 300], 70, US, (false, 70)),
+            (&[], 70, lock::NO_FLOOR, (true, 71)),
+        ];
+        for (ends, last, floor, (acquired, fence)) in table {
+            let d = acquire(ends.iter().map(|&e| (e, false)), last, floor, one, 1_000, NOW);
+            assert_eq!((d.attempt.acquired, d.attempt.fence), (acquired, fence), "{ends:?} last {last}");
+            assert_eq!(d.take, acquired.then_some((fence, NOW + 1_000)), "{ends:?} last {last}");
         }
     }
 

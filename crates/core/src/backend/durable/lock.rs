@@ -73,6 +73,7 @@ fn try_acquire(
     let d = lock::acquire(
         row.as_ref().and_then(Row::holder),
         row.as_ref().map_or(0, |h| h.fence),
+        lock::NO_FLOOR,
         lease_ms,
         label,
         now,

@@ -75,6 +75,7 @@ fn try_acquire(c: &Connection, ns: &str, name: &str, ask: Ask<'_>, now: i64) -> 
     let d = semaphore::acquire(
         held.iter().map(|h| (h.3, same(h))),
         last,
+        lock::NO_FLOOR,
         PerKey::limits(per_key, permits),
         lease_ms,
         now,

@@ -65,7 +65,7 @@ impl LockTable {
         let now = now_ms();
         let last = self.fences.get(name).map_or(0, |f| f.0);
         let holder = self.live(name, now).map(|h| h.holder());
-        let d = lock::acquire(holder, last, lease_ms, label, now);
+        let d = lock::acquire(holder, last, lock::NO_FLOOR, lease_ms, label, now);
         let Some((fence, expires_at)) = d.take else { return d.attempt };
         let keep_until = lock::fence_kept_until(now, lease_ms);
         let old_until = self.fences.insert(name.to_string(), (fence, keep_until)).map(|f| f.1);

@@ -77,7 +77,8 @@ impl SemaphoreTable {
         let held = self.live(name, now).into_iter().flat_map(|hs| {
             hs.values().map(move |h| (h.expires_at, key.is_some() && h.key.as_deref() == key))
         });
-        let d = semaphore::acquire(held, last, PerKey::limits(per_key, permits), lease_ms, now);
+        let d =
+            semaphore::acquire(held, last, lock::NO_FLOOR, PerKey::limits(per_key, permits), lease_ms, now);
         let Some((fence, expires_at)) = d.take else { return d.attempt };
         let before = self.fences.get(name).map(|f| f.1);
         let keep = lock::fence_kept_until(now, lease_ms).max(before.unwrap_or(i64::MIN));

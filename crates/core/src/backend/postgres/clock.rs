@@ -1,7 +1,8 @@
 //! The one clock of the PostgreSQL backend: the database server's `clock_timestamp()`, in whole
 //! milliseconds since the epoch, read once per transaction after its rows are locked (as the
 //! Redis backend reads `TIME` in its scripts). Never the client's clock: every process that uses
-//! the database decides leases at the same time.
+//! the database decides leases at the same time. A lock's or a semaphore's grant reads it in µs:
+//! its fence floor (`rules::lock::next_fence`), and in ms ([`ms`] of it) its lease.
 
 use tokio_postgres::Row;
 
@@ -27,7 +28,14 @@ impl Ctx<'_, '_> {
     /// `try_join` polls `sql`'s first), and PostgreSQL runs them in the order sent, so the time is
     /// still read after the rows are locked.
     pub async fn query_then_now(&self, sql: &str, params: Params<'_>) -> Sql<(Vec<Row>, i64)> {
-        let (st, clock) = (self.prepare(sql).await?, self.prepare(NOW).await?);
+        self.query_then_clock(sql, params, NOW).await
+    }
+    /// As [`Ctx::query_then_now`], the time in µs.
+    pub async fn query_then_now_us(&self, sql: &str, params: Params<'_>) -> Sql<(Vec<Row>, i64)> {
+        self.query_then_clock(sql, params, NOW_US).await
+    }
+    async fn query_then_clock(&self, sql: &str, params: Params<'_>, clock: &str) -> Sql<(Vec<Row>, i64)> {
+        let (st, clock) = (self.prepare(sql).await?, self.prepare(clock).await?);
         let (rows, now) =
             futures_util::future::try_join(self.tx.query(&st, params), self.tx.query_opt(&clock, &[]))
                 .await?;
@@ -39,4 +47,9 @@ impl Ctx<'_, '_> {
             self.query_opt(sql, &[]).await?.ok_or_else(|| Fail::Corrupt("the clock read no row".into()))?;
         Ok(row.try_get(0)?)
     }
+}
+
+/// The time in ms of a time in µs (as `NOW` reads it: whole ms, rounded down).
+pub fn ms(us: i64) -> i64 {
+    us.div_euclid(1000)
 }

@@ -182,10 +182,21 @@ async fn lock_fast_statements_acquire_and_release_as_the_rules_do() {
         remaining_ms: lease_ms,
         holder: Some("lab".into()),
     };
-    // A new name: fence 1. Held: the transaction refuses.
-    assert_eq!(acquire("o1", 60_000).await, (granted(1, 60_000), true));
+    // The database's clock in µs: the fence floor (`lock::next_fence`).
+    let clock_us = {
+        let db = &db;
+        move || async move {
+            let sql = "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000000)::int8";
+            db.query_one(sql, &[]).await.unwrap().get::<_, i64>(0) as u64
+        }
+    };
+    // A new name: the clock's fence. Held: the transaction refuses.
+    let before = clock_us().await;
+    let (a, fast) = acquire("o1", 60_000).await;
+    assert!(a.fence >= before && a.fence <= clock_us().await, "the clock's fence: {a:?}, {before}");
+    assert_eq!((a.clone(), fast), (granted(a.fence, 60_000), true));
     let (held, fast) = acquire("o2", 60_000).await;
-    assert!(!held.acquired && !fast && held.fence == 1);
+    assert!(!held.acquired && !fast && held.fence == a.fence);
     // Released by another owner: the transaction refuses; by its owner: released, announced.
     let count = taken(&s);
     let r = s.release("L", "o2").await.unwrap();
@@ -194,10 +205,17 @@ async fn lock_fast_statements_acquire_and_release_as_the_rules_do() {
     assert_eq!((r.released, r.reason, taken(&s) - count), (true, None, 1));
     let payload = tokio::time::timeout(Duration::from_secs(30), heard.recv()).await.unwrap().unwrap();
     assert_eq!(payload, super::notify::payload(crate::wakeup::Topic::Lock, &s.ns, "L"));
-    // Released: the next fence. Its lease ended: the next fence again.
-    assert_eq!(acquire("o2", 1).await, (granted(2, 1), true));
+    // Released: the clock's fence, past the last. Its lease ended: the clock's again.
+    let before = clock_us().await;
+    let (b, fast) = acquire("o2", 1).await;
+    assert!(b.fence > a.fence && b.fence >= before, "{b:?} after {a:?}");
+    assert_eq!((b.clone(), fast), (granted(b.fence, 1), true));
     tokio::time::sleep(Duration::from_millis(3)).await;
-    assert_eq!(acquire("o3", 60_000).await, (granted(3, 60_000), true));
+    // A last fence ahead of the clock (as after a primary whose clock ran ahead): one above it.
+    let ahead = (b.fence + 1_000_000_000) as i64;
+    let sql = format!("UPDATE {}.locks SET fence = $3 WHERE ns = $1 AND name = $2", s.schema);
+    assert_eq!(db.execute(&sql, &[&s.ns.as_bytes(), &"L".as_bytes(), &ahead]).await.unwrap(), 1);
+    assert_eq!(acquire("o3", 60_000).await, (granted(ahead as u64 + 1, 60_000), true));
     // A release by an owner whose lease ended, the lock held by another: the transaction refuses.
     let r = s.release("L", "o2").await.unwrap();
     assert_eq!((r.released, r.reason), (false, Some(Refusal::NotOwner)));

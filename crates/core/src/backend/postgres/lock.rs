@@ -1,11 +1,18 @@
 //! Concurrency Lock on PostgreSQL: one row per lock name in `locks`, kept after a release (its
 //! `owner` NULL) so the name's fencing token keeps increasing. Each call is one transaction: the
 //! row locked (`SELECT … FOR UPDATE`), the database's time read, [`rules::lock`] asked, the
-//! decision written. A name without a row is inserted (`ON CONFLICT DO NOTHING`); when another
+//! decision written.
+//!
+//! A grant's fencing token is [`lock::next_fence`] with the database's clock in µs as the floor
+//! (read with the lease's time, `clock_timestamp()`), as the Redis scripts take the Redis clock:
+//! a replica promoted after an asynchronous failover, which lost the last grants' rows, still
+//! grants tokens above every token the old primary handed out, as long as its clock is not behind
+//! by more than the time between the last lost grant and the promotion. A name without a row is inserted (`ON CONFLICT DO NOTHING`); when another
 //! call inserted it first, the transaction runs again and finds it (see the module `postgres`).
 //!
 //! A name unused for [`FENCE_KEEP_MS`] (its `exp`, the end of its last lease or its release, that
-//! long ago) is forgotten, as the other stores forget it: its next token is 1 again. Every
+//! long ago) is forgotten, as the other stores forget it: its next token is the clock's again,
+//! above the forgotten ones. Every
 //! [`SWEEP_EVERY`]th acquisition of a client also removes up to 64 such rows (`Ctx::purge`, by the
 //! index on `exp`), so the table does not keep a row per name ever used.
 //!
@@ -17,7 +24,7 @@ use std::sync::atomic::Ordering;
 
 use tokio_postgres::types::ToSql;
 
-use super::{notify, text, transaction, Ctx, Fail, Postgres, Purged, Sql};
+use super::{clock, notify, text, transaction, Ctx, Fail, Postgres, Purged, Sql};
 use crate::backend::BoxFuture;
 use crate::lock::{Attempt, ExtendResult, LockBackend, LockInfo, ReleaseResult};
 use crate::rules::lock::{self, Holder};
@@ -58,15 +65,17 @@ pub(super) const LOAD_LOCKED: &str =
     "SELECT owner, fence, label, exp FROM {s}.locks WHERE ns = $1 AND name = $2 FOR UPDATE";
 
 /// The fast statement of an acquisition (see `fast`): [`lock::acquire`] takes a lock whose row
-/// is absent (fence 1) or whose lease ended or was released at or before now (the last fence
-/// plus one). `$1` ns, `$2` name, `$3` owner, `$4` label, `$5` lease (ms). The new fence, or no
-/// row: the lock is held (or was released after the statement's time, when it waited for that
-/// release), and the transaction decides.
-pub(super) const ACQUIRE_FAST: &str =
-    "WITH k AS (SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8 AS now)
-INSERT INTO {s}.locks AS l (ns, name, owner, fence, label, exp) SELECT $1, $2, $3, 1, $4, k.now + $5 FROM k
-ON CONFLICT (ns, name) DO UPDATE SET owner = EXCLUDED.owner, fence = l.fence + 1, label = EXCLUDED.label,
-  exp = EXCLUDED.exp
+/// is absent or whose lease ended or was released at or before now, with the fence
+/// [`lock::next_fence`] of the last (none: 0) and the clock in µs (`k.us`, read with the lease's
+/// time `k.now` from one `clock_timestamp()`). `$1` ns, `$2` name, `$3` owner, `$4` label, `$5`
+/// lease (ms). The new fence, or no row: the lock is held (or was released after the statement's
+/// time, when it waited for that release), and the transaction decides.
+pub(super) const ACQUIRE_FAST: &str = "WITH c AS (SELECT extract(epoch FROM clock_timestamp()) AS e),
+k AS (SELECT floor(e * 1000)::int8 AS now, floor(e * 1000000)::int8 AS us FROM c)
+INSERT INTO {s}.locks AS l (ns, name, owner, fence, label, exp)
+  SELECT $1, $2, $3, GREATEST(1, k.us), $4, k.now + $5 FROM k
+ON CONFLICT (ns, name) DO UPDATE SET owner = EXCLUDED.owner, fence = GREATEST(l.fence + 1, EXCLUDED.fence),
+  label = EXCLUDED.label, exp = EXCLUDED.exp
 WHERE l.exp <= EXCLUDED.exp - $5
 RETURNING fence";
 
@@ -97,11 +106,15 @@ async fn try_acquire(
     label: Option<&str>,
     sweep: bool,
 ) -> Sql<Attempt> {
-    let (row, now) = load(c, name, true).await?;
+    // The clock in µs: the fence floor; in ms: the lease's time.
+    let (rows, now_us) = c.query_then_now_us(LOAD_LOCKED, &[&c.ns(), &name.as_bytes()]).await?;
+    let row = rows.first().map(Stored::from_row).transpose()?;
+    let now = clock::ms(now_us);
     let label = lock::label(label);
     let d = lock::acquire(
         row.as_ref().and_then(Stored::holder),
         row.as_ref().map_or(0, |r| r.fence),
+        now_us.max(0) as u64,
         lease_ms,
         label,
         now,

@@ -6,16 +6,22 @@
 //! inserts the row (`ON CONFLICT DO NOTHING`; another call's insert first makes the transaction run
 //! again, see the module `postgres`).
 //!
+//! A grant's fencing token is [`lock::next_fence`] with the database's clock in µs as the floor,
+//! as for the lock (see `lock`): above every token handed out before a failover that lost the
+//! name's row's last writes, as long as the new primary's clock is not behind by more than the
+//! time between the last lost grant and the promotion.
+//!
 //! A name's fence is kept until `keep` (`FENCE_KEEP_MS` past the end of its longest lease, as the
 //! other stores keep it) and while it has live holders; every [`SWEEP_EVERY`]th acquisition of a
-//! client removes up to 64 names past that (`Ctx::purge`), so their next token is 1 again.
+//! client removes up to 64 names past that (`Ctx::purge`), so their next token is the clock's
+//! again, above the forgotten ones.
 //!
 //! [`rules::semaphore`]: crate::rules::semaphore
 
 use std::sync::atomic::Ordering;
 
 use super::lock::SWEEP_EVERY;
-use super::{text, transaction, Ctx, Postgres, Purged, Sql};
+use super::{clock, text, transaction, Ctx, Postgres, Purged, Sql};
 use crate::backend::BoxFuture;
 use crate::lock::{ExtendResult, ReleaseResult};
 use crate::rules::{lock, semaphore};
@@ -60,13 +66,23 @@ struct Ask<'a> {
 
 async fn try_acquire(c: &Ctx<'_, '_>, name: &str, ask: Ask<'_>, sweep: bool) -> Sql<PermitAttempt> {
     let last = last_fence(c, name, true).await?;
-    let now = c.now().await?;
+    // The clock in µs: the fence floor; in ms: the leases' time.
+    let now_us = c.now_us().await?;
+    let now = clock::ms(now_us);
     let held = holders(c, name, now).await?;
     let Ask { owner, permits, per_key, lease_ms, label } = ask;
     let key = per_key.map(|k| k.key);
     let same = |h: &Row| key.is_some() && h.3.as_deref() == key;
     let limits = PerKey::limits(per_key, permits);
-    let d = semaphore::acquire(held.iter().map(|h| (h.2, same(h))), last.unwrap_or(0), limits, lease_ms, now);
+    let floor = now_us.max(0) as u64;
+    let d = semaphore::acquire(
+        held.iter().map(|h| (h.2, same(h))),
+        last.unwrap_or(0),
+        floor,
+        limits,
+        lease_ms,
+        now,
+    );
     if let Some((fence, exp)) = d.take {
         let (ns, name_b, fence) = (c.ns(), name.as_bytes(), fence as i64);
         let keep = lock::fence_kept_until(now, lease_ms);
