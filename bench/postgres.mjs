@@ -9,8 +9,12 @@
 //   claim + complete claim + complete of one item at a time (owner-checked)
 //                    vs node-postgres: INSERT … ON CONFLICT DO UPDATE (a lease, attempts + 1) WHERE
 //                    not completed and not held RETURNING, then UPDATE … WHERE owner
+//                    and the floor of any two-statement pair: two `SELECT 1` round trips
 //   claimBatch       claimBatch of 10,000 ids in one call
 //                    vs node-postgres: the same upsert over unnest($1::text[]) in one statement
+//                    and two floors (no claim rules at all): a plain INSERT of the new ids into
+//                    the same table (its primary key checked, no ON CONFLICT), and a plain INSERT
+//                    into a table without any index
 //   enqueue 1        enqueue of one id per call, awaited (the seed-003 webhook step)
 //                    vs pg-boss `send` with `singletonKey` = the id on a `short` queue (one queued
 //                    job per key: a duplicate is refused)
@@ -25,7 +29,7 @@
 // so a change is compared within one run. Starts a throwaway
 // PostgreSQL (scripts/postgres.mjs: initdb in a temp dir, loopback, fsync off for every side
 // alike) unless FLOWGUARD_TEST_POSTGRES_URL is set, and a redis-server unless REDIS_URL is set.
-// BENCH_ROUNDS (default 5); medians of ops/s; the ratio is flowguard on PostgreSQL ÷ the
+// BENCH_ROUNDS (default 5), BENCH_CASES (a regular expression: only the cases it matches); medians of ops/s; the ratio is flowguard on PostgreSQL ÷ the
 // hand-written contender.
 import { createRequire } from 'node:module'
 import { randomBytes } from 'node:crypto'
@@ -61,6 +65,8 @@ await session.connect()
 await pool.query(`CREATE TABLE IF NOT EXISTS hand_locks (name text PRIMARY KEY, owner text NOT NULL, exp timestamptz NOT NULL)`)
 await pool.query(`CREATE TABLE IF NOT EXISTS hand_items (grp text NOT NULL, id text NOT NULL, status text NOT NULL,
   owner text, attempts int NOT NULL, lease timestamptz, updated timestamptz NOT NULL, PRIMARY KEY (grp, id))`)
+await pool.query(`CREATE TABLE IF NOT EXISTS hand_heap (grp text NOT NULL, id text NOT NULL, status text NOT NULL,
+  owner text, attempts int NOT NULL, lease timestamptz, updated timestamptz NOT NULL)`)
 const boss = new PgBoss({ connectionString: pgUrl, schema: `pgboss_${tag}`, max: 10, supervise: false, schedule: false })
 boss.on('error', (e) => console.error('pg-boss:', e.message))
 await boss.start()
@@ -75,8 +81,20 @@ const CLAIM = `INSERT INTO hand_items AS t (grp, id, status, owner, attempts, le
     lease = EXCLUDED.lease, updated = EXCLUDED.updated
   WHERE t.status <> 'completed' AND NOT (t.status = 'in_progress' AND t.lease > clock_timestamp())
   RETURNING id, attempts`
+const INSERT = (table) => `INSERT INTO ${table} (grp, id, status, owner, attempts, lease, updated)
+  SELECT $1, x, 'in_progress', $3, 1, clock_timestamp() + interval '600 seconds', clock_timestamp() FROM unnest($2::text[]) AS x`
 const COMPLETE = `UPDATE hand_items SET status = 'completed', lease = NULL, updated = clock_timestamp()
   WHERE grp = $1 AND id = $2 AND owner = $3 RETURNING attempts`
+
+/** A plain INSERT of n new ids into `table` in one statement (a floor for claimBatch). */
+const insertInto = (table) => async (n) => {
+  const list = ids(n, 'b')
+  const g = uniq('g')
+  return timed(async () => {
+    const r = await pool.query(INSERT(table), [g, list, randomBytes(16).toString('hex')])
+    if (r.rowCount !== n) throw new Error(`inserted ${r.rowCount}`)
+  })
+}
 
 /** Seconds `fn` takes. */
 async function timed(fn) {
@@ -147,6 +165,14 @@ const cases = {
         }
       })
     },
+    async 'floor: two SELECT 1 round trips'(n) {
+      return timed(async () => {
+        for (let i = 0; i < n; i++) {
+          await pool.query('SELECT 1')
+          await pool.query('SELECT 1')
+        }
+      })
+    },
   },
   'claimBatch of 10,000': {
     n: 10000,
@@ -166,6 +192,8 @@ const cases = {
         if (r.rowCount !== n) throw new Error(`claimed ${r.rowCount}`)
       })
     },
+    'floor: pg INSERT of new ids, primary key only': insertInto('hand_items'),
+    'floor: pg INSERT into a table without indexes': insertInto('hand_heap'),
   },
   'enqueue 1, awaited': {
     n: 1000,
@@ -218,7 +246,8 @@ const cases = {
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
 const loads = [loadavg()[0]]
 const rows = []
-for (const [name, spec] of Object.entries(cases)) {
+const only = process.env.BENCH_CASES ? new RegExp(process.env.BENCH_CASES) : null
+for (const [name, spec] of Object.entries(cases).filter(([k]) => !only || only.test(k))) {
   // The flowguard calls run on each flowguard client: this build on PostgreSQL, the build before
   // (BENCH_BEFORE) on PostgreSQL, this build on Redis.
   const { flowguard, n, ...contenders } = spec
