@@ -524,37 +524,41 @@ pub(crate) enum Purged {
 }
 
 impl Purged {
-    /// Its purge statement (`$1`: the time now).
+    /// Its purge statement (`$1`: the time now). The rows are taken oldest first: the order keeps
+    /// the statement on the expiry's index whatever the planner thinks of the rows' number
+    /// (without it, with most of a big table expired, a sequential scan that stops at the 64th
+    /// row looks cheaper, and each purge reads again the dead rows the ones before it left at the
+    /// table's start).
     pub(crate) fn statement(self) -> &'static str {
         match self {
             Purged::Vals => {
                 "DELETE FROM {s}.vals WHERE ctid = ANY(ARRAY(SELECT ctid FROM {s}.vals WHERE exp <= $1
-                   LIMIT 64 FOR UPDATE SKIP LOCKED))"
+                   ORDER BY exp LIMIT 64 FOR UPDATE SKIP LOCKED))"
             }
             Purged::Idem => {
                 "DELETE FROM {s}.idem WHERE ctid = ANY(ARRAY(SELECT ctid FROM {s}.idem WHERE exp <= $1
-                   LIMIT 64 FOR UPDATE SKIP LOCKED))"
+                   ORDER BY exp LIMIT 64 FOR UPDATE SKIP LOCKED))"
             }
             Purged::Items => {
                 "DELETE FROM {s}.items WHERE ctid = ANY(ARRAY(SELECT ctid FROM {s}.items WHERE x <= $1
-                   AND x < 99999999999999 LIMIT 64 FOR UPDATE SKIP LOCKED))"
+                   AND x < 99999999999999 ORDER BY x LIMIT 64 FOR UPDATE SKIP LOCKED))"
             }
             Purged::Limiters => {
                 "DELETE FROM {s}.limiters WHERE ctid = ANY(ARRAY(SELECT ctid FROM {s}.limiters WHERE exp <= $1
-                   LIMIT 64 FOR UPDATE SKIP LOCKED))"
+                   ORDER BY exp LIMIT 64 FOR UPDATE SKIP LOCKED))"
             }
             Purged::SemHolders => {
                 "DELETE FROM {s}.sem_holders WHERE ctid = ANY(ARRAY(SELECT ctid FROM {s}.sem_holders WHERE exp <= $1
-                   LIMIT 64 FOR UPDATE SKIP LOCKED))"
+                   ORDER BY exp LIMIT 64 FOR UPDATE SKIP LOCKED))"
             }
             Purged::Sems => {
                 "DELETE FROM {s}.sems WHERE ctid = ANY(ARRAY(SELECT ctid FROM {s}.sems f WHERE keep <= $1
                    AND NOT EXISTS (SELECT 1 FROM {s}.sem_holders h WHERE h.ns = f.ns AND h.name = f.name AND h.exp > $1)
-                   LIMIT 64 FOR UPDATE SKIP LOCKED))"
+                   ORDER BY keep LIMIT 64 FOR UPDATE SKIP LOCKED))"
             }
             Purged::Locks => {
                 "DELETE FROM {s}.locks WHERE ctid = ANY(ARRAY(SELECT ctid FROM {s}.locks
-                   WHERE exp <= $1 - 2592000000 LIMIT 64 FOR UPDATE SKIP LOCKED))"
+                   WHERE exp <= $1 - 2592000000 ORDER BY exp LIMIT 64 FOR UPDATE SKIP LOCKED))"
             }
         }
     }

@@ -69,7 +69,9 @@ pub(crate) struct Tick {
 }
 
 /// One tick over `pool`'s database (schema `schema`), starting at table `first` (an index into
-/// [`TABLES`]). `None`: no free connection (the calls have them all), or the pool is closed.
+/// [`TABLES`]). `None`: no free connection (the calls have them all), or the pool is closed. A
+/// call waiting for a connection ends the tick after its slice under way (`more`; the first slice
+/// is always run, so a busy pool still sees the sweep progress).
 pub(crate) async fn tick(
     pool: &Pool,
     schema: &str,
@@ -86,7 +88,7 @@ pub(crate) async fn tick(
         let table = TABLES[(first + k) % TABLES.len()];
         let st = conn.prepare_cached(&statement(table).replace("{s}", schema)).await?;
         loop {
-            if slices == SLICES_PER_TICK {
+            if slices == SLICES_PER_TICK || (slices > 0 && pool.status().waiting > 0) {
                 done.more = true;
                 return Ok(Some(done));
             }
@@ -158,7 +160,7 @@ mod tests {
         for t in TABLES {
             assert_eq!(t.statement().matches("LIMIT 64").count(), 1);
             let s = statement(t);
-            assert!(s.contains("LIMIT $2") && !s.contains("LIMIT 64"), "{s}");
+            assert!(s.contains("ORDER BY") && s.contains("LIMIT $2") && !s.contains("LIMIT 64"), "{s}");
         }
     }
 

@@ -31,6 +31,21 @@ async fn client(schema: &str, url: String, sweep_interval_ms: u64) -> Client {
     Client::open(OpenOptions { postgres: Some(opts), ..Default::default() }).await.unwrap()
 }
 
+/// The options of a store of `schema` that does not sweep (its ticks are run by the test), and a
+/// client of them (the store's config).
+async fn quiet(schema: &str, pool_size: Option<u32>) -> (PostgresOptions, Client) {
+    let opts = PostgresOptions {
+        url: url(),
+        schema: Some(schema.into()),
+        pool_size,
+        sweep_interval_ms: Some(0),
+        ..Default::default()
+    };
+    let client =
+        Client::open(OpenOptions { postgres: Some(opts.clone()), ..Default::default() }).await.unwrap();
+    (opts, client)
+}
+
 async fn raw() -> tokio_postgres::Client {
     let (db, conn) = tokio_postgres::connect(&url(), tokio_postgres::NoTls).await.unwrap();
     tokio::spawn(conn);
@@ -153,14 +168,7 @@ async fn the_sweep_ends_with_close_and_lets_its_connection_go() {
 async fn two_sweeps_at_once_both_finish_and_skip_held_rows() {
     let s = schema();
     // Two stores of the schema, no task of their own: their ticks are run here.
-    let opts = PostgresOptions {
-        url: url(),
-        schema: Some(s.clone()),
-        sweep_interval_ms: Some(0),
-        ..Default::default()
-    };
-    let client =
-        Client::open(OpenOptions { postgres: Some(opts.clone()), ..Default::default() }).await.unwrap();
+    let (opts, client) = quiet(&s, None).await;
     let a = Postgres::open(&opts, client.config()).await.unwrap();
     let b = Postgres::open(&opts, client.config()).await.unwrap();
     let db = raw().await;
@@ -197,4 +205,64 @@ async fn two_sweeps_at_once_both_finish_and_skip_held_rows() {
     tx.rollback().await.unwrap();
     let c = Postgres::open(&opts, client.config()).await.unwrap();
     assert_eq!(sweep::tick(&c.pool, &s, 0).await.unwrap(), Some(sweep::Tick { deleted: 10, more: false }));
+}
+
+#[tokio::test]
+#[ignore = "needs a PostgreSQL: set FLOWGUARD_TEST_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
+async fn a_call_waiting_for_the_connection_ends_the_tick_after_its_slice() {
+    let s = schema();
+    let (opts, client) = quiet(&s, Some(1)).await;
+    let store = Postgres::open(&opts, client.config()).await.unwrap();
+    let db = raw().await;
+    write_rows(&db, &s, "x:", 2_000, true).await;
+    // The tick takes the only connection and starts its first slice; the call then waits for it
+    // (polled together: the tick first).
+    let (tick, call) = tokio::join!(sweep::tick(&store.pool, &s, 0), async {
+        let conn = store.pool.get().await.unwrap();
+        conn.query_one("SELECT 1", &[]).await.unwrap().get::<_, i32>(0)
+    });
+    assert_eq!(call, 1);
+    let tick = tick.unwrap().expect("a free connection");
+    assert_eq!(
+        tick,
+        sweep::Tick { deleted: sweep::SWEEP_SLICE as u64, more: true },
+        "one slice, then the call's turn"
+    );
+}
+
+/// With most of a table expired, a slice (and the writes' purge, the same statement) still reads
+/// the expiry's index, with the planner free to choose (sequential scans allowed): a sequential
+/// scan that stops at the slice's last row would read again, slice after slice, the dead rows the
+/// ones before left at the table's start.
+#[tokio::test]
+#[ignore = "needs a PostgreSQL: set FLOWGUARD_TEST_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
+async fn slices_read_the_expiry_index_when_most_rows_expired() {
+    let s = schema();
+    let c = client(&s, url(), 0).await;
+    let db = raw().await;
+    write_rows(&db, &s, "x:", 20_000, true).await;
+    write_rows(&db, &s, "y:", 100, false).await;
+    db.batch_execute(&format!(
+        "ANALYZE {s}.items, {s}.vals, {s}.idem, {s}.limiters, {s}.sem_holders, {s}.sems, {s}.locks"
+    ))
+    .await
+    .unwrap();
+    let now = now(&db).await;
+    for t in sweep::TABLES {
+        for (what, sql) in [("sweep", sweep::statement(t)), ("purge", t.statement().to_string())] {
+            let sql = format!("EXPLAIN {}", sql.replace("{s}", &s));
+            let params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
+                if what == "sweep" { vec![&now, &sweep::SWEEP_SLICE] } else { vec![&now] };
+            let plan: Vec<String> = db.query(&sql, &params).await.unwrap().iter().map(|r| r.get(0)).collect();
+            let plan = plan.join("\n");
+            assert!(!plan.contains("Seq Scan"), "{what} reads a whole table:\n{plan}");
+        }
+    }
+    let sql = format!("EXPLAIN {}", super::tracker_fast::PURGE.replace("{s}", &s));
+    let plan: Vec<String> = db.query(&sql, &[]).await.unwrap().iter().map(|r| r.get(0)).collect();
+    assert!(
+        !plan.join("\n").contains("Seq Scan"),
+        "the fast statements' purge reads a whole table:\n{plan:?}"
+    );
+    c.close();
 }
