@@ -14,7 +14,8 @@
 //!   other calls (and other clients' sweeps) hold (`FOR UPDATE SKIP LOCKED`): the statement of
 //!   the writes' purge ([`Purged::statement`]) with a larger limit, so what is expired is what
 //!   the rules say (a tracker record is kept `retentionMs` after it finished: its `x` is that
-//!   end), and every statement is bounded by the client's `statement_timeout`;
+//!   end), and every statement is bounded by the client's `statement_timeout`; a call waiting
+//!   for a connection ends the tick after its slice under way;
 //! - the tables take turns (each tick starts at the next one), so a table with a million expired
 //!   rows does not starve the others; a tick that ran out of slices with work left is followed by
 //!   the next one after [`AGAIN`], not the interval;
