@@ -558,6 +558,11 @@ export interface PostgresOptions {
   poolSize?: number
   /** TLS: given, the URL's `sslmode` defaults to `verify-full` (else `prefer`, as libpq). */
   tls?: PostgresTls
+  /**
+   * The pause between two sweeps of expired rows by this client (± a quarter), 100 to 3600000;
+   * 0: no sweep (expired rows then go only with writes to their table). Default 1000.
+   */
+  sweepIntervalMs?: number
 }
 
 /** The `tls` of the `postgres` option. */

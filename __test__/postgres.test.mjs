@@ -30,6 +30,11 @@ describe('PostgreSQL options', () => {
     e = await rejection(Flowguard.open({ postgres: { url: secret, poolSize: 0 } }))
     assert.equal(e.code, 'ERR_INVALID_ARGUMENT')
     assert.match(e.message, /postgres\.poolSize/)
+    for (const sweepIntervalMs of [50, 3600001, -1, 1.5]) {
+      e = await rejection(Flowguard.open({ postgres: { url: secret, sweepIntervalMs } }))
+      assert.equal(e.code, 'ERR_INVALID_ARGUMENT', `sweepIntervalMs ${sweepIntervalMs}`)
+      assert.match(e.message, /postgres\.sweepIntervalMs/)
+    }
     e = await rejection(Flowguard.open({ postgres: { url: secret, pool: 3 } }))
     assert.equal(e.code, 'ERR_INVALID_ARGUMENT', 'an unknown option name is refused')
     e = await rejection(Flowguard.open({ postgres: secret, url: 'redis://127.0.0.1:1' }))
@@ -120,6 +125,43 @@ describe('PostgreSQL backend', needsDb, () => {
     assert.deepEqual((await b.complete('g', 'old', { owner: old.owner, result: { n: 1 } })).result, { n: 1 })
     assert.equal((await b.claim('g', 'new', { note: 'p3' })).item.note, 'p3')
     await b.close()
+  })
+
+  test('expired rows of a group no one writes to are swept with no call; records still kept stay', async () => {
+    const fg = await Flowguard.open({ postgres: { url, sweepIntervalMs: 100 }, prefix: freshPrefix('pg') })
+    const quiet = await open({ postgres: { url, sweepIntervalMs: 0 } })
+    const count = (group) => {
+      const sql = `SELECT count(*) FROM flowguard.items WHERE ns = convert_to('${quiet.prefix}', 'UTF8') AND grp = convert_to('${group}', 'UTF8')`
+      const r = spawnSync('psql', [url, '-At', '-v', 'ON_ERROR_STOP=1', '-c', sql], { encoding: 'utf8' })
+      assert.equal(r.status, 0, r.stderr)
+      return Number(r.stdout.trim())
+    }
+    // Written by a client that does not sweep: kept 300 ms after completion, and kept an hour.
+    for (const [group, keepMs] of [['kept', 3_600_000], ['brief', 300]]) {
+      for (const id of ['a', 'b', 'c']) {
+        const c = await quiet.claim(group, id)
+        await quiet.complete(group, id, { owner: c.owner, keepMs })
+      }
+    }
+    assert.equal(count('brief'), 3)
+    const started = Date.now()
+    while (count('brief') > 0) {
+      assert.ok(Date.now() - started < 10_000, 'expired records left 10 s after they expired')
+      await new Promise((r) => setTimeout(r, 100))
+    }
+    assert.equal(count('kept'), 3, 'records a read still returns are kept')
+    assert.equal((await quiet.getItem('kept', 'a')).status, 'completed')
+    await fg.close()
+    await quiet.close()
+  })
+
+  test('a process with an open client and its sweep still exits', () => {
+    const code = `require('./index.js').Flowguard.open({ postgres: { url: process.env.URL, sweepIntervalMs: 100 } })
+      .then(() => setTimeout(() => console.log('opened'), 300))`
+    const r = spawnSync(process.execPath, ['-e', code], { encoding: 'utf8', env: { ...process.env, URL: url }, timeout: 20_000 })
+    assert.equal(r.signal, null, 'the process did not exit by itself')
+    assert.equal(r.status, 0, r.stderr)
+    assert.equal(r.stdout.trim(), 'opened')
   })
 
   test('the Dedup Queue: enqueue, read, ack, size', async () => {

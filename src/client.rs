@@ -128,9 +128,18 @@ pub struct PostgresOptions {
     pub pool_size: Option<f64>,
     /// TLS: given, the URL's `sslmode` defaults to `verify-full` (else `prefer`, as libpq).
     pub tls: Option<PostgresTls>,
+    /// The pause between two sweeps of expired rows by this client (± a quarter), 100 to 3600000;
+    /// 0: no sweep (expired rows then go only with writes to their table). Default 1000.
+    pub sweep_interval_ms: Option<f64>,
 }
 
-js_input!(PostgresOptions { url = "url", schema = "schema", pool_size = "poolSize", tls = "tls" });
+js_input!(PostgresOptions {
+    url = "url",
+    schema = "schema",
+    pool_size = "poolSize",
+    tls = "tls",
+    sweep_interval_ms = "sweepIntervalMs"
+});
 
 /// The `tls` of the `postgres` option.
 #[napi(object, object_from_js = false, object_to_js = false)]
@@ -155,11 +164,14 @@ impl PostgresOptions {
             Either::A(url) => CorePostgresOptions { url, ..Default::default() },
             Either::B(o) => {
                 let size = whole(Field(Field("options", "postgres"), "poolSize"), o.pool_size)?;
+                let sweep =
+                    whole(Field(Field("options", "postgres"), "sweepIntervalMs"), o.sweep_interval_ms)?;
                 CorePostgresOptions {
                     url: o.url,
                     schema: o.schema,
                     pool_size: size.map(|n| u32::try_from(n).unwrap_or(u32::MAX)),
                     tls: o.tls.map(|t| CorePostgresTls { ca: t.ca, cert: t.cert, key: t.key }),
+                    sweep_interval_ms: sweep,
                 }
             }
         })

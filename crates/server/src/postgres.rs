@@ -31,6 +31,7 @@ pub fn options(f: &PostgresFlags<'_>) -> Result<PostgresOptions> {
         pool_size: f.pool_size,
         // TLS is the URL's: sslmode and sslrootcert=<file> (docs/postgres.md).
         tls: None,
+        sweep_interval_ms: None,
     };
     opts.schema().map_err(flag_error)?;
     opts.pool_size().map_err(flag_error)?;

@@ -6,7 +6,7 @@
 use tokio_postgres::types::ToSql;
 
 use super::{
-    catalog, limiter, lock, queue, semaphore, state, tracker, tracker_fast, PostgresOptions, Purged,
+    catalog, limiter, lock, queue, semaphore, state, sweep, tracker, tracker_fast, PostgresOptions, Purged,
     DEFAULT_SCHEMA,
 };
 use crate::{Client, OpenOptions};
@@ -108,6 +108,16 @@ async fn hot_statements_use_an_index() {
         ("queue dead letters", queue::DEAD_LIST, vec![&ns, &name, &shard, &limit]),
         ("queue dead count", queue::DEAD_COUNT, vec![&ns, &name, &shard]),
     ];
+    // The sweep's slices (`sweep`): the purges' statements with the slice a parameter.
+    let sweeps: Vec<(String, String)> = sweep::TABLES
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (format!("sweep slice {i}"), sweep::statement(*t)))
+        .collect();
+    let mut statements = statements;
+    for (what, sql) in &sweeps {
+        statements.push((what, sql, vec![&now, &limit]));
+    }
     for (what, sql, params) in statements {
         let sql = format!("EXPLAIN {}", sql.replace("{s}", DEFAULT_SCHEMA));
         let plan: Vec<String> = db.query(&sql, &params).await.unwrap().iter().map(|r| r.get(0)).collect();

@@ -36,6 +36,9 @@ mod queue;
 mod schema;
 mod semaphore;
 mod state;
+mod sweep;
+#[cfg(test)]
+mod sweep_tests;
 mod tls;
 mod tracker;
 mod tracker_fast;
@@ -63,6 +66,10 @@ pub const DEFAULT_SCHEMA: &str = "flowguard";
 pub const DEFAULT_POOL_SIZE: u32 = 10;
 /// The most pooled connections per client.
 pub const MAX_POOL_SIZE: u32 = 1_000;
+/// Default pause between two sweeps of expired rows (see `sweep`).
+pub const DEFAULT_SWEEP_INTERVAL_MS: u64 = 1_000;
+/// The shortest and longest pause between two sweeps (0: no sweep).
+pub const SWEEP_INTERVAL_MS: std::ops::RangeInclusive<u64> = 100..=3_600_000;
 /// How many times a transaction that lost a race (see [`Fail::Race`]) or was chosen as a
 /// deadlock's or serialization failure's victim is run again before the call fails.
 pub(crate) const MAX_RETRIES: u32 = 8;
@@ -80,6 +87,10 @@ pub struct PostgresOptions {
     /// TLS settings beside the URL's `sslmode`. Given, the default `sslmode` is `verify-full`
     /// (without it, `prefer`, as libpq).
     pub tls: Option<PostgresTls>,
+    /// The pause between two sweeps of expired rows (± a quarter), [`SWEEP_INTERVAL_MS`]; 0: no
+    /// sweep (expired rows then go only with the writes of their table). Default
+    /// [`DEFAULT_SWEEP_INTERVAL_MS`].
+    pub sweep_interval_ms: Option<u64>,
 }
 
 /// The `tls` of [`PostgresOptions`].
@@ -116,6 +127,7 @@ impl fmt::Debug for PostgresOptions {
             .field("schema", &self.schema)
             .field("pool_size", &self.pool_size)
             .field("tls", &self.tls)
+            .field("sweep_interval_ms", &self.sweep_interval_ms)
             .finish()
     }
 }
@@ -149,6 +161,24 @@ impl PostgresOptions {
             Some(n) => Err(Error::invalid_at(
                 FieldPath::new("postgres").field("pool_size"),
                 format!("must be 1 to {MAX_POOL_SIZE} connections, got {n}"),
+            )),
+        }
+    }
+
+    /// The pause between two sweeps, checked (errors name `postgres.sweep_interval_ms`); `None`:
+    /// no sweep.
+    pub fn sweep_interval(&self) -> Result<Option<Duration>> {
+        match self.sweep_interval_ms {
+            None => Ok(Some(Duration::from_millis(DEFAULT_SWEEP_INTERVAL_MS))),
+            Some(0) => Ok(None),
+            Some(n) if SWEEP_INTERVAL_MS.contains(&n) => Ok(Some(Duration::from_millis(n))),
+            Some(n) => Err(Error::invalid_at(
+                FieldPath::new("postgres").field("sweep_interval_ms"),
+                format!(
+                    "must be 0 (no sweep) or {} to {} ms, got {n}",
+                    SWEEP_INTERVAL_MS.start(),
+                    SWEEP_INTERVAL_MS.end()
+                ),
             )),
         }
     }
@@ -266,6 +296,8 @@ pub struct Postgres {
     permits: std::sync::atomic::AtomicU32,
     /// The connection that hears the releases announced by NOTIFY, for the waits (`notify`).
     listener: notify::Listener,
+    /// The task that deletes expired rows without waiting for writes (`sweep`).
+    sweeper: sweep::Sweeper,
     /// Calls a fast statement decided (`fast`), for the tests that show them taken.
     fast_taken: std::sync::atomic::AtomicU64,
     /// The Item Tracker's fast statements run, for their purge's turn (`tracker_fast`).
@@ -279,6 +311,7 @@ impl Postgres {
     pub async fn open(opts: &PostgresOptions, config: &Config) -> Result<Postgres> {
         let schema = opts.schema()?.to_string();
         let size = opts.pool_size()? as usize;
+        let sweep_every = opts.sweep_interval()?;
         let (pg, tls) = opts.driver_config(config)?;
         let listener = notify::Listener::new(pg.clone(), tls.clone(), &schema);
         let manager =
@@ -291,17 +324,20 @@ impl Postgres {
             .build()
             .map_err(|e| Error::new(ErrorCode::Internal, format!("the PostgreSQL pool: {e}")))?;
         let store = Postgres {
-            pool,
-            schema,
+            pool: pool.clone(),
+            schema: schema.clone(),
             ns: config.keys.prefix().to_string(),
             command_timeout: Duration::from_millis(config.command_timeout_ms),
             acquisitions: Default::default(),
             permits: Default::default(),
             listener,
+            sweeper: sweep::Sweeper::start(pool.clone(), schema.clone(), None),
             fast_taken: Default::default(),
             fast_writes: Default::default(),
         };
         schema::ensure(&store).await?;
+        // Once the tables are there.
+        let store = Postgres { sweeper: sweep::Sweeper::start(pool, schema, sweep_every), ..store };
         Ok(store)
     }
 
@@ -488,37 +524,41 @@ pub(crate) enum Purged {
 }
 
 impl Purged {
-    /// Its purge statement (`$1`: the time now).
+    /// Its purge statement (`$1`: the time now). The rows are taken oldest first: the order keeps
+    /// the statement on the expiry's index whatever the planner thinks of the rows' number
+    /// (without it, with most of a big table expired, a sequential scan that stops at the 64th
+    /// row looks cheaper, and each purge reads again the dead rows the ones before it left at the
+    /// table's start).
     pub(crate) fn statement(self) -> &'static str {
         match self {
             Purged::Vals => {
                 "DELETE FROM {s}.vals WHERE ctid = ANY(ARRAY(SELECT ctid FROM {s}.vals WHERE exp <= $1
-                   LIMIT 64 FOR UPDATE SKIP LOCKED))"
+                   ORDER BY exp LIMIT 64 FOR UPDATE SKIP LOCKED))"
             }
             Purged::Idem => {
                 "DELETE FROM {s}.idem WHERE ctid = ANY(ARRAY(SELECT ctid FROM {s}.idem WHERE exp <= $1
-                   LIMIT 64 FOR UPDATE SKIP LOCKED))"
+                   ORDER BY exp LIMIT 64 FOR UPDATE SKIP LOCKED))"
             }
             Purged::Items => {
                 "DELETE FROM {s}.items WHERE ctid = ANY(ARRAY(SELECT ctid FROM {s}.items WHERE x <= $1
-                   LIMIT 64 FOR UPDATE SKIP LOCKED))"
+                   AND x < 99999999999999 ORDER BY x LIMIT 64 FOR UPDATE SKIP LOCKED))"
             }
             Purged::Limiters => {
                 "DELETE FROM {s}.limiters WHERE ctid = ANY(ARRAY(SELECT ctid FROM {s}.limiters WHERE exp <= $1
-                   LIMIT 64 FOR UPDATE SKIP LOCKED))"
+                   ORDER BY exp LIMIT 64 FOR UPDATE SKIP LOCKED))"
             }
             Purged::SemHolders => {
                 "DELETE FROM {s}.sem_holders WHERE ctid = ANY(ARRAY(SELECT ctid FROM {s}.sem_holders WHERE exp <= $1
-                   LIMIT 64 FOR UPDATE SKIP LOCKED))"
+                   ORDER BY exp LIMIT 64 FOR UPDATE SKIP LOCKED))"
             }
             Purged::Sems => {
                 "DELETE FROM {s}.sems WHERE ctid = ANY(ARRAY(SELECT ctid FROM {s}.sems f WHERE keep <= $1
                    AND NOT EXISTS (SELECT 1 FROM {s}.sem_holders h WHERE h.ns = f.ns AND h.name = f.name AND h.exp > $1)
-                   LIMIT 64 FOR UPDATE SKIP LOCKED))"
+                   ORDER BY keep LIMIT 64 FOR UPDATE SKIP LOCKED))"
             }
             Purged::Locks => {
                 "DELETE FROM {s}.locks WHERE ctid = ANY(ARRAY(SELECT ctid FROM {s}.locks
-                   WHERE exp <= $1 - 2592000000 LIMIT 64 FOR UPDATE SKIP LOCKED))"
+                   WHERE exp <= $1 - 2592000000 ORDER BY exp LIMIT 64 FOR UPDATE SKIP LOCKED))"
             }
         }
     }
@@ -608,6 +648,7 @@ impl Backend for Postgres {
 
     /// Closes the pool: pooled connections are closed, later calls fail with `ERR_CLOSED`.
     fn close(&self) {
+        self.sweeper.stop();
         self.pool.close();
         self.listener.stop();
     }

@@ -125,10 +125,10 @@ pub(super) const PURGE_EVERY: u32 = 8;
 
 /// Removes up to 64 expired records (as `Purged::Items`, the time read by the statement itself:
 /// sent with every [`PURGE_EVERY`]th fast statement, before its time is known). `x < NEVER` lets
-/// it use the partial index on `x`.
+/// it use the partial index on `x`, and `ORDER BY x` keeps it there (see `Purged::statement`).
 pub(super) const PURGE: &str = "DELETE FROM {s}.items WHERE ctid = ANY(ARRAY(SELECT ctid FROM {s}.items
     WHERE x <= (SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8) AND x < 99999999999999
-    LIMIT 64 FOR UPDATE SKIP LOCKED))";
+    ORDER BY x LIMIT 64 FOR UPDATE SKIP LOCKED))";
 
 impl Postgres {
     /// `op` on an item of `group` by its fast statement, when one covers the op and its case;
