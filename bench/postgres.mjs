@@ -12,9 +12,11 @@
 //                    and the floor of any two-statement pair: two `SELECT 1` round trips
 //   claimBatch       claimBatch of 10,000 ids in one call
 //                    vs node-postgres: the same upsert over unnest($1::text[]) in one statement
-//                    and two floors (no claim rules at all): a plain INSERT of the new ids into
-//                    the same table (its primary key checked, no ON CONFLICT), and a plain INSERT
-//                    into a table without any index
+//                    and three floors: the least a claim of new ids must do (a locked SELECT of
+//                    the ids, then a plain INSERT of those it did not find, in one transaction; no
+//                    claim rules at all), a plain INSERT of the new ids into the same
+//                    table (its primary key checked, no ON CONFLICT), and a plain INSERT into a
+//                    table without any index
 //   enqueue 1        enqueue of one id per call, awaited (the seed-003 webhook step)
 //                    vs pg-boss `send` with `singletonKey` = the id on a `short` queue (one queued
 //                    job per key: a duplicate is refused)
@@ -56,7 +58,11 @@ const pgUrl = process.env.FLOWGUARD_TEST_POSTGRES_URL ?? cluster.url
 const redis = await benchRedis('postgres-bench')
 const tag = randomBytes(3).toString('hex')
 
-const fgPg = await Flowguard.open({ postgres: { url: pgUrl, schema: `fgbench_${tag}` } })
+// BENCH_PG_OPTIONS: PostgreSQL session settings for this build's client only (say
+// `-c plan_cache_mode=force_custom_plan`), to measure a setting against the same build without it
+// (BENCH_BEFORE=<the same dir>).
+const thisUrl = process.env.BENCH_PG_OPTIONS ? `${pgUrl}?options=${encodeURIComponent(process.env.BENCH_PG_OPTIONS)}` : pgUrl
+const fgPg = await Flowguard.open({ postgres: { url: thisUrl, schema: `fgbench_${tag}` } })
 const fgRedis = await Flowguard.open({ url: redis.url, prefix: `pgb:${tag}:` })
 const fgBefore = before && (await before.open({ postgres: { url: pgUrl, schema: `fgbench_${tag}_before` } }))
 const pool = new pg.Pool({ connectionString: pgUrl, max: 10 })
@@ -191,6 +197,23 @@ const cases = {
         const r = await pool.query(CLAIM, [g, list, randomBytes(16).toString('hex')])
         if (r.rowCount !== n) throw new Error(`claimed ${r.rowCount}`)
       })
+    },
+    async 'floor: pg SELECT of the ids, then INSERT of the absent ones'(n) {
+      const list = ids(n, 'b')
+      const g = uniq('g')
+      const client = await pool.connect()
+      try {
+        return await timed(async () => {
+          await client.query('BEGIN')
+          const found = await client.query('SELECT id FROM hand_items WHERE grp = $1 AND id = ANY($2::text[]) FOR UPDATE', [g, list])
+          const have = new Set(found.rows.map((r) => r.id))
+          const r = await client.query(INSERT('hand_items'), [g, list.filter((id) => !have.has(id)), randomBytes(16).toString('hex')])
+          await client.query('COMMIT')
+          if (r.rowCount !== n) throw new Error(`inserted ${r.rowCount}`)
+        })
+      } finally {
+        client.release()
+      }
     },
     'floor: pg INSERT of new ids, primary key only': insertInto('hand_items'),
     'floor: pg INSERT into a table without indexes': insertInto('hand_heap'),

@@ -577,3 +577,57 @@ async fn a_batch_writing_an_expired_record_again_keeps_it() {
         assert_eq!((item.status, item.attempts), (ItemStatus::InProgress, 1), "{id}");
     }
 }
+
+/// Batches looked up by id do not depend on the planner's statistics. The items table analyzed
+/// while empty (autovacuum off for it, so the statistics stay that way) and one pooled connection
+/// (its statements' plans cached: after five runs PostgreSQL may use a generic plan), then
+/// `claimBatch` of 10,000 new ids into one group eight times, and `getItems` and a batch of
+/// unsets over the last 10,000: every call is answered within the 10 s command timeout. With
+/// `id = ANY($3)` the generic plan walked the whole group comparing each row with every id of
+/// the array: the calls from the sixth on ran past the timeout (`ERR_TIMEOUT`).
+#[test]
+#[ignore = "needs a PostgreSQL: set FLOWGUARD_TEST_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
+fn batches_by_id_do_not_depend_on_the_statistics() {
+    use flowguard_core::tracker::ItemRequest;
+    common::runtime().block_on(async {
+        let schema = "fg_stale_stats";
+        let db = raw().await;
+        db.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE")).await.unwrap();
+        let c = Client::open(OpenOptions {
+            postgres: Some(PostgresOptions {
+                url: url(),
+                schema: Some(schema.into()),
+                pool_size: Some(1),
+                sweep_interval_ms: Some(0),
+                ..Default::default()
+            }),
+            command_timeout: Some(std::time::Duration::from_secs(10)),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+        db.batch_execute(&format!(
+            "ALTER TABLE {schema}.items SET (autovacuum_enabled = false); ANALYZE {schema}.items"
+        ))
+        .await
+        .unwrap();
+        let batch = |k: usize| (0..10_000).map(|i| format!("item-{:07}", k * 10_000 + i)).collect::<Vec<_>>();
+        for k in 0..8 {
+            let r = c.claim_batch("big", &batch(k), None, false, None, None).await;
+            let r =
+                r.unwrap_or_else(|e| panic!("claimBatch {k} of 10,000 into a group of {}: {e}", k * 10_000));
+            assert_eq!(r.outcomes.len(), 10_000);
+        }
+        let last = batch(7);
+        let states = c.get_items("big", last.clone()).await.unwrap();
+        assert!(states.iter().all(|s| s.attempts == 1), "every item of the last batch claimed once");
+        let unset: Vec<ItemRequest> = last
+            .iter()
+            .map(|id| ItemRequest { id: id.clone(), status: "none".into(), ..Default::default() })
+            .collect();
+        c.set_items("big", unset).await.unwrap();
+        let states = c.get_items("big", last).await.unwrap();
+        assert!(states.iter().all(|s| s.attempts == 0), "every item of the last batch unset");
+        db.batch_execute(&format!("DROP SCHEMA {schema} CASCADE")).await.unwrap();
+    });
+}

@@ -47,8 +47,10 @@ impl Postgres {
         };
         // A statement committed by itself waits for a synchronous standby as a COMMIT does, past
         // its statement_timeout: bounded here as the transaction's COMMIT is (`Postgres::commit`),
-        // the connection still in that wait out of the pool and closed.
-        let rows = match tokio::time::timeout(self.command_timeout, run).await {
+        // the connection still in that wait out of the pool and closed; a little later than the
+        // statement_timeout, so that the server ends a statement still running first
+        // (`Postgres::fast_bound`).
+        let rows = match tokio::time::timeout(self.fast_bound(), run).await {
             Ok(rows) => rows.map_err(pg_error)?,
             Err(_) => {
                 drop(deadpool_postgres::Object::take(conn));

@@ -380,6 +380,18 @@ impl Postgres {
         }
     }
 
+    /// How long a statement committed by itself (a fast statement, `fast.rs`) may run before the
+    /// call gives up on it client-side: the command timeout and a grace of a tenth of it (at least
+    /// [`MIN_FAST_GRACE`]). The server's own `statement_timeout` (the command timeout, counted from
+    /// when the statement arrived) so ends a statement still running (waiting for a row lock, say)
+    /// first, and the call is answered "nothing was written"; only a wait past it, the commit's
+    /// wait for a synchronous standby that `statement_timeout` does not bound, is cut here. Cut at
+    /// the same moment, the call could give up while the server went on and wrote: a lock acquired
+    /// for a caller told it timed out.
+    pub(crate) fn fast_bound(&self) -> Duration {
+        self.command_timeout + (self.command_timeout / 10).max(MIN_FAST_GRACE)
+    }
+
     /// Why a transaction failed, as a coded error.
     fn failure(&self, f: Fail) -> Error {
         match f {
@@ -407,6 +419,9 @@ impl Postgres {
         }
     }
 }
+
+/// The least grace [`Postgres::fast_bound`] gives a fast statement past the command timeout.
+const MIN_FAST_GRACE: Duration = Duration::from_millis(100);
 
 /// Runs `$body` (an async block that uses `$c`, a [`Ctx`], and returns a [`Sql`]) as one
 /// transaction of `$store` (a `&Postgres`), committed when it succeeds, rolled back and run

@@ -63,17 +63,23 @@ pub(super) const DROP: &str = "DELETE FROM {s}.q_queues WHERE ns = $1 AND queue 
     AND NOT EXISTS (SELECT 1 FROM {s}.q_ids WHERE ns = $1 AND queue = $2)
     AND NOT EXISTS (SELECT 1 FROM {s}.q_dead WHERE ns = $1 AND queue = $2)";
 
-/// The rows of ids of a shard, locked in id order (columns: id, due, first, owner, deadline).
-pub(super) const LOAD_LOCKED: &str = "SELECT id, due, first, owner, deadline FROM {s}.q_ids
-    WHERE ns = $1 AND queue = $2 AND shard = $3 AND id = ANY($4) ORDER BY id FOR UPDATE";
+/// The rows of ids of a shard, locked in id order (columns: id, due, first, owner, deadline);
+/// each id looked up by the primary key, never by `id = ANY($4)` (as the tracker's
+/// `LOAD_LOCKED`: `docs/postgres.md` "Plans that do not depend on the statistics").
+pub(super) const LOAD_LOCKED: &str = "SELECT q.id, q.due, q.first, q.owner, q.deadline
+    FROM (SELECT DISTINCT id FROM unnest($4::bytea[]) AS u(id) ORDER BY id) w,
+    LATERAL (SELECT id, due, first, owner, deadline FROM {s}.q_ids
+      WHERE ns = $1 AND queue = $2 AND shard = $3 AND id = w.id FOR UPDATE) q
+    ORDER BY q.id";
 const INSERT: &str = "INSERT INTO {s}.q_ids (ns, queue, shard, id, due, first, owner, deadline)
     SELECT $1, $2, $3, * FROM unnest($4::bytea[], $5::int8[], $6::int8[], $7::text[], $8::int8[])
     ON CONFLICT (ns, queue, shard, id) DO NOTHING";
 pub(super) const UPDATE: &str = "UPDATE {s}.q_ids SET due = v.due, first = v.first, owner = v.owner, deadline = v.deadline
     FROM unnest($4::bytea[], $5::int8[], $6::int8[], $7::text[], $8::int8[]) AS v(id, due, first, owner, deadline)
     WHERE q_ids.ns = $1 AND q_ids.queue = $2 AND q_ids.shard = $3 AND q_ids.id = v.id";
-pub(super) const DELETE: &str =
-    "DELETE FROM {s}.q_ids WHERE ns = $1 AND queue = $2 AND shard = $3 AND id = ANY($4)";
+pub(super) const DELETE: &str = "DELETE FROM {s}.q_ids WHERE ctid = ANY(ARRAY(
+    SELECT q.ctid FROM unnest($4::bytea[]) AS w(id),
+      LATERAL (SELECT ctid FROM {s}.q_ids WHERE ns = $1 AND queue = $2 AND shard = $3 AND id = w.id OFFSET 0) q))";
 
 /// The shard's claims whose deadline is `$4` or before (no longer live), rows other calls hold
 /// skipped (columns: id, deadline, due, first).

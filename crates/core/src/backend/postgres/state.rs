@@ -17,7 +17,9 @@ type Refused<T> = std::result::Result<T, Refusal>;
 /// A value's row locked until the transaction ends; the rows of several values; an idempotency
 /// key's row locked.
 pub(super) const VALUE_LOCKED: &str = "SELECT json, exp FROM {s}.vals WHERE ns = $1 AND key = $2 FOR UPDATE";
-pub(super) const VALUES: &str = "SELECT json, exp, key FROM {s}.vals WHERE ns = $1 AND key = ANY($2)";
+pub(super) const VALUES: &str =
+    "SELECT v.json, v.exp, v.key FROM (SELECT DISTINCT key FROM unnest($2::bytea[]) AS u(key)) w,
+    LATERAL (SELECT json, exp, key FROM {s}.vals WHERE ns = $1 AND key = w.key OFFSET 0) v";
 pub(super) const IDEM_LOCKED: &str =
     "SELECT owner, result, exp FROM {s}.idem WHERE ns = $1 AND key = $2 FOR UPDATE";
 

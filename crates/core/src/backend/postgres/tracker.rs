@@ -33,11 +33,18 @@ use crate::tracker::{
 
 /// The records of ids of a group, locked in id order until the transaction ends; the same
 /// unlocked; the records of a group kept after a time. Each reads the columns `id, s, a, o, l, c,
-/// u, d, e, x, t, r, n` (see [`from_row`]).
-pub(super) const LOAD_LOCKED: &str = "SELECT id, s, a, o, l, c, u, d, e, x, t, r, n FROM {s}.items
-    WHERE ns = $1 AND grp = $2 AND id = ANY($3) ORDER BY id FOR UPDATE";
-pub(super) const LOAD: &str =
-    "SELECT id, s, a, o, l, c, u, d, e, x, t, r, n FROM {s}.items WHERE ns = $1 AND grp = $2 AND id = ANY($3)";
+/// u, d, e, x, t, r, n` (see [`from_row`]). Each id is looked up by the primary key in a `LATERAL`
+/// subquery (one index probe per id, in id order), never by `id = ANY($3)`: see
+/// `docs/postgres.md` "Plans that do not depend on the statistics".
+pub(super) const LOAD_LOCKED: &str = "SELECT i.id, i.s, i.a, i.o, i.l, i.c, i.u, i.d, i.e, i.x, i.t, i.r, i.n
+    FROM (SELECT DISTINCT id FROM unnest($3::bytea[]) AS u(id) ORDER BY id) w,
+    LATERAL (SELECT id, s, a, o, l, c, u, d, e, x, t, r, n FROM {s}.items
+      WHERE ns = $1 AND grp = $2 AND id = w.id FOR UPDATE) i
+    ORDER BY i.id";
+pub(super) const LOAD: &str = "SELECT i.id, i.s, i.a, i.o, i.l, i.c, i.u, i.d, i.e, i.x, i.t, i.r, i.n
+    FROM (SELECT DISTINCT id FROM unnest($3::bytea[]) AS u(id)) w,
+    LATERAL (SELECT id, s, a, o, l, c, u, d, e, x, t, r, n FROM {s}.items
+      WHERE ns = $1 AND grp = $2 AND id = w.id OFFSET 0) i";
 pub(super) const LIST: &str =
     "SELECT id, s, a, o, l, c, u, d, e, x, t, r, n FROM {s}.items WHERE ns = $1 AND grp = $2 AND x > $3";
 /// The new records, the changed ones, the removed ones (arrays of the records' columns). The new
@@ -55,7 +62,10 @@ pub(super) const UPDATE: &str = "UPDATE {s}.items SET s = v.s, a = v.a, o = v.o,
       $10::int8[], $11::bytea[], $12::int8[], $13::text[], $14::text[], $15::text[])
       AS v(id, s, a, o, l, c, u, d, e, x, t, r, n)
     WHERE items.ns = $1 AND items.grp = $2 AND items.id = v.id";
-pub(super) const DELETE: &str = "DELETE FROM {s}.items WHERE ns = $1 AND grp = $2 AND id = ANY($3)";
+/// The records of ids `$3` (locked by [`LOAD_LOCKED`] first), found as it finds them.
+pub(super) const DELETE: &str = "DELETE FROM {s}.items WHERE ctid = ANY(ARRAY(
+    SELECT i.ctid FROM unnest($3::bytea[]) AS w(id),
+      LATERAL (SELECT ctid FROM {s}.items WHERE ns = $1 AND grp = $2 AND id = w.id OFFSET 0) i))";
 
 /// A record from a row of its columns (see [`LOAD`]).
 pub(super) fn from_row(r: &Row) -> Sql<(String, Record)> {
