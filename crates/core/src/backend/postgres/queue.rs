@@ -63,14 +63,14 @@ pub(super) const DROP: &str = "DELETE FROM {s}.q_queues WHERE ns = $1 AND queue 
     AND NOT EXISTS (SELECT 1 FROM {s}.q_ids WHERE ns = $1 AND queue = $2)
     AND NOT EXISTS (SELECT 1 FROM {s}.q_dead WHERE ns = $1 AND queue = $2)";
 
-/// The rows of ids of a shard, locked in id order (columns: id, due, first, owner, deadline);
-/// each id looked up by the primary key, never by `id = ANY($4)` (as the tracker's
-/// `LOAD_LOCKED`: `docs/postgres.md` "Plans that do not depend on the statistics").
+/// The rows of ids `$4` of a shard (sorted by their bytes, without repeats: the caller's work),
+/// locked in that order (columns: id, due, first, owner, deadline); each id looked up by the
+/// primary key, never by `id = ANY($4)` (as the tracker's `LOAD_LOCKED`: `docs/postgres.md`
+/// "Plans that do not depend on the statistics").
 pub(super) const LOAD_LOCKED: &str = "SELECT q.id, q.due, q.first, q.owner, q.deadline
-    FROM (SELECT DISTINCT id FROM unnest($4::bytea[]) AS u(id) ORDER BY id) w,
+    FROM unnest($4::bytea[]) AS w(id),
     LATERAL (SELECT id, due, first, owner, deadline FROM {s}.q_ids
-      WHERE ns = $1 AND queue = $2 AND shard = $3 AND id = w.id FOR UPDATE) q
-    ORDER BY q.id";
+      WHERE ns = $1 AND queue = $2 AND shard = $3 AND id = w.id FOR UPDATE) q";
 const INSERT: &str = "INSERT INTO {s}.q_ids (ns, queue, shard, id, due, first, owner, deadline)
     SELECT $1, $2, $3, * FROM unnest($4::bytea[], $5::int8[], $6::int8[], $7::text[], $8::int8[])
     ON CONFLICT (ns, queue, shard, id) DO NOTHING";

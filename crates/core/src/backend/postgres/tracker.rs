@@ -34,15 +34,16 @@ use crate::tracker::{
 /// The records of ids of a group, locked in id order until the transaction ends; the same
 /// unlocked; the records of a group kept after a time. Each reads the columns `id, s, a, o, l, c,
 /// u, d, e, x, t, r, n` (see [`from_row`]). Each id is looked up by the primary key in a `LATERAL`
-/// subquery (one index probe per id, in id order), never by `id = ANY($3)`: see
-/// `docs/postgres.md` "Plans that do not depend on the statistics".
+/// subquery (one index probe per id, in the array's order), never by `id = ANY($3)`: see
+/// `docs/postgres.md` "Plans that do not depend on the statistics". [`LOAD_LOCKED`]'s ids come
+/// sorted by their bytes and without repeats (the caller's work), so the rows are locked in id
+/// order; [`LOAD`]'s may repeat (a row then comes once per repeat).
 pub(super) const LOAD_LOCKED: &str = "SELECT i.id, i.s, i.a, i.o, i.l, i.c, i.u, i.d, i.e, i.x, i.t, i.r, i.n
-    FROM (SELECT DISTINCT id FROM unnest($3::bytea[]) AS u(id) ORDER BY id) w,
+    FROM unnest($3::bytea[]) AS w(id),
     LATERAL (SELECT id, s, a, o, l, c, u, d, e, x, t, r, n FROM {s}.items
-      WHERE ns = $1 AND grp = $2 AND id = w.id FOR UPDATE) i
-    ORDER BY i.id";
+      WHERE ns = $1 AND grp = $2 AND id = w.id FOR UPDATE) i";
 pub(super) const LOAD: &str = "SELECT i.id, i.s, i.a, i.o, i.l, i.c, i.u, i.d, i.e, i.x, i.t, i.r, i.n
-    FROM (SELECT DISTINCT id FROM unnest($3::bytea[]) AS u(id)) w,
+    FROM unnest($3::bytea[]) AS w(id),
     LATERAL (SELECT id, s, a, o, l, c, u, d, e, x, t, r, n FROM {s}.items
       WHERE ns = $1 AND grp = $2 AND id = w.id OFFSET 0) i";
 pub(super) const LIST: &str =
