@@ -92,42 +92,48 @@ pub(super) const BACK: &str = "UPDATE {s}.q_ids SET due = v.due, owner = NULL, d
 /// Claims up to `$5` waiting ids due by `$4`, oldest first, for owner `$6` until `$7`, skipping
 /// rows other calls hold; returns each with the due time it had. The ids are chosen once, in a
 /// materialized CTE (a subquery joined to the UPDATE may be run again by the plan, and with SKIP
-/// LOCKED each run can lock other rows), and updated by the primary key (`id = ANY`: one index
-/// probe each, whatever the plan guesses of the CTE's size).
+/// LOCKED each run can lock other rows), and updated by the rows' addresses (`ctid = ANY`: a TID
+/// scan, whatever the plan guesses of the CTE's size; `id = ANY` let a generic plan walk the
+/// shard, see `docs/postgres.md` "Plans that do not depend on the statistics").
 pub(super) const CLAIM: &str = "WITH c AS MATERIALIZED (
-      SELECT id, due FROM {s}.q_ids
+      SELECT ctid, id, due FROM {s}.q_ids
       WHERE ns = $1 AND queue = $2 AND shard = $3 AND owner IS NULL AND due <= $4
       ORDER BY due, id LIMIT $5 FOR UPDATE SKIP LOCKED),
     u AS (UPDATE {s}.q_ids SET owner = $6, deadline = $7, due = NULL, first = NULL
-      WHERE ns = $1 AND queue = $2 AND shard = $3 AND id = ANY(ARRAY(SELECT id FROM c)))
+      WHERE ctid = ANY(ARRAY(SELECT ctid FROM c)))
     SELECT id, due FROM c";
 /// Up to `$5` waiting ids due by `$4`, oldest first, locked, rows other calls hold skipped (a
 /// counting read decides each before claiming it).
 pub(super) const DUE_LOCKED: &str = "SELECT id, due FROM {s}.q_ids
     WHERE ns = $1 AND queue = $2 AND shard = $3 AND owner IS NULL AND due <= $4
     ORDER BY due, id LIMIT $5 FOR UPDATE SKIP LOCKED";
-/// The delivery counts of ids `$4`.
-pub(super) const COUNTS: &str =
-    "SELECT id, n FROM {s}.q_counts WHERE ns = $1 AND queue = $2 AND shard = $3 AND id = ANY($4)";
+/// The delivery counts of ids `$4`. Here and below, ids `$4` are looked up one by one by the
+/// primary key (`LATERAL`), never by `id = ANY($4)`, as [`LOAD_LOCKED`].
+pub(super) const COUNTS: &str = "SELECT q.id, q.n FROM unnest($4::bytea[]) AS w(id),
+    LATERAL (SELECT id, n FROM {s}.q_counts WHERE ns = $1 AND queue = $2 AND shard = $3 AND id = w.id OFFSET 0) q";
 const COUNTS_SET: &str = "INSERT INTO {s}.q_counts (ns, queue, shard, id, n)
     SELECT $1, $2, $3, * FROM unnest($4::bytea[], $5::int8[])
     ON CONFLICT (ns, queue, shard, id) DO UPDATE SET n = excluded.n";
-pub(super) const COUNTS_DROP: &str =
-    "DELETE FROM {s}.q_counts WHERE ns = $1 AND queue = $2 AND shard = $3 AND id = ANY($4)";
+pub(super) const COUNTS_DROP: &str = "DELETE FROM {s}.q_counts WHERE ctid = ANY(ARRAY(
+    SELECT q.ctid FROM unnest($4::bytea[]) AS w(id),
+      LATERAL (SELECT ctid FROM {s}.q_counts WHERE ns = $1 AND queue = $2 AND shard = $3 AND id = w.id OFFSET 0) q))";
 const CLAIM_IDS: &str = "UPDATE {s}.q_ids SET owner = $5, deadline = $6, due = NULL, first = NULL
-    WHERE ns = $1 AND queue = $2 AND shard = $3 AND id = ANY($4)";
+    WHERE ctid = ANY(ARRAY(SELECT q.ctid FROM unnest($4::bytea[]) AS w(id),
+      LATERAL (SELECT ctid FROM {s}.q_ids WHERE ns = $1 AND queue = $2 AND shard = $3 AND id = w.id OFFSET 0) q))";
 const DEAD_ADD: &str = "INSERT INTO {s}.q_dead (ns, queue, shard, id, died, n)
     SELECT $1, $2, $3, v.id, $6, v.n FROM unnest($4::bytea[], $5::int8[]) AS v(id, n)";
 /// Which of ids `$4` are dead letters.
-pub(super) const DEAD_OF: &str =
-    "SELECT id FROM {s}.q_dead WHERE ns = $1 AND queue = $2 AND shard = $3 AND id = ANY($4)";
+pub(super) const DEAD_OF: &str = "SELECT q.id FROM unnest($4::bytea[]) AS w(id),
+    LATERAL (SELECT id FROM {s}.q_dead WHERE ns = $1 AND queue = $2 AND shard = $3 AND id = w.id OFFSET 0) q";
 /// The shard's first `$4` dead letters by the time they died.
 pub(super) const DEAD_LIST: &str = "SELECT id, n, died FROM {s}.q_dead
     WHERE ns = $1 AND queue = $2 AND shard = $3 ORDER BY died, id LIMIT $4";
 pub(super) const DEAD_COUNT: &str =
     "SELECT count(*) FROM {s}.q_dead WHERE ns = $1 AND queue = $2 AND shard = $3";
-const DEAD_TAKE: &str =
-    "DELETE FROM {s}.q_dead WHERE ns = $1 AND queue = $2 AND shard = $3 AND id = ANY($4) RETURNING id";
+const DEAD_TAKE: &str = "DELETE FROM {s}.q_dead WHERE ctid = ANY(ARRAY(
+    SELECT q.ctid FROM unnest($4::bytea[]) AS w(id),
+      LATERAL (SELECT ctid FROM {s}.q_dead WHERE ns = $1 AND queue = $2 AND shard = $3 AND id = w.id OFFSET 0) q))
+    RETURNING id";
 const REQUEUE_WAIT: &str = "INSERT INTO {s}.q_ids (ns, queue, shard, id, due)
     SELECT $1, $2, $3, v, $5 FROM unnest($4::bytea[]) AS v ON CONFLICT (ns, queue, shard, id) DO NOTHING";
 /// The shard's first `$4` waiting ids by due time.
