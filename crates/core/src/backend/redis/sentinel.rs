@@ -252,19 +252,36 @@ impl SentinelLink {
     {
         let state = &self.state;
         let deadline = Instant::now() + state.command_timeout;
-        let mut wait = Duration::from_millis(MIN_RETRY_WAIT_MS);
-        loop {
-            let failed = match tokio::time::timeout_at(deadline, state.attempt(&send, deadline)).await {
-                Ok(Ok(v)) => return Ok(v),
-                Ok(Err(f)) => f,
-                Err(_) => return Err(timed_out()),
-            };
-            if !failed.resend || Instant::now() + wait >= deadline {
-                return Err(failed.error);
-            }
-            tokio::time::sleep(wait).await;
-            wait = (wait * 2).min(Duration::from_millis(MAX_RETRY_WAIT_MS));
+        match retried(deadline, || state.attempt(&send, deadline), |f: &Failed| f.resend).await {
+            Some(Ok(v)) => Ok(v),
+            Some(Err(failed)) => Err(failed.error),
+            None => Err(timed_out()),
         }
+    }
+}
+
+/// Runs `attempt` until it succeeds, fails in a way `again` says will not pass, or `deadline`
+/// comes, waiting between tries from [`MIN_RETRY_WAIT_MS`], doubling, up to
+/// [`MAX_RETRY_WAIT_MS`] (no wait that would end past the deadline). `None`: the deadline came
+/// during a try.
+async fn retried<T, E, Fut>(
+    deadline: Instant,
+    attempt: impl Fn() -> Fut,
+    again: impl Fn(&E) -> bool,
+) -> Option<std::result::Result<T, E>>
+where
+    Fut: Future<Output = std::result::Result<T, E>>,
+{
+    let mut wait = Duration::from_millis(MIN_RETRY_WAIT_MS);
+    loop {
+        match tokio::time::timeout_at(deadline, attempt()).await {
+            Err(_) => return None,
+            Ok(Ok(v)) => return Some(Ok(v)),
+            Ok(Err(e)) if !again(&e) || Instant::now() + wait >= deadline => return Some(Err(e)),
+            Ok(Err(_)) => {}
+        }
+        tokio::time::sleep(wait).await;
+        wait = (wait * 2).min(Duration::from_millis(MAX_RETRY_WAIT_MS));
     }
 }
 
@@ -594,20 +611,12 @@ pub(super) async fn connect(opts: &SentinelOptions, config: &Config) -> Result<S
     // connections) or see it down, or name a replica not promoted yet. Opening waits for the
     // new primary as calls do (doubling waits), within the connect timeout as a whole.
     let deadline = Instant::now() + connect_timeout;
-    let mut wait = Duration::from_millis(MIN_RETRY_WAIT_MS);
-    let opened = loop {
-        match tokio::time::timeout_at(deadline, state.checkout()).await {
-            Ok(Ok(_)) => break Ok(()),
-            Ok(Err(e)) if !primary_may_come(&e) => break Err(e),
-            Ok(Err(e)) if Instant::now() + wait >= deadline => {
-                break Err(if e.is_io_error() { e } else { timed_out() })
-            }
-            Ok(Err(_)) => {
-                tokio::time::sleep(wait).await;
-                wait = (wait * 2).min(Duration::from_millis(MAX_RETRY_WAIT_MS));
-            }
-            Err(_) => break Err(timed_out()),
-        }
+    let opened = match retried(deadline, || state.checkout(), primary_may_come).await {
+        Some(Ok(_)) => Ok(()),
+        // Out of time while the primary may still come: an I/O error as it is, else a timeout.
+        Some(Err(e)) if primary_may_come(&e) && !e.is_io_error() => Err(timed_out()),
+        Some(Err(e)) => Err(e),
+        None => Err(timed_out()),
     };
     match opened {
         Ok(()) => {}
