@@ -19,6 +19,9 @@
 //   purge    writers (4 at a time: claim + complete of fresh items of another group; each write
 //            removes a bounded slice of expired records, see docs/postgres.md) until the table
 //            holds no more rows than the writers' own (nothing to do after a complete sweep)
+//   reload   after a plain VACUUM, SCALE_ITEMS ids again (another group, the same calls): whether the
+//            space the sweep freed is used again (a plain VACUUM gives back only the empty pages at
+//            the file's end; the others are reused by later rows); SCALE_RELOAD=0 skips it
 // Probes run through every phase, one after another, each timed: claim + complete of a fresh
 // item, acquireLock + releaseLock, getItem of a loaded id, listItems (first page, 100) of the
 // writers' group, claimBatch of 100 fresh ids (the two that write items not in the sweep phase:
@@ -44,6 +47,7 @@ const RETENTION = Number(process.env.SCALE_RETENTION_MS || 60_000)
 const CHUNK = 10_000
 const SWEEP = process.env.SCALE_SWEEP !== '0'
 const SWEEP_WAIT = Number(process.env.SCALE_SWEEP_WAIT_MS || 600_000)
+const RELOAD = process.env.SCALE_RELOAD !== '0'
 
 const cluster = process.env.FLOWGUARD_TEST_POSTGRES_URL ? null : await startPostgres()
 const url = process.env.FLOWGUARD_TEST_POSTGRES_URL ?? cluster.url
@@ -109,14 +113,17 @@ const stats = [await table('start')]
 const loads = [loadavg()[0]]
 const running = probes()
 
-// Load.
-const t0 = Date.now()
-for (let n = 0; n < ITEMS; n += CHUNK) {
-  const ids = Array.from({ length: Math.min(CHUNK, ITEMS - n) }, (_, i) => `i-${n + i}`)
-  let r
-  await timed('load claimBatch 10,000', async () => { r = await fg.claimBatch('big', ids, { timeoutMs: 1000 }) })
-  if (r && r.claimed !== ids.length) throw new Error(`claimed ${r.claimed} of ${ids.length}`)
+// Load: ITEMS ids into `group` by claimBatch of CHUNK.
+async function load(group, prefix) {
+  for (let n = 0; n < ITEMS; n += CHUNK) {
+    const ids = Array.from({ length: Math.min(CHUNK, ITEMS - n) }, (_, i) => `${prefix}-${n + i}`)
+    let r
+    await timed('load claimBatch 10,000', async () => { r = await fg.claimBatch(group, ids, { timeoutMs: 1000 }) })
+    if (r && r.claimed !== ids.length) throw new Error(`claimed ${r.claimed} of ${ids.length}`)
+  }
 }
+const t0 = Date.now()
+await load('big', 'i')
 const loadMs = Date.now() - t0
 loads.push(loadavg()[0])
 stats.push(await table('after load'))
@@ -172,11 +179,20 @@ const watcher = (async () => {
 await Promise.all([watcher, writer(0), writer(1), writer(2), writer(3)])
 const purgeMs = Date.now() - tp
 loads.push(loadavg()[0])
-stopProbes = true
-await running
 stats.push(await table('after purge'))
 await db.query(`VACUUM ${schema}.items`)
 stats.push(await table('after VACUUM'))
+let reloadMs = 0
+if (RELOAD) {
+  phase = 'reload'
+  const tr = Date.now()
+  await load('big2', 'j')
+  reloadMs = Date.now() - tr
+  loads.push(loadavg()[0])
+  stats.push(await table('after a second load'))
+}
+stopProbes = true
+await running
 
 const q = (xs, p) => xs[Math.min(xs.length - 1, Math.floor(p * xs.length))]
 console.log(`flowguard at ${dir}; PostgreSQL ${(await db.query('SHOW server_version')).rows[0].server_version}; ` +
@@ -184,7 +200,9 @@ console.log(`flowguard at ${dir}; PostgreSQL ${(await db.query('SHOW server_vers
   (SWEEP ? `sweep (no writer) ${sweepMs} ms for ${bigAtSweep - big} of ${bigAtSweep} records ` +
     `(${Math.round((bigAtSweep - big) / Math.max(sweepMs, 1) * 1000)} rows/s), done ${sweptAfterLast} ms after the last expired` +
     `${big > 0 ? `, ${big} left` : ''}; ` : 'no sweep; ') +
-  `purge ${purgeMs} ms with ${writes} writes; 1-minute load ${loads.map((l) => l.toFixed(1)).join(', ')}`)
+  `purge ${purgeMs} ms with ${writes} writes; ` +
+  (RELOAD ? `second load ${reloadMs} ms (${Math.round(ITEMS / (reloadMs / 1000))} ids/s); ` : '') +
+  `1-minute load ${loads.map((l) => l.toFixed(1)).join(', ')}`)
 console.log('\n| phase | probe | calls | median ms | p99 ms | max ms |\n|---|---|---:|---:|---:|---:|')
 for (const [k, xs] of Object.entries(timings)) {
   xs.sort((a, b) => a - b)
