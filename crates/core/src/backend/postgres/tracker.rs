@@ -57,6 +57,13 @@ pub(super) const INSERT: &str = "INSERT INTO {s}.items (ns, grp, id, s, a, o, l,
     SELECT $1, $2, * FROM unnest($3::bytea[], $4::int2[], $5::int4[], $6::text[], $7::int8[],
       $8::int8[], $9::int8[], $10::int8[], $11::bytea[], $12::int8[], $13::text[], $14::text[], $15::text[])
 ";
+/// [`INSERT`] of new records that differ in their ids only (a `claimBatch`'s new ids: one owner,
+/// time and lease): the ids as the one array, every other column bound once. PostgreSQL then
+/// reads one array instead of thirteen: 10,000 rows in 43-53 ms against 78-79 (EXPLAIN ANALYZE,
+/// medians of 8 runs on a busy machine).
+pub(super) const INSERT_ALIKE: &str = "INSERT INTO {s}.items (ns, grp, id, s, a, o, l, c, u, d, e, x, t, r, n)
+    SELECT $1, $2, w.id, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15 FROM unnest($3::bytea[]) AS w(id)
+";
 pub(super) const UPDATE: &str = "UPDATE {s}.items SET s = v.s, a = v.a, o = v.o, l = v.l, c = v.c, u = v.u,
       d = v.d, e = v.e, x = v.x, t = v.t, r = v.r, n = v.n
     FROM unnest($3::bytea[], $4::int2[], $5::int4[], $6::text[], $7::int8[], $8::int8[], $9::int8[],
@@ -159,11 +166,12 @@ impl Locked {
             }
         }
         let (ns, g) = (c.ns(), group.as_bytes());
-        let insert = prepared(c, INSERT, !inserts.ids.is_empty()).await?;
+        let (insert_sql, insert_params) = inserts.insert(&ns, &g);
+        let insert = prepared(c, insert_sql, !inserts.ids.is_empty()).await?;
         let update = prepared(c, UPDATE, !updates.ids.is_empty()).await?;
         let delete = prepared(c, DELETE, !deletes.is_empty()).await?;
         let purge = c.prepare(Purged::Items.statement()).await?;
-        let (insert_params, update_params) = (inserts.params(&ns, &g), updates.params(&ns, &g));
+        let update_params = updates.params(&ns, &g);
         let delete_params: [&(dyn ToSql + Sync); 3] = [&ns, &g, &deletes];
         futures_util::future::try_join4(
             async {
@@ -241,6 +249,39 @@ impl<'r> Columns<'r> {
         self.r.push(r.r.as_deref());
         self.n.push(r.n.as_deref());
         Ok(())
+    }
+
+    /// The statement that inserts these records, with its parameters: [`INSERT_ALIKE`] when
+    /// they differ in their ids only, else [`INSERT`].
+    fn insert<'p>(
+        &'p self,
+        ns: &'p &'p [u8],
+        g: &'p &'p [u8],
+    ) -> (&'static str, [&'p (dyn ToSql + Sync); 15]) {
+        fn alike<T: PartialEq>(v: &[T]) -> bool {
+            v.windows(2).all(|w| w[0] == w[1])
+        }
+        let one = !self.ids.is_empty()
+            && alike(&self.s)
+            && alike(&self.a)
+            && alike(&self.o)
+            && alike(&self.l)
+            && alike(&self.c)
+            && alike(&self.u)
+            && alike(&self.d)
+            && alike(&self.e)
+            && alike(&self.x)
+            && alike(&self.t)
+            && alike(&self.r)
+            && alike(&self.n);
+        if !one {
+            return (INSERT, self.params(ns, g));
+        }
+        let params: [&'p (dyn ToSql + Sync); 15] = [
+            ns, g, &self.ids, &self.s[0], &self.a[0], &self.o[0], &self.l[0], &self.c[0], &self.u[0],
+            &self.d[0], &self.e[0], &self.x[0], &self.t[0], &self.r[0], &self.n[0],
+        ];
+        (INSERT_ALIKE, params)
     }
 
     fn params<'p>(
