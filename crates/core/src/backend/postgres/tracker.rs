@@ -115,35 +115,46 @@ struct Slot {
     dirty: bool,
 }
 
-/// The records of a call's ids, locked, at the database's time.
-struct Locked {
-    slots: HashMap<String, Slot>,
+/// The records of a call's ids, locked, at the database's time: a slot per id, in id order
+/// (sorted by their bytes, without repeats), and where each id of the call, in the call's order,
+/// has its slot.
+struct Locked<'i> {
+    ids: Vec<&'i str>,
+    slots: Vec<Slot>,
+    at: Vec<usize>,
     now: i64,
 }
 
-impl Locked {
+impl<'i> Locked<'i> {
     /// Locks the rows of `ids` (in id order) and reads the time.
-    async fn load<'i>(c: &Ctx<'_, '_>, group: &str, ids: impl Iterator<Item = &'i str>) -> Sql<Locked> {
-        let mut wanted: Vec<&[u8]> = ids.map(|id| id.as_bytes()).collect();
-        wanted.sort_unstable();
-        wanted.dedup();
+    async fn load(c: &Ctx<'_, '_>, group: &str, ids: impl Iterator<Item = &'i str>) -> Sql<Locked<'i>> {
+        let mut sorted: Vec<(&str, usize)> = ids.enumerate().map(|(i, id)| (id, i)).collect();
+        sorted.sort_unstable();
+        let mut locked = Locked { ids: Vec::new(), slots: Vec::new(), at: vec![0; sorted.len()], now: 0 };
+        for (id, i) in sorted {
+            if locked.ids.last() != Some(&id) {
+                locked.ids.push(id);
+            }
+            locked.at[i] = locked.ids.len() - 1;
+        }
+        let wanted: Vec<&[u8]> = locked.ids.iter().map(|id| id.as_bytes()).collect();
         let (rows, now) = c.query_then_now(LOAD_LOCKED, &[&c.ns(), &group.as_bytes(), &wanted]).await?;
-        let mut slots = HashMap::with_capacity(wanted.len());
+        locked.slots = locked.ids.iter().map(|_| Slot { rec: None, has_row: false, dirty: false }).collect();
         for r in &rows {
             let (id, rec) = from_row(r)?;
-            let rec = Some(rec).filter(|r| kept(r.x, now));
-            slots.insert(id, Slot { rec, has_row: true, dirty: false });
+            let k = locked
+                .ids
+                .binary_search(&id.as_str())
+                .map_err(|_| Fail::Corrupt(format!("item {id:?}: a row of an id not asked for")))?;
+            locked.slots[k] = Slot { rec: Some(rec).filter(|r| kept(r.x, now)), has_row: true, dirty: false };
         }
-        for id in wanted {
-            // Ids are UTF-8 (they came from `String`s).
-            let id = String::from_utf8_lossy(id).into_owned();
-            slots.entry(id).or_insert(Slot { rec: None, has_row: false, dirty: false });
-        }
-        Ok(Locked { slots, now })
+        locked.now = now;
+        Ok(locked)
     }
 
-    fn slot(&mut self, id: &str) -> &mut Slot {
-        self.slots.get_mut(id).expect("every id of the call was loaded")
+    /// The slot of the call's `i`th id.
+    fn slot(&mut self, i: usize) -> &mut Slot {
+        &mut self.slots[self.at[i]]
     }
 
     /// Writes the changed records (new rows inserted, locked rows updated, unset ones deleted),
@@ -153,11 +164,9 @@ impl Locked {
     /// LOCKED` skips the rows other calls hold, not this call's, so sent before a write it could
     /// delete an expired record this call locked and is writing again (the write then finds no
     /// row, and the record is lost).
-    async fn save_and_purge(self, c: &Ctx<'_, '_>, group: &str, now: i64) -> Sql<()> {
-        let mut changed: Vec<(String, Slot)> = self.slots.into_iter().filter(|(_, s)| s.dirty).collect();
-        changed.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    async fn save_and_purge(&self, c: &Ctx<'_, '_>, group: &str, now: i64) -> Sql<()> {
         let (mut inserts, mut updates, mut deletes) = (Columns::default(), Columns::default(), Vec::new());
-        for (id, slot) in &changed {
+        for (id, slot) in self.ids.iter().zip(&self.slots).filter(|(_, s)| s.dirty) {
             match (&slot.rec, slot.has_row) {
                 (Some(rec), false) => inserts.push(id, rec)?,
                 (Some(rec), true) => updates.push(id, rec)?,
@@ -304,9 +313,9 @@ async fn apply(c: &Ctx<'_, '_>, group: &str, ops: &[ItemOp], retention_ms: u64) 
     let mut locked = Locked::load(c, group, ops.iter().map(ItemOp::id)).await?;
     let now = locked.now;
     let mut out = Vec::with_capacity(ops.len());
-    for op in ops {
+    for (i, op) in ops.iter().enumerate() {
         let id = op.id();
-        let slot = locked.slot(id);
+        let slot = locked.slot(i);
         let result =
             |outcome, owner, item| OpResult { id: id.to_string(), action: op.action(), outcome, owner, item };
         let current = slot.rec.as_ref();
@@ -342,8 +351,8 @@ async fn claim_batch(c: &Ctx<'_, '_>, group: &str, b: BatchClaim<'_>) -> Sql<Cla
     let now = locked.now;
     let lease_end = now + b.lease_ms as i64;
     let (mut outcomes, mut attempts) = (Vec::with_capacity(b.ids.len()), Vec::with_capacity(b.ids.len()));
-    for id in b.ids {
-        let slot = locked.slot(id);
+    for i in 0..b.ids.len() {
+        let slot = locked.slot(i);
         let decision = claim(
             slot.rec.as_ref().map_or(crate::tracker::ItemStatus::None, |r| r.status_at(now)),
             b.reclaim_completed,
