@@ -16,7 +16,11 @@
 //                    the ids, then a plain INSERT of those it did not find, in one transaction; no
 //                    claim rules at all), a plain INSERT of the new ids into the same
 //                    table (its primary key checked, no ON CONFLICT), and a plain INSERT into a
-//                    table without any index
+//                    table without any index; and the floor of flowguard's own statements: its
+//                    locked lookup and its insert of new ids (tracker.rs LOAD_LOCKED and
+//                    INSERT_ALIKE) on its own items table, in one transaction, run by a PL/pgSQL
+//                    function over ids it makes itself (sorted): the server's part alone, without
+//                    the rules, the purge, or any client encoding or decoding
 //   enqueue 1        enqueue of one id per call, awaited (the seed-003 webhook step)
 //                    vs pg-boss `send` with `singletonKey` = the id on a `short` queue (one queued
 //                    job per key: a duplicate is refused)
@@ -91,6 +95,26 @@ const INSERT = (table) => `INSERT INTO ${table} (grp, id, status, owner, attempt
   SELECT $1, x, 'in_progress', $3, 1, clock_timestamp() + interval '600 seconds', clock_timestamp() FROM unnest($2::text[]) AS x`
 const COMPLETE = `UPDATE hand_items SET status = 'completed', lease = NULL, updated = clock_timestamp()
   WHERE grp = $1 AND id = $2 AND owner = $3 RETURNING attempts`
+
+// flowguard's statements for a claimBatch of new ids (crates/core/src/backend/postgres/tracker.rs
+// LOAD_LOCKED and INSERT_ALIKE; status 1: in_progress) on its items table under another key
+// prefix, run on the server: ids b-0 … b-(n-1) of group g, sorted by their bytes.
+await pool.query(`CREATE OR REPLACE FUNCTION hand_fg_claim(s text, g bytea, n int, o text, now int8) RETURNS int8
+  LANGUAGE plpgsql AS $f$
+  DECLARE
+    w bytea[] := ARRAY(SELECT convert_to('b-' || i, 'UTF8') FROM generate_series(0, n - 1) i ORDER BY 1);
+    found int8;
+    inserted int8;
+  BEGIN
+    EXECUTE format('SELECT count(*) FROM unnest($3::bytea[]) AS w(id),
+      LATERAL (SELECT id, s, a, o, l, c, u, d, e, x, t, r, n FROM %I.items
+        WHERE ns = $1 AND grp = $2 AND id = w.id FOR UPDATE) i', s) INTO found USING 'hand:'::bytea, g, w;
+    EXECUTE format('INSERT INTO %I.items (ns, grp, id, s, a, o, l, c, u, d, e, x, t, r, n)
+      SELECT $1, $2, w.id, 1, 1, $4, $5, $6, $6, 0, NULL, $7, NULL, NULL, NULL FROM unnest($3::bytea[]) AS w(id)', s)
+      USING 'hand:'::bytea, g, w, o, now + 600000, now, now + 600000 + 86400000;
+    GET DIAGNOSTICS inserted = ROW_COUNT;
+    RETURN inserted - found;
+  END $f$`)
 
 /** A plain INSERT of n new ids into `table` in one statement (a floor for claimBatch). */
 const insertInto = (table) => async (n) => {
@@ -210,6 +234,21 @@ const cases = {
           const r = await client.query(INSERT('hand_items'), [g, list.filter((id) => !have.has(id)), randomBytes(16).toString('hex')])
           await client.query('COMMIT')
           if (r.rowCount !== n) throw new Error(`inserted ${r.rowCount}`)
+        })
+      } finally {
+        client.release()
+      }
+    },
+    async "floor: flowguard's lookup + insert on the server, its table, no rules"(n) {
+      const g = uniq('g')
+      const client = await pool.connect()
+      try {
+        return await timed(async () => {
+          await client.query('BEGIN')
+          const r = await client.query('SELECT hand_fg_claim($1, $2, $3, $4, $5) AS n',
+            [`fgbench_${tag}`, Buffer.from(g), n, randomBytes(16).toString('hex'), Date.now()])
+          await client.query('COMMIT')
+          if (Number(r.rows[0].n) !== n) throw new Error(`claimed ${r.rows[0].n}`)
         })
       } finally {
         client.release()
