@@ -578,6 +578,34 @@ async fn a_batch_writing_an_expired_record_again_keeps_it() {
     }
 }
 
+/// A batch's lookup probes its ids only when the group has a row between its first and last id
+/// (`tracker::LOAD_LOCKED`): the rows at either end of that range, and one inside it that the
+/// batch does not name, are still found, and a range without rows claims its ids as new.
+#[tokio::test]
+#[ignore = "needs a PostgreSQL: set FLOWGUARD_TEST_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
+async fn a_batch_finds_the_rows_at_the_ends_of_its_range() {
+    let (c, _) = opened().await;
+    let ids = |xs: &[&str]| xs.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    let claim = |xs: Vec<String>| {
+        let c = &c;
+        async move {
+            let r = c.claim_batch("g", &xs, None, false, None, None).await.unwrap();
+            r.outcomes.iter().map(|o| o.as_str()).collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(claim(ids(&["b", "m", "y"])).await, ["claimed"; 3]);
+    assert_eq!(claim(ids(&["b"])).await, ["in_progress"]);
+    assert_eq!(claim(ids(&["a", "b"])).await, ["claimed", "in_progress"]);
+    assert_eq!(claim(ids(&["z", "y"])).await, ["claimed", "in_progress"]);
+    assert_eq!(claim(ids(&["c", "x"])).await, ["claimed", "claimed"]);
+    assert_eq!(claim(ids(&["n", "o"])).await, ["claimed", "claimed"]);
+    let other = c.claim_batch("h", &ids(&["b", "m"]), None, false, None, None).await.unwrap();
+    assert_eq!(other.attempts, vec![1, 1]);
+    for id in ["a", "b", "c", "m", "n", "o", "x", "y", "z"] {
+        assert_eq!(c.get_item("g", id).await.unwrap().attempts, 1, "{id}");
+    }
+}
+
 /// A client of `schema` (made anew) with one pooled connection and no sweep, whose items table
 /// is analyzed while empty, autovacuum off for it (its statistics stay those of an empty table).
 /// `app`: the sessions' application name.
