@@ -21,6 +21,10 @@
 //                    INSERT_ALIKE) on its own items table, in one transaction, run by a PL/pgSQL
 //                    function over ids it makes itself (sorted): the server's part alone, without
 //                    the rules, the purge, or any client encoding or decoding
+//   claimBatch, an id claimed in range
+//                    the same, in a group where one id between the batch's first and last is
+//                    claimed first (untimed): flowguard's lookup then probes each id (the case
+//                    above, a new group, takes one probe of the range)
 //   enqueue 1        enqueue of one id per call, awaited (the seed-003 webhook step)
 //                    vs pg-boss `send` with `singletonKey` = the id on a `short` queue (one queued
 //                    job per key: a duplicate is refused)
@@ -108,7 +112,10 @@ await pool.query(`CREATE OR REPLACE FUNCTION hand_fg_claim(s text, g bytea, n in
   BEGIN
     EXECUTE format('SELECT count(*) FROM unnest($3::bytea[]) AS w(id),
       LATERAL (SELECT id, s, a, o, l, c, u, d, e, x, t, r, n FROM %I.items
-        WHERE ns = $1 AND grp = $2 AND id = w.id FOR UPDATE) i', s) INTO found USING 'hand:'::bytea, g, w;
+        WHERE ns = $1 AND grp = $2 AND id = w.id FOR UPDATE) i
+      WHERE EXISTS (SELECT FROM %I.items WHERE ns = $1 AND grp = $2
+        AND id BETWEEN ($3::bytea[])[1] AND ($3::bytea[])[cardinality($3::bytea[])])', s, s)
+      INTO found USING 'hand:'::bytea, g, w;
     EXECUTE format('INSERT INTO %I.items (ns, grp, id, s, a, o, l, c, u, d, e, x, t, r, n)
       SELECT $1, $2, w.id, 1, 1, $4, $5, $6, $6, 0, NULL, $7, NULL, NULL, NULL FROM unnest($3::bytea[]) AS w(id)', s)
       USING 'hand:'::bytea, g, w, o, now + 600000, now, now + 600000 + 86400000;
@@ -256,6 +263,19 @@ const cases = {
     },
     'floor: pg INSERT of new ids, primary key only': insertInto('hand_items'),
     'floor: pg INSERT into a table without indexes': insertInto('hand_heap'),
+  },
+  'claimBatch of 10,000, an id claimed in range': {
+    n: 10000,
+    flowguard: (fg) => async (n) => {
+      const list = ids(n, 'b')
+      const g = uniq('g')
+      // 'b-5000a' sorts between 'b-5000' and 'b-5001'.
+      await fg.claimBatch(g, ['b-5000a'])
+      return timed(async () => {
+        const r = await fg.claimBatch(g, list)
+        if (r.claimed !== n) throw new Error(`claimed ${r.claimed}`)
+      })
+    },
   },
   'enqueue 1, awaited': {
     n: 1000,
