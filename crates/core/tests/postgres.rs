@@ -578,9 +578,9 @@ async fn a_batch_writing_an_expired_record_again_keeps_it() {
     }
 }
 
-/// A batch's lookup probes its ids only when the group has a row between its first and last id
-/// (`tracker::LOAD_LOCKED`): the rows at either end of that range, and one inside it that the
-/// batch does not name, are still found, and a range without rows claims its ids as new.
+/// A batch finds the group's rows at either end of its ids' range and inside it (the rows at its
+/// first and last id, and a row between them it does not name, are not taken for new), and a
+/// range without rows claims its ids as new (`tracker::LOAD_LOCKED`: every id probed).
 #[tokio::test]
 #[ignore = "needs a PostgreSQL: set FLOWGUARD_TEST_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
 async fn a_batch_finds_the_rows_at_the_ends_of_its_range() {
