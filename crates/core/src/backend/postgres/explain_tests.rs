@@ -6,8 +6,8 @@
 use tokio_postgres::types::ToSql;
 
 use super::{
-    catalog, limiter, lock, queue, semaphore, state, sweep, tracker, tracker_fast, PostgresOptions, Purged,
-    DEFAULT_SCHEMA,
+    catalog, limiter, lock, queue, queue_fast, semaphore, state, sweep, tracker, tracker_fast,
+    PostgresOptions, Purged, DEFAULT_SCHEMA,
 };
 use crate::{Client, OpenOptions};
 
@@ -64,6 +64,7 @@ async fn hot_statements_use_an_index() {
         ("item fast completion", tracker_fast::COMPLETE, vec![&ns, &name, &name, &no_text, &limit, &no_text]),
         ("item fast failure", tracker_fast::FAIL, vec![&ns, &name, &name, &no_text, &limit, &name, &owner]),
         ("purge items, fast", tracker_fast::PURGE, vec![]),
+        ("queue fast enqueue", queue_fast::ENQUEUE, vec![&ns, &name, &shard, &name, &shard, &limit]),
         ("lock load", lock::LOAD, vec![&ns, &name]),
         ("lock load for update", lock::LOAD_LOCKED, vec![&ns, &name]),
         ("value for update", state::VALUE_LOCKED, vec![&ns, &name]),

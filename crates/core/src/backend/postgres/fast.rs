@@ -7,7 +7,8 @@
 //! decides it. So a fast statement never refuses nor answers for a case it does not cover.
 //!
 //! The fast statements (docs/postgres.md lists them): the Item Tracker's claim, completion and
-//! failure of one item (`tracker_fast`), the Concurrency Lock's acquisition and release (`lock`).
+//! failure of one item (`tracker_fast`), the Concurrency Lock's acquisition and release (`lock`),
+//! the Dedup Queue's enqueue of one id (`queue_fast`).
 //!
 //! A fast statement reads the clock before it takes its row's lock: when it waited for another
 //! call's transaction on that row, its time is older than that call's. Each fast statement

@@ -220,3 +220,117 @@ async fn lock_fast_statements_acquire_and_release_as_the_rules_do() {
     let r = s.release("L", "o2").await.unwrap();
     assert_eq!((r.released, r.reason), (false, Some(Refusal::NotOwner)));
 }
+
+/// The row of `id` in shard 0 of queue `q`: (due, first, owner, deadline).
+type QueuedRow = (Option<i64>, Option<i64>, Option<String>, Option<i64>);
+
+async fn queued(db: &tokio_postgres::Client, s: &Postgres, q: &str, id: &str) -> Option<QueuedRow> {
+    let sql = format!(
+        "SELECT due, first, owner, deadline FROM {}.q_ids WHERE ns = $1 AND queue = $2 AND shard = 0 AND id = $3",
+        s.schema
+    );
+    let row = db.query_opt(&sql, &[&s.ns.as_bytes(), &q.as_bytes(), &id.as_bytes()]).await.unwrap();
+    row.map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
+}
+
+#[tokio::test]
+#[ignore = "needs a PostgreSQL: set FLOWGUARD_TEST_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
+async fn queue_fast_enqueue_decides_as_the_rules_do() {
+    use crate::queue::{Debounce, EnqueueOutcome, QueueBackend, ShardRef};
+    use crate::rules::queue::{self as rules, EnqueueWrite, Place};
+
+    let s = store().await;
+    let (db, conn) = tokio_postgres::connect(&url(), tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(conn);
+    let at = ShardRef { queue: "Q", shard: 0, shards: 1 };
+    let enqueue = |id: &'static str, delay_ms: u64, debounce: Debounce, at: ShardRef<'static>| {
+        let s = &s;
+        async move {
+            let count = taken(s);
+            let r = s.enqueue(at, &[id.to_string()], delay_ms, debounce).await;
+            (r, taken(s) - count == 1)
+        }
+    };
+    let one = |r: crate::error::Result<Vec<(EnqueueOutcome, i64)>>| r.unwrap().remove(0);
+
+    // A queue with no count recorded: the transaction records it.
+    let (r, fast) = enqueue("a", 0, Debounce::Off, at).await;
+    assert_eq!((one(r).0, fast), (EnqueueOutcome::Added, false));
+    // A new id, with a delay: added by the statement, at its clock + the delay, as the rule says.
+    let (r, fast) = enqueue("b", 5_000, Debounce::Off, at).await;
+    let (outcome, due) = one(r);
+    assert!(fast, "a new id: the fast statement");
+    let now = due - 5_000;
+    let rule = rules::enqueue(Place::Absent, Debounce::Off, None, rules::due(now, 5_000), now);
+    assert_eq!((outcome, due, rule.write), (rule.outcome, rule.due, EnqueueWrite::Wait(due)));
+    assert_eq!(queued(&db, &s, "Q", "b").await, Some((Some(due), None, None, None)));
+    // Waiting: a duplicate, its due time kept, nothing written.
+    let (r, fast) = enqueue("b", 0, Debounce::Off, at).await;
+    assert_eq!((one(r), fast), ((EnqueueOutcome::Duplicate, due), true));
+    assert_eq!(queued(&db, &s, "Q", "b").await, Some((Some(due), None, None, None)));
+    // Debounced: the transaction.
+    let (r, fast) = enqueue("b", 0, Debounce::On { max_delay_ms: None }, at).await;
+    assert_eq!((one(r).0, fast), (EnqueueOutcome::Debounced, false));
+    // Claimed: the transaction writes its enqueue-again time.
+    let claim = s.claim(at, "reader", 10, 60_000, None).await.unwrap();
+    assert!(claim.items.iter().any(|(id, _)| id == "a"), "{claim:?}");
+    let (r, fast) = enqueue("a", 0, Debounce::Off, at).await;
+    assert_eq!((one(r).0, fast), (EnqueueOutcome::Claimed, false));
+    assert!(queued(&db, &s, "Q", "a").await.unwrap().0.is_some(), "its enqueue-again time");
+    // A dead letter stays one: answered by the statement, nothing written.
+    let sql = format!(
+        "INSERT INTO {}.q_dead (ns, queue, shard, id, died, n) VALUES ($1, $2, 0, $3, 1, 3)",
+        s.schema
+    );
+    db.execute(&sql, &[&s.ns.as_bytes(), &"Q".as_bytes(), &"d".as_bytes()]).await.unwrap();
+    let (r, fast) = enqueue("d", 0, Debounce::Off, at).await;
+    assert_eq!((one(r), fast), ((EnqueueOutcome::Dead, 0), true));
+    assert_eq!(queued(&db, &s, "Q", "d").await, None);
+    // Another shard count while the queue holds ids: the transaction refuses it.
+    let (r, fast) = enqueue("x", 0, Debounce::Off, ShardRef { queue: "Q", shard: 0, shards: 2 }).await;
+    let e = r.unwrap_err();
+    assert!(e.message.contains("enqueued with shards = 1"), "{e:?}");
+    assert!(!fast);
+    assert_eq!(queued(&db, &s, "Q", "x").await, None);
+    // Several ids: the transaction.
+    let count = taken(&s);
+    let r = s.enqueue(at, &["e".to_string(), "d".to_string()], 0, Debounce::Off).await.unwrap();
+    assert_eq!((r[0].0, r[1], taken(&s) - count), (EnqueueOutcome::Added, (EnqueueOutcome::Dead, 0), 0));
+}
+
+#[tokio::test]
+#[ignore = "needs a PostgreSQL: set FLOWGUARD_TEST_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
+async fn queue_fast_enqueues_of_one_new_id_at_once_add_it_once() {
+    use crate::queue::{Debounce, EnqueueOutcome, QueueBackend, ShardRef};
+
+    let s = std::sync::Arc::new(store().await);
+    let at = ShardRef { queue: "Q", shard: 0, shards: 1 };
+    // The queue's count recorded first, so every enqueue below may take the fast statement.
+    s.enqueue(at, &["first".to_string()], 0, Debounce::Off).await.unwrap();
+    // Eight connections made and back in the pool, so that the eight calls below each find one
+    // ready and send their statements together.
+    let held = futures_util::future::join_all((0..8).map(|_| s.conn())).await;
+    assert!(held.iter().all(|c| c.is_ok()));
+    drop(held);
+    let count = taken(&s);
+    for round in 0..20 {
+        let id = format!("id{round}");
+        let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(8));
+        let calls = (0..8).map(|_| {
+            let (s, barrier, id) = (s.clone(), barrier.clone(), id.clone());
+            tokio::spawn(async move {
+                barrier.wait().await;
+                s.enqueue(at, &[id], 0, Debounce::Off).await.unwrap().remove(0)
+            })
+        });
+        let got: Vec<(EnqueueOutcome, i64)> =
+            futures_util::future::join_all(calls).await.into_iter().map(|r| r.unwrap()).collect();
+        let added: Vec<_> = got.iter().filter(|(o, _)| *o == EnqueueOutcome::Added).collect();
+        assert_eq!(added.len(), 1, "round {round}: {got:?}");
+        let due = added[0].1;
+        assert!(
+            got.iter().all(|g| *g == (EnqueueOutcome::Added, due) || *g == (EnqueueOutcome::Duplicate, due)),
+            "{got:?}"
+        );
+    }
+}

@@ -33,6 +33,7 @@ mod limiter;
 mod lock;
 mod notify;
 mod queue;
+mod queue_fast;
 mod schema;
 mod semaphore;
 mod state;

@@ -664,7 +664,15 @@ impl QueueBackend for Postgres {
         delay_ms: u64,
         debounce: Debounce,
     ) -> BoxFuture<'a, Vec<(EnqueueOutcome, i64)>> {
-        Box::pin(async move { transaction!(self, |c| enqueue(&c, at, ids, delay_ms, debounce)) })
+        Box::pin(async move {
+            // One id without debounce: its fast statement first (`queue_fast`).
+            if let ([id], Debounce::Off) = (ids, debounce) {
+                if let Some(r) = self.enqueue_fast(at, id, delay_ms).await? {
+                    return Ok(vec![r]);
+                }
+            }
+            transaction!(self, |c| enqueue(&c, at, ids, delay_ms, debounce))
+        })
     }
     fn claim<'a>(
         &'a self,

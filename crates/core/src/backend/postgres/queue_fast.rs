@@ -1,0 +1,72 @@
+//! The Dedup Queue's fast statement (see `fast`): an enqueue of one id, without debounce, in one
+//! statement, in the cases it covers; any other case returns no row and the call runs its
+//! transaction (`queue`).
+//!
+//! [`ENQUEUE`] decides what [`rules::queue::enqueue`] decides with `Debounce::Off` for an id that
+//! is absent (no row and no dead letter: [`Place::Absent`], written as waiting at now + the
+//! delay), waiting ([`Place::Waiting`]: a duplicate, its due time kept, nothing written) or a
+//! dead letter ([`Place::Dead`]: it stays one, nothing written). Left to the transaction: a
+//! claimed id (its enqueue-again time or its expired claim is written by the rules), a queue
+//! whose shard count is not the caller's or not recorded yet (the transaction records it or
+//! refuses with `ERR_SHARD_MISMATCH`), and an id another call inserted after the statement's
+//! snapshot (its `INSERT … ON CONFLICT DO NOTHING` inserts nothing).
+//!
+//! The queue's count row is held `FOR SHARE` as the transaction's `enter` holds it, so a count
+//! is never recorded again while this enqueue's id is uncommitted. The reads of the id's row and
+//! dead letter are of the statement's snapshot: a duplicate or a dead letter is answered as it
+//! was then (no other call can have made the answer wrong before the statement began, and one
+//! that changes it after is ordered after this enqueue). A new row's due time is the statement's
+//! own clock: no row of the id existed, so no change of it can be later than that time.
+//!
+//! [`rules::queue::enqueue`]: crate::rules::queue::enqueue
+//! [`Place::Absent`]: crate::rules::queue::Place::Absent
+//! [`Place::Waiting`]: crate::rules::queue::Place::Waiting
+//! [`Place::Dead`]: crate::rules::queue::Place::Dead
+
+use tokio_postgres::types::ToSql;
+
+use super::{Fail, Postgres};
+use crate::error::Result;
+use crate::queue::{EnqueueOutcome, ShardRef};
+
+/// An enqueue of one id: `$1` ns, `$2` queue, `$3` shard, `$4` id, `$5` the caller's shard
+/// count, `$6` the delay (ms). One row (outcome: 0 added, 1 duplicate, 2 dead; the due time, 0
+/// for a dead letter), or none. Each CTE is `MATERIALIZED`: each runs once, whatever the plan.
+pub(super) const ENQUEUE: &str = "WITH k AS MATERIALIZED (
+      SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8 AS now),
+    q AS MATERIALIZED (SELECT 1 FROM {s}.q_queues WHERE ns = $1 AND queue = $2 AND shards = $5 FOR SHARE),
+    w AS MATERIALIZED (SELECT due, owner FROM {s}.q_ids WHERE ns = $1 AND queue = $2 AND shard = $3 AND id = $4),
+    d AS MATERIALIZED (SELECT 1 FROM {s}.q_dead WHERE ns = $1 AND queue = $2 AND shard = $3 AND id = $4),
+    i AS (INSERT INTO {s}.q_ids (ns, queue, shard, id, due)
+      SELECT $1, $2, $3, $4, k.now + $6 FROM k, q
+      WHERE NOT EXISTS (SELECT 1 FROM w) AND NOT EXISTS (SELECT 1 FROM d)
+      ON CONFLICT (ns, queue, shard, id) DO NOTHING RETURNING due)
+    SELECT 0::int2, due FROM i
+    UNION ALL SELECT 1::int2, w.due FROM w, q WHERE w.owner IS NULL AND w.due IS NOT NULL
+    UNION ALL SELECT 2::int2, 0::int8 FROM d, q WHERE NOT EXISTS (SELECT 1 FROM w)";
+
+impl Postgres {
+    /// An enqueue of `id` (without debounce) by [`ENQUEUE`]; `None`: the transaction decides it.
+    pub(super) async fn enqueue_fast(
+        &self,
+        at: ShardRef<'_>,
+        id: &str,
+        delay_ms: u64,
+    ) -> Result<Option<(EnqueueOutcome, i64)>> {
+        let (ns, q, id) = (self.ns.as_bytes(), at.queue.as_bytes(), id.as_bytes());
+        let (shard, shards, delay) = (at.shard as i32, at.shards as i32, delay_ms as i64);
+        let params: [&(dyn ToSql + Sync); 6] = [&ns, &q, &shard, &id, &shards, &delay];
+        let rows = self.one_statement(ENQUEUE, &params, None).await?;
+        let Some(row) = rows.first() else { return Ok(None) };
+        let read = |row: &tokio_postgres::Row| -> super::Sql<(EnqueueOutcome, i64)> {
+            let outcome = match row.try_get::<_, i16>(0)? {
+                0 => EnqueueOutcome::Added,
+                1 => EnqueueOutcome::Duplicate,
+                2 => EnqueueOutcome::Dead,
+                n => return Err(Fail::Corrupt(format!("the fast enqueue's outcome {n}"))),
+            };
+            Ok((outcome, row.try_get(1)?))
+        };
+        read(row).map(Some).map_err(|f| self.failure(f))
+    }
+}
