@@ -65,6 +65,7 @@ async fn hot_statements_use_an_index() {
         ("item fast failure", tracker_fast::FAIL, vec![&ns, &name, &name, &no_text, &limit, &name, &owner]),
         ("purge items, fast", tracker_fast::PURGE, vec![]),
         ("queue fast enqueue", queue_fast::ENQUEUE, vec![&ns, &name, &shard, &name, &shard, &limit]),
+        ("queue fast read", queue_fast::READ, vec![&ns, &name, &shard, &shard, &limit, &owner, &limit]),
         ("lock load", lock::LOAD, vec![&ns, &name]),
         ("lock load for update", lock::LOAD_LOCKED, vec![&ns, &name]),
         ("value for update", state::VALUE_LOCKED, vec![&ns, &name]),

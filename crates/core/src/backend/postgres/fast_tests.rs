@@ -333,4 +333,119 @@ async fn queue_fast_enqueues_of_one_new_id_at_once_add_it_once() {
             "{got:?}"
         );
     }
+    // The first insert of each round is the fast statement's (no transaction runs before a fast
+    // statement found the id taken).
+    assert!(taken(&s) - count >= 20, "fast statements taken: {}", taken(&s) - count);
+}
+
+#[tokio::test]
+#[ignore = "needs a PostgreSQL: set FLOWGUARD_TEST_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
+async fn queue_fast_read_claims_as_the_transaction_does() {
+    use crate::queue::{Debounce, QueueBackend, ShardRef};
+
+    let s = store().await;
+    let (db, conn) = tokio_postgres::connect(&url(), tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(conn);
+    let at = ShardRef { queue: "R", shard: 0, shards: 1 };
+    let read = |limit: u64, visibility_ms: u64, max_deliveries: Option<u64>, at: ShardRef<'static>| {
+        let s = &s;
+        async move {
+            let count = taken(s);
+            let r = s.claim(at, "reader", limit, visibility_ms, max_deliveries).await;
+            (r, taken(s) - count == 1)
+        }
+    };
+    let ids = |r: &crate::queue::ShardClaim| r.items.iter().map(|(id, _)| id.clone()).collect::<Vec<_>>();
+
+    // No count recorded: an empty read, by the statement.
+    let (r, fast) = read(10, 60_000, None, at).await;
+    let r = r.unwrap();
+    assert!(r.items.is_empty() && fast, "{r:?}");
+    // Due ids, oldest first, claimed until the statement's clock + the visibility, as the rules
+    // say; one not due yet left waiting.
+    let new: Vec<String> = ["c", "a", "b"].iter().map(|s| s.to_string()).collect();
+    s.enqueue(at, &new, 0, Debounce::Off).await.unwrap();
+    s.enqueue(at, &["later".to_string()], 60_000, Debounce::Off).await.unwrap();
+    let dues: Vec<i64> = {
+        let mut d = Vec::new();
+        for id in ["c", "a", "b"] {
+            d.push(queued(&db, &s, "R", id).await.unwrap().0.unwrap());
+        }
+        d
+    };
+    let (r, fast) = read(2, 60_000, None, at).await;
+    let r = r.unwrap();
+    assert!(fast);
+    let mut want: Vec<(String, i64)> = ["c", "a", "b"].iter().map(|s| s.to_string()).zip(dues).collect();
+    want.sort_by(|x, y| (x.1, &x.0).cmp(&(y.1, &y.0)));
+    assert_eq!(r.items, want[..2].to_vec());
+    for (id, due) in &r.items {
+        let now = r.visible_until - 60_000;
+        assert!(crate::rules::queue::deliverable(*due, now), "{id} due at {due}, read at {now}");
+        let row = queued(&db, &s, "R", id).await.unwrap();
+        assert_eq!(row, (None, None, Some("reader".into()), Some(r.visible_until)), "{id}");
+    }
+    // The rest: the third id; then nothing due (the later one waits).
+    let (r, fast) = read(10, 60_000, None, at).await;
+    assert_eq!((ids(&r.unwrap()), fast), (vec![want[2].0.clone()], true));
+    let (r, fast) = read(10, 60_000, None, at).await;
+    assert_eq!((r.unwrap().items, fast), (vec![], true));
+    assert_eq!(queued(&db, &s, "R", "later").await.unwrap().2, None);
+    // With maxDeliveries: the transaction.
+    s.enqueue(at, &["m".to_string()], 0, Debounce::Off).await.unwrap();
+    let (r, fast) = read(10, 1, Some(5), at).await;
+    assert_eq!((ids(&r.unwrap()), fast), (vec!["m".to_string()], false));
+    // An expired claim in the shard ("m", visible 1 ms): the transaction returns it to waiting
+    // and claims it again.
+    tokio::time::sleep(Duration::from_millis(3)).await;
+    let (r, fast) = read(10, 60_000, None, at).await;
+    assert_eq!((ids(&r.unwrap()), fast), (vec!["m".to_string()], false));
+    // Another shard count while the queue holds ids: the transaction refuses it.
+    let (r, fast) = read(10, 60_000, None, ShardRef { queue: "R", shard: 0, shards: 2 }).await;
+    assert!(r.unwrap_err().message.contains("enqueued with shards = 1") && !fast);
+}
+
+#[tokio::test]
+#[ignore = "needs a PostgreSQL: set FLOWGUARD_TEST_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
+async fn queue_fast_reads_at_once_take_each_id_once() {
+    use crate::queue::{Debounce, QueueBackend, ShardRef};
+
+    let s = std::sync::Arc::new(store().await);
+    let at = ShardRef { queue: "R", shard: 0, shards: 1 };
+    let held = futures_util::future::join_all((0..8).map(|_| s.conn())).await;
+    assert!(held.iter().all(|c| c.is_ok()));
+    drop(held);
+    for round in 0..10 {
+        let ids: Vec<String> = (0..60).map(|i| format!("r{round}-{i:02}")).collect();
+        s.enqueue(at, &ids, 0, Debounce::Off).await.unwrap();
+        let count = taken(&s);
+        let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(8));
+        let reads = (0..8).map(|i| {
+            let (s, barrier) = (s.clone(), barrier.clone());
+            tokio::spawn(async move {
+                barrier.wait().await;
+                s.claim(at, &format!("reader{i}"), 10, 60_000, None).await.unwrap()
+            })
+        });
+        let got: Vec<String> = futures_util::future::join_all(reads)
+            .await
+            .into_iter()
+            .flat_map(|r| r.unwrap().items.into_iter().map(|(id, _)| id))
+            .collect();
+        // Readers skip the rows others hold: each id taken at most once, and the 60 all taken by
+        // the 8 reads of 10 unless one read found them all held (then it takes fewer).
+        let mut seen = got.clone();
+        seen.sort();
+        seen.dedup();
+        assert_eq!(seen.len(), got.len(), "round {round}: an id taken twice");
+        assert!(
+            got.len() <= 60 && taken(&s) - count == 8,
+            "round {round}: {} ids, fast {}",
+            got.len(),
+            taken(&s) - count
+        );
+        // What is left is claimed by the next reads.
+        let rest = s.claim(at, "last", 100, 60_000, None).await.unwrap();
+        assert_eq!(got.len() + rest.items.len(), 60, "round {round}");
+    }
 }

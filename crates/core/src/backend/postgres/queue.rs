@@ -682,9 +682,15 @@ impl QueueBackend for Postgres {
         visibility_ms: u64,
         max_deliveries: Option<u64>,
     ) -> BoxFuture<'a, ShardClaim> {
-        Box::pin(
-            async move { transaction!(self, |c| claim(&c, at, owner, limit, visibility_ms, max_deliveries)) },
-        )
+        Box::pin(async move {
+            // Without maxDeliveries: its fast statement first (`queue_fast`).
+            if max_deliveries.is_none() && limit > 0 {
+                if let Some(r) = self.claim_fast(at, owner, limit, visibility_ms).await? {
+                    return Ok(r);
+                }
+            }
+            transaction!(self, |c| claim(&c, at, owner, limit, visibility_ms, max_deliveries))
+        })
     }
     fn settle<'a>(
         &'a self,

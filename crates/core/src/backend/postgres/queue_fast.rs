@@ -1,6 +1,6 @@
-//! The Dedup Queue's fast statement (see `fast`): an enqueue of one id, without debounce, in one
-//! statement, in the cases it covers; any other case returns no row and the call runs its
-//! transaction (`queue`).
+//! The Dedup Queue's fast statements (see `fast`): an enqueue of one id without debounce, and a
+//! read of a shard without `maxDeliveries`, each in one statement, in the cases it covers; any
+//! other case returns no row and the call runs its transaction (`queue`).
 //!
 //! [`ENQUEUE`] decides what [`rules::queue::enqueue`] decides with `Debounce::Off` for an id that
 //! is absent (no row and no dead letter: [`Place::Absent`], written as waiting at now + the
@@ -18,16 +18,31 @@
 //! that changes it after is ordered after this enqueue). A new row's due time is the statement's
 //! own clock: no row of the id existed, so no change of it can be later than that time.
 //!
+//! [`READ`] claims a shard's due ids as the transaction's `claim` does (a read without
+//! `maxDeliveries`), in the case where the queue's recorded shard count is the caller's and the
+//! shard has no expired claim in the statement's snapshot (the transaction first returns those to
+//! waiting, [`rules::queue::back_at`]); with no count recorded it answers as for an empty queue,
+//! as the transaction does. Left to the transaction: a shard with an expired claim, a queue
+//! recorded with another count (refused while it holds ids, else empty). It claims as the
+//! transaction's `CLAIM` does: the due ids (`due <= now`, [`rules::queue::deliverable`]) oldest
+//! first, rows other calls hold skipped (`FOR UPDATE SKIP LOCKED`: it never waits for a row lock,
+//! so no row it writes was changed after its clock), each claimed until now + the visibility
+//! ([`rules::queue::lease`]).
+//!
 //! [`rules::queue::enqueue`]: crate::rules::queue::enqueue
+//! [`rules::queue::back_at`]: crate::rules::queue::back_at
+//! [`rules::queue::deliverable`]: crate::rules::queue::deliverable
+//! [`rules::queue::lease`]: crate::rules::queue::lease
 //! [`Place::Absent`]: crate::rules::queue::Place::Absent
 //! [`Place::Waiting`]: crate::rules::queue::Place::Waiting
 //! [`Place::Dead`]: crate::rules::queue::Place::Dead
 
 use tokio_postgres::types::ToSql;
 
-use super::{Fail, Postgres};
+use super::{text, Fail, Postgres};
 use crate::error::Result;
-use crate::queue::{EnqueueOutcome, ShardRef};
+use crate::queue::{EnqueueOutcome, ShardClaim, ShardRef};
+use crate::rules::queue;
 
 /// An enqueue of one id: `$1` ns, `$2` queue, `$3` shard, `$4` id, `$5` the caller's shard
 /// count, `$6` the delay (ms). One row (outcome: 0 added, 1 duplicate, 2 dead; the due time, 0
@@ -45,7 +60,58 @@ pub(super) const ENQUEUE: &str = "WITH k AS MATERIALIZED (
     UNION ALL SELECT 1::int2, w.due FROM w, q WHERE w.owner IS NULL AND w.due IS NOT NULL
     UNION ALL SELECT 2::int2, 0::int8 FROM d, q WHERE NOT EXISTS (SELECT 1 FROM w)";
 
+/// A read: `$1` ns, `$2` queue, `$3` shard, `$4` the caller's shard count, `$5` the limit, `$6`
+/// the owner, `$7` the visibility (ms). Rows: one with a NULL id and the statement's time (the
+/// statement decided: none without it), and one per id claimed (id, the due time it had).
+pub(super) const READ: &str = "WITH k AS MATERIALIZED (
+      SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8 AS now),
+    q AS MATERIALIZED (SELECT shards FROM {s}.q_queues WHERE ns = $1 AND queue = $2),
+    x AS MATERIALIZED (SELECT 1 FROM {s}.q_ids, k
+      WHERE ns = $1 AND queue = $2 AND shard = $3 AND owner IS NOT NULL AND deadline <= k.now LIMIT 1),
+    go AS MATERIALIZED (SELECT k.now FROM k WHERE (SELECT shards FROM q) = $4 AND NOT EXISTS (SELECT 1 FROM x)),
+    c AS MATERIALIZED (SELECT ctid, id, due FROM {s}.q_ids
+      WHERE ns = $1 AND queue = $2 AND shard = $3 AND owner IS NULL AND due <= (SELECT now FROM go)
+      ORDER BY due, id LIMIT $5 FOR UPDATE SKIP LOCKED),
+    u AS (UPDATE {s}.q_ids SET owner = $6, deadline = (SELECT now FROM go) + $7, due = NULL, first = NULL
+      WHERE ctid = ANY(ARRAY(SELECT ctid FROM c)))
+    SELECT NULL::bytea, k.now FROM k WHERE EXISTS (SELECT 1 FROM go) OR NOT EXISTS (SELECT 1 FROM q)
+    UNION ALL SELECT id, due FROM c";
+
 impl Postgres {
+    /// A read of up to `limit` (at least 1) ids of a shard by [`READ`] (without
+    /// `maxDeliveries`); `None`: the transaction decides it.
+    pub(super) async fn claim_fast(
+        &self,
+        at: ShardRef<'_>,
+        owner: &str,
+        limit: u64,
+        visibility_ms: u64,
+    ) -> Result<Option<ShardClaim>> {
+        let (ns, q) = (self.ns.as_bytes(), at.queue.as_bytes());
+        let (shard, shards, limit, visibility) =
+            (at.shard as i32, at.shards as i32, limit as i64, visibility_ms as i64);
+        let params: [&(dyn ToSql + Sync); 7] = [&ns, &q, &shard, &shards, &limit, &owner, &visibility];
+        let rows = self.one_statement(READ, &params, None).await?;
+        let read = || -> super::Sql<Option<ShardClaim>> {
+            let (mut now, mut items) = (None, Vec::with_capacity(rows.len()));
+            for r in &rows {
+                match text(r, 0)? {
+                    None => now = Some(r.try_get::<_, i64>(1)?),
+                    Some(id) => items.push((id, r.try_get::<_, i64>(1)?)),
+                }
+            }
+            let Some(now) = now else {
+                return match items.is_empty() {
+                    true => Ok(None),
+                    false => Err(Fail::Corrupt("the fast read claimed ids without deciding".into())),
+                };
+            };
+            items.sort_unstable_by(|a, b| (a.1, &a.0).cmp(&(b.1, &b.0)));
+            Ok(Some(ShardClaim { visible_until: queue::lease(now, visibility_ms), items }))
+        };
+        read().map_err(|f| self.failure(f))
+    }
+
     /// An enqueue of `id` (without debounce) by [`ENQUEUE`]; `None`: the transaction decides it.
     pub(super) async fn enqueue_fast(
         &self,
