@@ -66,6 +66,7 @@ async fn hot_statements_use_an_index() {
         ("purge items, fast", tracker_fast::PURGE, vec![]),
         ("queue fast enqueue", queue_fast::ENQUEUE, vec![&ns, &name, &shard, &name, &shard, &limit]),
         ("queue fast read", queue_fast::READ, vec![&ns, &name, &shard, &shard, &limit, &owner, &limit]),
+        ("queue fast ack", queue_fast::ACK, vec![&ns, &name, &shard, &shard, &ids, &owner]),
         ("lock load", lock::LOAD, vec![&ns, &name]),
         ("lock load for update", lock::LOAD_LOCKED, vec![&ns, &name]),
         ("value for update", state::VALUE_LOCKED, vec![&ns, &name]),

@@ -449,3 +449,124 @@ async fn queue_fast_reads_at_once_take_each_id_once() {
         assert_eq!(got.len() + rest.items.len(), 60, "round {round}");
     }
 }
+
+#[tokio::test]
+#[ignore = "needs a PostgreSQL: set FLOWGUARD_TEST_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
+async fn queue_fast_ack_removes_as_the_transaction_does() {
+    use crate::queue::{Debounce, QueueBackend, SettleAction, SettleOutcome, ShardRef};
+
+    let s = store().await;
+    let (db, conn) = tokio_postgres::connect(&url(), tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(conn);
+    let at = ShardRef { queue: "A", shard: 0, shards: 1 };
+    let strings = |ids: &[&str]| ids.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let ack = |owner: &'static str, ids: Vec<String>, at: ShardRef<'static>| {
+        let s = &s;
+        async move {
+            let count = taken(s);
+            let r = s.settle(at, owner, &ids, SettleAction::Ack).await;
+            (r, taken(s) - count == 1)
+        }
+    };
+    let done = |requeued| (SettleOutcome::Done { requeued }, None);
+    s.enqueue(at, &strings(&["a", "b", "c", "d", "keep"]), 0, Debounce::Off).await.unwrap();
+    let r = s.claim(at, "reader", 4, 60_000, None).await.unwrap();
+    assert_eq!(r.items.iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>(), ["a", "b", "c", "d"]);
+
+    // Claimed by the owner, live: acked by the statement, in the caller's order, rows gone.
+    let (r, fast) = ack("reader", strings(&["b", "a"]), at).await;
+    assert_eq!((r.unwrap(), fast), (vec![done(false), done(false)], true));
+    assert_eq!((queued(&db, &s, "A", "a").await, queued(&db, &s, "A", "b").await), (None, None));
+    // Another owner; a repeated id; an id enqueued again while claimed: the transaction.
+    let (r, fast) = ack("other", strings(&["c"]), at).await;
+    assert_eq!((r.unwrap(), fast), (vec![(SettleOutcome::NotOwner, None)], false));
+    let (r, fast) = ack("reader", strings(&["c", "c"]), at).await;
+    assert_eq!((r.unwrap(), fast), (vec![done(false), (SettleOutcome::NotClaimed, None)], false));
+    s.enqueue(at, &strings(&["d"]), 0, Debounce::Off).await.unwrap();
+    let (r, fast) = ack("reader", strings(&["d"]), at).await;
+    let (outcome, due) = r.unwrap().remove(0);
+    assert_eq!((outcome, due.is_some(), fast), (SettleOutcome::Done { requeued: true }, true, false));
+    // An id not claimed (d waits again): the transaction answers, nothing written by the statement.
+    let (r, fast) = ack("reader", strings(&["d"]), at).await;
+    assert_eq!((r.unwrap(), fast), (vec![(SettleOutcome::NotClaimed, None)], false));
+    // A delivery count (a read with maxDeliveries) goes with the ack.
+    let r = s.claim(at, "counted", 10, 60_000, Some(3)).await.unwrap();
+    let counted: Vec<String> = r.items.iter().map(|(id, _)| id.clone()).collect();
+    assert!(counted.contains(&"d".to_string()), "{counted:?}");
+    let counts =
+        format!("SELECT count(*) FROM {}.q_counts WHERE ns = $1 AND queue = $2 AND id = $3", s.schema);
+    let n = |id: &'static str| {
+        let (db, counts, ns) = (&db, &counts, s.ns.as_bytes().to_vec());
+        async move {
+            db.query_one(counts, &[&ns, &"A".as_bytes(), &id.as_bytes()]).await.unwrap().get::<_, i64>(0)
+        }
+    };
+    assert_eq!(n("d").await, 1);
+    s.enqueue(at, &strings(&["more"]), 60_000, Debounce::Off).await.unwrap();
+    let (r, fast) = ack("counted", strings(&["d"]), at).await;
+    assert_eq!((r.unwrap(), fast), (vec![done(false)], true));
+    assert_eq!(n("d").await, 0);
+    // An expired claim in the shard: the transaction (which returns it to waiting after the ack).
+    s.enqueue(at, &strings(&["e", "f"]), 0, Debounce::Off).await.unwrap();
+    let f = s.claim(at, "long", 1, 60_000, None).await.unwrap();
+    let e = s.claim(at, "short", 1, 1, None).await.unwrap();
+    assert_eq!((f.items[0].0.as_str(), e.items[0].0.as_str()), ("e", "f"));
+    tokio::time::sleep(Duration::from_millis(3)).await;
+    let (r, fast) = ack("long", vec![f.items[0].0.clone()], at).await;
+    assert_eq!((r.unwrap(), fast), (vec![done(false)], false));
+    let back = queued(&db, &s, "A", &e.items[0].0).await.unwrap();
+    assert_eq!((back.2, back.0.is_some()), (None, true), "the expired claim waits again");
+    // The queue's last ids: the transaction, which drops the queue's count row. "keep" (claimed
+    // by the counted read) acked while other ids wait; "more" (not due for a minute) removed by
+    // hand; then "f", the last.
+    let (r, fast) = ack("counted", strings(&["keep"]), at).await;
+    assert_eq!((r.unwrap(), fast), (vec![done(false)], true));
+    let sql = format!("DELETE FROM {}.q_ids WHERE ns = $1 AND queue = $2 AND id = $3", s.schema);
+    db.execute(&sql, &[&s.ns.as_bytes(), &"A".as_bytes(), &"more".as_bytes()]).await.unwrap();
+    let last = s.claim(at, "last", 100, 60_000, None).await.unwrap();
+    let all: Vec<String> = last.items.iter().map(|(id, _)| id.clone()).collect();
+    assert_eq!(all, ["f"]);
+    let (r, fast) = ack("last", all, at).await;
+    assert_eq!((r.unwrap(), fast), (vec![done(false)], false));
+    let sql = format!("SELECT count(*) FROM {}.q_queues WHERE ns = $1 AND queue = $2", s.schema);
+    let rows: i64 = db.query_one(&sql, &[&s.ns.as_bytes(), &"A".as_bytes()]).await.unwrap().get(0);
+    assert_eq!(rows, 0, "the emptied queue's count row dropped");
+}
+
+#[tokio::test]
+#[ignore = "needs a PostgreSQL: set FLOWGUARD_TEST_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
+async fn queue_fast_acks_of_one_batch_at_once_ack_each_id_once() {
+    use crate::queue::{Debounce, QueueBackend, SettleAction, SettleOutcome, ShardRef};
+
+    let s = std::sync::Arc::new(store().await);
+    let at = ShardRef { queue: "A", shard: 0, shards: 1 };
+    s.enqueue(at, &["keep".to_string()], 60_000, Debounce::Off).await.unwrap();
+    let held = futures_util::future::join_all((0..8).map(|_| s.conn())).await;
+    assert!(held.iter().all(|c| c.is_ok()));
+    drop(held);
+    for round in 0..10 {
+        let ids: Vec<String> = (0..10).map(|i| format!("k{round}-{i}")).collect();
+        s.enqueue(at, &ids, 0, Debounce::Off).await.unwrap();
+        let r = s.claim(at, "reader", 10, 60_000, None).await.unwrap();
+        assert_eq!(r.items.len(), 10);
+        let count = taken(&s);
+        let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(8));
+        let acks = (0..8).map(|_| {
+            let (s, barrier, ids) = (s.clone(), barrier.clone(), ids.clone());
+            tokio::spawn(async move {
+                barrier.wait().await;
+                s.settle(at, "reader", &ids, SettleAction::Ack).await.unwrap()
+            })
+        });
+        let got: Vec<Vec<(SettleOutcome, Option<i64>)>> =
+            futures_util::future::join_all(acks).await.into_iter().map(|r| r.unwrap()).collect();
+        // Each id acked once: one call acked them all, the other seven found none claimed.
+        for i in 0..10 {
+            let done = got.iter().filter(|g| matches!(g[i].0, SettleOutcome::Done { .. })).count();
+            assert_eq!(done, 1, "round {round}, id {i}: {got:?}");
+        }
+        let whole =
+            got.iter().filter(|g| g.iter().all(|o| matches!(o.0, SettleOutcome::Done { .. }))).count();
+        assert_eq!((whole, taken(&s) - count), (1, 1), "round {round}: {got:?}");
+    }
+}

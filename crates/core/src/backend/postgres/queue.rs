@@ -699,7 +699,15 @@ impl QueueBackend for Postgres {
         ids: &'a [String],
         action: SettleAction,
     ) -> BoxFuture<'a, Vec<(SettleOutcome, Option<i64>)>> {
-        Box::pin(async move { transaction!(self, |c| settle(&c, at, owner, ids, action)) })
+        Box::pin(async move {
+            // An ack: its fast statement first (`queue_fast`).
+            if action == SettleAction::Ack && !ids.is_empty() {
+                if let Some(r) = self.ack_fast(at, owner, ids).await? {
+                    return Ok(r);
+                }
+            }
+            transaction!(self, |c| settle(&c, at, owner, ids, action))
+        })
     }
     fn peek<'a>(&'a self, at: ShardRef<'a>, limit: u64) -> BoxFuture<'a, (i64, Vec<(String, i64)>)> {
         Box::pin(async move { transaction!(self, |c| peek(&c, at, limit)) })

@@ -1,5 +1,5 @@
-//! The Dedup Queue's fast statements (see `fast`): an enqueue of one id without debounce, and a
-//! read of a shard without `maxDeliveries`, each in one statement, in the cases it covers; any
+//! The Dedup Queue's fast statements (see `fast`): an enqueue of one id without debounce, a read
+//! of a shard without `maxDeliveries`, and an ack, each in one statement, in the cases it covers; any
 //! other case returns no row and the call runs its transaction (`queue`).
 //!
 //! [`ENQUEUE`] decides what [`rules::queue::enqueue`] decides with `Debounce::Off` for an id that
@@ -29,7 +29,19 @@
 //! so no row it writes was changed after its clock), each claimed until now + the visibility
 //! ([`rules::queue::lease`]).
 //!
+//! [`ACK`] acks ids of a shard as the transaction's `settle` does, in the case where every id is
+//! claimed by the owner given, its claim live and not enqueued again meanwhile ([`rules::queue::
+//! settle`] answers `Done { requeued: false }` for each and writes their removal), the queue's
+//! count is the caller's, the shard has no expired claim (the transaction returns those to
+//! waiting after an ack), and the queue holds other ids than these (so no ack can leave it
+//! empty: the transaction then drops its count row). It locks the ids' rows (`FOR UPDATE`, in id
+//! order, the caller's ids without repeats) and checks them as locked; when all pass, it deletes
+//! them and their delivery counts, else it writes nothing and the transaction decides every id.
+//! A row it waited for was checked after the wait: another call's change of owner, deadline or
+//! enqueue-again time fails the check.
+//!
 //! [`rules::queue::enqueue`]: crate::rules::queue::enqueue
+//! [`rules::queue::settle`]: crate::rules::queue::settle
 //! [`rules::queue::back_at`]: crate::rules::queue::back_at
 //! [`rules::queue::deliverable`]: crate::rules::queue::deliverable
 //! [`rules::queue::lease`]: crate::rules::queue::lease
@@ -41,7 +53,7 @@ use tokio_postgres::types::ToSql;
 
 use super::{text, Fail, Postgres};
 use crate::error::Result;
-use crate::queue::{EnqueueOutcome, ShardClaim, ShardRef};
+use crate::queue::{EnqueueOutcome, SettleOutcome, ShardClaim, ShardRef};
 use crate::rules::queue;
 
 /// An enqueue of one id: `$1` ns, `$2` queue, `$3` shard, `$4` id, `$5` the caller's shard
@@ -77,7 +89,50 @@ pub(super) const READ: &str = "WITH k AS MATERIALIZED (
     SELECT NULL::bytea, k.now FROM k WHERE EXISTS (SELECT 1 FROM go) OR NOT EXISTS (SELECT 1 FROM q)
     UNION ALL SELECT id, due FROM c";
 
+/// An ack: `$1` ns, `$2` queue, `$3` shard, `$4` the caller's shard count, `$5` the ids (sorted
+/// by their bytes, without repeats), `$6` the owner. One row (the statement's time) when it acked
+/// them all, else none and nothing written.
+pub(super) const ACK: &str = "WITH k AS MATERIALIZED (
+      SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8 AS now),
+    q AS MATERIALIZED (SELECT 1 FROM {s}.q_queues WHERE ns = $1 AND queue = $2 AND shards = $4),
+    x AS MATERIALIZED (SELECT 1 FROM {s}.q_ids, k
+      WHERE ns = $1 AND queue = $2 AND shard = $3 AND owner IS NOT NULL AND deadline <= k.now LIMIT 1),
+    l AS MATERIALIZED (SELECT r.ctid, r.owner, r.deadline, r.due FROM unnest($5::bytea[]) AS w(id),
+      LATERAL (SELECT ctid, owner, deadline, due FROM {s}.q_ids
+        WHERE ns = $1 AND queue = $2 AND shard = $3 AND id = w.id FOR UPDATE) r),
+    go AS MATERIALIZED (SELECT k.now FROM k
+      WHERE EXISTS (SELECT 1 FROM q) AND NOT EXISTS (SELECT 1 FROM x)
+        AND (SELECT count(*) FROM l WHERE owner = $6 AND deadline > k.now AND due IS NULL) = cardinality($5::bytea[])
+        AND (SELECT count(*) FROM (SELECT 1 FROM {s}.q_ids WHERE ns = $1 AND queue = $2
+          LIMIT cardinality($5::bytea[]) + 1) h) > cardinality($5::bytea[])),
+    d AS (DELETE FROM {s}.q_ids WHERE ctid = ANY(ARRAY(SELECT ctid FROM l)) AND EXISTS (SELECT 1 FROM go)),
+    n AS (DELETE FROM {s}.q_counts WHERE ctid = ANY(ARRAY(
+      SELECT r.ctid FROM unnest($5::bytea[]) AS w(id),
+        LATERAL (SELECT ctid FROM {s}.q_counts WHERE ns = $1 AND queue = $2 AND shard = $3 AND id = w.id OFFSET 0) r))
+      AND EXISTS (SELECT 1 FROM go))
+    SELECT now FROM go";
+
 impl Postgres {
+    /// An ack of `ids` (none repeated) by [`ACK`]; `None`: the transaction decides it.
+    pub(super) async fn ack_fast(
+        &self,
+        at: ShardRef<'_>,
+        owner: &str,
+        ids: &[String],
+    ) -> Result<Option<Vec<(SettleOutcome, Option<i64>)>>> {
+        let mut sorted: Vec<&[u8]> = ids.iter().map(|id| id.as_bytes()).collect();
+        sorted.sort_unstable();
+        sorted.dedup();
+        if sorted.len() != ids.len() {
+            return Ok(None);
+        }
+        let (ns, q, shard, shards) =
+            (self.ns.as_bytes(), at.queue.as_bytes(), at.shard as i32, at.shards as i32);
+        let params: [&(dyn ToSql + Sync); 6] = [&ns, &q, &shard, &shards, &sorted, &owner];
+        let rows = self.one_statement(ACK, &params, None).await?;
+        Ok((!rows.is_empty()).then(|| vec![(SettleOutcome::Done { requeued: false }, None); ids.len()]))
+    }
+
     /// A read of up to `limit` (at least 1) ids of a shard by [`READ`] (without
     /// `maxDeliveries`); `None`: the transaction decides it.
     pub(super) async fn claim_fast(
