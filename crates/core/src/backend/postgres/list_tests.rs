@@ -185,7 +185,16 @@ async fn list_items_equals_the_rule() {
             (total, 100),
             (u64::from(u32::MAX), 10_000),
         ];
-        for (offset, limit) in pairs {
+        // For all: pages that start just before, at and after each class's first item.
+        let mut starts = Vec::new();
+        if filter == ListFilter::All {
+            let mut before = 0u64;
+            for n in [counts.in_progress, counts.abandoned, counts.failed, counts.dead, counts.completed] {
+                starts.extend([(before.saturating_sub(1), 3), (before, 2), (before + 1, 40)]);
+                before += n;
+            }
+        }
+        for (offset, limit) in pairs.into_iter().chain(starts) {
             let q = ListQuery { filter, offset, limit };
             let got = s.list(g, q, HOUR).await.unwrap();
             let want = rule(q);
@@ -204,7 +213,7 @@ async fn list_items_equals_the_rule() {
             rule(ListQuery { filter, offset: 0, limit: 10_000 }).items.into_iter().map(|i| i.id).collect();
         assert_eq!(seen, want, "{filter:?} paged by 1");
     }
-    assert_eq!(checked, 72);
+    assert_eq!(checked, 72 + 15);
 
     // At each lease end and expiry of the group's rows (the expired ones' included), a ms before
     // and a ms after: the statement with its clock given equals the rule at that time (the rows
@@ -220,14 +229,15 @@ async fn list_items_equals_the_rule() {
             |q: ListQuery| page(recs.iter().filter(|(_, r)| kept(r.x, at)).map(|(id, r)| (id, r)), at, q);
         for filter in FILTERS {
             let n = at_rule(ListQuery { filter, offset: 0, limit: 1 }).counts.of(filter);
-            for (offset, limit) in [(0, 10_000), (1, 2), (n.saturating_sub(1), 1), (n, 3)] {
+            let total = at_rule(ListQuery { filter, offset: 0, limit: 1 }).counts.total();
+            for (offset, limit) in [(0, 10_000), (1, 2), (n.saturating_sub(1), 1), (n, 3), (total / 2, 7)] {
                 let q = ListQuery { filter, offset, limit };
                 assert_eq!(list_at(&s, &at_sql, g, q, at).await, at_rule(q), "{q:?} at {at}");
                 checked += 1;
             }
         }
     }
-    assert!(checked >= 6 * 4 * 3 * 8, "{checked} lists at {} times", times.len());
+    assert!(checked >= 6 * 5 * 3 * 8, "{checked} lists at {} times", times.len());
 
     // A group without records: one row, nothing in it.
     for filter in FILTERS {

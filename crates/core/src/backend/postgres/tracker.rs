@@ -55,37 +55,50 @@ pub(super) const LOAD: &str = "SELECT i.id, i.s, i.a, i.o, i.l, i.c, i.u, i.d, i
     LATERAL (SELECT id, s, a, o, l, c, u, d, e, x, t, r, n FROM {s}.items
       WHERE ns = $1 AND grp = $2 AND id = w.id OFFSET 0) i";
 /// One page of `listItems` and the group's counts, in one statement (one snapshot), at the
-/// database's time `now` (read once, in `k`): the group's kept records (`x > now`, by the primary
-/// key's `(ns, grp)` prefix) are classed as [`rules::tracker::page`] classes them (by
-/// [`Record::status_at`], that is [`rules::tracker::status`], on the status code `s & 7`): 0 in
-/// progress (`1`, `l > now`) and 1 abandoned (`1`, `l <= now`), both by their lease end `l`; 2
-/// failed (`3`), 3 dead (`4`) and 4 completed (`2`), by their expiry `x`; ties by the id's bytes.
-/// A record of none (code 0) is neither counted nor listed. Only the class, sort key and id of
-/// each are kept (`g`); `n` counts each class, and the records whose status code no record has
-/// (`bad`: `from_row` would refuse them); `p` is the page: the classes `$3` to `$4` (one class,
-/// or 0 to 4 for all: the classes chained in their order, as `page` chains them), ordered by
-/// class, key and id, `$5` skipped, `$6` taken. Its rows are read whole by the primary key, one
-/// probe per id as [`LOAD`] does. Returns a row per record of the page in its order, or one row
-/// without a record (its columns NULL) when the page is empty; each row has the record's columns
-/// (as [`LOAD`]: `id, s, a, o, l, c, u, d, e, x, t, r, n`), then `now`, the five counts
-/// (in progress, abandoned, failed, dead, completed) and `bad`. The classes and their order are
-/// [`rules::tracker::page`]'s, written again here: `list_tests.rs`
-/// (`list_items_equals_the_rule`) holds them equal.
+/// database's time `now` (read once, in `k`). It writes again the rule of
+/// [`rules::tracker::page`] (with [`Record::status_at`], that is [`rules::tracker::status`]):
+/// `list_tests.rs` (`list_items_equals_the_rule`) holds them equal.
+///
+/// - `g`: the group's kept records (`x > now`, by the primary key's `(ns, grp)` prefix), each
+///   as its id, class and sort key only. The classes, in `page`'s order, by the status code
+///   `s & 7`: 0 in progress (`1`, `l > now`) and 1 abandoned (`1`, `l <= now`), both by their
+///   lease end `l`; 2 failed (`3`), 3 dead (`4`) and 4 completed (`2`), by their expiry `x`; ties
+///   by the id's bytes. A record of none (code 0) has no class: neither counted nor listed. A
+///   status code no record has (`from_row` refuses it) is class -1, counted as `bad`.
+/// - `n`: the count of each class.
+/// - `f`: the classes `$3` to `$4` the filter lists (one class, or 0 to 4 for all: the classes
+///   chained in their order, as `page` chains them), each with the items listed before it; `b`:
+///   the last of them that starts at or before the offset `$5`, where the page starts.
+/// - `p`: the page: from that class on, ordered by class, key and id, `$5` less the items before
+///   it skipped, `$6` taken (the same items as `page`'s `$5` skipped over all the filter's
+///   classes; a bounded sort then keeps only the page's offset within its class and `$6`). Its
+///   rows are read whole by the primary key, one probe per id as [`LOAD`] does.
+///
+/// Returns a row per record of the page in its order, or one row without a record (its columns
+/// NULL) when the page is empty; each row has the record's columns (as [`LOAD`]: `id, s, a, o,
+/// l, c, u, d, e, x, t, r, n`), then `now`, the five counts (in progress, abandoned, failed,
+/// dead, completed) and `bad`.
 ///
 /// [`rules::tracker::page`]: crate::rules::tracker::page
 /// [`rules::tracker::status`]: crate::rules::tracker::status
 pub(super) const LIST: &str =
     "WITH k AS (SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8 AS now),
     g AS MATERIALIZED (
-      SELECT i.id, i.s,
-        CASE i.s & 7 WHEN 1 THEN CASE WHEN i.l > k.now THEN 0 ELSE 1 END WHEN 3 THEN 2 WHEN 4 THEN 3
-          WHEN 2 THEN 4 END AS c,
+      SELECT i.id,
+        CASE WHEN i.s < 0 OR i.s & 7 > 4 THEN -1
+          WHEN i.s & 7 = 1 THEN CASE WHEN i.l > k.now THEN 0 ELSE 1 END
+          WHEN i.s & 7 = 3 THEN 2 WHEN i.s & 7 = 4 THEN 3 WHEN i.s & 7 = 2 THEN 4 END AS c,
         CASE WHEN i.s & 7 = 1 THEN i.l ELSE i.x END AS key
       FROM k, {s}.items i WHERE i.ns = $1 AND i.grp = $2 AND i.x > k.now),
     n AS (SELECT count(*) FILTER (WHERE c = 0) AS n0, count(*) FILTER (WHERE c = 1) AS n1,
       count(*) FILTER (WHERE c = 2) AS n2, count(*) FILTER (WHERE c = 3) AS n3,
-      count(*) FILTER (WHERE c = 4) AS n4, count(*) FILTER (WHERE s < 0 OR s & 7 > 4) AS bad FROM g),
-    p AS (SELECT id, c, key FROM g WHERE c BETWEEN $3 AND $4 ORDER BY c, key, id OFFSET $5 LIMIT $6)
+      count(*) FILTER (WHERE c = 4) AS n4, count(*) FILTER (WHERE c = -1) AS bad FROM g),
+    f AS (SELECT v.c, (sum(v.n) OVER (ORDER BY v.c) - v.n)::int8 AS before
+      FROM n, LATERAL (VALUES (0, n.n0), (1, n.n1), (2, n.n2), (3, n.n3), (4, n.n4)) v(c, n)
+      WHERE v.c BETWEEN $3 AND $4),
+    b AS (SELECT c, before FROM f WHERE before <= $5::int8 ORDER BY c DESC LIMIT 1),
+    p AS (SELECT g.id, g.c, g.key FROM g WHERE g.c BETWEEN (SELECT c FROM b) AND $4
+      ORDER BY g.c, g.key, g.id OFFSET $5::int8 - (SELECT before FROM b) LIMIT $6)
     SELECT r.id, r.s, r.a, r.o, r.l, r.c, r.u, r.d, r.e, r.x, r.t, r.r, r.n,
       k.now, n.n0, n.n1, n.n2, n.n3, n.n4, n.bad
     FROM k CROSS JOIN n LEFT JOIN (
