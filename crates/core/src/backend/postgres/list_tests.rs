@@ -96,6 +96,9 @@ async fn list_at(s: &Postgres, sql: &str, group: &str, q: ListQuery, now: i64) -
     run(s, sql, group, q, now).await.unwrap()
 }
 
+/// A completion or a failure of an id, kept so long.
+type Finish = fn(&str, u64) -> ItemOp;
+
 const FILTERS: [ListFilter; 6] = [
     ListFilter::All,
     ListFilter::InProgress,
@@ -138,7 +141,7 @@ async fn list_items_equals_the_rule() {
     all.extend(live2);
 
     // Completed (ties in expiry within a call; some kept forever), failed, dead (maxAttempts 1).
-    let finished: Vec<(Vec<String>, Option<u32>, fn(&str, u64) -> ItemOp, u64)> = vec![
+    let finished: Vec<(Vec<String>, Option<u32>, Finish, u64)> = vec![
         (ids("c-", 7), None, complete, HOUR),
         (odd.iter().map(|id| format!("c{id}")).collect(), None, complete, 2 * HOUR),
         (ids("cf-", 3), None, complete, KEEP_FOREVER_MS),
