@@ -308,8 +308,13 @@ pub fn page<'a>(records: impl Iterator<Item = (&'a String, &'a Record)>, now: i6
         .take(q.limit as usize)
         .map(|(_, id, r)| r.to_state(id, now))
         .collect();
-    let end = q.offset + q.limit;
-    ItemList { counts, items, next_offset: if end < total { Some(end) } else { None } }
+    ItemList { counts, items, next_offset: next_offset(q, total) }
+}
+
+/// The offset of the page after `q`'s, when the `total` items its filter lists go past it.
+pub fn next_offset(q: ListQuery, total: u64) -> Option<u64> {
+    let end = q.offset.saturating_add(q.limit);
+    (end < total).then_some(end)
 }
 
 #[cfg(test)]

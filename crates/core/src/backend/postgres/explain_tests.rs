@@ -49,6 +49,7 @@ async fn hot_statements_use_an_index() {
         &none_text,
     ];
     let (shard, limit, owner) = (0i32, 10i64, "o");
+    let (first_class, last_class) = (0i32, 4i32);
     let none_opt_i64: Vec<Option<i64>> = Vec::new();
     let queue_columns: [&(dyn ToSql + Sync); 8] =
         [&ns, &name, &shard, &none_ids, &none_opt_i64, &none_opt_i64, &none_text, &none_opt_i64];
@@ -74,7 +75,11 @@ async fn hot_statements_use_an_index() {
         ("idempotency key for update", state::IDEM_LOCKED, vec![&ns, &name]),
         ("items for update", tracker::LOAD_LOCKED, vec![&ns, &name, &ids]),
         ("items", tracker::LOAD, vec![&ns, &name, &ids]),
-        ("items of a group", tracker::LIST, vec![&ns, &name, &now]),
+        (
+            "a page of a group's items",
+            tracker::LIST,
+            vec![&ns, &name, &first_class, &last_class, &now, &limit],
+        ),
         ("items update", tracker::UPDATE, columns.to_vec()),
         ("items delete", tracker::DELETE, vec![&ns, &name, &ids]),
         ("purge values", Purged::Vals.statement(), vec![&now]),

@@ -30,6 +30,8 @@ mod fast;
 #[cfg(test)]
 mod fast_tests;
 mod limiter;
+#[cfg(test)]
+mod list_tests;
 mod lock;
 mod notify;
 mod queue;

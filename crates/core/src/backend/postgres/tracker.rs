@@ -27,10 +27,12 @@ use tokio_postgres::{Row, Statement};
 
 use super::{text, transaction, Ctx, Fail, Params, Postgres, Purged, Sql};
 use crate::backend::BoxFuture;
-use crate::rules::tracker::{claim, decide, fresh, implied_timeline, kept, page, take, write, Decision};
+use crate::rules::tracker::{
+    claim, decide, fresh, implied_timeline, kept, next_offset, take, write, Decision,
+};
 use crate::tracker::{
-    from_status_column, not_owner, status_column, BatchClaim, ClaimBatch, ItemList, ItemOp, ItemState,
-    ListQuery, OpResult, Outcome, Record, TrackerBackend,
+    from_status_column, not_owner, status_column, BatchClaim, ClaimBatch, Counts, ItemList, ItemOp,
+    ItemState, ListFilter, ListQuery, OpResult, Outcome, Record, TrackerBackend,
 };
 
 /// The records of ids of a group, locked in id order until the transaction ends; the same
@@ -52,8 +54,58 @@ pub(super) const LOAD: &str = "SELECT i.id, i.s, i.a, i.o, i.l, i.c, i.u, i.d, i
     FROM unnest($3::bytea[]) AS w(id),
     LATERAL (SELECT id, s, a, o, l, c, u, d, e, x, t, r, n FROM {s}.items
       WHERE ns = $1 AND grp = $2 AND id = w.id OFFSET 0) i";
+/// One page of `listItems` and the group's counts, in one statement (one snapshot), at the
+/// database's time `now` (read once, in `k`). It writes again the rule of
+/// [`rules::tracker::page`] (with [`Record::status_at`], that is [`rules::tracker::status`]):
+/// `list_tests.rs` (`list_items_equals_the_rule`) holds them equal.
+///
+/// - `g`: the group's kept records (`x > now`, by the primary key's `(ns, grp)` prefix), each
+///   as its id, class and sort key only. The classes, in `page`'s order, by the status code
+///   `s & 7`: 0 in progress (`1`, `l > now`) and 1 abandoned (`1`, `l <= now`), both by their
+///   lease end `l`; 2 failed (`3`), 3 dead (`4`) and 4 completed (`2`), by their expiry `x`; ties
+///   by the id's bytes. A record of none (code 0) has no class: neither counted nor listed. A
+///   status code no record has (`from_row` refuses it) is class -1, counted as `bad`.
+/// - `n`: the count of each class.
+/// - `f`: the classes `$3` to `$4` the filter lists (one class, or 0 to 4 for all: the classes
+///   chained in their order, as `page` chains them), each with the items listed before it; `b`:
+///   the last of them that starts at or before the offset `$5`, where the page starts.
+/// - `p`: the page: from that class on, ordered by class, key and id, `$5` less the items before
+///   it skipped, `$6` taken (the same items as `page`'s `$5` skipped over all the filter's
+///   classes; a bounded sort then keeps only the page's offset within its class and `$6`). Its
+///   rows are read whole by the primary key, one probe per id as [`LOAD`] does.
+///
+/// Returns a row per record of the page in its order, or one row without a record (its columns
+/// NULL) when the page is empty; each row has the record's columns (as [`LOAD`]: `id, s, a, o,
+/// l, c, u, d, e, x, t, r, n`), then `now`, the five counts (in progress, abandoned, failed,
+/// dead, completed) and `bad`.
+///
+/// [`rules::tracker::page`]: crate::rules::tracker::page
+/// [`rules::tracker::status`]: crate::rules::tracker::status
 pub(super) const LIST: &str =
-    "SELECT id, s, a, o, l, c, u, d, e, x, t, r, n FROM {s}.items WHERE ns = $1 AND grp = $2 AND x > $3";
+    "WITH k AS (SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8 AS now),
+    g AS MATERIALIZED (
+      SELECT i.id,
+        CASE WHEN i.s < 0 OR i.s & 7 > 4 THEN -1
+          WHEN i.s & 7 = 1 THEN CASE WHEN i.l > k.now THEN 0 ELSE 1 END
+          WHEN i.s & 7 = 3 THEN 2 WHEN i.s & 7 = 4 THEN 3 WHEN i.s & 7 = 2 THEN 4 END AS c,
+        CASE WHEN i.s & 7 = 1 THEN i.l ELSE i.x END AS key
+      FROM k, {s}.items i WHERE i.ns = $1 AND i.grp = $2 AND i.x > k.now),
+    n AS (SELECT count(*) FILTER (WHERE c = 0) AS n0, count(*) FILTER (WHERE c = 1) AS n1,
+      count(*) FILTER (WHERE c = 2) AS n2, count(*) FILTER (WHERE c = 3) AS n3,
+      count(*) FILTER (WHERE c = 4) AS n4, count(*) FILTER (WHERE c = -1) AS bad FROM g),
+    f AS (SELECT v.c, (sum(v.n) OVER (ORDER BY v.c) - v.n)::int8 AS before
+      FROM n, LATERAL (VALUES (0, n.n0), (1, n.n1), (2, n.n2), (3, n.n3), (4, n.n4)) v(c, n)
+      WHERE v.c BETWEEN $3 AND $4),
+    b AS (SELECT c, before FROM f WHERE before <= $5::int8 ORDER BY c DESC LIMIT 1),
+    p AS (SELECT g.id, g.c, g.key FROM g WHERE g.c BETWEEN (SELECT c FROM b) AND $4
+      ORDER BY g.c, g.key, g.id OFFSET $5::int8 - (SELECT before FROM b) LIMIT $6)
+    SELECT r.id, r.s, r.a, r.o, r.l, r.c, r.u, r.d, r.e, r.x, r.t, r.r, r.n,
+      k.now, n.n0, n.n1, n.n2, n.n3, n.n4, n.bad
+    FROM k CROSS JOIN n LEFT JOIN (
+      SELECT i.*, p.c AS class, p.key FROM p,
+        LATERAL (SELECT id, s, a, o, l, c, u, d, e, x, t, r, n FROM {s}.items
+          WHERE ns = $1 AND grp = $2 AND id = p.id OFFSET 0) i) r ON true
+    ORDER BY r.class, r.key, r.id";
 /// The new records, the changed ones, the removed ones (arrays of the records' columns). The new
 /// records are inserted without `ON CONFLICT` (its speculative insertion costs more than twice a
 /// plain insert per row: 340 against 135 ms for 10,000 rows, EXPLAIN ANALYZE): the transaction
@@ -393,11 +445,73 @@ async fn read(c: &Ctx<'_, '_>, group: &str, ids: &[String]) -> Sql<Vec<ItemState
     Ok(ids.iter().map(|id| state(found.get(id), id, now)).collect())
 }
 
+/// The classes of [`LIST`] a filter lists, first and last (see `LIST`).
+fn classes(filter: ListFilter) -> (i32, i32) {
+    match filter {
+        ListFilter::All => (0, 4),
+        ListFilter::InProgress => (0, 0),
+        ListFilter::Abandoned => (1, 1),
+        ListFilter::Failed => (2, 2),
+        ListFilter::Dead => (3, 3),
+        ListFilter::Completed => (4, 4),
+    }
+}
+
+/// A count of [`LIST`]'s row.
+fn count(r: &Row, i: usize) -> Sql<u64> {
+    let n: i64 = r.try_get(i)?;
+    u64::try_from(n).map_err(|_| Fail::Corrupt(format!("a count of {n}")))
+}
+
+/// One page of a group's items, as [`rules::tracker::page`] gives it from the group's kept
+/// records, by the one statement [`LIST`].
+///
+/// [`rules::tracker::page`]: crate::rules::tracker::page
 async fn list(c: &Ctx<'_, '_>, group: &str, q: ListQuery) -> Sql<ItemList> {
-    let now = c.now().await?;
-    let rows = c.query(LIST, &[&c.ns(), &group.as_bytes(), &now]).await?;
-    let records = rows.iter().map(from_row).collect::<Sql<Vec<_>>>()?;
-    Ok(page(records.iter().map(|(id, r)| (id, r)), now, q))
+    list_by(c, LIST, group, q, None).await
+}
+
+/// [`list`] by `sql`: [`LIST`], or (for the tests) [`LIST`] with its clock replaced by `$7`,
+/// the time `now` given.
+pub(super) async fn list_by(
+    c: &Ctx<'_, '_>,
+    sql: &str,
+    group: &str,
+    q: ListQuery,
+    now: Option<i64>,
+) -> Sql<ItemList> {
+    let (first, last) = classes(q.filter);
+    // `offset` is at most 2^32 - 1 and `limit` at most MAX_LIST_LIMIT (`list_items` checks them).
+    let offset = i64::try_from(q.offset).unwrap_or(i64::MAX);
+    let limit = i64::try_from(q.limit).unwrap_or(i64::MAX);
+    let (ns, g) = (c.ns(), group.as_bytes());
+    let mut params: Vec<&(dyn ToSql + Sync)> = vec![&ns, &g, &first, &last, &offset, &limit];
+    if let Some(now) = &now {
+        params.push(now);
+    }
+    let rows = c.query(sql, &params).await?;
+    let head = rows.first().ok_or_else(|| Fail::Corrupt("the list read no row".into()))?;
+    let now: i64 = head.try_get(13)?;
+    let counts = Counts {
+        in_progress: count(head, 14)?,
+        abandoned: count(head, 15)?,
+        failed: count(head, 16)?,
+        dead: count(head, 17)?,
+        completed: count(head, 18)?,
+    };
+    let bad = count(head, 19)?;
+    if bad > 0 {
+        return Err(Fail::Corrupt(format!("{bad} items of the group with a status code no record has")));
+    }
+    let mut items = Vec::with_capacity(rows.len());
+    for r in &rows {
+        // The one row of an empty page has no record.
+        if r.try_get::<_, Option<&[u8]>>(0)?.is_some() {
+            let (id, rec) = from_row(r)?;
+            items.push(rec.to_state(&id, now));
+        }
+    }
+    Ok(ItemList { counts, items, next_offset: next_offset(q, counts.of(q.filter)) })
 }
 
 impl TrackerBackend for Postgres {

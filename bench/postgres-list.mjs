@@ -1,0 +1,87 @@
+#!/usr/bin/env node
+// listItems on PostgreSQL in a big group: the time of a page.
+//
+//   node bench/postgres-list.mjs [dir]
+//
+// `dir`: the build to load (its index.js; default this checkout). Loads LIST_ITEMS ids (default
+// 200,000) into one group by claimBatch of 10,000 (lease 1 h), completes half of them and fails
+// LIST_FAILED (default 10,000) of the rest with setItems in calls of 10,000, then times
+// listItems: the first page (limit 100) for filter all and for each status, and a page of 100 at
+// offset LIST_ITEMS / 2 (filter all), LIST_RUNS calls each (default 5), one after another.
+// Reports the median, min and max per case in ms, and the counts seen.
+//
+// Starts a throwaway PostgreSQL (scripts/postgres.mjs; fsync off) unless
+// FLOWGUARD_TEST_POSTGRES_URL is set.
+import { createRequire } from 'node:module'
+import { randomBytes } from 'node:crypto'
+import { loadavg } from 'node:os'
+import { join, resolve } from 'node:path'
+import { startPostgres } from '../scripts/postgres.mjs'
+
+const require = createRequire(import.meta.url)
+const dir = resolve(process.argv[2] ?? join(import.meta.dirname, '..'))
+const { Flowguard } = require(join(dir, 'index.js'))
+const ITEMS = Number(process.env.LIST_ITEMS || 200_000)
+const FAILED = Number(process.env.LIST_FAILED || 10_000)
+const RUNS = Number(process.env.LIST_RUNS || 5)
+const CHUNK = 10_000
+
+const cluster = process.env.FLOWGUARD_TEST_POSTGRES_URL ? null : await startPostgres()
+const url = process.env.FLOWGUARD_TEST_POSTGRES_URL ?? cluster.url
+const schema = `fglist_${randomBytes(3).toString('hex')}`
+// A command timeout long enough for the slow build to answer at all.
+const fg = await Flowguard.open({ postgres: { url, schema }, commandTimeoutMs: 60_000 })
+const group = 'big'
+const id = (i) => `item-${String(i).padStart(8, '0')}`
+
+try {
+  const t0 = performance.now()
+  for (let start = 0; start < ITEMS; start += CHUNK) {
+    const ids = Array.from({ length: Math.min(CHUNK, ITEMS - start) }, (_, k) => id(start + k))
+    const b = await fg.claimBatch(group, ids, { timeoutMs: 3_600_000 })
+    // Complete the first half of each chunk; fail some of the rest.
+    const half = Math.floor(ids.length / 2)
+    const failN = Math.min(ids.length - half, Math.round((FAILED * ids.length) / ITEMS))
+    const reqs = [
+      ...ids.slice(0, half).map((i) => ({ id: i, status: 'completed', owner: b.owner })),
+      ...ids.slice(half, half + failN).map((i) => ({ id: i, status: 'failed', owner: b.owner, error: 'boom' })),
+    ]
+    await fg.setItems(group, reqs)
+  }
+  console.log(`loaded ${ITEMS} items in ${((performance.now() - t0) / 1000).toFixed(1)} s (load ${loadavg()[0].toFixed(2)})`)
+
+  const cases = [
+    ['all, first page', { limit: 100 }],
+    ['in_progress, first page', { status: 'in_progress', limit: 100 }],
+    ['abandoned, first page', { status: 'abandoned', limit: 100 }],
+    ['completed, first page', { status: 'completed', limit: 100 }],
+    ['failed, first page', { status: 'failed', limit: 100 }],
+    ['dead, first page', { status: 'dead', limit: 100 }],
+    [`all, offset ${ITEMS / 2}`, { offset: ITEMS / 2, limit: 100 }],
+  ]
+  const rows = []
+  for (const [label, opts] of cases) {
+    const ms = []
+    let last
+    for (let r = 0; r < RUNS; r++) {
+      const t = performance.now()
+      last = await fg.listItems(group, opts)
+      ms.push(performance.now() - t)
+    }
+    ms.sort((a, b) => a - b)
+    rows.push({
+      case: label,
+      median: ms[Math.floor(ms.length / 2)].toFixed(1),
+      min: ms[0].toFixed(1),
+      max: ms[ms.length - 1].toFixed(1),
+      items: last.items.length,
+      next: last.nextOffset ?? '-',
+    })
+    if (label.startsWith('all, first')) console.log('counts', JSON.stringify(last.counts))
+  }
+  console.table(rows)
+  console.log(`load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`)
+} finally {
+  await fg.close()
+  if (cluster) await cluster.stop()
+}
