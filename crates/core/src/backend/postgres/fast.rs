@@ -25,8 +25,29 @@ use crate::error::Result;
 impl Postgres {
     /// Runs `sql` (`{s}`: the schema) on its own, and `then` (a statement without parameters,
     /// such as a purge) after it in the same round trip (both sent before either answer is read;
-    /// each commits by itself). The rows of `sql`: none when it could not decide.
+    /// each commits by itself). The rows of `sql`: none when it could not decide (counted as
+    /// decided otherwise, see [`Postgres::decided`]).
     pub(super) async fn one_statement(
+        &self,
+        sql: &str,
+        params: Params<'_>,
+        then: Option<&str>,
+    ) -> Result<Vec<Row>> {
+        let rows = self.statement_alone(sql, params, then).await?;
+        if !rows.is_empty() {
+            self.decided();
+        }
+        Ok(rows)
+    }
+
+    /// Counts a call its fast statement decided (the tests read the count).
+    pub(super) fn decided(&self) {
+        self.fast_taken.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// [`Postgres::one_statement`], for a statement whose rows do not tell alone whether it
+    /// decided: the caller counts with [`Postgres::decided`].
+    pub(super) async fn statement_alone(
         &self,
         sql: &str,
         params: Params<'_>,
@@ -58,9 +79,6 @@ impl Postgres {
                 return Err(self.failure(Fail::Unconfirmed));
             }
         };
-        if !rows.is_empty() {
-            self.fast_taken.fetch_add(1, Ordering::Relaxed);
-        }
         Ok(rows)
     }
 }

@@ -367,7 +367,12 @@ fn state(rec: Option<&Record>, id: &str, now: i64) -> ItemState {
     rec.map(|r| r.to_state(id, now)).unwrap_or_else(|| ItemState::unknown(id))
 }
 
-async fn apply(c: &Ctx<'_, '_>, group: &str, ops: &[ItemOp], retention_ms: u64) -> Sql<Vec<OpResult>> {
+pub(super) async fn apply(
+    c: &Ctx<'_, '_>,
+    group: &str,
+    ops: &[ItemOp],
+    retention_ms: u64,
+) -> Sql<Vec<OpResult>> {
     let mut locked = Locked::load(c, group, ops.iter().map(ItemOp::id)).await?;
     let now = locked.now;
     let mut out = Vec::with_capacity(ops.len());

@@ -1,20 +1,28 @@
 //! The Item Tracker's fast statements (see `fast`): a claim, a completion or a failure of one
-//! item in one statement, in the cases it covers; any other case returns no row and the call
-//! runs its transaction (`tracker`).
+//! item in one statement, in the cases it covers; any other case runs the call's transaction
+//! (`tracker`).
 //!
 //! - [`CLAIM`]: [`rules::tracker::claim`] says `Take` for an item without a kept record (a new
 //!   id, or one whose record expired: [`rules::tracker::fresh`], then [`rules::tracker::take`]),
 //!   and for a kept one that is abandoned (its lease ended), failed, or completed with
 //!   `reclaimCompleted` ([`rules::tracker::take`]: the abandonment and the claim added to its
-//!   timeline, the last [`MAX_TIMELINE`] kept). Left to the transaction: an item in progress, dead,
-//!   or completed without `reclaimCompleted` (the claim is refused: the refusal tells the item's
-//!   state, which the statement does not read), and a record whose timeline is neither stored nor
-//!   implied (damage, which the transaction reports).
+//!   timeline, the last [`MAX_TIMELINE`] kept). Left to the transaction: a record whose timeline
+//!   is neither stored nor implied (damage, which the transaction reports).
 //! - [`COMPLETE`], [`FAIL`]: [`rules::tracker::owns`] passes and [`rules::tracker::finish`]
 //!   writes, for a kept record in progress (its lease live or ended) whose owner is the one given
 //!   (or with no owner given); a failure at the claim's `maxAttempts` makes it dead
-//!   ([`rules::tracker::failure`]). Left to the transaction: every refusal, and an item not in
-//!   progress.
+//!   ([`rules::tracker::failure`]). Left to the transaction: an item not in progress whose owner
+//!   check passes (a second completion, say), and an id without a record.
+//!
+//! When a statement writes nothing, it returns the record as its snapshot holds it and its time
+//! ([`or_as_it_was`]), and the call runs the rule on them ([`rules::tracker::decide`]): a refusal
+//! (a claim of an item in progress, dead, or completed without `reclaimCompleted`; a completion or
+//! failure by another owner) is answered at once, with the item's state, as the transaction
+//! answers it; any other decision goes to the transaction. A refusal so answered held when the
+//! statement began: an item in progress at the statement's time was in progress then (its lease
+//! ends later), one completed or dead and kept now was so then, and an owner is changed only by a
+//! write the snapshot would show. So the rule stays in Rust, and a refused call costs one round
+//! trip, as a taken one.
 //!
 //! Each statement leaves a record changed after its time (`u`, or its timeline's last entry, is
 //! later: it waited for that change) to the transaction, see `fast`. The timeline is kept as the
@@ -28,6 +36,7 @@
 //! [`rules::tracker::finish`]: crate::rules::tracker::finish
 //! [`rules::tracker::failure`]: crate::rules::tracker::failure
 //! [`rules::tracker::implied_timeline`]: crate::rules::tracker::implied_timeline
+//! [`rules::tracker::decide`]: crate::rules::tracker::decide
 //! [`MAX_TIMELINE`]: crate::tracker::MAX_TIMELINE
 
 use tokio_postgres::types::ToSql;
@@ -35,18 +44,36 @@ use tokio_postgres::types::ToSql;
 use super::tracker::from_row;
 use super::Postgres;
 use crate::error::{Error, Result};
-use crate::tracker::{status_column, ItemOp, OpResult, Outcome, KEEP_FOREVER_MS};
+use crate::rules::tracker::{decide, kept, Decision};
+use crate::tracker::{
+    not_owner, status_column, ItemOp, ItemState, OpResult, Outcome, Record, KEEP_FOREVER_MS,
+};
 
 // The statements spell MAX_TIMELINE, NEVER and the status codes out (SQL text is static): keep
 // them in step.
 const _: () = assert!(crate::tracker::MAX_TIMELINE == 20 && crate::tracker::NEVER == 99_999_999_999_999);
 
+/// The end of every fast statement of this module, after its write (`up`, which returns the
+/// record it wrote): that record, or else the record as the statement's snapshot holds it (the
+/// call decides from it whether to refuse, see [`Postgres::apply_fast`]); then whether it was
+/// written and the statement's time.
+macro_rules! or_as_it_was {
+    () => {
+        "
+SELECT up.*, true, k.now FROM up, k
+UNION ALL
+SELECT i.id, i.s, i.a, i.o, i.l, i.c, i.u, i.d, i.e, i.x, i.t, i.r, i.n, false, k.now FROM {s}.items i, k
+WHERE i.ns = $1 AND i.grp = $2 AND i.id = $3 AND NOT EXISTS (SELECT 1 FROM up)"
+    };
+}
+
 /// A claim: `$1` ns, `$2` group, `$3` id, `$4` owner, `$5` lease (ms), `$6` retention (ms), `$7`
 /// the status column of `in_progress` with the claim's maxAttempts, `$8` note, `$9`
 /// reclaimCompleted. The record written, or no row. Status codes (`s & 7`, see
 /// `tracker::status_column`): 1 in progress, 2 completed, 3 failed, 4 dead.
-pub(super) const CLAIM: &str = "WITH k AS (SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8 AS now)
-INSERT INTO {s}.items AS i (ns, grp, id, s, a, o, l, c, u, d, e, x, t, r, n)
+pub(super) const CLAIM: &str = concat!(
+    "WITH k AS (SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8 AS now),
+up AS (INSERT INTO {s}.items AS i (ns, grp, id, s, a, o, l, c, u, d, e, x, t, r, n)
 SELECT $1, $2, $3, $7, 1, $4, k.now + $5, k.now, k.now, 0, NULL, k.now + $5 + $6, NULL, NULL, $8 FROM k
 ON CONFLICT (ns, grp, id) DO UPDATE SET
   s = EXCLUDED.s, o = EXCLUDED.o, l = EXCLUDED.l, u = EXCLUDED.u, d = 0, x = EXCLUDED.x, r = NULL, n = EXCLUDED.n,
@@ -74,25 +101,30 @@ WHERE i.u <= EXCLUDED.u
   AND (i.x <= EXCLUDED.u
     OR ((i.s & 7 = 1 AND i.l <= EXCLUDED.u OR i.s & 7 = 3 OR i.s & 7 = 2 AND $9)
       AND (i.t IS NOT NULL OR i.a = 1 OR i.a = 0 AND i.s & 7 IN (2, 3))))
-RETURNING id, s, a, o, l, c, u, d, e, x, t, r, n";
+RETURNING id, s, a, o, l, c, u, d, e, x, t, r, n)",
+    or_as_it_was!()
+);
 
 /// The end of [`COMPLETE`] and [`FAIL`]: the record they change (kept, in progress, of the
 /// owner given, not changed after now, its timeline stored or implied) and what they return.
 macro_rules! finished {
     () => {
-        "
+        concat!(
+            "
 FROM k
 WHERE i.ns = $1 AND i.grp = $2 AND i.id = $3 AND i.s & 7 = 1 AND i.x > k.now AND ($4::text IS NULL OR i.o = $4)
   AND i.u <= k.now AND (i.t IS NULL AND i.a = 1 OR (i.t::jsonb -> -1 ->> 't')::int8 <= k.now)
-RETURNING i.id, i.s, i.a, i.o, i.l, i.c, i.u, i.d, i.e, i.x, i.t, i.r, i.n"
+RETURNING i.id, i.s, i.a, i.o, i.l, i.c, i.u, i.d, i.e, i.x, i.t, i.r, i.n)",
+            or_as_it_was!()
+        )
     };
 }
 
 /// A completion: `$1` ns, `$2` group, `$3` id, `$4` owner (NULL: no check), `$5` keep (ms, at
 /// most [`KEEP_FOREVER_MS`]), `$6` result. The record written, or no row.
 pub(super) const COMPLETE: &str = concat!(
-    "WITH k AS (SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8 AS now)
-UPDATE {s}.items AS i SET s = i.s - (i.s & 7) + 2, l = 0, u = k.now, d = k.now,
+    "WITH k AS (SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8 AS now),
+up AS (UPDATE {s}.items AS i SET s = i.s - (i.s & 7) + 2, l = 0, u = k.now, d = k.now,
   x = LEAST(k.now + $5, 99999999999999), r = $6,
   t = CASE WHEN i.t IS NULL THEN NULL ELSE (
     SELECT jsonb_agg(v ORDER BY p)::text
@@ -107,8 +139,8 @@ UPDATE {s}.items AS i SET s = i.s - (i.s & 7) + 2, l = 0, u = k.now, d = k.now,
 /// the claim gave a maxAttempts (`s >> 3`) and this attempt reached it; a dead record's timeline
 /// is never implied, so it is stored. The record written, or no row.
 pub(super) const FAIL: &str = concat!(
-    "WITH k AS (SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8 AS now)
-UPDATE {s}.items AS i SET s = i.s - (i.s & 7) + CASE WHEN i.s >> 3 > 0 AND i.a >= i.s >> 3 THEN 4 ELSE 3 END,
+    "WITH k AS (SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8 AS now),
+up AS (UPDATE {s}.items AS i SET s = i.s - (i.s & 7) + CASE WHEN i.s >> 3 > 0 AND i.a >= i.s >> 3 THEN 4 ELSE 3 END,
   l = 0, u = k.now, d = k.now, e = $6, x = LEAST(k.now + $5, 99999999999999), r = NULL,
   t = CASE WHEN i.t IS NULL AND NOT (i.s >> 3 > 0 AND i.a >= i.s >> 3) THEN NULL ELSE (
     SELECT jsonb_agg(v ORDER BY p)::text
@@ -152,28 +184,50 @@ impl Postgres {
                 let (lease, retention) = (*lease_ms as i64, retention_ms as i64);
                 let params: [&(dyn ToSql + Sync); 9] =
                     [&ns, &g, &id, owner, &lease, &retention, &s, note, reclaim_completed];
-                self.one_statement(CLAIM, &params, purge).await?
+                self.statement_alone(CLAIM, &params, purge).await?
             }
             ItemOp::Complete { owner, keep_ms, result, .. } => {
                 let keep = (*keep_ms).min(KEEP_FOREVER_MS) as i64;
                 let params: [&(dyn ToSql + Sync); 6] = [&ns, &g, &id, owner, &keep, result];
-                self.one_statement(COMPLETE, &params, purge).await?
+                self.statement_alone(COMPLETE, &params, purge).await?
             }
             ItemOp::Fail { owner, error, keep_ms, .. } => {
                 let keep = (*keep_ms).min(KEEP_FOREVER_MS) as i64;
                 let params: [&(dyn ToSql + Sync); 7] = [&ns, &g, &id, owner, &keep, &error.as_bytes(), error];
-                self.one_statement(FAIL, &params, purge).await?
+                self.statement_alone(FAIL, &params, purge).await?
             }
             ItemOp::Unset { .. } | ItemOp::Revive { .. } => return Ok(None),
         };
         let Some(row) = rows.first() else { return Ok(None) };
-        let (id, rec) = from_row(row).map_err(|f| self.failure(f))?;
-        // Every fast statement sets the record's update time to its time.
-        let item = rec.to_state(&id, rec.u);
-        let owner = match op {
-            ItemOp::Claim { owner, .. } => Some(owner.clone()),
-            _ => None,
+        let read = |row: &tokio_postgres::Row| -> super::Sql<(String, Record, bool, i64)> {
+            let (id, rec) = from_row(row)?;
+            Ok((id, rec, row.try_get(13)?, row.try_get(14)?))
         };
-        Ok(Some(OpResult { id, action: op.action(), outcome: Outcome::Done, owner, item }))
+        let (id, rec, written, now) = read(row).map_err(|f| self.failure(f))?;
+        let result =
+            |outcome, owner, item| OpResult { id: id.clone(), action: op.action(), outcome, owner, item };
+        if written {
+            self.decided();
+            // Every fast statement sets the record's update time to its time.
+            let item = rec.to_state(&id, rec.u);
+            let owner = match op {
+                ItemOp::Claim { owner, .. } => Some(owner.clone()),
+                _ => None,
+            };
+            return Ok(Some(result(Outcome::Done, owner, item)));
+        }
+        // Not written: the record as the statement's snapshot held it, at the statement's time.
+        // A refusal the rule gives there is the answer (the record was so when the statement
+        // began: an item in progress, completed or dead stays so until a later time, and a
+        // record kept at `now` was kept then); any other decision is the transaction's.
+        let current = Some(rec).filter(|r| kept(r.x, now));
+        let refusal = match decide(op, current.as_ref(), now) {
+            Decision::Busy(s) => Outcome::Busy(s),
+            Decision::NotOwner => Outcome::Refused(not_owner(group, &id, current.as_ref())),
+            Decision::Take | Decision::Finish | Decision::Remove => return Ok(None),
+        };
+        self.decided();
+        let item = current.as_ref().map_or_else(|| ItemState::unknown(&id), |r| r.to_state(&id, now));
+        Ok(Some(result(refusal, None, item)))
     }
 }
