@@ -211,6 +211,36 @@ const cases = {
       })
     },
   },
+  // A re-run: every item is completed already, each claim is refused (flowguard answers with the
+  // item's state; the hand-written upsert only finds that nothing was claimed).
+  'claim refused (completed), one at a time': {
+    n: 1000,
+    flowguard: (fg) => async (n) => {
+      const g = uniq('g')
+      const all = ids(n, 'i')
+      const b = await fg.claimBatch(g, all)
+      await fg.setItems(g, all.map((id) => ({ id, status: 'completed', owner: b.owner })))
+      return timed(async () => {
+        for (const id of all) {
+          const c = await fg.claim(g, id)
+          if (c.claimed || c.reason !== 'completed') throw new Error(`claim of a completed item: ${JSON.stringify(c)}`)
+        }
+      })
+    },
+    async 'pg upsert (refused)'(n) {
+      const g = uniq('g')
+      const all = ids(n, 'i')
+      const owner = randomBytes(16).toString('hex')
+      await pool.query(CLAIM, [g, all, owner])
+      await pool.query(`UPDATE hand_items SET status = 'completed', lease = NULL WHERE grp = $1`, [g])
+      return timed(async () => {
+        for (const id of all) {
+          const c = await pool.query(CLAIM, [g, [id], owner])
+          if (c.rowCount !== 0) throw new Error('hand claim of a completed item taken')
+        }
+      })
+    },
+  },
   'claimBatch of 10,000': {
     n: 10000,
     flowguard: (fg) => async (n) => {
