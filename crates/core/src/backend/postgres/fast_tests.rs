@@ -134,7 +134,7 @@ async fn tracker_fast_statements_write_what_the_rules_write() {
     // Completed by its owner; another owner is refused by the transaction; re-claimed with
     // reclaimCompleted only; completed without an owner.
     let c = apply(&s, g, claim("c", 60_000, None, false), true).await;
-    let refused = apply(&s, g, complete("c", Some("other".into())), true).await;
+    let refused = apply(&s, g, complete("c", Some("other".into())), false).await;
     assert!(matches!(refused.outcome, Outcome::Refused(_)));
     apply(&s, g, complete("c", owner(&c)), true).await;
     let done = apply(&s, g, claim("c", 60_000, None, false), true).await;
