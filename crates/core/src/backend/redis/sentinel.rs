@@ -335,8 +335,12 @@ impl State {
         let left = deadline.saturating_duration_since(Instant::now()).mul_f64(WAIT_SHARE);
         // `WAIT n 0` would wait for ever.
         let wait_ms = u64::try_from(left.as_millis()).unwrap_or(u64::MAX).max(1);
-        let confirmed: u64 =
-            redis::cmd("WAIT").arg(self.replica_acks).arg(wait_ms).query_async(&mut conn).await?;
+        let confirmed: u64 = redis::cmd("WAIT")
+            .arg(self.replica_acks)
+            .arg(wait_ms)
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| demoted_while_waiting(e, self.replica_acks))?;
         if confirmed >= u64::from(self.replica_acks) {
             return Ok(());
         }
@@ -504,6 +508,25 @@ impl Resolver {
     }
 }
 
+/// The error of a `WAIT` for `replica_acks` replicas: when the primary became a replica while the
+/// call waited (a failover: Redis ends the `WAIT` with `UNBLOCKED`), the call ran on it, but
+/// whether the new primary has it is not known, so it is answered as one the replicas did not
+/// confirm (unavailable, not acknowledged; the connection is dropped and the sentinels asked
+/// again), not as an error of the call.
+fn demoted_while_waiting(e: RedisError, replica_acks: u32) -> RedisError {
+    if e.code() != Some("UNBLOCKED") {
+        return e;
+    }
+    RedisError::from((
+        redis::ErrorKind::NoValidReplicasFoundBySentinel,
+        "replicas did not confirm the call",
+        format!(
+            "the primary ran it, then became a replica (a failover) while waiting for {replica_acks} replicas \
+             (replicaAcks) to confirm it, so it may be lost"
+        ),
+    ))
+}
+
 /// Why no primary was found when the sentinels answered without naming the master name.
 const NOT_MONITORED: &str = "the sentinels do not monitor this name";
 
@@ -655,6 +678,30 @@ mod tests {
         let e = r.expect_err("refused");
         assert_eq!(e.code, ErrorCode::InvalidArgument);
         e.field.map(|f| f.to_string()).unwrap_or_default()
+    }
+
+    #[test]
+    fn a_wait_ended_by_a_demotion_is_unconfirmed_not_an_error_of_the_call() {
+        let unblocked = match redis::parse_redis_value(
+            b"-UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)\r\n",
+        ) {
+            Ok(redis::Value::ServerError(e)) => RedisError::from(e),
+            other => panic!("not a server error: {other:?}"),
+        };
+        let e = demoted_while_waiting(unblocked, 1);
+        assert_eq!(e.kind(), redis::ErrorKind::NoValidReplicasFoundBySentinel, "{e:?}");
+        let target = super::super::Target {
+            display: "master main via sentinels 127.0.0.1:26379 db 0".into(),
+            secrets: vec![],
+            command_timeout_ms: 1000,
+            follows_failover: true,
+        };
+        let mapped = super::super::map_error(&target, e);
+        assert_eq!(mapped.code, ErrorCode::BackendUnavailable, "{mapped:?}");
+        assert!(mapped.message.contains("became a replica"), "{}", mapped.message);
+        // Any other error of the WAIT is left as it is.
+        let other = RedisError::from(std::io::Error::from(std::io::ErrorKind::ConnectionReset));
+        assert!(demoted_while_waiting(other, 1).is_io_error());
     }
 
     #[test]
