@@ -124,12 +124,15 @@ for (const b of backends()) {
 
     test('withPermit: the signal aborts with ERR_PERMIT_LOST when the permit is lost', async () => {
       const fg = await b.open()
+      // A lease long enough that the refused extend (sent at its first third) is answered before
+      // the "may be lost" deadline (at four fifths) on a loaded machine: with 90 ms, a PostgreSQL
+      // extend slower than 42 ms (CI, 2 busy cores) ended it as "may be lost" instead.
       const r = await fg.withPermit('wp-lost', async (signal, permit) => {
         // Someone frees the permit (as an expiry would): the next extend is refused.
         await fg.releasePermit('wp-lost', permit.owner)
-        await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }))
+        if (!signal.aborted) await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }))
         return [signal.reason.code, signal.reason.message]
-      }, { permits: 1, timeoutMs: 90 })
+      }, { permits: 1, timeoutMs: 900 })
       assert.equal(r.value[0], 'ERR_PERMIT_LOST')
       assert.match(r.value[1], /^permit of semaphore "wp-lost" was lost/)
       assert.equal(r.released, false)
