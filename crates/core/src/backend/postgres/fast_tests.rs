@@ -23,8 +23,12 @@ fn url() -> String {
 
 /// A store on a prefix of its own (the client made the schema).
 async fn store() -> Postgres {
-    let opts = PostgresOptions { url: url(), ..Default::default() };
-    let prefix = format!("fast{}:", crate::token::new_token());
+    store_with(PostgresOptions { url: url(), ..Default::default() }, "fast").await
+}
+
+/// A store of `opts` on a prefix of its own starting with `tag` (the client made the schema).
+pub(super) async fn store_with(opts: PostgresOptions, tag: &str) -> Postgres {
+    let prefix = format!("{tag}{}:", crate::token::new_token());
     let client = Client::open(OpenOptions {
         postgres: Some(opts.clone()),
         prefix: Some(prefix),
@@ -46,6 +50,13 @@ async fn record(store: &Postgres, group: &str, id: &str) -> Option<Record> {
         transaction!(store, |c| load(&c, group, id))
     }
     read(store, group, id).await.unwrap()
+}
+
+/// Makes `n` pooled connections and gives them back, so that `n` calls started together each
+/// find one ready and send their statements at once.
+async fn warm(store: &Postgres, n: usize) {
+    let held = futures_util::future::join_all((0..n).map(|_| store.conn())).await;
+    assert!(held.iter().all(|c| c.is_ok()));
 }
 
 fn taken(store: &Postgres) -> u64 {
@@ -323,11 +334,7 @@ async fn queue_fast_enqueues_of_one_new_id_at_once_add_it_once() {
     let at = ShardRef { queue: "Q", shard: 0, shards: 1 };
     // The queue's count recorded first, so every enqueue below may take the fast statement.
     s.enqueue(at, &["first".to_string()], 0, Debounce::Off).await.unwrap();
-    // Eight connections made and back in the pool, so that the eight calls below each find one
-    // ready and send their statements together.
-    let held = futures_util::future::join_all((0..8).map(|_| s.conn())).await;
-    assert!(held.iter().all(|c| c.is_ok()));
-    drop(held);
+    warm(&s, 8).await;
     let count = taken(&s);
     for round in 0..20 {
         let id = format!("id{round}");
@@ -428,9 +435,7 @@ async fn queue_fast_reads_at_once_take_each_id_once() {
 
     let s = std::sync::Arc::new(store().await);
     let at = ShardRef { queue: "R", shard: 0, shards: 1 };
-    let held = futures_util::future::join_all((0..8).map(|_| s.conn())).await;
-    assert!(held.iter().all(|c| c.is_ok()));
-    drop(held);
+    warm(&s, 8).await;
     for round in 0..10 {
         let ids: Vec<String> = (0..60).map(|i| format!("r{round}-{i:02}")).collect();
         s.enqueue(at, &ids, 0, Debounce::Off).await.unwrap();
@@ -557,9 +562,7 @@ async fn queue_fast_acks_of_one_batch_at_once_ack_each_id_once() {
     let s = std::sync::Arc::new(store().await);
     let at = ShardRef { queue: "A", shard: 0, shards: 1 };
     s.enqueue(at, &["keep".to_string()], 60_000, Debounce::Off).await.unwrap();
-    let held = futures_util::future::join_all((0..8).map(|_| s.conn())).await;
-    assert!(held.iter().all(|c| c.is_ok()));
-    drop(held);
+    warm(&s, 8).await;
     for round in 0..10 {
         let ids: Vec<String> = (0..10).map(|i| format!("k{round}-{i}")).collect();
         s.enqueue(at, &ids, 0, Debounce::Off).await.unwrap();

@@ -14,24 +14,15 @@ use crate::rules::tracker::{kept, page};
 use crate::tracker::{
     ItemList, ItemOp, ListFilter, ListQuery, OpResult, Record, TrackerBackend, KEEP_FOREVER_MS,
 };
-use crate::{Client, OpenOptions};
 
 const HOUR: u64 = 3_600_000;
 
-/// A store on a prefix of its own (the client made the schema).
+/// A store on a prefix of its own, without the sweep: only writes remove expired rows (none
+/// while the test lists).
 async fn store() -> Postgres {
     let url = std::env::var("FLOWGUARD_TEST_POSTGRES_URL").expect("FLOWGUARD_TEST_POSTGRES_URL");
-    // No sweep: only writes remove expired rows (none while the test lists).
     let opts = PostgresOptions { url, sweep_interval_ms: Some(0), ..Default::default() };
-    let prefix = format!("list{}:", crate::token::new_token());
-    let client = Client::open(OpenOptions {
-        postgres: Some(opts.clone()),
-        prefix: Some(prefix),
-        ..Default::default()
-    })
-    .await
-    .unwrap();
-    Postgres::open(&opts, client.config()).await.unwrap()
+    super::fast_tests::store_with(opts, "list").await
 }
 
 fn claim(id: &str, lease_ms: u64, max_attempts: Option<u32>) -> ItemOp {
