@@ -25,6 +25,10 @@
 //                    the same, in a group where one id between the batch's first and last is
 //                    claimed first (untimed): flowguard's lookup then probes each id (the case
 //                    above, a new group, takes one probe of the range)
+//   getItem          getItem of a completed item, one call at a time
+//                    vs node-postgres: SELECT of the item's row by its key
+//   getLock          getLock of a held lock, one call at a time
+//                    vs node-postgres: SELECT of the lock's row by its name while its lease runs
 //   enqueue 1        enqueue of one id per call, awaited (the seed-003 webhook step)
 //                    vs pg-boss `send` with `singletonKey` = the id on a `short` queue (one queued
 //                    job per key: a duplicate is refused)
@@ -89,6 +93,8 @@ const LOCK = `INSERT INTO hand_locks (name, owner, exp) VALUES ($1, $2, clock_ti
   ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner, exp = EXCLUDED.exp WHERE hand_locks.exp <= clock_timestamp()
   RETURNING owner`
 const UNLOCK = `DELETE FROM hand_locks WHERE name = $1 AND owner = $2`
+const HELD = `SELECT owner, exp FROM hand_locks WHERE name = $1 AND exp > clock_timestamp()`
+const ITEM = `SELECT status, attempts, owner, lease, updated FROM hand_items WHERE grp = $1 AND id = $2`
 const CLAIM = `INSERT INTO hand_items AS t (grp, id, status, owner, attempts, lease, updated)
   SELECT $1, x, 'in_progress', $3, 1, clock_timestamp() + interval '600 seconds', clock_timestamp() FROM unnest($2::text[]) AS x
   ON CONFLICT (grp, id) DO UPDATE SET status = 'in_progress', owner = EXCLUDED.owner, attempts = t.attempts + 1,
@@ -144,6 +150,24 @@ const chunks = (xs, n) => Array.from({ length: Math.ceil(xs.length / n) }, (_, i
 const ids = (n, p) => Array.from({ length: n }, (_, i) => `${p}-${i}`)
 let seq = 0
 const uniq = (p) => `${p}-${tag}-${seq++}`
+
+/** A new group of n items, each claimed and completed by flowguard (untimed). */
+async function completedItems(fg, n) {
+  const g = uniq('g')
+  const all = ids(n, 'i')
+  const b = await fg.claimBatch(g, all)
+  await fg.setItems(g, all.map((id) => ({ id, status: 'completed', owner: b.owner })))
+  return { g, all }
+}
+
+/** The same in the hand-written table (untimed). */
+async function handCompletedItems(n, owner) {
+  const g = uniq('g')
+  const all = ids(n, 'i')
+  await pool.query(CLAIM, [g, all, owner])
+  await pool.query(`UPDATE hand_items SET status = 'completed', lease = NULL WHERE grp = $1`, [g])
+  return { g, all }
+}
 
 const cases = {
   'lock pair, one at a time': {
@@ -216,10 +240,7 @@ const cases = {
   'claim refused (completed), one at a time': {
     n: 1000,
     flowguard: (fg) => async (n) => {
-      const g = uniq('g')
-      const all = ids(n, 'i')
-      const b = await fg.claimBatch(g, all)
-      await fg.setItems(g, all.map((id) => ({ id, status: 'completed', owner: b.owner })))
+      const { g, all } = await completedItems(fg, n)
       return timed(async () => {
         for (const id of all) {
           const c = await fg.claim(g, id)
@@ -228,15 +249,57 @@ const cases = {
       })
     },
     async 'pg upsert (refused)'(n) {
-      const g = uniq('g')
-      const all = ids(n, 'i')
       const owner = randomBytes(16).toString('hex')
-      await pool.query(CLAIM, [g, all, owner])
-      await pool.query(`UPDATE hand_items SET status = 'completed', lease = NULL WHERE grp = $1`, [g])
+      const { g, all } = await handCompletedItems(n, owner)
       return timed(async () => {
         for (const id of all) {
           const c = await pool.query(CLAIM, [g, [id], owner])
           if (c.rowCount !== 0) throw new Error('hand claim of a completed item taken')
+        }
+      })
+    },
+  },
+  // Reads (a workflow asking where an item or a lock stands): one call each, awaited.
+  'getItem, one at a time': {
+    n: 1000,
+    flowguard: (fg) => async (n) => {
+      const { g, all } = await completedItems(fg, n)
+      return timed(async () => {
+        for (const id of all) {
+          const s = await fg.getItem(g, id)
+          if (s.status !== 'completed') throw new Error(`getItem: ${JSON.stringify(s)}`)
+        }
+      })
+    },
+    async 'pg SELECT by key'(n) {
+      const { g, all } = await handCompletedItems(n, randomBytes(16).toString('hex'))
+      return timed(async () => {
+        for (const id of all) {
+          const r = await pool.query(ITEM, [g, id])
+          if (r.rows[0]?.status !== 'completed') throw new Error('hand item not found')
+        }
+      })
+    },
+  },
+  'getLock, one at a time': {
+    n: 1000,
+    flowguard: (fg) => async (n) => {
+      const name = uniq('l')
+      await fg.acquireLock(name, { timeoutMs: 600000 })
+      return timed(async () => {
+        for (let i = 0; i < n; i++) {
+          const l = await fg.getLock(name)
+          if (!l.locked) throw new Error(`getLock: ${JSON.stringify(l)}`)
+        }
+      })
+    },
+    async 'pg SELECT by key'(n) {
+      const name = uniq('l')
+      await pool.query(LOCK, [name, randomBytes(16).toString('hex')])
+      return timed(async () => {
+        for (let i = 0; i < n; i++) {
+          const r = await pool.query(HELD, [name])
+          if (r.rowCount !== 1) throw new Error('hand lock not held')
         }
       })
     },

@@ -2,7 +2,7 @@
 //! primary keys (which begin with the namespace and the name), so a page's cost is bounded by its
 //! size, however many items or holders the names have.
 
-use super::{text, transaction, Ctx, Fail, Postgres, Sql};
+use super::{read, text, Ctx, Fail, Postgres, Sql};
 use crate::backend::BoxFuture;
 use crate::catalog::{CatalogBackend, Entry, Kind, Page};
 
@@ -91,7 +91,7 @@ impl CatalogBackend for Postgres {
             Kind::Queues => Some((QUEUES, false)),
         };
         Box::pin(async move {
-            transaction!(self, |c| async {
+            read!(self, |c| async {
                 match sql {
                     None => groups(&c, cursor, limit).await,
                     Some((sql, at_now)) => in_use(&c, sql, at_now, cursor, limit).await,

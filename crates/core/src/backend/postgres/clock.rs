@@ -37,7 +37,7 @@ impl Ctx<'_, '_> {
     async fn query_then_clock(&self, sql: &str, params: Params<'_>, clock: &str) -> Sql<(Vec<Row>, i64)> {
         let (st, clock) = (self.prepare(sql).await?, self.prepare(clock).await?);
         let (rows, now) =
-            futures_util::future::try_join(self.tx.query(&st, params), self.tx.query_opt(&clock, &[]))
+            futures_util::future::try_join(self.run_query(&st, params), self.run_query_opt(&clock, &[]))
                 .await?;
         let now = now.ok_or_else(|| Fail::Corrupt("the clock read no row".into()))?;
         Ok((rows, now.try_get(0)?))

@@ -6,7 +6,7 @@
 //!
 //! [`rules::limiter`]: crate::rules::limiter
 
-use super::{transaction, Ctx, Fail, Postgres, Purged, Sql};
+use super::{read, transaction, Ctx, Fail, Postgres, Purged, Sql};
 use crate::backend::BoxFuture;
 use crate::limiter::{LimiterBackend, PauseEnd, Rule, Stored, Take};
 use crate::rules::limiter::{decide, pause, Pause};
@@ -88,8 +88,8 @@ async fn pause_limiter(c: &Ctx<'_, '_>, name: &str, end: PauseEnd) -> Sql<(Pause
 }
 
 async fn inspect(c: &Ctx<'_, '_>, name: &str) -> Sql<Stored> {
-    let row = load(c, name, false).await?;
-    let now = c.now_us().await?;
+    let (rows, now) = c.query_then_now_us(LOAD, &[&c.ns(), &name.as_bytes()]).await?;
+    let row = rows.first().map(|r| Ok::<_, Fail>((r.try_get(0)?, r.try_get(1)?))).transpose()?;
     Ok(stored(row, now))
 }
 
@@ -98,7 +98,7 @@ impl LimiterBackend for Postgres {
         Box::pin(async move { transaction!(self, |c| take(&c, name, rule, cost, max_wait_us)) })
     }
     fn inspect_limiter<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Stored> {
-        Box::pin(async move { transaction!(self, |c| inspect(&c, name)) })
+        Box::pin(async move { read!(self, |c| inspect(&c, name)) })
     }
     fn pause_limiter<'a>(&'a self, name: &'a str, end: PauseEnd) -> BoxFuture<'a, (Pause, Stored)> {
         Box::pin(async move { transaction!(self, |c| pause_limiter(&c, name, end)) })

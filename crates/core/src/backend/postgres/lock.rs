@@ -24,7 +24,7 @@ use std::sync::atomic::Ordering;
 
 use tokio_postgres::types::ToSql;
 
-use super::{clock, notify, text, transaction, Ctx, Fail, Postgres, Purged, Sql};
+use super::{clock, notify, read, text, transaction, Ctx, Fail, Postgres, Purged, Sql};
 use crate::backend::BoxFuture;
 use crate::lock::{Attempt, ExtendResult, LockBackend, LockInfo, ReleaseResult};
 use crate::rules::lock::{self, Holder};
@@ -264,6 +264,6 @@ impl LockBackend for Postgres {
         Box::pin(async move { transaction!(self, |c| extend(&c, name, owner, lease_ms)) })
     }
     fn inspect<'a>(&'a self, name: &'a str) -> BoxFuture<'a, LockInfo> {
-        Box::pin(async move { transaction!(self, |c| inspect(&c, name)) })
+        Box::pin(async move { read!(self, |c| inspect(&c, name)) })
     }
 }

@@ -36,6 +36,8 @@ mod lock;
 mod notify;
 mod queue;
 mod queue_fast;
+#[cfg(test)]
+mod read_tests;
 mod schema;
 mod semaphore;
 mod state;
@@ -53,7 +55,7 @@ use std::time::Duration;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, PoolError, RecyclingMethod, Runtime};
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
-use tokio_postgres::Row;
+use tokio_postgres::{Row, Statement};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use tls::{ClientCert, Pem, RootCert, SslMode};
@@ -311,6 +313,8 @@ pub struct Postgres {
     fast_taken: std::sync::atomic::AtomicU64,
     /// The Item Tracker's fast statements run, for their purge's turn (`tracker_fast`).
     fast_writes: std::sync::atomic::AtomicU32,
+    /// Transactions begun (`transaction!`), for the tests that show a read runs none.
+    transactions: std::sync::atomic::AtomicU64,
 }
 
 impl Postgres {
@@ -343,6 +347,7 @@ impl Postgres {
             sweeper: sweep::Sweeper::start(pool.clone(), schema.clone(), None),
             fast_taken: Default::default(),
             fast_writes: Default::default(),
+            transactions: Default::default(),
         };
         schema::ensure(&store).await?;
         // Once the tables are there.
@@ -445,7 +450,12 @@ macro_rules! transaction {
                 Ok(tx) => tx,
                 Err(e) => break Err($crate::backend::postgres::pg_error(e)),
             };
-            let $c = $crate::backend::postgres::Ctx { tx: &tx, schema: &store.schema, ns: &store.ns };
+            store.transactions.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let $c = $crate::backend::postgres::Ctx {
+                on: $crate::backend::postgres::On::Tx(&tx),
+                schema: &store.schema,
+                ns: &store.ns,
+            };
             let out: $crate::backend::postgres::Sql<_> = $body.await;
             let out = match out {
                 Ok(v) => store.commit(tx).await.map(|()| v),
@@ -471,11 +481,39 @@ macro_rules! transaction {
 }
 pub(crate) use transaction;
 
-/// One transaction under way: its connection, the schema and the key prefix.
+/// Runs `$body` (as for [`transaction!`]) for a call that only reads: its statements run on one
+/// pooled connection, each committed by itself, with no `BEGIN` and no `COMMIT` (a round trip
+/// each). The same answers as in a transaction: a transaction of flowguard's runs at READ
+/// COMMITTED, where each statement reads its own snapshot too, and a read locks no row. A body
+/// given here must not write, lock rows (`FOR UPDATE`) or rely on `SET LOCAL`.
+macro_rules! read {
+    ($store:expr, |$c:ident| $body:expr) => {{
+        let store: &$crate::backend::postgres::Postgres = $store;
+        let conn = store.conn().await?;
+        let $c = $crate::backend::postgres::Ctx {
+            on: $crate::backend::postgres::On::Alone(&conn),
+            schema: &store.schema,
+            ns: &store.ns,
+        };
+        let out: $crate::backend::postgres::Sql<_> = $body.await;
+        out.map_err(|f| store.failure(f))
+    }};
+}
+pub(crate) use read;
+
+/// One call under way: its transaction (or, for a read, its connection: see [`read!`]), the
+/// schema and the key prefix.
 pub(crate) struct Ctx<'t, 'c> {
-    pub tx: &'t deadpool_postgres::Transaction<'c>,
+    pub on: On<'t, 'c>,
     pub schema: &'t str,
     pub ns: &'t str,
+}
+
+/// Where a call's statements run: in its transaction, or each committed by itself on one
+/// pooled connection (a call that only reads, see [`read!`]).
+pub(crate) enum On<'t, 'c> {
+    Tx(&'t deadpool_postgres::Transaction<'c>),
+    Alone(&'t deadpool_postgres::ClientWrapper),
 }
 
 /// The parameters of a statement.
@@ -483,20 +521,66 @@ pub(crate) type Params<'p> = &'p [&'p (dyn ToSql + Sync)];
 
 impl Ctx<'_, '_> {
     /// The statement `sql` with `{s}` as the schema, prepared once per connection.
-    async fn prepare(&self, sql: &str) -> Sql<tokio_postgres::Statement> {
-        Ok(self.tx.prepare_cached(&sql.replace("{s}", self.schema)).await?)
+    async fn prepare(&self, sql: &str) -> Sql<Statement> {
+        let sql = sql.replace("{s}", self.schema);
+        Ok(match self.on {
+            On::Tx(tx) => tx.prepare_cached(&sql).await?,
+            On::Alone(conn) => conn.prepare_cached(&sql).await?,
+        })
     }
     pub async fn query(&self, sql: &str, params: Params<'_>) -> Sql<Vec<Row>> {
         let st = self.prepare(sql).await?;
-        Ok(self.tx.query(&st, params).await?)
+        Ok(self.run_query(&st, params).await?)
     }
     pub async fn query_opt(&self, sql: &str, params: Params<'_>) -> Sql<Option<Row>> {
         let st = self.prepare(sql).await?;
-        Ok(self.tx.query_opt(&st, params).await?)
+        Ok(self.run_query_opt(&st, params).await?)
     }
     pub async fn execute(&self, sql: &str, params: Params<'_>) -> Sql<u64> {
         let st = self.prepare(sql).await?;
-        Ok(self.tx.execute(&st, params).await?)
+        Ok(self.run_execute(&st, params).await?)
+    }
+    /// A prepared statement's rows (sent on the first poll: nothing is awaited before, so
+    /// statements polled together are pipelined).
+    pub async fn run_query(
+        &self,
+        st: &Statement,
+        params: Params<'_>,
+    ) -> std::result::Result<Vec<Row>, tokio_postgres::Error> {
+        match self.on {
+            On::Tx(tx) => tx.query(st, params).await,
+            On::Alone(conn) => conn.query(st, params).await,
+        }
+    }
+    /// [`Ctx::run_query`], for at most one row.
+    pub async fn run_query_opt(
+        &self,
+        st: &Statement,
+        params: Params<'_>,
+    ) -> std::result::Result<Option<Row>, tokio_postgres::Error> {
+        match self.on {
+            On::Tx(tx) => tx.query_opt(st, params).await,
+            On::Alone(conn) => conn.query_opt(st, params).await,
+        }
+    }
+    /// [`Ctx::run_query`], for the count of rows written.
+    pub async fn run_execute(
+        &self,
+        st: &Statement,
+        params: Params<'_>,
+    ) -> std::result::Result<u64, tokio_postgres::Error> {
+        match self.on {
+            On::Tx(tx) => tx.execute(st, params).await,
+            On::Alone(conn) => conn.execute(st, params).await,
+        }
+    }
+    /// Statements without parameters (the schema's `CREATE`s).
+    pub async fn batch_execute(&self, sql: &str) -> Sql<()> {
+        match self.on {
+            On::Tx(tx) => tx.batch_execute(sql).await?,
+            On::Alone(conn) => conn.batch_execute(sql).await?,
+        }
+        Ok(())
     }
     /// Writes a row this transaction either locked (`existed`: `update`) or found absent
     /// (`insert`, an `INSERT … ON CONFLICT DO NOTHING`). When another call inserted the row in

@@ -119,7 +119,7 @@ async fn create(c: &Ctx<'_, '_>) -> Sql<i64> {
     c.query_opt("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", &[&key]).await?;
     let exists = c.query_opt("SELECT 1 FROM pg_namespace WHERE nspname = $1", &[&c.schema]).await?.is_some();
     if !exists {
-        c.tx.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {}", c.schema)).await?;
+        c.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {}", c.schema)).await?;
     }
     let meta = c
         .query_opt("SELECT 1 FROM pg_tables WHERE schemaname = $1 AND tablename = 'meta'", &[&c.schema])
@@ -141,7 +141,7 @@ async fn create(c: &Ctx<'_, '_>) -> Sql<i64> {
         }
     }
     for sql in TABLES {
-        c.tx.batch_execute(&sql.replace("{s}", c.schema)).await?;
+        c.batch_execute(&sql.replace("{s}", c.schema)).await?;
     }
     add_columns(c).await?;
     c.execute(
@@ -169,7 +169,7 @@ async fn add_columns(c: &Ctx<'_, '_>) -> Sql<()> {
             .await?
             .is_some();
         if !has {
-            c.tx.batch_execute(&format!(
+            c.batch_execute(&format!(
                 "ALTER TABLE {}.{table} ADD COLUMN IF NOT EXISTS {column} {ty}",
                 c.schema
             ))

@@ -21,7 +21,7 @@
 use std::sync::atomic::Ordering;
 
 use super::lock::SWEEP_EVERY;
-use super::{clock, text, transaction, Ctx, Postgres, Purged, Sql};
+use super::{clock, read, text, transaction, Ctx, Postgres, Purged, Sql};
 use crate::backend::BoxFuture;
 use crate::lock::{ExtendResult, ReleaseResult};
 use crate::rules::{lock, semaphore};
@@ -225,6 +225,6 @@ impl SemaphoreBackend for Postgres {
         Box::pin(async move { transaction!(self, |c| extend(&c, name, owner, lease_ms)) })
     }
     fn inspect_semaphore<'a>(&'a self, name: &'a str) -> BoxFuture<'a, SemaphoreInfo> {
-        Box::pin(async move { transaction!(self, |c| inspect(&c, name)) })
+        Box::pin(async move { read!(self, |c| inspect(&c, name)) })
     }
 }

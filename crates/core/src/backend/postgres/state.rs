@@ -6,7 +6,7 @@
 
 use tokio_postgres::Row;
 
-use super::{transaction, Ctx, Postgres, Purged, Sql};
+use super::{read, transaction, Ctx, Postgres, Purged, Sql};
 use crate::backend::BoxFuture;
 use crate::rules::{once, state};
 use crate::state::{Expiry, KeyClaim, Refusal, SetResult, StateBackend, StateValue};
@@ -49,8 +49,7 @@ async fn put(c: &Ctx<'_, '_>, existed: bool, key: &str, json: &str, exp: Option<
 
 async fn get(c: &Ctx<'_, '_>, keys: &[String]) -> Sql<Vec<Option<StateValue>>> {
     let wanted: Vec<&[u8]> = keys.iter().map(|k| k.as_bytes()).collect();
-    let rows = c.query(VALUES, &[&c.ns(), &wanted]).await?;
-    let now = c.now().await?;
+    let (rows, now) = c.query_then_now(VALUES, &[&c.ns(), &wanted]).await?;
     let mut found = std::collections::HashMap::with_capacity(rows.len());
     for r in &rows {
         let v = stored(r)?;
@@ -194,7 +193,7 @@ async fn release_key(c: &Ctx<'_, '_>, key: &str, owner: &str) -> Sql<bool> {
 
 impl StateBackend for Postgres {
     fn get<'a>(&'a self, keys: &'a [String]) -> BoxFuture<'a, Vec<Option<StateValue>>> {
-        Box::pin(async move { transaction!(self, |c| get(&c, keys)) })
+        Box::pin(async move { read!(self, |c| get(&c, keys)) })
     }
     fn set<'a>(
         &'a self,

@@ -25,7 +25,7 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Row, Statement};
 
-use super::{text, transaction, Ctx, Fail, Params, Postgres, Purged, Sql};
+use super::{read, text, transaction, Ctx, Fail, Params, Postgres, Purged, Sql};
 use crate::backend::BoxFuture;
 use crate::rules::tracker::{
     claim, decide, fresh, implied_timeline, kept, next_offset, take, write, Decision,
@@ -272,7 +272,7 @@ async fn run(
     params: Params<'_>,
 ) -> Result<(), tokio_postgres::Error> {
     match st {
-        Some(st) => c.tx.execute(st, params).await.map(|_| ()),
+        Some(st) => c.run_execute(st, params).await.map(|_| ()),
         None => Ok(()),
     }
 }
@@ -438,8 +438,7 @@ async fn claim_batch(c: &Ctx<'_, '_>, group: &str, b: BatchClaim<'_>) -> Sql<Cla
 
 async fn read(c: &Ctx<'_, '_>, group: &str, ids: &[String]) -> Sql<Vec<ItemState>> {
     let wanted: Vec<&[u8]> = ids.iter().map(|id| id.as_bytes()).collect();
-    let rows = c.query(LOAD, &[&c.ns(), &group.as_bytes(), &wanted]).await?;
-    let now = c.now().await?;
+    let (rows, now) = c.query_then_now(LOAD, &[&c.ns(), &group.as_bytes(), &wanted]).await?;
     let mut found = HashMap::with_capacity(rows.len());
     for r in &rows {
         let (id, rec) = from_row(r)?;
@@ -540,10 +539,10 @@ impl TrackerBackend for Postgres {
         })
     }
     fn read<'a>(&'a self, group: &'a str, ids: &'a [String]) -> BoxFuture<'a, Vec<ItemState>> {
-        Box::pin(async move { transaction!(self, |c| read(&c, group, ids)) })
+        Box::pin(async move { read!(self, |c| read(&c, group, ids)) })
     }
     fn list<'a>(&'a self, group: &'a str, query: ListQuery, _retention_ms: u64) -> BoxFuture<'a, ItemList> {
-        Box::pin(async move { transaction!(self, |c| list(&c, group, query)) })
+        Box::pin(async move { read!(self, |c| list(&c, group, query)) })
     }
 }
 
