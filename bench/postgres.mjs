@@ -29,6 +29,10 @@
 //                    vs node-postgres: SELECT of the item's row by its key
 //   getLock          getLock of a held lock, one call at a time
 //                    vs node-postgres: SELECT of the lock's row by its name while its lease runs
+//   increment        increment of one counter by 1, one call at a time
+//                    vs node-postgres: INSERT … ON CONFLICT DO UPDATE SET v = v + 1 RETURNING v
+//   setState         setState of a small JSON value with a TTL, one call at a time
+//                    vs node-postgres: INSERT … ON CONFLICT DO UPDATE of the value and its expiry
 //   enqueue 1        enqueue of one id per call, awaited (the seed-003 webhook step)
 //                    vs pg-boss `send` with `singletonKey` = the id on a `short` queue (one queued
 //                    job per key: a duplicate is refused)
@@ -83,6 +87,7 @@ await session.connect()
 await pool.query(`CREATE TABLE IF NOT EXISTS hand_locks (name text PRIMARY KEY, owner text NOT NULL, exp timestamptz NOT NULL)`)
 await pool.query(`CREATE TABLE IF NOT EXISTS hand_items (grp text NOT NULL, id text NOT NULL, status text NOT NULL,
   owner text, attempts int NOT NULL, lease timestamptz, updated timestamptz NOT NULL, PRIMARY KEY (grp, id))`)
+await pool.query(`CREATE TABLE IF NOT EXISTS hand_vals (key text PRIMARY KEY, v int8, json text, exp timestamptz)`)
 await pool.query(`CREATE TABLE IF NOT EXISTS hand_heap (grp text NOT NULL, id text NOT NULL, status text NOT NULL,
   owner text, attempts int NOT NULL, lease timestamptz, updated timestamptz NOT NULL)`)
 const boss = new PgBoss({ connectionString: pgUrl, schema: `pgboss_${tag}`, max: 10, supervise: false, schedule: false })
@@ -93,6 +98,9 @@ const LOCK = `INSERT INTO hand_locks (name, owner, exp) VALUES ($1, $2, clock_ti
   ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner, exp = EXCLUDED.exp WHERE hand_locks.exp <= clock_timestamp()
   RETURNING owner`
 const UNLOCK = `DELETE FROM hand_locks WHERE name = $1 AND owner = $2`
+const INCR = `INSERT INTO hand_vals (key, v) VALUES ($1, 1) ON CONFLICT (key) DO UPDATE SET v = hand_vals.v + 1 RETURNING v`
+const PUT = `INSERT INTO hand_vals (key, json, exp) VALUES ($1, $2, clock_timestamp() + interval '600 seconds')
+  ON CONFLICT (key) DO UPDATE SET json = EXCLUDED.json, exp = EXCLUDED.exp`
 const HELD = `SELECT owner, exp FROM hand_locks WHERE name = $1 AND exp > clock_timestamp()`
 const ITEM = `SELECT status, attempts, owner, lease, updated FROM hand_items WHERE grp = $1 AND id = $2`
 const CLAIM = `INSERT INTO hand_items AS t (grp, id, status, owner, attempts, lease, updated)
@@ -300,6 +308,47 @@ const cases = {
         for (let i = 0; i < n; i++) {
           const r = await pool.query(HELD, [name])
           if (r.rowCount !== 1) throw new Error('hand lock not held')
+        }
+      })
+    },
+  },
+  // Job State: a counter per workflow run, a value per step.
+  'increment, one at a time': {
+    n: 1000,
+    flowguard: (fg) => async (n) => {
+      const key = uniq('c')
+      return timed(async () => {
+        for (let i = 1; i <= n; i++) {
+          if ((await fg.increment(key, 1)) !== i) throw new Error('increment miscounted')
+        }
+      })
+    },
+    async 'pg upsert v + 1'(n) {
+      const key = uniq('c')
+      return timed(async () => {
+        for (let i = 1; i <= n; i++) {
+          const r = await pool.query(INCR, [key])
+          if (Number(r.rows[0].v) !== i) throw new Error('hand increment miscounted')
+        }
+      })
+    },
+  },
+  'setState, one at a time': {
+    n: 1000,
+    flowguard: (fg) => async (n) => {
+      const key = uniq('s')
+      return timed(async () => {
+        for (let i = 0; i < n; i++) {
+          const r = await fg.setState(key, { step: i, ok: true }, { ttlMs: 600000 })
+          if (!r.written) throw new Error('setState not written')
+        }
+      })
+    },
+    async 'pg upsert'(n) {
+      const key = uniq('s')
+      return timed(async () => {
+        for (let i = 0; i < n; i++) {
+          await pool.query(PUT, [key, JSON.stringify({ step: i, ok: true })])
         }
       })
     },

@@ -6,7 +6,7 @@
 use tokio_postgres::types::ToSql;
 
 use super::{
-    catalog, limiter, lock, queue, queue_fast, semaphore, state, sweep, tracker, tracker_fast,
+    catalog, limiter, lock, queue, queue_fast, semaphore, state, state_fast, sweep, tracker, tracker_fast,
     PostgresOptions, Purged, DEFAULT_SCHEMA,
 };
 use crate::{Client, OpenOptions};
@@ -51,6 +51,7 @@ async fn hot_statements_use_an_index() {
     let (shard, limit, owner) = (0i32, 10i64, "o");
     let (first_class, last_class) = (0i32, 4i32);
     let none_opt_i64: Vec<Option<i64>> = Vec::new();
+    let none_ttl: Option<i64> = None;
     let queue_columns: [&(dyn ToSql + Sync); 8] =
         [&ns, &name, &shard, &none_ids, &none_opt_i64, &none_opt_i64, &none_text, &none_opt_i64];
     let (status, no_text, no_bytes, yes): (i16, Option<&str>, Option<&[u8]>, bool) = (1, None, None, true);
@@ -71,6 +72,10 @@ async fn hot_statements_use_an_index() {
         ("lock load", lock::LOAD, vec![&ns, &name]),
         ("lock load for update", lock::LOAD_LOCKED, vec![&ns, &name]),
         ("value for update", state::VALUE_LOCKED, vec![&ns, &name]),
+        ("value fast set", state_fast::SET, vec![&ns, &name, &owner, &status, &limit]),
+        ("value fast delete", state_fast::DELETE, vec![&ns, &name]),
+        ("value fast increment", state_fast::INCREMENT, vec![&ns, &name, &limit, &none_ttl]),
+        ("purge values, fast", state_fast::PURGE, vec![]),
         ("values", state::VALUES, vec![&ns, &ids]),
         ("idempotency key for update", state::IDEM_LOCKED, vec![&ns, &name]),
         ("items for update", tracker::LOAD_LOCKED, vec![&ns, &name, &ids]),

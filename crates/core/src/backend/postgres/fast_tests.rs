@@ -54,12 +54,12 @@ async fn record(store: &Postgres, group: &str, id: &str) -> Option<Record> {
 
 /// Makes `n` pooled connections and gives them back, so that `n` calls started together each
 /// find one ready and send their statements at once.
-async fn warm(store: &Postgres, n: usize) {
+pub(super) async fn warm(store: &Postgres, n: usize) {
     let held = futures_util::future::join_all((0..n).map(|_| store.conn())).await;
     assert!(held.iter().all(|c| c.is_ok()));
 }
 
-fn taken(store: &Postgres) -> u64 {
+pub(super) fn taken(store: &Postgres) -> u64 {
     store.fast_taken.load(Ordering::Relaxed)
 }
 

@@ -41,6 +41,9 @@ mod read_tests;
 mod schema;
 mod semaphore;
 mod state;
+mod state_fast;
+#[cfg(test)]
+mod state_fast_tests;
 mod sweep;
 #[cfg(test)]
 mod sweep_tests;
@@ -313,6 +316,8 @@ pub struct Postgres {
     fast_taken: std::sync::atomic::AtomicU64,
     /// The Item Tracker's fast statements run, for their purge's turn (`tracker_fast`).
     fast_writes: std::sync::atomic::AtomicU32,
+    /// Job State's fast writes run, for their purge's turn (`state_fast`).
+    state_writes: std::sync::atomic::AtomicU32,
     /// Transactions begun (`transaction!`), for the tests that show a read runs none.
     transactions: std::sync::atomic::AtomicU64,
 }
@@ -347,6 +352,7 @@ impl Postgres {
             sweeper: sweep::Sweeper::start(pool.clone(), schema.clone(), None),
             fast_taken: Default::default(),
             fast_writes: Default::default(),
+            state_writes: Default::default(),
             transactions: Default::default(),
         };
         schema::ensure(&store).await?;

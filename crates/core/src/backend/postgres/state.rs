@@ -91,22 +91,6 @@ async fn set(
     })
 }
 
-async fn delete(c: &Ctx<'_, '_>, key: &str) -> Sql<bool> {
-    let gone = c
-        .query_opt(
-            "DELETE FROM {s}.vals WHERE ns = $1 AND key = $2 RETURNING exp",
-            &[&c.ns(), &key.as_bytes()],
-        )
-        .await?;
-    let now = c.now().await?;
-    let live = match gone {
-        Some(r) => state::live(r.try_get(0)?, now),
-        None => false,
-    };
-    c.purge(Purged::Vals, now).await?;
-    Ok(live)
-}
-
 async fn increment(c: &Ctx<'_, '_>, key: &str, by: i64, ttl_ms: Option<u64>) -> Sql<Refused<i64>> {
     let current = value_for_update(c, key).await?;
     let now = c.now().await?;
@@ -202,13 +186,27 @@ impl StateBackend for Postgres {
         expiry: Expiry,
         if_absent: bool,
     ) -> BoxFuture<'a, Refused<SetResult>> {
-        Box::pin(async move { transaction!(self, |c| set(&c, key, json, expiry, if_absent)) })
+        Box::pin(async move {
+            // Without `ifAbsent`: its fast statement first (`state_fast`).
+            if !if_absent {
+                if let Some(r) = self.set_fast(key, json, expiry).await? {
+                    return Ok(Ok(r));
+                }
+            }
+            transaction!(self, |c| set(&c, key, json, expiry, if_absent))
+        })
     }
     fn delete<'a>(&'a self, key: &'a str) -> BoxFuture<'a, bool> {
-        Box::pin(async move { transaction!(self, |c| delete(&c, key)) })
+        // One statement decides every delete (`state_fast`).
+        Box::pin(self.delete_fast(key))
     }
     fn increment<'a>(&'a self, key: &'a str, by: i64, ttl_ms: Option<u64>) -> BoxFuture<'a, Refused<i64>> {
-        Box::pin(async move { transaction!(self, |c| increment(&c, key, by, ttl_ms)) })
+        Box::pin(async move {
+            if let Some(next) = self.increment_fast(key, by, ttl_ms).await? {
+                return Ok(Ok(next));
+            }
+            transaction!(self, |c| increment(&c, key, by, ttl_ms))
+        })
     }
     fn claim_key<'a>(&'a self, key: &'a str, owner: &'a str, lease_ms: u64) -> BoxFuture<'a, KeyClaim> {
         Box::pin(async move { transaction!(self, |c| claim_key(&c, key, owner, lease_ms)) })
