@@ -119,6 +119,7 @@ pub(super) const INSERT: &str = "INSERT INTO {s}.items (ns, grp, id, s, a, o, l,
 /// time and lease): the ids as the one array, every other column bound once. PostgreSQL then
 /// reads one array instead of thirteen (each `unnest` argument is materialized first): 10,000
 /// rows into a table of this shape in 53 ms against 78 (EXPLAIN ANALYZE, medians of 8, load 2).
+/// Binary `COPY` of the same rows (in the transaction) is no faster: docs/postgres.md.
 pub(super) const INSERT_ALIKE: &str = "INSERT INTO {s}.items (ns, grp, id, s, a, o, l, c, u, d, e, x, t, r, n)
     SELECT $1, $2, w.id, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15 FROM unnest($3::bytea[]) AS w(id)
 ";
