@@ -33,6 +33,9 @@
 //                    vs node-postgres: INSERT … ON CONFLICT DO UPDATE SET v = v + 1 RETURNING v
 //   setState         setState of a small JSON value with a TTL, one call at a time
 //                    vs node-postgres: INSERT … ON CONFLICT DO UPDATE of the value and its expiry
+//   rateLimit        rateLimit of one token, one call at a time (always allowed)
+//                    vs node-postgres: a fixed-window counter (INSERT … ON CONFLICT DO UPDATE SET v = v + 1
+//                    on the key of the current second; no spacing, no burst, no pause)
 //   enqueue 1        enqueue of one id per call, awaited (the seed-003 webhook step)
 //                    vs pg-boss `send` with `singletonKey` = the id on a `short` queue (one queued
 //                    job per key: a duplicate is refused)
@@ -101,6 +104,8 @@ const UNLOCK = `DELETE FROM hand_locks WHERE name = $1 AND owner = $2`
 const INCR = `INSERT INTO hand_vals (key, v) VALUES ($1, 1) ON CONFLICT (key) DO UPDATE SET v = hand_vals.v + 1 RETURNING v`
 const PUT = `INSERT INTO hand_vals (key, json, exp) VALUES ($1, $2, clock_timestamp() + interval '600 seconds')
   ON CONFLICT (key) DO UPDATE SET json = EXCLUDED.json, exp = EXCLUDED.exp`
+const WINDOW = `INSERT INTO hand_vals (key, v, exp) VALUES ($1 || ':' || floor(extract(epoch FROM clock_timestamp())), 1,
+  clock_timestamp() + interval '2 seconds') ON CONFLICT (key) DO UPDATE SET v = hand_vals.v + 1 RETURNING v AS n`
 const HELD = `SELECT owner, exp FROM hand_locks WHERE name = $1 AND exp > clock_timestamp()`
 const ITEM = `SELECT status, attempts, owner, lease, updated FROM hand_items WHERE grp = $1 AND id = $2`
 const CLAIM = `INSERT INTO hand_items AS t (grp, id, status, owner, attempts, lease, updated)
@@ -349,6 +354,29 @@ const cases = {
       return timed(async () => {
         for (let i = 0; i < n; i++) {
           await pool.query(PUT, [key, JSON.stringify({ step: i, ok: true })])
+        }
+      })
+    },
+  },
+  // Rate Limiter: a take per item, as an n8n flow calls it before each request (limit high
+  // enough that every take is allowed).
+  'rateLimit, one at a time': {
+    n: 1000,
+    flowguard: (fg) => async (n) => {
+      const name = uniq('r')
+      return timed(async () => {
+        for (let i = 0; i < n; i++) {
+          const r = await fg.rateLimit(name, { limit: 1000000, periodMs: 1000, burst: 1000000 })
+          if (!r.allowed) throw new Error('rateLimit refused')
+        }
+      })
+    },
+    async 'pg fixed-window counter upsert'(n) {
+      const name = uniq('r')
+      return timed(async () => {
+        for (let i = 0; i < n; i++) {
+          const r = await pool.query(WINDOW, [name])
+          if (Number(r.rows[0].n) > 1000000) throw new Error('hand window full')
         }
       })
     },

@@ -6,8 +6,8 @@
 use tokio_postgres::types::ToSql;
 
 use super::{
-    catalog, limiter, lock, queue, queue_fast, semaphore, state, state_fast, sweep, tracker, tracker_fast,
-    PostgresOptions, Purged, DEFAULT_SCHEMA,
+    catalog, limiter, limiter_fast, lock, queue, queue_fast, semaphore, state, state_fast, sweep, tracker,
+    tracker_fast, PostgresOptions, Purged, DEFAULT_SCHEMA,
 };
 use crate::{Client, OpenOptions};
 
@@ -93,6 +93,8 @@ async fn hot_statements_use_an_index() {
         ("forget lock names", Purged::Locks.statement(), vec![&now]),
         ("limiter load", limiter::LOAD, vec![&ns, &name]),
         ("limiter load for update", limiter::LOAD_LOCKED, vec![&ns, &name]),
+        ("limiter fast take", limiter_fast::TAKE, vec![&ns, &name, &limit, &limit, &limit]),
+        ("purge limiters, fast", limiter_fast::PURGE, vec![]),
         ("purge limiters", Purged::Limiters.statement(), vec![&now]),
         ("semaphore name for update", semaphore::NAME_LOCKED, vec![&ns, &name]),
         ("semaphore holders", semaphore::HOLDERS, vec![&ns, &name, &now]),

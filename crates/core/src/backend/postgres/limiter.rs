@@ -2,7 +2,8 @@
 //! (µs by the database's clock), and `exp` (ms): when both are reached, after which the row is
 //! invisible (a TAT or pause end not after now is none) and purged. Each call is one transaction:
 //! the row locked (`SELECT … FOR UPDATE`), the time read, [`rules::limiter`] asked, the
-//! decision written (an absent row inserted, see the module `postgres`).
+//! decision written (an absent row inserted, see the module `postgres`); a take runs its fast
+//! statement first (`limiter_fast`), which decides all but one case.
 //!
 //! [`rules::limiter`]: crate::rules::limiter
 
@@ -95,7 +96,13 @@ async fn inspect(c: &Ctx<'_, '_>, name: &str) -> Sql<Stored> {
 
 impl LimiterBackend for Postgres {
     fn take<'a>(&'a self, name: &'a str, rule: Rule, cost: u64, max_wait_us: u64) -> BoxFuture<'a, Take> {
-        Box::pin(async move { transaction!(self, |c| take(&c, name, rule, cost, max_wait_us)) })
+        Box::pin(async move {
+            // Its fast statement first (`limiter_fast`).
+            if let Some(t) = self.take_fast(name, rule, cost, max_wait_us).await? {
+                return Ok(t);
+            }
+            transaction!(self, |c| take(&c, name, rule, cost, max_wait_us))
+        })
     }
     fn inspect_limiter<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Stored> {
         Box::pin(async move { read!(self, |c| inspect(&c, name)) })

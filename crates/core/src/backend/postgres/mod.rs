@@ -30,6 +30,9 @@ mod fast;
 #[cfg(test)]
 mod fast_tests;
 mod limiter;
+mod limiter_fast;
+#[cfg(test)]
+mod limiter_fast_tests;
 #[cfg(test)]
 mod list_tests;
 mod lock;
@@ -318,6 +321,8 @@ pub struct Postgres {
     fast_writes: std::sync::atomic::AtomicU32,
     /// Job State's fast writes run, for their purge's turn (`state_fast`).
     state_writes: std::sync::atomic::AtomicU32,
+    /// The Rate Limiter's fast takes run, for their purge's turn (`limiter_fast`).
+    limiter_takes: std::sync::atomic::AtomicU32,
     /// Transactions begun (`transaction!`), for the tests that show a read runs none.
     transactions: std::sync::atomic::AtomicU64,
 }
@@ -353,6 +358,7 @@ impl Postgres {
             fast_taken: Default::default(),
             fast_writes: Default::default(),
             state_writes: Default::default(),
+            limiter_takes: Default::default(),
             transactions: Default::default(),
         };
         schema::ensure(&store).await?;
