@@ -217,13 +217,17 @@ async fn lock_fast_statements_acquire_and_release_as_the_rules_do() {
             db.query_one(sql, &[]).await.unwrap().get::<_, i64>(0) as u64
         }
     };
-    // A new name: the clock's fence. Held: the transaction refuses.
+    // A new name: the clock's fence. Held: refused from the row the statement read.
     let before = clock_us().await;
     let (a, fast) = acquire("o1", 60_000).await;
     assert!(a.fence >= before && a.fence <= clock_us().await, "the clock's fence: {a:?}, {before}");
     assert_eq!((a.clone(), fast), (granted(a.fence, 60_000), true));
     let (held, fast) = acquire("o2", 60_000).await;
-    assert!(!held.acquired && !fast && held.fence == a.fence);
+    assert!(!held.acquired && fast && held.fence == a.fence, "{held:?}");
+    assert!(
+        held.holder.as_deref() == Some("lab") && (50_000..=60_000).contains(&held.remaining_ms),
+        "{held:?}"
+    );
     // Released by another owner: the transaction refuses; by its owner: released, announced.
     let count = taken(&s);
     let r = s.release("L", "o2").await.unwrap();

@@ -24,7 +24,7 @@ use std::sync::atomic::Ordering;
 
 use tokio_postgres::types::ToSql;
 
-use super::{clock, notify, read, text, transaction, Ctx, Fail, Postgres, Purged, Sql};
+use super::{clock, notify, read, text, transaction, Ctx, Postgres, Purged, Sql};
 use crate::backend::BoxFuture;
 use crate::lock::{Attempt, ExtendResult, LockBackend, LockInfo, ReleaseResult};
 use crate::rules::lock::{self, Holder};
@@ -68,16 +68,22 @@ pub(super) const LOAD_LOCKED: &str =
 /// is absent or whose lease ended or was released at or before now, with the fence
 /// [`lock::next_fence`] of the last (none: 0) and the clock in µs (`k.us`, read with the lease's
 /// time `k.now` from one `clock_timestamp()`). `$1` ns, `$2` name, `$3` owner, `$4` label, `$5`
-/// lease (ms). The new fence, or no row: the lock is held (or was released after the statement's
-/// time, when it waited for that release), and the transaction decides.
+/// lease (ms). Its row: `owner, fence, label, exp, now, written`: when it took the lock, the new
+/// fence (`written`); else the lock's row as the statement's snapshot holds it and the
+/// statement's time, from which the call answers a refusal (the lock held then, see
+/// [`Postgres::acquire_fast`]); no row when the snapshot has none (a row inserted meanwhile).
 pub(super) const ACQUIRE_FAST: &str = "WITH c AS (SELECT extract(epoch FROM clock_timestamp()) AS e),
-k AS (SELECT floor(e * 1000)::int8 AS now, floor(e * 1000000)::int8 AS us FROM c)
-INSERT INTO {s}.locks AS l (ns, name, owner, fence, label, exp)
+k AS (SELECT floor(e * 1000)::int8 AS now, floor(e * 1000000)::int8 AS us FROM c),
+up AS (INSERT INTO {s}.locks AS l (ns, name, owner, fence, label, exp)
   SELECT $1, $2, $3, GREATEST(1, k.us), $4, k.now + $5 FROM k
-ON CONFLICT (ns, name) DO UPDATE SET owner = EXCLUDED.owner, fence = GREATEST(l.fence + 1, EXCLUDED.fence),
-  label = EXCLUDED.label, exp = EXCLUDED.exp
-WHERE l.exp <= EXCLUDED.exp - $5
-RETURNING fence";
+  ON CONFLICT (ns, name) DO UPDATE SET owner = EXCLUDED.owner, fence = GREATEST(l.fence + 1, EXCLUDED.fence),
+    label = EXCLUDED.label, exp = EXCLUDED.exp
+  WHERE l.exp <= EXCLUDED.exp - $5
+  RETURNING fence)
+SELECT NULL::text, up.fence, NULL::bytea, NULL::int8, NULL::int8, true FROM up
+UNION ALL
+SELECT l.owner, l.fence, l.label, l.exp, k.now, false FROM k, {s}.locks l
+  WHERE NOT EXISTS (SELECT FROM up) AND l.ns = $1 AND l.name = $2";
 
 /// The fast statement of a release (see `fast`): [`lock::release`] passes the owner check when
 /// the live lease's owner is the one given; the row is freed as [`free`] frees it, and the
@@ -216,6 +222,48 @@ async fn inspect(c: &Ctx<'_, '_>, name: &str) -> Sql<LockInfo> {
     })
 }
 
+impl Postgres {
+    /// An acquisition by [`ACQUIRE_FAST`]: the lock taken, or refused when the statement's
+    /// snapshot shows it held at the statement's time (the rule, [`lock::acquire`], answers from
+    /// the row: the holder's fence, the time left, its label); `None`: the transaction decides
+    /// (the lock free in the snapshot but taken or changed since, or no row in it). A refusal so
+    /// answered held when the statement began: the lease it read ends after the statement's time.
+    async fn acquire_fast(
+        &self,
+        name: &str,
+        owner: &str,
+        lease_ms: u64,
+        label: Option<&str>,
+    ) -> crate::error::Result<Option<Attempt>> {
+        let label = lock::label(label);
+        let (ns, name_b, label_b, lease) =
+            (self.ns.as_bytes(), name.as_bytes(), label.map(str::as_bytes), lease_ms as i64);
+        let rows =
+            self.statement_alone(ACQUIRE_FAST, &[&ns, &name_b, &owner, &label_b, &lease], None).await?;
+        let Some(row) = rows.first() else { return Ok(None) };
+        let read = |row: &Row| -> Sql<Option<Attempt>> {
+            if row.try_get::<_, bool>(5)? {
+                let fence: i64 = row.try_get(1)?;
+                return Ok(Some(Attempt {
+                    acquired: true,
+                    fence: fence as u64,
+                    remaining_ms: lease_ms,
+                    holder: label.map(str::to_string),
+                }));
+            }
+            let (stored, now) = (Stored::from_row(row)?, row.try_get::<_, i64>(4)?);
+            // The fence floor (0) counts only for a grant, which is left to the transaction.
+            let d = lock::acquire(stored.holder(), stored.fence, 0, lease_ms, label, now);
+            Ok((!d.attempt.acquired).then_some(d.attempt))
+        };
+        let attempt = read(row).map_err(|f| self.failure(f))?;
+        if attempt.is_some() {
+            self.decided();
+        }
+        Ok(attempt)
+    }
+}
+
 impl LockBackend for Postgres {
     fn try_acquire<'a>(
         &'a self,
@@ -228,19 +276,8 @@ impl LockBackend for Postgres {
         Box::pin(async move {
             // The sweep's turn goes by the transaction, which runs it.
             if !sweep {
-                let label = lock::label(label);
-                let (ns, name_b, label_b, lease) =
-                    (self.ns.as_bytes(), name.as_bytes(), label.map(str::as_bytes), lease_ms as i64);
-                let rows =
-                    self.one_statement(ACQUIRE_FAST, &[&ns, &name_b, &owner, &label_b, &lease], None).await?;
-                if let Some(row) = rows.first() {
-                    let fence: i64 = row.try_get(0).map_err(|e| self.failure(Fail::Pg(e)))?;
-                    return Ok(Attempt {
-                        acquired: true,
-                        fence: fence as u64,
-                        remaining_ms: lease_ms,
-                        holder: label.map(str::to_string),
-                    });
+                if let Some(a) = self.acquire_fast(name, owner, lease_ms, label).await? {
+                    return Ok(a);
                 }
             }
             transaction!(self, |c| try_acquire(&c, name, owner, lease_ms, label, sweep))
