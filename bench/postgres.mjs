@@ -6,6 +6,8 @@
 //                    RETURNING, then DELETE … WHERE owner (one statement each, the database's clock)
 //                    vs node-postgres: pg_try_advisory_lock + pg_advisory_unlock (session locks on
 //                    one dedicated connection: no lease, no fencing token, gone with the session)
+//   acquireLock of a held lock, one attempt at a time (refused)
+//                    vs node-postgres: the same INSERT … ON CONFLICT … WHERE the lease ended, finding it held
 //   claim + complete claim + complete of one item at a time (owner-checked)
 //                    vs node-postgres: INSERT … ON CONFLICT DO UPDATE (a lease, attempts + 1) WHERE
 //                    not completed and not held RETURNING, then UPDATE … WHERE owner
@@ -164,6 +166,13 @@ const ids = (n, p) => Array.from({ length: n }, (_, i) => `${p}-${i}`)
 let seq = 0
 const uniq = (p) => `${p}-${tag}-${seq++}`
 
+/** A new lock name, held for 10 minutes by flowguard (untimed). */
+async function heldLock(fg) {
+  const name = uniq('l')
+  await fg.acquireLock(name, { timeoutMs: 600000 })
+  return name
+}
+
 /** A new group of n items, each claimed and completed by flowguard (untimed). */
 async function completedItems(fg, n) {
   const g = uniq('g')
@@ -212,6 +221,29 @@ const cases = {
           const r = await session.query('SELECT pg_try_advisory_lock($1) AS ok', [key])
           if (!r.rows[0].ok) throw new Error('advisory lock not acquired')
           await session.query('SELECT pg_advisory_unlock($1)', [key])
+        }
+      })
+    },
+  },
+  // A busy lock (a run already going: the caller skips), one attempt at a time.
+  'acquireLock of a held lock, one at a time': {
+    n: 1000,
+    flowguard: (fg) => async (n) => {
+      const name = await heldLock(fg)
+      return timed(async () => {
+        for (let i = 0; i < n; i++) {
+          const l = await fg.acquireLock(name, { timeoutMs: 60000 })
+          if (l.acquired) throw new Error('a held lock acquired')
+        }
+      })
+    },
+    async 'pg INSERT ON CONFLICT (refused)'(n) {
+      const name = uniq('l')
+      await pool.query(LOCK, [name, randomBytes(16).toString('hex')])
+      return timed(async () => {
+        for (let i = 0; i < n; i++) {
+          const r = await pool.query(LOCK, [name, randomBytes(16).toString('hex')])
+          if (r.rowCount !== 0) throw new Error('hand lock taken while held')
         }
       })
     },
@@ -297,8 +329,7 @@ const cases = {
   'getLock, one at a time': {
     n: 1000,
     flowguard: (fg) => async (n) => {
-      const name = uniq('l')
-      await fg.acquireLock(name, { timeoutMs: 600000 })
+      const name = await heldLock(fg)
       return timed(async () => {
         for (let i = 0; i < n; i++) {
           const l = await fg.getLock(name)

@@ -6,8 +6,8 @@
 use tokio_postgres::types::ToSql;
 
 use super::{
-    catalog, limiter, limiter_fast, lock, queue, queue_fast, semaphore, state, state_fast, sweep, tracker,
-    tracker_fast, PostgresOptions, Purged, DEFAULT_SCHEMA,
+    catalog, limiter, limiter_fast, lock, queue, queue_fast, semaphore, semaphore_fast, state, state_fast,
+    sweep, tracker, tracker_fast, PostgresOptions, Purged, DEFAULT_SCHEMA,
 };
 use crate::{Client, OpenOptions};
 
@@ -97,6 +97,7 @@ async fn hot_statements_use_an_index() {
         ("purge limiters, fast", limiter_fast::PURGE, vec![]),
         ("purge limiters", Purged::Limiters.statement(), vec![&now]),
         ("semaphore name for update", semaphore::NAME_LOCKED, vec![&ns, &name]),
+        ("semaphore fast release", semaphore_fast::RELEASE, vec![&ns, &name, &owner, &owner, &owner]),
         ("semaphore holders", semaphore::HOLDERS, vec![&ns, &name, &now]),
         ("purge semaphore holders", Purged::SemHolders.statement(), vec![&now]),
         ("forget semaphore names", Purged::Sems.statement(), vec![&now]),

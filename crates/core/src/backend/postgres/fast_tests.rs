@@ -178,13 +178,12 @@ async fn tracker_fast_statements_write_what_the_rules_write() {
     assert_eq!(record(&s, g, "h").await.unwrap().x, NEVER);
 }
 
-#[tokio::test]
-#[ignore = "needs a PostgreSQL: set FLOWGUARD_TEST_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
-async fn lock_fast_statements_acquire_and_release_as_the_rules_do() {
-    let s = store().await;
-    // The listener of releases, as a waiter's.
+/// A connection that listens on the store's channel, as a waiter's, and the payloads it hears.
+pub(super) async fn listen(
+    s: &Postgres,
+) -> (tokio_postgres::Client, tokio::sync::mpsc::UnboundedReceiver<String>) {
     let (db, mut conn) = tokio_postgres::connect(&url(), tokio_postgres::NoTls).await.unwrap();
-    let (tx, mut heard) = tokio::sync::mpsc::unbounded_channel();
+    let (tx, heard) = tokio::sync::mpsc::unbounded_channel();
     let mut messages = futures_util::stream::poll_fn(move |cx| conn.poll_message(cx));
     tokio::spawn(async move {
         while let Some(Ok(m)) = messages.next().await {
@@ -194,6 +193,14 @@ async fn lock_fast_statements_acquire_and_release_as_the_rules_do() {
         }
     });
     db.batch_execute(&format!("LISTEN {}", s.schema)).await.unwrap();
+    (db, heard)
+}
+
+#[tokio::test]
+#[ignore = "needs a PostgreSQL: set FLOWGUARD_TEST_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
+async fn lock_fast_statements_acquire_and_release_as_the_rules_do() {
+    let s = store().await;
+    let (db, mut heard) = listen(&s).await;
 
     let acquire = |owner: &'static str, lease_ms: u64| {
         let s = &s;

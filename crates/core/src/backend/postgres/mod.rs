@@ -43,6 +43,9 @@ mod queue_fast;
 mod read_tests;
 mod schema;
 mod semaphore;
+mod semaphore_fast;
+#[cfg(test)]
+mod semaphore_fast_tests;
 mod state;
 mod state_fast;
 #[cfg(test)]

@@ -211,7 +211,12 @@ impl SemaphoreBackend for Postgres {
         })
     }
     fn release_permit<'a>(&'a self, name: &'a str, owner: &'a str) -> BoxFuture<'a, ReleaseResult> {
-        Box::pin(async move { transaction!(self, |c| release(&c, name, owner)) })
+        Box::pin(async move {
+            if let Some(r) = self.release_permit_fast(name, owner).await? {
+                return Ok(r);
+            }
+            transaction!(self, |c| release(&c, name, owner))
+        })
     }
     fn release_permit_fence<'a>(&'a self, name: &'a str, fence: u64) -> BoxFuture<'a, ReleaseResult> {
         Box::pin(async move { transaction!(self, |c| release_fence(&c, name, fence)) })
