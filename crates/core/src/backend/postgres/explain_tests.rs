@@ -6,8 +6,8 @@
 use tokio_postgres::types::ToSql;
 
 use super::{
-    catalog, limiter, limiter_fast, lock, queue, queue_fast, semaphore, semaphore_fast, state, state_fast,
-    sweep, tracker, tracker_fast, PostgresOptions, Purged, DEFAULT_SCHEMA,
+    catalog, limiter, limiter_fast, lock, once_fast, queue, queue_fast, semaphore, semaphore_fast, state,
+    state_fast, sweep, tracker, tracker_fast, PostgresOptions, Purged, DEFAULT_SCHEMA,
 };
 use crate::{Client, OpenOptions};
 
@@ -78,6 +78,14 @@ async fn hot_statements_use_an_index() {
         ("purge values, fast", state_fast::PURGE, vec![]),
         ("values", state::VALUES, vec![&ns, &ids]),
         ("idempotency key for update", state::IDEM_LOCKED, vec![&ns, &name]),
+        ("key fast claim", once_fast::CLAIM, vec![&ns, &name, &owner, &limit]),
+        (
+            "key fast completion",
+            once_fast::COMPLETE,
+            vec![&ns, &name, &owner, &owner, &limit, &owner, &owner],
+        ),
+        ("key fast release", once_fast::RELEASE, vec![&ns, &name, &owner, &owner, &owner]),
+        ("purge keys, fast", once_fast::PURGE, vec![]),
         ("items for update", tracker::LOAD_LOCKED, vec![&ns, &name, &ids]),
         ("items", tracker::LOAD, vec![&ns, &name, &ids]),
         (

@@ -15,12 +15,21 @@
 //! therefore leaves a row changed after its time to the general path (which reads the clock
 //! after its locks), so the times of a record's changes never go backwards.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use tokio_postgres::Row;
 
 use super::{pg_error, Fail, Params, Postgres};
 use crate::error::Result;
+
+/// `purge` on every [`PURGE_EVERY`]th turn of `turns` (a fast statement's count of writes): the
+/// purge to send with this write, on its turn.
+///
+/// [`PURGE_EVERY`]: super::tracker_fast::PURGE_EVERY
+pub(super) fn purge_on_turn(turns: &AtomicU32, purge: &'static str) -> Option<&'static str> {
+    let turn = turns.fetch_add(1, Ordering::Relaxed);
+    turn.is_multiple_of(super::tracker_fast::PURGE_EVERY).then_some(purge)
+}
 
 impl Postgres {
     /// Runs `sql` (`{s}`: the schema) on its own, and `then` (a statement without parameters,

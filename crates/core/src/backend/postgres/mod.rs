@@ -37,6 +37,9 @@ mod limiter_fast_tests;
 mod list_tests;
 mod lock;
 mod notify;
+mod once_fast;
+#[cfg(test)]
+mod once_fast_tests;
 mod queue;
 mod queue_fast;
 #[cfg(test)]
@@ -326,6 +329,8 @@ pub struct Postgres {
     state_writes: std::sync::atomic::AtomicU32,
     /// The Rate Limiter's fast takes run, for their purge's turn (`limiter_fast`).
     limiter_takes: std::sync::atomic::AtomicU32,
+    /// Idempotency key claims by their fast statement, for their purge's turn (`once_fast`).
+    key_claims: std::sync::atomic::AtomicU32,
     /// Transactions begun (`transaction!`), for the tests that show a read runs none.
     transactions: std::sync::atomic::AtomicU64,
 }
@@ -362,6 +367,7 @@ impl Postgres {
             fast_writes: Default::default(),
             state_writes: Default::default(),
             limiter_takes: Default::default(),
+            key_claims: Default::default(),
             transactions: Default::default(),
         };
         schema::ensure(&store).await?;

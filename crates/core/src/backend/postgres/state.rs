@@ -1,8 +1,10 @@
 //! Job State on PostgreSQL: a storage adapter around [`crate::rules::state`] (values, in `vals`)
 //! and [`crate::rules::once`] (idempotency keys, in `idem`). A call that decides from what a key
 //! holds locks its row first (`SELECT … FOR UPDATE`), reads the database's time, asks the rule
-//! and writes; an unconditional set is one upsert. Expired rows are invisible to every call and
-//! removed a bounded slice per write (see `Ctx::purge`).
+//! and writes; an unconditional set is one upsert. Each write but a set with `ifAbsent` runs one
+//! statement first (`state_fast`, `once_fast`), the transaction only when it does not decide; a
+//! delete, a key's completion and its release are that statement alone. Expired rows are
+//! invisible to every call and removed a bounded slice per write (see `Ctx::purge`).
 
 use tokio_postgres::Row;
 
@@ -10,7 +12,6 @@ use super::{read, transaction, Ctx, Postgres, Purged, Sql};
 use crate::backend::BoxFuture;
 use crate::rules::{once, state};
 use crate::state::{Expiry, KeyClaim, Refusal, SetResult, StateBackend, StateValue};
-use crate::wakeup::Topic;
 
 type Refused<T> = std::result::Result<T, Refusal>;
 
@@ -149,32 +150,6 @@ async fn claim_key(c: &Ctx<'_, '_>, key: &str, owner: &str, lease_ms: u64) -> Sq
     })
 }
 
-async fn complete_key(c: &Ctx<'_, '_>, key: &str, owner: &str, json: &str, ttl_ms: u64) -> Sql<bool> {
-    let row = idem_for_update(c, key).await?;
-    let now = c.now().await?;
-    let Some(expires_at) = once::complete(row.as_ref().and_then(rule_key), owner, ttl_ms, now) else {
-        return Ok(false);
-    };
-    c.execute(
-        "UPDATE {s}.idem SET owner = NULL, result = $3, exp = $4 WHERE ns = $1 AND key = $2",
-        &[&c.ns(), &key.as_bytes(), &json, &expires_at],
-    )
-    .await?;
-    c.notify(Topic::Key, key).await?;
-    Ok(true)
-}
-
-async fn release_key(c: &Ctx<'_, '_>, key: &str, owner: &str) -> Sql<bool> {
-    let row = idem_for_update(c, key).await?;
-    let now = c.now().await?;
-    if !once::release(row.as_ref().and_then(rule_key), owner, now) {
-        return Ok(false);
-    }
-    c.execute("DELETE FROM {s}.idem WHERE ns = $1 AND key = $2", &[&c.ns(), &key.as_bytes()]).await?;
-    c.notify(Topic::Key, key).await?;
-    Ok(true)
-}
-
 impl StateBackend for Postgres {
     fn get<'a>(&'a self, keys: &'a [String]) -> BoxFuture<'a, Vec<Option<StateValue>>> {
         Box::pin(async move { read!(self, |c| get(&c, keys)) })
@@ -209,7 +184,13 @@ impl StateBackend for Postgres {
         })
     }
     fn claim_key<'a>(&'a self, key: &'a str, owner: &'a str, lease_ms: u64) -> BoxFuture<'a, KeyClaim> {
-        Box::pin(async move { transaction!(self, |c| claim_key(&c, key, owner, lease_ms)) })
+        Box::pin(async move {
+            // Its fast statement first (`once_fast`).
+            if let Some(claim) = self.claim_key_fast(key, owner, lease_ms).await? {
+                return Ok(claim);
+            }
+            transaction!(self, |c| claim_key(&c, key, owner, lease_ms))
+        })
     }
     fn complete_key<'a>(
         &'a self,
@@ -218,9 +199,11 @@ impl StateBackend for Postgres {
         json: &'a str,
         ttl_ms: u64,
     ) -> BoxFuture<'a, bool> {
-        Box::pin(async move { transaction!(self, |c| complete_key(&c, key, owner, json, ttl_ms)) })
+        // One statement decides every completion (`once_fast`).
+        Box::pin(self.complete_key_fast(key, owner, json, ttl_ms))
     }
     fn release_key<'a>(&'a self, key: &'a str, owner: &'a str) -> BoxFuture<'a, bool> {
-        Box::pin(async move { transaction!(self, |c| release_key(&c, key, owner)) })
+        // One statement decides every release (`once_fast`).
+        Box::pin(self.release_key_fast(key, owner))
     }
 }

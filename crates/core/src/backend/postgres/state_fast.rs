@@ -23,12 +23,11 @@
 //! [`rules::state::live`]: crate::rules::state::live
 //! [`rules::state::increment`]: crate::rules::state::increment
 //! [`rules::state::integer`]: crate::rules::state::integer
-
-use std::sync::atomic::Ordering;
+//! [`PURGE_EVERY`]: super::tracker_fast::PURGE_EVERY
 
 use tokio_postgres::types::ToSql;
 
-use super::tracker_fast::PURGE_EVERY;
+use super::fast::purge_on_turn;
 use super::Postgres;
 use crate::error::Result;
 use crate::rules::state::live;
@@ -79,8 +78,7 @@ pub(super) const PURGE: &str = "DELETE FROM {s}.vals WHERE ctid = ANY(ARRAY(SELE
 impl Postgres {
     /// The purge to send with this fast write, on its turn.
     fn vals_purge(&self) -> Option<&'static str> {
-        let turn = self.state_writes.fetch_add(1, Ordering::Relaxed);
-        turn.is_multiple_of(PURGE_EVERY).then_some(PURGE)
+        purge_on_turn(&self.state_writes, PURGE)
     }
 
     /// A set without `ifAbsent` by [`SET`]; `None`: the transaction decides it.
