@@ -1,8 +1,10 @@
 //! Job State's idempotency keys' fast statements (`once_fast`): each case they cover is shown
 //! taken (the store's count of decided fast statements goes up) and answering and writing what
 //! the rule (`rules::once`) gives at the statement's time; the case a claim leaves (a key another
-//! call inserted meanwhile) is shown decided by the transaction (the count unchanged). Eight claims
-//! of one key started together take it once, and a completion or release wakes the key's waiters.
+//! call inserted meanwhile) is shown decided by the transaction (the count unchanged). A completion
+//! or release that waited for another call's change of the row decides on the row changed, eight
+//! claims of one key started together take it once, and a completion or release wakes the key's
+//! waiters.
 //! Needs FLOWGUARD_TEST_POSTGRES_URL (see `scripts/postgres.mjs`).
 
 use std::time::Duration;
@@ -12,7 +14,7 @@ use super::{notify, read, Ctx, Postgres, PostgresOptions, Sql};
 use crate::backend::Backend;
 use crate::rules::once::{self as rule, Key};
 use crate::state::{KeyClaim, StateBackend};
-use crate::wakeup::Topic;
+use crate::wakeup::{Release, Topic};
 
 fn url() -> String {
     std::env::var("FLOWGUARD_TEST_POSTGRES_URL").expect("FLOWGUARD_TEST_POSTGRES_URL")
@@ -145,6 +147,25 @@ async fn claim_fast_statement_answers_and_writes_as_the_rule() {
     assert_eq!(stored(&s, "short").await.unwrap().0.as_deref(), Some("o2"));
 }
 
+/// Polls `call` until it waits for a lock the backend of pid `other` holds (it must not end first).
+async fn until_blocked<F>(db: &tokio_postgres::Client, other: i32, mut call: std::pin::Pin<&mut F>)
+where
+    F: std::future::Future,
+    F::Output: std::fmt::Debug,
+{
+    let waiting = "SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))";
+    for _ in 0..500 {
+        tokio::select! {
+            r = &mut call => panic!("the call did not wait: {r:?}"),
+            () = tokio::time::sleep(Duration::from_millis(10)) => {}
+        }
+        if db.query_one(waiting, &[&other]).await.unwrap().get::<_, i64>(0) > 0 {
+            return;
+        }
+    }
+    panic!("the call does not wait");
+}
+
 #[tokio::test]
 #[ignore = "needs a PostgreSQL: set FLOWGUARD_TEST_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
 async fn claim_of_a_key_inserted_meanwhile_is_the_transactions() {
@@ -163,20 +184,7 @@ async fn claim_of_a_key_inserted_meanwhile_is_the_transactions() {
     let count = taken(&s);
     let claim = s.claim_key("raced", "o2", 30_000);
     tokio::pin!(claim);
-    // Until the claim's insert waits on the other's row.
-    let waiting = "SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))";
-    let mut seen = false;
-    for _ in 0..500 {
-        tokio::select! {
-            r = &mut claim => panic!("the claim did not wait: {r:?}"),
-            () = tokio::time::sleep(Duration::from_millis(10)) => {}
-        }
-        if db.query_one(waiting, &[&other_pid]).await.unwrap().get::<_, i64>(0) > 0 {
-            seen = true;
-            break;
-        }
-    }
-    assert!(seen, "the claim's insert waits");
+    until_blocked(&db, other_pid, claim.as_mut()).await;
     tx.commit().await.unwrap();
     let got = claim.await.unwrap();
     assert!(matches!(got, KeyClaim::Pending { remaining_ms } if remaining_ms > 500_000), "{got:?}");
@@ -251,6 +259,37 @@ async fn complete_and_release_fast_statements_decide_as_the_rule() {
 
 #[tokio::test]
 #[ignore = "needs a PostgreSQL: set FLOWGUARD_TEST_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
+async fn completion_and_release_after_a_change_they_waited_for_decide_on_the_row_changed() {
+    let (s, db) = (store().await, connect().await);
+    for complete in [true, false] {
+        let key = if complete { "waits to complete" } else { "waits to release" };
+        assert!(matches!(s.claim_key(key, "o1", 60_000).await.unwrap(), KeyClaim::Claimed { .. }));
+        // Another call's change of the row (the key now o2's), not committed yet.
+        let mut other = connect().await;
+        let other_pid: i32 = other.query_one("SELECT pg_backend_pid()", &[]).await.unwrap().get(0);
+        let tx = other.transaction().await.unwrap();
+        let sql = format!("UPDATE {}.idem SET owner = 'o2' WHERE ns = $1 AND key = $2", s.schema);
+        assert_eq!(tx.execute(&sql, &[&s.ns.as_bytes(), &key.as_bytes()]).await.unwrap(), 1);
+        let count = taken(&s);
+        let call = async {
+            if complete {
+                s.complete_key(key, "o1", "1", 60_000).await.unwrap()
+            } else {
+                s.release_key(key, "o1").await.unwrap()
+            }
+        };
+        tokio::pin!(call);
+        until_blocked(&db, other_pid, call.as_mut()).await;
+        tx.commit().await.unwrap();
+        assert!(!call.await, "{key}: o1 no longer holds it");
+        assert_eq!(taken(&s) - count, 1, "{key}: by the fast statement");
+        let row = stored(&s, key).await.unwrap();
+        assert_eq!((row.0.as_deref(), row.1), (Some("o2"), None), "{key}: o2's, as it was changed");
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs a PostgreSQL: set FLOWGUARD_TEST_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
 async fn claims_started_together_take_a_key_once() {
     let (s, db) = (store().await, connect().await);
     // Rounds of a new key, of an expired one (its row there, unless a purge took it) and of a row
@@ -285,6 +324,24 @@ async fn claims_started_together_take_a_key_once() {
         );
         assert_eq!(stored(&s, key).await.unwrap().0.as_ref(), Some(claimed[0]), "{key}: its owner");
     }
+}
+
+/// The next notification heard within `wait` for a name of prefix `ns` (the channel is the
+/// schema's: the other tests' stores send on it too): its payload.
+async fn next_for(
+    heard: &mut tokio::sync::mpsc::UnboundedReceiver<String>,
+    ns: &str,
+    wait: Duration,
+) -> Option<String> {
+    let ours = async {
+        loop {
+            let m = heard.recv().await?;
+            if matches!(notify::parse(&m), Some(Release::One { ns: n, .. }) if n == ns) {
+                return Some(m);
+            }
+        }
+    };
+    tokio::time::timeout(wait, ours).await.ok().flatten()
 }
 
 #[tokio::test]
@@ -326,9 +383,10 @@ async fn fast_completion_and_release_wake_the_keys_waiters() {
         assert!(done, "{key}");
         assert_eq!(taken(&s) - count, 2, "{key}: both by the fast statement");
         tokio::time::timeout(within, waiter.released()).await.expect("the waiter woken");
-        let payload = tokio::time::timeout(within, heard.recv()).await.unwrap().unwrap();
+        let payload = next_for(&mut heard, &s.ns, within).await.expect("sent");
         assert_eq!(payload, notify::payload(Topic::Key, &s.ns, key));
         // Only the one that wrote sent it.
-        assert!(tokio::time::timeout(Duration::from_millis(200), heard.recv()).await.is_err(), "{key}");
+        let more = next_for(&mut heard, &s.ns, Duration::from_millis(200)).await;
+        assert_eq!(more, None, "{key}");
     }
 }
