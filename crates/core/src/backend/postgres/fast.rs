@@ -23,6 +23,23 @@ use tokio_postgres::Row;
 use super::{pg_error, Fail, Params, Postgres};
 use crate::error::Result;
 
+/// The purge of up to 64 rows of `table` whose `exp` (ms) passed, by the database's time read by
+/// the statement itself (sent with a fast write, before its time is known), oldest first by the
+/// table's index on `exp` (as `Purged::statement`).
+macro_rules! purge_expired {
+    ($table:literal) => {
+        concat!(
+            "DELETE FROM {s}.",
+            $table,
+            " WHERE ctid = ANY(ARRAY(SELECT ctid FROM {s}.",
+            $table,
+            "\n    WHERE exp <= (SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8)",
+            "\n    ORDER BY exp LIMIT 64 FOR UPDATE SKIP LOCKED))"
+        )
+    };
+}
+pub(super) use purge_expired;
+
 /// `purge` on every [`PURGE_EVERY`]th turn of `turns` (a fast statement's count of writes): the
 /// purge to send with this write, on its turn.
 ///

@@ -29,7 +29,7 @@
 
 use tokio_postgres::types::ToSql;
 
-use super::fast::purge_on_turn;
+use super::fast::{purge_expired, purge_on_turn};
 use super::{notify, Postgres};
 use crate::error::Result;
 use crate::state::KeyClaim;
@@ -70,9 +70,7 @@ pub(super) const RELEASE: &str = "WITH r AS (SELECT owner, result, exp FROM {s}.
 SELECT pg_notify($4, $5)::text FROM d";
 
 /// Up to 64 expired keys, by the database's time (sent after a fast claim).
-pub(super) const PURGE: &str = "DELETE FROM {s}.idem WHERE ctid = ANY(ARRAY(SELECT ctid FROM {s}.idem
-    WHERE exp <= (SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8)
-    ORDER BY exp LIMIT 64 FOR UPDATE SKIP LOCKED))";
+pub(super) const PURGE: &str = purge_expired!("idem");
 
 impl Postgres {
     /// A claim by [`CLAIM`]; `None`: the transaction decides it.

@@ -27,7 +27,7 @@
 
 use tokio_postgres::types::ToSql;
 
-use super::fast::purge_on_turn;
+use super::fast::{purge_expired, purge_on_turn};
 use super::Postgres;
 use crate::error::Result;
 use crate::rules::state::live;
@@ -71,9 +71,7 @@ pub(super) const INCREMENT: &str = "WITH r AS (SELECT json, exp FROM {s}.vals WH
 SELECT d.next, d.exp, d.now FROM d WHERE EXISTS (SELECT FROM u) OR EXISTS (SELECT FROM i)";
 
 /// Up to 64 expired values, by the database's time (sent after a fast write).
-pub(super) const PURGE: &str = "DELETE FROM {s}.vals WHERE ctid = ANY(ARRAY(SELECT ctid FROM {s}.vals
-    WHERE exp <= (SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8)
-    ORDER BY exp LIMIT 64 FOR UPDATE SKIP LOCKED))";
+pub(super) const PURGE: &str = purge_expired!("vals");
 
 impl Postgres {
     /// The purge to send with this fast write, on its turn.
