@@ -8,7 +8,10 @@
 // LIST_FAILED (default 10,000) of the rest with setItems in calls of 10,000, then times
 // listItems: the first page (limit 100) for filter all and for each status, and a page of 100 at
 // offset LIST_ITEMS / 2 (filter all), LIST_RUNS calls each (default 5), one after another.
-// Reports the median, min and max per case in ms, and the counts seen.
+// Reports the median, min and max per case in ms, and the counts seen. Beside them, the floor
+// of any list that returns exact counts: `SELECT count(*)` of the group's rows by node-postgres
+// on the same table (PostgreSQL's own settings, parallel workers allowed), the least a count of
+// the group costs the database.
 //
 // Starts a throwaway PostgreSQL (scripts/postgres.mjs; fsync off) unless
 // FLOWGUARD_TEST_POSTGRES_URL is set.
@@ -19,6 +22,7 @@ import { join, resolve } from 'node:path'
 import { startPostgres } from '../scripts/postgres.mjs'
 
 const require = createRequire(import.meta.url)
+const pg = require('pg')
 const dir = resolve(process.argv[2] ?? join(import.meta.dirname, '..'))
 const { Flowguard } = require(join(dir, 'index.js'))
 const ITEMS = Number(process.env.LIST_ITEMS || 200_000)
@@ -78,6 +82,22 @@ try {
       next: last.nextOffset ?? '-',
     })
     if (label.startsWith('all, first')) console.log('counts', JSON.stringify(last.counts))
+  }
+  // The floor: a count of the group's rows (kept or not), nothing else.
+  const db = new pg.Client({ connectionString: url })
+  await db.connect()
+  try {
+    const ms = []
+    for (let r = 0; r < RUNS; r++) {
+      const t = performance.now()
+      await db.query(`SELECT count(*) FROM ${schema}.items WHERE grp = $1`, [Buffer.from(group)])
+      ms.push(performance.now() - t)
+    }
+    ms.sort((a, b) => a - b)
+    const median = ms[Math.floor(ms.length / 2)].toFixed(1)
+    rows.push({ case: 'floor: count(*) of the group', median, min: ms[0].toFixed(1), max: ms[ms.length - 1].toFixed(1), items: '-', next: '-' })
+  } finally {
+    await db.end()
   }
   console.table(rows)
   console.log(`load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`)

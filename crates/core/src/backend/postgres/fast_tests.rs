@@ -178,17 +178,26 @@ async fn tracker_fast_statements_write_what_the_rules_write() {
     assert_eq!(record(&s, g, "h").await.unwrap().x, NEVER);
 }
 
-/// A connection that listens on the store's channel, as a waiter's, and the payloads it hears.
+/// A connection that listens on the store's channel, as a waiter's, and the payloads it hears
+/// for names of the store's own prefix (the channel is the schema's: the stores of the other
+/// tests run at the same time send on it too).
 pub(super) async fn listen(
     s: &Postgres,
 ) -> (tokio_postgres::Client, tokio::sync::mpsc::UnboundedReceiver<String>) {
     let (db, mut conn) = tokio_postgres::connect(&url(), tokio_postgres::NoTls).await.unwrap();
     let (tx, heard) = tokio::sync::mpsc::unbounded_channel();
     let mut messages = futures_util::stream::poll_fn(move |cx| conn.poll_message(cx));
+    let ns = s.ns.clone();
     tokio::spawn(async move {
         while let Some(Ok(m)) = messages.next().await {
             if let AsyncMessage::Notification(n) = m {
-                let _ = tx.send(n.payload().to_string());
+                let ours = matches!(
+                    super::notify::parse(n.payload()),
+                    Some(crate::wakeup::Release::One { ns: p, .. }) if p == ns
+                );
+                if ours {
+                    let _ = tx.send(n.payload().to_string());
+                }
             }
         }
     });
