@@ -183,12 +183,17 @@ struct Found {
 }
 
 impl Found {
+    /// The three facts in one statement, so from one snapshot of the file: read one by one, they
+    /// could straddle another opener's commit of a new file's layout and show its tables without
+    /// its application id (a new file taken for another program's database).
     fn read(conn: &Connection) -> rusqlite::Result<Found> {
-        Ok(Found {
-            app: conn.pragma_query_value(None, "application_id", |r| r.get(0))?,
-            version: conn.pragma_query_value(None, "user_version", |r| r.get(0))?,
-            tables: conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))?,
-        })
+        conn.query_row(
+            "SELECT (SELECT application_id FROM pragma_application_id),
+                    (SELECT user_version FROM pragma_user_version),
+                    (SELECT count(*) FROM sqlite_master)",
+            [],
+            |r| Ok(Found { app: r.get(0)?, version: r.get(1)?, tables: r.get(2)? }),
+        )
     }
 
     /// An empty file (new, or made by another process opening it at the same time).
@@ -301,6 +306,33 @@ mod tests {
         match Durable::open(path, "fg:", Durability::Process) {
             Ok(_) => panic!("{} opened", path.display()),
             Err(e) => e,
+        }
+    }
+
+    /// Threads opening one new file at the same moment (a barrier), round after round: each
+    /// open succeeds, none takes the half-made file for another program's database. (Its first
+    /// look at the file was three reads, each its own snapshot: one could see the tables another
+    /// opener had just committed but not yet their application id, read before that commit.)
+    #[test]
+    fn openers_of_one_new_file_at_once_all_open_it() {
+        const OPENERS: usize = 8;
+        for round in 0..40 {
+            let path = temp(&format!("race{round}.db"));
+            let barrier = std::sync::Barrier::new(OPENERS);
+            std::thread::scope(|s| {
+                let opens: Vec<_> = (0..OPENERS)
+                    .map(|_| {
+                        s.spawn(|| {
+                            barrier.wait();
+                            open(&path).map(drop)
+                        })
+                    })
+                    .collect();
+                for o in opens {
+                    let r = o.join().unwrap();
+                    assert!(r.is_ok(), "round {round}: {:?}", r.err());
+                }
+            });
         }
     }
 
