@@ -8,8 +8,9 @@
 //!
 //! The fast statements (docs/postgres.md lists them): the Item Tracker's claim, completion and
 //! failure of one item (`tracker_fast`), the Concurrency Lock's acquisition and release (`lock`),
-//! the Dedup Queue's enqueue of one id (`queue_fast`), Job State's set, delete and increment
-//! (`state_fast`) and its idempotency keys' claim, completion and release (`once_fast`).
+//! the Dedup Queue's enqueue of one id, read and ack (`queue_fast`), Job State's set, delete and
+//! increment (`state_fast`), its idempotency keys' claim, completion and release (`once_fast`),
+//! the Rate Limiter's take (`limiter_fast`) and the Semaphore's release (`semaphore_fast`).
 //!
 //! A fast statement reads the clock before it takes its row's lock: when it waited for another
 //! call's transaction on that row, its time is older than that call's. Each fast statement

@@ -11,16 +11,14 @@
 //! transaction decides). The costs in µs (`cost × interval`, `burst × interval`) are computed as
 //! the rule computes them; a take whose products do not fit goes to the transaction.
 //!
-//! Every [`PURGE_EVERY`]th take is sent with a purge of up to 64 limiters whose `exp` passed
+//! Every [`PURGE_EVERY`](super::tracker_fast::PURGE_EVERY)th take is sent with a purge of up to 64 limiters whose `exp` passed
 //! ([`PURGE`], one round trip), as the transaction purges on each take.
 //!
 //! [`rules::limiter::decide`]: crate::rules::limiter::decide
 
-use std::sync::atomic::Ordering;
-
 use tokio_postgres::types::ToSql;
 
-use super::tracker_fast::PURGE_EVERY;
+use super::fast::{purge_expired, purge_on_turn};
 use super::Postgres;
 use crate::error::Result;
 use crate::limiter::{Rule, Take};
@@ -47,9 +45,7 @@ SELECT d.allowed, d.now, d.tat, d.pause FROM d
 WHERE NOT (d.allowed AND $3::int8 > 0) OR EXISTS (SELECT FROM u) OR EXISTS (SELECT FROM i)";
 
 /// Up to 64 limiters whose `exp` (ms) passed, by the database's time (sent after a fast take).
-pub(super) const PURGE: &str = "DELETE FROM {s}.limiters WHERE ctid = ANY(ARRAY(SELECT ctid FROM {s}.limiters
-    WHERE exp <= (SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8)
-    ORDER BY exp LIMIT 64 FOR UPDATE SKIP LOCKED))";
+pub(super) const PURGE: &str = purge_expired!("limiters");
 
 impl Postgres {
     /// A take by [`TAKE`]; `None`: the transaction decides it.
@@ -66,8 +62,7 @@ impl Postgres {
         else {
             return Ok(None);
         };
-        let turn = self.limiter_takes.fetch_add(1, Ordering::Relaxed);
-        let purge = turn.is_multiple_of(PURGE_EVERY).then_some(PURGE);
+        let purge = purge_on_turn(&self.limiter_takes, PURGE);
         let params: [&(dyn ToSql + Sync); 5] =
             [&self.ns.as_bytes(), &name.as_bytes(), &cost_us, &burst_us, &wait_us];
         let rows = self.one_statement(TAKE, &params, purge).await?;
