@@ -24,6 +24,7 @@ async fn hot_statements_use_an_index() {
 
     let (ns, name): (&[u8], &[u8]) = (b"fg:", b"n");
     let ids: Vec<&[u8]> = vec![b"a", b"b"];
+    let one: &[u8] = b"a";
     let now = 1_000i64;
     let none_i16: Vec<i16> = Vec::new();
     let none_i32: Vec<i32> = Vec::new();
@@ -88,6 +89,7 @@ async fn hot_statements_use_an_index() {
         ("purge keys, fast", once_fast::PURGE, vec![]),
         ("items for update", tracker::LOAD_LOCKED, vec![&ns, &name, &ids]),
         ("items", tracker::LOAD, vec![&ns, &name, &ids]),
+        ("one item and the time", tracker::LOAD_ONE, vec![&ns, &name, &one]),
         (
             "a page of a group's items",
             tracker::LIST,

@@ -63,3 +63,59 @@ async fn reads_run_no_transaction() {
     assert!(!groups.entries.is_empty(), "{groups:?}");
     assert_eq!(begun(&s), before, "the reads began no transaction");
 }
+
+/// A read of one id (`getItem`) runs its own statement (`tracker::LOAD_ONE`, the record and the
+/// time in one); a read of several runs `tracker::LOAD` and the clock. Each id of every kind of
+/// record, and of none, read alone equals the same id read beside another.
+#[tokio::test]
+#[ignore = "needs a PostgreSQL: set FLOWGUARD_TEST_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
+async fn one_id_reads_as_many_do() {
+    use crate::tracker::{ItemOp, TrackerBackend};
+    let url = std::env::var("FLOWGUARD_TEST_POSTGRES_URL").expect("FLOWGUARD_TEST_POSTGRES_URL");
+    // No sweep: the expired record stays until a write of the table (none after the first).
+    let opts = PostgresOptions { url, sweep_interval_ms: Some(0), ..Default::default() };
+    let s = store_with(opts, "read-one").await;
+    let owner = crate::token::new_token();
+    let claim = |id: &str, lease_ms: u64| ItemOp::Claim {
+        id: id.into(),
+        owner: owner.clone(),
+        lease_ms,
+        reclaim_completed: false,
+        max_attempts: Some(3),
+        note: Some("n".into()),
+    };
+    let hour = 3_600_000;
+    let ops = [
+        claim("live", 60_000),
+        claim("abandoned", 1),
+        claim("done", 60_000),
+        claim("failed", 60_000),
+        claim("gone", 60_000),
+        ItemOp::Complete {
+            id: "done".into(),
+            owner: Some(owner.clone()),
+            keep_ms: hour,
+            result: Some("[1]".into()),
+        },
+        ItemOp::Fail { id: "failed".into(), owner: Some(owner.clone()), error: "boom".into(), keep_ms: hour },
+        ItemOp::Complete { id: "gone".into(), owner: Some(owner.clone()), keep_ms: 1, result: None },
+    ];
+    let done = s.apply("g", &ops, hour).await.unwrap();
+    assert_eq!(done.len(), ops.len());
+    tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+    let want = [
+        ("live", ItemStatus::InProgress),
+        ("abandoned", ItemStatus::Abandoned),
+        ("done", ItemStatus::Completed),
+        ("failed", ItemStatus::Failed),
+        ("gone", ItemStatus::None),
+        ("never", ItemStatus::None),
+    ];
+    for (id, status) in want {
+        let alone = s.read("g", &[id.to_string()]).await.unwrap();
+        let beside = s.read("g", &[id.to_string(), "other".to_string()]).await.unwrap();
+        assert_eq!(alone.len(), 1);
+        assert_eq!(alone[0].status, status, "{id}: {alone:?}");
+        assert_eq!(alone[0], beside[0], "{id}");
+    }
+}

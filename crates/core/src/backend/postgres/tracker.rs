@@ -54,6 +54,12 @@ pub(super) const LOAD: &str = "SELECT i.id, i.s, i.a, i.o, i.l, i.c, i.u, i.d, i
     FROM unnest($3::bytea[]) AS w(id),
     LATERAL (SELECT id, s, a, o, l, c, u, d, e, x, t, r, n FROM {s}.items
       WHERE ns = $1 AND grp = $2 AND id = w.id OFFSET 0) i";
+/// One id's record (as [`LOAD`]'s columns, NULL when it has none) and the database's time `now`
+/// after them: `getItem`'s one statement. [`LOAD`] and the clock pipelined are two statements in
+/// one round trip; this is one (BENCHMARKS.md "PostgreSQL, eleventh session").
+pub(super) const LOAD_ONE: &str = "SELECT i.id, i.s, i.a, i.o, i.l, i.c, i.u, i.d, i.e, i.x, i.t, i.r, i.n,
+      floor(extract(epoch FROM clock_timestamp()) * 1000)::int8 AS now
+    FROM (VALUES (1)) v LEFT JOIN {s}.items i ON i.ns = $1 AND i.grp = $2 AND i.id = $3";
 /// One page of `listItems` and the group's counts, in one statement (one snapshot), at the
 /// database's time `now` (read once, in `k`). It writes again the rule of
 /// [`rules::tracker::page`] (with [`Record::status_at`], that is [`rules::tracker::status`]):
@@ -450,6 +456,9 @@ async fn claim_batch(c: &Ctx<'_, '_>, group: &str, b: BatchClaim<'_>) -> Sql<Cla
 }
 
 async fn read(c: &Ctx<'_, '_>, group: &str, ids: &[String]) -> Sql<Vec<ItemState>> {
+    if let [id] = ids {
+        return read_one(c, group, id).await.map(|s| vec![s]);
+    }
     let wanted: Vec<&[u8]> = ids.iter().map(|id| id.as_bytes()).collect();
     let (rows, now) = c.query_then_now(LOAD, &[&c.ns(), &group.as_bytes(), &wanted]).await?;
     let mut found = HashMap::with_capacity(rows.len());
@@ -460,6 +469,19 @@ async fn read(c: &Ctx<'_, '_>, group: &str, ids: &[String]) -> Sql<Vec<ItemState
         }
     }
     Ok(ids.iter().map(|id| state(found.get(id), id, now)).collect())
+}
+
+/// [`read`] of one id, by [`LOAD_ONE`].
+async fn read_one(c: &Ctx<'_, '_>, group: &str, id: &str) -> Sql<ItemState> {
+    let row = c.query_opt(LOAD_ONE, &[&c.ns(), &group.as_bytes(), &id.as_bytes()]).await?;
+    let row = row.ok_or_else(|| Fail::Corrupt("the record's read returned no row".into()))?;
+    let now: i64 = row.try_get(13)?;
+    let found: Option<&[u8]> = row.try_get(0)?;
+    if found.is_none() {
+        return Ok(ItemState::unknown(id));
+    }
+    let (_, rec) = from_row(&row)?;
+    Ok(state(Some(&rec).filter(|r| kept(r.x, now)), id, now))
 }
 
 /// The classes of [`LIST`] a filter lists, first and last (see `LIST`).
