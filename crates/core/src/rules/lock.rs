@@ -137,7 +137,7 @@ pub fn release_fence(holder: Option<Holder<'_>>, fence: u64, now: i64) -> Releas
 /// `now`); a refusal tells the holder's remaining lease (0 when none holds it).
 pub fn extend(holder: Option<Holder<'_>>, owner: &str, lease_ms: u64, now: i64) -> ExtendResult {
     match (check(holder, owner, now), holder) {
-        (Ok(()), _) => ExtendResult { extended: true, remaining_ms: lease_ms, reason: None },
+        (Ok(()), _) => extended(lease_ms),
         (Err(Refusal::NotOwner), Some(h)) => ExtendResult {
             extended: false,
             remaining_ms: (h.expires_at - now).max(0) as u64,
@@ -145,6 +145,11 @@ pub fn extend(holder: Option<Holder<'_>>, owner: &str, lease_ms: u64, now: i64) 
         },
         (Err(r), _) => ExtendResult { extended: false, remaining_ms: 0, reason: Some(r) },
     }
+}
+
+/// The answer of an extension that passed [`check`] (a fast statement that extended answers it).
+pub fn extended(lease_ms: u64) -> ExtendResult {
+    ExtendResult { extended: true, remaining_ms: lease_ms, reason: None }
 }
 
 #[cfg(test)]

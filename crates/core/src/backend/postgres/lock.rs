@@ -87,14 +87,28 @@ SELECT l.owner, l.fence, l.label, l.exp, k.now, false FROM k, {s}.locks l
 
 /// The fast statement of a release (see `fast`): [`lock::release`] passes the owner check when
 /// the live lease's owner is the one given; the row is freed as [`free`] frees it, and the
-/// release announced (`notify`, sent when the statement commits). `$1` ns, `$2` name, `$3` owner,
-/// `$4` the channel, `$5` the payload. A row when released; none: refused, and the transaction
-/// tells why.
+/// release announced (`notify`, sent when the statement commits). The row is locked first (`r`)
+/// and the time read after the lock (`k`), as the transaction reads them: a release that waited
+/// for another call past its lease's end is refused, as the rule refuses it. `$1` ns, `$2` name,
+/// `$3` owner, `$4` the channel, `$5` the payload. A row when released; none: refused, and the
+/// transaction tells why.
 pub(super) const RELEASE_FAST: &str =
-    "WITH k AS (SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8 AS now),
-r AS (UPDATE {s}.locks AS l SET owner = NULL, label = NULL, exp = k.now FROM k
+    "WITH r AS (SELECT 1 FROM {s}.locks WHERE ns = $1 AND name = $2 FOR UPDATE),
+k AS (SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8 AS now FROM (SELECT count(*) FROM r) z),
+u AS (UPDATE {s}.locks AS l SET owner = NULL, label = NULL, exp = k.now FROM k
   WHERE l.ns = $1 AND l.name = $2 AND l.owner = $3 AND l.exp > k.now RETURNING 1)
-SELECT pg_notify($4, $5)::text FROM r";
+SELECT pg_notify($4, $5)::text FROM u";
+
+/// The fast statement of an extension (see `fast`): [`lock::extend`] extends the live lease of the
+/// owner given to `lease` after now. The row is locked first (`r`) and the time read after the lock
+/// (`k`), as the transaction reads them; the owner check then reads the row's newest version.
+/// `$1` ns, `$2` name, `$3` owner, `$4` lease (ms). A row when extended; none: refused, and the
+/// transaction tells why.
+pub(super) const EXTEND_FAST: &str = "WITH r AS (SELECT 1 FROM {s}.locks WHERE ns = $1 AND name = $2 FOR UPDATE),
+k AS (SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8 AS now FROM (SELECT count(*) FROM r) z),
+u AS (UPDATE {s}.locks AS l SET exp = k.now + $4 FROM k
+  WHERE l.ns = $1 AND l.name = $2 AND l.owner = $3 AND l.exp > k.now RETURNING 1)
+SELECT 1 FROM u";
 
 /// The row of lock `name`, locked until the transaction ends when `for_update`, and the
 /// database's time read after it (one round trip, see `Ctx::query_then_now`).
@@ -298,7 +312,14 @@ impl LockBackend for Postgres {
         Box::pin(async move { transaction!(self, |c| release_fence(&c, name, fence)) })
     }
     fn extend<'a>(&'a self, name: &'a str, owner: &'a str, lease_ms: u64) -> BoxFuture<'a, ExtendResult> {
-        Box::pin(async move { transaction!(self, |c| extend(&c, name, owner, lease_ms)) })
+        Box::pin(async move {
+            let (ns, name_b, lease) = (self.ns.as_bytes(), name.as_bytes(), lease_ms as i64);
+            let params: [&(dyn ToSql + Sync); 4] = [&ns, &name_b, &owner, &lease];
+            if !self.one_statement(EXTEND_FAST, &params, None).await?.is_empty() {
+                return Ok(lock::extended(lease_ms));
+            }
+            transaction!(self, |c| extend(&c, name, owner, lease_ms))
+        })
     }
     fn inspect<'a>(&'a self, name: &'a str) -> BoxFuture<'a, LockInfo> {
         Box::pin(async move { read!(self, |c| inspect(&c, name)) })

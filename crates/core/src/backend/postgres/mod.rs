@@ -26,6 +26,8 @@ mod catalog;
 mod clock;
 #[cfg(test)]
 mod explain_tests;
+#[cfg(test)]
+mod extend_fast_tests;
 mod fast;
 #[cfg(test)]
 mod fast_tests;

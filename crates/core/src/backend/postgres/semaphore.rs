@@ -227,7 +227,12 @@ impl SemaphoreBackend for Postgres {
         owner: &'a str,
         lease_ms: u64,
     ) -> BoxFuture<'a, ExtendResult> {
-        Box::pin(async move { transaction!(self, |c| extend(&c, name, owner, lease_ms)) })
+        Box::pin(async move {
+            if let Some(r) = self.extend_permit_fast(name, owner, lease_ms).await? {
+                return Ok(r);
+            }
+            transaction!(self, |c| extend(&c, name, owner, lease_ms))
+        })
     }
     fn inspect_semaphore<'a>(&'a self, name: &'a str) -> BoxFuture<'a, SemaphoreInfo> {
         Box::pin(async move { read!(self, |c| inspect(&c, name)) })
