@@ -58,6 +58,8 @@ mod state_fast_tests;
 mod sweep;
 #[cfg(test)]
 mod sweep_tests;
+#[cfg(test)]
+mod time_after_lock_tests;
 mod tls;
 mod tracker;
 mod tracker_fast;

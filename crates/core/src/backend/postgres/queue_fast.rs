@@ -38,7 +38,10 @@
 //! order, the caller's ids without repeats) and checks them as locked; when all pass, it deletes
 //! them and their delivery counts, else it writes nothing and the transaction decides every id.
 //! A row it waited for was checked after the wait: another call's change of owner, deadline or
-//! enqueue-again time fails the check.
+//! enqueue-again time fails the check. The time is read after the locks (`k` counts `l` first),
+//! as the transaction reads it: an ack that waited past its claim's deadline is refused
+//! (`Expired`); with the time read first (as before) it was acked
+//! (`time_after_lock_tests.rs`).
 //!
 //! [`rules::queue::enqueue`]: crate::rules::queue::enqueue
 //! [`rules::queue::settle`]: crate::rules::queue::settle
@@ -92,14 +95,15 @@ pub(super) const READ: &str = "WITH k AS MATERIALIZED (
 /// An ack: `$1` ns, `$2` queue, `$3` shard, `$4` the caller's shard count, `$5` the ids (sorted
 /// by their bytes, without repeats), `$6` the owner. One row (the statement's time) when it acked
 /// them all, else none and nothing written.
-pub(super) const ACK: &str = "WITH k AS MATERIALIZED (
-      SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8 AS now),
+pub(super) const ACK: &str = "WITH l AS MATERIALIZED (SELECT r.ctid, r.owner, r.deadline, r.due
+      FROM unnest($5::bytea[]) AS w(id),
+      LATERAL (SELECT ctid, owner, deadline, due FROM {s}.q_ids
+        WHERE ns = $1 AND queue = $2 AND shard = $3 AND id = w.id FOR UPDATE) r),
+    k AS MATERIALIZED (SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8 AS now
+      FROM (SELECT count(*) FROM l) z),
     q AS MATERIALIZED (SELECT 1 FROM {s}.q_queues WHERE ns = $1 AND queue = $2 AND shards = $4),
     x AS MATERIALIZED (SELECT 1 FROM {s}.q_ids, k
       WHERE ns = $1 AND queue = $2 AND shard = $3 AND owner IS NOT NULL AND deadline <= k.now LIMIT 1),
-    l AS MATERIALIZED (SELECT r.ctid, r.owner, r.deadline, r.due FROM unnest($5::bytea[]) AS w(id),
-      LATERAL (SELECT ctid, owner, deadline, due FROM {s}.q_ids
-        WHERE ns = $1 AND queue = $2 AND shard = $3 AND id = w.id FOR UPDATE) r),
     go AS MATERIALIZED (SELECT k.now FROM k
       WHERE EXISTS (SELECT 1 FROM q) AND NOT EXISTS (SELECT 1 FROM x)
         AND (SELECT count(*) FROM l WHERE owner = $6 AND deadline > k.now AND due IS NULL) = cardinality($5::bytea[])
