@@ -12,10 +12,17 @@
 //! increment (`state_fast`), its idempotency keys' claim, completion and release (`once_fast`),
 //! the Rate Limiter's take (`limiter_fast`) and the Semaphore's release (`semaphore_fast`).
 //!
-//! A fast statement reads the clock before it takes its row's lock: when it waited for another
-//! call's transaction on that row, its time is older than that call's. Each fast statement
-//! therefore leaves a row changed after its time to the general path (which reads the clock
-//! after its locks), so the times of a record's changes never go backwards.
+//! Where a lease's end decides (Job State's increment, the limiter's take, the keys' calls, the
+//! lock's and the permit's release and extension, the queue's ack), the statement locks the rows
+//! it decides from first and reads the clock after the lock, as the transaction does: a call
+//! that waited for another call's lock past its lease's end is refused, as the rule refuses it
+//! then (`time_after_lock_tests.rs`). The others read the clock first; when one waited for
+//! another call's transaction on its row, its time is older than that call's, and each is safe
+//! so: the tracker's statements leave a record changed after their time (`u`) to the general
+//! path, so the times of a record's changes never go backwards; the lock's acquisition takes
+//! only a lease that had ended by its (older) time, and writes a lease end no later than the
+//! rule's; the queue's read never waits for a row (`SKIP LOCKED`); the enqueue writes only an id
+//! that had no row; Job State's set overwrites whatever it finds.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
