@@ -29,6 +29,9 @@
 //                    above, a new group, takes one probe of the range)
 //   getItem          getItem of a completed item, one call at a time
 //                    vs node-postgres: SELECT of the item's row by its key
+//   extendLock       extendLock of a held lock by its owner, one call at a time (a heartbeat)
+//                    vs node-postgres: UPDATE … SET exp = now + the lease WHERE name AND owner AND the
+//                    lease runs, RETURNING (the same table as the lock pair's)
 //   getLock          getLock of a held lock, one call at a time
 //                    vs node-postgres: SELECT of the lock's row by its name while its lease runs
 //   increment        increment of one counter by 1, one call at a time
@@ -109,6 +112,8 @@ const PUT = `INSERT INTO hand_vals (key, json, exp) VALUES ($1, $2, clock_timest
 const WINDOW = `INSERT INTO hand_vals (key, v, exp) VALUES ($1 || ':' || floor(extract(epoch FROM clock_timestamp())), 1,
   clock_timestamp() + interval '2 seconds') ON CONFLICT (key) DO UPDATE SET v = hand_vals.v + 1 RETURNING v AS n`
 const HELD = `SELECT owner, exp FROM hand_locks WHERE name = $1 AND exp > clock_timestamp()`
+const EXTEND = `UPDATE hand_locks SET exp = clock_timestamp() + interval '600 seconds'
+  WHERE name = $1 AND owner = $2 AND exp > clock_timestamp() RETURNING exp`
 const ITEM = `SELECT status, attempts, owner, lease, updated FROM hand_items WHERE grp = $1 AND id = $2`
 const CLAIM = `INSERT INTO hand_items AS t (grp, id, status, owner, attempts, lease, updated)
   SELECT $1, x, 'in_progress', $3, 1, clock_timestamp() + interval '600 seconds', clock_timestamp() FROM unnest($2::text[]) AS x
@@ -322,6 +327,29 @@ const cases = {
         for (const id of all) {
           const r = await pool.query(ITEM, [g, id])
           if (r.rows[0]?.status !== 'completed') throw new Error('hand item not found')
+        }
+      })
+    },
+  },
+  'extendLock, one at a time': {
+    n: 1000,
+    flowguard: (fg) => async (n) => {
+      const name = uniq('l')
+      const { owner } = await fg.acquireLock(name, { timeoutMs: 600000 })
+      return timed(async () => {
+        for (let i = 0; i < n; i++) {
+          const r = await fg.extendLock(name, owner, { timeoutMs: 600000 })
+          if (!r.extended) throw new Error(`extendLock: ${JSON.stringify(r)}`)
+        }
+      })
+    },
+    async 'pg UPDATE by owner'(n) {
+      const [name, owner] = [uniq('l'), randomBytes(16).toString('hex')]
+      await pool.query(LOCK, [name, owner])
+      return timed(async () => {
+        for (let i = 0; i < n; i++) {
+          const r = await pool.query(EXTEND, [name, owner])
+          if (r.rowCount !== 1) throw new Error('hand extend refused')
         }
       })
     },
