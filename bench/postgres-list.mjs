@@ -13,9 +13,11 @@
 // on the same table (PostgreSQL's own settings, parallel workers allowed), the least a count of
 // the group costs the database.
 //
-// After the load, `ANALYZE` of the items table (what autovacuum does within its naptime, a
-// minute by default, after so many rows changed): the plans are those of a table the planner
-// knows. LIST_ANALYZE=0: measured at once, with the statistics the load left (none of this group).
+// After the load, LIST_SETTLE: `vacuum` (default) runs `VACUUM ANALYZE` of the items table, what
+// autovacuum does within its naptime (a minute by default) after so many rows changed: the
+// completions' and failures' old row versions gone, the statistics of the table as it is;
+// `analyze` runs `ANALYZE` only (the old versions still in the heap, as in the minute before
+// autovacuum comes); `none` measures at once, with the statistics the load left.
 //
 // Starts a throwaway PostgreSQL (scripts/postgres.mjs; fsync off) unless
 // FLOWGUARD_TEST_POSTGRES_URL is set.
@@ -57,16 +59,19 @@ try {
     await fg.setItems(group, reqs)
   }
   console.log(`loaded ${ITEMS} items in ${((performance.now() - t0) / 1000).toFixed(1)} s (load ${loadavg()[0].toFixed(2)})`)
-  if (process.env.LIST_ANALYZE !== '0') {
+  const settle = process.env.LIST_SETTLE ?? 'vacuum'
+  const settleSql = { vacuum: 'VACUUM ANALYZE', analyze: 'ANALYZE', none: null }[settle]
+  if (settleSql === undefined) throw new Error(`LIST_SETTLE: vacuum, analyze or none, not ${settle}`)
+  if (settleSql) {
     const db = new pg.Client({ connectionString: url })
     await db.connect()
     try {
-      await db.query(`ANALYZE ${schema}.items`)
+      await db.query(`${settleSql} ${schema}.items`)
     } finally {
       await db.end()
     }
-    console.log('ANALYZE of the items table done (LIST_ANALYZE=0: without)')
   }
+  console.log(`settled: LIST_SETTLE=${settle}`)
 
   const cases = [
     ['all, first page', { limit: 100 }],
