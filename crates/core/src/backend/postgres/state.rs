@@ -61,7 +61,7 @@ async fn get(c: &Ctx<'_, '_>, keys: &[String]) -> Sql<Vec<Option<StateValue>>> {
     Ok(keys.iter().map(|k| found.get(k.as_bytes()).cloned()).collect())
 }
 
-async fn set(
+pub(super) async fn set(
     c: &Ctx<'_, '_>,
     key: &str,
     json: &str,
@@ -162,11 +162,14 @@ impl StateBackend for Postgres {
         if_absent: bool,
     ) -> BoxFuture<'a, Refused<SetResult>> {
         Box::pin(async move {
-            // Without `ifAbsent`: its fast statement first (`state_fast`).
-            if !if_absent {
-                if let Some(r) = self.set_fast(key, json, expiry).await? {
-                    return Ok(Ok(r));
-                }
+            // Its fast statement first (`state_fast`).
+            let fast = if if_absent {
+                self.set_if_absent_fast(key, json, expiry).await?
+            } else {
+                self.set_fast(key, json, expiry).await?
+            };
+            if let Some(r) = fast {
+                return Ok(Ok(r));
             }
             transaction!(self, |c| set(&c, key, json, expiry, if_absent))
         })

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use super::fast_tests::{store_with, taken, warm};
-use super::{read, Ctx, Postgres, PostgresOptions, Sql};
+use super::{read, transaction, Ctx, Postgres, PostgresOptions, Sql};
 use crate::rules::state::{self as rule, Value};
 use crate::state::{Expiry, Refusal, StateBackend, StateValue, MAX_SAFE_INTEGER};
 
@@ -40,12 +40,21 @@ async fn stored(s: &Postgres, key: &str) -> Option<StateValue> {
     run(s, key).await.unwrap()
 }
 
-/// A value set by the transaction (`ifAbsent`, on a key without a live value), not by a fast
-/// statement, so the cases below start from rows the general path wrote.
+/// A value set by the transaction (`state::set`), not by a fast statement, so the cases below
+/// start from rows the general path wrote.
 async fn put(s: &Postgres, key: &str, json: &str, expiry: Expiry) {
-    s.delete(key).await.unwrap();
-    let r = s.set(key, json, expiry, true).await.unwrap().unwrap();
+    async fn run(
+        s: &Postgres,
+        key: &str,
+        json: &str,
+        expiry: Expiry,
+    ) -> crate::error::Result<Result<crate::state::SetResult, Refusal>> {
+        transaction!(s, |c| super::state::set(&c, key, json, expiry, false))
+    }
+    let count = taken(s);
+    let r = run(s, key, json, expiry).await.unwrap().unwrap();
     assert!(r.written);
+    assert_eq!(taken(s), count, "put is the transaction's");
 }
 
 #[tokio::test]
@@ -76,17 +85,104 @@ async fn set_fast_statement_writes_as_the_rule() {
             _ => assert_eq!(r.current.expires_at, at(t0)),
         }
     }
-    // Left to the transaction: an expiry at a time not after now (refused, nothing written), and
-    // any set with ifAbsent.
+    // Left to the transaction: an expiry at a time not after now (refused, nothing written),
+    // with ifAbsent or without, over a live value or none.
     put(&s, "past", "1", Expiry::Never).await;
-    let (count, t) = (taken(&s), now(&s).await);
-    let r = s.set("past", "2", Expiry::At(t as u64 - 1), false).await.unwrap();
-    assert_eq!(r, Err(Refusal::ExpiryPast));
-    assert_eq!(taken(&s), count, "an expiry in the past: the transaction's");
+    for (key, if_absent) in [("past", false), ("past", true), ("none", false), ("none", true)] {
+        let (count, t) = (taken(&s), now(&s).await);
+        let r = s.set(key, "2", Expiry::At(t as u64 - 1), if_absent).await.unwrap();
+        assert_eq!(r, Err(Refusal::ExpiryPast), "{key} {if_absent}");
+        assert_eq!(taken(&s), count, "{key} {if_absent}: an expiry in the past: the transaction's");
+    }
     assert_eq!(stored(&s, "past").await.map(|v| v.json), Some("1".into()));
-    let r = s.set("past", "3", Expiry::Never, true).await.unwrap().unwrap();
-    assert!(!r.written && r.current.json == "1");
-    assert_eq!(taken(&s), count, "ifAbsent: the transaction's");
+    assert_eq!(stored(&s, "none").await, None);
+}
+
+#[tokio::test]
+#[ignore = "needs a PostgreSQL: set FLOWGUARD_TEST_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
+async fn set_if_absent_fast_statement_keeps_or_writes_as_the_rule() {
+    let s = store().await;
+    let json = "{\"b\":2}";
+    put(&s, "live", "1", Expiry::In(60_000)).await;
+    put(&s, "forever", "\"f\"", Expiry::Never).await;
+    put(&s, "ended", "1", Expiry::In(1)).await;
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let live = stored(&s, "live").await.unwrap();
+    let forever = stored(&s, "forever").await.unwrap();
+    for expiry in [Expiry::Never, Expiry::In(30_000), Expiry::At(4_000_000_000_000)] {
+        // A live value: kept and answered, nothing written.
+        for (key, was) in [("live", &live), ("forever", &forever)] {
+            let count = taken(&s);
+            let r = s.set(key, json, expiry, true).await.unwrap().unwrap();
+            assert_eq!(taken(&s) - count, 1, "{key} {expiry:?}: taken");
+            assert!(!r.written, "{key} {expiry:?}");
+            assert_eq!(&r.current, was, "{key} {expiry:?}: the value kept");
+            assert_eq!(stored(&s, key).await.as_ref(), Some(was), "{key} {expiry:?}: nothing written");
+        }
+        // None, or one that ended: written as the rule writes at the statement's time.
+        for key in ["ended", "absent"] {
+            let (count, t0) = (taken(&s), now(&s).await);
+            let r = s.set(key, json, expiry, true).await.unwrap().unwrap();
+            let t1 = now(&s).await;
+            assert_eq!(taken(&s) - count, 1, "{key} {expiry:?}: taken");
+            assert!(r.written && r.current.json == json, "{key} {expiry:?}: {r:?}");
+            assert_eq!(
+                stored(&s, key).await.as_ref(),
+                Some(&r.current),
+                "{key} {expiry:?}: written as answered"
+            );
+            let at = |t| match rule::set(None, expiry, true, t).unwrap() {
+                rule::Set::Write { expires_at } => expires_at,
+                keep => panic!("{keep:?}"),
+            };
+            match expiry {
+                Expiry::In(_) => assert!((at(t0)..=at(t1)).contains(&r.current.expires_at), "{r:?}"),
+                _ => assert_eq!(r.current.expires_at, at(t0)),
+            }
+            // Back to ended / absent for the next expiry.
+            if key == "ended" {
+                put(&s, key, "1", Expiry::In(1)).await;
+            } else {
+                s.delete(key).await.unwrap();
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Eight sets with `ifAbsent` of one key started together, five rounds of a new key and of one
+/// whose value ended: exactly one writes, every other keeps and answers the value it wrote.
+#[tokio::test]
+#[ignore = "needs a PostgreSQL: set FLOWGUARD_TEST_POSTGRES_URL and pass --include-ignored (scripts/postgres.mjs does)"]
+async fn sets_if_absent_started_together_write_once() {
+    let s = std::sync::Arc::new(store().await);
+    warm(&s, 8).await;
+    for round in 0..10 {
+        let key = format!("race{}", round / 2);
+        if round % 2 == 1 {
+            // The same key again, its value ended.
+            put(&s, &key, "0", Expiry::In(1)).await;
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(8));
+        let calls = (0..8).map(|i| {
+            let (s, barrier, key) = (s.clone(), barrier.clone(), key.clone());
+            tokio::spawn(async move {
+                barrier.wait().await;
+                s.set(&key, &format!("{i}"), Expiry::In(60_000), true).await.unwrap().unwrap()
+            })
+        });
+        let got: Vec<_> =
+            futures_util::future::join_all(calls).await.into_iter().map(|r| r.unwrap()).collect();
+        let winners: Vec<_> = got.iter().filter(|r| r.written).collect();
+        assert_eq!(winners.len(), 1, "round {round}: {got:?}");
+        let won = &winners[0].current;
+        assert!(
+            got.iter().all(|r| &r.current == won),
+            "round {round}: every call answers the value written: {got:?}"
+        );
+        assert_eq!(stored(&s, &key).await.as_ref(), Some(won), "round {round}");
+    }
 }
 
 #[tokio::test]
