@@ -7,10 +7,11 @@
 //! decides it. So a fast statement never refuses nor answers for a case it does not cover.
 //!
 //! The fast statements (docs/postgres.md lists them): the Item Tracker's claim, completion and
-//! failure of one item (`tracker_fast`), the Concurrency Lock's acquisition and release (`lock`),
-//! the Dedup Queue's enqueue of one id, read and ack (`queue_fast`), Job State's set, delete and
-//! increment, with or without `ifAbsent` for the set (`state_fast`), its idempotency keys' claim, completion and release (`once_fast`),
-//! the Rate Limiter's take (`limiter_fast`) and the Semaphore's release (`semaphore_fast`).
+//! failure of one item (`tracker_fast`), the Concurrency Lock's acquisition, release and
+//! extension (`lock`), the Dedup Queue's enqueue of one id, read and ack (`queue_fast`), Job
+//! State's set (with or without `ifAbsent`), delete and increment (`state_fast`), its idempotency
+//! keys' claim, completion and release (`once_fast`), the Rate Limiter's take (`limiter_fast`)
+//! and the Semaphore's release and extension (`semaphore_fast`).
 //!
 //! Where a lease's end decides (Job State's increment, the limiter's take, the keys' calls, the
 //! lock's and the permit's release and extension, the queue's ack), the statement locks the rows
