@@ -38,6 +38,10 @@
 //                    vs node-postgres: INSERT … ON CONFLICT DO UPDATE SET v = v + 1 RETURNING v
 //   setState         setState of a small JSON value with a TTL, one call at a time
 //                    vs node-postgres: INSERT … ON CONFLICT DO UPDATE of the value and its expiry
+//   setState ifAbsent  setState with ifAbsent of one key, one call at a time: the first writes, every
+//                    other keeps the value (a webhook's first delivery wins)
+//                    vs node-postgres: INSERT … ON CONFLICT DO UPDATE … WHERE the value expired,
+//                    finding it live (it does not return the kept value, which flowguard does)
 //   rateLimit        rateLimit of one token, one call at a time (always allowed)
 //                    vs node-postgres: a fixed-window counter (INSERT … ON CONFLICT DO UPDATE SET v = v + 1
 //                    on the key of the current second; no spacing, no burst, no pause)
@@ -112,6 +116,9 @@ const PUT = `INSERT INTO hand_vals (key, json, exp) VALUES ($1, $2, clock_timest
 const WINDOW = `INSERT INTO hand_vals (key, v, exp) VALUES ($1 || ':' || floor(extract(epoch FROM clock_timestamp())), 1,
   clock_timestamp() + interval '2 seconds') ON CONFLICT (key) DO UPDATE SET v = hand_vals.v + 1 RETURNING v AS n`
 const HELD = `SELECT owner, exp FROM hand_locks WHERE name = $1 AND exp > clock_timestamp()`
+const PUT_IF_ABSENT = `INSERT INTO hand_vals (key, json, exp) VALUES ($1, $2, clock_timestamp() + interval '600 seconds')
+  ON CONFLICT (key) DO UPDATE SET json = EXCLUDED.json, exp = EXCLUDED.exp WHERE hand_vals.exp <= clock_timestamp()
+  RETURNING exp`
 const EXTEND = `UPDATE hand_locks SET exp = clock_timestamp() + interval '600 seconds'
   WHERE name = $1 AND owner = $2 AND exp > clock_timestamp() RETURNING exp`
 const ITEM = `SELECT status, attempts, owner, lease, updated FROM hand_items WHERE grp = $1 AND id = $2`
@@ -413,6 +420,27 @@ const cases = {
       return timed(async () => {
         for (let i = 0; i < n; i++) {
           await pool.query(PUT, [key, JSON.stringify({ step: i, ok: true })])
+        }
+      })
+    },
+  },
+  'setState ifAbsent, one at a time': {
+    n: 1000,
+    flowguard: (fg) => async (n) => {
+      const key = uniq('s')
+      return timed(async () => {
+        for (let i = 0; i < n; i++) {
+          const r = await fg.setState(key, { step: i, ok: true }, { ttlMs: 600000, ifAbsent: true })
+          if (r.written !== (i === 0)) throw new Error(`setState ifAbsent: ${JSON.stringify(r)}`)
+        }
+      })
+    },
+    async 'pg upsert where expired'(n) {
+      const key = uniq('s')
+      return timed(async () => {
+        for (let i = 0; i < n; i++) {
+          const r = await pool.query(PUT_IF_ABSENT, [key, JSON.stringify({ step: i, ok: true })])
+          if (r.rowCount !== (i === 0 ? 1 : 0)) throw new Error('hand set if absent')
         }
       })
     },
