@@ -99,6 +99,8 @@ await session.connect()
 await pool.query(`CREATE TABLE IF NOT EXISTS hand_locks (name text PRIMARY KEY, owner text NOT NULL, exp timestamptz NOT NULL)`)
 await pool.query(`CREATE TABLE IF NOT EXISTS hand_items (grp text NOT NULL, id text NOT NULL, status text NOT NULL,
   owner text, attempts int NOT NULL, lease timestamptz, updated timestamptz NOT NULL, PRIMARY KEY (grp, id))`)
+await pool.query(`CREATE TABLE IF NOT EXISTS hand_holders (name text NOT NULL, owner text NOT NULL, exp timestamptz NOT NULL,
+  PRIMARY KEY (name, owner))`)
 await pool.query(`CREATE TABLE IF NOT EXISTS hand_vals (key text PRIMARY KEY, v int8, json text, exp timestamptz)`)
 await pool.query(`CREATE TABLE IF NOT EXISTS hand_heap (grp text NOT NULL, id text NOT NULL, status text NOT NULL,
   owner text, attempts int NOT NULL, lease timestamptz, updated timestamptz NOT NULL)`)
@@ -121,6 +123,9 @@ const PUT_IF_ABSENT = `INSERT INTO hand_vals (key, json, exp) VALUES ($1, $2, cl
   RETURNING exp`
 const EXTEND = `UPDATE hand_locks SET exp = clock_timestamp() + interval '600 seconds'
   WHERE name = $1 AND owner = $2 AND exp > clock_timestamp() RETURNING exp`
+const SEM_TAKE = `INSERT INTO hand_holders (name, owner, exp) SELECT $1, $2, clock_timestamp() + interval '60 seconds'
+  WHERE (SELECT count(*) FROM hand_holders WHERE name = $1 AND exp > clock_timestamp()) < $3 RETURNING exp`
+const SEM_GIVE = `DELETE FROM hand_holders WHERE name = $1 AND owner = $2 AND exp > clock_timestamp()`
 const ITEM = `SELECT status, attempts, owner, lease, updated FROM hand_items WHERE grp = $1 AND id = $2`
 const CLAIM = `INSERT INTO hand_items AS t (grp, id, status, owner, attempts, lease, updated)
   SELECT $1, x, 'in_progress', $3, 1, clock_timestamp() + interval '600 seconds', clock_timestamp() FROM unnest($2::text[]) AS x
@@ -531,6 +536,50 @@ const cases = {
       return timed(async () => {
         const r = await fg.claimBatch(g, list)
         if (r.claimed !== n) throw new Error(`claimed ${r.claimed}`)
+      })
+    },
+  },
+  // A semaphore of 3 permits: acquire + release, one pair at a time (the name's first acquisition
+  // untimed). The hand-written one is what a careful node-postgres user writes: a transaction
+  // that takes an advisory lock on the name, counts the live holders in a statement after it and
+  // inserts when one is free, then a DELETE by owner.
+  'semaphore pair, one at a time': {
+    n: 1000,
+    flowguard: (fg) => async (n) => {
+      const name = uniq('s')
+      const first = await fg.acquirePermit(name, { permits: 3 })
+      await fg.releasePermit(name, first.owner)
+      return timed(async () => {
+        for (let i = 0; i < n; i++) {
+          const p = await fg.acquirePermit(name, { permits: 3, timeoutMs: 60000 })
+          if (!p.acquired) throw new Error('permit refused')
+          const r = await fg.releasePermit(name, p.owner)
+          if (!r.released) throw new Error('permit not released')
+        }
+      })
+    },
+    async 'pg transaction (advisory lock, count, INSERT) + DELETE'(n) {
+      const name = uniq('s')
+      return timed(async () => {
+        for (let i = 0; i < n; i++) {
+          const owner = randomBytes(16).toString('hex')
+          const db = await pool.connect()
+          let got
+          try {
+            await db.query('BEGIN')
+            await db.query('SELECT pg_advisory_xact_lock(hashtext($1))', [name])
+            got = await db.query(SEM_TAKE, [name, owner, 3])
+            await db.query('COMMIT')
+          } catch (e) {
+            await db.query('ROLLBACK')
+            throw e
+          } finally {
+            db.release()
+          }
+          if (got.rowCount !== 1) throw new Error('hand permit refused')
+          const r = await pool.query(SEM_GIVE, [name, owner])
+          if (r.rowCount !== 1) throw new Error('hand permit not released')
+        }
       })
     },
   },

@@ -109,6 +109,7 @@ async fn hot_statements_use_an_index() {
         ("semaphore name for update", semaphore::NAME_LOCKED, vec![&ns, &name]),
         ("semaphore fast release", semaphore_fast::RELEASE, vec![&ns, &name, &owner, &owner, &owner]),
         ("semaphore holders", semaphore::HOLDERS, vec![&ns, &name, &now]),
+        ("semaphore clock and holders", semaphore::CLOCK_AND_HOLDERS, vec![&ns, &name]),
         ("purge semaphore holders", Purged::SemHolders.statement(), vec![&now]),
         ("forget semaphore names", Purged::Sems.statement(), vec![&now]),
         ("catalog groups", catalog::GROUPS, vec![&ns, &name, &now]),

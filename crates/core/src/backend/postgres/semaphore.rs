@@ -20,8 +20,10 @@
 
 use std::sync::atomic::Ordering;
 
+use tokio_postgres::types::ToSql;
+
 use super::lock::SWEEP_EVERY;
-use super::{clock, read, text, transaction, Ctx, Postgres, Purged, Sql};
+use super::{clock, read, text, transaction, Ctx, Fail, Postgres, Purged, Sql};
 use crate::backend::BoxFuture;
 use crate::lock::{ExtendResult, ReleaseResult};
 use crate::rules::{lock, semaphore};
@@ -34,6 +36,12 @@ pub(super) const NAME_LOCKED: &str = "SELECT fence FROM {s}.sems WHERE ns = $1 A
 pub(super) const NAME: &str = "SELECT fence FROM {s}.sems WHERE ns = $1 AND name = $2";
 pub(super) const HOLDERS: &str =
     "SELECT fence, label, exp, k FROM {s}.sem_holders WHERE ns = $1 AND name = $2 AND exp > $3 ORDER BY exp, fence";
+/// The database's time in µs, and the lease end and key of each holder of a name live at that
+/// time (in ms, as [`clock::ms`] reads it): a row per holder, or one row with NULLs for none. An
+/// acquisition sends it right after [`NAME_LOCKED`], in one round trip (see [`locked_then`]).
+pub(super) const CLOCK_AND_HOLDERS: &str = "SELECT t.us, h.exp, h.k
+    FROM (SELECT floor(extract(epoch FROM clock_timestamp()) * 1000000)::int8 AS us) t
+    LEFT JOIN {s}.sem_holders h ON h.ns = $1 AND h.name = $2 AND h.exp > div(t.us, 1000)";
 
 /// A live holder: its fence, label, lease end and key.
 type Row = (u64, Option<String>, i64, Option<String>);
@@ -64,68 +72,114 @@ struct Ask<'a> {
     label: Option<&'a str>,
 }
 
+/// The name's row locked, then the database's time (µs) and the name's live holders at it,
+/// in one round trip: both statements are prepared first, then sent together (`try_join` polls
+/// the lock's first), and PostgreSQL runs them in the order sent. So the time is read after the
+/// lock, and the holders by a statement that begins after it: its snapshot holds every holder the
+/// calls this one waited for wrote (one statement that locked and counted would read them as its
+/// snapshot held them before the wait, see `semaphore_fast`).
+async fn locked_then(c: &Ctx<'_, '_>, name: &str) -> Sql<(Option<u64>, i64, Vec<(i64, Option<String>)>)> {
+    let (lock, then) = (c.prepare(NAME_LOCKED).await?, c.prepare(CLOCK_AND_HOLDERS).await?);
+    let params: [&(dyn ToSql + Sync); 2] = [&c.ns(), &name.as_bytes()];
+    let (last, rows) =
+        futures_util::future::try_join(c.run_query_opt(&lock, &params), c.run_query(&then, &params)).await?;
+    let last = match last {
+        Some(r) => Some(r.try_get::<_, i64>(0)? as u64),
+        None => None,
+    };
+    let now_us: i64 =
+        rows.first().ok_or_else(|| Fail::Corrupt("the clock read no row".into()))?.try_get(0)?;
+    let mut held = Vec::with_capacity(rows.len());
+    for r in &rows {
+        if let Some(exp) = r.try_get::<_, Option<i64>>(1)? {
+            held.push((exp, text(r, 2)?));
+        }
+    }
+    Ok((last, now_us, held))
+}
+
+/// An acquisition in three round trips besides `BEGIN`: the lock, the clock and the holders
+/// ([`locked_then`]); the rule; then every write and the purges sent together; then `COMMIT`.
 async fn try_acquire(c: &Ctx<'_, '_>, name: &str, ask: Ask<'_>, sweep: bool) -> Sql<PermitAttempt> {
-    let last = last_fence(c, name, true).await?;
     // The clock in µs: the fence floor; in ms: the leases' time.
-    let now_us = c.now_us().await?;
+    let (last, now_us, held) = locked_then(c, name).await?;
     let now = clock::ms(now_us);
-    let held = holders(c, name, now).await?;
     let Ask { owner, permits, per_key, lease_ms, label } = ask;
     let key = per_key.map(|k| k.key);
-    let same = |h: &Row| key.is_some() && h.3.as_deref() == key;
     let limits = PerKey::limits(per_key, permits);
     let floor = now_us.max(0) as u64;
     let d = semaphore::acquire(
-        held.iter().map(|h| (h.2, same(h))),
+        held.iter().map(|(exp, k)| (*exp, key.is_some() && k.as_deref() == key)),
         last.unwrap_or(0),
         floor,
         limits,
         lease_ms,
         now,
     );
-    if let Some((fence, exp)) = d.take {
-        let (ns, name_b, fence) = (c.ns(), name.as_bytes(), fence as i64);
-        let keep = lock::fence_kept_until(now, lease_ms);
-        c.write_row(
-            last.is_some(),
-            "UPDATE {s}.sems SET fence = $3, keep = GREATEST(keep, $4) WHERE ns = $1 AND name = $2",
-            "INSERT INTO {s}.sems (ns, name, fence, keep) VALUES ($1, $2, $3, $4) ON CONFLICT (ns, name) DO NOTHING",
-            &[&ns, &name_b, &fence, &keep],
+    let (ns, name_b) = (c.ns(), name.as_bytes());
+    // Every statement is prepared first, so each is sent on its future's first poll and
+    // PostgreSQL runs them in the order below: the writes, then the name's ended leases, then a
+    // slice of others' (this call's own row is live), then the names' sweep (after the write:
+    // this name's row is then kept, taken now with `keep` ahead, or it has live holders).
+    let take = match d.take {
+        Some(_) => {
+            let name_row = if last.is_some() { SEM_UPDATE } else { SEM_INSERT };
+            let holder = if key.is_some() { HOLDER_INSERT_KEY } else { HOLDER_INSERT };
+            Some((c.prepare(name_row).await?, c.prepare(holder).await?))
+        }
+        None => None,
+    };
+    let ended = c.prepare(ENDED).await?;
+    let purge = c.prepare(Purged::SemHolders.statement()).await?;
+    let names = if sweep { Some(c.prepare(Purged::Sems.statement()).await?) } else { None };
+    let (fence, exp) = d.take.map_or((0, 0), |(f, e)| (f as i64, e));
+    let keep = lock::fence_kept_until(now, lease_ms);
+    let label = lock::label(label).map(str::as_bytes);
+    let key_b = key.map(str::as_bytes);
+    let writes = async {
+        let Some((name_row, holder)) = &take else { return Ok(()) };
+        let name_params: [&(dyn ToSql + Sync); 4] = [&ns, &name_b, &fence, &keep];
+        let holder_params: [&(dyn ToSql + Sync); 7] = [&ns, &name_b, &owner, &fence, &label, &exp, &key_b];
+        let n = holder_params.len() - usize::from(key.is_none());
+        let (written, _) = futures_util::future::try_join(
+            c.run_execute(name_row, &name_params),
+            c.run_execute(holder, &holder_params[..n]),
         )
         .await?;
-        let label = lock::label(label).map(str::as_bytes);
-        match key.map(str::as_bytes) {
-            None => {
-                c.execute(
-                    "INSERT INTO {s}.sem_holders (ns, name, owner, fence, label, exp) VALUES ($1, $2, $3, $4, $5, $6)",
-                    &[&ns, &name_b, &owner, &fence, &label, &exp],
-                )
-                .await?
+        // A name found without a row that another call inserted since: run again.
+        if last.is_none() && written == 0 {
+            return Err(Fail::Race);
+        }
+        Ok(())
+    };
+    let ended_params: [&(dyn ToSql + Sync); 3] = [&ns, &name_b, &now];
+    futures_util::future::try_join4(
+        writes,
+        async { Ok(c.run_execute(&ended, &ended_params).await?) },
+        async { Ok(c.run_execute(&purge, &[&now]).await?) },
+        async {
+            match &names {
+                Some(st) => Ok(c.run_execute(st, &[&now]).await?),
+                None => Ok(0),
             }
-            Some(key) => {
-                c.execute(
-                    "INSERT INTO {s}.sem_holders (ns, name, owner, fence, label, exp, k) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                    &[&ns, &name_b, &owner, &fence, &label, &exp, &key],
-                )
-                .await?
-            }
-        };
-    }
-    // The name's ended leases, then a slice of others' (after this call's own row is written:
-    // it is live).
-    c.execute(
-        "DELETE FROM {s}.sem_holders WHERE ns = $1 AND name = $2 AND exp <= $3",
-        &[&c.ns(), &name.as_bytes(), &now],
+        },
     )
     .await?;
-    c.purge(Purged::SemHolders, now).await?;
-    // After the write: this name's row is then kept (taken now: `keep` is ahead), or it has live
-    // holders (refused), so the sweep leaves it.
-    if sweep {
-        c.purge(Purged::Sems, now).await?;
-    }
     Ok(d.attempt)
 }
+
+/// An acquisition's writes: the name's row (its new fence, and how long it is kept) updated, or
+/// inserted for a name without one (nothing written: another call inserted it since); the new
+/// holder, without or with a key; the name's ended leases removed.
+const SEM_UPDATE: &str =
+    "UPDATE {s}.sems SET fence = $3, keep = GREATEST(keep, $4) WHERE ns = $1 AND name = $2";
+const SEM_INSERT: &str =
+    "INSERT INTO {s}.sems (ns, name, fence, keep) VALUES ($1, $2, $3, $4) ON CONFLICT (ns, name) DO NOTHING";
+const HOLDER_INSERT: &str =
+    "INSERT INTO {s}.sem_holders (ns, name, owner, fence, label, exp) VALUES ($1, $2, $3, $4, $5, $6)";
+const HOLDER_INSERT_KEY: &str =
+    "INSERT INTO {s}.sem_holders (ns, name, owner, fence, label, exp, k) VALUES ($1, $2, $3, $4, $5, $6, $7)";
+const ENDED: &str = "DELETE FROM {s}.sem_holders WHERE ns = $1 AND name = $2 AND exp <= $3";
 
 async fn release(c: &Ctx<'_, '_>, name: &str, owner: &str) -> Sql<ReleaseResult> {
     if last_fence(c, name, true).await?.is_none() {
