@@ -50,10 +50,14 @@ const TABLES: &[&str] = &[
     "CREATE INDEX IF NOT EXISTS sem_holders_exp ON {s}.sem_holders (exp)",
     // Item Tracker records: a `Record`'s fields as columns (`s`: the stored status's code in
     // `STORED_STATUS` plus 8 times the record's maxAttempts, see `tracker::status_column`; `t`: the timeline as JSON, NULL when the record's fields imply it).
+    // The primary key's index includes the status, lease end and expiry: `listItems` classes and
+    // counts a group from the index alone (an index-only scan), without reading its rows. It
+    // costs no HOT update: every write of a record sets its expiry from the write's time, and
+    // the expiry is indexed (`items_exp`).
     "CREATE TABLE IF NOT EXISTS {s}.items (
        ns bytea NOT NULL, grp bytea NOT NULL, id bytea NOT NULL, s int2 NOT NULL, a int4 NOT NULL,
        o text, l int8 NOT NULL, c int8 NOT NULL, u int8 NOT NULL, d int8 NOT NULL, e bytea,
-       x int8 NOT NULL, t text, PRIMARY KEY (ns, grp, id))",
+       x int8 NOT NULL, t text, PRIMARY KEY (ns, grp, id) INCLUDE (s, l, x))",
     // The sweep of expired records reads them by expiry (records kept forever are left out).
     "CREATE INDEX IF NOT EXISTS items_exp ON {s}.items (x) WHERE x < 99999999999999",
     // Dedup Queue: the shard count of a queue holding ids.

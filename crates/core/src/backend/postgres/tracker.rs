@@ -65,20 +65,29 @@ pub(super) const LOAD_ONE: &str = "SELECT i.id, i.s, i.a, i.o, i.l, i.c, i.u, i.
 /// [`rules::tracker::page`] (with [`Record::status_at`], that is [`rules::tracker::status`]):
 /// `list_tests.rs` (`list_items_equals_the_rule`) holds them equal.
 ///
-/// - `g`: the group's kept records (`x > now`, by the primary key's `(ns, grp)` prefix), each
-///   as its id, class and sort key only. The classes, in `page`'s order, by the status code
-///   `s & 7`: 0 in progress (`1`, `l > now`) and 1 abandoned (`1`, `l <= now`), both by their
-///   lease end `l`; 2 failed (`3`), 3 dead (`4`) and 4 completed (`2`), by their expiry `x`; ties
-///   by the id's bytes. A record of none (code 0) has no class: neither counted nor listed. A
-///   status code no record has (`from_row` refuses it) is class -1, counted as `bad`.
-/// - `n`: the count of each class.
+/// - `k`: the time, read once; every other part reads it as the scalar `(SELECT now FROM k)`, a
+///   parameter computed once, so the scans below can run in parallel workers (a join with `k`
+///   cannot, and costs a join step per row).
+/// - `n`: the count of each class of the group's kept records (`x > now`): one aggregate over
+///   them. The classes, in `page`'s order, by the status code `s & 7`: 0 in progress (`1`,
+///   `l > now`) and 1 abandoned (`1`, `l <= now`), both by their lease end `l`; 2 failed (`3`), 3
+///   dead (`4`) and 4 completed (`2`), by their expiry `x`; ties by the id's bytes. A record of
+///   none (code 0) has no class: neither counted nor listed. A status code no record has
+///   (`from_row` refuses it) is class -1, counted as `bad`.
 /// - `f`: the classes `$3` to `$4` the filter lists (one class, or 0 to 4 for all: the classes
 ///   chained in their order, as `page` chains them), each with the items listed before it; `b`:
 ///   the last of them that starts at or before the offset `$5`, where the page starts.
-/// - `p`: the page: from that class on, ordered by class, key and id, `$5` less the items before
-///   it skipped, `$6` taken (the same items as `page`'s `$5` skipped over all the filter's
-///   classes; a bounded sort then keeps only the page's offset within its class and `$6`). Its
-///   rows are read whole by the primary key, one probe per id as [`LOAD`] does.
+/// - `p`: the page: the kept records again, each as its id, class and sort key, from class `b`
+///   on, ordered by class, key and id, `$5` less the items before it skipped, `$6` taken (the same
+///   items as `page`'s `$5` skipped over all the filter's classes; a bounded sort keeps only the
+///   page's offset within its class and `$6`). Its rows are read whole by the primary key, one
+///   probe per id as [`LOAD`] does.
+///
+/// The group is read twice (the counts, then the page), each pass streamed: no pass keeps the
+/// group's rows (the statement before this one kept them in a materialized CTE, written to a
+/// temporary file past `work_mem`). Each pass reads only the primary key's index, which includes
+/// `s`, `l` and `x` (an index-only scan, where the table's visibility map allows: after a
+/// vacuum), and may run in parallel workers (BENCHMARKS.md "PostgreSQL, twelfth session").
 ///
 /// Returns a row per record of the page in its order, or one row without a record (its columns
 /// NULL) when the page is empty; each row has the record's columns (as [`LOAD`]: `id, s, a, o,
@@ -89,21 +98,26 @@ pub(super) const LOAD_ONE: &str = "SELECT i.id, i.s, i.a, i.o, i.l, i.c, i.u, i.
 /// [`rules::tracker::status`]: crate::rules::tracker::status
 pub(super) const LIST: &str =
     "WITH k AS (SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8 AS now),
-    g AS MATERIALIZED (
-      SELECT i.id,
-        CASE WHEN i.s < 0 OR i.s & 7 > 4 THEN -1
-          WHEN i.s & 7 = 1 THEN CASE WHEN i.l > k.now THEN 0 ELSE 1 END
-          WHEN i.s & 7 = 3 THEN 2 WHEN i.s & 7 = 4 THEN 3 WHEN i.s & 7 = 2 THEN 4 END AS c,
-        CASE WHEN i.s & 7 = 1 THEN i.l ELSE i.x END AS key
-      FROM k, {s}.items i WHERE i.ns = $1 AND i.grp = $2 AND i.x > k.now),
-    n AS (SELECT count(*) FILTER (WHERE c = 0) AS n0, count(*) FILTER (WHERE c = 1) AS n1,
-      count(*) FILTER (WHERE c = 2) AS n2, count(*) FILTER (WHERE c = 3) AS n3,
-      count(*) FILTER (WHERE c = 4) AS n4, count(*) FILTER (WHERE c = -1) AS bad FROM g),
+    n AS (SELECT
+        count(*) FILTER (WHERE i.s >= 0 AND i.s & 7 = 1 AND i.l > (SELECT now FROM k)) AS n0,
+        count(*) FILTER (WHERE i.s >= 0 AND i.s & 7 = 1 AND i.l <= (SELECT now FROM k)) AS n1,
+        count(*) FILTER (WHERE i.s >= 0 AND i.s & 7 = 3) AS n2,
+        count(*) FILTER (WHERE i.s >= 0 AND i.s & 7 = 4) AS n3,
+        count(*) FILTER (WHERE i.s >= 0 AND i.s & 7 = 2) AS n4,
+        count(*) FILTER (WHERE i.s < 0 OR i.s & 7 > 4) AS bad
+      FROM {s}.items i WHERE i.ns = $1 AND i.grp = $2 AND i.x > (SELECT now FROM k)),
     f AS (SELECT v.c, (sum(v.n) OVER (ORDER BY v.c) - v.n)::int8 AS before
       FROM n, LATERAL (VALUES (0, n.n0), (1, n.n1), (2, n.n2), (3, n.n3), (4, n.n4)) v(c, n)
       WHERE v.c BETWEEN $3 AND $4),
     b AS (SELECT c, before FROM f WHERE before <= $5::int8 ORDER BY c DESC LIMIT 1),
-    p AS (SELECT g.id, g.c, g.key FROM g WHERE g.c BETWEEN (SELECT c FROM b) AND $4
+    p AS (SELECT g.id, g.c, g.key FROM (
+        SELECT i.id,
+          CASE WHEN i.s < 0 OR i.s & 7 > 4 THEN -1
+            WHEN i.s & 7 = 1 THEN CASE WHEN i.l > (SELECT now FROM k) THEN 0 ELSE 1 END
+            WHEN i.s & 7 = 3 THEN 2 WHEN i.s & 7 = 4 THEN 3 WHEN i.s & 7 = 2 THEN 4 END AS c,
+          CASE WHEN i.s & 7 = 1 THEN i.l ELSE i.x END AS key
+        FROM {s}.items i WHERE i.ns = $1 AND i.grp = $2 AND i.x > (SELECT now FROM k)) g
+      WHERE g.c BETWEEN (SELECT c FROM b) AND $4
       ORDER BY g.c, g.key, g.id OFFSET $5::int8 - (SELECT before FROM b) LIMIT $6)
     SELECT r.id, r.s, r.a, r.o, r.l, r.c, r.u, r.d, r.e, r.x, r.t, r.r, r.n,
       k.now, n.n0, n.n1, n.n2, n.n3, n.n4, n.bad
