@@ -72,6 +72,21 @@ try {
     }
   }
   console.log(`settled: LIST_SETTLE=${settle}`)
+  {
+    const db = new pg.Client({ connectionString: url })
+    await db.connect()
+    try {
+      const { rows } = await db.query(
+        `SELECT pg_relation_size(c.oid) AS heap, pg_indexes_size(c.oid) AS indexes FROM pg_class c
+          JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = 'items'`,
+        [schema],
+      )
+      const mib = (b) => (Number(b) / 1048576).toFixed(1)
+      console.log(`items table ${mib(rows[0].heap)} MiB, its indexes ${mib(rows[0].indexes)} MiB`)
+    } finally {
+      await db.end()
+    }
+  }
 
   const cases = [
     ['all, first page', { limit: 100 }],

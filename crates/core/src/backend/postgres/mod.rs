@@ -287,9 +287,12 @@ impl PostgresOptions {
         // autovacuum analyzes it again: see docs/postgres.md "Plans that do not depend on the
         // statistics".
         let session = format!("-c statement_timeout={} -c enable_seqscan=off", config.command_timeout_ms);
+        // No JIT compilation, unless the URL's own options turn it on (they come after): only a
+        // statement over a whole big group (`listItems` of a million records) costs enough to
+        // trigger it, and there the compilation took longer than it saved (docs/postgres.md).
         let options = match pg.get_options() {
-            Some(o) if !o.is_empty() => format!("{o} {session}"),
-            _ => session,
+            Some(o) if !o.is_empty() => format!("-c jit=off {o} {session}"),
+            _ => format!("-c jit=off {session}"),
         };
         pg.options(&options);
         if pg.get_application_name().is_none() {

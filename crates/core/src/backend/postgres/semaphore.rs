@@ -34,34 +34,17 @@ use crate::wakeup::Topic;
 /// holders of a name.
 pub(super) const NAME_LOCKED: &str = "SELECT fence FROM {s}.sems WHERE ns = $1 AND name = $2 FOR UPDATE";
 pub(super) const NAME: &str = "SELECT fence FROM {s}.sems WHERE ns = $1 AND name = $2";
-pub(super) const HOLDERS: &str =
-    "SELECT fence, label, exp, k FROM {s}.sem_holders WHERE ns = $1 AND name = $2 AND exp > $3 ORDER BY exp, fence";
-/// The database's time in µs, and the lease end and key of each holder of a name live at that
-/// time (in ms, as [`clock::ms`] reads it): a row per holder, or one row with NULLs for none. An
-/// acquisition sends it right after [`NAME_LOCKED`], in one round trip (see [`locked_then`]).
-pub(super) const CLOCK_AND_HOLDERS: &str = "SELECT t.us, h.exp, h.k
+/// The database's time in µs, and the holders of a name live at that time (in ms, as
+/// [`clock::ms`] reads it), first lease end first: a row per holder (its fence, label, lease end
+/// and key), or one row with NULLs for none. Sent right after [`NAME_LOCKED`] or [`NAME`], in one
+/// round trip (see [`name_then_holders`]).
+pub(super) const CLOCK_AND_HOLDERS: &str = "SELECT t.us, h.fence, h.label, h.exp, h.k
     FROM (SELECT floor(extract(epoch FROM clock_timestamp()) * 1000000)::int8 AS us) t
-    LEFT JOIN {s}.sem_holders h ON h.ns = $1 AND h.name = $2 AND h.exp > div(t.us, 1000)";
+    LEFT JOIN {s}.sem_holders h ON h.ns = $1 AND h.name = $2 AND h.exp > div(t.us, 1000)
+    ORDER BY h.exp, h.fence";
 
 /// A live holder: its fence, label, lease end and key.
 type Row = (u64, Option<String>, i64, Option<String>);
-
-/// The last fence of `name` (`None`: it has no row).
-async fn last_fence(c: &Ctx<'_, '_>, name: &str, for_update: bool) -> Sql<Option<u64>> {
-    let sql = if for_update { NAME_LOCKED } else { NAME };
-    match c.query_opt(sql, &[&c.ns(), &name.as_bytes()]).await? {
-        Some(r) => Ok(Some(r.try_get::<_, i64>(0)? as u64)),
-        None => Ok(None),
-    }
-}
-
-/// The live holders of `name` at `now`: (fence, label, lease end, key), first lease end first.
-async fn holders(c: &Ctx<'_, '_>, name: &str, now: i64) -> Sql<Vec<Row>> {
-    let rows = c.query(HOLDERS, &[&c.ns(), &name.as_bytes(), &now]).await?;
-    rows.iter()
-        .map(|r| Ok((r.try_get::<_, i64>(0)? as u64, text(r, 1)?, r.try_get(2)?, text(r, 3)?)))
-        .collect()
-}
 
 /// What an acquire asks for.
 struct Ask<'a> {
@@ -72,17 +55,24 @@ struct Ask<'a> {
     label: Option<&'a str>,
 }
 
-/// The name's row locked, then the database's time (µs) and the name's live holders at it,
-/// in one round trip: both statements are prepared first, then sent together (`try_join` polls
-/// the lock's first), and PostgreSQL runs them in the order sent. So the time is read after the
-/// lock, and the holders by a statement that begins after it: its snapshot holds every holder the
-/// calls this one waited for wrote (one statement that locked and counted would read them as its
-/// snapshot held them before the wait, see `semaphore_fast`).
-async fn locked_then(c: &Ctx<'_, '_>, name: &str) -> Sql<(Option<u64>, i64, Vec<(i64, Option<String>)>)> {
-    let (lock, then) = (c.prepare(NAME_LOCKED).await?, c.prepare(CLOCK_AND_HOLDERS).await?);
+/// The name's row (locked until the transaction ends when `for_update`), then the database's
+/// time (µs) and the name's live holders at it, in one round trip: both statements are prepared
+/// first, then sent together (`try_join` polls the name's first), and PostgreSQL runs them in the
+/// order sent. So the time is read after the lock, and the holders by a statement that begins
+/// after it: its snapshot holds every holder the calls this one waited for wrote (one statement
+/// that locked and counted would read them as its snapshot held them before the wait, see
+/// `semaphore_fast`). Returns the name's last fence (`None`: it has no row), the time in µs and
+/// the holders.
+async fn name_then_holders(
+    c: &Ctx<'_, '_>,
+    name: &str,
+    for_update: bool,
+) -> Sql<(Option<u64>, i64, Vec<Row>)> {
+    let first = if for_update { NAME_LOCKED } else { NAME };
+    let (first, then) = (c.prepare(first).await?, c.prepare(CLOCK_AND_HOLDERS).await?);
     let params: [&(dyn ToSql + Sync); 2] = [&c.ns(), &name.as_bytes()];
     let (last, rows) =
-        futures_util::future::try_join(c.run_query_opt(&lock, &params), c.run_query(&then, &params)).await?;
+        futures_util::future::try_join(c.run_query_opt(&first, &params), c.run_query(&then, &params)).await?;
     let last = match last {
         Some(r) => Some(r.try_get::<_, i64>(0)? as u64),
         None => None,
@@ -91,25 +81,25 @@ async fn locked_then(c: &Ctx<'_, '_>, name: &str) -> Sql<(Option<u64>, i64, Vec<
         rows.first().ok_or_else(|| Fail::Corrupt("the clock read no row".into()))?.try_get(0)?;
     let mut held = Vec::with_capacity(rows.len());
     for r in &rows {
-        if let Some(exp) = r.try_get::<_, Option<i64>>(1)? {
-            held.push((exp, text(r, 2)?));
+        if let Some(fence) = r.try_get::<_, Option<i64>>(1)? {
+            held.push((fence as u64, text(r, 2)?, r.try_get(3)?, text(r, 4)?));
         }
     }
     Ok((last, now_us, held))
 }
 
 /// An acquisition in three round trips besides `BEGIN`: the lock, the clock and the holders
-/// ([`locked_then`]); the rule; then every write and the purges sent together; then `COMMIT`.
+/// ([`name_then_holders`]); the rule; then every write and the purges sent together; then `COMMIT`.
 async fn try_acquire(c: &Ctx<'_, '_>, name: &str, ask: Ask<'_>, sweep: bool) -> Sql<PermitAttempt> {
     // The clock in µs: the fence floor; in ms: the leases' time.
-    let (last, now_us, held) = locked_then(c, name).await?;
+    let (last, now_us, held) = name_then_holders(c, name, true).await?;
     let now = clock::ms(now_us);
     let Ask { owner, permits, per_key, lease_ms, label } = ask;
     let key = per_key.map(|k| k.key);
     let limits = PerKey::limits(per_key, permits);
     let floor = now_us.max(0) as u64;
     let d = semaphore::acquire(
-        held.iter().map(|(exp, k)| (*exp, key.is_some() && k.as_deref() == key)),
+        held.iter().map(|h| (h.2, key.is_some() && h.3.as_deref() == key)),
         last.unwrap_or(0),
         floor,
         limits,
@@ -181,11 +171,17 @@ const HOLDER_INSERT_KEY: &str =
     "INSERT INTO {s}.sem_holders (ns, name, owner, fence, label, exp, k) VALUES ($1, $2, $3, $4, $5, $6, $7)";
 const ENDED: &str = "DELETE FROM {s}.sem_holders WHERE ns = $1 AND name = $2 AND exp <= $3";
 
+/// The name's row locked, then the time (ms), in one round trip (see `clock`); `None`: the name
+/// has no row.
+async fn locked_now(c: &Ctx<'_, '_>, name: &str) -> Sql<Option<i64>> {
+    let (rows, now) = c.query_then_now(NAME_LOCKED, &[&c.ns(), &name.as_bytes()]).await?;
+    Ok((!rows.is_empty()).then_some(now))
+}
+
 async fn release(c: &Ctx<'_, '_>, name: &str, owner: &str) -> Sql<ReleaseResult> {
-    if last_fence(c, name, true).await?.is_none() {
+    let Some(now) = locked_now(c, name).await? else {
         return Ok(semaphore::release(false));
-    }
-    let now = c.now().await?;
+    };
     let n = c
         .execute(
             "DELETE FROM {s}.sem_holders WHERE ns = $1 AND name = $2 AND owner = $3 AND exp > $4",
@@ -199,11 +195,11 @@ async fn release(c: &Ctx<'_, '_>, name: &str, owner: &str) -> Sql<ReleaseResult>
 }
 
 async fn release_fence(c: &Ctx<'_, '_>, name: &str, fence: u64) -> Sql<ReleaseResult> {
-    if last_fence(c, name, true).await?.is_none() {
+    let (last, now_us, held) = name_then_holders(c, name, true).await?;
+    if last.is_none() {
         return Ok(semaphore::release_fence([], fence, 0));
     }
-    let now = c.now().await?;
-    let held = holders(c, name, now).await?;
+    let now = clock::ms(now_us);
     let r = semaphore::release_fence(held.iter().map(|h| (h.0, h.2)), fence, now);
     if r.released {
         let delete = async {
@@ -220,10 +216,9 @@ async fn release_fence(c: &Ctx<'_, '_>, name: &str, fence: u64) -> Sql<ReleaseRe
 }
 
 async fn extend(c: &Ctx<'_, '_>, name: &str, owner: &str, lease_ms: u64) -> Sql<ExtendResult> {
-    if last_fence(c, name, true).await?.is_none() {
+    let Some(now) = locked_now(c, name).await? else {
         return Ok(semaphore::extend(false, lease_ms));
-    }
-    let now = c.now().await?;
+    };
     let n = c
         .execute(
             "UPDATE {s}.sem_holders SET exp = $5 WHERE ns = $1 AND name = $2 AND owner = $3 AND exp > $4",
@@ -234,10 +229,9 @@ async fn extend(c: &Ctx<'_, '_>, name: &str, owner: &str, lease_ms: u64) -> Sql<
 }
 
 async fn inspect(c: &Ctx<'_, '_>, name: &str) -> Sql<SemaphoreInfo> {
-    let fence = last_fence(c, name, false).await?.unwrap_or(0);
-    let now = c.now().await?;
-    let holders = holders(c, name, now)
-        .await?
+    let (fence, now_us, held) = name_then_holders(c, name, false).await?;
+    let (fence, now) = (fence.unwrap_or(0), clock::ms(now_us));
+    let holders = held
         .into_iter()
         .map(|(fence, label, exp, key)| Holder { fence, label, key, remaining_ms: (exp - now).max(0) as u64 })
         .collect();
