@@ -18,10 +18,6 @@ impl Ctx<'_, '_> {
     pub async fn now(&self) -> Sql<i64> {
         self.read_clock(NOW).await
     }
-    /// The database's time now (µs since the epoch).
-    pub async fn now_us(&self) -> Sql<i64> {
-        self.read_clock(NOW_US).await
-    }
     /// Runs `sql` (typically one that locks rows, `… FOR UPDATE`) and then reads the database's
     /// time (ms), in one round trip: both statements are prepared first, then sent together (the
     /// driver sends a statement on its future's first poll and pipelines futures polled together;

@@ -17,13 +17,13 @@ pub(super) const LOAD: &str = "SELECT tat, until FROM {s}.limiters WHERE ns = $1
 pub(super) const LOAD_LOCKED: &str =
     "SELECT tat, until FROM {s}.limiters WHERE ns = $1 AND name = $2 FOR UPDATE";
 
-/// The row of limiter `name`: `Some((tat, pause end))` when it has one.
-async fn load(c: &Ctx<'_, '_>, name: &str, for_update: bool) -> Sql<Option<(i64, Option<i64>)>> {
-    let sql = if for_update { LOAD_LOCKED } else { LOAD };
-    match c.query_opt(sql, &[&c.ns(), &name.as_bytes()]).await? {
-        Some(r) => Ok(Some((r.try_get(0)?, r.try_get(1)?))),
-        None => Ok(None),
-    }
+/// The row of limiter `name` (`Some((tat, pause end))` when it has one) locked until the
+/// transaction ends, and the database's time (µs) read after the lock, in one round trip (see
+/// `clock`).
+async fn load_locked(c: &Ctx<'_, '_>, name: &str) -> Sql<(Option<(i64, Option<i64>)>, i64)> {
+    let (rows, now) = c.query_then_now_us(LOAD_LOCKED, &[&c.ns(), &name.as_bytes()]).await?;
+    let row = rows.first().map(|r| Ok::<_, Fail>((r.try_get(0)?, r.try_get(1)?))).transpose()?;
+    Ok((row, now))
 }
 
 /// The ms at which a time of `us` is reached (rounded up).
@@ -32,8 +32,7 @@ fn ms_after(us: i64) -> i64 {
 }
 
 async fn take(c: &Ctx<'_, '_>, name: &str, rule: Rule, cost: u64, max_wait_us: u64) -> Sql<Take> {
-    let row = load(c, name, true).await?;
-    let now = c.now_us().await?;
+    let (row, now) = load_locked(c, name).await?;
     let (stored, paused) = row.map_or((None, None), |(t, p)| (Some(t), p));
     let (t, next) = decide(stored, paused, now, rule, cost, max_wait_us);
     if let Some(next) = next {
@@ -57,8 +56,7 @@ fn stored(row: Option<(i64, Option<i64>)>, now: i64) -> Stored {
 }
 
 async fn pause_limiter(c: &Ctx<'_, '_>, name: &str, end: PauseEnd) -> Sql<(Pause, Stored)> {
-    let row = load(c, name, true).await?;
-    let now = c.now_us().await?;
+    let (row, now) = load_locked(c, name).await?;
     let decision = pause(row.and_then(|(_, p)| p).filter(|p| *p > now), now, end);
     let mut after = row;
     if let Pause::Store(until) = decision {

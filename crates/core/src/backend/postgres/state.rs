@@ -32,9 +32,11 @@ fn rule_value(v: &StateValue) -> state::Value<'_> {
     state::Value { json: &v.json, expires_at: v.expires_at }
 }
 
-/// The row of value `key` (live or not), locked until the transaction ends.
-async fn value_for_update(c: &Ctx<'_, '_>, key: &str) -> Sql<Option<StateValue>> {
-    c.query_opt(VALUE_LOCKED, &[&c.ns(), &key.as_bytes()]).await?.as_ref().map(stored).transpose()
+/// The row of value `key` (live or not) locked until the transaction ends, and the database's
+/// time read after the lock, in one round trip (see `clock`).
+async fn value_for_update(c: &Ctx<'_, '_>, key: &str) -> Sql<(Option<StateValue>, i64)> {
+    let (rows, now) = c.query_then_now(VALUE_LOCKED, &[&c.ns(), &key.as_bytes()]).await?;
+    Ok((rows.first().map(stored).transpose()?, now))
 }
 
 /// Writes value `key` (its row locked when `existed`, else absent).
@@ -69,8 +71,7 @@ pub(super) async fn set(
     if_absent: bool,
 ) -> Sql<Refused<SetResult>> {
     // The rule reads the current value only for `if_absent`; without it, the write is one upsert.
-    let current = if if_absent { value_for_update(c, key).await? } else { None };
-    let now = c.now().await?;
+    let (current, now) = if if_absent { value_for_update(c, key).await? } else { (None, c.now().await?) };
     let decision = state::set(current.as_ref().map(rule_value), expiry, if_absent, now);
     Ok(match decision {
         Err(r) => Err(r),
@@ -93,8 +94,7 @@ pub(super) async fn set(
 }
 
 async fn increment(c: &Ctx<'_, '_>, key: &str, by: i64, ttl_ms: Option<u64>) -> Sql<Refused<i64>> {
-    let current = value_for_update(c, key).await?;
-    let now = c.now().await?;
+    let (current, now) = value_for_update(c, key).await?;
     Ok(match state::increment(current.as_ref().map(rule_value), by, ttl_ms, now) {
         Err(r) => Err(r),
         Ok((next, expires_at)) => {
@@ -118,18 +118,19 @@ fn rule_key(row: &IdemRow) -> Option<once::Key<'_>> {
     }
 }
 
-/// The row of idempotency key `key` (live or not), locked until the transaction ends.
-async fn idem_for_update(c: &Ctx<'_, '_>, key: &str) -> Sql<Option<IdemRow>> {
-    let row = c.query_opt(IDEM_LOCKED, &[&c.ns(), &key.as_bytes()]).await?;
-    Ok(match row {
+/// The row of idempotency key `key` (live or not) locked until the transaction ends, and the
+/// database's time read after the lock, in one round trip (see `clock`).
+async fn idem_for_update(c: &Ctx<'_, '_>, key: &str) -> Sql<(Option<IdemRow>, i64)> {
+    let (rows, now) = c.query_then_now(IDEM_LOCKED, &[&c.ns(), &key.as_bytes()]).await?;
+    let row = match rows.first() {
         Some(r) => Some((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?)),
         None => None,
-    })
+    };
+    Ok((row, now))
 }
 
 async fn claim_key(c: &Ctx<'_, '_>, key: &str, owner: &str, lease_ms: u64) -> Sql<KeyClaim> {
-    let row = idem_for_update(c, key).await?;
-    let now = c.now().await?;
+    let (row, now) = idem_for_update(c, key).await?;
     Ok(match once::claim(row.as_ref().and_then(rule_key), lease_ms, now) {
         once::Claim::Done { json, expires_at } => {
             KeyClaim::Done { json: json.to_string(), expires_at: Some(expires_at) }
