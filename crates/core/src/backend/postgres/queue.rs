@@ -206,13 +206,14 @@ impl Shard<'_, '_, '_> {
         self.at.queue.as_bytes()
     }
 
-    /// Locks the rows of `ids` (in id order) and reads the time.
+    /// Locks the rows of `ids` (in id order) and reads the time after the lock, in one round trip
+    /// (see `clock`).
     async fn load(&self, ids: &[String]) -> Sql<Locked> {
         let mut wanted: Vec<&[u8]> = ids.iter().map(|id| id.as_bytes()).collect();
         wanted.sort_unstable();
         wanted.dedup();
-        let rows = self.c.query(LOAD_LOCKED, &[&self.c.ns(), &self.queue(), &self.shard, &wanted]).await?;
-        let now = self.c.now().await?;
+        let (rows, now) =
+            self.c.query_then_now(LOAD_LOCKED, &[&self.c.ns(), &self.queue(), &self.shard, &wanted]).await?;
         let mut slots = HashMap::with_capacity(wanted.len());
         for r in &rows {
             let id = text(r, 0)?.ok_or_else(|| Fail::Corrupt("a queued id that is NULL".into()))?;
