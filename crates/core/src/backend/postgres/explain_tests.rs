@@ -152,6 +152,13 @@ async fn hot_statements_use_an_index() {
         assert!(!plan.contains("Seq Scan"), "{what} reads a whole table:\n{plan}");
         assert!(plan.contains("Index"), "{what} uses an index:\n{plan}");
     }
+    // The list reads the group twice (its counts, then its page) from the primary key's index
+    // alone: the index includes each record's status, lease end and expiry.
+    let sql = format!("EXPLAIN {}", tracker::LIST.replace("{s}", DEFAULT_SCHEMA));
+    let params: [&(dyn ToSql + Sync); 6] = [&ns, &name, &first_class, &last_class, &now, &limit];
+    let plan: Vec<String> = db.query(&sql, &params).await.unwrap().iter().map(|r| r.get(0)).collect();
+    let plan = plan.join("\n");
+    assert_eq!(plan.matches("Index Only Scan using items_pkey").count(), 2, "the list's two passes:\n{plan}");
 }
 
 /// flowguard's sessions run with sequential scans and JIT compilation off (startup options), and
