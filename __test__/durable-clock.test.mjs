@@ -3,29 +3,22 @@
 // agrees with the file is live, so it moves nothing for the others (docs/architecture.md).
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { execFileSync, spawn } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { join, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Flowguard, durableFolder, freshPrefix, sleep } from './backends.mjs'
+import { faketimeEnv, noFaketime } from './faketime.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const HOUR = 3_600_000
 
-function hasFaketime() {
-  try {
-    execFileSync('faketime', ['-f', '+1h', process.execPath, '-e', ''], { stdio: 'ignore' })
-    return true
-  } catch {
-    return false
-  }
-}
-const skip = !hasFaketime() && 'needs faketime (Debian package faketime)'
+const skip = noFaketime
 
-/** Runs the clock child under `faketime -f offset`; resolves to its report. */
+/** Runs the clock child with libfaketime moving its clock by `offset`; resolves to its report. */
 function skewedChild(offset, env) {
   return new Promise((resolve, reject) => {
-    const p = spawn('faketime', ['-f', offset, process.execPath, join(here, 'fixtures/durable-clock-child.mjs')], {
-      env: { ...process.env, ...env },
+    const p = spawn(process.execPath, [join(here, 'fixtures/durable-clock-child.mjs')], {
+      env: { ...process.env, ...env, ...faketimeEnv(offset) },
       stdio: ['ignore', 'pipe', 'pipe'],
     })
     let out = ''

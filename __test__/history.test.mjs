@@ -10,7 +10,7 @@
 // CI size: 4 clients × 3 s per run (the server 6 s); FLOWGUARD_HISTORY_LONG=1: 6 clients × 30 s.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Flowguard, freshPrefix, sharedTargets } from './backends.mjs'
@@ -20,6 +20,7 @@ import { runHistory } from './history/harness.mjs'
 import { checkAll, checkers, describe } from './history/check-all.mjs'
 import { faultProxy } from './history/fault-proxy.mjs'
 import { startCluster, cli, infoFields } from './redis-cluster.mjs'
+import { faketimeEnv, noFaketime } from './faketime.mjs'
 
 const LONG = process.env.FLOWGUARD_HISTORY_LONG === '1'
 const RUN = { clients: LONG ? 6 : 4, durationMs: LONG ? 30_000 : 3000, leaseMs: 300 }
@@ -337,14 +338,11 @@ for (const fsync of ['always', 'everysec']) {
 // Clock skew between the client processes: every other client runs with its wall clock off by
 // `faketime` (libfaketime preloaded: CLOCK_REALTIME moved, CLOCK_MONOTONIC left alone, so the
 // history's times stay on the shared clock).
-const FAKETIME_LIB = '/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1'
-const faketimeEnv = (offset) => ({ LD_PRELOAD: FAKETIME_LIB, FAKETIME: offset, FAKETIME_DONT_FAKE_MONOTONIC: '1' })
 /** How far (ms) a Node process's wall clock is off under faketimeEnv(offset), against this one's. */
 function measuredSkew(offset) {
   const out = execFileSync(process.execPath, ['-e', 'console.log(Date.now())'], { env: { ...process.env, ...faketimeEnv(offset) }, encoding: 'utf8' })
   return Number(out) - Date.now()
 }
-const noFaketime = !existsSync(FAKETIME_LIB) && 'needs faketime (Debian package faketime)'
 /** The skews of the clients (by start order, replacements included): 2 s ahead and 2 s behind. */
 const SKEWS = [null, '+2', null, '-2']
 const skewedClients = (n) => (SKEWS[n % SKEWS.length] ? faketimeEnv(SKEWS[n % SKEWS.length]) : {})
