@@ -290,11 +290,8 @@ impl PostgresOptions {
         // No JIT compilation, unless the URL's own options turn it on (they come after): only a
         // statement over a whole big group (`listItems` of a million records) costs enough to
         // trigger it, and there the compilation took longer than it saved (docs/postgres.md).
-        let options = match pg.get_options() {
-            Some(o) if !o.is_empty() => format!("-c jit=off {o} {session}"),
-            _ => format!("-c jit=off {session}"),
-        };
-        pg.options(&options);
+        let own = pg.get_options().filter(|o| !o.is_empty()).map(|o| format!("{o} ")).unwrap_or_default();
+        pg.options(format!("-c jit=off {own}{session}"));
         if pg.get_application_name().is_none() {
             pg.application_name("flowguard");
         }

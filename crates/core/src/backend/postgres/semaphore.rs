@@ -111,18 +111,17 @@ async fn try_acquire(c: &Ctx<'_, '_>, name: &str, ask: Ask<'_>, sweep: bool) -> 
     // PostgreSQL runs them in the order below: the writes, then the name's ended leases, then a
     // slice of others' (this call's own row is live), then the names' sweep (after the write:
     // this name's row is then kept, taken now with `keep` ahead, or it has live holders).
-    let take = match d.take {
-        Some(_) => {
+    let (take, fence, exp) = match d.take {
+        Some((fence, exp)) => {
             let name_row = if last.is_some() { SEM_UPDATE } else { SEM_INSERT };
             let holder = if key.is_some() { HOLDER_INSERT_KEY } else { HOLDER_INSERT };
-            Some((c.prepare(name_row).await?, c.prepare(holder).await?))
+            (Some((c.prepare(name_row).await?, c.prepare(holder).await?)), fence as i64, exp)
         }
-        None => None,
+        None => (None, 0, 0),
     };
     let ended = c.prepare(ENDED).await?;
     let purge = c.prepare(Purged::SemHolders.statement()).await?;
     let names = if sweep { Some(c.prepare(Purged::Sems.statement()).await?) } else { None };
-    let (fence, exp) = d.take.map_or((0, 0), |(f, e)| (f as i64, e));
     let keep = lock::fence_kept_until(now, lease_ms);
     let label = lock::label(label).map(str::as_bytes);
     let key_b = key.map(str::as_bytes);
