@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url'
 import { recorder, now } from './record.mjs'
 import { SHAPE } from './workloads.mjs'
 import { fencedRegister } from './fenced-register.mjs'
+import { forgetKilled } from '../faketime.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
@@ -41,8 +42,9 @@ export async function runHistory({ env, open, clients = 4, durationMs = 3000, le
     stats.clients++
     const file = join(dir, `${client}.jsonl`)
     writeFileSync(file, '')
+    const own = clientEnv(n)
     const child = fork(join(here, 'worker.mjs'), [], {
-      env: { ...process.env, ...env, ...clientEnv(n), HIST_FILE: file, CLIENT: client, LEASE_MS: String(leaseMs), FG_PLANTED_BUGS: plantedBugs ? '1' : '' },
+      env: { ...process.env, ...env, ...own, HIST_FILE: file, CLIENT: client, LEASE_MS: String(leaseMs), FG_PLANTED_BUGS: plantedBugs ? '1' : '' },
       stdio: ['ignore', 'inherit', 'pipe', 'ipc'],
     })
     let err = ''
@@ -56,6 +58,7 @@ export async function runHistory({ env, open, clients = 4, durationMs = 3000, le
     const ready = new Promise((r) => child.once('message', r))
     exits.push(new Promise((r) => child.on('exit', (code, sig) => {
       live.delete(child)
+      if (sig === 'SIGKILL' && own.FAKETIME) forgetKilled(child.pid)
       // 13: its top-level await never settled (a call that neither resolved nor rejected).
       if (code !== 0 && sig !== 'SIGKILL') failures.push(`client ${client} exited ${code ?? sig}: ${err}`)
       r()
