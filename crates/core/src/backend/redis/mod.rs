@@ -19,6 +19,7 @@
 
 mod catalog;
 mod clock;
+mod id_hash;
 mod cluster;
 mod limiter;
 mod lock;
