@@ -23,6 +23,7 @@ const NEVER = 99999999999999
 
 // KEYS: root, tree, leaf prefix. ARGV: op, gap ('' = the default), then the op's arguments.
 const DISPATCH = `
+local cidx = cidx_lib()
 local st = cidx.open(KEYS[1], KEYS[2], KEYS[3], tonumber(ARGV[2]))
 local op = ARGV[1]
 if op == 'add' then -- (x, id, keep_until) triples
@@ -362,11 +363,14 @@ async function randomRun(name, seed, { steps = 4000, gap = '', every = 250 } = {
   return { over, leaves }
 }
 
-test('the library defines only the local `cidx` and reads no KEYS or ARGV', () => {
+test('the library defines only `cidx_lib` and its cache, and reads no KEYS or ARGV', () => {
   const code = LIB.replace(/--.*$/gm, '')
-  for (const m of code.matchAll(/^(local\s+(?:function\s+)?([\w,\s]+?)\s*(?:=|\(|$)|function\s+([\w.:]+))/gm)) {
-    if (m[2]) assert.equal(m[2], 'cidx', `top-level local ${m[2]}`)
-    else assert.ok(m[3].startsWith('cidx.'), `function ${m[3]}`)
+  const top = [...code.matchAll(/^(?:local\s+(?:function\s+)?([\w,\s]+?)\s*(?:=|\(|$)|function\s+([\w.:]+))/gm)]
+  assert.deepEqual(top.map((m) => m[1] || m[2]), ['cidx_made', 'cidx_lib'])
+  // Inside the maker: the table itself, and functions of it only.
+  for (const m of code.matchAll(/^  (?:local\s+(?:function\s+)?([\w,\s]+?)\s*(?:=|\(|$)|function\s+([\w.:]+))/gm)) {
+    if (m[1]) assert.equal(m[1], 'cidx', `local ${m[1]} in the maker`)
+    else assert.ok(m[2].startsWith('cidx.'), `function ${m[2]}`)
   }
   assert.ok(!/\b(KEYS|ARGV)\b/.test(code), 'no KEYS or ARGV')
   assert.ok(!/\.\.\s*(x|n|leaf|j|now|top)\b(?!\s*\()/.test(code), 'no number concatenated')
