@@ -1,9 +1,7 @@
 import { test, describe } from 'node:test'
 import assert from 'node:assert/strict'
 import { backends, sleep, rejection } from './backends.mjs'
-
-// Records in a group's Redis hash: its fields but the group's bookkeeping (the field '').
-const recordCount = async (r, hash) => (await r.call('HLEN', hash)) - (await r.call('HEXISTS', hash, ''))
+import { recordCount, recordKey, compactKeys, completedIds } from './redis-layout.mjs'
 
 for (const b of backends()) {
   describe(`Item Tracker on ${b.name}`, () => {
@@ -236,13 +234,19 @@ for (const b of backends()) {
           await fg.complete('kf', 'a', { keepMs: 'forever' })
           await fg.complete('kf', 'b', { keepMs: 50 })
           const year = 365 * 86400000
-          for (const key of [`${fg.prefix}{t:kf}:r`, `${fg.prefix}{t:kf}:s:completed`]) {
+          const head = `${fg.prefix}{t:kf}`
+          // The records hash, and the compact layout's: tree hash, root, and the leaf and bucket
+          // holding 'a' (the one holding 'b' is kept at least as long).
+          const keys = [`${head}:r`, ...(await compactKeys(r, head))]
+          assert.equal(keys.length, 5, keys.join())
+          for (const key of keys) {
             const pttl = await r.call('PTTL', key)
             assert.ok(pttl === -1 || pttl > 1000 * year, `${key} PTTL ${pttl}`)
           }
           await sleep(150)
           await fg.claim('kf', 'c')
-          assert.equal(await recordCount(r, `${fg.prefix}{t:kf}:r`), 2, 'b expired and was purged; a stays')
+          assert.equal(await recordCount(r, head), 2, 'b expired and was purged; a stays')
+          assert.deepEqual(await completedIds(r, head), ['a'])
           assert.equal((await fg.getItem('kf', 'a')).status, 'completed')
         } finally {
           r.close()
@@ -255,7 +259,7 @@ for (const b of backends()) {
         try {
           const fg = await b.open({ retentionMs: 3600000 })
           const head = `${fg.prefix}{t:ttl}`
-          const keys = ['r', 's:in_progress', 's:completed', 's:failed'].map((k) => `${head}:${k}`)
+          const keys = ['r', 's:in_progress', 's:failed'].map((k) => `${head}:${k}`)
           const c = await fg.claim('ttl', 'a')
           await fg.fail('ttl', 'a', 'x', { owner: c.owner })
           for (const id of ['b', 'c']) {
@@ -269,6 +273,14 @@ for (const b of backends()) {
             // The end mark that keeps an emptied index (see tracker_head.lua END).
             if (key !== keys[0]) assert.equal(await r.call('ZSCORE', key, ''), 'inf', key)
           }
+          // The completed ones: the compact layout's keys (tree hash, root, a leaf, a bucket).
+          const compact = await compactKeys(r, head)
+          assert.equal(compact.length, 4, compact.join())
+          for (const key of compact) {
+            const pttl = await r.call('PTTL', key)
+            assert.ok(pttl > 3000000, `${key} PTTL ${pttl}`)
+          }
+          assert.equal(await r.call('EXISTS', `${head}:s:completed`), 0, 'no legacy completed index')
           assert.equal(await r.call('ZCARD', keys[1]), 1, 'in progress: only the end mark')
           assert.deepEqual((await fg.listItems('ttl')).counts, { inProgress: 0, abandoned: 0, completed: 2, failed: 1, dead: 0, total: 3 })
           assert.deepEqual((await fg.listItems('ttl', { status: 'completed' })).items.map((i) => i.id).sort(), ['b', 'c'])
@@ -286,14 +298,16 @@ for (const b of backends()) {
         const r = await connect(process.env.REDIS_URL)
         try {
           const fg = await b.open({ retentionMs: 3600000 })
-          const hash = `${fg.prefix}{t:rec}:r`
+          const head = `${fg.prefix}{t:rec}`
           // A stored record's length, first and last byte, and whether it holds `hex` as bytes
-          // (read in Redis: the test's client decodes replies as UTF-8).
+          // (read in Redis: the test's client decodes replies as UTF-8), wherever it is stored.
           const look = `local raw = redis.call('HGET', KEYS[1], ARGV[1])
             local bin = string.gsub(ARGV[2], '..', function(h) return string.char(tonumber(h, 16)) end)
             return {#raw, string.byte(raw, 1), string.byte(raw, -1), string.find(raw, bin, 1, true) and 1 or 0}`
           const stored = async (id, hex = '') => {
-            const [length, first, last, has] = await r.call('EVAL', look, '1', hash, id, hex)
+            const key = await recordKey(r, head, id)
+            assert.ok(key, `no record of ${id}`)
+            const [length, first, last, has] = await r.call('EVAL', look, '1', key, id, hex)
             return { length, first, last, has: has === 1 }
           }
           const check = (s, status, attempts, steps) => {
@@ -390,11 +404,12 @@ for (const b of backends()) {
             out.push(await call(() => fg.complete(g, 'b', { owner: again.owner })))
             out.push(await call(() => fg.fail(g, 'a2', '', { owner: 'not-the-owner' }).catch((e) => ({ id: e.code, timeline: [] }))))
             for (const id of ['a', 'a2', 'b', 'c', 'w']) out.push(shape(await fg.getItem(g, id)))
-            for (const k of ['s:in_progress', 's:completed', 's:failed']) {
+            for (const k of ['s:in_progress', 's:failed']) {
               // Sorted: ids written in the same ms may rank either way.
               out.push([k, (await r.call('ZRANGE', `${head}:${k}`, '0', '-1')).sort()])
             }
-            for (const k of ['r', 's:in_progress', 's:completed', 's:failed']) {
+            out.push(['completed', await completedIds(r, head)])
+            for (const k of ['r', 's:in_progress', 's:failed', 'c', 'c:r']) {
               const pttl = await r.call('PTTL', `${head}:${k}`)
               out.push([k, pttl > 3600000 && pttl < 3 * 3600000])
             }
@@ -415,8 +430,8 @@ for (const b of backends()) {
           const c = await fg.claimBatch('purge', old, { timeoutMs: 50 })
           const done = await fg.setItems('purge', old.slice(0, 150).map((id) => ({ id, status: 'completed', owner: c.owner, keepMs: 50 })))
           assert.ok(done.every((x) => x.ok))
-          const hash = `${fg.prefix}{t:purge}:r`
-          assert.equal(await recordCount(r, hash), 300)
+          const head = `${fg.prefix}{t:purge}`
+          assert.equal(await recordCount(r, head), 300)
           await sleep(250)
           // Every old record has expired (150 completed past keepMs, 150 abandoned past retention).
           assert.equal((await fg.getItem('purge', 'old-0')).status, 'none')
@@ -424,9 +439,9 @@ for (const b of backends()) {
           // A write of 150 new ids deletes at least 300 expired records (twice what it writes).
           const fresh = Array.from({ length: 150 }, (_, i) => `new-${i}`)
           assert.equal((await fg.claimBatch('purge', fresh)).claimed, 150)
-          assert.equal(await recordCount(r, hash), 150)
+          assert.equal(await recordCount(r, head), 150)
           // Ids in the indexes (below their end mark, scored +inf).
-          assert.equal(await r.call('ZCOUNT', `${fg.prefix}{t:purge}:s:completed`, '-inf', '(inf'), 0)
+          assert.deepEqual(await completedIds(r, head), [])
           assert.equal(await r.call('ZCOUNT', `${fg.prefix}{t:purge}:s:in_progress`, '-inf', '(inf'), 150)
         } finally {
           r.close()

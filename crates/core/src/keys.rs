@@ -101,6 +101,12 @@ impl Keys {
         format!("{group_head}:r")
     }
 
+    /// Item tracker: the tree hash of a group's compact layout (`docs/redis-compact.md`); its
+    /// root, leaves and record buckets are named after it.
+    pub fn item_compact(&self, group_head: &str) -> String {
+        format!("{group_head}:c")
+    }
+
     /// Item tracker: the per-status index of a group (`in_progress`, `completed`, `failed`).
     pub fn item_index(&self, group_head: &str, status: &str) -> String {
         format!("{group_head}:s:{status}")

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use redis::Value;
 
 use super::tracker_record::{decode_record, pack_owner};
-use super::{int, lua, opt_str, Lua, RedisStore};
+use super::{int, opt_str, Lua, RedisStore};
 use crate::backend::BoxFuture;
 use crate::error::{Error, Result};
 use crate::tracker::{
@@ -30,13 +30,29 @@ macro_rules! group_script {
 group_script!(
     apply_script,
     "tracker_head.lua",
+    "tracker_cidx.lua",
+    "tracker_crec.lua",
     "tracker_apply_fast.lua",
     "tracker_common.lua",
     "tracker_apply.lua"
 );
-group_script!(claim_script, "tracker_head.lua", "tracker_common.lua", "tracker_claim.lua");
-group_script!(list_script, "tracker_head.lua", "tracker_common.lua", "tracker_list.lua");
-lua!(read_script, "tracker_read.lua");
+group_script!(
+    claim_script,
+    "tracker_head.lua",
+    "tracker_cidx.lua",
+    "tracker_crec.lua",
+    "tracker_common.lua",
+    "tracker_claim.lua"
+);
+group_script!(
+    list_script,
+    "tracker_head.lua",
+    "tracker_cidx.lua",
+    "tracker_crec.lua",
+    "tracker_common.lua",
+    "tracker_list.lua"
+);
+group_script!(read_script, "tracker_crec.lua", "tracker_read.lua");
 
 /// A script's arguments: borrowed text, or numbers written out.
 struct Args<'a>(Vec<std::borrow::Cow<'a, [u8]>>);
@@ -55,6 +71,11 @@ impl<'a> Args<'a> {
     /// An owner token as the records pack it (none: empty).
     fn owner(&mut self, owner: Option<&str>) -> &mut Self {
         self.0.push(std::borrow::Cow::Owned(owner.map(pack_owner).unwrap_or_default()));
+        self
+    }
+    /// The ids' hashes, packed (`id_hash.rs`).
+    fn hashes<'i>(&mut self, ids: impl IntoIterator<Item = &'i str>) -> &mut Self {
+        self.0.push(std::borrow::Cow::Owned(super::id_hash::packed(ids)));
         self
     }
     fn num(&mut self, n: impl ToString) -> &mut Self {
@@ -109,11 +130,14 @@ fn state(id: &str, rec: &Option<Record>, now: i64) -> ItemState {
 }
 
 impl RedisStore {
-    /// The group's keys: its three indexes, its records and its dead index.
-    fn group_keys(&self, group: &str) -> [String; 5] {
+    /// The group's keys: its three indexes, its records, its dead index, and the compact
+    /// layout's tree hash and root (`docs/redis-compact.md`).
+    fn group_keys(&self, group: &str) -> [String; 7] {
         let head = self.keys().tracker_group(group);
         let [a, b, c] = STATUSES.map(|s| self.keys().item_index(&head, s));
-        [a, b, c, self.keys().item_records(&head), self.keys().item_index(&head, "dead")]
+        let tree = self.keys().item_compact(&head);
+        let root = format!("{tree}:r");
+        [a, b, c, self.keys().item_records(&head), self.keys().item_index(&head, "dead"), tree, root]
     }
 
     /// Runs a tracker script on the group's keys.
@@ -124,7 +148,7 @@ impl RedisStore {
         args: &Args<'_>,
     ) -> Result<T> {
         let keys = self.group_keys(group);
-        let keys: [&[u8]; 5] = keys.each_ref().map(|k| k.as_bytes());
+        let keys: [&[u8]; 7] = keys.each_ref().map(|k| k.as_bytes());
         self.eval(lua, &keys, &args.refs()).await
     }
 }
@@ -161,6 +185,7 @@ impl TrackerBackend for RedisStore {
                     }
                 }
             }
+            args.hashes(ops.iter().map(|op| op.id()));
             let reply: Vec<Value> = self.group_eval(apply_script(), group, &args).await?;
             if reply.len() != 1 + ops.len() * 3 {
                 return Err(Error::internal(format!("tracker script replied with {} values", reply.len())));
@@ -214,9 +239,10 @@ impl TrackerBackend for RedisStore {
                     })
                 })
                 .collect();
-            let mut args = Args::with_capacity(5 + unique.len());
+            let mut args = Args::with_capacity(6 + unique.len());
             args.num(c.retention_ms).num(MAX_TIMELINE).owner(Some(c.owner)).num(c.lease_ms);
             args.text(claim_text(c.reclaim_completed, c.max_attempts, c.note));
+            args.hashes(unique.iter().copied());
             for id in &unique {
                 args.text(*id);
             }
@@ -266,9 +292,12 @@ impl TrackerBackend for RedisStore {
 
     fn read<'a>(&'a self, group: &'a str, ids: &'a [String]) -> BoxFuture<'a, Vec<ItemState>> {
         Box::pin(async move {
-            let records = self.keys().item_records(&self.keys().tracker_group(group));
-            let args: Vec<&[u8]> = ids.iter().map(|id| id.as_bytes()).collect();
-            let reply: Vec<Value> = self.eval(read_script(), &[records.as_bytes()], &args).await?;
+            let head = self.keys().tracker_group(group);
+            let (records, tree) = (self.keys().item_records(&head), self.keys().item_compact(&head));
+            let hashes = super::id_hash::packed(ids.iter().map(String::as_str));
+            let args: Vec<&[u8]> =
+                std::iter::once(hashes.as_slice()).chain(ids.iter().map(|id| id.as_bytes())).collect();
+            let reply: Vec<Value> = self.eval(read_script(), &[records.as_bytes(), tree.as_bytes()], &args).await?;
             if reply.len() != 1 + ids.len() {
                 return Err(Error::internal(format!("read script replied with {} values", reply.len())));
             }

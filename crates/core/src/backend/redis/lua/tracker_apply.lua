@@ -1,6 +1,7 @@
 -- Item Tracker: apply a batch of operations to items of one group, atomically.
 -- KEYS: the group (see tracker_common.lua).
--- ARGV[1]: retention ms; ARGV[2]: timeline length; then 5 per operation:
+-- ARGV[1]: retention ms; ARGV[2]: timeline length; then 5 per operation, then the operations'
+-- ids' hashes (id_hash.rs: 4 bytes each, in order); per operation:
 --   action (c = claim, d = completed, f = failed, u = unset, r = revive), id, owner ('' = none),
 --   number (claim: lease ms; completed/failed: how long to keep the record; revive: '1' to revive
 --   failed items too), text (claim: '1' to re-claim a completed item, then the maxAttempts when
@@ -16,28 +17,46 @@ local retention = tonumber(ARGV[1])
 local maxtl = tonumber(ARGV[2])
 local out = {now}
 local latest = 0
-local n = (#ARGV - 2) / 5
+local n = (#ARGV - 3) / 5
+local hashes = ARGV[#ARGV]
 -- The bookkeeping and the first operation's record in one read.
-local first = false
+local first, first_where = false, false
 if n > 0 then
   -- The fast path (tracker_apply_fast.lua) may have read them already.
   local r = pre_read or redis.call('HMGET', KEYS[4], META, ARGV[4])
   read_meta(r[1])
   first = r[2]
+  -- Not in the records hash: in a bucket, when the group has any (see compact).
+  if not first and has_compact() then
+    local _, b = compact(false)
+    first = crec_lib().get(b, ARGV[4], id_hash(hashes, 1))
+    if first then first_where = 'b' end
+  elseif first then
+    first_where = 'r'
+  end
 else
   read_meta(redis.call('HGET', KEYS[4], META))
 end
 purge(retention, math.max(100, 2 * n))
 
--- Moves `id` to index `which` (0: none) from `was` (see decode: 0 none, -1 any).
+-- Moves `id` to index `which` (0: none) from `was` (see decode: 0 none, -1 any); `old` is the
+-- record as it was read (expired or not): a completed one leaves the compact index by its
+-- expiry (and the legacy index, KEYS[2], of a group written before it). Completed ids go to the
+-- compact index.
 local w1, w2, w3, w5 = false, false, false, false
-local function index(which, was, id, score)
+local function index(which, was, id, score, old)
   if was ~= 0 then
     for k = 1, 5 do
-      if k ~= 4 and k ~= which and (was == k or was < 0) then redis.call('ZREM', KEYS[k], id) end
+      if k ~= 4 and (k ~= which or k == 2) and (was == k or was < 0) then redis.call('ZREM', KEYS[k], id) end
     end
+    if was == 2 or was < 0 then unindex_completed(id, old) end
   end
-  if which > 0 then
+  if which == 2 then
+    local c = compact(true)
+    local _, made = cidx_lib().add(c, score, id, outlive(score))
+    if made then wc = true end
+    bound(2, score)
+  elseif which > 0 then
     -- The end mark was added too (see END): a new index, or one whose ids we cannot know (an
     -- expired record may have left its id in it) gets the group's expiry.
     local added = redis.call('ZADD', KEYS[which], score, id, 'inf', END)
@@ -51,14 +70,41 @@ end
 
 -- Records written by this call: `fields` (id, packed, …) for the one HSET at the end; `staged`
 -- (id -> position of its value in `fields`, only with more than one operation) lets a later
--- operation on the same id read what an earlier one wrote, and the id is stored once.
+-- operation on the same id read what an earlier one wrote, and the id is stored once. A record
+-- written to a bucket is written at once: `staged` holds 'b' for it; false: unset.
 local fields, staged = {}, false
 if n > 1 then staged = {} end
-local function store(id, rec)
+-- Takes `id`'s record out of this call's HSET.
+local function unstage(id)
+  local at = staged and staged[id]
+  if at and at ~= 'b' then
+    -- Its id and value leave `fields` as a pair.
+    table.remove(fields, at)
+    table.remove(fields, at - 1)
+    for other, pos in pairs(staged) do
+      if pos and pos ~= 'b' and pos > at then staged[other] = pos - 2 end
+    end
+  end
+end
+-- Writes `rec` as `id`'s record (hash `h`), which is now `where` ('r' the records hash or this
+-- call's HSET, 'b' a bucket, false none): a completed record that fits goes to a bucket, every
+-- other to the records hash; it leaves the other place.
+local function store(id, h, rec, where)
   local packed = pack_rec(rec)
   if rec.x > latest then latest = rec.x end
+  if fits(id, rec, packed) then
+    local _, b = compact(true)
+    crec_lib().set(b, id, h, packed, outlive(rec.x))
+    if where == 'r' then
+      unstage(id)
+      redis.call('HDEL', KEYS[4], id)
+    end
+    if staged then staged[id] = 'b' end
+    return packed
+  end
+  if where == 'b' then crec_lib().del(rst, id, h) end
   local at = staged and staged[id]
-  if at then
+  if at and at ~= 'b' then
     fields[at] = packed
   else
     fields[#fields + 1] = id
@@ -71,17 +117,29 @@ end
 for i = 0, n - 1 do
   local b = 3 + i * 5
   local action, id, owner = ARGV[b], ARGV[b + 1], ARGV[b + 2]
-  local raw = first
+  local h = id_hash(hashes, i + 1)
+  local raw, where = first, first_where
   if i > 0 then
     local at = staged[id]
     if at == nil then
-      raw = redis.call('HGET', KEYS[4], id)
+      raw, where = redis.call('HGET', KEYS[4], id), 'r'
+      if not raw then
+        where = false
+        if has_compact() then
+          local _, bk = compact(false)
+          raw = crec_lib().get(bk, id, h)
+          if raw then where = 'b' end
+        end
+      end
+    elseif at == 'b' then
+      raw, where = crec_lib().get(rst, id, h), 'b'
     elseif at then
-      raw = fields[at]
+      raw, where = fields[at], 'r'
     else
-      raw = false
+      raw, where = false, false
     end
   end
+  local old = raw
   local rec, raw, was = decode(raw)
   local k = #out
   if action == 'c' then
@@ -108,8 +166,8 @@ for i = 0, n - 1 do
           x = lease_end + retention, m = m, nt = note, rs = false, n = 0, tl = ''}
       end
       remember(rec, maxtl, now, 'p', rec.a)
-      local packed = store(id, rec)
-      index(1, was, id, lease_end)
+      local packed = store(id, h, rec, where)
+      index(1, was, id, lease_end, old)
       out[k + 1] = 1; out[k + 2] = ''; out[k + 3] = packed
     end
   elseif action == 'd' or action == 'f' then
@@ -133,8 +191,8 @@ for i = 0, n - 1 do
       rec.s, rec.l, rec.u, rec.d = status, 0, now, now
       rec.x = math.min(now + tonumber(ARGV[b + 3]), NEVER)
       remember(rec, maxtl, now, status, rec.a, err)
-      local packed = store(id, rec)
-      index(which, was, id, rec.x)
+      local packed = store(id, h, rec, where)
+      index(which, was, id, rec.x, old)
       out[k + 1] = 1; out[k + 2] = ''; out[k + 3] = packed
     end
   elseif action == 'r' then
@@ -143,32 +201,26 @@ for i = 0, n - 1 do
       if ARGV[b + 4] == '1' then rec.a = 0 end
       rec.s = 'f'
       remember(rec, maxtl, now, 'r', rec.a)
-      local packed = store(id, rec)
-      index(3, was, id, rec.x)
+      local packed = store(id, h, rec, where)
+      index(3, was, id, rec.x, old)
       out[k + 1] = 1; out[k + 2] = ''; out[k + 3] = packed
     else
       out[k + 1] = 0; out[k + 2] = ''; out[k + 3] = raw
     end
   else
     redis.call('HDEL', KEYS[4], id)
+    if where == 'b' then crec_lib().del(rst, id, h) end
     if staged then
-      local at = staged[id]
-      if at then
-        -- Dropped from the final HSET: its id and value leave `fields` as a pair.
-        table.remove(fields, at)
-        table.remove(fields, at - 1)
-        for other, pos in pairs(staged) do
-          if pos and pos > at then staged[other] = pos - 2 end
-        end
-      end
+      unstage(id)
       staged[id] = false
     end
-    index(0, was, id, 0)
+    index(0, was, id, 0, old)
     out[k + 1] = 1; out[k + 2] = ''; out[k + 3] = raw
   end
 end
 
-save(fields, #fields > 0)
+compact_save()
+save(fields, #fields > 0 or cst ~= false)
 keep_alive(latest, w1, w2, w3, w5)
 save(nil)
 return out

@@ -9,10 +9,16 @@
 -- read (`pre_read`) and would write and reply exactly this for these cases: the fast path is a
 -- shortcut, never a rule of its own. tracker.rs's tests run both paths.
 local pre_read = false
-if #ARGV == 7 then
+if #ARGV == 8 then
   local action, id, owner = ARGV[3], ARGV[4], ARGV[5]
   pre_read = redis.call('HMGET', KEYS[4], META, ARGV[4])
-  local md, ml, mk = string.match(pre_read[1] or '', '^(%d+) (%d+) (%d+)$')
+  local md, ml, mk, rest = string.match(pre_read[1] or '', '^(%d+) (%d+) (%d+)(.*)$')
+  -- With compact keys (tracker_common.lua, `compact`): their generation and the buckets'
+  -- level and split pointer, so a claim of an id the records hash lacks looks in its bucket.
+  -- (Bookkeeping without them, of an earlier version: the general path reads them.)
+  local gen, bk, bs = 0, 0, 0
+  local g, k, sp = string.match(rest or '', '^ (%d+) (%d+) (%d+) %d+ %d+ %d+$')
+  if g then gen, bk, bs = tonumber(g), tonumber(k), tonumber(sp) else md = nil end
   local retention = tonumber(ARGV[1])
   md, ml, mk = tonumber(md), tonumber(ml), tonumber(mk)
   if md and md > now and ml > now - retention and mk > now then
@@ -24,12 +30,20 @@ if #ARGV == 7 then
     if action == 'c' then
       local lease_end = now + tonumber(ARGV[6])
       -- (Not with a maxAttempts nor a note, even an empty one (':'): '1' or '' alone.)
-      if not raw and lease_end >= ml and tonumber(ARGV[2]) >= 1 and (ARGV[7] == '' or ARGV[7] == '1') then
+      local found = false
+      if not raw and gen > 0 then
+        local h = struct.unpack('<I4', ARGV[8])
+        local b = h % 2 ^ bk
+        if b < bs then b = h % 2 ^ (bk + 1) end
+        found = redis.call('HEXISTS', KEYS[6] .. ':b:' .. string.format('%d:%d', gen, b), id) == 1
+      end
+      if not raw and not found and lease_end >= ml and tonumber(ARGV[2]) >= 1 and (ARGV[7] == '' or ARGV[7] == '1') then
         -- A new record: attempt 1 claimed now, the timeline it implies (count 0).
         which, expires = 1, lease_end + retention
         packed = struct.pack(HEAD .. 'I6', 'p', 1, now, now, expires, lease_end) .. owner_field(owner) .. '-\0'
       end
-    elseif (action == 'd' or action == 'f') and raw and string.byte(raw, 1) == 112 then
+    elseif action == 'f' and raw and string.byte(raw, 1) == 112 then
+      -- (A completion takes the general path: its id goes to the compact index.)
       -- Only the first attempt's completion, by its owner or without an owner check, of a record
       -- whose timeline is the implied one: the record it writes implies its timeline too.
       local _, a, c, _, x, pos = struct.unpack(HEAD, raw)

@@ -191,7 +191,8 @@ local function cidx_lib()
   -- Adds (x, id), which the caller knows is absent (and id in no other entry); the leaf it goes
   -- in lives at least until `keep_until` (absolute ms, in the future: the entry's expiry and a
   -- slack). Returns how many entries were dropped unseen: those of a leaf whose key had expired
-  -- (0 but in that case; see pop_expired).
+  -- (0 but in that case; see pop_expired), and whether the index was empty (this add made the
+  -- root: the caller gives it and the tree their expiry).
   function cidx.add(st, x, id, keep_until)
     local member, leaf, made = cidx.find(st, x, id), nil, false
     if member then
@@ -227,7 +228,7 @@ local function cidx_lib()
     end
     local n = redis.call('ZCARD', lk)
     if n > cidx.LEAF then cidx.split(st, leaf, member, lk, n) end
-    return dropped
+    return dropped, made
   end
 
   -- Removes (x, id) if it is there (an id with another expiry is not): 1, else 0. A leaf emptied

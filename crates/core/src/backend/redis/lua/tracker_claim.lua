@@ -4,7 +4,8 @@
 -- KEYS: the group (see tracker_common.lua).
 -- ARGV[1]: retention ms; ARGV[2]: timeline length; ARGV[3]: owner; ARGV[4]: lease ms;
 -- ARGV[5]: '1' to re-claim completed items (or '0' when not), then the maxAttempts when there
--- is one, then ':' and the claims' note when there is one; ARGV[5+i]: id i (the caller passes each id once).
+-- is one, then ':' and the claims' note when there is one; ARGV[6]: the ids' hashes (id_hash.rs:
+-- 4 bytes each, in order); ARGV[6+i]: id i (the caller passes each id once).
 -- Reply: now, then the exceptions to "claimed by this call, attempt 1" (a new item, the usual
 -- case), as triples: the id's position i, its outcome (c claimed, p in progress, d completed,
 -- x dead) and its attempts after the call.
@@ -16,7 +17,8 @@ local max_attempts = #flags > 1 and tonumber(string.sub(flags, 2)) or false
 local expires = lease_end + retention
 -- Numbers handed to redis.call as Lua numbers are formatted on every call: format them once.
 local lease_end_s = string.format('%d', lease_end)
-local n = #ARGV - 5
+local n = #ARGV - 6
+local hashes = ARGV[6]
 local CHUNK = 500
 read_meta(redis.call('HGET', KEYS[4], META))
 purge(retention, math.max(100, 2 * n))
@@ -40,11 +42,31 @@ for c = 0, n - 1, CHUNK do
     redis.call('HSET', KEYS[4], wide, '')
     redis.call('HDEL', KEYS[4], wide)
   end
-  local raws = redis.call('HMGET', KEYS[4], unpack(ARGV, 6 + c, 5 + last))
+  local raws = redis.call('HMGET', KEYS[4], unpack(ARGV, 7 + c, 6 + last))
+  -- Those not in the records hash may be completed ones in a bucket (see compact).
+  local inb = false
+  if has_compact() then
+    local _, b = compact(false)
+    local miss, mh = {}, {}
+    for j = 1, last - c do
+      if not raws[j] then miss[#miss + 1] = j; mh[#mh + 1] = id_hash(hashes, c + j) end
+    end
+    if #miss > 0 then
+      local ids = {}
+      for q = 1, #miss do ids[q] = ARGV[6 + c + miss[q]] end
+      local got = crec_lib().mget(b, ids, mh)
+      inb = {}
+      for q = 1, #miss do
+        if got[q] then raws[miss[q]] = got[q]; inb[miss[q]] = mh[q] end
+      end
+    end
+  end
   local hs, zs, moved = {}, {}, {}
+  -- Completed records this chunk takes (they leave the compact index), and the buckets' ones.
+  local was_done, out_b, out_bh = {}, {}, {}
   for j = 1, last - c do
     local i = c + j
-    local id, raw = ARGV[5 + i], raws[j]
+    local id, raw = ARGV[6 + i], raws[j]
     local rec = false
     if raw then
       rec = unpack_rec(raw)
@@ -73,6 +95,8 @@ for c = 0, n - 1, CHUNK do
       hs[#hs + 1] = id; hs[#hs + 1] = js
       zs[#zs + 1] = lease_end_s; zs[#zs + 1] = id
       moved[#moved + 1] = id
+      if raw and string.byte(raw, 1) == 99 then was_done[#was_done + 1] = id; was_done[#was_done + 1] = raw end
+      if inb and inb[j] then out_b[#out_b + 1] = id; out_bh[#out_bh + 1] = inb[j] end
     end
   end
   if #moved > 0 then
@@ -84,8 +108,11 @@ for c = 0, n - 1, CHUNK do
     -- Out of completed / failed (no-ops for new items; dead items are not claimed).
     redis.call('ZREM', KEYS[2], unpack(moved))
     redis.call('ZREM', KEYS[3], unpack(moved))
+    for q = 1, #was_done, 2 do unindex_completed(was_done[q], was_done[q + 1]) end
+    if #out_b > 0 then crec_lib().del_many(rst, out_b, out_bh) end
   end
 end
+compact_save()
 if any then keep_alive(expires, true) end
 save({}, any)
 return {now, ex}

@@ -11,14 +11,35 @@
 -- bookkeeping was dropped): the next writer purges and sets it. Its three numbers are locals
 -- (`meta_done`, `meta_lease`, `meta_deadline`), not a table: every call reads them, and what a
 -- call allocates it also pays for in Lua's garbage collector.
+-- Since the compact layout (docs/redis-compact.md) six more numbers follow: "<gen> <bk> <bs>
+-- <bn> <sc> <sl>", the generation of the group's compact keys (0: none yet), its record buckets'
+-- linear hashing (level, split pointer, record count; see tracker_crec.lua) and their sweep (the
+-- next bucket, and how many are left to look at; see purge_slice). They are a copy: the tree
+-- hash (KEYS[6]) holds them too (`gen`, `k`, `s`, and `n` as of the last split), so the
+-- bookkeeping stays something a call may drop; without the four (absent, or written by an
+-- earlier version) `compact_known` is false and the first call that needs them reads KEYS[6].
 local meta, meta_done, meta_lease, meta_deadline = false, 0, 0, 0
+local meta_gen, meta_bk, meta_bs, meta_bn, compact_known = 0, 0, 0, 0, false
+local meta_sc, meta_sl = 0, 0
 -- Whether the hash held the bookkeeping, and whether `meta` differs from what it holds.
 local meta_found, meta_dirty = false, false
 local function read_meta(raw)
   if not raw then return end
   meta_found = true
-  local d, l, k = string.match(raw, '^(%d+) (%d+) (%d+)$')
-  if d then meta, meta_done, meta_lease, meta_deadline = true, tonumber(d), tonumber(l), tonumber(k) end
+  local d, l, k, rest = string.match(raw, '^(%d+) (%d+) (%d+)(.*)$')
+  if d then
+    meta, meta_done, meta_lease, meta_deadline = true, tonumber(d), tonumber(l), tonumber(k)
+    if rest ~= '' then
+      local g, bk, bs, bn, sc, sl = string.match(rest, '^ (%d+) (%d+) (%d+) (%d+) (%d+) (%d+)$')
+      if g then
+        meta_gen, meta_bk, meta_bs, meta_bn = tonumber(g), tonumber(bk), tonumber(bs), tonumber(bn)
+        meta_sc, meta_sl = tonumber(sc), tonumber(sl)
+        compact_known = true
+      else
+        meta = false
+      end
+    end
+  end
 end
 -- Lowers the bound of index `k` to `score`.
 local function bound(k, score)
@@ -28,6 +49,79 @@ local function bound(k, score)
   elseif score < meta_done then
     meta_done = score; meta_dirty = true
   end
+end
+
+-- The compact layout (docs/redis-compact.md): completed records of at most COMPACT bytes (and
+-- ids as short) in record buckets (tracker_crec.lua), every completed id in the counted index
+-- (tracker_cidx.lua); KEYS[6] is its tree hash, KEYS[7] its root; leaves and buckets are named
+-- after the generation, so a group made again never reads an earlier one's keys.
+-- `compact(make)`: the index's and the buckets' states, made on first use; false when the group
+-- has no generation and `make` is false (with `make`, this call starts one).
+local cst, rst = false, false
+local wc = false -- this call made the index's root or tree hash (they need the group's expiry)
+local function dead_record(raw)
+  return (struct.unpack('<I6', raw, X_AT)) <= now
+end
+-- Whether the group has compact keys (reads the tree hash when the bookkeeping does not say).
+local function has_compact()
+  if not compact_known then
+    local v = redis.call('HMGET', KEYS[6], 'gen', 'k', 's', 'n')
+    meta_gen, meta_bk, meta_bs, meta_bn = tonumber(v[1]) or 0, tonumber(v[2]) or 0, tonumber(v[3]) or 0, tonumber(v[4]) or 0
+    compact_known, meta_dirty = true, true
+  end
+  return meta_gen > 0
+end
+local function compact(make)
+  if cst then return cst, rst end
+  if not has_compact() then
+    if not make then return false, false end
+    meta_gen = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    meta_bk, meta_bs, meta_bn = 0, 0, 0
+    meta_dirty = true
+    redis.call('HSET', KEYS[6], 'gen', string.format('%d', meta_gen), 'k', 0, 's', 0, 'n', 0)
+    wc = true
+  end
+  local g = string.format('%d', meta_gen)
+  cst = cidx_lib().open(KEYS[7], KEYS[6], KEYS[6] .. ':l:' .. g .. ':')
+  rst = crec_lib().open(KEYS[6], KEYS[6] .. ':b:' .. g .. ':', dead_record, {k = meta_bk, s = meta_bs, n = meta_bn})
+  return cst, rst
+end
+-- Keeps the buckets' state in the bookkeeping when it changed.
+local function compact_save()
+  if rst and crec_lib().save(rst) then
+    -- A split is kept in the tree hash too (see META); the count alone only here.
+    if rst.k ~= meta_bk or rst.s ~= meta_bs then
+      redis.call('HSET', KEYS[6], 'k', string.format('%d', rst.k), 's', string.format('%d', rst.s), 'n',
+        string.format('%d', rst.n))
+    end
+    meta_bk, meta_bs, meta_bn = rst.k, rst.s, rst.n
+    meta_dirty = true
+  end
+end
+-- Whether a record goes to a bucket: completed, and it and its id fit a listpack value.
+local function fits(id, rec, packed)
+  return rec.s == 'c' and #id <= COMPACT and #packed <= COMPACT
+end
+-- How long a bucket or leaf holding a record that expires at `x` lives at least: until then,
+-- exactly, so a group nobody calls leaves with its last record (README: forgotten at keepMs). A
+-- leaf that goes so before a purge reached its ids leaves their records behind in their buckets
+-- (expired, so read as absent): the purge then sweeps every bucket, one per call (purge_slice).
+local function outlive(x)
+  return math.max(math.min(x, NEVER), now + 1)
+end
+-- An id's hash as the buckets address it: from the caller's packed hashes (id_hash.rs) when
+-- it gave them (`hashes`, the i-th 4 bytes), else computed.
+local function id_hash(hashes, i, id)
+  if hashes then return (struct.unpack('<I4', hashes, 4 * i - 3)) end
+  return crec_lib().fnv1a(id)
+end
+-- The completed index's entry of a record as read (`raw`, expired or not) leaves it: the record
+-- was completed. The legacy index (KEYS[2], groups written before the compact layout) is the
+-- caller's.
+local function unindex_completed(id, raw)
+  if not raw or string.byte(raw, 1) ~= 99 then return end
+  local c = compact(false)
+  if c then cidx_lib().remove(c, (struct.unpack('<I6', raw, X_AT)), id) end
 end
 
 local function entry(at, code, attempt, err)
@@ -158,6 +252,31 @@ local function upkeep()
         if #ids < want then break end
       end
     end
+    -- The compact index (completed): its expired ids, and their records wherever they are.
+    local c, b = compact(false)
+    if c then
+      local C, R = cidx_lib(), crec_lib()
+      local done = 0
+      while chunk(done) > 0 do
+        local want = chunk(done)
+        local ids, unseen = C.pop_expired(c, now, want)
+        if #ids > 0 then
+          redis.call('HDEL', KEYS[4], unpack(ids))
+          local hs = {}
+          for i = 1, #ids do hs[i] = R.fnv1a(ids[i]) end
+          R.del_many(b, ids, hs)
+        end
+        -- A leaf that left by its TTL: its records may be in any bucket (see outlive).
+        if unseen > 0 then meta_sl = b.m + b.s; meta_dirty = true end
+        done = done + #ids + unseen
+        if #ids + unseen < want then break end
+      end
+      if meta_sl > 0 then
+        meta_sc = R.sweep(b, meta_sc)
+        meta_sl = meta_sl - 1
+        meta_dirty = true
+      end
+    end
     local cutoff = now - retention
     if listing then cutoff = now end
     local done, kept = 0, 0
@@ -201,6 +320,8 @@ local function purge(retention, max)
   u.purge_slice(retention, max, false)
   if not meta then meta_deadline = 0 end
   meta, meta_done, meta_lease = true, math.min(u.head(2), u.head(3), u.head(5)), u.head(1)
+  local c = compact(false)
+  if c then meta_done = math.min(meta_done, cidx_lib().head(c) or NEVER) end
   meta_dirty = true
 end
 
@@ -231,10 +352,17 @@ local function keep_alive(expires, w1, w2, w3, w5)
         local top = redis.call('ZREVRANGEBYSCORE', KEYS[k], BELOW_END, '-inf', 'WITHSCORES', 'LIMIT', 0, 1)
         if top[2] and tonumber(top[2]) > target then target = tonumber(top[2]) end
       end
+      local c = compact(false)
+      if c then
+        local top = cidx_lib().tail(c)
+        if top and top > target then target = top end
+      end
       if target <= now then
         -- No index holds a live record. UNLINK: a large hash is freed off Redis's main thread.
         if target > 0 then
-          redis.call('UNLINK', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5])
+          -- The compact index's leaves and the buckets stay: a later generation never reads
+          -- them, and each leaves by its own TTL (all they hold has expired).
+          redis.call('UNLINK', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7])
           meta = false
         end
         return
@@ -249,6 +377,10 @@ local function keep_alive(expires, w1, w2, w3, w5)
     if set and set > now then
       local ms = string.format('%d', set - now)
       for k = 1, 5 do redis.call('PEXPIRE', KEYS[k], ms) end
+      if meta_gen > 0 or wc then
+        redis.call('PEXPIRE', KEYS[6], ms)
+        redis.call('PEXPIRE', KEYS[7], ms)
+      end
       if meta then meta_deadline = set; meta_dirty = true end
       return
     end
@@ -256,8 +388,12 @@ local function keep_alive(expires, w1, w2, w3, w5)
   if pttl < 0 then return end
   if meta and meta_deadline ~= current then meta_deadline = current; meta_dirty = true end
   -- An index this call created has no TTL yet: it gets the group's.
-  if w1 or w2 or w3 or w5 then
+  if w1 or w2 or w3 or w5 or wc then
     local at = string.format('%d', current)
+    if wc then
+      redis.call('PEXPIREAT', KEYS[6], at)
+      redis.call('PEXPIREAT', KEYS[7], at)
+    end
     if w1 then redis.call('PEXPIREAT', KEYS[1], at) end
     if w2 then redis.call('PEXPIREAT', KEYS[2], at) end
     if w3 then redis.call('PEXPIREAT', KEYS[3], at) end
@@ -272,7 +408,12 @@ local function save(fields, wrote)
   if meta and meta_dirty and (meta_found or wrote or (fields and #fields > 0)) then
     fields = fields or {}
     fields[#fields + 1] = META
-    fields[#fields + 1] = string.format('%d %d %d', meta_done, meta_lease, meta_deadline)
+    if compact_known then
+      fields[#fields + 1] = string.format('%d %d %d %d %d %d %d %d %d', meta_done, meta_lease, meta_deadline,
+        meta_gen, meta_bk, meta_bs, meta_bn, meta_sc, meta_sl)
+    else
+      fields[#fields + 1] = string.format('%d %d %d', meta_done, meta_lease, meta_deadline)
+    end
     meta_found, meta_dirty = true, false
   end
   if not fields then return end

@@ -63,3 +63,6 @@ local function owner_field(o)
 end
 -- The field of the records hash that holds the group's bookkeeping (see tracker_common.lua).
 local META = ''
+-- The longest id and completed record a record bucket takes (tracker_crec.lua): Redis keeps a
+-- hash whose fields and values are at most this long (hash-max-listpack-value) as a listpack.
+local COMPACT = 64

@@ -7,6 +7,8 @@
 local filter = ARGV[1]
 local offset, limit, retention = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 
+-- The bookkeeping: whether the group has compact keys (see compact, tracker_common.lua).
+read_meta(redis.call('HGET', KEYS[4], META))
 local exact = upkeep().purge_slice(retention, SLICE, true)
 
 -- '%d', not concatenation: Lua turns a number into text with '%.14g'.
@@ -25,6 +27,16 @@ if not exact then
   abandoned = redis.call('ZCOUNT', KEYS[1], '(' .. string.format('%d', now - retention), now_s)
 end
 local completed = redis.call('ZCOUNT', KEYS[2], after_now, BELOW_END)
+-- The compact index's live entries follow the legacy index's (a group written before the
+-- compact layout keeps its completed ids there until they expire).
+local c, b = compact(false)
+local c_first, c_live = 0, 0
+if c then
+  c_first = cidx_lib().expired(c, now)
+  c_live = cidx_lib().count(c) - c_first
+end
+local legacy = completed
+completed = completed + c_live
 local failed = redis.call('ZCOUNT', KEYS[3], after_now, BELOW_END)
 local dead = redis.call('ZCOUNT', KEYS[5], after_now, BELOW_END)
 
@@ -35,7 +47,8 @@ local segments = {
   {name = 'abandoned', key = KEYS[1], first = ended - abandoned, count = abandoned},
   {name = 'failed', key = KEYS[3], first = redis.call('ZCOUNT', KEYS[3], '-inf', BELOW_END) - failed, count = failed},
   {name = 'dead', key = KEYS[5], first = redis.call('ZCOUNT', KEYS[5], '-inf', BELOW_END) - dead, count = dead},
-  {name = 'completed', key = KEYS[2], first = redis.call('ZCOUNT', KEYS[2], '-inf', BELOW_END) - completed, count = completed},
+  {name = 'completed', key = KEYS[2], first = redis.call('ZCOUNT', KEYS[2], '-inf', BELOW_END) - legacy, count = legacy},
+  {name = 'completed', compact = true, first = c_first, count = c_live},
 }
 
 local out = {now, live, abandoned, completed, failed, dead}
@@ -47,18 +60,36 @@ for _, seg in ipairs(segments) do
       skip = skip - seg.count
     else
       local from = seg.first + skip
-      local ids = redis.call('ZRANGE', seg.key, from, from + math.min(want, seg.count - skip) - 1)
+      local take = math.min(want, seg.count - skip)
       skip = 0
-      for _, id in ipairs(ids) do
-        want = want - 1
-        local raw = redis.call('HGET', KEYS[4], id)
-        if raw then
-          out[#out + 1] = id; out[#out + 1] = raw
-        else
-          for _, k in ipairs({1, 2, 3, 5}) do redis.call('ZREM', KEYS[k], id) end
+      if seg.compact then
+        local C, R = cidx_lib(), crec_lib()
+        local got = C.range(c, from, take)
+        for q = 1, #got, 2 do
+          local id = got[q]
+          want = want - 1
+          local raw = redis.call('HGET', KEYS[4], id) or R.get(b, id, R.fnv1a(id))
+          if raw then
+            out[#out + 1] = id; out[#out + 1] = raw
+          else
+            C.remove(c, got[q + 1], id)
+          end
+        end
+      else
+        local ids = redis.call('ZRANGE', seg.key, from, from + take - 1)
+        for _, id in ipairs(ids) do
+          want = want - 1
+          local raw = redis.call('HGET', KEYS[4], id)
+          if raw then
+            out[#out + 1] = id; out[#out + 1] = raw
+          else
+            for _, k in ipairs({1, 2, 3, 5}) do redis.call('ZREM', KEYS[k], id) end
+          end
         end
       end
     end
   end
 end
+compact_save()
+save(nil)
 return out
