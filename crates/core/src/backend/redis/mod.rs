@@ -19,8 +19,8 @@
 
 mod catalog;
 mod clock;
-mod id_hash;
 mod cluster;
+mod id_hash;
 mod limiter;
 mod lock;
 mod queue;

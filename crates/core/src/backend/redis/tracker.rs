@@ -297,7 +297,8 @@ impl TrackerBackend for RedisStore {
             let hashes = super::id_hash::packed(ids.iter().map(String::as_str));
             let args: Vec<&[u8]> =
                 std::iter::once(hashes.as_slice()).chain(ids.iter().map(|id| id.as_bytes())).collect();
-            let reply: Vec<Value> = self.eval(read_script(), &[records.as_bytes(), tree.as_bytes()], &args).await?;
+            let reply: Vec<Value> =
+                self.eval(read_script(), &[records.as_bytes(), tree.as_bytes()], &args).await?;
             if reply.len() != 1 + ids.len() {
                 return Err(Error::internal(format!("read script replied with {} values", reply.len())));
             }

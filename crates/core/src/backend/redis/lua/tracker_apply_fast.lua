@@ -1,8 +1,8 @@
 -- Item Tracker: the fast path of tracker_apply.lua, run before tracker_common.lua's functions are
 -- made (a script makes every function it defines again on each call) and with far fewer Lua
--- instructions than the general path: one claim of an item that has no record, or the
--- completion or failure of a first attempt (a live record in progress, no last error, the
--- timeline its fields imply) by its owner (or without an owner check), when
+-- instructions than the general path: one claim of an item that has no record (in the records
+-- hash nor in its record bucket), or the failure of a first attempt (a live record in progress,
+-- no last error, the timeline its fields imply) by its owner (or without an owner check), when
 -- nothing else is due: the bookkeeping (see tracker_common.lua) shows nothing to clean up, the
 -- write lowers no bound, the keys' expiry needs no change (`keep_alive` would do nothing) and the
 -- timeline drops no entry. Every other case goes on to the general path, which is handed this

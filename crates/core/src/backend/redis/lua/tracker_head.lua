@@ -2,10 +2,14 @@
 -- tracker_apply.lua, before its fast path: tracker_apply_fast.lua).
 -- A group is KEYS[1..3], its in_progress (score: lease end), completed and failed (score: when
 -- the record expires) indexes, KEYS[4], its records: a hash of id -> packed record (below), and
--- KEYS[5], its dead index (score: when the record expires; absent until an item dies). A
+-- KEYS[5], its dead index (score: when the record expires; absent until an item dies); KEYS[6]
+-- and KEYS[7], the compact layout's tree hash and root (docs/redis-compact.md, `compact` in
+-- tracker_common.lua): completed records of at most COMPACT bytes live in record buckets, and
+-- every completed id in the counted index whose leaves are named after KEYS[6]; KEYS[2], the
+-- completed index of groups written before it, is only read and emptied. A
 -- record whose expiry (`x`) has passed counts as absent; `purge` deletes such records, and each key of
--- a group lives as long as its longest-lived record (`keep_alive`), so a group nobody touches
--- again disappears by itself.
+-- a group lives as long as its longest-lived record (`keep_alive`; a bucket or leaf, as its own),
+-- so a group nobody touches again disappears by itself.
 -- Numbers become text only as redis.call arguments (Redis writes integers exactly) or through
 -- string.format('%d', …); inside records they are packed as integers (below). Never by
 -- concatenation, which uses '%.14g' ('1e+14').
