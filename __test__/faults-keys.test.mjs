@@ -125,24 +125,14 @@ test(`keys: distinct names never share a key; one group's keys share a slot (see
     }
 
     const keys = await r.scanAll(`${prefix}*`)
-    // Per group: its record hash, the in-progress and failed indexes (in_progress emptied of ids,
-    // kept by its end mark until the group expires), the compact layout's tree hash, root and
-    // one leaf (docs/redis-compact.md), and a record bucket when the completed id fits one (at
-    // most 64 bytes; a longer one's record stays in the record hash); per lock: the lock and its
-    // fence counter.
-    const fits = (i) => Buffer.byteLength(idsOf(i)[0]) <= 64
-    const bucketed = groupNames.filter((_, i) => fits(i)).length
-    assert.equal(keys.length, groupNames.length * 6 + bucketed + lockNames.length * 2, 'exact key count: no two names share a key')
-    // The items are fields of their group's record hash or bucket: distinct fields per group.
+    // Per group: its record hash + the three status indexes (in_progress emptied of ids, kept by
+    // its end mark until the group expires); per lock: the lock and its fence counter.
+    assert.equal(keys.length, groupNames.length * 4 + lockNames.length * 2, 'exact key count: no two names share a key')
+    // The items are fields of their group's record hash: two distinct fields per group.
     const hashes = keys.filter((k) => k.endsWith('}:r'))
     assert.equal(hashes.length, groupNames.length)
-    // The failed record, the completed one when it did not fit a bucket, and the group's
-    // bookkeeping (the field '').
-    const buckets = keys.filter((k) => k.includes('}:c:b:'))
-    assert.equal(buckets.length, bucketed)
-    const withBucket = new Set(buckets.map(hashTag))
-    for (const h of hashes) assert.equal(await r.call('HLEN', h), withBucket.has(hashTag(h)) ? 2 : 3, `${JSON.stringify(h)} holds its records`)
-    for (const k of buckets) assert.equal(await r.call('HLEN', k), 1, `${JSON.stringify(k)} holds one record`)
+    // Two records and the group's bookkeeping (the field '').
+    for (const h of hashes) assert.equal(await r.call('HLEN', h), 3, `${JSON.stringify(h)} holds 2 records`)
     for (const h of hashes) assert.equal(await r.call('HEXISTS', h, ''), 1)
     const byTag = new Map()
     for (const k of keys) {
@@ -153,7 +143,7 @@ test(`keys: distinct names never share a key; one group's keys share a slot (see
     assert.equal(byTag.size, groupNames.length + lockNames.length, 'one hash tag per group and per lock')
     let checked = 0
     for (const [tag, ks] of byTag) {
-      assert.ok(ks.length === 7 || ks.length === 6 || ks.length === 2, `tag ${JSON.stringify(tag)} has ${ks.length} keys`)
+      assert.ok(ks.length === 4 || ks.length === 2, `tag ${JSON.stringify(tag)} has ${ks.length} keys`)
       const slots = new Set()
       for (const k of ks) slots.add(await r.call('CLUSTER', 'KEYSLOT', k))
       assert.equal(slots.size, 1, `keys of ${JSON.stringify(tag)} span ${slots.size} slots`)

@@ -27,6 +27,12 @@ if op == 'set' then -- t, then id h raw triples: per set 1 new + 2 split
     local new, split = crec.set(st, ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2], t)
     out[#out + 1] = (new and 1 or 0) + (split and 2 or 0)
   end
+elseif op == 'set_many' then -- id h raw t quadruples
+  local ids, hs, raws, ts = {}, {}, {}, {}
+  for i = 2, #ARGV, 4 do
+    ids[#ids + 1] = ARGV[i]; hs[#hs + 1] = tonumber(ARGV[i + 1]); raws[#raws + 1] = ARGV[i + 2]; ts[#ts + 1] = tonumber(ARGV[i + 3])
+  end
+  out = crec.set_many(st, ids, hs, raws, ts)
 elseif op == 'get' then
   out = crec.get(st, ARGV[2], tonumber(ARGV[3]))
 elseif op == 'mget' or op == 'del_many' then -- id h pairs
@@ -169,6 +175,27 @@ class Model {
     if (this.recs.size > LOAD * this.count) { this.split(t); return 3 }
     return 1
   }
+  /** crec.set_many: every record written to the bucket its hash addresses now (each bucket's
+   * expiry at its latest record's), then the splits the new ones call for (at most one per
+   * LOAD of them, and one more), each at the batch's latest expiry. */
+  setMany(list) {
+    let added = 0
+    const latest = new Map()
+    for (const [id, h, raw, t] of list) {
+      const b = this.addr(h)
+      if (!this.recs.has(id)) { this.at.set(id, this.live.length); this.live.push(id); added++ }
+      this.recs.set(id, { h, raw })
+      this.bucket(b).add(id)
+      this.maxSize = Math.max(this.maxSize, this.bucket(b).size)
+      latest.set(b, Math.max(latest.get(b) ?? 0, t))
+    }
+    for (const [b, t] of latest) this.touch(b, t)
+    const t = Math.max(...list.map((e) => e[3]))
+    let splits = Math.ceil(added / LOAD) + 1
+    let done = 0
+    while (splits > 0 && this.recs.size > LOAD * this.count) { this.split(t); splits--; done++ }
+    return [added, done]
+  }
   split(t) {
     const { s, m } = this
     const src = this.buckets.get(s) ?? new Set()
@@ -274,7 +301,26 @@ async function randomRun(seed, { ops, pool, maxLong, grow, dels }) {
   let cursor = 0
   for (let op = 0; op < ops; op++) {
     const x = rand()
-    if (x < 0.6) {
+    if (x < 0.05) {
+      // A batch written at once (tracker_common.lua, compact_staged): distinct ids, each its own
+      // expiry, one HSET per bucket.
+      const list = []
+      const seen = new Set()
+      for (let i = 5 + Math.floor(rand() * 115); i > 0; i--) {
+        const id = rand() < grow && fresh < ids.length ? ids[fresh++] : rand() < 0.8 ? known() : pick()
+        if (seen.has(id)) continue
+        seen.add(id)
+        const raw = (rand() < 0.15 ? 'D' : 'L') + `${op}:m${i}:`.padEnd(41, 'x')
+        list.push([id, hash.get(id), raw, base + Math.floor(rand() * 1_000_000)])
+      }
+      const before = model.recs.size
+      const [added, splits] = model.setMany(list)
+      stats.dropped += before + added - model.recs.size
+      stats.splits += splits
+      stats.sets += list.length
+      stats.many = (stats.many ?? 0) + 1
+      assert.equal(await run(tree, prefix, 'set_many', ...list.flat()), added, `op ${op}: set_many`)
+    } else if (x < 0.6) {
       // A set of 1 id, sometimes a batch of up to 5 in one script (each at most one split).
       const batch = rand() < 0.9 ? 1 : 2 + Math.floor(rand() * 4)
       const t = base + Math.floor(rand() * 1_000_000)

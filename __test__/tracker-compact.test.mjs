@@ -5,13 +5,13 @@
 // split; the layout's own structures have their randomized tests (redis-cidx, redis-crec).
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { backends, sleep } from './backends.mjs'
+import { Flowguard, backends, freshPrefix, sleep } from './backends.mjs'
 import { compactKeys } from './redis-layout.mjs'
 import { connect } from './resp.mjs'
 
-const all = backends()
-const reference = all.find((b) => b.name === 'embedded')
-const sides = all.filter((b) => b.name === 'redis' || b.name === 'cluster')
+// The in-memory store is the reference whichever backends FLOWGUARD_BACKENDS names.
+const reference = { open: () => Flowguard.open({ prefix: freshPrefix('compact') }) }
+const sides = backends().filter((b) => b.name === 'redis' || b.name === 'cluster')
 const skip = sides.length === 0 && 'no Redis: set REDIS_URL (npm test does)'
 
 function rng(seed) {

@@ -44,14 +44,19 @@ purge(retention, math.max(100, 2 * n))
 -- expiry (and the legacy index, KEYS[2], of a group written before it). Completed ids go to the
 -- compact index.
 local w1, w2, w3, w5 = false, false, false, false
-local function index(which, was, id, score, old)
+local function index(which, was, id, score, old, direct)
   if was ~= 0 then
+    local staged = 0
     for k = 1, 5 do
-      if k ~= 4 and (k ~= which or k == 2) and (was == k or was < 0) then redis.call('ZREM', KEYS[k], id) end
+      if k ~= 4 and (k ~= which or k == 2) and (was == k or was < 0) then
+        local z = redis.call('ZREM', KEYS[k], id)
+        if k == 2 then staged = z end
+      end
     end
-    if was == 2 or was < 0 then unindex_completed(id, old) end
+    -- A staged id (see STAGE) is in no other completed index.
+    if (was == 2 or was < 0) and staged == 0 then unindex_completed(id, old) end
   end
-  if which == 2 then
+  if which == 2 and direct then
     local c = compact(true)
     local _, made = cidx_lib().add(c, score, id, outlive(score))
     if made then wc = true end
@@ -89,10 +94,10 @@ end
 -- Writes `rec` as `id`'s record (hash `h`), which is now `where` ('r' the records hash or this
 -- call's HSET, 'b' a bucket, false none): a completed record that fits goes to a bucket, every
 -- other to the records hash; it leaves the other place.
-local function store(id, h, rec, where)
+local function store(id, h, rec, where, direct)
   local packed = pack_rec(rec)
   if rec.x > latest then latest = rec.x end
-  if fits(id, rec, packed) then
+  if direct and fits(id, rec, packed) then
     local _, b = compact(true)
     crec_lib().set(b, id, h, packed, outlive(rec.x))
     if where == 'r' then
@@ -191,8 +196,11 @@ for i = 0, n - 1 do
       rec.s, rec.l, rec.u, rec.d = status, 0, now, now
       rec.x = math.min(now + tonumber(ARGV[b + 3]), NEVER)
       remember(rec, maxtl, now, status, rec.a, err)
-      local packed = store(id, h, rec, where)
-      index(which, was, id, rec.x, old)
+      -- A completion goes straight into the compact layout only when it sorts below its
+      -- greatest entry; else it is staged (see STAGE).
+      local direct = which == 2 and not staged_at(id, rec.x)
+      local packed = store(id, h, rec, where, direct)
+      index(which, was, id, rec.x, old, direct)
       out[k + 1] = 1; out[k + 2] = ''; out[k + 3] = packed
     end
   elseif action == 'r' then
@@ -219,8 +227,11 @@ for i = 0, n - 1 do
   end
 end
 
-compact_save()
+-- Records of this call are in `fields`, not yet in the records hash: written first.
 save(fields, #fields > 0 or cst ~= false)
+compact_staged()
+compact_save()
+save(nil)
 keep_alive(latest, w1, w2, w3, w5)
 save(nil)
 return out

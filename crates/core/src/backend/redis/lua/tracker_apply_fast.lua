@@ -1,8 +1,9 @@
 -- Item Tracker: the fast path of tracker_apply.lua, run before tracker_common.lua's functions are
 -- made (a script makes every function it defines again on each call) and with far fewer Lua
 -- instructions than the general path: one claim of an item that has no record (in the records
--- hash nor in its record bucket), or the failure of a first attempt (a live record in progress,
--- no last error, the timeline its fields imply) by its owner (or without an owner check), when
+-- hash nor in its record bucket), or the completion (staged) or failure of a first attempt (a
+-- live record in progress, no last error, the timeline its fields imply) by its owner (or
+-- without an owner check), when
 -- nothing else is due: the bookkeeping (see tracker_common.lua) shows nothing to clean up, the
 -- write lowers no bound, the keys' expiry needs no change (`keep_alive` would do nothing) and the
 -- timeline drops no entry. Every other case goes on to the general path, which is handed this
@@ -16,9 +17,9 @@ if #ARGV == 8 then
   -- With compact keys (tracker_common.lua, `compact`): their generation and the buckets'
   -- level and split pointer, so a claim of an id the records hash lacks looks in its bucket.
   -- (Bookkeeping without them, of an earlier version: the general path reads them.)
-  local gen, bk, bs = 0, 0, 0
-  local g, k, sp = string.match(rest or '', '^ (%d+) (%d+) (%d+) %d+ %d+ %d+$')
-  if g then gen, bk, bs = tonumber(g), tonumber(k), tonumber(sp) else md = nil end
+  local gen, bk, bs, ct = 0, 0, 0, 0
+  local g, k, sp, top = string.match(rest or '', '^ (%d+) (%d+) (%d+) %d+ %d+ %d+ (%d+)$')
+  if g then gen, bk, bs, ct = tonumber(g), tonumber(k), tonumber(sp), tonumber(top) else md = nil end
   local retention = tonumber(ARGV[1])
   md, ml, mk = tonumber(md), tonumber(ml), tonumber(mk)
   if md and md > now and ml > now - retention and mk > now then
@@ -42,8 +43,7 @@ if #ARGV == 8 then
         which, expires = 1, lease_end + retention
         packed = struct.pack(HEAD .. 'I6', 'p', 1, now, now, expires, lease_end) .. owner_field(owner) .. '-\0'
       end
-    elseif action == 'f' and raw and string.byte(raw, 1) == 112 then
-      -- (A completion takes the general path: its id goes to the compact index.)
+    elseif (action == 'd' or action == 'f') and raw and string.byte(raw, 1) == 112 then
       -- Only the first attempt's completion, by its owner or without an owner check, of a record
       -- whose timeline is the implied one: the record it writes implies its timeline too.
       local _, a, c, _, x, pos = struct.unpack(HEAD, raw)
@@ -57,7 +57,11 @@ if #ARGV == 8 then
       -- with a result, nor a record with a note, which is longer.)
       if a == 1 and (action == 'f' or ARGV[7] == '') and kind ~= 116 and kind ~= 109 and x > now and (owner == '' or o == owner_field(owner))
         and #raw == at + 1 and string.byte(raw, at) == 45 and string.byte(raw, at + 1) == 0
-        and tonumber(ARGV[2]) >= 2 and keep_until >= md then
+        and tonumber(ARGV[2]) >= 2 and keep_until >= md
+        -- A completion is staged (see STAGE, tracker_common.lua): only one expiring after the
+        -- compact index's greatest entry, and not one in 32 (by the id's hash), which the general
+        -- path takes, so staged completions are moved into the compact layout from time to time.
+        and (action == 'f' or (keep_until > ct and struct.unpack('<I4', ARGV[8]) % 32 ~= 0)) then
         was, which, expires = 1, 2, keep_until
         local status, err = 'c', '-'
         if action == 'f' then

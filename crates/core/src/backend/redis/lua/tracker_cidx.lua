@@ -231,6 +231,56 @@ local function cidx_lib()
     return dropped, made
   end
 
+  -- Appends entries that sort above every entry of the index (the caller knows: their expiry is
+  -- above the greatest one), `flat` = {id1, x1, id2, x2, ...} in order: the last leaf is filled
+  -- up to LEAF, then new leaves of LEAF entries each are made after it. Per leaf one ZADD, one
+  -- PEXPIREAT (at its greatest expiry, never shortened) and its Fenwick update; so a batch costs a
+  -- few commands per LEAF entries, where adds cost about six each.
+  function cidx.append(st, flat)
+    local n = #flat / 2
+    if n == 0 then return end
+    local pos = 1
+    local last = redis.call('ZRANGE', st.root, -1, -1)[1]
+    if last then
+      local leaf = cidx.number(last)
+      local lk = cidx.leaf_key(st, leaf)
+      local count = redis.call('ZCARD', lk)
+      if count == 0 then
+        -- Its key expired (see pop_expired): its count leaves the tree, it is filled again.
+        local a, b = cidx.prefixes(st, leaf, leaf - 1)
+        if a - b ~= 0 then cidx.update(st, leaf, b - a) end
+      end
+      local k = math.min(cidx.LEAF - count, n)
+      if k > 0 then
+        local args = {}
+        for q = 1, k do
+          args[2 * q - 1] = flat[2 * q]
+          args[2 * q] = flat[2 * q - 1]
+        end
+        redis.call('ZADD', lk, unpack(args))
+        cidx.keep(lk, flat[2 * k])
+        cidx.update(st, leaf, k)
+        pos = k + 1
+      end
+    end
+    while pos <= n do
+      local k = math.min(cidx.LEAF, n - pos + 1)
+      local j = cidx.top_of(st) + st.gap
+      local nk = cidx.leaf_key(st, j)
+      local args = {}
+      for q = 1, k do
+        local at = 2 * (pos + q - 1)
+        args[2 * q - 1] = flat[at]
+        args[2 * q] = flat[at - 1]
+      end
+      redis.call('ZADD', nk, unpack(args))
+      redis.call('PEXPIREAT', nk, flat[2 * (pos + k - 1)])
+      redis.call('ZADD', st.root, 0, cidx.esc_key(flat[2 * pos], flat[2 * pos - 1]) .. '\0\0' .. string.format('%d', j))
+      cidx.grow(st, j, k)
+      pos = pos + k
+    end
+  end
+
   -- Removes (x, id) if it is there (an id with another expiry is not): 1, else 0. A leaf emptied
   -- leaves the root (Redis deleted its key); leaves are not merged.
   function cidx.remove(st, x, id)

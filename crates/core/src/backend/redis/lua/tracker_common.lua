@@ -11,16 +11,17 @@
 -- bookkeeping was dropped): the next writer purges and sets it. Its three numbers are locals
 -- (`meta_done`, `meta_lease`, `meta_deadline`), not a table: every call reads them, and what a
 -- call allocates it also pays for in Lua's garbage collector.
--- Since the compact layout (docs/redis-compact.md) six more numbers follow: "<gen> <bk> <bs>
--- <bn> <sc> <sl>", the generation of the group's compact keys (0: none yet), its record buckets'
--- linear hashing (level, split pointer, record count; see tracker_crec.lua) and their sweep (the
--- next bucket, and how many are left to look at; see purge_slice). They are a copy: the tree
+-- Since the compact layout (docs/redis-compact.md) seven more numbers follow: "<gen> <bk> <bs>
+-- <bn> <sc> <sl> <ct>", the generation of the group's compact keys (0: none yet), its record
+-- buckets' linear hashing (level, split pointer, record count; see tracker_crec.lua), their sweep
+-- (the next bucket, and how many are left to look at; see purge_slice), and the greatest expiry
+-- in the compact index (0: none): a completion expiring after it is staged (see STAGE). They are a copy: the tree
 -- hash (KEYS[6]) holds them too (`gen`, `k`, `s`, and `n` as of the last split), so the
 -- bookkeeping stays something a call may drop; without the four (absent, or written by an
 -- earlier version) `compact_known` is false and the first call that needs them reads KEYS[6].
 local meta, meta_done, meta_lease, meta_deadline = false, 0, 0, 0
 local meta_gen, meta_bk, meta_bs, meta_bn, compact_known = 0, 0, 0, 0, false
-local meta_sc, meta_sl = 0, 0
+local meta_sc, meta_sl, meta_ct = 0, 0, 0
 -- Whether the hash held the bookkeeping, and whether `meta` differs from what it holds.
 local meta_found, meta_dirty = false, false
 local function read_meta(raw)
@@ -30,10 +31,10 @@ local function read_meta(raw)
   if d then
     meta, meta_done, meta_lease, meta_deadline = true, tonumber(d), tonumber(l), tonumber(k)
     if rest ~= '' then
-      local g, bk, bs, bn, sc, sl = string.match(rest, '^ (%d+) (%d+) (%d+) (%d+) (%d+) (%d+)$')
+      local g, bk, bs, bn, sc, sl, ct = string.match(rest, '^ (%d+) (%d+) (%d+) (%d+) (%d+) (%d+) (%d+)$')
       if g then
         meta_gen, meta_bk, meta_bs, meta_bn = tonumber(g), tonumber(bk), tonumber(bs), tonumber(bn)
-        meta_sc, meta_sl = tonumber(sc), tonumber(sl)
+        meta_sc, meta_sl, meta_ct = tonumber(sc), tonumber(sl), tonumber(ct)
         compact_known = true
       else
         meta = false
@@ -67,6 +68,21 @@ local function has_compact()
   if not compact_known then
     local v = redis.call('HMGET', KEYS[6], 'gen', 'k', 's', 'n')
     meta_gen, meta_bk, meta_bs, meta_bn = tonumber(v[1]) or 0, tonumber(v[2]) or 0, tonumber(v[3]) or 0, tonumber(v[4]) or 0
+    -- The index's greatest entry (see STAGE): its last leaf's last one; when that leaf's key
+    -- went (all it held expired), now and an id after every id (ids are UTF-8: no byte 255).
+    meta_ct = 0
+    local last = redis.call('ZRANGE', KEYS[7], -1, -1)[1]
+    if last and meta_gen > 0 then
+      local top = redis.call('ZRANGE', KEYS[6] .. ':l:' .. string.format('%d', meta_gen) .. ':' .. string.match(last, '(%d+)$'),
+        -1, -1, 'WITHSCORES')
+      if top[2] then
+        meta_ct = tonumber(top[2])
+        redis.call('HSET', KEYS[6], 'ctid', top[1])
+      else
+        meta_ct = now
+        redis.call('HSET', KEYS[6], 'ctid', '\255')
+      end
+    end
     compact_known, meta_dirty = true, true
   end
   return meta_gen > 0
@@ -115,6 +131,64 @@ local function id_hash(hashes, i, id)
   if hashes then return (struct.unpack('<I4', hashes, 4 * i - 3)) end
   return crec_lib().fnv1a(id)
 end
+-- Completions are staged: a completion expiring after every entry of the compact index (the
+-- usual one) is written as before the compact layout, its record in the records hash and its
+-- id in KEYS[2]; once KEYS[2] holds more than STAGE ids, a general call moves its lowest live ones
+-- (up to STAGE_MAX) into the compact index in one append and their records into their buckets
+-- (`compact_staged`): a few commands per record, where a completion written straight into the
+-- compact layout costs about ten. So every compact entry sorts below every staged one, and the
+-- completed ids in order are the compact index's, then KEYS[2]'s.
+local STAGE, STAGE_MAX = 64, 512
+local function compact_staged()
+  if redis.call('ZCARD', KEYS[2]) <= STAGE then return end
+  local got = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. string.format('%d', now), BELOW_END, 'WITHSCORES', 'LIMIT', 0, STAGE_MAX)
+  if #got == 0 then return end
+  local ids = {}
+  for q = 1, #got, 2 do ids[#ids + 1] = got[q] end
+  local raws = redis.call('HMGET', KEYS[4], unpack(ids))
+  local flat, fid, fh, fraw, fx = {}, {}, {}, {}, {}
+  local R = crec_lib()
+  for q = 1, #ids do
+    local id, raw, x = ids[q], raws[q], tonumber(got[2 * q])
+    -- Only a live completed record of that expiry is moved (an id whose record changed since
+    -- leaves KEYS[2] alone: its record is indexed where it is now).
+    if raw and string.byte(raw, 1) == 99 and struct.unpack('<I6', raw, X_AT) == x then
+      flat[#flat + 1] = id; flat[#flat + 1] = x
+      if #id <= COMPACT and #raw <= COMPACT then
+        fid[#fid + 1] = id; fh[#fh + 1] = R.fnv1a(id); fraw[#fraw + 1] = raw; fx[#fx + 1] = x
+      end
+    end
+  end
+  redis.call('ZREM', KEYS[2], unpack(ids))
+  if #flat == 0 then return end
+  local c, b = compact(true)
+  if redis.call('EXISTS', KEYS[7]) == 0 then wc = true end
+  cidx_lib().append(c, flat)
+  if #fid > 0 then
+    R.set_many(b, fid, fh, fraw, fx)
+    redis.call('HDEL', KEYS[4], unpack(fid))
+  end
+  -- The compact index's greatest entry now: the last one moved (KEYS[2] was read in order).
+  meta_ct = flat[#flat]
+  redis.call('HSET', KEYS[6], 'ctid', flat[#flat - 1])
+  meta_dirty = true
+end
+-- Whether bytes `a` sort after bytes `b` (Lua's < follows the server's locale).
+local function after(a, b)
+  for i = 1, math.min(#a, #b) do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x > y end
+  end
+  return #a > #b
+end
+-- Whether a completion of `id` expiring at `x` is staged (see STAGE): it sorts after the compact
+-- index's greatest entry (`ct`, and its id in the tree hash: read only on a tie).
+local function staged_at(id, x)
+  if x > meta_ct then return true end
+  if x < meta_ct then return false end
+  return after(id, redis.call('HGET', KEYS[6], 'ctid') or '')
+end
+
 -- The completed index's entry of a record as read (`raw`, expired or not) leaves it: the record
 -- was completed. The legacy index (KEYS[2], groups written before the compact layout) is the
 -- caller's.
@@ -409,8 +483,8 @@ local function save(fields, wrote)
     fields = fields or {}
     fields[#fields + 1] = META
     if compact_known then
-      fields[#fields + 1] = string.format('%d %d %d %d %d %d %d %d %d', meta_done, meta_lease, meta_deadline,
-        meta_gen, meta_bk, meta_bs, meta_bn, meta_sc, meta_sl)
+      fields[#fields + 1] = string.format('%d %d %d %d %d %d %d %d %d %d', meta_done, meta_lease, meta_deadline,
+        meta_gen, meta_bk, meta_bs, meta_bn, meta_sc, meta_sl, meta_ct)
     else
       fields[#fields + 1] = string.format('%d %d %d', meta_done, meta_lease, meta_deadline)
     end

@@ -198,6 +198,36 @@ local function crec_lib()
     return true, false
   end
 
+  -- Writes many records at once (`ids`, hashes `hs`, records `raws`, each to live until its `ts`):
+  -- one HSET and one expiry per bucket (at the latest of its records'), then as many splits as
+  -- the new records call for (one per LOAD of them, at most: bounded by the batch). Returns how
+  -- many ids were new.
+  function crec.set_many(st, ids, hs, raws, ts)
+    local order, by = group(st, hs)
+    local new = 0
+    for _, b in ipairs(order) do
+      local at, args, t = by[b], {}, 0
+      for j = 1, #at do
+        local i = at[j]
+        args[2 * j - 1] = ids[i]
+        args[2 * j] = raws[i]
+        if ts[i] > t then t = ts[i] end
+      end
+      local bucket = key(st, b)
+      new = new + redis.call('HSET', bucket, unpack(args))
+      touch(bucket, t, false)
+    end
+    st.n = st.n + new
+    local latest = 0
+    for i = 1, #ts do if ts[i] > latest then latest = ts[i] end end
+    local splits = math.ceil(new / LOAD) + 1
+    while splits > 0 and st.n > LOAD * (st.m + st.s) do
+      split(st, latest)
+      splits = splits - 1
+    end
+    return new
+  end
+
   -- Removes the record of `id`: 1 when there was one, else 0. A bucket emptied leaves (Redis
   -- drops an empty hash) and is made again, with a TTL, by the next write to it.
   function crec.del(st, id, h)

@@ -27,8 +27,8 @@ if not exact then
   abandoned = redis.call('ZCOUNT', KEYS[1], '(' .. string.format('%d', now - retention), now_s)
 end
 local completed = redis.call('ZCOUNT', KEYS[2], after_now, BELOW_END)
--- The compact index's live entries follow the legacy index's (a group written before the
--- compact layout keeps its completed ids there until they expire).
+-- The compact index's live entries, then KEYS[2]'s: the staged completions (see STAGE), which
+-- sort after every compact entry (and the completed ids of a group written by 0.1.0).
 local c, b = compact(false)
 local c_first, c_live = 0, 0
 if c then
@@ -47,8 +47,8 @@ local segments = {
   {name = 'abandoned', key = KEYS[1], first = ended - abandoned, count = abandoned},
   {name = 'failed', key = KEYS[3], first = redis.call('ZCOUNT', KEYS[3], '-inf', BELOW_END) - failed, count = failed},
   {name = 'dead', key = KEYS[5], first = redis.call('ZCOUNT', KEYS[5], '-inf', BELOW_END) - dead, count = dead},
-  {name = 'completed', key = KEYS[2], first = redis.call('ZCOUNT', KEYS[2], '-inf', BELOW_END) - legacy, count = legacy},
   {name = 'completed', compact = true, first = c_first, count = c_live},
+  {name = 'completed', key = KEYS[2], first = redis.call('ZCOUNT', KEYS[2], '-inf', BELOW_END) - legacy, count = legacy},
 }
 
 local out = {now, live, abandoned, completed, failed, dead}

@@ -14,7 +14,7 @@ for c = 2, #ARGV, 500 do
   if c == 2 then
     raws = redis.call('HMGET', KEYS[1], '', unpack(ARGV, c, last))
     local m = table.remove(raws, 1)
-    local g, k, s = string.match(m or '', '^%d+ %d+ %d+ (%d+) (%d+) (%d+) %d+ %d+ %d+$')
+    local g, k, s = string.match(m or '', '^%d+ %d+ %d+ (%d+) (%d+) (%d+) %d+ %d+ %d+ %d+$')
     if not g then
       -- Bookkeeping without them (absent, or of an earlier version): the tree hash has them.
       local v = redis.call('HMGET', KEYS[2], 'gen', 'k', 's')
