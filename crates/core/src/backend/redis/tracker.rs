@@ -30,9 +30,9 @@ macro_rules! group_script {
 group_script!(
     apply_script,
     "tracker_head.lua",
+    "tracker_apply_fast.lua",
     "tracker_cidx.lua",
     "tracker_crec.lua",
-    "tracker_apply_fast.lua",
     "tracker_common.lua",
     "tracker_apply.lua"
 );

@@ -59,9 +59,9 @@ if #ARGV == 8 then
         and #raw == at + 1 and string.byte(raw, at) == 45 and string.byte(raw, at + 1) == 0
         and tonumber(ARGV[2]) >= 2 and keep_until >= md
         -- A completion is staged (see STAGE, tracker_common.lua): only one expiring after the
-        -- compact index's greatest entry, and not one in 32 (by the id's hash), which the general
+        -- compact index's greatest entry, and not one in 128 (by the id's hash), which the general
         -- path takes, so staged completions are moved into the compact layout from time to time.
-        and (action == 'f' or (keep_until > ct and struct.unpack('<I4', ARGV[8]) % 32 ~= 0)) then
+        and (action == 'f' or (keep_until > ct and struct.unpack('<I4', ARGV[8]) % 128 ~= 0)) then
         was, which, expires = 1, 2, keep_until
         local status, err = 'c', '-'
         if action == 'f' then

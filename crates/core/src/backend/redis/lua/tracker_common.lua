@@ -138,7 +138,7 @@ end
 -- (`compact_staged`): a few commands per record, where a completion written straight into the
 -- compact layout costs about ten. So every compact entry sorts below every staged one, and the
 -- completed ids in order are the compact index's, then KEYS[2]'s.
-local STAGE, STAGE_MAX = 64, 512
+local STAGE, STAGE_MAX = 128, 1024
 local function compact_staged()
   if redis.call('ZCARD', KEYS[2]) <= STAGE then return end
   local got = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. string.format('%d', now), BELOW_END, 'WITHSCORES', 'LIMIT', 0, STAGE_MAX)
