@@ -10,7 +10,10 @@
 //            too) under a root ordered by (expiry, id), each leaf's size counted and a full leaf
 //            split in two: one level of what listItems' exact counts and ordered pages need;
 //   tail     as buckets, the last leaf and its bound read from the counts' hash, so a completion
-//            expiring after every other one skips the root's lookup.
+//            expiring after every other one skips the root's lookup;
+//   done     in-progress records as lean (one hash, so a claimBatch of new ids is unchanged); a
+//            completion moves the record into a hash of about PER ids and indexes it as tail; a
+//            claim looks in both hashes.
 // These are prototypes of the layouts' hot paths, not flowguard's scripts: no timeline, attempts
 // bookkeeping, clean-up or key expiry on the write path (every key gets a TTL before memory is
 // read, as a group's keys have one), and buckets never grow (a real layout would split them one at
@@ -18,8 +21,11 @@
 //
 //   (cd bench && npm install) && node bench/redis-buckets.mjs
 //
-// BENCH_ITEMS (default 50,000) items per run, 100 in flight; BENCH_ROUNDS (default 3) rounds of
-// every case, interleaved; medians. BENCH_SHAPES: the PER/LEAF pairs (default 100/120,32/40,16/20).
+// BENCH_ITEMS (default 50,000) items per run, 100 in flight; then BENCH_SERIAL (default 3,000)
+// items of another group claimed and completed one call at a time (each awaited, as bench/ab.mjs's
+// "claim + complete, one at a time" row). BENCH_ROUNDS (default 3) rounds of every case,
+// interleaved; medians. BENCH_SHAPES: the PER/LEAF pairs (default 100/120,32/40,16/20);
+// BENCH_LAYOUTS: which layouts beside lean (default records,buckets,tail,done).
 // Starts its own redis-server unless REDIS_URL is set (then it must be a throwaway server: the
 // benchmark runs FLUSHALL and CONFIG RESETSTAT).
 import { createRequire } from 'node:module'
@@ -31,6 +37,8 @@ const N = Number(process.env.BENCH_ITEMS || 50_000)
 const ROUNDS = Number(process.env.BENCH_ROUNDS || 3)
 const SHAPES = (process.env.BENCH_SHAPES || '100/120,32/40,16/20').split(',').map((s) => s.split('/').map(Number))
 const IN_FLIGHT = 100
+const SERIAL = Number(process.env.BENCH_SERIAL || 3_000)
+const LAYOUTS = (process.env.BENCH_LAYOUTS || 'records,buckets,tail,done').split(',')
 
 // KEYS[1]: the group's key prefix. ARGV: id, owner (16 bytes), bucket count, leaf size, the id's
 // 32-bit FNV-1a hash (computed by the caller, as flowguard's Rust side would: no Lua loop per byte).
@@ -42,19 +50,22 @@ local REC = '<c1I4I6I6I6'
 `
 // The record: status, attempts, created, updated, expiry (and the lease end while in progress),
 // the owner and no error: flowguard's 42-byte completed record (tracker_head.lua).
-const claimWith = (records) => head + `
+const claimWith = (records, done) => head + `
 local rk = ${records}
 if redis.call('HGET', rk, id) then return 0 end
+${done ? `if redis.call('HGET', ${done}, id) then return 0 end` : ''}
 redis.call('HSET', rk, id, struct.pack(REC .. 'I6', 'p', 1, now, now, now + 90000, now + 30000) .. 'h' .. ARGV[2] .. '-' .. string.char(0))
 redis.call('ZADD', g .. ':ip', now + 30000, id)
 return 1`
-const completeWith = (records, index) => head + `
+const completeWith = (records, index, done) => head + `
 local rk = ${records}
 local raw = redis.call('HGET', rk, id)
 if not raw then return -1 end
 local _, a, c = struct.unpack(REC, raw)
 if string.sub(raw, 31, 46) ~= ARGV[2] then return -2 end
 local x = now + 86400000
+${done ? `redis.call('HDEL', rk, id)
+rk = ${done}` : ''}
 redis.call('HSET', rk, id, struct.pack(REC, 'c', a, c, now, x) .. string.sub(raw, 30))
 redis.call('ZREM', g .. ':ip', id)
 ${index}
@@ -106,6 +117,7 @@ const layouts = {
   records: [claimWith(BUCKET), completeWith(BUCKET, ONE_INDEX)],
   buckets: [claimWith(BUCKET), completeWith(BUCKET, leaves(false))],
   tail: [claimWith(BUCKET), completeWith(BUCKET, leaves(true))],
+  done: [claimWith(ONE_HASH, BUCKET), completeWith(ONE_HASH, leaves(true), BUCKET)],
 }
 
 const server = await benchRedis('buckets')
@@ -123,6 +135,8 @@ const fnv1a = (s) => {
   return String(h)
 }
 const hashes = ids.map(fnv1a)
+const serialIds = Array.from({ length: SERIAL }, (_, i) => `serial-${String(i).padStart(7, '0')}`)
+const serialHashes = serialIds.map(fnv1a)
 const scriptUsec = async () => {
   let us = 0
   for (const m of (await r.info('commandstats')).matchAll(/cmdstat_(?:evalsha|eval):calls=\d+,usec=(\d+)/g)) us += Number(m[1])
@@ -164,11 +178,21 @@ async function run(name, per, leaf) {
     const e = await r.object('ENCODING', k)
     encodings[e] = (encodings[e] || 0) + 1
   }
-  return { bytes, us: us / N, rate: N / seconds, keys, encodings }
+  // One at a time, as bench/ab.mjs's "claim + complete, one at a time" row: each call awaited.
+  const serialBuckets = String(Math.ceil(SERIAL / per))
+  const serialStarted = process.hrtime.bigint()
+  for (let i = 0; i < SERIAL; i++) {
+    for (const step of ['Claim', 'Complete']) {
+      const x = await r[`${name}${step}`]('{s}', serialIds[i], owner, serialBuckets, String(leaf), serialHashes[i])
+      if (x !== 1) throw new Error(`${name} ${step} one at a time: ${x}`)
+    }
+  }
+  const serial = SERIAL / (Number(process.hrtime.bigint() - serialStarted) / 1e9)
+  return { bytes, us: us / N, rate: N / seconds, keys, encodings, serial }
 }
 
 const cases = [['lean', 0, 0]]
-for (const [per, leaf] of SHAPES) cases.push(['records', per, 0], ['buckets', per, leaf], ['tail', per, leaf])
+for (const [per, leaf] of SHAPES) for (const name of LAYOUTS) cases.push([name, per, name === 'records' ? 0 : leaf])
 const results = new Map(cases.map((c) => [c.join(' '), []]))
 for (let round = 0; round < ROUNDS; round++) {
   for (const c of round % 2 ? [...cases].reverse() : cases) results.get(c.join(' ')).push(await run(c[0], c[1] || 100, c[2] || 120))
@@ -177,14 +201,16 @@ const med = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
 const lean = results.get('lean 0 0')
 const leanUs = med(lean.map((x) => x.us))
 const leanRate = med(lean.map((x) => x.rate))
+const leanSerial = med(lean.map((x) => x.serial))
 console.log(`# Redis ${version}; ${ROUNDS} rounds of ${N} items (claim, then complete, ${IN_FLIGHT} in flight), medians`)
-console.log('| layout | bytes / completed item | Redis µs / claim + complete | × lean | pairs / s | × lean | keys | encodings (a sample) |')
-console.log('|---|---:|---:|---:|---:|---:|---:|---|')
+console.log('| layout | bytes / completed item | Redis µs / claim + complete | × lean | pairs / s | × lean | one at a time, pairs / s | × lean | keys | encodings (a sample) |')
+console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---|')
 for (const [[name, per, leaf], xs] of cases.map((c) => [c, results.get(c.join(' '))])) {
-  const label = name === 'lean' ? 'lean (one hash, two sorted sets)' : name === 'records' ? `records in hashes of ~${per}` : name === 'buckets' ? `records in hashes of ~${per}, completed in leaves of ≤ ${leaf}` : `the same, the last leaf found without the root`
+  const label = name === 'lean' ? 'lean (one hash, two sorted sets)' : name === 'records' ? `records in hashes of ~${per}` : name === 'buckets' ? `records in hashes of ~${per}, completed in leaves of ≤ ${leaf}` : name === 'tail' ? `the same, the last leaf found without the root` : `in progress as lean; completed records in hashes of ~${per}, in leaves of ≤ ${leaf} (last leaf without the root)`
   const us = med(xs.map((x) => x.us))
   const rate = med(xs.map((x) => x.rate))
-  console.log(`| ${label} | ${med(xs.map((x) => x.bytes)).toFixed(1)} | ${us.toFixed(1)} | ${(us / leanUs).toFixed(2)} | ${Math.round(rate)} | ${(rate / leanRate).toFixed(2)} | ${xs[0].keys} | ${Object.entries(xs[0].encodings).map(([e, n]) => `${e} ${n}`).join(', ')} |`)
+  const serial = med(xs.map((x) => x.serial))
+  console.log(`| ${label} | ${med(xs.map((x) => x.bytes)).toFixed(1)} | ${us.toFixed(1)} | ${(us / leanUs).toFixed(2)} | ${Math.round(rate)} | ${(rate / leanRate).toFixed(2)} | ${Math.round(serial)} | ${(serial / leanSerial).toFixed(2)} | ${xs[0].keys} | ${Object.entries(xs[0].encodings).map(([e, n]) => `${e} ${n}`).join(', ')} |`)
 }
 r.disconnect()
 server.stop()
