@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Flowguard, sleep } from './backends.mjs'
 import { connect } from './resp.mjs'
+import { mulberry32 as rng } from './prng.mjs'
 import { freePort } from './redis-server.mjs'
 
 const haveRedis = spawnSync('redis-server', ['--version']).status === 0
@@ -18,17 +19,6 @@ if (process.env.CI === 'true' && !haveRedis) throw new Error('CI=true but redis-
 const LONG = process.env.FLOWGUARD_LONG === '1'
 const SEED = Number(process.env.FLOWGUARD_SEED || Date.now() % 2 ** 31)
 
-// mulberry32: a small seeded PRNG, so a failure can be replayed with FLOWGUARD_SEED.
-function rng(seed) {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 const ALPHABET = ['a', 'b', 'Z', '0', '7', ':', ':', '{', '{', '}', '}', '%', '%', '3', 'A', 'B', 'D', '2', '5', ' ', '-', 'i', 's', 't', 'l', 'ü', '日', '本', '🚀', '\\', '"', "'", '*', '?', '[', ']']
 const ADVERSARIAL = ['a', 'a:b', 'a%3Ab', 'a%b', '%25', '%', '{a}', 'a}', '{', '}', '{}', '}{', '%7B', '%7D', ':', '::', 'a:i:b', 'a:s:in_progress', 'i', 's', 'x{y}z', '日本語', 'emoji 🚀', 'fence', ':fence', 'a:fence']

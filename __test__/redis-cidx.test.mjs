@@ -13,6 +13,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { connect } from './resp.mjs'
+import { mulberry32 as prng } from './prng.mjs'
 import { freePort, haveRedis, startRedis, stopRedis } from './redis-server.mjs'
 
 const skip = !haveRedis && 'redis-server is not installed'
@@ -74,17 +75,6 @@ after(async () => {
   await stopRedis(server)
 })
 
-/** A small seeded PRNG (mulberry32): [0, 1). */
-function prng(seed) {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 /** One index: its keys, its gap, and calls of the library through the dispatcher. */
 async function index(name, gap = '') {

@@ -8,6 +8,7 @@ import { test, after, before } from 'node:test'
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { connect } from './resp.mjs'
+import { mulberry32 as prng } from './prng.mjs'
 import { freePort, haveRedis, startRedis, stopRedis } from './redis-server.mjs'
 
 const skip = !haveRedis && 'redis-server is not installed'
@@ -81,17 +82,6 @@ function fnv1a(s) {
   return h
 }
 
-/** mulberry32: a small seeded PRNG, floats in [0, 1). */
-function prng(seed) {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 const LOAD = 40
 const CHARS = ['a', 'z', '0', '-', ':', '\0', 'é', 'ß', '日', '本', '😀', '\u0080', '\u07ff', '\uffff']

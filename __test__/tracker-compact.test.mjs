@@ -8,6 +8,7 @@ import assert from 'node:assert/strict'
 import { Flowguard, backends, freshPrefix, sleep } from './backends.mjs'
 import { compactKeys } from './redis-layout.mjs'
 import { connect } from './resp.mjs'
+import { mulberry32 } from './prng.mjs'
 
 // The in-memory store is the reference whichever backends FLOWGUARD_BACKENDS names.
 const reference = { open: () => Flowguard.open({ prefix: freshPrefix('compact') }) }
@@ -15,21 +16,12 @@ const sides = backends().filter((b) => b.name === 'redis' || b.name === 'cluster
 const skip = sides.length === 0 && 'no Redis: set REDIS_URL (npm test does)'
 
 function rng(seed) {
-  let s = seed >>> 0
+  const next = mulberry32(seed)
   return {
-    next() {
-      s = (s + 0x6d2b79f5) >>> 0
-      let t = s
-      t = Math.imul(t ^ (t >>> 15), t | 1)
-      t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-      return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-    },
-    int(n) {
-      return Math.floor(this.next() * n)
-    },
+    next,
     sample(xs, n) {
       const out = []
-      for (const x of xs) if (this.next() < n / xs.length) out.push(x)
+      for (const x of xs) if (next() < n / xs.length) out.push(x)
       return out
     },
   }
