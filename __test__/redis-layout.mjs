@@ -3,7 +3,7 @@
 // fit a record bucket), completed records in buckets `<head>:c:b:<gen>:<n>`, completed ids in the
 // compact index's leaves `<head>:c:l:<gen>:<n>` (root `<head>:c:r`, tree hash `<head>:c`).
 
-/** 32-bit FNV-1a over the UTF-8 bytes of `id`, as id_hash.rs and tracker_crec.lua compute it. */
+/** 32-bit FNV-1a over the UTF-8 bytes of `id` (or a Buffer's bytes), as id_hash.rs and tracker_crec.lua compute it. */
 export function idHash(id) {
   let h = 0x811c9dc5
   for (const b of Buffer.from(id)) h = Math.imul(h ^ b, 0x01000193) >>> 0

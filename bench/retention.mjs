@@ -5,8 +5,8 @@
 // - durable: growth of the SQLite file, measured after a checkpoint (sqlite3 CLI) so that the
 //   write-ahead log is in the file;
 // - embedded (in memory): growth of the process's resident memory;
-// - Redis (REDIS_URL set): MEMORY USAGE of the group's keys (records hash and completed index), and
-//   the growth of INFO used_memory.
+// - Redis (REDIS_URL set): MEMORY USAGE of every key of the group (records hash, indexes, record
+//   buckets and the compact index), and the growth of INFO used_memory.
 //
 //   npm run build && nice -n 10 node bench/retention.mjs [N=100000]
 import { createRequire } from 'node:module'
@@ -63,7 +63,16 @@ if (process.env.REDIS_URL) {
   const used = async () => Number(/used_memory:(\d+)/.exec(await r.call('INFO', 'memory'))[1])
   const before = await used()
   await keep(fg, 'kept')
-  const keys = [`${fg.prefix}{t:kept}:r`, `${fg.prefix}{t:kept}:s:completed`]
+  // Every key of the group: records hash and indexes, and the compact layout's record buckets and
+  // index (docs/redis-compact.md); they share the group's hash tag. The prefix holds no glob
+  // character, the tag's braces are escaped.
+  const keys = []
+  let cursor = '0'
+  do {
+    const [next, found] = await r.call('SCAN', cursor, 'MATCH', `${fg.prefix}\\{t:kept\\}*`, 'COUNT', '1000')
+    cursor = String(next)
+    keys.push(...found.map(String))
+  } while (cursor !== '0')
   let usage = 0
   for (const k of keys) usage += Number(await r.call('MEMORY', 'USAGE', k, 'SAMPLES', '0'))
   rows.push(['Redis (MEMORY USAGE of the group keys)', perItem(usage)])

@@ -91,11 +91,26 @@ fn a_lock_key_with_a_foreign_value_is_a_coded_error_naming_it() {
         let f: Option<String> =
             redis::cmd("GET").arg(keys(&c).lock_fence("by-hand")).query_async(&mut r).await.unwrap();
         assert_eq!(f.as_deref().unwrap_or("0"), "0");
-        // A fence counter that is not a number.
+        // A fence counter that is not a number (with a lifetime of its own), and one of another
+        // type: the acquire is refused, the counter is as it was and the lock was not taken.
         let fk = keys(&c).lock_fence("bad-fence");
-        let _: () = redis::cmd("SET").arg(&fk).arg("abc").query_async(&mut r).await.unwrap();
+        let _: () =
+            redis::cmd("SET").arg(&fk).arg("abc").arg("PX").arg(600_000).query_async(&mut r).await.unwrap();
         assert_foreign(c.acquire_lock("bad-fence", AcquireOptions::default()).await.unwrap_err(), &fk);
         assert_foreign(c.get_lock("bad-fence").await.unwrap_err(), &fk);
+        let v: String = redis::cmd("GET").arg(&fk).query_async(&mut r).await.unwrap();
+        assert_eq!(v, "abc");
+        let ttl: i64 = redis::cmd("PTTL").arg(&fk).query_async(&mut r).await.unwrap();
+        assert!(ttl > 500_000 && ttl <= 600_000, "the counter's own lifetime kept: {ttl}");
+        let hk = keys(&c).lock_fence("hash-fence");
+        let _: () = redis::cmd("HSET").arg(&hk).arg("f").arg("v").query_async(&mut r).await.unwrap();
+        assert_foreign(c.acquire_lock("hash-fence", AcquireOptions::default()).await.unwrap_err(), &hk);
+        let h: Vec<String> = redis::cmd("HGETALL").arg(&hk).query_async(&mut r).await.unwrap();
+        assert_eq!(h, ["f", "v"]);
+        for name in ["bad-fence", "hash-fence"] {
+            let n: i64 = redis::cmd("EXISTS").arg(keys(&c).lock(name)).query_async(&mut r).await.unwrap();
+            assert_eq!(n, 0, "lock {name:?} not taken");
+        }
     });
 }
 
@@ -273,6 +288,22 @@ fn a_semaphore_key_with_a_foreign_value_is_a_coded_error_naming_it() {
                 .unwrap();
             assert_eq!(all, std::slice::from_ref(&key), "written although {key} is foreign");
         }
+        // A counter that is text, with a lifetime of its own: refused, and kept as it was.
+        let name = "sem-foreign-text";
+        let key = keys(&c).semaphore(name, "fence");
+        let _: () =
+            redis::cmd("SET").arg(&key).arg("abc").arg("PX").arg(600_000).query_async(&mut r).await.unwrap();
+        assert_foreign(c.acquire_permit(name, opts()).await.unwrap_err(), &key);
+        let v: String = redis::cmd("GET").arg(&key).query_async(&mut r).await.unwrap();
+        assert_eq!(v, "abc");
+        let ttl: i64 = redis::cmd("PTTL").arg(&key).query_async(&mut r).await.unwrap();
+        assert!(ttl > 500_000 && ttl <= 600_000, "the counter's own lifetime kept: {ttl}");
+        let all: Vec<String> = redis::cmd("KEYS")
+            .arg(format!("{}*", keys(&c).semaphore(name, "")))
+            .query_async(&mut r)
+            .await
+            .unwrap();
+        assert_eq!(all, std::slice::from_ref(&key), "written although {key} is foreign");
         // A holder's permit key overwritten by hand: the listing names it (without the owner).
         let name = "sem-foreign-permit";
         let held = c.acquire_permit(name, opts()).await.unwrap();

@@ -7,8 +7,8 @@
 -- with a key {1, holders, fence, key holders} | {0, holders, ms until the first lease that would
 -- make room ends, last fence, key holders} |
 -- {-1, i}: KEYS[i] holds a value flowguard did not write (nothing changed, no fence issued).
--- A grant without a key runs 8 commands (TIME, ZREMRANGEBYSCORE, ZCARD, GET and SET of the
--- counter, ZADD, SET, PEXPIREAT); with a key 2 more when something is held (ZRANGE, MGET).
+-- A grant without a key runs 7 commands (TIME, ZREMRANGEBYSCORE, ZCARD, SET GET of the counter,
+-- ZADD, SET, PEXPIREAT); with a key 2 more when something is held (ZRANGE, MGET).
 -- A keyed permit's value is "<fence>k<key bytes>:<key>:<label>": the key's holders are the live
 -- holders whose permit value has that key.
 -- Ended entries first (their permit keys have expired by themselves): the rest are the live holders.
@@ -48,23 +48,30 @@ if n >= tonumber(ARGV[2]) or key_full then
   if key then return {0, n, tonumber(first[2]) - now, f, k} end
   return {0, n, tonumber(first[2]) - now, f}
 end
-local c = redis.pcall('GET', KEYS[2])
-local last = 0
-if c then
-  last = type(c) == 'string' and string.match(c, '^%d+$') and tonumber(c)
-  if not last then return {-1, 2} end
-end
 -- The larger of the counter + 1 and the clock in microseconds, as a lock's (lock_acquire.lua):
--- above every fence granted before, even one a failover or restart lost from the counter.
+-- above every fence granted before, even one a failover or restart lost from the counter. The
+-- counter is swapped for the clock's fence, which tells the last one; only when that was not
+-- below the clock's (the clock went back, or two grants in one microsecond) is it written again.
 local fence = tonumber(time[1]) * 1000000 + tonumber(time[2])
-if fence <= last then fence = last + 1 end
 -- '%d', not concatenation: Lua turns a number into text with '%.14g' (1e14 would become '1e+14').
 local f = string.format('%d', fence)
-if c then
-  redis.call('SET', KEYS[2], f, 'KEEPTTL')
-else
+local c = redis.pcall('SET', KEYS[2], f, 'GET', 'KEEPTTL')
+if not c then
   -- No counter was there: made now, and given its lifetime once.
-  redis.call('SET', KEYS[2], f, 'PX', ARGV[5])
+  redis.call('PEXPIRE', KEYS[2], ARGV[5])
+else
+  local last = type(c) == 'string' and string.match(c, '^%d+$') and tonumber(c)
+  if not last then
+    -- A counter flowguard did not write: put back what was there (a key of another type was
+    -- not written); nothing else was.
+    if type(c) == 'string' then redis.call('SET', KEYS[2], c, 'KEEPTTL') end
+    return {-1, 2}
+  end
+  if fence <= last then
+    fence = last + 1
+    f = string.format('%d', fence)
+    redis.call('SET', KEYS[2], f, 'KEEPTTL')
+  end
 end
 local e = now + tonumber(ARGV[3])
 redis.call('ZADD', KEYS[1], e, ARGV[1])

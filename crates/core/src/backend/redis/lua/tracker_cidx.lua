@@ -400,13 +400,14 @@ local function cidx_lib()
     return tonumber(string.sub(m, 1, cidx.DIGITS))
   end
 
-  -- The greatest x, or false when empty. When the last leaf's key expired, its bound's x: every
-  -- entry is expired then (all lie below the entries of that leaf, which expired).
+  -- The greatest entry: its x and id; false when empty. When the last leaf's key expired, its
+  -- bound's x and no id: every entry is expired then (all lie below the entries of that leaf,
+  -- which expired).
   function cidx.tail(st)
     local m = redis.call('ZRANGE', st.root, -1, -1)[1]
     if not m then return false end
     local got = redis.call('ZRANGE', cidx.leaf_key(st, cidx.number(m)), -1, -1, 'WITHSCORES')
-    if got[2] then return tonumber(got[2]) end
+    if got[2] then return tonumber(got[2]), got[1] end
     return tonumber(string.sub(m, 1, cidx.DIGITS))
   end
   cidx_made = cidx

@@ -63,6 +63,10 @@ local wc = false -- this call made the index's root or tree hash (they need the 
 local function dead_record(raw)
   return (struct.unpack('<I6', raw, X_AT)) <= now
 end
+-- The compact index of the group's generation (meta_gen > 0).
+local function cidx_open()
+  return cidx_lib().open(KEYS[7], KEYS[6], KEYS[6] .. ':l:' .. string.format('%d', meta_gen) .. ':')
+end
 -- Whether the group has compact keys (reads the tree hash when the bookkeeping does not say).
 local function has_compact()
   if not compact_known then
@@ -71,14 +75,12 @@ local function has_compact()
     -- The index's greatest entry (see STAGE): its last leaf's last one; when that leaf's key
     -- went (all it held expired), now and an id after every id (ids are UTF-8: no byte 255).
     meta_ct = 0
-    local last = redis.call('ZRANGE', KEYS[7], -1, -1)[1]
-    if last and meta_gen > 0 then
-      local top = redis.call('ZRANGE', KEYS[6] .. ':l:' .. string.format('%d', meta_gen) .. ':' .. string.match(last, '(%d+)$'),
-        -1, -1, 'WITHSCORES')
-      if top[2] then
-        meta_ct = tonumber(top[2])
-        redis.call('HSET', KEYS[6], 'ctid', top[1])
-      else
+    if meta_gen > 0 then
+      local x, id = cidx_lib().tail(cidx_open())
+      if id then
+        meta_ct = x
+        redis.call('HSET', KEYS[6], 'ctid', id)
+      elseif x then
         meta_ct = now
         redis.call('HSET', KEYS[6], 'ctid', '\255')
       end
@@ -97,9 +99,9 @@ local function compact(make)
     redis.call('HSET', KEYS[6], 'gen', string.format('%d', meta_gen), 'k', 0, 's', 0, 'n', 0)
     wc = true
   end
-  local g = string.format('%d', meta_gen)
-  cst = cidx_lib().open(KEYS[7], KEYS[6], KEYS[6] .. ':l:' .. g .. ':')
-  rst = crec_lib().open(KEYS[6], KEYS[6] .. ':b:' .. g .. ':', dead_record, {k = meta_bk, s = meta_bs, n = meta_bn})
+  cst = cidx_open()
+  rst = crec_lib().open(KEYS[6] .. ':b:' .. string.format('%d', meta_gen) .. ':', dead_record,
+    {k = meta_bk, s = meta_bs, n = meta_bn})
   return cst, rst
 end
 -- Keeps the buckets' state in the bookkeeping when it changed.

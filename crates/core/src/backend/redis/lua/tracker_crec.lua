@@ -12,15 +12,13 @@
 -- the scripts it is prepended to get two names more and nothing at load time runs a command. It
 -- reads no KEYS or ARGV: the caller names the keys.
 --   local crec = crec_lib()
---   local st = crec.open(tree_key, bucket_prefix, is_dead[, state])  -- one HMGET without state
+--   local st = crec.open(bucket_prefix, is_dead, {k =, s =, n =})  -- reads nothing
 --   ... crec.get / mget / set / del / del_many / sweep ...
---   crec.save(st)                                            -- at most one HSET
--- `tree_key` is a hash holding `k`, `s` and `n` (absent: 0) among other code's fields, which
--- are never touched; or the caller keeps them itself and hands them to open as `state` ({k =,
--- s =, n =}): then open reads nothing, and save writes nothing but tells whether they changed
--- (st.k, st.s, st.n are the values to keep); bucket `b` is the key `bucket_prefix .. b` (decimal). `is_dead(raw)`
--- (optional) tells a record that may be dropped (the tracker's: expired); splits and sweeps drop
--- such records. `h` is always the id's hash as a number (crec.fnv1a: id_hash.rs computes it for
+--   if crec.save(st) then ... keep st.k, st.s, st.n ... end        -- writes nothing
+-- The caller keeps the linear-hashing state `k`, `s` and `n` (the tracker: in its bookkeeping,
+-- see META in tracker_common.lua) and hands it to open; save tells whether it changed. Bucket
+-- `b` is the key `bucket_prefix .. b` (decimal). `is_dead(raw)` (optional) tells a record that
+-- may be dropped (the tracker's: expired); splits and sweeps drop such records. `h` is always the id's hash as a number (crec.fnv1a: id_hash.rs computes it for
 -- the caller), never computed here on the way of a call.
 -- The caller keeps out of buckets what would make one a hashtable for good: a record or an id
 -- over 64 bytes (hash-max-listpack-value); a bucket of such an id stays correct, only larger.
@@ -61,36 +59,19 @@ local function crec_lib()
     return h
   end
 
-  -- The linear-hashing state: one HMGET. `m` is 2^k; k0, s0, n0 what the tree hash holds, so
-  -- `save` writes only what changed.
-  function crec.open(tree_key, bucket_prefix, is_dead, state)
-    local k, s, n
-    if state then
-      k, s, n = state.k, state.s, state.n
-    else
-      local v = redis.call('HMGET', tree_key, 'k', 's', 'n')
-      k, s, n = tonumber(v[1]) or 0, tonumber(v[2]) or 0, tonumber(v[3]) or 0
-    end
-    return {tree = tree_key, prefix = bucket_prefix, is_dead = is_dead or false, external = state and true,
-      k = k, s = s, n = n, m = 2 ^ k, k0 = k, s0 = s, n0 = n}
+  -- The linear-hashing state, as the caller keeps it. `m` is 2^k; k0, s0, n0 what it was, so
+  -- `save` tells whether it changed.
+  function crec.open(bucket_prefix, is_dead, state)
+    local k, s, n = state.k, state.s, state.n
+    return {prefix = bucket_prefix, is_dead = is_dead or false, k = k, s = s, n = n, m = 2 ^ k, k0 = k, s0 = s, n0 = n}
   end
 
-  -- Writes the state back: one HSET of the fields that changed, none when nothing did. The
-  -- caller calls it once, after its last crec call (it may call it again after more). With a
-  -- state of the caller's (see open): writes nothing, returns whether st.k, st.s or st.n changed.
+  -- Whether st.k, st.s or st.n changed since open (or the last save): the caller keeps them
+  -- then. Called once, after the last crec call (again after more).
   function crec.save(st)
-    if st.external then
-      local changed = st.k ~= st.k0 or st.s ~= st.s0 or st.n ~= st.n0
-      st.k0, st.s0, st.n0 = st.k, st.s, st.n
-      return changed
-    end
-    local args = {}
-    if st.k ~= st.k0 then args[#args + 1] = 'k'; args[#args + 1] = string.format('%d', st.k) end
-    if st.s ~= st.s0 then args[#args + 1] = 's'; args[#args + 1] = string.format('%d', st.s) end
-    if st.n ~= st.n0 then args[#args + 1] = 'n'; args[#args + 1] = string.format('%d', st.n) end
-    if #args == 0 then return end
-    redis.call('HSET', st.tree, unpack(args))
+    local changed = st.k ~= st.k0 or st.s ~= st.s0 or st.n ~= st.n0
     st.k0, st.s0, st.n0 = st.k, st.s, st.n
+    return changed
   end
 
   -- The bucket number of hash `h` (also crec.addr, for a caller that groups ids itself), and a

@@ -35,7 +35,7 @@ for c = 2, #ARGV, 500 do
 end
 if #miss > 0 then
   local crec = crec_lib()
-  local st = crec.open(KEYS[2], KEYS[2] .. ':b:' .. string.format('%d', gen) .. ':', false, {k = bk, s = bs, n = 0})
+  local st = crec.open(KEYS[2] .. ':b:' .. string.format('%d', gen) .. ':', false, {k = bk, s = bs, n = 0})
   local got = crec.mget(st, mids, mh)
   for q = 1, #miss do out[miss[q]] = got[q] end
 end
