@@ -6,7 +6,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { Flowguard, backends, freshPrefix, sleep } from './backends.mjs'
-import { compactKeys } from './redis-layout.mjs'
+import { compactKeys, completedIds, recordKey } from './redis-layout.mjs'
 import { connect } from './resp.mjs'
 import { mulberry32 } from './prng.mjs'
 
@@ -115,3 +115,38 @@ for (const side of sides.length ? sides : [{ name: 'redis' }]) {
     }
   })
 }
+
+const single = sides.find((s) => s.name === 'redis')
+test('redis: a batch of completions moves what it staged into the compact layout within the call', { skip: !single && 'no single Redis: set REDIS_URL (npm test does)' }, async () => {
+  const fg = await single.open()
+  const r = await connect(single.url)
+  try {
+    const g = 'batched'
+    const head = `${fg.prefix}{t:${g}}`
+    // Two batches of 5,000 (more than four steps of the move each): after each, at most STAGE
+    // (128) completions are left staged, the rest are in the compact index and their records
+    // in buckets.
+    for (const round of [0, 1]) {
+      const list = Array.from({ length: 5000 }, (_, i) => `b-${round}-${i}`)
+      const c = await fg.claimBatch(g, list, { timeoutMs: 3_600_000 })
+      assert.equal(c.claimed, list.length)
+      const done = await fg.setItems(g, list.map((id) => ({ id, status: 'completed', owner: c.owner })))
+      assert.ok(done.every((x) => x.ok))
+      const staged = await r.call('ZCARD', `${head}:s:completed`)
+      assert.ok(staged <= 128, `round ${round}: ${staged} completions left staged`)
+      const inHash = (await r.call('HLEN', `${head}:r`)) - (await r.call('HEXISTS', `${head}:r`, ''))
+      assert.ok(inHash <= 128, `round ${round}: ${inHash} records left in the records hash`)
+      assert.equal((await completedIds(r, head)).length, 5000 * (round + 1))
+      for (const id of [list[0], list[2500], list[4999]]) {
+        const key = await recordKey(r, head, id)
+        assert.ok(key === `${head}:r` || key.includes(':c:b:'), `${id} in ${key}`)
+      }
+      const l = await fg.listItems(g, { status: 'completed', limit: 2, offset: 5000 * (round + 1) - 2 })
+      assert.equal(l.counts.completed, 5000 * (round + 1))
+      assert.deepEqual(l.items.map((i) => i.status), ['completed', 'completed'])
+    }
+  } finally {
+    r.close()
+    await fg.close()
+  }
+})

@@ -229,7 +229,7 @@ end
 
 -- Records of this call are in `fields`, not yet in the records hash: written first.
 save(fields, #fields > 0 or cst ~= false)
-compact_staged()
+compact_staged(n)
 compact_save()
 save(nil)
 keep_alive(latest, w1, w2, w3, w5)

@@ -136,15 +136,17 @@ end
 -- Completions are staged: a completion expiring after every entry of the compact index (the
 -- usual one) is written as before the compact layout, its record in the records hash and its
 -- id in KEYS[2]; once KEYS[2] holds more than STAGE ids, a general call moves its lowest live ones
--- (up to STAGE_MAX) into the compact index in one append and their records into their buckets
--- (`compact_staged`): a few commands per record, where a completion written straight into the
--- compact layout costs about ten. So every compact entry sorts below every staged one, and the
--- completed ids in order are the compact index's, then KEYS[2]'s.
+-- into the compact index in one append and their records into their buckets (`compact_staged`):
+-- a few commands per record, where a completion written straight into the compact layout costs
+-- about ten. A call of `n` operations runs up to 1 + floor(n / STAGE_MAX) steps of up to
+-- STAGE_MAX each (Lua's unpack takes at most 8,000 values): work in proportion to the call, and
+-- a batch of completions moves at least as many as it staged, so KEYS[2] stays small. Every
+-- compact entry sorts below every staged one, and the completed ids in order are the compact
+-- index's, then KEYS[2]'s.
 local STAGE, STAGE_MAX = 128, 1024
-local function compact_staged()
-  if redis.call('ZCARD', KEYS[2]) <= STAGE then return end
-  local got = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. string.format('%d', now), BELOW_END, 'WITHSCORES', 'LIMIT', 0, STAGE_MAX)
-  if #got == 0 then return end
+local function compact_step(max)
+  local got = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. string.format('%d', now), BELOW_END, 'WITHSCORES', 'LIMIT', 0, max)
+  if #got == 0 then return 0 end
   local ids = {}
   for q = 1, #got, 2 do ids[#ids + 1] = got[q] end
   local raws = redis.call('HMGET', KEYS[4], unpack(ids))
@@ -162,7 +164,7 @@ local function compact_staged()
     end
   end
   redis.call('ZREM', KEYS[2], unpack(ids))
-  if #flat == 0 then return end
+  if #flat == 0 then return #ids end
   local c, b = compact(true)
   if redis.call('EXISTS', KEYS[7]) == 0 then wc = true end
   cidx_lib().append(c, flat)
@@ -174,6 +176,12 @@ local function compact_staged()
   meta_ct = flat[#flat]
   redis.call('HSET', KEYS[6], 'ctid', flat[#flat - 1])
   meta_dirty = true
+  return #ids
+end
+local function compact_staged(n)
+  for _ = 0, math.floor(n / STAGE_MAX) do
+    if redis.call('ZCARD', KEYS[2]) <= STAGE or compact_step(STAGE_MAX) == 0 then return end
+  end
 end
 -- Whether bytes `a` sort after bytes `b` (Lua's < follows the server's locale).
 local function after(a, b)
