@@ -7,7 +7,7 @@
 //              even ones a failover lost: TIME (the clock passed them), SET NX PX GET of the lock,
 //              SET GET of the counter (the last token, for a clock that went back). Nothing
 //              checked, no fix-up: not a lock, the cost of its commands;
-//   flowguard  crates/core/src/backend/redis/lua/lock_acquire.lua, as the addon runs it.
+//   flowguard  crates/core/src/backend/redis/lua/fence_swap.lua + lock_acquire.lua, as the addon runs them.
 // Every case releases with lock_release.lua (GET, owner check, DEL). Each round starts from 64 fence
 // counters a second behind the clock (the usual grant: the counter is there and below the clock).
 //
@@ -53,7 +53,7 @@ local v = redis.pcall('SET', KEYS[1], ARGV[1] .. f .. ':' .. ARGV[3], 'NX', 'PX'
 if v then return {v, 0} end
 redis.pcall('SET', KEYS[2], f, 'GET', 'KEEPTTL')
 return f`
-const cases = { incr, floor, flowguard: lua('lock_acquire.lua') }
+const cases = { incr, floor, flowguard: lua('fence_swap.lua') + lua('lock_acquire.lua') }
 
 const server = await benchRedis('lock-floor')
 const r = new IORedis(server.url)

@@ -51,7 +51,7 @@ await io.ping()
 // flowguard's own semaphore scripts, run by ioredis: splits the cost of the scripts (fences, holder
 // labels, Redis's clock) from the cost of the binding.
 const lua = (f) => readFileSync(join(root, 'crates/core/src/backend/redis/lua', f), 'utf8')
-const semAcquire = lua('semaphore_common.lua') + lua('semaphore_acquire.lua')
+const semAcquire = lua('semaphore_common.lua') + lua('fence_swap.lua') + lua('semaphore_acquire.lua')
 const semRelease = lua('semaphore_release.lua')
 const [acqSha, relSha] = [await io.script('LOAD', semAcquire), await io.script('LOAD', semRelease)]
 const FENCE_KEEP_MS = 30 * 24 * 3600 * 1000

@@ -166,7 +166,7 @@ bench('lock-serial', 'node-redis', 'pairs/s', async () => {
 
 // Breakdown row: ioredis running flowguard's own lock scripts (the same Redis work as flowguard,
 // without the napi binding and the Rust client), to separate script cost from binding cost.
-const acqSrc = readFileSync(join(root, 'crates/core/src/backend/redis/lua/lock_acquire.lua'), 'utf8')
+const acqSrc = ['fence_swap.lua', 'lock_acquire.lua'].map((f) => readFileSync(join(root, 'crates/core/src/backend/redis/lua', f), 'utf8')).join('')
 const relSrc = readFileSync(join(root, 'crates/core/src/backend/redis/lua/lock_release.lua'), 'utf8')
 const acqSha = await io.script('LOAD', acqSrc)
 const relSha = await io.script('LOAD', relSrc)

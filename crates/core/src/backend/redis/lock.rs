@@ -18,7 +18,7 @@ use crate::backend::BoxFuture;
 use crate::error::{Error, ErrorCode, Result};
 use crate::lock::{Attempt, ExtendResult, LockBackend, LockInfo, Refusal, ReleaseResult, FENCE_KEEP_MS};
 
-lua!(acquire_script, "lock_acquire.lua");
+lua!(acquire_script, "fence_swap.lua", "lock_acquire.lua");
 lua!(release_script, "lock_release.lua");
 lua!(release_fence_script, "lock_release_fence.lua");
 lua!(extend_script, "lock_extend.lua");

@@ -523,12 +523,12 @@ pub(crate) struct Lua {
     pub source: &'static str,
 }
 
-/// Like [`script!`], for [`RedisStore::eval`].
+/// Like [`script!`], for [`RedisStore::eval`]: the files joined in order (shared functions first).
 macro_rules! lua {
-    ($name:ident, $file:literal) => {
+    ($name:ident, $($file:literal),+) => {
         fn $name() -> &'static $crate::backend::redis::Lua {
             static S: std::sync::OnceLock<$crate::backend::redis::Lua> = std::sync::OnceLock::new();
-            const SOURCE: &str = include_str!(concat!("lua/", $file));
+            const SOURCE: &str = concat!($(include_str!(concat!("lua/", $file))),+);
             S.get_or_init(|| $crate::backend::redis::Lua {
                 script: redis::Script::new(SOURCE),
                 source: SOURCE,

@@ -13,20 +13,20 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::lock::{ExtendResult, Refusal, ReleaseResult};
 use crate::semaphore::{Holder, PerKey, PermitAttempt, SemaphoreBackend, SemaphoreInfo};
 
-/// A script: the shared head `semaphore_common.lua` followed by the step's own part, run by
+/// A script: the shared head `semaphore_common.lua` followed by the step's own files, run by
 /// [`RedisStore::eval`] (over a shell's faster connection when it has one, as the lock's).
 macro_rules! semaphore_script {
-    ($name:ident, $file:literal) => {
+    ($name:ident, $($file:literal),+) => {
         fn $name() -> &'static super::Lua {
             static S: std::sync::OnceLock<super::Lua> = std::sync::OnceLock::new();
             const SOURCE: &str =
-                concat!(include_str!("lua/semaphore_common.lua"), include_str!(concat!("lua/", $file)));
+                concat!(include_str!("lua/semaphore_common.lua"), $(include_str!(concat!("lua/", $file))),+);
             S.get_or_init(|| super::Lua { script: redis::Script::new(SOURCE), source: SOURCE })
         }
     };
 }
 
-semaphore_script!(acquire_script, "semaphore_acquire.lua");
+semaphore_script!(acquire_script, "fence_swap.lua", "semaphore_acquire.lua");
 semaphore_script!(extend_script, "semaphore_extend.lua");
 semaphore_script!(inspect_script, "semaphore_inspect.lua");
 semaphore_script!(release_fence_script, "semaphore_release_fence.lua");

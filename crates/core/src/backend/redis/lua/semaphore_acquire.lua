@@ -48,31 +48,10 @@ if n >= tonumber(ARGV[2]) or key_full then
   if key then return {0, n, tonumber(first[2]) - now, f, k} end
   return {0, n, tonumber(first[2]) - now, f}
 end
--- The larger of the counter + 1 and the clock in microseconds, as a lock's (lock_acquire.lua):
--- above every fence granted before, even one a failover or restart lost from the counter. The
--- counter is swapped for the clock's fence, which tells the last one; only when that was not
--- below the clock's (the clock went back, or two grants in one microsecond) is it written again.
-local fence = tonumber(time[1]) * 1000000 + tonumber(time[2])
--- '%d', not concatenation: Lua turns a number into text with '%.14g' (1e14 would become '1e+14').
-local f = string.format('%d', fence)
-local c = redis.pcall('SET', KEYS[2], f, 'GET', 'KEEPTTL')
-if not c then
-  -- No counter was there: made now, and given its lifetime once.
-  redis.call('PEXPIRE', KEYS[2], ARGV[5])
-else
-  local last = type(c) == 'string' and string.match(c, '^%d+$') and tonumber(c)
-  if not last then
-    -- A counter flowguard did not write: put back what was there (a key of another type was
-    -- not written); nothing else was.
-    if type(c) == 'string' then redis.call('SET', KEYS[2], c, 'KEEPTTL') end
-    return {-1, 2}
-  end
-  if fence <= last then
-    fence = last + 1
-    f = string.format('%d', fence)
-    redis.call('SET', KEYS[2], f, 'KEEPTTL')
-  end
-end
+-- The token (fence_swap.lua, prepended): the counter swapped for the clock's, or the last + 1.
+local f = fence_swap(KEYS[2], fence_clock(time), ARGV[5])
+if not f then return {-1, 2} end
+local fence = tonumber(f)
 local e = now + tonumber(ARGV[3])
 redis.call('ZADD', KEYS[1], e, ARGV[1])
 if key then

@@ -166,7 +166,7 @@ local function compact_step(max)
   redis.call('ZREM', KEYS[2], unpack(ids))
   if #flat == 0 then return #ids end
   local c, b = compact(true)
-  if redis.call('EXISTS', KEYS[7]) == 0 then wc = true end
+  if not wc and redis.call('EXISTS', KEYS[7]) == 0 then wc = true end
   cidx_lib().append(c, flat)
   if #fid > 0 then
     R.set_many(b, fid, fh, fraw, fx)
